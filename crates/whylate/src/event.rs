@@ -1,0 +1,692 @@
+//! The event model every reader produces.
+//!
+//! One `Event` per trace record, whatever the input format. Timestamps are integer
+//! nanoseconds (never `f64 * 1e9`), strings are interned into [`Sym`]s, and the kinds the
+//! analysis understands are typed. Everything else is [`Kind::Other`], whose `key=value`
+//! text is only split when someone asks ([`fields`]).
+
+use rustc_hash::FxHashMap;
+use std::fmt;
+
+/// An interned string. `Sym::EMPTY` is the empty string.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Sym(pub u32);
+
+impl Sym {
+    /// The empty string, always present in every [`Interner`].
+    pub const EMPTY: Sym = Sym(0);
+}
+
+/// Owns the strings behind [`Sym`]s. Memory grows with the number of *distinct* strings
+/// (comms, function names), not with the number of events.
+#[derive(Debug)]
+pub struct Interner {
+    map: FxHashMap<Box<str>, Sym>,
+    strs: Vec<Box<str>>,
+}
+
+impl Default for Interner {
+    fn default() -> Self {
+        let mut i = Interner {
+            map: FxHashMap::default(),
+            strs: Vec::new(),
+        };
+        i.intern("");
+        i
+    }
+}
+
+impl Interner {
+    /// A new interner holding only the empty string.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Interns `s`, returning its symbol.
+    pub fn intern(&mut self, s: &str) -> Sym {
+        if let Some(&sym) = self.map.get(s) {
+            return sym;
+        }
+        let sym = Sym(self.strs.len() as u32);
+        self.strs.push(s.into());
+        self.map.insert(s.into(), sym);
+        sym
+    }
+
+    /// Interns raw bytes; invalid UTF-8 is replaced, not rejected (comms are arbitrary bytes).
+    pub fn intern_bytes(&mut self, b: &[u8]) -> Sym {
+        match std::str::from_utf8(b) {
+            Ok(s) => self.intern(s),
+            Err(_) => self.intern(&String::from_utf8_lossy(b)),
+        }
+    }
+
+    /// The string behind `sym`.
+    pub fn get(&self, sym: Sym) -> &str {
+        self.strs.get(sym.0 as usize).map(|s| &**s).unwrap_or("")
+    }
+
+    /// Number of distinct strings held.
+    pub fn len(&self) -> usize {
+        self.strs.len()
+    }
+
+    /// True when only the empty string is held.
+    pub fn is_empty(&self) -> bool {
+        self.strs.len() <= 1
+    }
+}
+
+/// `prev_state` of a sched_switch, kept as the kernel reported it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TaskState {
+    /// Letters as printed by the kernel's print fmt (`S`, `D`, `R+`, `D|K`, `I`...).
+    /// Bit i set = letter `TASK_LETTERS[i]`; `preempted` = the `+` suffix.
+    Letters {
+        /// One bit per letter of [`TASK_LETTERS`].
+        bits: u16,
+        /// The `+` suffix.
+        preempted: bool,
+    },
+    /// A numeric value (`trace-cmd report -R`, old kernels). Its meaning depends on the
+    /// kernel version, so it is kept as is.
+    Numeric(u64),
+    /// The trace does not say (sysdig's `switch`).
+    Unknown,
+}
+
+/// Letters of task states in the order of [`TaskState::Letters`] bits.
+pub const TASK_LETTERS: &[u8] = b"SDTtXZPIKWNx";
+
+impl TaskState {
+    /// Parses `R`, `R+`, `S`, `D|K`, `x`, or a number.
+    pub fn parse(s: &[u8]) -> Option<TaskState> {
+        if s.is_empty() {
+            return None;
+        }
+        if s[0].is_ascii_digit() {
+            let v = if let Some(hex) = s.strip_prefix(b"0x") {
+                parse_hex(hex)?
+            } else {
+                parse_u64(s)?
+            };
+            return Some(TaskState::Numeric(v));
+        }
+        let mut bits = 0u16;
+        let mut preempted = false;
+        for &c in s {
+            match c {
+                b'R' => {}
+                b'+' => preempted = true,
+                b'|' => {}
+                _ => {
+                    let i = TASK_LETTERS.iter().position(|&l| l == c)?;
+                    bits |= 1 << i;
+                }
+            }
+        }
+        Some(TaskState::Letters { bits, preempted })
+    }
+
+    /// True when the task stayed runnable after switching out (it was preempted).
+    pub fn is_runnable(&self) -> bool {
+        match *self {
+            TaskState::Letters { bits, .. } => bits == 0,
+            // 0 is TASK_RUNNING on every kernel. A single high bit (>= 256) is how kernels
+            // report preemption (TASK_REPORT_MAX on 4.14+, TASK_STATE_MAX before).
+            TaskState::Numeric(v) => v == 0 || (v >= 256 && v.is_power_of_two()),
+            TaskState::Unknown => false,
+        }
+    }
+}
+
+impl fmt::Display for TaskState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            TaskState::Numeric(v) => write!(f, "{v}"),
+            TaskState::Unknown => f.write_str("?"),
+            TaskState::Letters { bits, preempted } => {
+                if bits == 0 {
+                    f.write_str("R")?;
+                } else {
+                    let mut first = true;
+                    for (i, &l) in TASK_LETTERS.iter().enumerate() {
+                        if bits & (1 << i) != 0 {
+                            if !first {
+                                f.write_str("|")?;
+                            }
+                            first = false;
+                            write!(f, "{}", l as char)?;
+                        }
+                    }
+                }
+                if preempted {
+                    f.write_str("+")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Which `sched_stat_*` event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SchedStat {
+    /// sched_stat_wait: time runnable before running.
+    Wait,
+    /// sched_stat_sleep.
+    Sleep,
+    /// sched_stat_iowait.
+    Iowait,
+    /// sched_stat_blocked.
+    Blocked,
+    /// sched_stat_runtime (delay = runtime).
+    Runtime,
+}
+
+/// Softirq vector names in kernel order (`vec=N`).
+pub const SOFTIRQ_NAMES: [&str; 10] = [
+    "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU",
+];
+
+/// The typed payload of an event.
+#[derive(Clone, Debug, PartialEq)]
+#[allow(missing_docs)]
+pub enum Kind {
+    SchedSwitch {
+        prev_comm: Sym,
+        prev_pid: i32,
+        prev_prio: i32,
+        prev_state: TaskState,
+        next_comm: Sym,
+        next_pid: i32,
+        next_prio: i32,
+    },
+    /// sched_waking (the waker's context).
+    SchedWaking {
+        comm: Sym,
+        pid: i32,
+        prio: i32,
+        target_cpu: i32,
+    },
+    /// sched_wakeup and, with `new`, sched_wakeup_new.
+    SchedWakeup {
+        comm: Sym,
+        pid: i32,
+        prio: i32,
+        target_cpu: i32,
+        new: bool,
+    },
+    SchedMigrate {
+        comm: Sym,
+        pid: i32,
+        prio: i32,
+        orig_cpu: i32,
+        dest_cpu: i32,
+    },
+    SchedFork {
+        parent_comm: Sym,
+        parent_pid: i32,
+        child_comm: Sym,
+        child_pid: i32,
+    },
+    SchedExec {
+        filename: Sym,
+        pid: i32,
+        old_pid: i32,
+    },
+    SchedExit {
+        comm: Sym,
+        pid: i32,
+        prio: i32,
+    },
+    SchedStat {
+        stat: SchedStat,
+        comm: Sym,
+        pid: i32,
+        delay_ns: u64,
+    },
+    IrqEntry {
+        irq: i32,
+        name: Sym,
+    },
+    IrqExit {
+        irq: i32,
+        handled: bool,
+    },
+    SoftirqRaise {
+        vec: u8,
+    },
+    SoftirqEntry {
+        vec: u8,
+    },
+    SoftirqExit {
+        vec: u8,
+    },
+    TaskletEntry {
+        func: Sym,
+    },
+    TaskletExit {
+        func: Sym,
+    },
+    WorkQueue {
+        work: u64,
+        function: Sym,
+        workqueue: Sym,
+        req_cpu: i32,
+        cpu: i32,
+    },
+    WorkActivate {
+        work: u64,
+        function: Sym,
+    },
+    WorkStart {
+        work: u64,
+        function: Sym,
+    },
+    WorkEnd {
+        work: u64,
+        function: Sym,
+    },
+    /// raw_syscalls:sys_enter.
+    SysEnter {
+        nr: i64,
+        args: [u64; 6],
+    },
+    /// raw_syscalls:sys_exit.
+    SysExit {
+        nr: i64,
+        ret: i64,
+    },
+    /// syscalls:sys_enter_NAME; `name` is the bare syscall name (`openat`).
+    SyscallEnter {
+        name: Sym,
+        args: Box<[(Sym, u64)]>,
+    },
+    /// syscalls:sys_exit_NAME.
+    SyscallExit {
+        name: Sym,
+        ret: i64,
+    },
+    HrtimerStart {
+        timer: u64,
+        function: Sym,
+        expires_ns: u64,
+        softexpires_ns: u64,
+    },
+    HrtimerExpireEntry {
+        timer: u64,
+        function: Sym,
+        now_ns: u64,
+    },
+    HrtimerExpireExit {
+        timer: u64,
+    },
+    HrtimerCancel {
+        timer: u64,
+    },
+    TimerStart {
+        timer: u64,
+        function: Sym,
+        expires: u64,
+    },
+    TimerExpireEntry {
+        timer: u64,
+        function: Sym,
+        now: u64,
+    },
+    TimerExpireExit {
+        timer: u64,
+    },
+    TimerCancel {
+        timer: u64,
+    },
+    NapiPoll {
+        napi: u64,
+        dev: Sym,
+        work: i32,
+        budget: i32,
+    },
+    IrqDisable {
+        caller: Sym,
+        parent: Sym,
+    },
+    IrqEnable {
+        caller: Sym,
+        parent: Sym,
+    },
+    PreemptDisable {
+        caller: Sym,
+        parent: Sym,
+    },
+    PreemptEnable {
+        caller: Sym,
+        parent: Sym,
+    },
+    /// printk:console.
+    Console {
+        msg: Box<str>,
+    },
+    /// trace_marker writes: ftrace `print`, Android `tracing_mark_write`, old `0:` lines.
+    Print {
+        msg: Box<str>,
+    },
+    /// function tracer: `func <-parent`.
+    Function {
+        func: Sym,
+        parent: Sym,
+    },
+    /// function_graph entry of a call (`f() {`, or the entry half of a leaf `f();`).
+    FuncEntry {
+        func: Sym,
+        depth: u16,
+    },
+    /// function_graph exit, with the duration the tracer printed when it printed one.
+    FuncExit {
+        func: Sym,
+        depth: u16,
+        duration_ns: Option<u64>,
+    },
+    /// Events were lost on this CPU just before this point. `count` is None when the
+    /// trace only says that a buffer (re)started.
+    Lost {
+        count: Option<u64>,
+    },
+    /// Any other event; `fields` is the event's text, split on demand by [`fields`].
+    Other {
+        name: Sym,
+        fields: Box<str>,
+    },
+}
+
+/// One trace record.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    /// Nanoseconds (or raw counter ticks for `counter`/`x86-tsc` clocks).
+    pub ts: u64,
+    /// CPU, or [`Event::NO_CPU`] when the format does not say.
+    pub cpu: u32,
+    /// Thread id (`pid` in kernel terms). 0 is the idle task.
+    pub tid: i32,
+    /// Thread group id when the trace carries it, else -1.
+    pub tgid: i32,
+    /// Thread name as the trace printed it (`<...>` when the kernel did not know it).
+    pub comm: Sym,
+    /// Context flags (see [`flags`]); 0 with [`flags::KNOWN`] clear when not recorded.
+    pub flags: u16,
+    /// What happened.
+    pub kind: Kind,
+}
+
+/// Bits of [`Event::flags`]: the kernel's `common_flags` layout in the low byte.
+pub mod flags {
+    /// Interrupts disabled.
+    pub const IRQS_OFF: u16 = 0x01;
+    /// Lazy reschedule pending (6.13+).
+    pub const NEED_RESCHED_LAZY: u16 = 0x02;
+    /// Reschedule pending.
+    pub const NEED_RESCHED: u16 = 0x04;
+    /// In hard interrupt context.
+    pub const HARDIRQ: u16 = 0x08;
+    /// In softirq context.
+    pub const SOFTIRQ: u16 = 0x10;
+    /// Preempt-resched pending.
+    pub const PREEMPT_RESCHED: u16 = 0x20;
+    /// In NMI context.
+    pub const NMI: u16 = 0x40;
+    /// Bottom halves disabled.
+    pub const BH_OFF: u16 = 0x80;
+    /// The trace recorded flags for this event.
+    pub const KNOWN: u16 = 0x8000;
+    /// Shift of the preempt depth nibble stored in bits 8..12.
+    pub const PREEMPT_SHIFT: u16 = 8;
+}
+
+impl Event {
+    /// CPU value for formats that do not record one.
+    pub const NO_CPU: u32 = u32::MAX;
+
+    /// The event's name as a key (cheap: no allocation).
+    pub fn name(&self) -> EventName {
+        EventName::of(&self.kind)
+    }
+
+    /// Preempt depth from the flags column, when known.
+    pub fn preempt_depth(&self) -> Option<u8> {
+        (self.flags & flags::KNOWN != 0)
+            .then_some(((self.flags >> flags::PREEMPT_SHIFT) & 0xf) as u8)
+    }
+}
+
+/// The bare tracepoint name of an event (`sched_switch`, `sys_enter_openat`), as a key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EventName {
+    /// A name known at compile time.
+    Static(&'static str),
+    /// `sys_enter_<sym>`.
+    SysEnter(Sym),
+    /// `sys_exit_<sym>`.
+    SysExit(Sym),
+    /// An `Other` event's own name.
+    Other(Sym),
+}
+
+impl EventName {
+    /// The name of `kind`.
+    pub fn of(kind: &Kind) -> EventName {
+        use Kind::*;
+        EventName::Static(match kind {
+            SchedSwitch { .. } => "sched_switch",
+            SchedWaking { .. } => "sched_waking",
+            SchedWakeup { new: false, .. } => "sched_wakeup",
+            SchedWakeup { new: true, .. } => "sched_wakeup_new",
+            SchedMigrate { .. } => "sched_migrate_task",
+            SchedFork { .. } => "sched_process_fork",
+            SchedExec { .. } => "sched_process_exec",
+            SchedExit { .. } => "sched_process_exit",
+            SchedStat { stat, .. } => match stat {
+                self::SchedStat::Wait => "sched_stat_wait",
+                self::SchedStat::Sleep => "sched_stat_sleep",
+                self::SchedStat::Iowait => "sched_stat_iowait",
+                self::SchedStat::Blocked => "sched_stat_blocked",
+                self::SchedStat::Runtime => "sched_stat_runtime",
+            },
+            IrqEntry { .. } => "irq_handler_entry",
+            IrqExit { .. } => "irq_handler_exit",
+            SoftirqRaise { .. } => "softirq_raise",
+            SoftirqEntry { .. } => "softirq_entry",
+            SoftirqExit { .. } => "softirq_exit",
+            TaskletEntry { .. } => "tasklet_entry",
+            TaskletExit { .. } => "tasklet_exit",
+            WorkQueue { .. } => "workqueue_queue_work",
+            WorkActivate { .. } => "workqueue_activate_work",
+            WorkStart { .. } => "workqueue_execute_start",
+            WorkEnd { .. } => "workqueue_execute_end",
+            SysEnter { .. } => "sys_enter",
+            SysExit { .. } => "sys_exit",
+            SyscallEnter { name, .. } => return EventName::SysEnter(*name),
+            SyscallExit { name, .. } => return EventName::SysExit(*name),
+            HrtimerStart { .. } => "hrtimer_start",
+            HrtimerExpireEntry { .. } => "hrtimer_expire_entry",
+            HrtimerExpireExit { .. } => "hrtimer_expire_exit",
+            HrtimerCancel { .. } => "hrtimer_cancel",
+            TimerStart { .. } => "timer_start",
+            TimerExpireEntry { .. } => "timer_expire_entry",
+            TimerExpireExit { .. } => "timer_expire_exit",
+            TimerCancel { .. } => "timer_cancel",
+            NapiPoll { .. } => "napi_poll",
+            IrqDisable { .. } => "irq_disable",
+            IrqEnable { .. } => "irq_enable",
+            PreemptDisable { .. } => "preempt_disable",
+            PreemptEnable { .. } => "preempt_enable",
+            Console { .. } => "console",
+            Print { .. } => "print",
+            Function { .. } => "function",
+            FuncEntry { .. } => "funcgraph_entry",
+            FuncExit { .. } => "funcgraph_exit",
+            Lost { .. } => "lost_events",
+            Other { name, .. } => return EventName::Other(*name),
+        })
+    }
+
+    /// Renders the name.
+    pub fn render(&self, strings: &Interner) -> String {
+        match self {
+            EventName::Static(s) => (*s).to_string(),
+            EventName::SysEnter(s) => format!("sys_enter_{}", strings.get(*s)),
+            EventName::SysExit(s) => format!("sys_exit_{}", strings.get(*s)),
+            EventName::Other(s) => strings.get(*s).to_string(),
+        }
+    }
+}
+
+/// Splits `key=value` event text into pairs. A value runs until the next ` key=` so values
+/// with spaces (`comm=Web Content pid=2711`) stay whole. Text without `=` yields nothing.
+pub fn fields(text: &str) -> impl Iterator<Item = (&str, &str)> {
+    let b = text.as_bytes();
+    let mut pos = 0usize;
+    std::iter::from_fn(move || {
+        while pos < b.len() && b[pos] == b' ' {
+            pos += 1;
+        }
+        if pos >= b.len() {
+            return None;
+        }
+        let key_start = pos;
+        let eq = key_start + memchr::memchr(b'=', &b[key_start..])?;
+        let key = &text[key_start..eq];
+        if key.is_empty() || key.contains(' ') {
+            // Not a key=value list from here on.
+            pos = b.len();
+            return None;
+        }
+        let val_start = eq + 1;
+        let end = next_key_start(b, val_start).unwrap_or(b.len());
+        pos = end;
+        Some((key, text[val_start..end].trim_end()))
+    })
+}
+
+/// Position of the next ` key=` at or after `from`, i.e. where the current value ends.
+pub(crate) fn next_key_start(b: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    while let Some(off) = memchr::memchr(b' ', &b[i..]) {
+        let sp = i + off;
+        let mut j = sp + 1;
+        if j < b.len() && (b[j].is_ascii_alphabetic() || b[j] == b'_') {
+            while j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] == b'_') {
+                j += 1;
+            }
+            if j < b.len() && b[j] == b'=' {
+                return Some(sp);
+            }
+        }
+        i = sp + 1;
+    }
+    None
+}
+
+/// Decimal u64; None on empty input, a non-digit or overflow.
+pub fn parse_u64(s: &[u8]) -> Option<u64> {
+    if s.is_empty() || s.len() > 20 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in s {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(d as u64)?;
+    }
+    Some(v)
+}
+
+/// Decimal i64 with optional sign.
+pub fn parse_i64(s: &[u8]) -> Option<i64> {
+    match s.first() {
+        Some(b'-') => parse_u64(&s[1..]).and_then(|v| {
+            if v <= i64::MAX as u64 + 1 {
+                Some((v as i64).wrapping_neg())
+            } else {
+                None
+            }
+        }),
+        Some(b'+') => parse_u64(&s[1..]).and_then(|v| i64::try_from(v).ok()),
+        _ => parse_u64(s).and_then(|v| i64::try_from(v).ok()),
+    }
+}
+
+/// Hex u64 without prefix.
+pub fn parse_hex(s: &[u8]) -> Option<u64> {
+    if s.is_empty() || s.len() > 16 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in s {
+        let d = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b'A'..=b'F' => c - b'A' + 10,
+            _ => return None,
+        };
+        v = (v << 4) | d as u64;
+    }
+    Some(v)
+}
+
+/// A number as kernels print it: decimal, or hex with `0x`, with optional `-`.
+pub fn parse_num(s: &[u8]) -> Option<i64> {
+    let (neg, body) = match s.first() {
+        Some(b'-') => (true, &s[1..]),
+        _ => (false, s),
+    };
+    let v = if let Some(h) = body
+        .strip_prefix(b"0x")
+        .or_else(|| body.strip_prefix(b"0X"))
+    {
+        parse_hex(h)? as i64
+    } else {
+        parse_i64(body)?
+    };
+    Some(if neg { v.wrapping_neg() } else { v })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_keep_spaces_in_values() {
+        let f: Vec<_> = fields("comm=Web Content pid=2711 prio=120 target_cpu=001").collect();
+        assert_eq!(
+            f,
+            vec![
+                ("comm", "Web Content"),
+                ("pid", "2711"),
+                ("prio", "120"),
+                ("target_cpu", "001")
+            ]
+        );
+        assert_eq!(fields("no fields here").count(), 0);
+    }
+
+    #[test]
+    fn task_states() {
+        assert!(TaskState::parse(b"R+").unwrap().is_runnable());
+        assert!(TaskState::parse(b"R").unwrap().is_runnable());
+        assert!(!TaskState::parse(b"S").unwrap().is_runnable());
+        assert_eq!(TaskState::parse(b"D|K").unwrap().to_string(), "D|K");
+        assert!(TaskState::parse(b"4096").unwrap().is_runnable());
+        assert!(!TaskState::parse(b"130").unwrap().is_runnable());
+        assert!(TaskState::parse(b"?").is_none());
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(parse_num(b"-1"), Some(-1));
+        assert_eq!(parse_num(b"0x1f"), Some(31));
+        assert_eq!(parse_u64(b"99999999999999999999999"), None);
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+    }
+}

@@ -1,0 +1,26 @@
+//! whylate: read Linux kernel traces in any common format and explain why something was late.
+//!
+//! # Brief overview
+//! - [`read`] turns a trace file (ftrace, trace-cmd report, latency-tracer and function_graph
+//!   dumps, perf script, sysdig, systrace; compressed or not) into one time-ordered stream of
+//!   [`event::Event`]s.
+//! - [`stats`] summarises a trace: format, span, counts, lost events, lines not understood.
+//!
+//! # Example
+//! ```
+//! use whylate::{event::Interner, read::{self, EventSource}};
+//! # let dir = std::env::temp_dir().join(format!("whylate-doc-{}", std::process::id()));
+//! # std::fs::create_dir_all(&dir).unwrap();
+//! let path = dir.join("t.txt");
+//! std::fs::write(&path, "  bash-42 [001] d..2. 10.000001: sched_waking: comm=cat pid=7 prio=120 target_cpu=001\n").unwrap();
+//! let mut src = read::open(&path, &Default::default()).unwrap();
+//! let mut strings = Interner::new();
+//! let ev = src.next_event(&mut strings).unwrap().unwrap();
+//! assert_eq!((ev.ts, ev.cpu, ev.tid), (10_000_001_000, 1, 42));
+//! assert_eq!(strings.get(ev.comm), "bash");
+//! ```
+#![deny(missing_docs)]
+
+pub mod event;
+pub mod read;
+pub mod stats;

@@ -1,0 +1,614 @@
+//! Tracepoint text → typed [`Kind`]. Shared by every text reader (ftrace, trace-cmd report,
+//! perf script, latency dumps), because they all print the kernel's `print fmt` output or
+//! libtraceevent's plugin rewrite of it.
+
+use crate::event::{
+    next_key_start, parse_hex, parse_i64, parse_num, parse_u64, Interner, Kind, SchedStat, Sym,
+    TaskState, SOFTIRQ_NAMES,
+};
+
+/// Looks up `key=` in `b` and returns its value (to the next ` key=` or the end).
+fn field<'a>(b: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
+    let mut from = 0;
+    while let Some(off) = memchr::memmem::find(&b[from..], key) {
+        let at = from + off;
+        let vstart = at + key.len();
+        let boundary_ok = at == 0 || matches!(b[at - 1], b' ' | b'\t' | b',' | b'(');
+        if boundary_ok && b.get(vstart) == Some(&b'=') {
+            let end = next_key_start(b, vstart + 1).unwrap_or(b.len());
+            return Some(trim(&b[vstart + 1..end]));
+        }
+        from = at + 1;
+    }
+    None
+}
+
+pub(crate) fn trim(mut b: &[u8]) -> &[u8] {
+    while let [first, rest @ ..] = b {
+        if first.is_ascii_whitespace() {
+            b = rest;
+        } else {
+            break;
+        }
+    }
+    while let [rest @ .., last] = b {
+        if last.is_ascii_whitespace() {
+            b = rest;
+        } else {
+            break;
+        }
+    }
+    b
+}
+
+fn int(b: &[u8], key: &[u8]) -> Option<i64> {
+    let v = field(b, key)?;
+    // `delay=865313 [ns]`, `vec=6 [action=TASKLET]`: take the leading number.
+    let end = v.iter().position(|c| *c == b' ').unwrap_or(v.len());
+    parse_num(&v[..end])
+}
+
+fn hexval(b: &[u8], key: &[u8]) -> Option<u64> {
+    let v = field(b, key)?;
+    let v = v.strip_prefix(b"0x").unwrap_or(v);
+    let end = v.iter().position(|c| *c == b' ').unwrap_or(v.len());
+    parse_hex(&v[..end])
+}
+
+fn sym(strings: &mut Interner, b: &[u8], key: &[u8]) -> Option<Sym> {
+    field(b, key).map(|v| strings.intern_bytes(v))
+}
+
+/// Strips `+0x12/0x40` from `func+0x12/0x40` so the same function interns once.
+fn func_sym(strings: &mut Interner, v: &[u8]) -> Sym {
+    let end = v.iter().position(|c| *c == b'+').unwrap_or(v.len());
+    strings.intern_bytes(&v[..end])
+}
+
+/// Parses `comm:pid [prio]` (libtraceevent's sched plugin), returning (comm, pid, prio).
+fn plugin_task(b: &[u8]) -> Option<(&[u8], i32, i32)> {
+    let b = trim(b);
+    let lb = memchr::memrchr(b'[', b)?;
+    let rb = lb + memchr::memchr(b']', &b[lb..])?;
+    let prio = parse_i64(&b[lb + 1..rb])? as i32;
+    let who = trim(&b[..lb]);
+    let colon = memchr::memrchr(b':', who)?;
+    let pid = parse_i64(&who[colon + 1..])? as i32;
+    Some((&who[..colon], pid, prio))
+}
+
+fn sched_switch(b: &[u8], s: &mut Interner) -> Option<Kind> {
+    if let Some(pc) = field(b, b"prev_comm") {
+        let prev_comm = s.intern_bytes(pc);
+        let next_comm = s.intern_bytes(field(b, b"next_comm")?);
+        let state = field(b, b"prev_state")?;
+        return Some(Kind::SchedSwitch {
+            prev_comm,
+            prev_pid: int(b, b"prev_pid")? as i32,
+            prev_prio: int(b, b"prev_prio").unwrap_or(0) as i32,
+            // `prev_state=S ==>`: the value stops at the arrow.
+            prev_state: TaskState::parse(trim(state.split(|c| *c == b' ').next()?))?,
+            next_comm,
+            next_pid: int(b, b"next_pid")? as i32,
+            next_prio: int(b, b"next_prio").unwrap_or(0) as i32,
+        });
+    }
+    // Plugin form: `prev:pid [prio] S ==> next:pid [prio]`.
+    let arrow = memchr::memmem::find(b, b" ==> ")?;
+    let left = &b[..arrow];
+    let rb = memchr::memrchr(b']', left)?;
+    let (pc, prev_pid, prev_prio) = plugin_task(&left[..=rb])?;
+    let prev_state = TaskState::parse(trim(&left[rb + 1..]))?;
+    let (nc, next_pid, next_prio) = plugin_task(&b[arrow + 5..])?;
+    Some(Kind::SchedSwitch {
+        prev_comm: s.intern_bytes(pc),
+        prev_pid,
+        prev_prio,
+        prev_state,
+        next_comm: s.intern_bytes(nc),
+        next_pid,
+        next_prio,
+    })
+}
+
+fn wake(b: &[u8], s: &mut Interner, waking: bool, new: bool) -> Option<Kind> {
+    let (comm, pid, prio, target_cpu) = if let Some(c) = field(b, b"comm") {
+        (
+            s.intern_bytes(c),
+            int(b, b"pid")? as i32,
+            int(b, b"prio").unwrap_or(0) as i32,
+            int(b, b"target_cpu").unwrap_or(-1) as i32,
+        )
+    } else {
+        // Plugin form: `comm:pid [prio] success=1 CPU:003`.
+        let rb = memchr::memchr(b']', b)?;
+        let (c, pid, prio) = plugin_task(&b[..=rb])?;
+        let cpu = memchr::memmem::find(b, b"CPU:")
+            .and_then(|p| parse_i64(trim(&b[p + 4..])))
+            .unwrap_or(-1);
+        (s.intern_bytes(c), pid, prio, cpu as i32)
+    };
+    Some(if waking {
+        Kind::SchedWaking {
+            comm,
+            pid,
+            prio,
+            target_cpu,
+        }
+    } else {
+        Kind::SchedWakeup {
+            comm,
+            pid,
+            prio,
+            target_cpu,
+            new,
+        }
+    })
+}
+
+/// `vec=6 [action=TASKLET]`, or older `vec=6 action=TASKLET`.
+fn vec(b: &[u8]) -> Option<u8> {
+    let v = int(b, b"vec")?;
+    u8::try_from(v).ok()
+}
+
+/// `work struct 0xffff88081e452810: function flush_to_ldisc` and the `work struct=…` form.
+fn work_ptr(b: &[u8]) -> Option<u64> {
+    if let Some(v) = hexval(b, b"work struct") {
+        return Some(v);
+    }
+    let p = memchr::memmem::find(b, b"work struct ")? + 12;
+    let rest = &b[p..];
+    let end = rest
+        .iter()
+        .position(|c| !c.is_ascii_hexdigit() && *c != b'x')
+        .unwrap_or(rest.len());
+    let v = &rest[..end];
+    parse_hex(v.strip_prefix(b"0x").unwrap_or(v))
+}
+
+fn work_function(b: &[u8], s: &mut Interner) -> Sym {
+    if let Some(f) = field(b, b"function") {
+        return s.intern_bytes(f.split(|c| *c == b' ').next().unwrap_or(f));
+    }
+    if let Some(p) = memchr::memmem::find(b, b"function ") {
+        let rest = trim(&b[p + 9..]);
+        let end = rest.iter().position(|c| *c == b' ').unwrap_or(rest.len());
+        return s.intern_bytes(&rest[..end]);
+    }
+    Sym::EMPTY
+}
+
+/// `NR 33 (b, 1, 56399569e9bc, 0, 7, b)` → (33, args).
+fn sys_enter(b: &[u8]) -> Option<Kind> {
+    let b = trim(b);
+    let rest = b.strip_prefix(b"NR ")?;
+    let sp = rest.iter().position(|c| *c == b' ').unwrap_or(rest.len());
+    let nr = parse_i64(&rest[..sp])?;
+    let mut args = [0u64; 6];
+    if let Some(lp) = memchr::memchr(b'(', rest) {
+        let rp = memchr::memrchr(b')', rest).unwrap_or(rest.len());
+        for (i, a) in rest[lp + 1..rp.max(lp + 1)]
+            .split(|c| *c == b',')
+            .take(6)
+            .enumerate()
+        {
+            let a = trim(a);
+            args[i] = parse_hex(a.strip_prefix(b"0x").unwrap_or(a))?;
+        }
+    }
+    Some(Kind::SysEnter { nr, args })
+}
+
+/// `NR 1 = 2`.
+fn sys_exit(b: &[u8]) -> Option<Kind> {
+    let rest = trim(b).strip_prefix(b"NR ")?;
+    let eq = memchr::memmem::find(rest, b" = ")?;
+    Some(Kind::SysExit {
+        nr: parse_i64(&rest[..eq])?,
+        ret: parse_i64(trim(&rest[eq + 3..]))?,
+    })
+}
+
+/// Per-syscall entry arguments: `fd: 0x00000007, buf: 0x01f417c4, count: 0x00007fff`.
+fn syscall_args(b: &[u8], s: &mut Interner) -> Option<Box<[(Sym, u64)]>> {
+    let b = trim(b);
+    let b = b.strip_prefix(b"(").unwrap_or(b);
+    let b = b.strip_suffix(b")").unwrap_or(b);
+    let mut out = Vec::new();
+    for part in b.split(|c| *c == b',') {
+        let part = trim(part);
+        if part.is_empty() {
+            continue;
+        }
+        let colon = memchr::memchr(b':', part)?;
+        let v = trim(&part[colon + 1..]);
+        let v = v.strip_prefix(b"0x").unwrap_or(v);
+        out.push((s.intern_bytes(trim(&part[..colon])), parse_hex(v)?));
+    }
+    Some(out.into_boxed_slice())
+}
+
+/// Per-syscall exit value: perf prints `0x1f`, ftrace `-> 0x1f`, both as a hex of the
+/// (sign-extended) long.
+fn syscall_ret(b: &[u8]) -> Option<i64> {
+    let b = trim(b);
+    let b = b.strip_prefix(b"->").map(trim).unwrap_or(b);
+    let b = b.strip_prefix(b"ret: ").map(trim).unwrap_or(b);
+    if let Some(h) = b.strip_prefix(b"0x") {
+        return parse_hex(h).map(|v| v as i64);
+    }
+    parse_i64(b)
+}
+
+fn caller_parent(b: &[u8], s: &mut Interner) -> Option<(Sym, Sym)> {
+    let c = field(b, b"caller")?;
+    let p = field(b, b"parent").unwrap_or(b"");
+    Some((func_sym(s, c), func_sym(s, p)))
+}
+
+/// Builds the typed kind of event `name` from its text `body`. Returns `None` when the
+/// text does not have the shape the name promises (the caller then keeps it as `Other`
+/// and counts it: a known event with an unknown layout is worth saying).
+pub fn parse_body(name: &[u8], body: &[u8], s: &mut Interner) -> Option<Kind> {
+    let b = body;
+    Some(match name {
+        b"sched_switch" => sched_switch(b, s)?,
+        b"sched_waking" => wake(b, s, true, false)?,
+        b"sched_wakeup" => wake(b, s, false, false)?,
+        b"sched_wakeup_new" => wake(b, s, false, true)?,
+        b"sched_migrate_task" => Kind::SchedMigrate {
+            comm: sym(s, b, b"comm")?,
+            pid: int(b, b"pid")? as i32,
+            prio: int(b, b"prio").unwrap_or(0) as i32,
+            orig_cpu: int(b, b"orig_cpu")? as i32,
+            dest_cpu: int(b, b"dest_cpu")? as i32,
+        },
+        b"sched_process_fork" => Kind::SchedFork {
+            parent_comm: sym(s, b, b"comm")?,
+            parent_pid: int(b, b"pid")? as i32,
+            child_comm: sym(s, b, b"child_comm")?,
+            child_pid: int(b, b"child_pid")? as i32,
+        },
+        b"sched_process_exec" => Kind::SchedExec {
+            filename: sym(s, b, b"filename")?,
+            pid: int(b, b"pid")? as i32,
+            old_pid: int(b, b"old_pid").unwrap_or(-1) as i32,
+        },
+        b"sched_process_exit" => Kind::SchedExit {
+            comm: sym(s, b, b"comm")?,
+            pid: int(b, b"pid")? as i32,
+            prio: int(b, b"prio").unwrap_or(0) as i32,
+        },
+        b"sched_stat_wait"
+        | b"sched_stat_sleep"
+        | b"sched_stat_iowait"
+        | b"sched_stat_blocked"
+        | b"sched_stat_runtime" => {
+            let (stat, key): (SchedStat, &[u8]) = match name {
+                b"sched_stat_wait" => (SchedStat::Wait, b"delay"),
+                b"sched_stat_sleep" => (SchedStat::Sleep, b"delay"),
+                b"sched_stat_iowait" => (SchedStat::Iowait, b"delay"),
+                b"sched_stat_blocked" => (SchedStat::Blocked, b"delay"),
+                _ => (SchedStat::Runtime, b"runtime"),
+            };
+            Kind::SchedStat {
+                stat,
+                comm: sym(s, b, b"comm")?,
+                pid: int(b, b"pid")? as i32,
+                delay_ns: int(b, key)?.max(0) as u64,
+            }
+        }
+        b"irq_handler_entry" => Kind::IrqEntry {
+            irq: int(b, b"irq")? as i32,
+            name: sym(s, b, b"name").unwrap_or(Sym::EMPTY),
+        },
+        b"irq_handler_exit" => Kind::IrqExit {
+            irq: int(b, b"irq")? as i32,
+            handled: field(b, b"ret").is_none_or(|r| r == b"handled"),
+        },
+        b"softirq_raise" => Kind::SoftirqRaise { vec: vec(b)? },
+        b"softirq_entry" => Kind::SoftirqEntry { vec: vec(b)? },
+        b"softirq_exit" => Kind::SoftirqExit { vec: vec(b)? },
+        b"tasklet_entry" | b"tasklet_hi_entry" => Kind::TaskletEntry {
+            func: func_sym(s, field(b, b"function").or_else(|| field(b, b"func"))?),
+        },
+        b"tasklet_exit" | b"tasklet_hi_exit" => Kind::TaskletExit {
+            func: func_sym(s, field(b, b"function").or_else(|| field(b, b"func"))?),
+        },
+        b"workqueue_queue_work" => Kind::WorkQueue {
+            work: work_ptr(b)?,
+            function: work_function(b, s),
+            workqueue: field(b, b"workqueue")
+                .map(|w| s.intern_bytes(w))
+                .unwrap_or(Sym::EMPTY),
+            req_cpu: int(b, b"req_cpu").unwrap_or(-1) as i32,
+            cpu: int(b, b"cpu").unwrap_or(-1) as i32,
+        },
+        b"workqueue_activate_work" => Kind::WorkActivate {
+            work: work_ptr(b)?,
+            function: work_function(b, s),
+        },
+        b"workqueue_execute_start" => Kind::WorkStart {
+            work: work_ptr(b)?,
+            function: work_function(b, s),
+        },
+        b"workqueue_execute_end" => Kind::WorkEnd {
+            work: work_ptr(b)?,
+            function: work_function(b, s),
+        },
+        b"sys_enter" => sys_enter(b)?,
+        b"sys_exit" => sys_exit(b)?,
+        b"hrtimer_start" => Kind::HrtimerStart {
+            timer: hexval(b, b"hrtimer")?,
+            function: func_sym(s, field(b, b"function")?),
+            expires_ns: int(b, b"expires")?.max(0) as u64,
+            softexpires_ns: int(b, b"softexpires").unwrap_or(0).max(0) as u64,
+        },
+        b"hrtimer_expire_entry" => Kind::HrtimerExpireEntry {
+            timer: hexval(b, b"hrtimer")?,
+            function: field(b, b"function")
+                .map(|f| func_sym(s, f))
+                .unwrap_or(Sym::EMPTY),
+            now_ns: int(b, b"now")?.max(0) as u64,
+        },
+        b"hrtimer_expire_exit" => Kind::HrtimerExpireExit {
+            timer: hexval(b, b"hrtimer")?,
+        },
+        b"hrtimer_cancel" => Kind::HrtimerCancel {
+            timer: hexval(b, b"hrtimer")?,
+        },
+        b"timer_start" => Kind::TimerStart {
+            timer: hexval(b, b"timer")?,
+            function: func_sym(s, field(b, b"function")?),
+            expires: int(b, b"expires")?.max(0) as u64,
+        },
+        b"timer_expire_entry" => Kind::TimerExpireEntry {
+            timer: hexval(b, b"timer")?,
+            function: field(b, b"function")
+                .map(|f| func_sym(s, f))
+                .unwrap_or(Sym::EMPTY),
+            now: int(b, b"now")?.max(0) as u64,
+        },
+        b"timer_expire_exit" => Kind::TimerExpireExit {
+            timer: hexval(b, b"timer")?,
+        },
+        b"timer_cancel" => Kind::TimerCancel {
+            timer: hexval(b, b"timer")?,
+        },
+        b"napi_poll" => Kind::NapiPoll {
+            napi: hexval(b, b"napi struct")
+                .or_else(|| hexval(b, b"napi"))
+                .unwrap_or(0),
+            dev: sym(s, b, b"dev").unwrap_or(Sym::EMPTY),
+            work: int(b, b"work")? as i32,
+            budget: int(b, b"budget")? as i32,
+        },
+        b"irq_disable" | b"irq_enable" | b"preempt_disable" | b"preempt_enable" => {
+            let (caller, parent) = caller_parent(b, s)?;
+            match name {
+                b"irq_disable" => Kind::IrqDisable { caller, parent },
+                b"irq_enable" => Kind::IrqEnable { caller, parent },
+                b"preempt_disable" => Kind::PreemptDisable { caller, parent },
+                _ => Kind::PreemptEnable { caller, parent },
+            }
+        }
+        b"console" => Kind::Console {
+            msg: String::from_utf8_lossy(trim(b)).into(),
+        },
+        b"print" | b"tracing_mark_write" | b"0" => {
+            // ftrace prints `print: <ip>: msg` on some kernels, `print: msg` on others;
+            // perf shows `ip=0x… buf=msg`.
+            let t = trim(b);
+            let msg = if let Some(buf) = field(t, b"buf") {
+                buf
+            } else if let Some(rest) = strip_ip_prefix(t) {
+                rest
+            } else {
+                t
+            };
+            Kind::Print {
+                msg: String::from_utf8_lossy(msg).into(),
+            }
+        }
+        _ => {
+            if let Some(call) = name.strip_prefix(b"sys_enter_") {
+                Kind::SyscallEnter {
+                    name: s.intern_bytes(call),
+                    args: syscall_args(b, s)?,
+                }
+            } else if let Some(call) = name.strip_prefix(b"sys_exit_") {
+                Kind::SyscallExit {
+                    name: s.intern_bytes(call),
+                    ret: syscall_ret(b)?,
+                }
+            } else {
+                return None;
+            }
+        }
+    })
+}
+
+/// `tracing_mark_write: msg` sometimes carries the caller first: `0xffff…: msg` or
+/// `func+0x10/0x20: msg`.
+fn strip_ip_prefix(t: &[u8]) -> Option<&[u8]> {
+    let colon = memchr::memmem::find(t, b": ")?;
+    let head = &t[..colon];
+    let is_ip = head.starts_with(b"0x") && head[2..].iter().all(|c| c.is_ascii_hexdigit())
+        || (head.contains(&b'+') && head.contains(&b'/') && !head.contains(&b' '));
+    is_ip.then(|| &t[colon + 2..])
+}
+
+/// ftrace prints syscall tracepoints with their own functions, not `name: fields`:
+/// `sys_openat(dfd: 0xffffff9c, ...)` on entry and `sys_openat -> 0x3` on exit. Recognises
+/// such a body (the text after the timestamp) and returns the typed kind.
+pub fn ftrace_syscall(text: &[u8], s: &mut Interner) -> Option<Kind> {
+    let rest = text.strip_prefix(b"sys_")?;
+    let end = rest
+        .iter()
+        .position(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))?;
+    let call = &rest[..end];
+    let tail = &rest[end..];
+    if tail.starts_with(b"(") {
+        Some(Kind::SyscallEnter {
+            name: s.intern_bytes(call),
+            args: syscall_args(tail, s)?,
+        })
+    } else if tail.starts_with(b" -> ") {
+        Some(Kind::SyscallExit {
+            name: s.intern_bytes(call),
+            ret: syscall_ret(tail)?,
+        })
+    } else {
+        None
+    }
+}
+
+/// Softirq vector name (`NET_RX`) for reports.
+pub fn softirq_name(vec: u8) -> &'static str {
+    SOFTIRQ_NAMES.get(vec as usize).copied().unwrap_or("?")
+}
+
+/// Parses a decimal unsigned value, used by readers for pids and cpus.
+pub(crate) fn dec(b: &[u8]) -> Option<u64> {
+    parse_u64(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k(name: &str, body: &str) -> (Kind, Interner) {
+        let mut s = Interner::new();
+        let kind = parse_body(name.as_bytes(), body.as_bytes(), &mut s).expect(body);
+        (kind, s)
+    }
+
+    #[test]
+    fn switch_raw_and_plugin_agree() {
+        let (a, sa) = k("sched_switch", "prev_comm=Web Content prev_pid=2711 prev_prio=120 prev_state=R+ ==> next_comm=kworker/0:1 next_pid=142 next_prio=120");
+        let (b, sb) = k(
+            "sched_switch",
+            "Web Content:2711 [120] R+ ==> kworker/0:1:142 [120]",
+        );
+        match (a, b) {
+            (
+                Kind::SchedSwitch {
+                    prev_comm: pa,
+                    prev_pid: 2711,
+                    prev_state: sta,
+                    next_comm: na,
+                    next_pid: 142,
+                    ..
+                },
+                Kind::SchedSwitch {
+                    prev_comm: pb,
+                    prev_state: stb,
+                    next_comm: nb,
+                    next_pid: 142,
+                    ..
+                },
+            ) => {
+                assert_eq!(sa.get(pa), "Web Content");
+                assert_eq!(sb.get(pb), "Web Content");
+                assert_eq!(sa.get(na), "kworker/0:1");
+                assert_eq!(sb.get(nb), "kworker/0:1");
+                assert!(sta.is_runnable() && stb.is_runnable());
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn raw_numeric_state_without_arrow() {
+        let (a, _) = k("sched_switch", "prev_comm=sh prev_pid=1642 prev_prio=120 prev_state=1 next_comm=swapper/0 next_pid=0 next_prio=120");
+        assert!(matches!(
+            a,
+            Kind::SchedSwitch {
+                prev_state: TaskState::Numeric(1),
+                next_pid: 0,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn work_and_syscalls() {
+        let (w, s) = k("workqueue_queue_work", "work struct=0xffff88081e452810 function=flush_to_ldisc workqueue=0xffff88082ec0ac00 req_cpu=256 cpu=0");
+        match w {
+            Kind::WorkQueue {
+                work,
+                function,
+                req_cpu: 256,
+                cpu: 0,
+                ..
+            } => {
+                assert_eq!(work, 0xffff88081e452810);
+                assert_eq!(s.get(function), "flush_to_ldisc");
+            }
+            o => panic!("{o:?}"),
+        }
+        let (w, s) = k(
+            "workqueue_execute_start",
+            "work struct 0xffff88081e452810: function flush_to_ldisc",
+        );
+        assert!(
+            matches!(w, Kind::WorkStart { work: 0xffff88081e452810, function } if s.get(function) == "flush_to_ldisc")
+        );
+        let (e, _) = k("sys_enter", "NR 33 (b, 1, 56399569e9bc, 0, 7, b)");
+        assert_eq!(
+            e,
+            Kind::SysEnter {
+                nr: 33,
+                args: [0xb, 1, 0x56399569e9bc, 0, 7, 0xb]
+            }
+        );
+        let (x, _) = k("sys_exit", "NR 0 = -11");
+        assert_eq!(x, Kind::SysExit { nr: 0, ret: -11 });
+        let (r, s) = k(
+            "sys_enter_read",
+            "fd: 0x00000007, buf: 0x01f417c4, count: 0x00007fff",
+        );
+        match r {
+            Kind::SyscallEnter { name, args } => {
+                assert_eq!(s.get(name), "read");
+                assert_eq!(s.get(args[2].0), "count");
+                assert_eq!(args[2].1, 0x7fff);
+            }
+            o => panic!("{o:?}"),
+        }
+        let (r, _) = k("sys_exit_read", "0x1");
+        assert!(matches!(r, Kind::SyscallExit { ret: 1, .. }));
+        let mut s = Interner::new();
+        assert!(matches!(
+            ftrace_syscall(b"sys_openat -> 0xfffffffffffffffe", &mut s),
+            Some(Kind::SyscallExit { ret: -2, .. })
+        ));
+    }
+
+    #[test]
+    fn stat_irq_softirq() {
+        let (a, _) = k(
+            "sched_stat_wait",
+            "comm=kworker/0:1 pid=142 delay=2683863 [ns]",
+        );
+        assert!(matches!(
+            a,
+            Kind::SchedStat {
+                stat: SchedStat::Wait,
+                pid: 142,
+                delay_ns: 2683863,
+                ..
+            }
+        ));
+        let (v, _) = k("softirq_exit", "vec=6 [action=TASKLET]");
+        assert_eq!(v, Kind::SoftirqExit { vec: 6 });
+        let (i, s) = k("irq_handler_entry", "irq=96 name=hpvsa0");
+        assert!(matches!(i, Kind::IrqEntry { irq: 96, name } if s.get(name) == "hpvsa0"));
+        let (d, s) = k(
+            "irq_disable",
+            "caller=console_unlock+0xc0/0x510 parent=vprintk_emit+0x134/0x1d0",
+        );
+        assert!(matches!(d, Kind::IrqDisable { caller, .. } if s.get(caller) == "console_unlock"));
+    }
+}

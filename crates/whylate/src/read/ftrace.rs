@@ -1,0 +1,778 @@
+//! ftrace-family text: the kernel's `trace`/`trace_pipe`, `trace-cmd report` (default, `-R`,
+//! `-l`, plugin rewrites) and latency-tracer dumps. They share one line grammar:
+//!
+//! ```text
+//!   comm-pid [(tgid)] [cpu] [flags] sec.usec: name: body      ftrace, trace-cmd report
+//!   comm-pid  <cpu><flags>  sec.usec: name: body              trace-cmd report -l
+//!   comm-pid  <cpu><flags>  <n>us<mark>: body                  latency-tracer dumps
+//! ```
+//!
+//! The timestamp is found first (the first `:` preceded by a number), then the columns to
+//! its left are read right to left, so comms with spaces, dashes and colons stay whole.
+
+use super::body::{dec, ftrace_syscall, parse_body, trim};
+use super::{Cx, LatencyHeader, LineParser};
+use crate::event::{flags, parse_hex, parse_i64, Event, Interner, Kind, Sym, TaskState};
+
+/// Where the timestamp is and what kind it is.
+pub(crate) struct Stamp {
+    /// Start of the time token.
+    pub start: usize,
+    /// Index just after the `:` that ends it.
+    pub after: usize,
+    /// ns (or raw ticks / relative µs·1000, see `kind`).
+    pub ts: u64,
+    pub kind: StampKind,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum StampKind {
+    /// `sec.frac`.
+    Seconds,
+    /// Plain integer: a counter clock.
+    Counter,
+    /// `<n>us` of a latency dump (relative).
+    RelativeUs,
+}
+
+/// `123.456789` → ns. Fraction of 1 to 9 digits.
+pub(crate) fn parse_secs(t: &[u8]) -> Option<u64> {
+    let dot = memchr::memchr(b'.', t)?;
+    let secs = dec(&t[..dot])?;
+    let frac = &t[dot + 1..];
+    if frac.is_empty() || frac.len() > 9 {
+        return None;
+    }
+    let mut f = dec(frac)?;
+    for _ in frac.len()..9 {
+        f *= 10;
+    }
+    secs.checked_mul(1_000_000_000)?.checked_add(f)
+}
+
+/// Finds the time token: the first `:` whose preceding word is a number (`123.456:`,
+/// `123456:`) or a latency stamp (`12us+:`, `12us :`).
+pub(crate) fn find_stamp(line: &[u8]) -> Option<Stamp> {
+    for colon in memchr::memchr_iter(b':', line) {
+        if colon == 0 {
+            continue;
+        }
+        // The colon must end the token: followed by space or end of line.
+        if colon + 1 < line.len() && line[colon + 1] != b' ' && line[colon + 1] != b'\t' {
+            continue;
+        }
+        let mut end = colon;
+        // Latency dumps: `  259us+:` / `  306us :` — a mark (or space) after `us`.
+        if end >= 3
+            && matches!(
+                line[end - 1],
+                b' ' | b'+' | b'!' | b'#' | b'*' | b'@' | b'$'
+            )
+        {
+            if line[..end - 1].ends_with(b"us") {
+                let us_end = end - 3;
+                let start = word_start(line, us_end);
+                if let Some(v) = dec(&line[start..us_end]) {
+                    return Some(Stamp {
+                        start,
+                        after: colon + 1,
+                        ts: v.saturating_mul(1000),
+                        kind: StampKind::RelativeUs,
+                    });
+                }
+            }
+            continue;
+        }
+        if line[..end].ends_with(b"us") {
+            // `0us:` without a mark column.
+            end -= 2;
+            let start = word_start(line, end);
+            if let Some(v) = dec(&line[start..end]) {
+                return Some(Stamp {
+                    start,
+                    after: colon + 1,
+                    ts: v.saturating_mul(1000),
+                    kind: StampKind::RelativeUs,
+                });
+            }
+            continue;
+        }
+        let start = word_start(line, end);
+        let tok = &line[start..end];
+        if tok.is_empty() || start == 0 {
+            continue;
+        }
+        if let Some(ts) = parse_secs(tok) {
+            return Some(Stamp {
+                start,
+                after: colon + 1,
+                ts,
+                kind: StampKind::Seconds,
+            });
+        }
+        if let Some(ts) = dec(tok) {
+            return Some(Stamp {
+                start,
+                after: colon + 1,
+                ts,
+                kind: StampKind::Counter,
+            });
+        }
+    }
+    None
+}
+
+fn word_start(line: &[u8], end: usize) -> usize {
+    let mut s = end;
+    while s > 0 && line[s - 1] != b' ' && line[s - 1] != b'\t' {
+        s -= 1;
+    }
+    s
+}
+
+/// Decodes a flags column (`d.h2.`, `dNs1`, `D..1.`, `.....`); None if it is not one.
+pub(crate) fn parse_flags(f: &[u8]) -> Option<u16> {
+    if f.len() < 3 || f.len() > 6 {
+        return None;
+    }
+    let mut v = flags::KNOWN;
+    v |= match f[0] {
+        b'd' => flags::IRQS_OFF,
+        b'D' => flags::IRQS_OFF | flags::BH_OFF,
+        b'b' => flags::BH_OFF,
+        b'X' | b'.' => 0,
+        _ => return None,
+    };
+    use flags::{NEED_RESCHED as NR, NEED_RESCHED_LAZY as LZ, PREEMPT_RESCHED as PR};
+    v |= match f[1] {
+        b'B' => NR | LZ | PR,
+        b'N' => NR | PR,
+        b'L' => LZ | PR,
+        b'b' => NR | LZ,
+        b'n' => NR,
+        b'p' => PR,
+        b'l' => LZ,
+        b'.' => 0,
+        _ => return None,
+    };
+    v |= match f[2] {
+        b'Z' => flags::NMI | flags::HARDIRQ,
+        b'z' => flags::NMI,
+        b'H' => flags::HARDIRQ | flags::SOFTIRQ,
+        b'h' => flags::HARDIRQ,
+        b's' => flags::SOFTIRQ,
+        b'.' => 0,
+        _ => return None,
+    };
+    for (i, &c) in f[3..].iter().enumerate() {
+        let d = match c {
+            b'.' => 0,
+            b'0'..=b'9' | b'a'..=b'f' => parse_hex(&[c])? as u16,
+            _ => return None,
+        };
+        if i == 0 {
+            v |= d << flags::PREEMPT_SHIFT;
+        }
+    }
+    Some(v)
+}
+
+/// The columns left of the time.
+pub(crate) struct Prefix<'a> {
+    pub comm: &'a [u8],
+    pub pid: i32,
+    pub tgid: i32,
+    pub cpu: Option<u32>,
+    pub flags: u16,
+}
+
+/// `comm-pid` (comm may hold anything, the pid is after the last `-`).
+fn comm_pid(b: &[u8]) -> Option<(&[u8], i32)> {
+    let b = trim(b);
+    let dash = memchr::memrchr(b'-', b)?;
+    let pid = parse_i64(&b[dash + 1..])?;
+    Some((&b[..dash], i32::try_from(pid).ok()?))
+}
+
+/// Parses `comm-pid [(tgid)] [cpu] [flags]` or `comm-pid <cpu><flags>`.
+pub(crate) fn parse_prefix(left: &[u8]) -> Option<Prefix<'_>> {
+    let left = trim(left);
+    let mut flags = 0;
+    let mut rest = left;
+    let cpu;
+    if let Some(stripped) = rest.strip_suffix(b"]") {
+        let lb = memchr::memrchr(b'[', stripped)?;
+        cpu = Some(dec(&stripped[lb + 1..])? as u32);
+        rest = &stripped[..lb];
+    } else {
+        let sp = word_start(rest, rest.len());
+        let tok = &rest[sp..];
+        let head = trim(&rest[..sp]);
+        if head.ends_with(b"]") {
+            // `[cpu] flags`
+            flags = parse_flags(tok)?;
+            let stripped = &head[..head.len() - 1];
+            let lb = memchr::memrchr(b'[', stripped)?;
+            cpu = Some(dec(&stripped[lb + 1..])? as u32);
+            rest = &stripped[..lb];
+        } else {
+            // `-l` / latency dumps: cpu digits glued to the flags.
+            let nd = tok.iter().take_while(|c| c.is_ascii_digit()).count();
+            if nd == 0 {
+                return None;
+            }
+            cpu = Some(dec(&tok[..nd])? as u32);
+            flags = if nd == tok.len() {
+                0
+            } else {
+                parse_flags(&tok[nd..])?
+            };
+            rest = head;
+        }
+    }
+    let rest = trim(rest);
+    let mut tgid = -1;
+    let rest = if let Some(r) = rest.strip_suffix(b")") {
+        let lp = memchr::memrchr(b'(', r)?;
+        let t = trim(&r[lp + 1..]);
+        if !t.iter().all(|c| *c == b'-') {
+            tgid = parse_i64(t)? as i32;
+        }
+        &r[..lp]
+    } else {
+        rest
+    };
+    let (comm, pid) = comm_pid(rest)?;
+    Some(Prefix {
+        comm,
+        pid,
+        tgid,
+        cpu,
+        flags,
+    })
+}
+
+/// Does `line` look like ftrace/trace-cmd data (`comm-pid ... [cpu] ... ts: ...`)?
+pub(crate) fn probe(line: &[u8]) -> bool {
+    match find_stamp(line) {
+        Some(st) if st.kind != StampKind::RelativeUs => parse_prefix(&line[..st.start])
+            .is_some_and(|p| p.cpu.is_some() && memchr::memchr(b'[', &line[..st.start]).is_some()),
+        _ => false,
+    }
+}
+
+/// Does `line` look like a latency-format line (`comm-pid 2d..1 259us+: ...`)?
+pub(crate) fn probe_latency_line(line: &[u8]) -> bool {
+    match find_stamp(line) {
+        Some(st) if st.kind == StampKind::RelativeUs => parse_prefix(&line[..st.start]).is_some(),
+        _ => false,
+    }
+}
+
+/// The ftrace-family line parser.
+pub(crate) struct FtraceParser {
+    pending_lost: Vec<(u32, Option<u64>)>,
+    last_ts: u64,
+    in_stack: bool,
+}
+
+impl FtraceParser {
+    pub fn new() -> Self {
+        FtraceParser {
+            pending_lost: Vec::new(),
+            last_ts: 0,
+            in_stack: false,
+        }
+    }
+
+    fn header(&mut self, c: &[u8], cx: &mut Cx<'_>) {
+        let c = trim(c);
+        let h = &mut cx.diag.header;
+        if let Some(t) = c.strip_prefix(b"tracer:") {
+            h.tracer = Some(String::from_utf8_lossy(trim(t)).into_owned());
+        } else if let Some(p) = memchr::memmem::find(c, b"entries-in-buffer/entries-written:") {
+            let rest = trim(&c[p + 34..]);
+            let sp = rest.iter().position(|x| *x == b' ').unwrap_or(rest.len());
+            if let Some((e, w)) = split2(&rest[..sp], b'/') {
+                h.entries_in_buffer = dec(e);
+                h.entries_written = dec(w);
+            }
+            if let Some(p) = memchr::memmem::find(rest, b"#P:") {
+                h.cpus = dec(trim(&rest[p + 3..])).map(|v| v as u32);
+            }
+        } else if let Some(l) = c.strip_prefix(b"latency:") {
+            h.latency = Some(parse_latency_header(l));
+        } else if let Some(t) = c.strip_prefix(b"| task:") {
+            if let Some(lat) = h.latency.as_mut() {
+                let t = trim(t);
+                let end = t.iter().position(|x| *x == b' ').unwrap_or(t.len());
+                let task = &t[..end];
+                lat.task = Some(String::from_utf8_lossy(task).into_owned());
+                lat.pid = comm_pid(task).map(|(_, p)| p);
+            }
+        } else if let Some(t) = c.strip_prefix(b"=> started at:") {
+            if let Some(lat) = h.latency.as_mut() {
+                lat.started_at = Some(String::from_utf8_lossy(trim(t)).into_owned());
+            }
+        } else if let Some(t) = c.strip_prefix(b"=> ended at:") {
+            if let Some(lat) = h.latency.as_mut() {
+                lat.ended_at = Some(String::from_utf8_lossy(trim(t)).into_owned());
+            }
+        }
+    }
+
+    fn lost(&mut self, cpu: u32, count: Option<u64>) {
+        self.pending_lost.push((cpu, count));
+    }
+
+    fn flush_lost(&mut self, ts: u64, cx: &mut Cx<'_>) {
+        for (cpu, count) in self.pending_lost.drain(..) {
+            cx.out.push_back(Event {
+                ts,
+                cpu,
+                tid: -1,
+                tgid: -1,
+                comm: Sym::EMPTY,
+                flags: 0,
+                kind: Kind::Lost { count },
+            });
+        }
+    }
+}
+
+fn split2(b: &[u8], sep: u8) -> Option<(&[u8], &[u8])> {
+    let p = memchr::memchr(sep, b)?;
+    Some((&b[..p], &b[p + 1..]))
+}
+
+/// `259 us, #4/4, CPU#2 | (M:preempt VP:0, KP:0, SP:0 HP:0 #P:4)`.
+pub(crate) fn parse_latency_header(l: &[u8]) -> LatencyHeader {
+    let l = trim(l);
+    let mut h = LatencyHeader::default();
+    let sp = l.iter().position(|c| *c == b' ').unwrap_or(l.len());
+    h.latency_us = dec(&l[..sp]).unwrap_or(0);
+    if let Some(p) = memchr::memchr(b'#', l) {
+        let r = &l[p + 1..];
+        let end = r.iter().position(|c| *c == b',').unwrap_or(r.len());
+        if let Some((a, b)) = split2(&r[..end], b'/') {
+            h.entries = dec(a).unwrap_or(0);
+            h.entries_total = dec(b).unwrap_or(0);
+        }
+    }
+    if let Some(p) = memchr::memmem::find(l, b"CPU#") {
+        let r = &l[p + 4..];
+        let end = r
+            .iter()
+            .position(|c| !c.is_ascii_digit())
+            .unwrap_or(r.len());
+        h.cpu = dec(&r[..end]).map(|v| v as u32);
+    }
+    if let Some(p) = memchr::memmem::find(l, b"(M:") {
+        let r = &l[p + 3..];
+        let end = r.iter().position(|c| *c == b' ').unwrap_or(r.len());
+        h.model = Some(String::from_utf8_lossy(&r[..end]).into_owned());
+    }
+    h
+}
+
+/// `CPU:3 [LOST 812 EVENTS]` / `CPU:3 [812 EVENTS DROPPED]`.
+fn lost_line(l: &[u8]) -> Option<(u32, u64)> {
+    let r = l.strip_prefix(b"CPU:")?;
+    let sp = r.iter().position(|c| *c == b' ')?;
+    let cpu = dec(&r[..sp])? as u32;
+    let rest = trim(&r[sp..]);
+    let inner = rest.strip_prefix(b"[")?.strip_suffix(b"]")?;
+    let n = if let Some(x) = inner.strip_prefix(b"LOST ") {
+        x.strip_suffix(b" EVENTS")?
+    } else {
+        inner.strip_suffix(b" EVENTS DROPPED")?
+    };
+    Some((cpu, dec(n)?))
+}
+
+/// The context/wakeup records of latency dumps: `  0:120:R   + [002]  5882: 94:R sleep`
+/// (`+` = wakeup) or `==>` (switch).
+fn latency_ctx(body: &[u8], line_comm: Sym, s: &mut Interner) -> Option<Kind> {
+    let (arrow, wake) = if let Some(p) = memchr::memmem::find(body, b" + [") {
+        (p, true)
+    } else {
+        (memchr::memmem::find(body, b" ==> [")?, false)
+    };
+    let left = trim(&body[..arrow]);
+    let mut lp = left.split(|c| *c == b':');
+    let prev_pid = parse_i64(trim(lp.next()?))? as i32;
+    let prev_prio = parse_i64(trim(lp.next()?))? as i32;
+    let prev_state = TaskState::parse(trim(lp.next()?))?;
+    let right = &body[arrow + if wake { 3 } else { 5 }..];
+    let rb = memchr::memchr(b']', right)?;
+    let cpu = dec(trim(&right[1..rb]))? as i32;
+    let r = trim(&right[rb + 1..]);
+    let mut rp = r.splitn(3, |c| *c == b':');
+    let pid = parse_i64(trim(rp.next()?))? as i32;
+    let prio = parse_i64(trim(rp.next()?))? as i32;
+    let st_comm = trim(rp.next()?);
+    let sp = st_comm.iter().position(|c| *c == b' ')?;
+    let comm = s.intern_bytes(trim(&st_comm[sp..]));
+    Some(if wake {
+        Kind::SchedWakeup {
+            comm,
+            pid,
+            prio,
+            target_cpu: cpu,
+            new: false,
+        }
+    } else {
+        Kind::SchedSwitch {
+            prev_comm: line_comm,
+            prev_pid,
+            prev_prio,
+            prev_state,
+            next_comm: comm,
+            next_pid: pid,
+            next_prio: prio,
+        }
+    })
+}
+
+/// Turns the text after the time into a kind: `name: body`, the function tracer's
+/// `func <-parent`, ftrace's own syscall format, or raw funcgraph records.
+pub(crate) fn event_kind(rest: &[u8], comm: Sym, cx: &mut Cx<'_>) -> Option<Kind> {
+    let rest = trim(rest);
+    if rest.is_empty() {
+        return None;
+    }
+    // `name: body`: the name is one word ending in `:` followed by space or end.
+    let word_end = rest
+        .iter()
+        .position(|c| *c == b' ' || *c == b'\t')
+        .unwrap_or(rest.len());
+    let word = &rest[..word_end];
+    if word.len() > 1 && word.ends_with(b":") && !word.contains(&b'(') {
+        let name = &word[..word.len() - 1];
+        // perf-style `sys:name` → bare name.
+        let bare = match memchr::memrchr(b':', name) {
+            Some(p) => &name[p + 1..],
+            None => name,
+        };
+        let body = trim(&rest[word_end..]);
+        return Some(typed_or_other(bare, body, cx));
+    }
+    if let Some(k) = ftrace_syscall(rest, cx.strings) {
+        return Some(k);
+    }
+    if let Some(p) = memchr::memmem::find(rest, b" <-") {
+        let func = trim(&rest[..p]);
+        let parent = trim(&rest[p + 3..]);
+        return Some(Kind::Function {
+            func: cx.strings.intern_bytes(func),
+            parent: cx.strings.intern_bytes(parent),
+        });
+    }
+    if let Some(k) = latency_ctx(rest, comm, cx.strings) {
+        return Some(k);
+    }
+    None
+}
+
+/// Typed kind when the name is known and the body has its fields, else `Other`.
+pub(crate) fn typed_or_other(name: &[u8], body: &[u8], cx: &mut Cx<'_>) -> Kind {
+    if let Some(k) = parse_body(name, body, cx.strings) {
+        return k;
+    }
+    if let Some(k) = raw_funcgraph(name, body, cx.strings) {
+        return k;
+    }
+    if is_known(name) {
+        cx.diag.untyped_known += 1;
+    }
+    Kind::Other {
+        name: cx.strings.intern_bytes(name),
+        fields: String::from_utf8_lossy(body).into(),
+    }
+}
+
+fn is_known(name: &[u8]) -> bool {
+    matches!(
+        name,
+        b"sched_switch"
+            | b"sched_waking"
+            | b"sched_wakeup"
+            | b"sched_wakeup_new"
+            | b"irq_handler_entry"
+            | b"irq_handler_exit"
+            | b"softirq_raise"
+            | b"softirq_entry"
+            | b"softirq_exit"
+            | b"workqueue_queue_work"
+            | b"workqueue_execute_start"
+            | b"workqueue_execute_end"
+            | b"sys_enter"
+            | b"sys_exit"
+            | b"hrtimer_start"
+            | b"hrtimer_expire_entry"
+    )
+}
+
+/// trace-cmd `-R` prints function_graph records raw: `func=0x… depth=N`, exits with
+/// `calltime=0x… rettime=0x…`.
+fn raw_funcgraph(name: &[u8], body: &[u8], s: &mut Interner) -> Option<Kind> {
+    let get = |k: &str| {
+        crate::event::fields(std::str::from_utf8(body).ok()?)
+            .find(|(key, _)| *key == k)
+            .map(|(_, v)| v.to_string())
+    };
+    let num = |v: String| -> Option<u64> {
+        let b = v.as_bytes();
+        match b.strip_prefix(b"0x") {
+            Some(h) => parse_hex(h),
+            None => dec(b),
+        }
+    };
+    match name {
+        b"funcgraph_entry" => Some(Kind::FuncEntry {
+            func: s.intern(&get("func")?),
+            depth: num(get("depth")?)? as u16,
+        }),
+        b"funcgraph_exit" => {
+            let call = num(get("calltime")?)?;
+            let ret = num(get("rettime")?)?;
+            Some(Kind::FuncExit {
+                func: s.intern(&get("func")?),
+                depth: num(get("depth")?)? as u16,
+                duration_ns: ret.checked_sub(call),
+            })
+        }
+        _ => None,
+    }
+}
+
+impl LineParser for FtraceParser {
+    fn line(&mut self, line: &[u8], cx: &mut Cx<'_>) {
+        if line.is_empty() {
+            return;
+        }
+        let t = trim(line);
+        if let Some(r) = t.strip_prefix(b"##### CPU ") {
+            // The CPU's buffer (re)started: what came before on it was overwritten.
+            let end = r.iter().position(|c| *c == b' ').unwrap_or(r.len());
+            if let Some(cpu) = dec(&r[..end]) {
+                self.lost(cpu as u32, None);
+                return;
+            }
+        }
+        if let Some(c) = line.strip_prefix(b"#") {
+            cx.diag.comment_lines += 1;
+            self.header(c, cx);
+            return;
+        }
+        if t.is_empty() {
+            return;
+        }
+        if let Some(n) = t.strip_prefix(b"cpus=") {
+            cx.diag.comment_lines += 1;
+            cx.diag.header.cpus = dec(trim(n)).map(|v| v as u32);
+            return;
+        }
+        if let Some(n) = t.strip_prefix(b"version = ") {
+            cx.diag.comment_lines += 1;
+            cx.diag.header.version = dec(trim(n)).map(|v| v as u32);
+            return;
+        }
+        if let Some((cpu, n)) = lost_line(t) {
+            self.lost(cpu, Some(n));
+            return;
+        }
+        if t.starts_with(b"CPU ") && t.ends_with(b" is empty") {
+            cx.diag.comment_lines += 1;
+            return;
+        }
+        if self.in_stack && t.starts_with(b"=>") {
+            cx.diag.continuation_lines += 1;
+            return;
+        }
+        self.in_stack = false;
+        if t == b"[...]" || t.starts_with(b"=> ") {
+            cx.diag.skipped_lines += 1;
+            return;
+        }
+        let Some(st) = find_stamp(line) else {
+            if memchr::memchr(b'[', line).is_some() && memchr::memchr(b'-', line).is_some() {
+                cx.diag
+                    .bad(cx.lineno, line, "no timestamp (`sec.usec:`) found");
+            } else {
+                cx.diag.skipped_lines += 1;
+            }
+            return;
+        };
+        let Some(p) = parse_prefix(&line[..st.start]) else {
+            cx.diag.bad(
+                cx.lineno,
+                line,
+                "expected `comm-pid [cpu] flags` before the timestamp",
+            );
+            return;
+        };
+        match st.kind {
+            StampKind::Counter => cx.diag.raw_clock = true,
+            StampKind::RelativeUs => cx.diag.relative_time = true,
+            StampKind::Seconds => {}
+        }
+        let comm = cx.strings.intern_bytes(p.comm);
+        let rest = &line[st.after..];
+        if trim(rest) == b"<stack trace>" {
+            self.in_stack = true;
+            cx.diag.continuation_lines += 1;
+            return;
+        }
+        let Some(kind) = event_kind(rest, comm, cx) else {
+            cx.diag.bad(
+                cx.lineno,
+                line,
+                "expected `name: fields` or `func <-parent` after the timestamp",
+            );
+            return;
+        };
+        self.flush_lost(st.ts, cx);
+        self.last_ts = st.ts;
+        cx.out.push_back(Event {
+            ts: st.ts,
+            cpu: p.cpu.unwrap_or(Event::NO_CPU),
+            tid: p.pid,
+            tgid: p.tgid,
+            comm,
+            flags: p.flags,
+            kind,
+        });
+    }
+
+    fn finish(&mut self, cx: &mut Cx<'_>) {
+        let ts = self.last_ts;
+        self.flush_lost(ts, cx);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::read::Diag;
+    use std::collections::VecDeque;
+
+    fn run(text: &str) -> (Vec<Event>, Diag, Interner) {
+        let mut s = Interner::new();
+        let mut out = VecDeque::new();
+        let mut d = Diag::default();
+        let mut p = FtraceParser::new();
+        for (i, l) in text.lines().enumerate() {
+            let mut cx = Cx {
+                strings: &mut s,
+                out: &mut out,
+                diag: &mut d,
+                lineno: i as u64 + 1,
+            };
+            d_lines(&mut cx);
+            p.line(l.as_bytes(), &mut cx);
+        }
+        let mut cx = Cx {
+            strings: &mut s,
+            out: &mut out,
+            diag: &mut d,
+            lineno: 0,
+        };
+        p.finish(&mut cx);
+        (out.into_iter().collect(), d, s)
+    }
+    fn d_lines(cx: &mut Cx<'_>) {
+        cx.diag.lines += 1;
+    }
+
+    #[test]
+    fn column_variants() {
+        let text = "\
+            bash-3062    (   3062) [000] d.h2.   147.995012: sched_stat_runtime: comm=bash pid=3062 runtime=3989466 [ns]
+          <idle>-0       (-------) [001] ..s1.   147.995029: sched_process_free: comm=mkdir pid=3060 prio=120
+ Web Content-2711  [003] d..2  1234.567890: sched_switch: prev_comm=Web Content prev_pid=2711 prev_prio=120 prev_state=S ==> next_comm=swapper/3 next_pid=0 next_prio=120
+Binder:2030_3-2053  [001] ...1 25.000001: sys_enter: NR 16 (13, 2400, 0, 7f76e462b5e0, 1, 0)
+  kworker/u8:0-ev-12  [001] dL.1. 150.256531: irq_handler_entry: irq=36 name=virtio1-req.0
+       trace-cmd-2932  [000]  3171.776783: sched_switch:         trace-cmd:2932 [120] S ==> swapper/0:0 [120]
+trace-cm-1394    1d..2  2535.384253: sched_switch: prev_comm=trace-cmd prev_pid=1394 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+            bash-3089    [000] .....   150.249715: sys_openat(dfd: 0xffffff9c, filename: 0x5639cc2e79c0, flags: 0x241, mode: 0x1b6)
+            bash-3089    [000] .....   150.249716: sys_openat -> 0x3
+          <idle>-0     [000] d.s2 12345678901: workqueue_activate_work: work struct 00000000a3bf4fca
+            sh-42 [000] .... 10.000000: do_sys_open <-sys_open
+CPU:1 [LOST 812 EVENTS]
+##### CPU 2 buffer started ####
+           <...>-19999 [001] d..3  1234.000002: sched_wake_idle_without_ipi: cpu=2
+";
+        let (ev, d, s) = run(text);
+        assert_eq!(d.unparsed, 0, "{:?}", d.unparsed_samples);
+        assert_eq!(ev.len(), 14);
+        assert_eq!(ev[0].tgid, 3062);
+        assert_eq!(ev[0].flags & flags::HARDIRQ, flags::HARDIRQ);
+        assert_eq!(ev[0].preempt_depth(), Some(2));
+        assert_eq!(s.get(ev[1].comm), "<idle>");
+        assert_eq!(ev[1].tgid, -1);
+        assert_eq!(s.get(ev[2].comm), "Web Content");
+        assert_eq!(ev[2].tid, 2711);
+        assert_eq!(ev[2].ts, 1_234_567_890_000);
+        assert_eq!(s.get(ev[3].comm), "Binder:2030_3");
+        assert_eq!(s.get(ev[4].comm), "kworker/u8:0-ev");
+        assert_eq!(ev[4].tid, 12);
+        assert!(ev[4].flags & flags::NEED_RESCHED_LAZY != 0);
+        assert!(matches!(
+            ev[5].kind,
+            Kind::SchedSwitch { prev_pid: 2932, .. }
+        ));
+        assert_eq!(ev[6].cpu, 1);
+        assert!(matches!(
+            ev[6].kind,
+            Kind::SchedSwitch { prev_pid: 1394, .. }
+        ));
+        assert!(matches!(ev[7].kind, Kind::SyscallEnter { .. }));
+        assert!(matches!(ev[8].kind, Kind::SyscallExit { ret: 3, .. }));
+        assert_eq!(ev[9].ts, 12345678901);
+        assert!(d.raw_clock);
+        assert!(matches!(ev[10].kind, Kind::Function { .. }));
+        assert_eq!(ev[11].kind, Kind::Lost { count: Some(812) });
+        assert_eq!(ev[11].cpu, 1);
+        assert_eq!(ev[12].kind, Kind::Lost { count: None });
+        assert_eq!(ev[12].ts, ev[13].ts);
+    }
+
+    #[test]
+    fn latency_dump() {
+        let text = "\
+# tracer: irqsoff
+# latency: 259 us, #4/4, CPU#2 | (M:preempt VP:0, KP:0, SP:0 HP:0 #P:4)
+#    | task: ps-6143 (uid:0 nice:0 policy:0 rt_prio:0)
+#  => started at: __lock_task_sighand
+#  => ended at:   _raw_spin_unlock_irqrestore
+      ps-6143    2d...    0us!: trace_hardirqs_off <-__lock_task_sighand
+      ps-6143    2d..1  259us+: trace_hardirqs_on <-_raw_spin_unlock_irqrestore
+      ps-6143    2d..1  306us : <stack trace>
+ => trace_hardirqs_on_caller
+ => sys_read
+  <idle>-0       2d.h4    0us :      0:120:R   + [002]  5882: 94:R sleep
+  <idle>-0       2d..3    6us :      0:120:R ==> [002]  5882: 94:R sleep
+<idle>-0 0d.H3 6us : irq_handler_exit: irq=20 ret=handled
+";
+        let (ev, d, s) = run(text);
+        assert_eq!(d.unparsed, 0, "{:?}", d.unparsed_samples);
+        let lat = d.header.latency.unwrap();
+        assert_eq!(lat.latency_us, 259);
+        assert_eq!((lat.entries, lat.entries_total, lat.cpu), (4, 4, Some(2)));
+        assert_eq!(lat.pid, Some(6143));
+        assert_eq!(lat.started_at.as_deref(), Some("__lock_task_sighand"));
+        assert_eq!(ev.len(), 5);
+        assert_eq!(ev[1].ts, 259_000);
+        assert_eq!(ev[1].cpu, 2);
+        assert!(
+            matches!(ev[2].kind, Kind::SchedWakeup { pid: 5882, prio: 94, target_cpu: 2, comm, .. } if s.get(comm) == "sleep")
+        );
+        assert!(matches!(
+            ev[3].kind,
+            Kind::SchedSwitch { next_pid: 5882, .. }
+        ));
+        assert!(matches!(ev[4].kind, Kind::IrqExit { irq: 20, .. }));
+        assert_eq!(d.continuation_lines, 3);
+    }
+}

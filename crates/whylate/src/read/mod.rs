@@ -1,0 +1,720 @@
+//! Readers: any trace file → one time-ordered stream of [`Event`]s.
+//!
+//! Pipeline per input: bytes (decompressed transparently: gzip, zstd, xz) → format sniffed
+//! from the first 256 KiB → a line parser for that format → [`Sorted`] (a bounded reorder
+//! window, because real traces are not always in time order) → the consumer. Several inputs
+//! are merged by timestamp ([`Merged`]). Nothing holds the whole input: memory is the reorder
+//! window, the line buffer and the interned strings.
+//!
+//! Readers never panic on bad input. A line that is trace data but does not parse is counted
+//! and sampled in [`Diag`] with its line number; a line that is not trace data at all (prose
+//! around a pasted trace, shell prompts) is counted separately as skipped.
+
+mod body;
+mod ftrace;
+mod funcgraph;
+mod lines;
+mod perf_script;
+mod sysdig;
+mod systrace;
+
+pub use body::{ftrace_syscall, parse_body, softirq_name};
+pub use lines::LineReader;
+
+use crate::event::{Event, Interner};
+use std::collections::VecDeque;
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+/// The input formats whylate reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    /// ftrace `trace` / `trace_pipe` text.
+    Ftrace,
+    /// `trace-cmd report` text (any of its layouts).
+    TraceCmdReport,
+    /// A latency-tracer dump (irqsoff, preemptoff, preemptirqsoff, wakeup, wakeup_rt...).
+    LatencyTracer,
+    /// function_graph tracer text.
+    FunctionGraph,
+    /// `perf script` text.
+    PerfScript,
+    /// sysdig text output.
+    Sysdig,
+    /// Legacy systrace (HTML or the JS payload) holding ftrace text.
+    Systrace,
+}
+
+impl Format {
+    /// All formats, in sniffing order.
+    pub const ALL: [Format; 7] = [
+        Format::Systrace,
+        Format::FunctionGraph,
+        Format::LatencyTracer,
+        Format::TraceCmdReport,
+        Format::Ftrace,
+        Format::PerfScript,
+        Format::Sysdig,
+    ];
+
+    /// Human name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Ftrace => "ftrace",
+            Format::TraceCmdReport => "trace-cmd-report",
+            Format::LatencyTracer => "latency-tracer",
+            Format::FunctionGraph => "function-graph",
+            Format::PerfScript => "perf-script",
+            Format::Sysdig => "sysdig",
+            Format::Systrace => "systrace",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Compression detected on an input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    /// Plain.
+    None,
+    /// gzip (`.gz`).
+    Gzip,
+    /// Zstandard (`.zst`).
+    Zstd,
+    /// xz (`.xz`).
+    Xz,
+}
+
+/// Why an input could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// I/O error (open, read, decompress).
+    #[error("{path}: {source}")]
+    Io {
+        /// The input.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// The input matches no known format.
+    #[error("{path}: not a trace whylate can read (tried: {tried}); first line: {first_line:?}")]
+    UnknownFormat {
+        /// The input.
+        path: PathBuf,
+        /// Formats that were tried.
+        tried: String,
+        /// The first line, shortened.
+        first_line: String,
+    },
+    /// `--strict` and a line did not parse.
+    #[error("{path}:{line}: {why}: {text:?}")]
+    Strict {
+        /// The input.
+        path: PathBuf,
+        /// 1-based line number.
+        line: u64,
+        /// What was expected.
+        why: String,
+        /// The line, shortened.
+        text: String,
+    },
+}
+
+/// A line that looked like trace data but did not parse.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct BadLine {
+    /// 1-based line number.
+    pub line: u64,
+    /// What was expected.
+    pub why: &'static str,
+    /// The line (shortened to 200 bytes).
+    pub text: String,
+}
+
+/// Metadata some formats carry in their headers.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Header {
+    /// ftrace `# tracer: X`.
+    pub tracer: Option<String>,
+    /// ftrace `entries-in-buffer/entries-written: E/W`.
+    pub entries_in_buffer: Option<u64>,
+    /// See `entries_in_buffer`.
+    pub entries_written: Option<u64>,
+    /// `#P:N` or trace-cmd `cpus=N`.
+    pub cpus: Option<u32>,
+    /// trace-cmd `version = N`.
+    pub version: Option<u32>,
+    /// Latency-tracer dump header.
+    pub latency: Option<LatencyHeader>,
+}
+
+/// The header of a latency-tracer dump (`# latency: 259 us, #4/4, CPU#2 | ...`).
+#[derive(Clone, Debug, Default, serde::Serialize, PartialEq)]
+pub struct LatencyHeader {
+    /// The measured latency, µs.
+    pub latency_us: u64,
+    /// Entries shown.
+    pub entries: u64,
+    /// Entries recorded.
+    pub entries_total: u64,
+    /// CPU of the section.
+    pub cpu: Option<u32>,
+    /// Preemption model as printed (opaque).
+    pub model: Option<String>,
+    /// `task: comm-pid`.
+    pub task: Option<String>,
+    /// Task pid.
+    pub pid: Option<i32>,
+    /// `=> started at: X`.
+    pub started_at: Option<String>,
+    /// `=> ended at: X`.
+    pub ended_at: Option<String>,
+}
+
+/// What a reader noticed about its input besides the events.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Diag {
+    /// Lines read.
+    pub lines: u64,
+    /// Header/comment lines.
+    pub comment_lines: u64,
+    /// Lines that are not trace data (prose, prompts, elisions), skipped.
+    pub skipped_lines: u64,
+    /// Lines belonging to a previous record (stack traces, callchains, banners).
+    pub continuation_lines: u64,
+    /// Trace-data lines that did not parse.
+    pub unparsed: u64,
+    /// The first few of those.
+    pub unparsed_samples: Vec<BadLine>,
+    /// Known events whose text did not have the expected fields (kept as `Other`).
+    pub untyped_known: u64,
+    /// Header metadata.
+    pub header: Header,
+    /// Timestamps are raw counter ticks, not ns (`counter`/`x86-tsc` clocks).
+    pub raw_clock: bool,
+    /// Timestamps are relative to the trace start (latency dumps, sysdig -tr).
+    pub relative_time: bool,
+    /// The format has no timestamps at all (function_graph without abstime).
+    pub no_timestamps: bool,
+    /// Set when `strict` and the first unparsed line was seen.
+    #[serde(skip)]
+    pub strict_error: Option<BadLine>,
+    #[serde(skip)]
+    strict: bool,
+}
+
+const MAX_SAMPLES: usize = 10;
+
+impl Diag {
+    /// Records a trace line that did not parse.
+    pub fn bad(&mut self, line: u64, text: &[u8], why: &'static str) {
+        self.unparsed += 1;
+        let t = BadLine {
+            line,
+            why,
+            text: String::from_utf8_lossy(&text[..text.len().min(200)]).into_owned(),
+        };
+        if self.strict && self.strict_error.is_none() {
+            self.strict_error = Some(t.clone());
+        }
+        if self.unparsed_samples.len() < MAX_SAMPLES {
+            self.unparsed_samples.push(t);
+        }
+    }
+}
+
+/// A line-oriented format parser. It pushes zero or more events per line.
+pub(crate) trait LineParser {
+    fn line(&mut self, line: &[u8], cx: &mut Cx<'_>);
+    fn finish(&mut self, _cx: &mut Cx<'_>) {}
+}
+
+/// What a [`LineParser`] writes into.
+pub(crate) struct Cx<'a> {
+    pub strings: &'a mut Interner,
+    pub out: &'a mut VecDeque<Event>,
+    pub diag: &'a mut Diag,
+    pub lineno: u64,
+}
+
+/// A source of events.
+pub trait EventSource {
+    /// The next event in time order, or None at the end.
+    fn next_event(&mut self, strings: &mut Interner) -> Result<Option<Event>, ReadError>;
+    /// What the reader noticed so far.
+    fn diag(&self) -> &Diag;
+    /// Reordering that was needed so far.
+    fn order(&self) -> OrderStats;
+}
+
+/// How far the input was from time order.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, PartialEq, Eq)]
+pub struct OrderStats {
+    /// Events that arrived earlier than an event before them and were put back in order.
+    pub reordered: u64,
+    /// Events too late for the reorder window: emitted out of order.
+    pub unsorted: u64,
+    /// The reorder window, in events.
+    pub window: usize,
+}
+
+/// Reads one text file through a [`LineParser`].
+pub struct TextReader {
+    path: PathBuf,
+    lines: LineReader<Box<dyn Read>>,
+    parser: Box<dyn LineParser>,
+    pending: VecDeque<Event>,
+    diag: Diag,
+    done: bool,
+    format: Format,
+    compression: Compression,
+}
+
+impl TextReader {
+    /// The detected format.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+    /// The detected compression.
+    pub fn compression(&self) -> Compression {
+        self.compression
+    }
+    /// Bytes consumed from the (decompressed) input so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.lines.offset()
+    }
+    /// The input's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+    fn raw_next(&mut self, strings: &mut Interner) -> Result<Option<Event>, ReadError> {
+        loop {
+            if let Some(e) = self.pending.pop_front() {
+                return Ok(Some(e));
+            }
+            if self.done {
+                return Ok(None);
+            }
+            let lineno = self.lines.line_number() + 1;
+            let line = self.lines.next_line().map_err(|source| ReadError::Io {
+                path: self.path.clone(),
+                source,
+            })?;
+            let mut cx = Cx {
+                strings,
+                out: &mut self.pending,
+                diag: &mut self.diag,
+                lineno,
+            };
+            match line {
+                Some(l) => {
+                    cx.diag.lines += 1;
+                    self.parser.line(l, &mut cx);
+                }
+                None => {
+                    self.parser.finish(&mut cx);
+                    self.done = true;
+                }
+            }
+            if let Some(b) = self.diag.strict_error.take() {
+                return Err(ReadError::Strict {
+                    path: self.path.clone(),
+                    line: b.line,
+                    why: b.why.to_string(),
+                    text: b.text,
+                });
+            }
+        }
+    }
+}
+
+/// Options for opening an input.
+#[derive(Clone, Debug, Default)]
+pub struct OpenOptions {
+    /// Force a format instead of sniffing.
+    pub format: Option<Format>,
+    /// Fail on the first line that does not parse.
+    pub strict: bool,
+    /// Reorder window in events (0 = default).
+    pub window: usize,
+}
+
+/// Default reorder window: enough for per-CPU skew in merged text traces, small in memory
+/// (about 100 bytes an event).
+pub const DEFAULT_WINDOW: usize = 1 << 16;
+
+fn decompress(path: &Path, f: File) -> io::Result<(Box<dyn Read>, Compression)> {
+    let mut br = BufReader::with_capacity(1 << 16, f);
+    let head = br.fill_buf()?;
+    Ok(if head.starts_with(&[0x1f, 0x8b]) {
+        (
+            Box::new(flate2::bufread::MultiGzDecoder::new(br)),
+            Compression::Gzip,
+        )
+    } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        let d = ruzstd::decoding::StreamingDecoder::new(br).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}: bad zstd frame: {e}", path.display()),
+            )
+        })?;
+        (Box::new(d), Compression::Zstd)
+    } else if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
+        (
+            Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(br)),
+            Compression::Xz,
+        )
+    } else {
+        (Box::new(br), Compression::None)
+    })
+}
+
+/// Opens `path`, decompresses and sniffs it, and returns a sorted event source.
+pub fn open(path: &Path, opts: &OpenOptions) -> Result<Sorted<TextReader>, ReadError> {
+    let io_err = |source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let f = File::open(path).map_err(io_err)?;
+    let (rd, compression) = decompress(path, f).map_err(io_err)?;
+    let mut lines = LineReader::new(rd);
+    let head = lines.peek(256 * 1024).map_err(io_err)?.to_vec();
+    let format = match opts.format {
+        Some(f) => f,
+        None => sniff(&head).ok_or_else(|| ReadError::UnknownFormat {
+            path: path.to_path_buf(),
+            tried: Format::ALL.map(|f| f.name()).join(", "),
+            first_line: first_line(&head),
+        })?,
+    };
+    let parser: Box<dyn LineParser> = match format {
+        Format::Ftrace | Format::TraceCmdReport | Format::LatencyTracer => {
+            Box::new(ftrace::FtraceParser::new())
+        }
+        Format::FunctionGraph => Box::new(funcgraph::FuncGraphParser::new()),
+        Format::PerfScript => Box::new(perf_script::PerfScriptParser::new()),
+        Format::Sysdig => Box::new(sysdig::SysdigParser::new()),
+        Format::Systrace => Box::new(systrace::SystraceParser::new(&head)),
+    };
+    let diag = Diag {
+        strict: opts.strict,
+        ..Diag::default()
+    };
+    let r = TextReader {
+        path: path.to_path_buf(),
+        lines,
+        parser,
+        pending: VecDeque::new(),
+        diag,
+        done: false,
+        format,
+        compression,
+    };
+    Ok(Sorted::new(
+        r,
+        if opts.window == 0 {
+            DEFAULT_WINDOW
+        } else {
+            opts.window
+        },
+    ))
+}
+
+fn first_line(head: &[u8]) -> String {
+    let end = memchr::memchr(b'\n', head).unwrap_or(head.len()).min(120);
+    String::from_utf8_lossy(&head[..end]).into_owned()
+}
+
+/// Picks the format of a file from its first bytes. Header lines decide when present;
+/// otherwise each line parser votes on the first data lines.
+pub fn sniff(head: &[u8]) -> Option<Format> {
+    if systrace::sniff(head) {
+        return Some(Format::Systrace);
+    }
+    let mut tracer: Option<&[u8]> = None;
+    let mut latency_hdr = false;
+    let mut graph_hdr = false;
+    let mut report_hdr = false;
+    let mut votes = [0u32; 5]; // ftrace-like, latency-line, perf, sysdig, funcgraph
+    let mut data = 0;
+    // Ignore a possibly cut last line.
+    let usable = memchr::memrchr(b'\n', head).map_or(head, |p| &head[..p]);
+    for raw in usable.split(|c| *c == b'\n').take(4000) {
+        let line = raw.strip_suffix(b"\r").unwrap_or(raw);
+        if let Some(c) = line.strip_prefix(b"#") {
+            let c = body::trim(c);
+            if let Some(t) = c.strip_prefix(b"tracer:") {
+                tracer = Some(body::trim(t));
+            }
+            if c.starts_with(b"latency:") {
+                latency_hdr = true;
+            }
+            if memchr::memmem::find(c, b"FUNCTION CALLS").is_some() {
+                graph_hdr = true;
+            }
+            continue;
+        }
+        if line.starts_with(b"cpus=") || line.starts_with(b"version = ") {
+            report_hdr = true;
+            continue;
+        }
+        if body::trim(line).is_empty() {
+            continue;
+        }
+        data += 1;
+        if ftrace::probe(line) {
+            votes[0] += 1;
+        }
+        if ftrace::probe_latency_line(line) {
+            votes[1] += 1;
+        }
+        if perf_script::probe(line) {
+            votes[2] += 1;
+        }
+        if sysdig::probe(line) {
+            votes[3] += 1;
+        }
+        if funcgraph::probe(line) {
+            votes[4] += 1;
+        }
+        if data >= 200 {
+            break;
+        }
+    }
+    if graph_hdr || tracer == Some(b"function_graph") {
+        return Some(Format::FunctionGraph);
+    }
+    if latency_hdr {
+        return Some(Format::LatencyTracer);
+    }
+    let best = (0..5).max_by_key(|&i| (votes[i], std::cmp::Reverse(i)))?;
+    if votes[best] == 0 {
+        return (tracer.is_some() || report_hdr).then_some(if report_hdr {
+            Format::TraceCmdReport
+        } else {
+            Format::Ftrace
+        });
+    }
+    Some(match best {
+        0 if report_hdr => Format::TraceCmdReport,
+        0 => Format::Ftrace,
+        1 => Format::LatencyTracer,
+        2 => Format::PerfScript,
+        3 => Format::Sysdig,
+        _ => Format::FunctionGraph,
+    })
+}
+
+/// Puts a nearly sorted stream in time order with a bounded window: every event is delayed
+/// by `window` events, and one that arrives earlier than events already queued is inserted
+/// at its place. In-order input costs one push and one pop per event. An event later than
+/// the window allows is passed on as it comes and counted in [`OrderStats::unsorted`].
+pub struct Sorted<R> {
+    inner: R,
+    queue: VecDeque<Event>,
+    window: usize,
+    last_out: Option<u64>,
+    order: OrderStats,
+    eof: bool,
+}
+
+impl Sorted<TextReader> {
+    /// The underlying reader.
+    pub fn reader(&self) -> &TextReader {
+        &self.inner
+    }
+}
+
+impl<R: EventSource> Sorted<R> {
+    /// Wraps `inner` with a window of `window` events.
+    pub fn new(inner: R, window: usize) -> Self {
+        Sorted {
+            inner,
+            queue: VecDeque::new(),
+            window: window.max(1),
+            last_out: None,
+            order: OrderStats {
+                window: window.max(1),
+                ..OrderStats::default()
+            },
+            eof: false,
+        }
+    }
+}
+
+impl<R: EventSource> EventSource for Sorted<R> {
+    fn next_event(&mut self, strings: &mut Interner) -> Result<Option<Event>, ReadError> {
+        while !self.eof && self.queue.len() <= self.window {
+            match self.inner.next_event(strings)? {
+                Some(e) => {
+                    let newest = self.queue.back().map_or(0, |b| b.ts);
+                    if e.ts >= newest {
+                        self.queue.push_back(e);
+                    } else if self.last_out.is_some_and(|l| e.ts < l) {
+                        // Its place was already emitted: pass it on now.
+                        self.order.unsorted += 1;
+                        return Ok(Some(e));
+                    } else {
+                        self.order.reordered += 1;
+                        // After equal stamps, so ties keep input order.
+                        let at = self.queue.partition_point(|q| q.ts <= e.ts);
+                        self.queue.insert(at, e);
+                    }
+                }
+                None => self.eof = true,
+            }
+        }
+        Ok(self.queue.pop_front().inspect(|e| {
+            self.last_out = Some(e.ts);
+        }))
+    }
+    fn diag(&self) -> &Diag {
+        self.inner.diag()
+    }
+    fn order(&self) -> OrderStats {
+        self.order
+    }
+}
+
+impl EventSource for TextReader {
+    fn next_event(&mut self, strings: &mut Interner) -> Result<Option<Event>, ReadError> {
+        self.raw_next(strings)
+    }
+    fn diag(&self) -> &Diag {
+        &self.diag
+    }
+    fn order(&self) -> OrderStats {
+        OrderStats::default()
+    }
+}
+
+/// Merges several time-ordered sources (e.g. per-CPU `trace_pipe` captures) by timestamp.
+pub struct Merged<S> {
+    sources: Vec<S>,
+    heads: Vec<Option<Event>>,
+    primed: bool,
+}
+
+impl<S: EventSource> Merged<S> {
+    /// Merges `sources`.
+    pub fn new(sources: Vec<S>) -> Self {
+        let n = sources.len();
+        Merged {
+            sources,
+            heads: (0..n).map(|_| None).collect(),
+            primed: false,
+        }
+    }
+    /// The merged sources.
+    pub fn sources(&self) -> &[S] {
+        &self.sources
+    }
+    /// The next event across all sources, with the index of its source.
+    pub fn next_indexed(
+        &mut self,
+        strings: &mut Interner,
+    ) -> Result<Option<(usize, Event)>, ReadError> {
+        if !self.primed {
+            for i in 0..self.sources.len() {
+                self.heads[i] = self.sources[i].next_event(strings)?;
+            }
+            self.primed = true;
+        }
+        // Few sources: a linear scan beats a heap.
+        let mut best: Option<usize> = None;
+        for (i, h) in self.heads.iter().enumerate() {
+            if let Some(e) = h {
+                if best.is_none_or(|b| e.ts < self.heads[b].as_ref().map_or(u64::MAX, |x| x.ts)) {
+                    best = Some(i);
+                }
+            }
+        }
+        let Some(i) = best else { return Ok(None) };
+        let e = self.heads[i].take();
+        self.heads[i] = self.sources[i].next_event(strings)?;
+        Ok(e.map(|e| (i, e)))
+    }
+}
+
+/// Strips one trailing `\r`.
+pub(crate) fn chomp(l: &[u8]) -> &[u8] {
+    l.strip_suffix(b"\r").unwrap_or(l)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Kind;
+
+    struct Vecsrc(Vec<u64>, Diag);
+    impl EventSource for Vecsrc {
+        fn next_event(&mut self, _: &mut Interner) -> Result<Option<Event>, ReadError> {
+            Ok(if self.0.is_empty() {
+                None
+            } else {
+                Some(Event {
+                    ts: self.0.remove(0),
+                    cpu: 0,
+                    tid: 0,
+                    tgid: -1,
+                    comm: Default::default(),
+                    flags: 0,
+                    kind: Kind::Lost { count: None },
+                })
+            })
+        }
+        fn diag(&self) -> &Diag {
+            &self.1
+        }
+        fn order(&self) -> OrderStats {
+            OrderStats::default()
+        }
+    }
+
+    fn drain(s: &mut impl EventSource) -> Vec<u64> {
+        let mut i = Interner::new();
+        let mut v = vec![];
+        while let Some(e) = s.next_event(&mut i).unwrap() {
+            v.push(e.ts);
+        }
+        v
+    }
+
+    #[test]
+    fn sorter_reorders_within_window_and_counts_the_rest() {
+        let mut s = Sorted::new(Vecsrc(vec![1, 5, 3, 4, 9, 2], Diag::default()), 3);
+        let out = drain(&mut s);
+        // 2 arrives after 3 was emitted: passed on as it came, counted.
+        assert_eq!(out, vec![1, 3, 2, 4, 5, 9]);
+        assert_eq!(s.order().unsorted, 1);
+        assert_eq!(s.order().reordered, 2);
+        let mut s = Sorted::new(Vecsrc(vec![1, 5, 3, 4, 9, 2], Diag::default()), 100);
+        assert_eq!(drain(&mut s), vec![1, 2, 3, 4, 5, 9]);
+        assert_eq!(s.order().unsorted, 0);
+    }
+
+    #[test]
+    fn merge_interleaves() {
+        let mut m = Merged::new(vec![
+            Vecsrc(vec![1, 4, 6], Diag::default()),
+            Vecsrc(vec![2, 3, 7], Diag::default()),
+        ]);
+        let mut i = Interner::new();
+        let mut v = vec![];
+        while let Some((_, e)) = m.next_indexed(&mut i).unwrap() {
+            v.push(e.ts);
+        }
+        assert_eq!(v, vec![1, 2, 3, 4, 6, 7]);
+    }
+}

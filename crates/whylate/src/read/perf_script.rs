@@ -1,0 +1,206 @@
+//! `perf script` text:
+//!
+//! ```text
+//!   comm  pid[/tid] [cpu] sec.usec[nsec]: [period] [sys:]event: body
+//!   \taddr sym+off (dso)          callchain lines, then a blank line
+//! ```
+//!
+//! The comm is unpadded with callchains, and may hold spaces; the pid is the last word before
+//! `[cpu]` (or before the time when the cpu column is off).
+
+use super::body::{dec, trim};
+use super::ftrace::{find_stamp, typed_or_other, StampKind};
+use super::{Cx, LineParser};
+use crate::event::{parse_i64, Event, Kind};
+
+struct Head<'a> {
+    comm: &'a [u8],
+    pid: i32,
+    tid: i32,
+    cpu: Option<u32>,
+}
+
+fn head(left: &[u8]) -> Option<Head<'_>> {
+    let mut left = trim(left);
+    let mut cpu = None;
+    if let Some(s) = left.strip_suffix(b"]") {
+        let lb = memchr::memrchr(b'[', s)?;
+        cpu = Some(dec(&s[lb + 1..])? as u32);
+        left = trim(&s[..lb]);
+    }
+    let sp = left.iter().rposition(|c| *c == b' ' || *c == b'\t')?;
+    let ids = &left[sp + 1..];
+    let (pid, tid) = match memchr::memchr(b'/', ids) {
+        Some(p) => (parse_i64(&ids[..p])?, parse_i64(&ids[p + 1..])?),
+        None => {
+            let v = parse_i64(ids)?;
+            (v, v)
+        }
+    };
+    Some(Head {
+        comm: trim(&left[..sp]),
+        pid: pid as i32,
+        tid: tid as i32,
+        cpu,
+    })
+}
+
+/// Does `line` look like a perf script sample?
+pub(crate) fn probe(line: &[u8]) -> bool {
+    match find_stamp(line) {
+        Some(st) if st.kind == StampKind::Seconds => {
+            head(&line[..st.start]).is_some() && event_word(&line[st.after..]).is_some()
+        }
+        _ => false,
+    }
+}
+
+/// The event name after the time (skipping an optional period) and the text after it.
+fn event_word(rest: &[u8]) -> Option<(&[u8], &[u8])> {
+    let mut r = trim(rest);
+    loop {
+        let end = r
+            .iter()
+            .position(|c| *c == b' ' || *c == b'\t')
+            .unwrap_or(r.len());
+        let w = &r[..end];
+        if w.len() > 1 && w.ends_with(b":") {
+            return Some((&w[..w.len() - 1], trim(&r[end..])));
+        }
+        if !w.is_empty() && w.iter().all(|c| c.is_ascii_digit()) {
+            // sample period
+            r = trim(&r[end..]);
+            continue;
+        }
+        return None;
+    }
+}
+
+/// perf modifiers (`cycles:u`, `cpu-clock:ppp`) are not a `system:name` split.
+fn is_modifier(s: &[u8]) -> bool {
+    !s.is_empty() && s.iter().all(|c| b"ukhHGpPSDIW".contains(c))
+}
+
+pub(crate) struct PerfScriptParser {
+    in_callchain: bool,
+}
+
+impl PerfScriptParser {
+    pub fn new() -> Self {
+        PerfScriptParser {
+            in_callchain: false,
+        }
+    }
+}
+
+impl LineParser for PerfScriptParser {
+    fn line(&mut self, line: &[u8], cx: &mut Cx<'_>) {
+        let t = trim(line);
+        if t.is_empty() {
+            self.in_callchain = false;
+            return;
+        }
+        if t.starts_with(b"#") {
+            cx.diag.comment_lines += 1;
+            return;
+        }
+        // Callchain / brstack lines: indented, start with a hex address.
+        if (line[0] == b'\t' || line[0] == b' ')
+            && t.iter().take_while(|c| c.is_ascii_hexdigit()).count() >= 4
+            && find_stamp(line).is_none_or(|s| s.kind != StampKind::Seconds)
+        {
+            if self.in_callchain {
+                cx.diag.continuation_lines += 1;
+            } else {
+                cx.diag
+                    .bad(cx.lineno, line, "callchain line without a sample");
+            }
+            return;
+        }
+        let Some(st) = find_stamp(line).filter(|s| s.kind == StampKind::Seconds) else {
+            cx.diag.skipped_lines += 1;
+            return;
+        };
+        let Some(h) = head(&line[..st.start]) else {
+            cx.diag.bad(
+                cx.lineno,
+                line,
+                "expected `comm pid[/tid] [cpu]` before the timestamp",
+            );
+            return;
+        };
+        let Some((name, body)) = event_word(&line[st.after..]) else {
+            cx.diag
+                .bad(cx.lineno, line, "expected `event:` after the timestamp");
+            return;
+        };
+        self.in_callchain = true;
+        let comm = cx.strings.intern_bytes(h.comm);
+        let kind = match memchr::memrchr(b':', name) {
+            Some(p) if !is_modifier(&name[p + 1..]) => typed_or_other(&name[p + 1..], body, cx),
+            _ => Kind::Other {
+                name: cx.strings.intern_bytes(name),
+                fields: String::from_utf8_lossy(body).into(),
+            },
+        };
+        cx.out.push_back(Event {
+            ts: st.ts,
+            cpu: h.cpu.unwrap_or(Event::NO_CPU),
+            tid: h.tid,
+            tgid: if h.pid != h.tid || memchr::memchr(b'/', line).is_some() {
+                h.pid
+            } else {
+                -1
+            },
+            comm,
+            flags: 0,
+            kind,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Interner;
+    use crate::read::Diag;
+    use std::collections::VecDeque;
+
+    #[test]
+    fn variants() {
+        let text = "\
+            perf  3130 [000]   155.726554:            raw_syscalls:sys_enter: NR 16 (13, 2400, 0, 7f76e462b5e0, 1, 0)
+            perf  3130/3131  [000]   155.726554299:            raw_syscalls:sys_exit: NR 16 = 0
+kworker/0:1   142 [000] 93115.013234: workqueue:workqueue_execute_start: work struct 0xffff88081e452810: function flush_to_ldisc
+frobnicator 24483 [001] 93115.013242: syscalls:sys_exit_read: 0x1
+Web Content  2711 93115.013243: sched:sched_wakeup: comm=a pid=1 prio=120 target_cpu=000
+perf  7496/7496  [003] 264874.155353:    1001001                cpu-clock: 
+\tffffffff810d47be smp_call_function_single ([kernel.kallsyms])
+\tffffffff8114e5b8 event_function_call ([kernel.kallsyms])
+
+       perf 27484 [000] 93115.326710: cs:  ffffffff8176300a [unknown] ([kernel.kallsyms])
+";
+        let mut s = Interner::new();
+        let mut out = VecDeque::new();
+        let mut d = Diag::default();
+        let mut p = PerfScriptParser::new();
+        for (i, l) in text.lines().enumerate() {
+            let mut cx = Cx {
+                strings: &mut s,
+                out: &mut out,
+                diag: &mut d,
+                lineno: i as u64 + 1,
+            };
+            p.line(l.as_bytes(), &mut cx);
+        }
+        assert_eq!(d.unparsed, 0, "{:?}", d.unparsed_samples);
+        assert_eq!(out.len(), 7);
+        assert_eq!(out[1].ts, 155_726_554_299);
+        assert_eq!((out[1].tgid, out[1].tid), (3130, 3131));
+        assert!(matches!(out[3].kind, Kind::SyscallExit { ret: 1, .. }));
+        assert_eq!(s.get(out[4].comm), "Web Content");
+        assert_eq!(out[4].cpu, Event::NO_CPU);
+        assert!(matches!(out[5].kind, Kind::Other { name, .. } if s.get(name) == "cpu-clock"));
+        assert_eq!(d.continuation_lines, 2);
+    }
+}

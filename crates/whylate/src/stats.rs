@@ -1,0 +1,460 @@
+//! `whylate stats`: what is in a trace — format, span, counts by event, CPU and task, where
+//! events were lost and which lines were not understood. One streaming pass; memory grows
+//! with distinct names, CPUs and tasks only.
+
+use crate::event::{Event, EventName, Interner, Kind};
+use crate::read::{self, Diag, EventSource, Merged, OpenOptions, OrderStats, ReadError};
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One window in which a CPU lost events.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct LostWindow {
+    /// The CPU.
+    pub cpu: u32,
+    /// Events lost, when the trace says.
+    pub count: Option<u64>,
+    /// Last event seen on that CPU before the loss (None: the loss precedes everything).
+    pub from_ns: Option<u64>,
+    /// First event on that CPU after the loss (None: nothing followed).
+    pub to_ns: Option<u64>,
+}
+
+/// Lost events overall.
+#[derive(Clone, Debug, Serialize, Default)]
+pub struct Lost {
+    /// Sum of the counts the trace gave.
+    pub events: u64,
+    /// Markers (a buffer restart has no count).
+    pub markers: u64,
+    /// The windows, in time order.
+    pub windows: Vec<LostWindow>,
+}
+
+/// A task with its event count.
+#[derive(Clone, Debug, Serialize)]
+pub struct TaskCount {
+    /// Thread id.
+    pub tid: i32,
+    /// Best known name (a real name wins over `<...>`).
+    pub comm: String,
+    /// Events recorded in its context.
+    pub events: u64,
+}
+
+/// A line not understood, with its file.
+#[derive(Clone, Debug, Serialize)]
+pub struct Unparsed {
+    /// The input.
+    pub file: String,
+    /// 1-based line.
+    pub line: u64,
+    /// What was expected.
+    pub why: String,
+    /// The line.
+    pub text: String,
+}
+
+/// Per-input facts.
+#[derive(Clone, Debug, Serialize)]
+pub struct InputInfo {
+    /// Path as given.
+    pub path: String,
+    /// Detected format.
+    pub format: read::Format,
+    /// Detected compression.
+    pub compression: read::Compression,
+    /// Decompressed bytes read.
+    pub bytes: u64,
+    /// Events read from this input.
+    pub events: u64,
+    /// Reader diagnostics.
+    #[serde(flatten)]
+    pub diag: Diag,
+    /// Reordering.
+    pub order: OrderStats,
+}
+
+/// The result of `whylate stats`.
+#[derive(Clone, Debug, Serialize)]
+pub struct StatsReport {
+    /// The format of the inputs (`mixed` when they differ).
+    pub format: String,
+    /// Per input.
+    pub inputs: Vec<InputInfo>,
+    /// Events in total (lost-event markers included, see `lost`).
+    pub events: u64,
+    /// First timestamp (ns).
+    pub first_ns: Option<u64>,
+    /// Last timestamp (ns).
+    pub last_ns: Option<u64>,
+    /// `last_ns - first_ns`.
+    pub span_ns: Option<u64>,
+    /// Events per bare event name.
+    pub by_name: BTreeMap<String, u64>,
+    /// Events per CPU (`unknown` when the format has no CPU column).
+    pub by_cpu: BTreeMap<String, u64>,
+    /// The busiest tasks by event count.
+    pub top_tasks: Vec<TaskCount>,
+    /// Tasks seen.
+    pub tasks: usize,
+    /// Lost events.
+    pub lost: Lost,
+    /// Lines not understood, all inputs.
+    pub unparsed: u64,
+    /// The first of them.
+    pub unparsed_samples: Vec<Unparsed>,
+    /// Lines that are not trace data, skipped.
+    pub skipped: u64,
+    /// Where the analysis is blind or approximate, in words.
+    pub notes: Vec<String>,
+}
+
+#[derive(Default)]
+struct Acc {
+    events: u64,
+    first: Option<u64>,
+    last: Option<u64>,
+    by_name: FxHashMap<EventName, u64>,
+    by_cpu: BTreeMap<u32, u64>,
+    tasks: FxHashMap<i32, (crate::event::Sym, u64)>,
+    cpu_last: FxHashMap<u32, u64>,
+    lost: Lost,
+    open_lost: FxHashMap<u32, Vec<usize>>,
+}
+
+impl Acc {
+    fn add(&mut self, e: &Event, strings: &Interner) {
+        self.events += 1;
+        if e.ts != 0 || self.first.is_some() {
+            self.first = Some(self.first.map_or(e.ts, |f| f.min(e.ts)));
+            self.last = Some(self.last.map_or(e.ts, |l| l.max(e.ts)));
+        }
+        *self.by_name.entry(e.name()).or_default() += 1;
+        *self.by_cpu.entry(e.cpu).or_default() += 1;
+        if let Kind::Lost { count } = e.kind {
+            self.lost.events += count.unwrap_or(0);
+            self.lost.markers += 1;
+            self.lost.windows.push(LostWindow {
+                cpu: e.cpu,
+                count,
+                from_ns: self.cpu_last.get(&e.cpu).copied(),
+                to_ns: None,
+            });
+            self.open_lost
+                .entry(e.cpu)
+                .or_default()
+                .push(self.lost.windows.len() - 1);
+            return;
+        }
+        if let Some(open) = self.open_lost.get_mut(&e.cpu) {
+            for i in open.drain(..) {
+                self.lost.windows[i].to_ns = Some(e.ts);
+            }
+        }
+        self.cpu_last.insert(e.cpu, e.ts);
+        if e.tid >= 0 {
+            let t = self.tasks.entry(e.tid).or_insert((e.comm, 0));
+            t.1 += 1;
+            // `<...>` means the kernel did not know the name then: never let it replace one.
+            let cur = strings.get(t.0);
+            if (cur.is_empty() || cur == "<...>") && !strings.get(e.comm).is_empty() {
+                t.0 = e.comm;
+            }
+        }
+    }
+}
+
+/// Reads `paths` (merged by time when several) and counts.
+pub fn stats(paths: &[PathBuf], opts: &OpenOptions, top: usize) -> Result<StatsReport, ReadError> {
+    let mut sources = Vec::new();
+    for p in paths {
+        sources.push(read::open(p, opts)?);
+    }
+    let mut strings = Interner::new();
+    let mut merged = Merged::new(sources);
+    let mut acc = Acc::default();
+    let mut per_input = vec![0u64; paths.len()];
+    while let Some((i, e)) = merged.next_indexed(&mut strings)? {
+        per_input[i] += 1;
+        acc.add(&e, &strings);
+    }
+    Ok(finish(
+        acc,
+        merged.sources(),
+        paths,
+        &per_input,
+        &strings,
+        top,
+    ))
+}
+
+fn finish(
+    acc: Acc,
+    sources: &[read::Sorted<read::TextReader>],
+    paths: &[PathBuf],
+    per_input: &[u64],
+    strings: &Interner,
+    top: usize,
+) -> StatsReport {
+    let mut inputs = Vec::new();
+    let mut unparsed = 0;
+    let mut skipped = 0;
+    let mut samples = Vec::new();
+    let mut notes = Vec::new();
+    for (i, s) in sources.iter().enumerate() {
+        let r = s.reader();
+        let d = s.diag().clone();
+        let path = display(&paths[i]);
+        unparsed += d.unparsed;
+        skipped += d.skipped_lines;
+        for b in &d.unparsed_samples {
+            samples.push(Unparsed {
+                file: path.clone(),
+                line: b.line,
+                why: b.why.to_string(),
+                text: b.text.clone(),
+            });
+        }
+        let order = s.order();
+        if order.reordered > 0 {
+            notes.push(format!(
+                "{path}: {} events were out of timestamp order and were sorted (window {} events)",
+                order.reordered, order.window
+            ));
+        }
+        if order.unsorted > 0 {
+            notes.push(format!(
+                "{path}: {} events arrived too late for the {}-event reorder window and stay out of order; pass per-CPU captures as separate files to merge them",
+                order.unsorted, order.window
+            ));
+        }
+        if d.raw_clock {
+            notes.push(format!(
+                "{path}: timestamps are raw counter ticks (counter/x86-tsc clock), not ns"
+            ));
+        }
+        if d.relative_time {
+            notes.push(format!(
+                "{path}: timestamps are relative to the trace start"
+            ));
+        }
+        if d.no_timestamps {
+            notes.push(format!(
+                "{path}: function_graph without the abstime column: no timestamps, only durations"
+            ));
+        }
+        if let (Some(b), Some(w)) = (d.header.entries_in_buffer, d.header.entries_written) {
+            if b < w {
+                notes.push(format!(
+                    "{path}: the ring buffer overran: {} of {w} entries were overwritten before the trace was read",
+                    w - b
+                ));
+            }
+        }
+        if d.untyped_known > 0 {
+            notes.push(format!(
+                "{path}: {} known events had an unexpected layout and are kept untyped",
+                d.untyped_known
+            ));
+        }
+        inputs.push(InputInfo {
+            path,
+            format: r.format(),
+            compression: r.compression(),
+            bytes: r.bytes_read(),
+            events: per_input[i],
+            diag: d,
+            order,
+        });
+    }
+    if acc.lost.markers > 0 {
+        notes.push(format!(
+            "events were lost in {} window(s) ({} events counted): measurements crossing them are uncertain",
+            acc.lost.markers, acc.lost.events
+        ));
+    }
+    let format = if inputs.iter().all(|i| i.format == inputs[0].format) {
+        inputs[0].format.name().to_string()
+    } else {
+        "mixed".to_string()
+    };
+    let mut by_name: BTreeMap<String, u64> = BTreeMap::new();
+    for (k, v) in &acc.by_name {
+        *by_name.entry(k.render(strings)).or_default() += v;
+    }
+    let by_cpu = acc
+        .by_cpu
+        .iter()
+        .map(|(c, n)| {
+            (
+                if *c == Event::NO_CPU {
+                    "unknown".to_string()
+                } else {
+                    c.to_string()
+                },
+                *n,
+            )
+        })
+        .collect();
+    let mut tasks: Vec<_> = acc
+        .tasks
+        .iter()
+        .map(|(tid, (comm, n))| TaskCount {
+            tid: *tid,
+            comm: strings.get(*comm).to_string(),
+            events: *n,
+        })
+        .collect();
+    let ntasks = tasks.len();
+    tasks.sort_by(|a, b| b.events.cmp(&a.events).then(a.tid.cmp(&b.tid)));
+    tasks.truncate(top);
+    StatsReport {
+        format,
+        inputs,
+        events: acc.events,
+        first_ns: acc.first,
+        last_ns: acc.last,
+        span_ns: acc.first.zip(acc.last).map(|(f, l)| l - f),
+        by_name,
+        by_cpu,
+        top_tasks: tasks,
+        tasks: ntasks,
+        lost: acc.lost,
+        unparsed,
+        unparsed_samples: samples,
+        skipped,
+        notes,
+    }
+}
+
+fn display(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// Formats ns as seconds with 6 decimals (the way ftrace prints them).
+pub fn secs(ns: u64) -> String {
+    format!("{}.{:06}", ns / 1_000_000_000, (ns % 1_000_000_000) / 1000)
+}
+
+/// Formats a duration in the most readable unit.
+pub fn dur(ns: u64) -> String {
+    if ns >= 10_000_000_000 {
+        format!("{:.1} s", ns as f64 / 1e9)
+    } else if ns >= 1_000_000_000 {
+        format!("{:.3} s", ns as f64 / 1e9)
+    } else if ns >= 1_000_000 {
+        format!("{:.3} ms", ns as f64 / 1e6)
+    } else if ns >= 1_000 {
+        format!("{:.1} us", ns as f64 / 1e3)
+    } else {
+        format!("{ns} ns")
+    }
+}
+
+impl StatsReport {
+    /// The terminal rendering: the one-line summary first, then tables.
+    pub fn render_text(&self) -> String {
+        use std::fmt::Write;
+        let mut o = String::new();
+        let span = self.span_ns.map(dur).unwrap_or_else(|| "-".into());
+        let _ = writeln!(
+            o,
+            "{} events, {} format, span {span}{}{}",
+            self.events,
+            self.format,
+            if self.lost.markers > 0 {
+                format!(", LOST events in {} window(s)", self.lost.markers)
+            } else {
+                String::new()
+            },
+            if self.unparsed > 0 {
+                format!(", {} lines not understood", self.unparsed)
+            } else {
+                String::new()
+            }
+        );
+        for i in &self.inputs {
+            let _ = writeln!(
+                o,
+                "  {}: {}{}, {} lines, {} events",
+                i.path,
+                i.format,
+                if i.compression == read::Compression::None {
+                    String::new()
+                } else {
+                    format!(" ({:?})", i.compression).to_lowercase()
+                },
+                i.diag.lines,
+                i.events
+            );
+            if let Some(l) = &i.diag.header.latency {
+                let _ = writeln!(
+                    o,
+                    "    {} latency {} us on CPU {}, task {}, {} .. {}",
+                    i.diag.header.tracer.as_deref().unwrap_or("latency"),
+                    l.latency_us,
+                    l.cpu.map(|c| c.to_string()).unwrap_or("?".into()),
+                    l.task.as_deref().unwrap_or("?"),
+                    l.started_at.as_deref().unwrap_or("?"),
+                    l.ended_at.as_deref().unwrap_or("?")
+                );
+            }
+        }
+        if let (Some(f), Some(l)) = (self.first_ns, self.last_ns) {
+            let _ = writeln!(o, "  time {} .. {}", secs(f), secs(l));
+        }
+        let _ = writeln!(o, "\nevents by name:");
+        let mut names: Vec<_> = self.by_name.iter().collect();
+        names.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        for (n, c) in names {
+            let _ = writeln!(o, "  {c:>10}  {n}");
+        }
+        let _ = writeln!(o, "\nevents by CPU:");
+        for (c, n) in &self.by_cpu {
+            let _ = writeln!(o, "  {n:>10}  cpu {c}");
+        }
+        let _ = writeln!(o, "\ntop tasks ({} seen):", self.tasks);
+        for t in &self.top_tasks {
+            let _ = writeln!(o, "  {:>10}  {}[{}]", t.events, t.comm, t.tid);
+        }
+        if !self.lost.windows.is_empty() {
+            let _ = writeln!(o, "\nlost events (analysis is blind here):");
+            for w in self.lost.windows.iter().take(20) {
+                let _ = writeln!(
+                    o,
+                    "  cpu {:>3}  {:>8}  {} .. {}",
+                    w.cpu,
+                    w.count.map(|c| c.to_string()).unwrap_or("unknown".into()),
+                    w.from_ns.map(secs).unwrap_or("start".into()),
+                    w.to_ns.map(secs).unwrap_or("end".into())
+                );
+            }
+            if self.lost.windows.len() > 20 {
+                let _ = writeln!(o, "  ... {} more", self.lost.windows.len() - 20);
+            }
+        }
+        if self.unparsed > 0 {
+            let _ = writeln!(o, "\nlines not understood: {}", self.unparsed);
+            for u in &self.unparsed_samples {
+                let _ = writeln!(o, "  {}:{}: {}\n    {}", u.file, u.line, u.why, u.text);
+            }
+        }
+        if self.skipped > 0 {
+            let _ = writeln!(
+                o,
+                "\nskipped {} lines that are not trace data",
+                self.skipped
+            );
+        }
+        if !self.notes.is_empty() {
+            let _ = writeln!(o, "\nnotes:");
+            for n in &self.notes {
+                let _ = writeln!(o, "  - {n}");
+            }
+        }
+        o
+    }
+}
