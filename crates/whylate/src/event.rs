@@ -368,7 +368,9 @@ pub enum Kind {
         msg: Box<str>,
     },
     /// trace_marker writes: ftrace `print`, Android `tracing_mark_write`, old `0:` lines.
+    /// `name` is the event name as the trace printed it.
     Print {
+        name: Sym,
         msg: Box<str>,
     },
     /// function tracer: `func <-parent`.
@@ -520,7 +522,7 @@ impl EventName {
             PreemptDisable { .. } => "preempt_disable",
             PreemptEnable { .. } => "preempt_enable",
             Console { .. } => "console",
-            Print { .. } => "print",
+            Print { name, .. } => return EventName::Other(*name),
             Function { .. } => "function",
             FuncEntry { .. } => "funcgraph_entry",
             FuncExit { .. } => "funcgraph_exit",

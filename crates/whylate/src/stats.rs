@@ -121,6 +121,7 @@ struct Acc {
     by_cpu: BTreeMap<u32, u64>,
     tasks: FxHashMap<i32, (crate::event::Sym, u64)>,
     cpu_last: FxHashMap<u32, u64>,
+    names: FxHashMap<i32, crate::event::Sym>,
     lost: Lost,
     open_lost: FxHashMap<u32, Vec<usize>>,
 }
@@ -156,13 +157,33 @@ impl Acc {
         }
         self.cpu_last.insert(e.cpu, e.ts);
         if e.tid >= 0 {
-            let t = self.tasks.entry(e.tid).or_insert((e.comm, 0));
-            t.1 += 1;
-            // `<...>` means the kernel did not know the name then: never let it replace one.
-            let cur = strings.get(t.0);
-            if (cur.is_empty() || cur == "<...>") && !strings.get(e.comm).is_empty() {
-                t.0 = e.comm;
+            self.tasks.entry(e.tid).or_insert((e.comm, 0)).1 += 1;
+            self.learn(e.tid, e.comm, strings);
+        }
+        match e.kind {
+            Kind::SchedSwitch {
+                prev_comm,
+                prev_pid,
+                next_comm,
+                next_pid,
+                ..
+            } => {
+                self.learn(prev_pid, prev_comm, strings);
+                self.learn(next_pid, next_comm, strings);
             }
+            Kind::SchedWaking { comm, pid, .. } | Kind::SchedWakeup { comm, pid, .. } => {
+                self.learn(pid, comm, strings)
+            }
+            _ => {}
+        }
+    }
+
+    /// The latest real name of a thread wins (exec renames it); `<...>` means the kernel
+    /// did not know the name then, so it never replaces one.
+    fn learn(&mut self, tid: i32, comm: crate::event::Sym, strings: &Interner) {
+        let c = strings.get(comm);
+        if tid > 0 && !c.is_empty() && c != "<...>" {
+            self.names.insert(tid, comm);
         }
     }
 }
@@ -254,6 +275,11 @@ fn finish(
                 ));
             }
         }
+        if let Some(t) = &d.truncated {
+            notes.push(format!(
+                "{path}: {t}; the analysis is blind after that point"
+            ));
+        }
         if d.untyped_known > 0 {
             notes.push(format!(
                 "{path}: {} known events had an unexpected layout and are kept untyped",
@@ -304,7 +330,9 @@ fn finish(
         .iter()
         .map(|(tid, (comm, n))| TaskCount {
             tid: *tid,
-            comm: strings.get(*comm).to_string(),
+            comm: strings
+                .get(acc.names.get(tid).copied().unwrap_or(*comm))
+                .to_string(),
             events: *n,
         })
         .collect();

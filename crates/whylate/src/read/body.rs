@@ -408,6 +408,7 @@ pub fn parse_body(name: &[u8], body: &[u8], s: &mut Interner) -> Option<Kind> {
                 t
             };
             Kind::Print {
+                name: s.intern_bytes(name),
                 msg: String::from_utf8_lossy(msg).into(),
             }
         }
@@ -434,7 +435,9 @@ pub fn parse_body(name: &[u8], body: &[u8], s: &mut Interner) -> Option<Kind> {
 fn strip_ip_prefix(t: &[u8]) -> Option<&[u8]> {
     let colon = memchr::memmem::find(t, b": ")?;
     let head = &t[..colon];
-    let is_ip = head.starts_with(b"0x") && head[2..].iter().all(|c| c.is_ascii_hexdigit())
+    // LISA's kernels print the ip with a trailing `s`: `0xffff00000819ff24s: msg`.
+    let hex = head.strip_suffix(b"s").unwrap_or(head);
+    let is_ip = hex.starts_with(b"0x") && hex[2..].iter().all(|c| c.is_ascii_hexdigit())
         || (head.contains(&b'+') && head.contains(&b'/') && !head.contains(&b' '));
     is_ip.then(|| &t[colon + 2..])
 }

@@ -471,6 +471,16 @@ pub(crate) fn event_kind(rest: &[u8], comm: Sym, cx: &mut Cx<'_>) -> Option<Kind
     if let Some(k) = latency_ctx(rest, comm, cx.strings) {
         return Some(k);
     }
+    // The function tracer with `print-parent` off prints the bare symbol.
+    if rest
+        .iter()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'+' | b'/'))
+    {
+        return Some(Kind::Function {
+            func: cx.strings.intern_bytes(rest),
+            parent: Sym::EMPTY,
+        });
+    }
     None
 }
 
@@ -623,6 +633,40 @@ impl LineParser for FtraceParser {
             self.in_stack = true;
             cx.diag.continuation_lines += 1;
             return;
+        }
+        let restt = trim(rest);
+        if restt.starts_with(b"funcgraph_e") && memchr::memchr(b'|', restt).is_some() {
+            let colon = memchr::memchr(b':', restt).unwrap_or(0);
+            if let Some(kinds) =
+                super::funcgraph::report_graph_body(&restt[colon + 1..], cx.strings)
+            {
+                self.flush_lost(st.ts, cx);
+                self.last_ts = st.ts;
+                let n = kinds.len();
+                for (i, kind) in kinds.into_iter().enumerate() {
+                    // A leaf's exit comes `duration` after its entry.
+                    let ts = match (&kind, i + 1 == n && n == 2) {
+                        (
+                            Kind::FuncExit {
+                                duration_ns: Some(d),
+                                ..
+                            },
+                            true,
+                        ) => st.ts + d,
+                        _ => st.ts,
+                    };
+                    cx.out.push_back(Event {
+                        ts,
+                        cpu: p.cpu.unwrap_or(Event::NO_CPU),
+                        tid: p.pid,
+                        tgid: p.tgid,
+                        comm,
+                        flags: p.flags,
+                        kind,
+                    });
+                }
+                return;
+            }
         }
         let Some(kind) = event_kind(rest, comm, cx) else {
             cx.diag.bad(

@@ -40,9 +40,53 @@ fn duration(s: &[u8]) -> Option<u64> {
             }
             Some(whole * 1000 + f)
         }
-        // The tracer always prints 3 decimals; an integer `N us` is the REL TIME column.
+        // The tracer prints 3 decimals unless the value has 7+ digits (`1000131 us`); a
+        // shorter integer is the REL TIME column of latency-format graphs.
+        None if num.len() >= 7 => dec(num).map(|v| v * 1000),
         None => None,
     }
+}
+
+/// trace-cmd report prints graph records as `funcgraph_entry: [dur us] |  <indent>call`.
+/// Returns the kinds for that text (a leaf gives entry and exit), or None.
+pub(crate) fn report_graph_body(body: &[u8], s: &mut crate::event::Interner) -> Option<Vec<Kind>> {
+    let bar = memchr::memchr(b'|', body)?;
+    let dur_txt = trim(&body[..bar]);
+    let duration_ns = if dur_txt.is_empty() {
+        None
+    } else {
+        Some(duration(dur_txt)?)
+    };
+    let call = &body[bar + 1..];
+    let indent = call.iter().take_while(|c| **c == b' ').count();
+    let depth = (indent.saturating_sub(2) / 2) as u16;
+    let call = trim(call);
+    if call.starts_with(b"}") {
+        let func = memchr::memmem::find(call, b"/*")
+            .map(|p| func_name(trim(&call[p + 2..])))
+            .filter(|n| !n.is_empty())
+            .map(|n| s.intern_bytes(n))
+            .unwrap_or(Sym::EMPTY);
+        return Some(vec![Kind::FuncExit {
+            func,
+            depth,
+            duration_ns,
+        }]);
+    }
+    let name = func_name(call);
+    if name.is_empty() {
+        return None;
+    }
+    let func = s.intern_bytes(name);
+    let mut v = vec![Kind::FuncEntry { func, depth }];
+    if !call.ends_with(b"{") {
+        v.push(Kind::FuncExit {
+            func,
+            depth,
+            duration_ns,
+        });
+    }
+    Some(v)
 }
 
 /// `3)` prefix → (cpu, remainder).
@@ -282,6 +326,7 @@ impl LineParser for FuncGraphParser {
         if let Some(inner) = body.strip_prefix(b"/*") {
             let inner = trim(inner.strip_suffix(b"*/").unwrap_or(inner));
             let kind = event_kind(inner, comm, cx).unwrap_or_else(|| Kind::Print {
+                name: cx.strings.intern("trace_printk"),
                 msg: String::from_utf8_lossy(inner).into(),
             });
             cx.out.push_back(mk(ts, kind));

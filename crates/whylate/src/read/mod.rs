@@ -207,6 +207,8 @@ pub struct Diag {
     pub relative_time: bool,
     /// The format has no timestamps at all (function_graph without abstime).
     pub no_timestamps: bool,
+    /// The input ended abruptly (a cut compressed stream): what was read is kept.
+    pub truncated: Option<String>,
     /// Set when `strict` and the first unparsed line was seen.
     #[serde(skip)]
     pub strict_error: Option<BadLine>,
@@ -307,10 +309,31 @@ impl TextReader {
                 return Ok(None);
             }
             let lineno = self.lines.line_number() + 1;
-            let line = self.lines.next_line().map_err(|source| ReadError::Io {
-                path: self.path.clone(),
-                source,
-            })?;
+            let line = match self.lines.next_line() {
+                Ok(l) => l,
+                // A cut .gz/.zst/.xz (a copy interrupted, a disk full) is a normal real-world
+                // trace: keep what was read and say where it stops.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::UnexpectedEof
+                            | io::ErrorKind::InvalidData
+                            | io::ErrorKind::Other
+                    ) && self.compression != Compression::None =>
+                {
+                    self.diag.truncated = Some(format!(
+                        "input ends abruptly after {} decompressed bytes ({e})",
+                        self.lines.offset()
+                    ));
+                    None
+                }
+                Err(source) => {
+                    return Err(ReadError::Io {
+                        path: self.path.clone(),
+                        source,
+                    })
+                }
+            };
             let mut cx = Cx {
                 strings,
                 out: &mut self.pending,

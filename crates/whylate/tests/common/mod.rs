@@ -1,0 +1,56 @@
+#![allow(dead_code)]
+use std::path::{Path, PathBuf};
+use whylate::event::{Event, Interner};
+use whylate::read::{self, Diag, EventSource, OpenOptions, OrderStats};
+
+pub struct Read {
+    pub events: Vec<Event>,
+    pub strings: Interner,
+    pub diag: Diag,
+    pub order: OrderStats,
+    pub format: read::Format,
+}
+
+pub fn read_all(path: &Path) -> Read {
+    let mut src = read::open(path, &OpenOptions::default())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut strings = Interner::new();
+    let mut events = Vec::new();
+    while let Some(e) = src
+        .next_event(&mut strings)
+        .unwrap_or_else(|e| panic!("{e}"))
+    {
+        events.push(e);
+    }
+    Read {
+        events,
+        diag: src.diag().clone(),
+        order: src.order(),
+        format: src.reader().format(),
+        strings,
+    }
+}
+
+pub fn count(r: &Read, name: &str) -> usize {
+    r.events
+        .iter()
+        .filter(|e| e.name().render(&r.strings) == name)
+        .count()
+}
+
+/// ../shared/corpus, when this checkout sits beside it (CI has it).
+pub fn corpus() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
+    if p.is_dir() {
+        Some(p)
+    } else {
+        eprintln!("skipping: {} not found", p.display());
+        None
+    }
+}
+
+pub fn data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(rel)
+}
