@@ -1,0 +1,217 @@
+//! Seed excerpts read as their authors read them, and bad input handled without panics.
+
+mod common;
+use common::{count, data, read_all};
+use whylate::event::{Interner, Kind, SchedStat};
+use whylate::read::{self, Compression, EventSource, Format, OpenOptions, ReadError};
+
+#[test]
+fn seed000_perf_script_with_probes() {
+    let r = read_all(&data("seeds/seed000-perf-script.txt"));
+    assert_eq!(r.format, Format::PerfScript);
+    assert_eq!(r.diag.unparsed, 0, "{:?}", r.diag.unparsed_samples);
+    // The failing cycle: kworker/0:1 waited 2.68 ms for CPU 0 behind perf.
+    let wait = r
+        .events
+        .iter()
+        .find_map(|e| match e.kind {
+            Kind::SchedStat {
+                stat: SchedStat::Wait,
+                pid: 142,
+                delay_ns,
+                ..
+            } if delay_ns > 0 => Some((e.ts, r.strings.get(e.comm).to_string(), delay_ns)),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(wait, (93115_326_708_000, "perf".into(), 2_683_863));
+    let q = r
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, Kind::WorkQueue { function, .. } if r.strings.get(function) == "flush_to_ldisc"))
+        .count();
+    assert_eq!(q, 3);
+    // perf probe events keep their own names.
+    assert_eq!(count(&r, "ftdi_process_read_urb"), 1);
+    assert!(r.events.iter().any(|e| matches!(e.kind, Kind::SyscallEnter { name, ref args } if r.strings.get(name) == "write" && args.iter().any(|(k, v)| r.strings.get(*k) == "count" && *v == 7))));
+}
+
+#[test]
+fn seed001_trace_cmd_function_graph() {
+    let r = read_all(&data("seeds/seed001-trace-cmd-funcgraph.txt"));
+    assert_eq!(r.diag.unparsed, 0, "{:?}", r.diag.unparsed_samples);
+    // `funcgraph_entry: + 12.787 us | io_serial_in();` — the slow port read.
+    let slow = r.events.iter().find_map(|e| match e.kind {
+        Kind::FuncExit {
+            func,
+            duration_ns: Some(d),
+            ..
+        } if r.strings.get(func) == "io_serial_in" && d > 10_000 => Some(d),
+        _ => None,
+    });
+    assert_eq!(slow, Some(12_787));
+}
+
+#[test]
+fn seed002_latency_lines_without_header() {
+    let r = read_all(&data("seeds/seed002-latency.txt"));
+    assert_eq!(r.format, Format::LatencyTracer);
+    assert_eq!(r.diag.unparsed, 0, "{:?}", r.diag.unparsed_samples);
+    assert!(r.diag.relative_time);
+    let raise = r
+        .events
+        .iter()
+        .find(|e| matches!(e.kind, Kind::SoftirqRaise { vec: 6 }))
+        .unwrap();
+    assert_eq!(raise.ts, 3_000);
+}
+
+#[test]
+fn seed003_long_hpvsa_handler() {
+    let r = read_all(&data("seeds/seed003-ftrace.txt"));
+    assert_eq!(r.diag.unparsed, 0);
+    let entry = r
+        .events
+        .iter()
+        .find(|e| matches!(e.kind, Kind::IrqEntry { irq: 96, .. }))
+        .unwrap();
+    let exit = r
+        .events
+        .iter()
+        .find(|e| matches!(e.kind, Kind::IrqExit { irq: 96, .. }))
+        .unwrap();
+    assert_eq!(exit.ts - entry.ts, 56_285_000, "56.3 ms handler");
+}
+
+#[test]
+fn seed004_irqs_off_in_console_unlock() {
+    let r = read_all(&data("seeds/seed004-ftrace.txt"));
+    assert_eq!(r.diag.unparsed, 0);
+    let off = &r.events[0];
+    let on = &r.events[1];
+    assert!(
+        matches!(off.kind, Kind::IrqDisable { caller, .. } if r.strings.get(caller) == "console_unlock")
+    );
+    assert!(matches!(on.kind, Kind::IrqEnable { .. }));
+    assert_eq!(on.ts - off.ts, 10_966_000, "about 10 ms with irqs off");
+    assert_eq!(
+        count(&r, "hrtimer_cb"),
+        2,
+        "unknown events are kept by name"
+    );
+}
+
+#[test]
+fn compressed_inputs_read_like_plain() {
+    let zst = read_all(&data("bad/part.ftrace.zst"));
+    let xz = read_all(&data("bad/part.ftrace.xz"));
+    assert_eq!(zst.events.len(), xz.events.len());
+    assert!(zst.events.len() > 2900);
+    assert_eq!(zst.diag.unparsed, 0);
+    let s = read::open(&data("bad/part.ftrace.xz"), &OpenOptions::default()).unwrap();
+    assert_eq!(s.reader().compression(), Compression::Xz);
+    for (a, b) in zst.events.iter().zip(&xz.events) {
+        assert_eq!(a, b);
+    }
+}
+
+#[test]
+fn truncated_gzip_keeps_what_was_read_and_says_so() {
+    let r = read_all(&data("bad/truncated.ftrace.gz"));
+    assert!(r.events.len() > 1000);
+    let t = r.diag.truncated.as_deref().unwrap();
+    assert!(t.contains("ends abruptly"), "{t}");
+}
+
+#[test]
+fn unknown_format_names_what_was_tried() {
+    for f in ["bad/binary.bin", "bad/empty.txt", "bad/prose.txt"] {
+        match read::open(&data(f), &OpenOptions::default()) {
+            Err(ReadError::UnknownFormat {
+                tried, first_line, ..
+            }) => {
+                assert!(tried.contains("ftrace") && tried.contains("perf-script"));
+                if f.ends_with("prose.txt") {
+                    assert_eq!(first_line, "hello world");
+                }
+            }
+            Err(e) => panic!("{f}: {e}"),
+            Ok(_) => panic!("{f}: accepted"),
+        }
+    }
+}
+
+#[test]
+fn malformed_lines_are_counted_with_line_numbers_or_fatal_when_strict() {
+    let r = read_all(&data("bad/malformed-middle.txt"));
+    assert_eq!(r.events.len(), 2);
+    assert_eq!(r.diag.unparsed, 3);
+    let lines: Vec<u64> = r.diag.unparsed_samples.iter().map(|b| b.line).collect();
+    assert_eq!(lines, vec![4, 5, 7]);
+    let opts = OpenOptions {
+        strict: true,
+        ..Default::default()
+    };
+    let mut s = read::open(&data("bad/malformed-middle.txt"), &opts).unwrap();
+    let mut strings = Interner::new();
+    let err = loop {
+        match s.next_event(&mut strings) {
+            Ok(Some(_)) => continue,
+            Ok(None) => panic!("strict accepted a bad line"),
+            Err(e) => break e,
+        }
+    };
+    let msg = err.to_string();
+    assert!(msg.contains("malformed-middle.txt:4:"), "{msg}");
+}
+
+/// Every prefix and a few corruptions of real inputs: no panic, ever.
+#[test]
+fn cut_and_corrupted_inputs_never_panic() {
+    let dir = std::env::temp_dir().join(format!("whylate-cut-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sources = [
+        "seeds/seed000-perf-script.txt",
+        "seeds/seed001-trace-cmd-funcgraph.txt",
+        "seeds/seed002-latency.txt",
+        "seeds/seed004-ftrace.txt",
+    ];
+    for src in sources {
+        let bytes = std::fs::read(data(src)).unwrap();
+        let mut cases: Vec<Vec<u8>> = (0..bytes.len())
+            .step_by(37)
+            .map(|n| bytes[..n].to_vec())
+            .collect();
+        for i in (0..bytes.len()).step_by(53) {
+            let mut b = bytes.clone();
+            b[i] ^= 0x5a;
+            cases.push(b);
+            let mut b = bytes.clone();
+            b.insert(i, b'\n');
+            cases.push(b);
+        }
+        for (k, case) in cases.iter().enumerate() {
+            let p = dir.join(format!("case-{k}"));
+            std::fs::write(&p, case).unwrap();
+            for fmt in [
+                None,
+                Some(Format::Ftrace),
+                Some(Format::PerfScript),
+                Some(Format::FunctionGraph),
+                Some(Format::Sysdig),
+                Some(Format::Systrace),
+                Some(Format::LatencyTracer),
+            ] {
+                let opts = OpenOptions {
+                    format: fmt,
+                    ..Default::default()
+                };
+                if let Ok(mut s) = read::open(&p, &opts) {
+                    let mut strings = Interner::new();
+                    while let Ok(Some(_)) = s.next_event(&mut strings) {}
+                }
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
