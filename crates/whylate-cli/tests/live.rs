@@ -1,3 +1,4 @@
+#![allow(clippy::print_stderr)]
 //! Live-kernel tests: record real traces of a real workload (lab/ptypoll.py: a pty
 //! request/reply client busy-polling read() beside a CPU hog) and check `whylate stats`
 //! against independent counts: the kernel's own entry count and `perf script -F`.

@@ -24,7 +24,7 @@ fn seed000_perf_script_with_probes() {
             _ => None,
         })
         .unwrap();
-    assert_eq!(wait, (93115_326_708_000, "perf".into(), 2_683_863));
+    assert_eq!(wait, (93_115_326_708_000, "perf".into(), 2_683_863));
     let q = r
         .events
         .iter()

@@ -1,4 +1,4 @@
-#![allow(dead_code)]
+#![allow(dead_code, clippy::print_stderr)]
 use std::path::{Path, PathBuf};
 use whylate::event::{Event, Interner};
 use whylate::read::{self, Diag, EventSource, OpenOptions, OrderStats};
