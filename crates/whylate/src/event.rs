@@ -23,6 +23,8 @@ impl Sym {
 pub struct Interner {
     map: FxHashMap<Box<str>, Sym>,
     strs: Vec<Box<str>>,
+    /// Consecutive events usually share a comm: one compare saves a hash lookup.
+    last: Sym,
 }
 
 impl Default for Interner {
@@ -30,6 +32,7 @@ impl Default for Interner {
         let mut i = Interner {
             map: FxHashMap::default(),
             strs: Vec::new(),
+            last: Sym::EMPTY,
         };
         i.intern("");
         i
@@ -55,10 +58,15 @@ impl Interner {
 
     /// Interns raw bytes; invalid UTF-8 is replaced, not rejected (comms are arbitrary bytes).
     pub fn intern_bytes(&mut self, b: &[u8]) -> Sym {
-        match std::str::from_utf8(b) {
+        if self.strs[self.last.0 as usize].as_bytes() == b {
+            return self.last;
+        }
+        let sym = match std::str::from_utf8(b) {
             Ok(s) => self.intern(s),
             Err(_) => self.intern(&String::from_utf8_lossy(b)),
-        }
+        };
+        self.last = sym;
+        sym
     }
 
     /// The string behind `sym`.

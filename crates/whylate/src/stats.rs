@@ -118,13 +118,19 @@ struct Acc {
     first: Option<u64>,
     last: Option<u64>,
     by_name: FxHashMap<EventName, u64>,
-    by_cpu: BTreeMap<u32, u64>,
+    /// Indexed by CPU (dense and small); events without a CPU are counted apart.
+    by_cpu: Vec<u64>,
+    no_cpu: u64,
+    cpu_last: Vec<Option<u64>>,
     tasks: FxHashMap<i32, (crate::event::Sym, u64)>,
-    cpu_last: FxHashMap<u32, u64>,
     names: FxHashMap<i32, crate::event::Sym>,
+    last_learnt: Option<(i32, crate::event::Sym)>,
     lost: Lost,
     open_lost: FxHashMap<u32, Vec<usize>>,
 }
+
+/// CPUs beyond this are counted as "unknown" rather than growing the vectors.
+const MAX_CPU: u32 = 1 << 16;
 
 impl Acc {
     fn add(&mut self, e: &Event, strings: &Interner) {
@@ -134,14 +140,24 @@ impl Acc {
             self.last = Some(self.last.map_or(e.ts, |l| l.max(e.ts)));
         }
         *self.by_name.entry(e.name()).or_default() += 1;
-        *self.by_cpu.entry(e.cpu).or_default() += 1;
+        let cpu = (e.cpu < MAX_CPU).then_some(e.cpu as usize);
+        match cpu {
+            Some(c) => {
+                if c >= self.by_cpu.len() {
+                    self.by_cpu.resize(c + 1, 0);
+                    self.cpu_last.resize(c + 1, None);
+                }
+                self.by_cpu[c] += 1;
+            }
+            None => self.no_cpu += 1,
+        }
         if let Kind::Lost { count } = e.kind {
             self.lost.events += count.unwrap_or(0);
             self.lost.markers += 1;
             self.lost.windows.push(LostWindow {
                 cpu: e.cpu,
                 count,
-                from_ns: self.cpu_last.get(&e.cpu).copied(),
+                from_ns: cpu.and_then(|c| self.cpu_last[c]),
                 to_ns: None,
             });
             self.open_lost
@@ -150,15 +166,22 @@ impl Acc {
                 .push(self.lost.windows.len() - 1);
             return;
         }
-        if let Some(open) = self.open_lost.get_mut(&e.cpu) {
-            for i in open.drain(..) {
-                self.lost.windows[i].to_ns = Some(e.ts);
+        if !self.open_lost.is_empty() {
+            if let Some(open) = self.open_lost.remove(&e.cpu) {
+                for i in open {
+                    self.lost.windows[i].to_ns = Some(e.ts);
+                }
             }
         }
-        self.cpu_last.insert(e.cpu, e.ts);
+        if let Some(c) = cpu {
+            self.cpu_last[c] = Some(e.ts);
+        }
         if e.tid >= 0 {
             self.tasks.entry(e.tid).or_insert((e.comm, 0)).1 += 1;
-            self.learn(e.tid, e.comm, strings);
+            if self.last_learnt != Some((e.tid, e.comm)) {
+                self.last_learnt = Some((e.tid, e.comm));
+                self.learn(e.tid, e.comm, strings);
+            }
         }
         match e.kind {
             Kind::SchedSwitch {
@@ -311,20 +334,16 @@ fn finish(
     for (k, v) in &acc.by_name {
         *by_name.entry(k.render(strings)).or_default() += v;
     }
-    let by_cpu = acc
+    let mut by_cpu: BTreeMap<String, u64> = acc
         .by_cpu
         .iter()
-        .map(|(c, n)| {
-            (
-                if *c == Event::NO_CPU {
-                    "unknown".to_string()
-                } else {
-                    c.to_string()
-                },
-                *n,
-            )
-        })
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(c, n)| (c.to_string(), *n))
         .collect();
+    if acc.no_cpu > 0 {
+        by_cpu.insert("unknown".to_string(), acc.no_cpu);
+    }
     let mut tasks: Vec<_> = acc
         .tasks
         .iter()

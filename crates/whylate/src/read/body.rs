@@ -186,15 +186,41 @@ fn sys_enter(b: &[u8]) -> Option<Kind> {
     let sp = rest.iter().position(|c| *c == b' ').unwrap_or(rest.len());
     let nr = parse_i64(&rest[..sp])?;
     let mut args = [0u64; 6];
+    // Hot path (a busy-polling reader makes millions of these): one pass over the bytes.
     if let Some(lp) = memchr::memchr(b'(', rest) {
-        let rp = memchr::memrchr(b')', rest).unwrap_or(rest.len());
-        for (i, a) in rest[lp + 1..rp.max(lp + 1)]
-            .split(|c| *c == b',')
-            .take(6)
-            .enumerate()
-        {
-            let a = trim(a);
-            args[i] = parse_hex(a.strip_prefix(b"0x").unwrap_or(a))?;
+        let mut i = 0;
+        let mut v: u64 = 0;
+        let mut digits = 0;
+        for &c in &rest[lp + 1..] {
+            let d = match c {
+                b'0'..=b'9' => c - b'0',
+                b'a'..=b'f' => c - b'a' + 10,
+                b'A'..=b'F' => c - b'A' + 10,
+                b'x' if v == 0 && digits == 1 => {
+                    digits = 0;
+                    continue;
+                }
+                b',' | b')' => {
+                    if digits == 0 || i >= 6 {
+                        return None;
+                    }
+                    args[i] = v;
+                    i += 1;
+                    v = 0;
+                    digits = 0;
+                    if c == b')' {
+                        break;
+                    }
+                    continue;
+                }
+                b' ' => continue,
+                _ => return None,
+            };
+            if digits == 16 {
+                return None;
+            }
+            v = (v << 4) | d as u64;
+            digits += 1;
         }
     }
     Some(Kind::SysEnter { nr, args })

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Parse-speed and memory benchmark for `whylate stats` on real traces recorded here.
+
+Records (root needed) a busy-polling pty workload (lab/ptypoll.py with CPU hogs) twice:
+  1. with `perf record` -> perf.data -> `perf script` text   (peer: perf script itself)
+  2. in a private tracefs instance -> ftrace `trace` text     (peer: cat)
+then times `whylate stats` on each against `cat FILE > /dev/null` and against the time
+`perf script` takes to print the same events, and measures peak RSS on an input of at
+least --big-gb GiB (the perf text repeated with shifted timestamps).
+
+Usage: sudo python3 bench/run.py [--events 4000000] [--big-gb 1.0] [--keep DIR]
+Prints a table; nothing here is a pass/fail test.
+"""
+import argparse, os, re, resource, shutil, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WHYLATE = os.path.join(ROOT, "target", "release", "whylate")
+T = "/sys/kernel/tracing"
+EVENTS = "raw_syscalls:sys_enter,raw_syscalls:sys_exit,sched:sched_switch,sched:sched_waking,sched:sched_wakeup"
+
+
+def run_timed(cmd, stdout=subprocess.DEVNULL, repeat=1):
+    """Best wall time of `repeat` runs and the peak RSS (KiB) of the last one."""
+    best = None
+    rss = 0
+    for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        t0 = time.perf_counter()
+        p = subprocess.run(cmd, stdout=stdout, stderr=subprocess.PIPE)
+        dt = time.perf_counter() - t0
+        if p.returncode != 0:
+            sys.exit(f"{cmd}: {p.stderr.decode()}")
+        rss = max(rss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, before)
+        best = dt if best is None else min(best, dt)
+    return best, rss
+
+
+def peak_rss(cmd):
+    """Peak RSS of one command, via GNU time (ru_maxrss of children is cumulative)."""
+    p = subprocess.run(["/usr/bin/time", "-f", "%M"] + cmd, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, check=True)
+    return int(p.stderr.decode().strip().splitlines()[-1])
+
+
+def workload(seconds):
+    return ["python3", os.path.join(ROOT, "lab", "ptypoll.py"), "--duration", str(seconds),
+            "--reply-us", "0", "--hog"]
+
+
+def record_perf(work, events):
+    data = os.path.join(work, "perf.data")
+    secs = max(1.0, events / 850_000)  # ~0.85 M events/s on the 2-CPU VM
+    subprocess.run(["perf", "record", "-q", "-a", "-m", "64M", "-e", EVENTS, "-o", data, "--"]
+                   + workload(secs), check=True, stderr=subprocess.DEVNULL)
+    txt = os.path.join(work, "perf.txt")
+    with open(txt, "wb") as f:
+        t_script, _ = run_timed(["perf", "script", "-i", data], stdout=f)
+    return txt, t_script
+
+
+def record_ftrace(work, events):
+    mounted = False
+    if not os.path.exists(os.path.join(T, "instances")):
+        subprocess.run(["mount", "-t", "tracefs", "nodev", T], check=True)
+        mounted = True
+    inst = os.path.join(T, "instances", f"whylate-bench-{os.getpid()}")
+    os.mkdir(inst)
+    try:
+        def w(rel, v):
+            with open(os.path.join(inst, rel), "w") as f:
+                f.write(v)
+        w("buffer_size_kb", str(max(65536, events // 10)))
+        for e in ["raw_syscalls/sys_enter", "raw_syscalls/sys_exit", "sched/sched_switch",
+                  "sched/sched_waking", "sched/sched_wakeup"]:
+            w(f"events/{e}/enable", "1")
+        w("tracing_on", "1")
+        subprocess.run(workload(max(1.0, events / 700_000)), check=True, stderr=subprocess.DEVNULL)
+        w("tracing_on", "0")
+        txt = os.path.join(work, "ftrace.txt")
+        shutil.copyfile(os.path.join(inst, "trace"), txt)
+        return txt
+    finally:
+        with open(os.path.join(inst, "tracing_on"), "w") as f:
+            f.write("0")
+        os.rmdir(inst)
+        if mounted:
+            subprocess.run(["umount", T])
+
+
+def repeat_shifted(src, dst, min_bytes):
+    """dst = src repeated with each copy's timestamps shifted past the previous copy."""
+    ts_re = re.compile(rb"(\] +)(\d+)\.(\d+):")
+    data = open(src, "rb").read()
+    stamps = [int(m.group(2)) for m in ts_re.finditer(data)]
+    span = stamps[-1] - stamps[0] + 1
+    with open(dst, "wb") as out:
+        k = 0
+        written = 0
+        while written < min_bytes:
+            shift = k * span
+            chunk = data if k == 0 else ts_re.sub(
+                lambda m: m.group(1) + str(int(m.group(2)) + shift).encode() + b"." + m.group(3) + b":", data)
+            out.write(chunk)
+            written += len(chunk)
+            k += 1
+    return written
+
+
+def events_of(path):
+    out = subprocess.run([WHYLATE, "stats", "--json", path], capture_output=True, check=True).stdout
+    import json
+    return json.loads(out)["events"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--events", type=int, default=4_000_000)
+    ap.add_argument("--big-gb", type=float, default=1.0)
+    ap.add_argument("--keep", default=None, help="keep the recorded files in this directory")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("needs root (perf -a and tracefs)")
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "whylate-cli"], cwd=ROOT, check=True)
+    work = a.keep or tempfile.mkdtemp(prefix="whylate-bench-")
+    os.makedirs(work, exist_ok=True)
+    rows = []
+    try:
+        txt, t_script = record_perf(work, a.events)
+        ftxt = record_ftrace(work, a.events)
+        for name, path, peer in [("perf script text", txt, ("perf script", t_script)),
+                                 ("ftrace text", ftxt, None)]:
+            size = os.path.getsize(path)
+            n = events_of(path)
+            t_cat, _ = run_timed(["cat", path], repeat=3)
+            t_w, _ = run_timed([WHYLATE, "stats", path], repeat=3)
+            rss = peak_rss([WHYLATE, "stats", path])
+            rows.append((name, n, size, t_w, t_cat, peer, rss))
+        big = os.path.join(work, "big.txt")
+        size = repeat_shifted(txt, big, int(a.big_gb * (1 << 30)))
+        t_big, _ = run_timed([WHYLATE, "stats", big])
+        rss_big = peak_rss([WHYLATE, "stats", big])
+        rows.append(("perf text x N (memory)", events_of(big), size, t_big, None, None, rss_big))
+    finally:
+        if not a.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"{'input':<24} {'events':>10} {'MB':>8} {'whylate s':>10} {'MB/s':>7} {'vs cat':>7} {'vs peer':>22} {'peak RSS':>10}")
+    for name, n, size, t_w, t_cat, peer, rss in rows:
+        mb = size / 1e6
+        vs_cat = f"{t_w / t_cat:.1f}x" if t_cat else "-"
+        vs_peer = f"{peer[0]} {peer[1]:.2f}s = {peer[1] / t_w:.1f}x slower" if peer else "-"
+        print(f"{name:<24} {n:>10} {mb:>8.0f} {t_w:>10.3f} {mb / t_w:>7.0f} {vs_cat:>7} {vs_peer:>22} {rss / 1024:>8.1f}MB")
+
+
+if __name__ == "__main__":
+    main()
