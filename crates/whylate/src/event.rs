@@ -601,6 +601,18 @@ pub fn parse_u64(s: &[u8]) -> Option<u64> {
     if s.is_empty() || s.len() > 20 {
         return None;
     }
+    if s.len() <= 19 {
+        // 19 digits cannot overflow u64: no checked arithmetic on the hot path.
+        let mut v: u64 = 0;
+        for &c in s {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                return None;
+            }
+            v = v * 10 + d as u64;
+        }
+        return Some(v);
+    }
     let mut v: u64 = 0;
     for &c in s {
         let d = c.wrapping_sub(b'0');
@@ -627,6 +639,23 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
     }
 }
 
+/// Value of each byte as a hex digit, 0xff when it is not one.
+pub(crate) const HEX: [u8; 256] = {
+    let mut t = [0xffu8; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        t[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
+
 /// Hex u64 without prefix.
 pub fn parse_hex(s: &[u8]) -> Option<u64> {
     if s.is_empty() || s.len() > 16 {
@@ -634,12 +663,10 @@ pub fn parse_hex(s: &[u8]) -> Option<u64> {
     }
     let mut v: u64 = 0;
     for &c in s {
-        let d = match c {
-            b'0'..=b'9' => c - b'0',
-            b'a'..=b'f' => c - b'a' + 10,
-            b'A'..=b'F' => c - b'A' + 10,
-            _ => return None,
-        };
+        let d = HEX[c as usize];
+        if d == 0xff {
+            return None;
+        }
         v = (v << 4) | d as u64;
     }
     Some(v)
@@ -698,5 +725,18 @@ mod tests {
         assert_eq!(parse_num(b"0x1f"), Some(31));
         assert_eq!(parse_u64(b"99999999999999999999999"), None);
         assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    #[test]
+    fn event_stays_small() {
+        // Events are moved through the reorder window by value: keep them compact.
+        assert!(
+            std::mem::size_of::<super::Event>() <= 96,
+            "{}",
+            std::mem::size_of::<super::Event>()
+        );
     }
 }

@@ -649,6 +649,10 @@ impl<S: EventSource> Merged<S> {
         &mut self,
         strings: &mut Interner,
     ) -> Result<Option<(usize, Event)>, ReadError> {
+        if self.sources.len() == 1 {
+            // One input: no merge, no head buffering.
+            return Ok(self.sources[0].next_event(strings)?.map(|e| (0, e)));
+        }
         if !self.primed {
             for i in 0..self.sources.len() {
                 self.heads[i] = self.sources[i].next_event(strings)?;

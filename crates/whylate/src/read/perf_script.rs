@@ -12,12 +12,80 @@ use super::body::{dec, trim};
 use super::ftrace::{find_stamp, typed_or_other, StampKind};
 use super::{Cx, LineParser};
 use crate::event::{parse_i64, Event, Kind};
+// `fast` handles the common line shape; `find_stamp`/`head` remain the general path.
 
 struct Head<'a> {
     comm: &'a [u8],
     pid: i32,
     tid: i32,
     cpu: Option<u32>,
+}
+
+/// Fast path for the common sample line `comm pid[/tid] [cpu] secs.frac: [period] ev: body`,
+/// in one right-to-left walk from the first `": "`. None means "use the general path".
+fn fast(line: &[u8]) -> Option<(Head<'_>, u64, &[u8])> {
+    let mut from = 0;
+    let colon = loop {
+        let c = from + memchr::memchr(b':', &line[from..])?;
+        if line.get(c + 1) == Some(&b' ') {
+            break c;
+        }
+        from = c + 1;
+    };
+    // time token
+    let mut s = colon;
+    while s > 0 && line[s - 1] != b' ' {
+        s -= 1;
+    }
+    let ts = super::ftrace::parse_secs(&line[s..colon])?;
+    // `[cpu]`
+    let mut e = s;
+    while e > 0 && line[e - 1] == b' ' {
+        e -= 1;
+    }
+    let mut cpu = None;
+    if e > 0 && line[e - 1] == b']' {
+        let close = e - 1;
+        let mut o = close;
+        while o > 0 && line[o - 1] != b'[' {
+            o -= 1;
+        }
+        if o == 0 {
+            return None;
+        }
+        cpu = Some(dec(&line[o..close])? as u32);
+        e = o - 1;
+        while e > 0 && line[e - 1] == b' ' {
+            e -= 1;
+        }
+    }
+    // pid[/tid]
+    let mut ps = e;
+    while ps > 0 && line[ps - 1] != b' ' {
+        ps -= 1;
+    }
+    let ids = &line[ps..e];
+    let (pid, tid) = match ids.iter().position(|c| *c == b'/') {
+        Some(p) => (parse_i64(&ids[..p])?, parse_i64(&ids[p + 1..])?),
+        None => {
+            let v = parse_i64(ids)?;
+            (v, v)
+        }
+    };
+    let comm = trim(&line[..ps]);
+    if comm.is_empty() {
+        return None;
+    }
+    Some((
+        Head {
+            comm,
+            pid: pid as i32,
+            tid: tid as i32,
+            cpu,
+        },
+        ts,
+        &line[colon + 1..],
+    ))
 }
 
 fn head(left: &[u8]) -> Option<Head<'_>> {
@@ -117,19 +185,25 @@ impl LineParser for PerfScriptParser {
             }
             return;
         }
-        let Some(st) = find_stamp(line).filter(|s| s.kind == StampKind::Seconds) else {
-            cx.diag.skipped_lines += 1;
-            return;
+        let (h, ts, after) = match fast(line) {
+            Some(x) => x,
+            None => {
+                let Some(st) = find_stamp(line).filter(|s| s.kind == StampKind::Seconds) else {
+                    cx.diag.skipped_lines += 1;
+                    return;
+                };
+                let Some(h) = head(&line[..st.start]) else {
+                    cx.diag.bad(
+                        cx.lineno,
+                        line,
+                        "expected `comm pid[/tid] [cpu]` before the timestamp",
+                    );
+                    return;
+                };
+                (h, st.ts, &line[st.after..])
+            }
         };
-        let Some(h) = head(&line[..st.start]) else {
-            cx.diag.bad(
-                cx.lineno,
-                line,
-                "expected `comm pid[/tid] [cpu]` before the timestamp",
-            );
-            return;
-        };
-        let Some((name, body)) = event_word(&line[st.after..]) else {
+        let Some((name, body)) = event_word(after) else {
             cx.diag
                 .bad(cx.lineno, line, "expected `event:` after the timestamp");
             return;
@@ -144,7 +218,7 @@ impl LineParser for PerfScriptParser {
             },
         };
         cx.out.push_back(Event {
-            ts: st.ts,
+            ts,
             cpu: h.cpu.unwrap_or(Event::NO_CPU),
             tid: h.tid,
             tgid: if h.pid != h.tid || memchr::memchr(b'/', line).is_some() {

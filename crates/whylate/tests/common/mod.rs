@@ -38,13 +38,20 @@ pub fn count(r: &Read, name: &str) -> usize {
         .count()
 }
 
-/// ../shared/corpus, when this checkout sits beside it (CI has it).
+/// The public corpus: `$WHYLATE_CORPUS`, else ../shared/corpus beside this checkout (CI has
+/// it). Tests using it print why they skip when it is absent.
 pub fn corpus() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
+    let p = match std::env::var_os("WHYLATE_CORPUS") {
+        Some(p) => PathBuf::from(p),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"),
+    };
     if p.is_dir() {
         Some(p)
     } else {
-        eprintln!("skipping: {} not found", p.display());
+        eprintln!(
+            "SKIPPED: corpus not found at {} (set WHYLATE_CORPUS)",
+            p.display()
+        );
         None
     }
 }
