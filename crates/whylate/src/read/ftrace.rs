@@ -563,6 +563,19 @@ fn raw_funcgraph(name: &[u8], body: &[u8], s: &mut Interner) -> Option<Kind> {
     }
 }
 
+/// The event of a line whose columns were `p`.
+fn event_at(p: &Prefix<'_>, comm: Sym, ts: u64, kind: Kind) -> Event {
+    Event {
+        ts,
+        cpu: p.cpu.unwrap_or(Event::NO_CPU),
+        tid: p.pid,
+        tgid: p.tgid,
+        comm,
+        flags: p.flags,
+        kind,
+    }
+}
+
 impl LineParser for FtraceParser {
     fn line(&mut self, line: &[u8], cx: &mut Cx<'_>) {
         if line.is_empty() {
@@ -662,15 +675,7 @@ impl LineParser for FtraceParser {
                         ) => st.ts + d,
                         _ => st.ts,
                     };
-                    cx.out.push_back(Event {
-                        ts,
-                        cpu: p.cpu.unwrap_or(Event::NO_CPU),
-                        tid: p.pid,
-                        tgid: p.tgid,
-                        comm,
-                        flags: p.flags,
-                        kind,
-                    });
+                    cx.out.push_back(event_at(&p, comm, ts, kind));
                 }
                 return;
             }
@@ -685,15 +690,7 @@ impl LineParser for FtraceParser {
         };
         self.flush_lost(st.ts, cx);
         self.last_ts = st.ts;
-        cx.out.push_back(Event {
-            ts: st.ts,
-            cpu: p.cpu.unwrap_or(Event::NO_CPU),
-            tid: p.pid,
-            tgid: p.tgid,
-            comm,
-            flags: p.flags,
-            kind,
-        });
+        cx.out.push_back(event_at(&p, comm, st.ts, kind));
     }
 
     fn finish(&mut self, cx: &mut Cx<'_>) {
