@@ -9,7 +9,10 @@ use whylate::read::{Format, OpenOptions, ReadError};
 
 /// whylate: find out why something on Linux was late, from a kernel trace.
 #[derive(Parser)]
-#[command(version, about, long_about = None)]
+#[command(
+    version,
+    about = "whylate: find out why something on Linux was late, from a kernel trace"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
