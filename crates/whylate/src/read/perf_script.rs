@@ -12,12 +12,13 @@ use super::body::{dec, trim};
 use super::ftrace::{find_stamp, typed_or_other, StampKind};
 use super::{Cx, LineParser};
 use crate::event::{parse_i64, Event, Kind};
-// `fast` handles the common line shape; `find_stamp`/`head` remain the general path.
 
 struct Head<'a> {
     comm: &'a [u8],
     pid: i32,
     tid: i32,
+    /// The line used the `pid/tid` form, so `pid` is the thread group id.
+    has_tgid: bool,
     cpu: Option<u32>,
 }
 
@@ -81,6 +82,7 @@ fn fast(line: &[u8]) -> Option<(Head<'_>, u64, &[u8])> {
             comm,
             pid: pid as i32,
             tid: tid as i32,
+            has_tgid: ids.contains(&b'/'),
             cpu,
         },
         ts,
@@ -109,6 +111,7 @@ fn head(left: &[u8]) -> Option<Head<'_>> {
         comm: trim(&left[..sp]),
         pid: pid as i32,
         tid: tid as i32,
+        has_tgid: ids.contains(&b'/'),
         cpu,
     })
 }
@@ -221,11 +224,7 @@ impl LineParser for PerfScriptParser {
             ts,
             cpu: h.cpu.unwrap_or(Event::NO_CPU),
             tid: h.tid,
-            tgid: if h.pid != h.tid || memchr::memchr(b'/', line).is_some() {
-                h.pid
-            } else {
-                -1
-            },
+            tgid: if h.has_tgid { h.pid } else { -1 },
             comm,
             flags: 0,
             kind,
@@ -271,6 +270,9 @@ perf  7496/7496  [003] 264874.155353:    1001001                cpu-clock:
         assert_eq!(out.len(), 7);
         assert_eq!(out[1].ts, 155_726_554_299);
         assert_eq!((out[1].tgid, out[1].tid), (3130, 3131));
+        // Without the pid/tid form there is no tgid, even if the body holds a `/`.
+        assert_eq!(out[2].tgid, -1);
+        assert_eq!(out[0].tgid, -1);
         assert!(matches!(out[3].kind, Kind::SyscallExit { ret: 1, .. }));
         assert_eq!(s.get(out[4].comm), "Web Content");
         assert_eq!(out[4].cpu, Event::NO_CPU);
