@@ -127,6 +127,27 @@ impl Drop for Instance {
     }
 }
 
+/// Restores "tracefs not mounted" on drop when it was not mounted at creation.
+struct MountGuard {
+    was_mounted: bool,
+}
+
+impl MountGuard {
+    fn new() -> Self {
+        MountGuard {
+            was_mounted: Path::new(TRACEFS).join("instances").exists(),
+        }
+    }
+}
+
+impl Drop for MountGuard {
+    fn drop(&mut self) {
+        if !self.was_mounted && Path::new(TRACEFS).join("instances").exists() {
+            let _ = Command::new("umount").arg(TRACEFS).status();
+        }
+    }
+}
+
 fn workload(extra: &[&str]) -> Command {
     let mut c = Command::new("python3");
     c.arg(repo().join("lab/ptypoll.py")).args(extra);
@@ -178,6 +199,7 @@ fn tracefs_text_matches_the_kernels_own_counts() {
         return;
     }
     let before = tracefs_snapshot();
+    let was_mounted = Path::new(TRACEFS).join("instances").exists();
     let dir = tmpdir("ftrace");
     let trace = dir.join("trace.txt");
     {
@@ -211,7 +233,14 @@ fn tracefs_text_matches_the_kernels_own_counts() {
         assert!(st.success());
         std::fs::copy(inst.dir.join("trace"), &trace).unwrap();
     }
-    assert_eq!(before, tracefs_snapshot(), "tracefs must be left as found");
+    assert_eq!(
+        was_mounted,
+        Path::new(TRACEFS).join("instances").exists(),
+        "tracefs mount state must be left as found"
+    );
+    if was_mounted {
+        assert_eq!(before, tracefs_snapshot(), "tracefs must be left as found");
+    }
 
     let text = std::fs::read_to_string(&trace).unwrap();
     let header = text
@@ -267,6 +296,9 @@ fn perf_script_matches_perf_itself() {
     if !perf_ok && skip("perf not installed (apt-get install linux-perf)") {
         return;
     }
+    // perf mounts tracefs itself to read event formats: unmount it again if it was not
+    // mounted before, also when an assertion fails.
+    let _mount = MountGuard::new();
     let dir = tmpdir("perf");
     let data = dir.join("perf.data");
     let events = "sched:sched_switch,sched:sched_waking,sched:sched_wakeup,irq:irq_handler_entry,\
