@@ -5,6 +5,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use whylate::measure::{
+    Bound, Filter, Measure, Options as LatencyOptions, TaskSel, ThroughputOpts,
+};
 use whylate::read::{Format, OpenOptions, ReadError};
 
 /// whylate: find out why something on Linux was late, from a kernel trace.
@@ -41,7 +44,58 @@ enum Cmd {
         top: usize,
         /// Reorder window in events, for traces whose timestamps are out of order.
         #[arg(long, default_value_t = whylate::read::DEFAULT_WINDOW)]
-        window: usize,
+        reorder: usize,
+    },
+    /// Measure latencies: wakeup, runqueue, irq, softirq, work, syscall, timer, throughput,
+    /// irqsoff. Per group: count, min/p50/p90/p99/p99.9/max, a histogram and the worst
+    /// samples with time, CPU and task (and who held the CPU meanwhile).
+    Latency {
+        /// Trace files, merged by timestamp.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Measures, comma-separated (default: every measure the trace has events for).
+        #[arg(long, short, value_delimiter = ',')]
+        measure: Vec<String>,
+        /// Only samples of this task: a pid, or a comm (`*`/`?` glob).
+        #[arg(long)]
+        task: Option<String>,
+        /// Only samples on this CPU.
+        #[arg(long)]
+        cpu: Option<u32>,
+        /// Only samples starting in A..B: seconds as the trace prints them, or +S for
+        /// seconds after the first event; either side may be empty.
+        #[arg(long, value_name = "A..B")]
+        window: Option<String>,
+        /// Worst samples listed per measure, and groups shown in the terminal.
+        #[arg(long, default_value_t = 10)]
+        top: usize,
+        /// Machine-readable output (schema: docs/json.md).
+        #[arg(long)]
+        json: bool,
+        /// With --json: every sample as [ts_ns, value_ns].
+        #[arg(long)]
+        samples: bool,
+        /// throughput: the event to count (`console`, `sched_switch`, `tracing_mark_write`).
+        #[arg(long)]
+        event: Option<String>,
+        /// throughput: sum this numeric field instead of counting (`len` = message bytes).
+        #[arg(long)]
+        field: Option<String>,
+        /// throughput: interval (`1s`, `100ms`).
+        #[arg(long, default_value = "1s")]
+        interval: String,
+        /// throughput: expected rate per second (115200 baud 8N1 = 11520 bytes/s).
+        #[arg(long)]
+        expect: Option<f64>,
+        /// Fail (exit 2) on the first line that does not parse.
+        #[arg(long)]
+        strict: bool,
+        /// Read as this format instead of guessing.
+        #[arg(long, value_enum)]
+        format: Option<FormatArg>,
+        /// Reorder window in events, for traces whose timestamps are out of order.
+        #[arg(long, default_value_t = whylate::read::DEFAULT_WINDOW)]
+        reorder: usize,
     },
 }
 
@@ -97,12 +151,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             strict,
             format,
             top,
-            window,
+            reorder,
         } => {
             let opts = OpenOptions {
                 format: format.map(Into::into),
                 strict,
-                window,
+                window: reorder,
             };
             let report = match whylate::stats::stats(&files, &opts, top) {
                 Ok(r) => r,
@@ -121,5 +175,172 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Cmd::Latency {
+            files,
+            measure,
+            task,
+            cpu,
+            window,
+            top,
+            json,
+            samples,
+            event,
+            field,
+            interval,
+            expect,
+            strict,
+            format,
+            reorder,
+        } => {
+            let open = OpenOptions {
+                format: format.map(Into::into),
+                strict,
+                window: reorder,
+            };
+            let measures = match whylate::latency::parse_measures(&measure.join(",")) {
+                Ok(m) => m,
+                Err(e) => return usage(&e),
+            };
+            let task = task.map(|t| match t.parse::<i32>() {
+                Ok(p) => TaskSel::Pid(p),
+                Err(_) => TaskSel::Comm(t),
+            });
+            let window = match window.as_deref().map(parse_window).transpose() {
+                Ok(w) => w.unwrap_or((None, None)),
+                Err(e) => return usage(&e),
+            };
+            let interval_ns = match parse_duration(&interval) {
+                Some(v) if v > 0 => v,
+                _ => {
+                    return usage(&format!(
+                        "--interval {interval:?}: expected a duration like 1s, 100ms, 500us"
+                    ))
+                }
+            };
+            if field.is_some() && event.is_none() {
+                return usage("--field needs --event");
+            }
+            let wants_tput = measures.contains(&Measure::Throughput);
+            if wants_tput && event.is_none() {
+                return usage("--measure throughput needs --event NAME (and optionally --field, --interval, --expect)");
+            }
+            let tput = event.map(|event| ThroughputOpts {
+                event,
+                field,
+                interval_ns,
+                expect_per_s: expect,
+            });
+            let opts = LatencyOptions {
+                measures,
+                filter: Filter { task, cpu, window },
+                top,
+                raw_samples: samples,
+                throughput: None,
+            };
+            let report = match whylate::latency::latency(&files, &open, &opts, tput) {
+                Ok(r) => r,
+                Err(e @ (ReadError::UnknownFormat { .. } | ReadError::Strict { .. })) => {
+                    eprintln!("whylate: {e}");
+                    return Ok(ExitCode::from(EXIT_BAD_INPUT));
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let mut out = std::io::stdout().lock();
+            if json {
+                serde_json::to_writer_pretty(&mut out, &report)?;
+                writeln!(out)?;
+            } else {
+                out.write_all(report.render_text(top).as_bytes())?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn usage(msg: &str) -> anyhow::Result<ExitCode> {
+    eprintln!("whylate: {msg}");
+    Ok(ExitCode::from(EXIT_BAD_INPUT))
+}
+
+/// Seconds as a trace prints them (`93115.324019`) to ns, exactly.
+fn parse_secs(s: &str) -> Option<u64> {
+    let (i, f) = s.split_once('.').unwrap_or((s, ""));
+    if f.len() > 9 || !f.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let i: u64 = if i.is_empty() { 0 } else { i.parse().ok()? };
+    let mut frac: u64 = if f.is_empty() { 0 } else { f.parse().ok()? };
+    for _ in f.len()..9 {
+        frac *= 10;
+    }
+    i.checked_mul(1_000_000_000)?.checked_add(frac)
+}
+
+fn parse_bound(s: &str) -> Result<Option<Bound>, String> {
+    let s = s.trim();
+    if s.is_empty() {
+        return Ok(None);
+    }
+    let (rel, body) = match s.strip_prefix('+') {
+        Some(b) => (true, b),
+        None => (false, s),
+    };
+    let ns = parse_duration(body)
+        .filter(|_| body.ends_with('s'))
+        .or_else(|| parse_secs(body))
+        .ok_or_else(|| {
+            format!("--window: {s:?} is not a time in seconds (e.g. 93115.3240 or +1.5)")
+        })?;
+    Ok(Some(if rel { Bound::Rel(ns) } else { Bound::Abs(ns) }))
+}
+
+fn parse_window(s: &str) -> Result<(Option<Bound>, Option<Bound>), String> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("--window {s:?}: expected A..B"))?;
+    Ok((parse_bound(a)?, parse_bound(b)?))
+}
+
+/// `1s`, `100ms`, `500us`, `250ns`, `1.5ms`.
+fn parse_duration(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (num, mul) = if let Some(n) = s.strip_suffix("ns") {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix("us") {
+        (n, 1e3)
+    } else if let Some(n) = s.strip_suffix("µs") {
+        (n, 1e3)
+    } else if let Some(n) = s.strip_suffix("ms") {
+        (n, 1e6)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1e9)
+    } else {
+        return None;
+    };
+    let v: f64 = num.trim().parse().ok()?;
+    (v.is_finite() && v >= 0.0).then(|| (v * mul).round() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_windows() {
+        assert_eq!(parse_duration("1.5ms"), Some(1_500_000));
+        assert_eq!(parse_duration("3"), None);
+        assert_eq!(parse_secs("93115.324019"), Some(93_115_324_019_000));
+        assert_eq!(
+            parse_window("+1.5..").unwrap(),
+            (Some(Bound::Rel(1_500_000_000)), None)
+        );
+        assert_eq!(
+            parse_window("10.5..11").unwrap(),
+            (
+                Some(Bound::Abs(10_500_000_000)),
+                Some(Bound::Abs(11_000_000_000))
+            )
+        );
+        assert!(parse_window("x..y").is_err());
     }
 }

@@ -325,7 +325,8 @@ pub enum Kind {
     HrtimerExpireEntry {
         timer: u64,
         function: Sym,
-        now_ns: u64,
+        /// The timer base's clock at expiry; None on kernels that did not print it.
+        now_ns: Option<u64>,
     },
     HrtimerExpireExit {
         timer: u64,

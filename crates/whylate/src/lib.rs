@@ -22,5 +22,8 @@
 #![deny(missing_docs)]
 
 pub mod event;
+pub mod latency;
+pub mod measure;
 pub mod read;
 pub mod stats;
+pub mod timeline;

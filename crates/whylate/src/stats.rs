@@ -243,6 +243,85 @@ fn finish(
     strings: &Interner,
     top: usize,
 ) -> StatsReport {
+    let Inputs {
+        inputs,
+        unparsed,
+        skipped,
+        samples,
+        mut notes,
+    } = describe_inputs(sources, paths, per_input);
+    if acc.lost.markers > 0 {
+        notes.push(format!(
+            "events were lost in {} window(s) ({} events counted): measurements crossing them are uncertain",
+            acc.lost.markers, acc.lost.events
+        ));
+    }
+    let format = if inputs.iter().all(|i| i.format == inputs[0].format) {
+        inputs[0].format.name().to_string()
+    } else {
+        "mixed".to_string()
+    };
+    let mut by_name: BTreeMap<String, u64> = BTreeMap::new();
+    for (k, v) in &acc.by_name {
+        *by_name.entry(k.render(strings)).or_default() += v;
+    }
+    let mut by_cpu: BTreeMap<String, u64> = acc
+        .by_cpu
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(c, n)| (c.to_string(), *n))
+        .collect();
+    if acc.no_cpu > 0 {
+        by_cpu.insert("unknown".to_string(), acc.no_cpu);
+    }
+    let mut tasks: Vec<_> = acc
+        .tasks
+        .iter()
+        .map(|(tid, (comm, n))| TaskCount {
+            tid: *tid,
+            comm: strings
+                .get(acc.names.get(tid).copied().unwrap_or(*comm))
+                .to_string(),
+            events: *n,
+        })
+        .collect();
+    let ntasks = tasks.len();
+    tasks.sort_by(|a, b| b.events.cmp(&a.events).then(a.tid.cmp(&b.tid)));
+    tasks.truncate(top);
+    StatsReport {
+        format,
+        inputs,
+        events: acc.events,
+        first_ns: acc.first,
+        last_ns: acc.last,
+        span_ns: acc.first.zip(acc.last).map(|(f, l)| l - f),
+        by_name,
+        by_cpu,
+        top_tasks: tasks,
+        tasks: ntasks,
+        lost: acc.lost,
+        unparsed,
+        unparsed_samples: samples,
+        skipped,
+        notes,
+    }
+}
+
+/// What the readers said about each input, and the notes that follow from it.
+pub(crate) struct Inputs {
+    pub inputs: Vec<InputInfo>,
+    pub unparsed: u64,
+    pub skipped: u64,
+    pub samples: Vec<Unparsed>,
+    pub notes: Vec<String>,
+}
+
+pub(crate) fn describe_inputs(
+    sources: &[read::Sorted<read::TextReader>],
+    paths: &[PathBuf],
+    per_input: &[u64],
+) -> Inputs {
     let mut inputs = Vec::new();
     let mut unparsed = 0;
     let mut skipped = 0;
@@ -319,60 +398,11 @@ fn finish(
             order,
         });
     }
-    if acc.lost.markers > 0 {
-        notes.push(format!(
-            "events were lost in {} window(s) ({} events counted): measurements crossing them are uncertain",
-            acc.lost.markers, acc.lost.events
-        ));
-    }
-    let format = if inputs.iter().all(|i| i.format == inputs[0].format) {
-        inputs[0].format.name().to_string()
-    } else {
-        "mixed".to_string()
-    };
-    let mut by_name: BTreeMap<String, u64> = BTreeMap::new();
-    for (k, v) in &acc.by_name {
-        *by_name.entry(k.render(strings)).or_default() += v;
-    }
-    let mut by_cpu: BTreeMap<String, u64> = acc
-        .by_cpu
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| **n > 0)
-        .map(|(c, n)| (c.to_string(), *n))
-        .collect();
-    if acc.no_cpu > 0 {
-        by_cpu.insert("unknown".to_string(), acc.no_cpu);
-    }
-    let mut tasks: Vec<_> = acc
-        .tasks
-        .iter()
-        .map(|(tid, (comm, n))| TaskCount {
-            tid: *tid,
-            comm: strings
-                .get(acc.names.get(tid).copied().unwrap_or(*comm))
-                .to_string(),
-            events: *n,
-        })
-        .collect();
-    let ntasks = tasks.len();
-    tasks.sort_by(|a, b| b.events.cmp(&a.events).then(a.tid.cmp(&b.tid)));
-    tasks.truncate(top);
-    StatsReport {
-        format,
+    Inputs {
         inputs,
-        events: acc.events,
-        first_ns: acc.first,
-        last_ns: acc.last,
-        span_ns: acc.first.zip(acc.last).map(|(f, l)| l - f),
-        by_name,
-        by_cpu,
-        top_tasks: tasks,
-        tasks: ntasks,
-        lost: acc.lost,
         unparsed,
-        unparsed_samples: samples,
         skipped,
+        samples,
         notes,
     }
 }

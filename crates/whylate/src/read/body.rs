@@ -378,7 +378,7 @@ pub fn parse_body(name: &[u8], body: &[u8], s: &mut Interner) -> Option<Kind> {
             function: field(b, b"function")
                 .map(|f| func_sym(s, f))
                 .unwrap_or(Sym::EMPTY),
-            now_ns: int(b, b"now")?.max(0) as u64,
+            now_ns: int(b, b"now").map(|v| v.max(0) as u64),
         },
         b"hrtimer_expire_exit" => Kind::HrtimerExpireExit {
             timer: hexval(b, b"hrtimer")?,

@@ -1,0 +1,1904 @@
+//! Latency measures built on the [`Timeline`]: wakeup, runqueue, irq, softirq, work,
+//! syscall, timer, throughput and irqs-off. Each gives groups (per task, irq, vector,
+//! function...) with count, quantiles, a log-bucket histogram and the worst samples, each
+//! with its absolute time, CPU and task so the user can find it in the trace.
+
+use crate::event::{Interner, Sym, SOFTIRQ_NAMES};
+use crate::stats::{dur, secs};
+use crate::timeline::{
+    span, Cause, Ctx, EdgeKind, KindClass, OccupantKind, SpanKind, Timeline, NONE,
+};
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use std::fmt::Write as _;
+
+/// The measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Measure {
+    /// Waking → running, per task.
+    Wakeup,
+    /// Runnable time (woken or preempted) per task and per CPU.
+    Runqueue,
+    /// Hard irq handler durations.
+    Irq,
+    /// Softirq raise → entry latency, run time; tasklets.
+    Softirq,
+    /// Work queue → start latency, run time.
+    Work,
+    /// Syscall durations.
+    Syscall,
+    /// hrtimer lateness and the wakeup after it.
+    Timer,
+    /// Events (or a field's sum) per interval.
+    Throughput,
+    /// Irqs-off and preempt-off sections.
+    Irqsoff,
+}
+
+impl Measure {
+    /// All measures, in report order.
+    pub const ALL: [Measure; 9] = [
+        Measure::Wakeup,
+        Measure::Runqueue,
+        Measure::Irq,
+        Measure::Softirq,
+        Measure::Work,
+        Measure::Syscall,
+        Measure::Timer,
+        Measure::Throughput,
+        Measure::Irqsoff,
+    ];
+
+    /// Name as used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Measure::Wakeup => "wakeup",
+            Measure::Runqueue => "runqueue",
+            Measure::Irq => "irq",
+            Measure::Softirq => "softirq",
+            Measure::Work => "work",
+            Measure::Syscall => "syscall",
+            Measure::Timer => "timer",
+            Measure::Throughput => "throughput",
+            Measure::Irqsoff => "irqsoff",
+        }
+    }
+
+    /// Parses a name.
+    pub fn parse(s: &str) -> Option<Measure> {
+        Measure::ALL.into_iter().find(|m| m.name() == s)
+    }
+}
+
+/// Which task a sample must belong to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TaskSel {
+    /// A thread id (or the thread group, when the trace knows it).
+    Pid(i32),
+    /// A comm; `*` and `?` glob.
+    Comm(String),
+}
+
+/// A bound of `--window`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Bound {
+    /// Absolute trace time, ns.
+    Abs(u64),
+    /// ns after the first event.
+    Rel(u64),
+}
+
+/// Sample filter.
+#[derive(Clone, Debug, Default)]
+pub struct Filter {
+    /// Only this task.
+    pub task: Option<TaskSel>,
+    /// Only this CPU.
+    pub cpu: Option<u32>,
+    /// Only samples starting in this window.
+    pub window: (Option<Bound>, Option<Bound>),
+}
+
+/// What to count for `throughput`.
+#[derive(Clone, Debug)]
+pub struct ThroughputOpts {
+    /// Bare event name (`console`, `sched_switch`, `tracing_mark_write`...).
+    pub event: String,
+    /// Sum this numeric field instead of counting (`len` = message bytes + 1 for the
+    /// newline, for console and trace_marker events).
+    pub field: Option<String>,
+    /// Interval, ns.
+    pub interval_ns: u64,
+    /// Expected rate per second, e.g. 11520 for 115200 baud 8N1.
+    pub expect_per_s: Option<f64>,
+}
+
+/// Options of [`compute`].
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Measures to compute (all that the trace can feed when empty).
+    pub measures: Vec<Measure>,
+    /// Sample filter.
+    pub filter: Filter,
+    /// Worst samples to keep per group and per measure.
+    pub top: usize,
+    /// Keep every sample (JSON `samples`).
+    pub raw_samples: bool,
+    /// Throughput parameters.
+    pub throughput: Option<ThroughputOpts>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            measures: Vec::new(),
+            filter: Filter::default(),
+            top: 10,
+            raw_samples: false,
+            throughput: None,
+        }
+    }
+}
+
+/// One sample, as reported.
+#[derive(Clone, Debug, Serialize)]
+pub struct Sample {
+    /// When it started (ns, trace clock).
+    pub ts_ns: u64,
+    /// When it ended.
+    pub end_ns: u64,
+    /// CPU.
+    pub cpu: Option<u32>,
+    /// Task.
+    pub tid: i32,
+    /// Its name.
+    pub comm: String,
+    /// The value (ns; for throughput the rate per second).
+    pub value_ns: u64,
+    /// The group it belongs to.
+    pub group: String,
+    /// What surrounded it, in words.
+    pub detail: String,
+    /// Who had the CPU meanwhile (waiting samples).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cpu_held_by: Vec<Holder>,
+    /// Crosses a lost-events window, or an endpoint was inferred.
+    pub uncertain: bool,
+}
+
+/// One occupant of a CPU during a sample.
+#[derive(Clone, Debug, Serialize)]
+pub struct Holder {
+    /// `task`, `hardirq` or `softirq`.
+    pub what: OccupantKind,
+    /// `comm[tid]`, `irq N (name)` or the vector name.
+    pub name: String,
+    /// Overlap, ns.
+    pub ns: u64,
+}
+
+/// A histogram bucket `[lo, hi)`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Bucket {
+    /// Lower bound (ns or rate).
+    pub lo: u64,
+    /// Upper bound.
+    pub hi: u64,
+    /// Samples in it.
+    pub count: u64,
+}
+
+/// One group of a measure.
+#[derive(Clone, Debug, Serialize)]
+pub struct Group {
+    /// What the group is (task `comm[tid]`, `irq 16 (ehci_hcd:usb1)`, `NET_RX`, function).
+    pub key: String,
+    /// What is measured (`wakeup`, `raise-to-entry`, `run`, `lateness`...).
+    pub metric: String,
+    /// Samples.
+    pub count: u64,
+    /// Smallest.
+    pub min_ns: u64,
+    /// Median.
+    pub p50_ns: u64,
+    /// 90th percentile.
+    pub p90_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+    /// 99.9th percentile.
+    pub p999_ns: u64,
+    /// Largest.
+    pub max_ns: u64,
+    /// Sum.
+    pub total_ns: u64,
+    /// Mean.
+    pub mean_ns: u64,
+    /// Samples flagged uncertain (crossing lost events, inferred endpoints).
+    pub uncertain: u64,
+    /// Log2 histogram.
+    pub histogram: Vec<Bucket>,
+    /// Worst samples, largest first.
+    pub worst: Vec<Sample>,
+    /// Measure-specific facts.
+    #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+    /// Every sample as `[ts_ns, value_ns]` (with `--json --samples`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub samples: Option<Vec<[u64; 2]>>,
+}
+
+/// Events a measure needs that the trace lacks.
+#[derive(Clone, Debug, Serialize)]
+pub struct Missing {
+    /// The measure.
+    pub measure: Measure,
+    /// What part of it cannot be computed.
+    pub part: String,
+    /// Events to record for it.
+    pub needs: Vec<String>,
+}
+
+/// The result of one measure.
+#[derive(Clone, Debug, Serialize)]
+pub struct MeasureReport {
+    /// The measure.
+    pub measure: Measure,
+    /// One line on what it measures.
+    pub description: String,
+    /// `ns`, or `per_s` for throughput.
+    pub unit: String,
+    /// Groups, largest p99 first... (ordered by max value).
+    pub groups: Vec<Group>,
+    /// The worst samples over all groups.
+    pub worst: Vec<Sample>,
+    /// Samples left out because they were open at the trace's start or end.
+    pub open: u64,
+    /// What the trace lacks for it.
+    pub missing_events: Vec<Missing>,
+    /// Caveats.
+    pub notes: Vec<String>,
+}
+
+/// A latency-tracer dump header, as a sample source.
+#[derive(Clone, Debug)]
+pub struct TracerSample {
+    /// `irqsoff`, `preemptoff`, `preemptirqsoff`, `wakeup`, `wakeup_rt`...
+    pub tracer: String,
+    /// The measured latency, ns.
+    pub latency_ns: u64,
+    /// CPU.
+    pub cpu: Option<u32>,
+    /// `comm-pid` of the task.
+    pub task: Option<String>,
+    /// Pid.
+    pub pid: Option<i32>,
+    /// `started at` function.
+    pub started_at: Option<String>,
+    /// `ended at` function.
+    pub ended_at: Option<String>,
+    /// The file.
+    pub file: String,
+}
+
+/// Throughput accumulator, fed during the event pass.
+#[derive(Debug)]
+pub struct Throughput {
+    opts: ThroughputOpts,
+    name: Option<Sym>,
+    start: Option<u64>,
+    /// (events, sum) per interval.
+    buckets: Vec<(u64, u64)>,
+    unsummable: u64,
+}
+
+impl Throughput {
+    /// A new accumulator.
+    pub fn new(opts: ThroughputOpts) -> Throughput {
+        Throughput {
+            opts,
+            name: None,
+            start: None,
+            buckets: Vec::new(),
+            unsummable: 0,
+        }
+    }
+
+    /// Feeds one event.
+    pub fn push(&mut self, e: &crate::event::Event, strings: &Interner) {
+        use crate::event::{EventName, Kind};
+        let matches = match e.name() {
+            EventName::Static(s) => s == self.opts.event,
+            EventName::Other(s) => {
+                if self.name.is_none() && strings.get(s) == self.opts.event {
+                    self.name = Some(s);
+                }
+                self.name == Some(s)
+            }
+            n @ (EventName::SysEnter(_) | EventName::SysExit(_)) => {
+                n.render(strings) == self.opts.event
+            }
+        };
+        if !matches {
+            return;
+        }
+        let start = *self.start.get_or_insert(e.ts);
+        let i = (e.ts.saturating_sub(start) / self.opts.interval_ns.max(1)) as usize;
+        if i >= 10_000_000 {
+            return;
+        }
+        if i >= self.buckets.len() {
+            self.buckets.resize(i + 1, (0, 0));
+        }
+        let v = match self.opts.field.as_deref() {
+            None => 1,
+            Some("len") => match &e.kind {
+                Kind::Console { msg } => msg.len() as u64 + 1,
+                Kind::Print { msg, .. } => msg.len() as u64 + 1,
+                _ => {
+                    self.unsummable += 1;
+                    0
+                }
+            },
+            Some(f) => match &e.kind {
+                Kind::Other { fields, .. } => crate::event::fields(fields)
+                    .find(|(k, _)| *k == f)
+                    .and_then(|(_, v)| crate::event::parse_num(v.as_bytes()))
+                    .map_or_else(
+                        || {
+                            self.unsummable += 1;
+                            0
+                        },
+                        |v| v.max(0) as u64,
+                    ),
+                _ => {
+                    self.unsummable += 1;
+                    0
+                }
+            },
+        };
+        let b = &mut self.buckets[i];
+        b.0 += 1;
+        b.1 += v;
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Raw {
+    ts: u64,
+    end: u64,
+    value: u64,
+    cpu: u32,
+    tid: i32,
+    comm: Sym,
+    /// Span or edge index (see `src`).
+    idx: u32,
+    src: Src,
+    uncertain: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Src {
+    Span,
+    Edge,
+    None,
+}
+
+struct Series {
+    key: String,
+    metric: &'static str,
+    raw: Vec<Raw>,
+    extra: serde_json::Map<String, serde_json::Value>,
+}
+
+struct Cx<'a> {
+    tl: &'a Timeline,
+    s: &'a Interner,
+    f: &'a Filter,
+    first: u64,
+    runnable_by_cpu: std::cell::OnceCell<Vec<Vec<u32>>>,
+    offs_by_cpu: std::cell::OnceCell<Vec<Vec<u32>>>,
+    /// Samples left out because open at the trace's end, in the current measure.
+    open: std::cell::Cell<u64>,
+}
+
+impl Cx<'_> {
+    fn keep(&self, ts: u64, cpu: u32, tid: i32, comm: Sym) -> bool {
+        if let Some(c) = self.f.cpu {
+            if cpu != c {
+                return false;
+            }
+        }
+        let abs = |b: Bound| match b {
+            Bound::Abs(v) => v,
+            Bound::Rel(v) => self.first.saturating_add(v),
+        };
+        if let Some(a) = self.f.window.0 {
+            if ts < abs(a) {
+                return false;
+            }
+        }
+        if let Some(b) = self.f.window.1 {
+            if ts > abs(b) {
+                return false;
+            }
+        }
+        match &self.f.task {
+            None => true,
+            Some(TaskSel::Pid(p)) => tid == *p,
+            Some(TaskSel::Comm(g)) => {
+                let name = if comm != Sym::EMPTY {
+                    comm
+                } else {
+                    self.tl.comm(tid)
+                };
+                glob(g, self.s.get(name)) || glob(g, self.s.get(self.tl.comm(tid)))
+            }
+        }
+    }
+
+    fn task(&self, tid: i32, comm: Sym) -> String {
+        if tid == 0 {
+            return "idle[0]".to_string();
+        }
+        let c = if comm != Sym::EMPTY && !self.s.get(comm).starts_with('<') {
+            comm
+        } else {
+            self.tl.comm(tid)
+        };
+        let name = self.s.get(c);
+        if name.is_empty() {
+            format!("[{tid}]")
+        } else {
+            format!("{name}[{tid}]")
+        }
+    }
+
+    fn irq(&self, irq: u32) -> String {
+        if irq == u32::MAX {
+            return "a hardirq without irq_handler_entry (entry before the trace, or the local timer)".to_string();
+        }
+        match self.tl.irq_names.get(&irq) {
+            Some(n) => format!("irq {irq} ({})", self.s.get(*n)),
+            None => format!("irq {irq}"),
+        }
+    }
+
+    fn ctx(&self, ctx: Ctx, tid: i32, cpu: u32, ts: u64) -> String {
+        match self.tl.resolve(ctx, cpu, ts) {
+            Ctx::Task { tid } => self.task(tid, Sym::EMPTY),
+            Ctx::Hardirq { irq } => self.irq(irq),
+            Ctx::Softirq { vec: u8::MAX } => {
+                "a softirq whose entry is not in the trace".to_string()
+            }
+            Ctx::Softirq { vec } => format!("softirq {}", vec_name(vec as u32)),
+            Ctx::Timer { edge } => {
+                let e = &self.tl.edges[edge as usize];
+                format!("hrtimer {}", self.s.get(Sym(e.key)))
+            }
+            Ctx::Unknown if tid >= 0 => self.task(tid, Sym::EMPTY),
+            Ctx::Unknown => "unknown context".to_string(),
+        }
+    }
+
+    fn holders(&self, cpu: u32, from: u64, to: u64, skip_tid: i32) -> Vec<Holder> {
+        if cpu == u32::MAX || to <= from {
+            return Vec::new();
+        }
+        self.tl
+            .occupants(cpu, from, to)
+            .into_iter()
+            .filter(|o| !(o.what == OccupantKind::Task && o.id == skip_tid as i64))
+            .take(4)
+            .map(|o| Holder {
+                what: o.what,
+                name: match o.what {
+                    OccupantKind::Task => self.task(o.id as i32, o.name),
+                    OccupantKind::Hardirq => self.irq(o.id as u32),
+                    OccupantKind::Softirq => format!("softirq {}", vec_name(o.id as u32)),
+                },
+                ns: o.ns,
+            })
+            .collect()
+    }
+
+    /// Spans of some kinds per CPU, sorted by start; built once, on first use.
+    fn index_of(&self, kinds: &[SpanKind]) -> Vec<Vec<u32>> {
+        let sp = &self.tl.spans;
+        let mut v: Vec<Vec<u32>> = vec![Vec::new(); self.tl.cpus as usize];
+        for i in 0..sp.len() {
+            if kinds.contains(&sp.kind[i]) {
+                if let Some(l) = v.get_mut(sp.cpu[i] as usize) {
+                    l.push(i as u32);
+                }
+            }
+        }
+        for l in &mut v {
+            l.sort_by_key(|&i| sp.start[i as usize]);
+        }
+        v
+    }
+
+    fn runnable_index(&self) -> &Vec<Vec<u32>> {
+        self.runnable_by_cpu
+            .get_or_init(|| self.index_of(&[SpanKind::Runnable]))
+    }
+
+    /// Irqs-off and preempt-off sections on `cpu` that overlap `[from, to]`, described.
+    fn offs(&self, cpu: u32, from: u64, to: u64) -> Vec<String> {
+        let idx = self
+            .offs_by_cpu
+            .get_or_init(|| self.index_of(&[SpanKind::IrqsOff, SpanKind::PreemptOff]));
+        let sp = &self.tl.spans;
+        let Some(l) = idx.get(cpu as usize) else {
+            return Vec::new();
+        };
+        let stop = l.partition_point(|&j| sp.start[j as usize] <= to);
+        let mut out = Vec::new();
+        for &j in l[..stop].iter().rev().take(256) {
+            let j = j as usize;
+            if sp.end[j] >= from {
+                let what = if sp.kind[j] == SpanKind::IrqsOff {
+                    "irqs"
+                } else {
+                    "preemption"
+                };
+                out.push(format!(
+                    "{what} off on CPU{cpu} from {} for {} (disabled by {})",
+                    secs(sp.start[j]),
+                    dur(sp.end[j] - sp.start[j]),
+                    self.s.get(Sym(sp.key[j]))
+                ));
+            }
+        }
+        out.reverse();
+        out
+    }
+}
+
+fn vec_name(v: u32) -> String {
+    SOFTIRQ_NAMES
+        .get(v as usize)
+        .map_or_else(|| format!("vec {v}"), |s| s.to_string())
+}
+
+/// `*` and `?` globbing; a pattern without them must match exactly.
+pub fn glob(pat: &str, s: &str) -> bool {
+    fn rec(p: &[u8], s: &[u8]) -> bool {
+        match p.first() {
+            None => s.is_empty(),
+            Some(b'*') => (0..=s.len()).any(|i| rec(&p[1..], &s[i..])),
+            Some(b'?') => !s.is_empty() && rec(&p[1..], &s[1..]),
+            Some(&c) => s.first() == Some(&c) && rec(&p[1..], &s[1..]),
+        }
+    }
+    rec(pat.as_bytes(), s.as_bytes())
+}
+
+/// Strips `+0x1c/0x40` from a kernel caller.
+fn func_of(caller: &str) -> &str {
+    caller.split('+').next().unwrap_or(caller)
+}
+
+/// Nearest-rank quantile of sorted values.
+fn quantile(sorted: &[u64], q: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Bucket bounds 1-2-5 per decade, from `base` (1 µs for durations, 1 for rates): easier
+/// to read in a terminal than powers of two, and as fine.
+fn bucket_of(v: u64, base: u64) -> (u64, u64) {
+    if v < base {
+        return (0, base);
+    }
+    let mut decade = base;
+    loop {
+        for (l, h) in [(1u64, 2u64), (2, 5), (5, 10)] {
+            let hi = decade.saturating_mul(h);
+            if v < hi || hi == u64::MAX {
+                return (decade.saturating_mul(l), hi);
+            }
+        }
+        decade = decade.saturating_mul(10);
+    }
+}
+
+fn histogram(sorted: &[u64], base: u64) -> Vec<Bucket> {
+    let mut out: Vec<Bucket> = Vec::new();
+    for &v in sorted {
+        let (lo, hi) = bucket_of(v, base);
+        match out.last_mut() {
+            Some(l) if l.lo == lo => l.count += 1,
+            _ => out.push(Bucket { lo, hi, count: 1 }),
+        }
+    }
+    out
+}
+
+fn group(
+    cx: &Cx<'_>,
+    mut s: Series,
+    top: usize,
+    raw: bool,
+    base: u64,
+    detail: &dyn Fn(&Cx<'_>, &Raw) -> Sample,
+) -> Group {
+    s.raw
+        .sort_by(|a, b| a.value.cmp(&b.value).then(a.ts.cmp(&b.ts)));
+    let vals: Vec<u64> = s.raw.iter().map(|r| r.value).collect();
+    let total: u64 = vals.iter().fold(0u64, |a, &v| a.saturating_add(v));
+    let n = vals.len() as u64;
+    let worst = s
+        .raw
+        .iter()
+        .rev()
+        .take(top)
+        .map(|r| detail(cx, r))
+        .collect();
+    let samples = raw.then(|| {
+        let mut v: Vec<[u64; 2]> = s.raw.iter().map(|r| [r.ts, r.value]).collect();
+        v.sort_unstable();
+        v
+    });
+    Group {
+        key: s.key,
+        metric: s.metric.to_string(),
+        count: n,
+        min_ns: vals.first().copied().unwrap_or(0),
+        p50_ns: quantile(&vals, 0.5),
+        p90_ns: quantile(&vals, 0.9),
+        p99_ns: quantile(&vals, 0.99),
+        p999_ns: quantile(&vals, 0.999),
+        max_ns: vals.last().copied().unwrap_or(0),
+        total_ns: total,
+        mean_ns: if n > 0 { total / n } else { 0 },
+        uncertain: s.raw.iter().filter(|r| r.uncertain).count() as u64,
+        histogram: histogram(&vals, base),
+        worst,
+        extra: s.extra,
+        samples,
+    }
+}
+
+/// Collects samples into named series.
+struct Collector {
+    series: Vec<Series>,
+    index: FxHashMap<(String, &'static str), usize>,
+}
+
+impl Collector {
+    fn new() -> Collector {
+        Collector {
+            series: Vec::new(),
+            index: FxHashMap::default(),
+        }
+    }
+
+    fn get(&mut self, key: String, metric: &'static str) -> &mut Series {
+        let n = self.series.len();
+        let i = *self.index.entry((key.clone(), metric)).or_insert(n);
+        if i == n {
+            self.series.push(Series {
+                key,
+                metric,
+                raw: Vec::new(),
+                extra: serde_json::Map::new(),
+            });
+        }
+        &mut self.series[i]
+    }
+
+    fn add(&mut self, key: String, metric: &'static str, r: Raw) {
+        self.get(key, metric).raw.push(r);
+    }
+}
+
+fn bump(extra: &mut serde_json::Map<String, serde_json::Value>, field: &str, sub: &str, by: u64) {
+    let obj = extra
+        .entry(field.to_string())
+        .or_insert_with(|| serde_json::Value::Object(Default::default()));
+    if let serde_json::Value::Object(m) = obj {
+        let v = m
+            .entry(sub.to_string())
+            .or_insert(serde_json::Value::from(0u64));
+        *v = serde_json::Value::from(v.as_u64().unwrap_or(0) + by);
+    }
+}
+
+fn add_u64(extra: &mut serde_json::Map<String, serde_json::Value>, field: &str, by: u64) {
+    let v = extra
+        .entry(field.to_string())
+        .or_insert(serde_json::Value::from(0u64));
+    *v = serde_json::Value::from(v.as_u64().unwrap_or(0) + by);
+}
+
+fn finish_report(
+    cx: &Cx<'_>,
+    measure: Measure,
+    description: &str,
+    unit: &str,
+    coll: Collector,
+    top: usize,
+    raw: bool,
+    detail: &dyn Fn(&Cx<'_>, &Raw) -> Sample,
+) -> MeasureReport {
+    let mut groups: Vec<Group> = coll
+        .series
+        .into_iter()
+        .filter(|s| !s.raw.is_empty())
+        .map(|s| group(cx, s, top, raw, if unit == "ns" { 1000 } else { 1 }, detail))
+        .collect();
+    groups.sort_by(|a, b| {
+        b.max_ns
+            .cmp(&a.max_ns)
+            .then(b.count.cmp(&a.count))
+            .then(a.key.cmp(&b.key))
+    });
+    let mut worst: Vec<Sample> = groups
+        .iter()
+        .flat_map(|g| g.worst.iter().cloned())
+        .collect();
+    worst.sort_by(|a, b| b.value_ns.cmp(&a.value_ns).then(a.ts_ns.cmp(&b.ts_ns)));
+    // A sample can sit in two groups (runqueue: per task and per CPU): list it once.
+    worst.dedup_by(|a, b| {
+        (a.ts_ns, a.end_ns, a.tid, a.value_ns) == (b.ts_ns, b.end_ns, b.tid, b.value_ns)
+    });
+    worst.truncate(top);
+    MeasureReport {
+        measure,
+        description: description.to_string(),
+        unit: unit.to_string(),
+        groups,
+        worst,
+        open: 0,
+        missing_events: Vec::new(),
+        notes: Vec::new(),
+    }
+}
+
+fn span_raw(tl: &Timeline, i: usize) -> Raw {
+    let sp = &tl.spans;
+    Raw {
+        ts: sp.start[i],
+        end: sp.end[i],
+        value: sp.end[i] - sp.start[i],
+        cpu: sp.cpu[i],
+        tid: sp.tid[i],
+        comm: sp.comm[i],
+        idx: i as u32,
+        src: Src::Span,
+        uncertain: sp.flags[i] & (span::UNCERTAIN | span::INFERRED) != 0,
+    }
+}
+
+fn base_sample(cx: &Cx<'_>, r: &Raw, group: String, detail: String) -> Sample {
+    Sample {
+        ts_ns: r.ts,
+        end_ns: r.end,
+        cpu: (r.cpu != u32::MAX).then_some(r.cpu),
+        tid: r.tid,
+        comm: cx
+            .s
+            .get(if r.comm != Sym::EMPTY {
+                r.comm
+            } else {
+                cx.tl.comm(r.tid)
+            })
+            .to_string(),
+        value_ns: r.value,
+        group,
+        detail,
+        cpu_held_by: Vec::new(),
+        uncertain: r.uncertain,
+    }
+}
+
+fn needs(m: Measure, part: &str, ev: &[&str]) -> Missing {
+    Missing {
+        measure: m,
+        part: part.to_string(),
+        needs: ev.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+fn wakeup(cx: &Cx<'_>, o: &Options, tracers: &[TracerSample]) -> MeasureReport {
+    let tl = cx.tl;
+    let sp = &tl.spans;
+    let mut coll = Collector::new();
+    let mut open = 0;
+    for i in 0..sp.len() {
+        if sp.kind[i] != SpanKind::Runnable {
+            continue;
+        }
+        let cause = Cause::from_key(sp.key[i]);
+        if cause == Cause::Preempted || (cause == Cause::Woken && sp.aux[i] == NONE) {
+            continue;
+        }
+        if sp.flags[i] & (span::END_UNKNOWN | span::START_UNKNOWN) != 0 {
+            open += 1;
+            continue;
+        }
+        if sp.flags[i] & span::END_UNKNOWN != 0 {
+            cx.open.set(cx.open.get() + 1);
+            continue;
+        }
+        let r = span_raw(tl, i);
+        if !cx.keep(r.ts, r.cpu, r.tid, r.comm) {
+            continue;
+        }
+        coll.add(cx.task(r.tid, r.comm), "wakeup", r);
+    }
+    for t in tracers.iter().filter(|t| t.tracer.starts_with("wakeup")) {
+        let tid = t.pid.unwrap_or(-1);
+        coll.add(
+            format!(
+                "{} (from {} header)",
+                t.task.clone().unwrap_or_default(),
+                t.tracer
+            ),
+            "wakeup",
+            Raw {
+                ts: 0,
+                end: t.latency_ns,
+                value: t.latency_ns,
+                cpu: t.cpu.unwrap_or(u32::MAX),
+                tid,
+                comm: Sym::EMPTY,
+                idx: NONE,
+                src: Src::None,
+                uncertain: false,
+            },
+        );
+    }
+    let mut rep = finish_report(
+        cx,
+        Measure::Wakeup,
+        "wakeup latency: woken (sched_waking, or sched_wakeup) to running, per task",
+        "ns",
+        coll,
+        o.top,
+        o.raw_samples,
+        &wake_detail,
+    );
+    rep.open = open;
+    if tl.saw(KindClass::SchedSwitch) == 0
+        || tl.saw(KindClass::SchedWaking) + tl.saw(KindClass::SchedWakeup) == 0
+    {
+        rep.missing_events.push(needs(
+            Measure::Wakeup,
+            "wakeup latency",
+            &[
+                "sched:sched_switch",
+                "sched:sched_waking (or sched:sched_wakeup)",
+            ],
+        ));
+    }
+    rep
+}
+
+fn wake_detail(cx: &Cx<'_>, r: &Raw) -> Sample {
+    let key = cx.task(r.tid, r.comm);
+    if r.src != Src::Span {
+        return base_sample(cx, r, key, "from the latency tracer's header".to_string());
+    }
+    let sp = &cx.tl.spans;
+    let i = r.idx as usize;
+    let edge = sp.aux[i];
+    let mut d = String::new();
+    if edge != NONE {
+        let e = &cx.tl.edges[edge as usize];
+        let _ = write!(
+            d,
+            "woken by {} on CPU{}",
+            cx.ctx(e.from, e.from_tid, e.from_cpu, e.ts),
+            e.from_cpu
+        );
+    } else {
+        d.push_str(match Cause::from_key(sp.key[i]) {
+            Cause::New => "new task",
+            Cause::Preempted => "preempted (switched out still runnable)",
+            Cause::Woken => "woken (waker not traced)",
+        });
+    }
+    let _ = write!(d, "; ran on CPU{}", r.cpu);
+    if sp.flags[i] & span::INFERRED != 0 {
+        d.push_str(" (switch-in not traced: end inferred from its first event)");
+    }
+    let mut s = base_sample(cx, r, key, d);
+    s.cpu_held_by = cx.holders(r.cpu, r.ts, r.end, r.tid);
+    s
+}
+
+fn runqueue(cx: &Cx<'_>, o: &Options) -> MeasureReport {
+    let tl = cx.tl;
+    let sp = &tl.spans;
+    let mut coll = Collector::new();
+    let mut open = 0;
+    // Run time per task, to set waiting against running (perf sched timehist's view).
+    let mut run: FxHashMap<i32, (u64, u64)> = FxHashMap::default();
+    for i in 0..sp.len() {
+        match sp.kind[i] {
+            SpanKind::Run if sp.tid[i] > 0 => {
+                if sp.flags[i] & span::START_UNKNOWN == 0
+                    && cx.keep(sp.start[i], sp.cpu[i], sp.tid[i], sp.comm[i])
+                {
+                    let e = run.entry(sp.tid[i]).or_default();
+                    e.0 += sp.end[i] - sp.start[i];
+                    e.1 += 1;
+                }
+            }
+            SpanKind::Runnable => {
+                if sp.flags[i] & span::END_UNKNOWN != 0 {
+                    open += 1;
+                    continue;
+                }
+                if sp.flags[i] & span::END_UNKNOWN != 0 {
+                    cx.open.set(cx.open.get() + 1);
+                    continue;
+                }
+                let r = span_raw(tl, i);
+                if !cx.keep(r.ts, r.cpu, r.tid, r.comm) {
+                    continue;
+                }
+                let cause = match Cause::from_key(sp.key[i]) {
+                    Cause::Preempted => "preempted",
+                    Cause::New => "new",
+                    Cause::Woken => "woken",
+                };
+                let s = coll.get(cx.task(r.tid, r.comm), "runnable");
+                bump(&mut s.extra, "by_cause_ns", cause, r.value);
+                s.raw.push(r);
+                if r.cpu != u32::MAX {
+                    let s = coll.get(format!("cpu {}", r.cpu), "runnable-on-cpu");
+                    s.raw.push(r);
+                }
+            }
+            _ => {}
+        }
+    }
+    for s in coll.series.iter_mut() {
+        if s.metric == "runnable" {
+            if let Some(tid) = s.raw.first().map(|r| r.tid) {
+                if let Some((ns, n)) = run.remove(&tid) {
+                    add_u64(&mut s.extra, "run_ns", ns);
+                    add_u64(&mut s.extra, "runs", n);
+                }
+                add_u64(&mut s.extra, "tid", tid.max(0) as u64);
+            }
+        }
+    }
+    let mut rep = finish_report(
+        cx,
+        Measure::Runqueue,
+        "runqueue wait: time runnable but not running (after a wakeup or a preemption), per task and per CPU",
+        "ns",
+        coll,
+        o.top,
+        o.raw_samples,
+        &wake_detail,
+    );
+    rep.open = open;
+    if tl.saw(KindClass::SchedSwitch) == 0 {
+        rep.missing_events.push(needs(
+            Measure::Runqueue,
+            "runqueue wait",
+            &["sched:sched_switch", "sched:sched_waking"],
+        ));
+    }
+    rep
+}
+
+fn irq(cx: &Cx<'_>, o: &Options) -> MeasureReport {
+    let tl = cx.tl;
+    let sp = &tl.spans;
+    let mut coll = Collector::new();
+    for i in 0..sp.len() {
+        if sp.kind[i] != SpanKind::Hardirq || sp.key[i] == u32::MAX {
+            continue;
+        }
+        if sp.flags[i] & span::END_UNKNOWN != 0 {
+            cx.open.set(cx.open.get() + 1);
+            continue;
+        }
+        let r = span_raw(tl, i);
+        if !cx.keep(r.ts, r.cpu, r.tid, r.comm) {
+            continue;
+        }
+        coll.add(cx.irq(sp.key[i]), "handler", r);
+    }
+    let mut rep = finish_report(
+        cx,
+        Measure::Irq,
+        "hard irq handler duration (irq_handler_entry to exit), per irq; the worst with what they delayed on their CPU",
+        "ns",
+        coll,
+        o.top,
+        o.raw_samples,
+        &irq_detail,
+    );
+    if tl.saw(KindClass::IrqHandler) == 0 {
+        rep.missing_events.push(needs(
+            Measure::Irq,
+            "irq handler durations",
+            &["irq:irq_handler_entry", "irq:irq_handler_exit"],
+        ));
+    }
+    rep
+}
+
+fn irq_detail(cx: &Cx<'_>, r: &Raw) -> Sample {
+    let tl = cx.tl;
+    let sp = &tl.spans;
+    let i = r.idx as usize;
+    let irq = sp.key[i];
+    let mut d = format!("on CPU{}, interrupting {}", r.cpu, cx.task(r.tid, r.comm));
+    // Interrupts that entered right after it were most likely pending behind it.
+    let mut after = Vec::new();
+    if let Some(list) = tl.irqs_by_cpu.get(r.cpu as usize) {
+        let pos = list.partition_point(|&j| sp.end[j as usize] <= r.end);
+        for &j in &list[pos..] {
+            let j = j as usize;
+            if sp.start[j] > r.end + 100_000 {
+                break;
+            }
+            if sp.start[j] >= r.end && sp.kind[j] == SpanKind::Hardirq && sp.key[j] != irq {
+                after.push(format!(
+                    "{} +{}",
+                    cx.irq(sp.key[j]),
+                    dur(sp.start[j] - r.end)
+                ));
+            }
+        }
+    }
+    if !after.is_empty() {
+        let _ = write!(d, "; then {}", after.join(", "));
+    }
+    // Tasks that were runnable on this CPU while the handler ran waited for it.
+    let idx = cx.runnable_index();
+    let mut waited = Vec::new();
+    if let Some(l) = idx.get(r.cpu as usize) {
+        let stop = l.partition_point(|&j| sp.start[j as usize] < r.end);
+        for &j in l[..stop].iter().rev().take(10_000) {
+            let j = j as usize;
+            let ov = sp.end[j].min(r.end).saturating_sub(sp.start[j].max(r.ts));
+            if ov > 0 {
+                waited.push(format!("{} {}", cx.task(sp.tid[j], sp.comm[j]), dur(ov)));
+            }
+        }
+    }
+    if !waited.is_empty() {
+        waited.truncate(5);
+        let _ = write!(d, "; tasks kept waiting: {}", waited.join(", "));
+    }
+    base_sample(cx, r, cx.irq(irq), d)
+}
+
+fn softirq(cx: &Cx<'_>, o: &Options) -> MeasureReport {
+    let tl = cx.tl;
+    let sp = &tl.spans;
+    let mut coll = Collector::new();
+    for (ei, e) in tl.edges.iter().enumerate() {
+        match e.kind {
+            EdgeKind::Softirq => {
+                let where_ = if e.span == NONE {
+                    "not finished"
+                } else {
+                    served_in(sp.flags[e.span as usize])
+                };
+                let r = Raw {
+                    ts: e.ts,
+                    end: e.at,
+                    value: e.at - e.ts,
+                    cpu: e.to_cpu,
+                    tid: e.to_tid,
+                    comm: Sym::EMPTY,
+                    idx: ei as u32,
+                    src: Src::Edge,
+                    uncertain: tl.crosses_loss(e.to_cpu, e.ts, e.at) && !tl.lost.is_empty(),
+                };
+                if !cx.keep(r.ts, r.cpu, r.tid, r.comm) {
+                    continue;
+                }
+                let s = coll.get(vec_name(e.key), "raise-to-entry");
+                bump(&mut s.extra, "served_in", where_, 1);
+                s.raw.push(r);
+            }
+            EdgeKind::Tasklet => {
+                let r = Raw {
+                    ts: e.ts,
+                    end: e.at,
+                    value: e.at - e.ts,
+                    cpu: e.to_cpu,
+                    tid: e.to_tid,
+                    comm: Sym::EMPTY,
+                    idx: ei as u32,
+                    src: Src::Edge,
+                    uncertain: false,
+                };
+                if cx.keep(r.ts, r.cpu, r.tid, r.comm) {
+                    coll.add("tasklet".to_string(), "schedule-to-run", r);
+                }
+            }
+            _ => {}
+        }
+    }
+    for i in 0..sp.len() {
+        let (key, metric) = match sp.kind[i] {
+            SpanKind::Softirq => (vec_name(sp.key[i]), "run"),
+            SpanKind::Tasklet => (format!("tasklet {}", cx.s.get(Sym(sp.key[i]))), "run"),
+            _ => continue,
+        };
+        if sp.flags[i] & span::END_UNKNOWN != 0 {
+            cx.open.set(cx.open.get() + 1);
+            continue;
+        }
+        let r = span_raw(tl, i);
+        if !cx.keep(r.ts, r.cpu, r.tid, r.comm) {
+            continue;
+        }
+        let s = coll.get(key, metric);
+        if sp.kind[i] == SpanKind::Softirq {
+            bump(&mut s.extra, "served_in", served_in(sp.flags[i]), 1);
+        }
+        s.raw.push(r);
+    }
+    let mut rep = finish_report(
+        cx,
+        Measure::Softirq,
+        "softirq raise-to-entry latency and run time per vector, where it ran (irq exit, ksoftirqd, task), and tasklets",
+        "ns",
+        coll,
+        o.top,
+        o.raw_samples,
+        &softirq_detail,
+    );
+    if tl.saw(KindClass::SoftirqEntry) == 0 {
+        rep.missing_events.push(needs(
+            Measure::Softirq,
+            "softirq run time",
+            &["irq:softirq_entry", "irq:softirq_exit"],
+        ));
+    }
+    if tl.saw(KindClass::SoftirqRaise) == 0 {
+        rep.missing_events.push(needs(
+            Measure::Softirq,
+            "raise-to-entry latency",
+            &["irq:softirq_raise"],
+        ));
+    }
+    rep
+}
+
+fn served_in(flags: u8) -> &'static str {
+    if flags & span::KSOFTIRQD != 0 {
+        "ksoftirqd"
+    } else if flags & span::IN_TASK != 0 {
+        "task (bh enable)"
+    } else {
+        "irq exit"
+    }
+}
+
+fn softirq_detail(cx: &Cx<'_>, r: &Raw) -> Sample {
+    let tl = cx.tl;
+    if r.src != Src::Edge {
+        let sp = &tl.spans;
+        let i = r.idx as usize;
+        let key = if sp.kind[i] == SpanKind::Softirq {
+            vec_name(sp.key[i])
+        } else {
+            format!("tasklet {}", cx.s.get(Sym(sp.key[i])))
+        };
+        let d = format!("ran in {} on CPU{}", served_in(sp.flags[i]), r.cpu);
+        return base_sample(cx, r, key, d);
+    }
+    let e = &tl.edges[r.idx as usize];
+    let key = if e.kind == EdgeKind::Tasklet {
+        "tasklet".to_string()
+    } else {
+        vec_name(e.key)
+    };
+    let mut d = format!(
+        "raised in {} on CPU{}",
+        cx.ctx(e.from, e.from_tid, e.from_cpu, e.ts),
+        e.from_cpu
+    );
+    if e.kind == EdgeKind::Softirq && e.span != NONE {
+        let fl = tl.spans.flags[e.span as usize];
+        let _ = write!(d, "; served in {}", served_in(fl));
+        if fl & span::KSOFTIRQD == 0 {
+            let _ = write!(d, " ({})", cx.task(e.to_tid, Sym::EMPTY));
+        }
+    }
+    // Was ksoftirqd waiting on this CPU meanwhile? That is the deferral.
+    let idx = cx.runnable_index();
+    if let Some(l) = idx.get(r.cpu as usize) {
+        let stop = l.partition_point(|&j| tl.spans.start[j as usize] < r.end);
+        for &j in l[..stop].iter().rev().take(64) {
+            let j = j as usize;
+            let name = cx.s.get(cx.tl.comm(tl.spans.tid[j]));
+            if name.starts_with("ksoftirqd") && tl.spans.end[j] > r.ts {
+                let _ = write!(
+                    d,
+                    "; deferred to {} (runnable {} from {})",
+                    cx.task(tl.spans.tid[j], Sym::EMPTY),
+                    dur(tl.spans.dur(j as u32)),
+                    secs(tl.spans.start[j])
+                );
+                break;
+            }
+        }
+    }
+    let mut s = base_sample(cx, r, key, d);
+    s.cpu_held_by = cx.holders(r.cpu, r.ts, r.end, -1);
+    s
+}
+
+fn work(cx: &Cx<'_>, o: &Options) -> MeasureReport {
+    let tl = cx.tl;
+    let sp = &tl.spans;
+    let mut coll = Collector::new();
+    for (ei, e) in tl.edges.iter().enumerate() {
+        if e.kind != EdgeKind::Work {
+            continue;
+        }
+        let r = Raw {
+            ts: e.ts,
+            end: e.at,
+            value: e.at - e.ts,
+            cpu: e.to_cpu,
+            tid: e.to_tid,
+            comm: Sym::EMPTY,
+            idx: ei as u32,
+            src: Src::Edge,
+            uncertain: !tl.lost.is_empty() && tl.crosses_loss(u32::MAX, e.ts, e.at),
+        };
+        if !cx.keep(r.ts, r.cpu, r.tid, r.comm) {
+            continue;
+        }
+        let s = coll.get(cx.s.get(Sym(e.key)).to_string(), "queue-to-start");
+        bump(&mut s.extra, "workers", &cx.task(e.to_tid, Sym::EMPTY), 1);
+        s.raw.push(r);
+    }
+    for i in 0..sp.len() {
+        if sp.kind[i] != SpanKind::Work {
+            continue;
+        }
+        if sp.flags[i] & span::END_UNKNOWN != 0 {
+            cx.open.set(cx.open.get() + 1);
+            continue;
+        }
+        let r = span_raw(tl, i);
+        if !cx.keep(r.ts, r.cpu, r.tid, r.comm) {
+            continue;
+        }
+        let s = coll.get(cx.s.get(Sym(sp.key[i])).to_string(), "run");
+        bump(&mut s.extra, "workers", &cx.task(r.tid, r.comm), 1);
+        s.raw.push(r);
+    }
+    let mut rep = finish_report(
+        cx,
+        Measure::Work,
+        "work items: queue-to-start latency and run time, per work function (and the workers that ran it)",
+        "ns",
+        coll,
+        o.top,
+        o.raw_samples,
+        &work_detail,
+    );
+    if tl.saw(KindClass::WorkExecute) == 0 {
+        rep.missing_events.push(needs(
+            Measure::Work,
+            "work run time",
+            &[
+                "workqueue:workqueue_execute_start",
+                "workqueue:workqueue_execute_end",
+            ],
+        ));
+    }
+    if tl.saw(KindClass::WorkQueue) == 0 {
+        rep.missing_events.push(needs(
+            Measure::Work,
+            "queue-to-start latency",
+            &["workqueue:workqueue_queue_work"],
+        ));
+    }
+    rep
+}
+
+fn work_detail(cx: &Cx<'_>, r: &Raw) -> Sample {
+    let tl = cx.tl;
+    if r.src == Src::Span {
+        let key = cx.s.get(Sym(tl.spans.key[r.idx as usize])).to_string();
+        let d = format!("ran in {} on CPU{}", cx.task(r.tid, r.comm), r.cpu);
+        return base_sample(cx, r, key, d);
+    }
+    let e = &tl.edges[r.idx as usize];
+    let key = cx.s.get(Sym(e.key)).to_string();
+    let d = format!(
+        "queued by {} on CPU{}; ran in {} on CPU{}",
+        cx.ctx(e.from, e.from_tid, e.from_cpu, e.ts),
+        e.from_cpu,
+        cx.task(e.to_tid, Sym::EMPTY),
+        e.to_cpu
+    );
+    let mut s = base_sample(cx, r, key, d);
+    s.cpu_held_by = cx.holders(e.to_cpu, e.ts, e.at, e.to_tid);
+    s
+}
+
+fn syscall_name(cx: &Cx<'_>, key: u32, flags: u8) -> String {
+    if flags & span::NAMED != 0 {
+        return cx.s.get(Sym(key)).to_string();
+    }
+    match cx.tl.syscall_names.get(&key) {
+        Some(s) => cx.s.get(*s).to_string(),
+        None => format!("NR {key}"),
+    }
+}
+
+fn syscall(cx: &Cx<'_>, o: &Options) -> MeasureReport {
+    let tl = cx.tl;
+    let sp = &tl.spans;
+    let mut coll = Collector::new();
+    for i in 0..sp.len() {
+        if sp.kind[i] != SpanKind::Syscall {
+            continue;
+        }
+        if sp.flags[i] & span::END_UNKNOWN != 0 {
+            cx.open.set(cx.open.get() + 1);
+            continue;
+        }
+        let r = span_raw(tl, i);
+        if !cx.keep(r.ts, r.cpu, r.tid, r.comm) {
+            continue;
+        }
+        let key = format!(
+            "{} {}",
+            syscall_name(cx, sp.key[i], sp.flags[i]),
+            cx.task(r.tid, r.comm)
+        );
+        let s = coll.get(key, "duration");
+        let mig = sp.aux[i] as u64;
+        add_u64(&mut s.extra, "migrations", mig);
+        add_u64(&mut s.extra, "calls_with_migrations", u64::from(mig > 0));
+        s.raw.push(r);
+    }
+    let mut rep = finish_report(
+        cx,
+        Measure::Syscall,
+        "system call duration (enter to exit) per syscall and task, with CPU migrations inside the call",
+        "ns",
+        coll,
+        o.top,
+        o.raw_samples,
+        &|cx, r| {
+            let sp = &cx.tl.spans;
+            let i = r.idx as usize;
+            let name = syscall_name(cx, sp.key[i], sp.flags[i]);
+            let key = format!("{} {}", name, cx.task(r.tid, r.comm));
+            let d = format!(
+                "{name} entered on CPU{}, {} migration(s) before it returned",
+                r.cpu, sp.aux[i]
+            );
+            base_sample(cx, r, key, d)
+        },
+    );
+    if tl.saw(KindClass::RawSyscall) + tl.saw(KindClass::Syscall) == 0 {
+        rep.missing_events.push(needs(
+            Measure::Syscall,
+            "syscall durations",
+            &[
+                "raw_syscalls:sys_enter",
+                "raw_syscalls:sys_exit (or syscalls:sys_enter_*/sys_exit_*)",
+            ],
+        ));
+    }
+    rep
+}
+
+fn timer(cx: &Cx<'_>, o: &Options) -> MeasureReport {
+    let tl = cx.tl;
+    let mut coll = Collector::new();
+    let mut unknown = 0u64;
+    // Trace clock minus the timers' clock: `now` is read when the timer interrupt starts,
+    // the expire_entry event comes after, so the smallest difference is the best estimate.
+    let offset = tl
+        .edges
+        .iter()
+        .filter(|e| e.kind == EdgeKind::Timer && e.val2 != u64::MAX)
+        .map(|e| e.at as i128 - e.val2 as i128)
+        .min();
+    for (ei, e) in tl.edges.iter().enumerate() {
+        if e.kind != EdgeKind::Timer {
+            continue;
+        }
+        if e.val == u64::MAX || e.val2 == u64::MAX {
+            unknown += 1;
+            continue;
+        }
+        let full = e.val2.saturating_sub(e.val);
+        // A timer armed for a time already past (its task overran the period) fires at
+        // once: that is the task's lateness, not the timer's. Measure the timer from when
+        // it could first have fired.
+        let armed = offset
+            .filter(|_| e.ts != 0)
+            .map(|o| (e.ts as i128 - o).max(0) as u64);
+        let armed_late = armed.is_some_and(|a| a > e.val);
+        let late = match armed {
+            Some(a) if armed_late => e.val2.saturating_sub(a),
+            _ => full,
+        };
+        let owner = if e.to_tid > 0 {
+            cx.task(e.to_tid, Sym::EMPTY)
+        } else {
+            cx.ctx(e.from, e.from_tid, e.from_cpu, e.ts)
+        };
+        let key = format!("{} ({owner})", cx.s.get(Sym(e.key)));
+        let r = Raw {
+            ts: e.at.saturating_sub(late),
+            end: e.at,
+            value: late,
+            cpu: e.to_cpu,
+            tid: if e.to_tid > 0 { e.to_tid } else { e.from_tid },
+            comm: Sym::EMPTY,
+            idx: ei as u32,
+            src: Src::Edge,
+            uncertain: false,
+        };
+        if !cx.keep(e.at, r.cpu, r.tid, r.comm) {
+            continue;
+        }
+        let sl = coll.get(key.clone(), "lateness");
+        add_u64(&mut sl.extra, "armed_after_expiry", u64::from(armed_late));
+        sl.raw.push(r);
+        let r = Raw {
+            ts: e.at.saturating_sub(full),
+            value: full,
+            ..r
+        };
+        if e.link == NONE && e.to_tid > 0 {
+            // Woke its task before it was off the CPU: no wait after the expiry.
+            coll.add(key.clone(), "expiry-to-running", r);
+        } else if e.link != NONE {
+            let w = &tl.edges[e.link as usize];
+            if w.span != NONE {
+                let si = w.span as usize;
+                let sp = &tl.spans;
+                if sp.flags[si] & span::END_UNKNOWN == 0 {
+                    let wait = sp.end[si] - sp.start[si];
+                    let mut r2 = span_raw(tl, si);
+                    r2.value = wait;
+                    coll.add(key.clone(), "wakeup-after-expiry", r2);
+                    let mut r3 = r;
+                    r3.value = full + (sp.end[si] - e.at);
+                    r3.end = sp.end[si];
+                    coll.add(key, "expiry-to-running", r3);
+                }
+            }
+        }
+    }
+    for rl in &tl.reported {
+        if !cx.keep(rl.ts, rl.cpu, rl.tid, Sym::EMPTY) {
+            continue;
+        }
+        let s = coll.get(format!("{} (self-reported)", cx.s.get(rl.name)), "lateness");
+        if let Some(n) = rl.overruns {
+            add_u64(&mut s.extra, "overruns", n);
+        }
+        s.raw.push(Raw {
+            ts: rl.ts.saturating_sub(rl.late_ns),
+            end: rl.ts,
+            value: rl.late_ns,
+            cpu: rl.cpu,
+            tid: rl.tid,
+            comm: Sym::EMPTY,
+            idx: NONE,
+            src: Src::None,
+            uncertain: false,
+        });
+    }
+    let mut rep = finish_report(
+        cx,
+        Measure::Timer,
+        "hrtimer lateness (expire_entry now minus the requested expiry, softexpires) per timer function and owner, and the woken task's wait after it",
+        "ns",
+        coll,
+        o.top,
+        o.raw_samples,
+        &timer_detail,
+    );
+    if unknown > 0 {
+        rep.notes.push(format!(
+            "{unknown} hrtimer expiries without a known expiry time (armed before the trace, or an older kernel without `now`): not measured"
+        ));
+    }
+    if tl.saw(KindClass::HrtimerExpire) == 0 && tl.reported.is_empty() {
+        rep.missing_events.push(needs(
+            Measure::Timer,
+            "hrtimer lateness",
+            &[
+                "timer:hrtimer_start",
+                "timer:hrtimer_expire_entry",
+                "timer:hrtimer_expire_exit",
+            ],
+        ));
+    } else if tl.saw(KindClass::HrtimerStart) == 0 && tl.reported.is_empty() {
+        rep.missing_events.push(needs(
+            Measure::Timer,
+            "hrtimer lateness",
+            &["timer:hrtimer_start"],
+        ));
+    }
+    rep
+}
+
+fn timer_detail(cx: &Cx<'_>, r: &Raw) -> Sample {
+    let tl = cx.tl;
+    match r.src {
+        Src::Edge => {
+            let e = &tl.edges[r.idx as usize];
+            let owner = if e.to_tid > 0 {
+                cx.task(e.to_tid, Sym::EMPTY)
+            } else {
+                cx.ctx(e.from, e.from_tid, e.from_cpu, e.ts)
+            };
+            let key = format!("{} ({owner})", cx.s.get(Sym(e.key)));
+            let mut d = format!("expired on CPU{} at {}", e.to_cpu, secs(e.at));
+            if e.ts != 0 {
+                let _ = write!(
+                    d,
+                    ", armed by {} at {}",
+                    cx.ctx(e.from, e.from_tid, e.from_cpu, e.ts),
+                    secs(e.ts)
+                );
+            }
+            for off in cx.offs(e.to_cpu, r.ts, e.at) {
+                let _ = write!(d, "; {off}");
+            }
+            let mut s = base_sample(cx, r, key, d);
+            s.cpu_held_by = cx.holders(e.to_cpu, r.ts, r.end, e.to_tid);
+            s
+        }
+        Src::Span => {
+            let sp = &tl.spans;
+            let i = r.idx as usize;
+            let d = format!("woken by the timer, waited on CPU{}", sp.cpu[i]);
+            let mut s = base_sample(cx, r, cx.task(r.tid, r.comm), d);
+            s.cpu_held_by = cx.holders(sp.cpu[i], sp.start[i], sp.end[i], r.tid);
+            s
+        }
+        Src::None => {
+            let rl = tl
+                .reported
+                .iter()
+                .find(|x| x.ts == r.end && x.late_ns == r.value);
+            let mut d = match rl.and_then(|x| x.overruns) {
+                Some(n) => format!("reported by the traced code, {n} overruns"),
+                None => "reported by the traced code".to_string(),
+            };
+            for off in cx.offs(r.cpu, r.ts, r.end) {
+                let _ = write!(d, "; {off}");
+            }
+            let key = rl.map_or_else(String::new, |x| {
+                format!("{} (self-reported)", cx.s.get(x.name))
+            });
+            base_sample(cx, r, key, d)
+        }
+    }
+}
+
+fn irqsoff(cx: &Cx<'_>, o: &Options, tracers: &[TracerSample]) -> MeasureReport {
+    let tl = cx.tl;
+    let sp = &tl.spans;
+    let mut coll = Collector::new();
+    for i in 0..sp.len() {
+        let metric = match sp.kind[i] {
+            SpanKind::IrqsOff => "irqs-off",
+            SpanKind::PreemptOff => "preempt-off",
+            _ => continue,
+        };
+        if sp.flags[i] & span::END_UNKNOWN != 0 {
+            cx.open.set(cx.open.get() + 1);
+            continue;
+        }
+        let r = span_raw(tl, i);
+        if !cx.keep(r.ts, r.cpu, r.tid, r.comm) {
+            continue;
+        }
+        coll.add(func_of(cx.s.get(Sym(sp.key[i]))).to_string(), metric, r);
+    }
+    for t in tracers.iter().filter(|t| !t.tracer.starts_with("wakeup")) {
+        let metric: &'static str = match t.tracer.as_str() {
+            "irqsoff" => "irqs-off",
+            "preemptoff" => "preempt-off",
+            "preemptirqsoff" => "preempt-irqs-off",
+            _ => "latency-tracer",
+        };
+        let key = t
+            .started_at
+            .as_deref()
+            .map_or_else(|| "?".to_string(), |s| func_of(s.trim()).to_string());
+        coll.add(
+            key,
+            metric,
+            Raw {
+                ts: 0,
+                end: t.latency_ns,
+                value: t.latency_ns,
+                cpu: t.cpu.unwrap_or(u32::MAX),
+                tid: t.pid.unwrap_or(-1),
+                comm: Sym::EMPTY,
+                idx: NONE,
+                src: Src::None,
+                uncertain: false,
+            },
+        );
+    }
+    let tr = tracers.to_vec();
+    let mut rep = finish_report(
+        cx,
+        Measure::Irqsoff,
+        "irqs-off and preempt-off sections per caller that opened them (preemptirq events, latency-tracer dumps)",
+        "ns",
+        coll,
+        o.top,
+        o.raw_samples,
+        &move |cx, r| {
+            if r.src == Src::None {
+                let t = tr.iter().find(|t| t.latency_ns == r.value);
+                let key = t
+                    .and_then(|t| t.started_at.as_deref())
+                    .map_or_else(|| "?".to_string(), |s| func_of(s.trim()).to_string());
+                let d = t.map_or_else(String::new, |t| {
+                    format!(
+                        "{} tracer dump {}: started at {}, ended at {}",
+                        t.tracer,
+                        t.file,
+                        t.started_at.as_deref().unwrap_or("?").trim(),
+                        t.ended_at.as_deref().unwrap_or("?").trim()
+                    )
+                });
+                return base_sample(cx, r, key, d);
+            }
+            let sp = &cx.tl.spans;
+            let i = r.idx as usize;
+            let what = if sp.kind[i] == SpanKind::IrqsOff { "irqs off" } else { "preemption off" };
+            let d = format!(
+                "{what} on CPU{} in {}: disabled at {}, enabled at {}",
+                r.cpu,
+                cx.task(r.tid, r.comm),
+                cx.s.get(Sym(sp.key[i])),
+                cx.s.get(Sym(sp.aux[i]))
+            );
+            base_sample(cx, r, func_of(cx.s.get(Sym(sp.key[i]))).to_string(), d)
+        },
+    );
+    if tl.saw(KindClass::IrqToggle) + tl.saw(KindClass::PreemptToggle) == 0 && tracers.is_empty() {
+        rep.missing_events.push(needs(
+            Measure::Irqsoff,
+            "irqs-off / preempt-off sections",
+            &[
+                "preemptirq:irq_disable",
+                "preemptirq:irq_enable",
+                "preemptirq:preempt_disable",
+                "preemptirq:preempt_enable (CONFIG_PREEMPTIRQ_TRACEPOINTS), or an irqsoff tracer dump",
+            ],
+        ));
+    }
+    rep
+}
+
+fn throughput(cx: &Cx<'_>, o: &Options, t: Option<&Throughput>) -> MeasureReport {
+    let mut coll = Collector::new();
+    let mut notes = Vec::new();
+    let mut missing = Vec::new();
+    match t {
+        None => missing.push(needs(
+            Measure::Throughput,
+            "throughput (say which events: --event NAME)",
+            &["any event"],
+        )),
+        Some(t) if t.start.is_none() => missing.push(needs(
+            Measure::Throughput,
+            &format!("throughput of {}", t.opts.event),
+            &[t.opts.event.as_str()],
+        )),
+        Some(t) => {
+            let iv = t.opts.interval_ns.max(1);
+            let start = t.start.unwrap_or(0);
+            let metric: &'static str = if t.opts.field.is_some() {
+                "sum-per-second"
+            } else {
+                "events-per-second"
+            };
+            let key = match &t.opts.field {
+                Some(f) => format!("{} {}", t.opts.event, f),
+                None => t.opts.event.clone(),
+            };
+            let s = coll.get(key, metric);
+            let mut busy = 0u64;
+            let mut below = 0u64;
+            for (i, &(n, sum)) in t.buckets.iter().enumerate() {
+                if n == 0 {
+                    continue;
+                }
+                busy += 1;
+                let v = if t.opts.field.is_some() { sum } else { n };
+                let rate = (v as u128 * 1_000_000_000 / iv as u128) as u64;
+                if let Some(x) = t.opts.expect_per_s {
+                    if (rate as f64) < x {
+                        below += 1;
+                    }
+                }
+                let ts = start + i as u64 * iv;
+                s.raw.push(Raw {
+                    ts,
+                    end: ts + iv,
+                    value: rate,
+                    cpu: u32::MAX,
+                    tid: -1,
+                    comm: Sym::EMPTY,
+                    idx: NONE,
+                    src: Src::None,
+                    uncertain: false,
+                });
+            }
+            let total: u64 = t
+                .buckets
+                .iter()
+                .map(|b| if t.opts.field.is_some() { b.1 } else { b.0 })
+                .sum();
+            add_u64(&mut s.extra, "intervals_with_events", busy);
+            add_u64(&mut s.extra, "interval_ns", iv);
+            add_u64(&mut s.extra, "total", total);
+            if let Some(x) = t.opts.expect_per_s {
+                s.extra
+                    .insert("expected_per_s".into(), serde_json::Value::from(x));
+                add_u64(&mut s.extra, "intervals_below_expected", below);
+            }
+            if t.unsummable > 0 {
+                notes.push(format!(
+                    "{} events had no numeric `{}` and count as 0",
+                    t.unsummable,
+                    t.opts.field.as_deref().unwrap_or("")
+                ));
+            }
+        }
+    }
+    let expect = t.and_then(|t| t.opts.expect_per_s);
+    let mut coll_rep = finish_report(
+        cx,
+        Measure::Throughput,
+        "throughput: events (or the sum of a field) per second, per interval in which the stream was active",
+        "per_s",
+        coll,
+        o.top,
+        o.raw_samples,
+        &move |cx, r| {
+            let d = match expect {
+                Some(x) => format!("{:.0}/s in this interval, {:.0}% of the expected {x:.0}/s", r.value as f64, r.value as f64 * 100.0 / x),
+                None => format!("{}/s in this interval", r.value),
+            };
+            base_sample(cx, r, String::new(), d)
+        },
+    );
+    // For a stream that should keep up, the slowest busy intervals are the news.
+    for g in &mut coll_rep.groups {
+        if expect.is_some() {
+            g.worst.reverse();
+        }
+        for w in &mut g.worst {
+            w.group = g.key.clone();
+        }
+    }
+    if expect.is_some() {
+        coll_rep.worst = coll_rep
+            .groups
+            .iter()
+            .flat_map(|g| g.worst.iter().cloned())
+            .collect();
+    }
+    coll_rep.missing_events = missing;
+    coll_rep.notes = notes;
+    coll_rep
+}
+
+/// Computes the measures asked for (or every measure the trace can feed) on a timeline.
+pub fn compute(
+    tl: &Timeline,
+    strings: &Interner,
+    o: &Options,
+    tracers: &[TracerSample],
+    tput: Option<&Throughput>,
+) -> Vec<MeasureReport> {
+    let cx = Cx {
+        tl,
+        s: strings,
+        f: &o.filter,
+        first: tl.first_ts.unwrap_or(0),
+        runnable_by_cpu: std::cell::OnceCell::new(),
+        offs_by_cpu: std::cell::OnceCell::new(),
+        open: std::cell::Cell::new(0),
+    };
+    let list: Vec<Measure> = if o.measures.is_empty() {
+        Measure::ALL
+            .into_iter()
+            .filter(|m| *m != Measure::Throughput || tput.is_some())
+            .collect()
+    } else {
+        o.measures.clone()
+    };
+    let mut out = Vec::new();
+    for m in list {
+        cx.open.set(0);
+        let mut r = match m {
+            Measure::Wakeup => wakeup(&cx, o, tracers),
+            Measure::Runqueue => runqueue(&cx, o),
+            Measure::Irq => irq(&cx, o),
+            Measure::Softirq => softirq(&cx, o),
+            Measure::Work => work(&cx, o),
+            Measure::Syscall => syscall(&cx, o),
+            Measure::Timer => timer(&cx, o),
+            Measure::Throughput => throughput(&cx, o, tput),
+            Measure::Irqsoff => irqsoff(&cx, o, tracers),
+        };
+        r.open += cx.open.get();
+        if r.open > 0 {
+            r.notes.push(format!(
+                "{} samples open at the trace's start or end are left out",
+                r.open
+            ));
+        }
+        let unc: u64 = r.groups.iter().map(|g| g.uncertain).sum();
+        if unc > 0 {
+            r.notes.push(format!(
+                "{unc} samples cross lost events or have an inferred endpoint (marked uncertain)"
+            ));
+        }
+        out.push(r);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_nearest_rank() {
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(quantile(&v, 0.5), 50);
+        assert_eq!(quantile(&v, 0.99), 99);
+        assert_eq!(quantile(&v, 0.999), 100);
+        assert_eq!(quantile(&[7], 0.5), 7);
+    }
+
+    #[test]
+    fn log_buckets() {
+        let h = histogram(&[0, 999, 1000, 2500, 2600, 7000, 10_000, 2_686_000], 1000);
+        let got: Vec<(u64, u64, u64)> = h.iter().map(|b| (b.lo, b.hi, b.count)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, 1000, 2),
+                (1000, 2000, 1),
+                (2000, 5000, 2),
+                (5000, 10_000, 1),
+                (10_000, 20_000, 1),
+                (2_000_000, 5_000_000, 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn globbing() {
+        assert!(glob("kworker/*", "kworker/0:1"));
+        assert!(glob("frob?icator", "frobnicator"));
+        assert!(!glob("frob", "frobnicator"));
+    }
+}
