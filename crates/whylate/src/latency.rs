@@ -129,6 +129,12 @@ pub fn report(tl: &Timeline, strings: &Interner, opts: &Options, side: ReadSide)
             a.switch_in_without_wakeup
         ));
     }
+    if a.rewoken_while_runnable > 0 {
+        notes.push(format!(
+            "{} wakeups found their task already runnable: it ran and slept where the trace cannot see (an untraced CPU or lost events); those earlier waits are left out",
+            a.rewoken_while_runnable
+        ));
+    }
     if !tl.lost.is_empty() {
         let n: u64 = tl.lost.iter().filter_map(|w| w.count).sum();
         notes.push(format!(

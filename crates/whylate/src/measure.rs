@@ -1084,11 +1084,7 @@ fn softirq(cx: &Cx<'_>, o: &Options) -> MeasureReport {
     for (ei, e) in tl.edges.iter().enumerate() {
         match e.kind {
             EdgeKind::Softirq => {
-                let where_ = if e.span == NONE {
-                    "not finished"
-                } else {
-                    served_in(sp.flags[e.span as usize])
-                };
+                let where_ = served_in(e.val as u8);
                 let r = Raw {
                     ts: e.ts,
                     end: e.at,
@@ -1207,8 +1203,8 @@ fn softirq_detail(cx: &Cx<'_>, r: &Raw) -> Sample {
         cx.ctx(e.from, e.from_tid, e.from_cpu, e.ts),
         e.from_cpu
     );
-    if e.kind == EdgeKind::Softirq && e.span != NONE {
-        let fl = tl.spans.flags[e.span as usize];
+    if e.kind == EdgeKind::Softirq {
+        let fl = e.val as u8;
         let _ = write!(d, "; served in {}", served_in(fl));
         if fl & span::KSOFTIRQD == 0 {
             let _ = write!(d, " ({})", cx.task(e.to_tid, Sym::EMPTY));
@@ -1433,12 +1429,7 @@ fn timer(cx: &Cx<'_>, o: &Options) -> MeasureReport {
             Some(a) if armed_late => e.val2.saturating_sub(a),
             _ => full,
         };
-        let owner = if e.to_tid > 0 {
-            cx.task(e.to_tid, Sym::EMPTY)
-        } else {
-            cx.ctx(e.from, e.from_tid, e.from_cpu, e.ts)
-        };
-        let key = format!("{} ({owner})", cx.s.get(Sym(e.key)));
+        let key = timer_key(cx, e);
         let r = Raw {
             ts: e.at.saturating_sub(late),
             end: e.at,
@@ -1537,17 +1528,26 @@ fn timer(cx: &Cx<'_>, o: &Options) -> MeasureReport {
     rep
 }
 
+/// A timer's group: its function and its owner — the task it woke, the task that armed
+/// it, or else its CPU (tick and other timers armed from interrupt context).
+fn timer_key(cx: &Cx<'_>, e: &crate::timeline::Edge) -> String {
+    let owner = if e.to_tid > 0 {
+        cx.task(e.to_tid, Sym::EMPTY)
+    } else {
+        match e.from {
+            Ctx::Task { tid } if tid > 0 => cx.task(tid, Sym::EMPTY),
+            _ => format!("CPU{}", e.to_cpu),
+        }
+    };
+    format!("{} ({owner})", cx.s.get(Sym(e.key)))
+}
+
 fn timer_detail(cx: &Cx<'_>, r: &Raw) -> Sample {
     let tl = cx.tl;
     match r.src {
         Src::Edge => {
             let e = &tl.edges[r.idx as usize];
-            let owner = if e.to_tid > 0 {
-                cx.task(e.to_tid, Sym::EMPTY)
-            } else {
-                cx.ctx(e.from, e.from_tid, e.from_cpu, e.ts)
-            };
-            let key = format!("{} ({owner})", cx.s.get(Sym(e.key)));
+            let key = timer_key(cx, e);
             let mut d = format!("expired on CPU{} at {}", e.to_cpu, secs(e.at));
             if e.ts != 0 {
                 let _ = write!(

@@ -205,7 +205,8 @@ pub enum EdgeKind {
     /// Work queued at `ts` by `from`, executed from `at` by worker `to_tid`; `key` function,
     /// `val` activation time (0: not seen); `span` the work span.
     Work,
-    /// Softirq `key` raised at `ts` by `from`, entered at `at`; `span` the softirq span.
+    /// Softirq `key` raised at `ts` by `from`, entered at `at`; `span` the softirq span;
+    /// `val` the [`span`] flags saying where it ran.
     Softirq,
     /// hrtimer armed at `ts` by `from` (0 when armed before the trace), callback entered
     /// at `at`; `val` requested expiry (softexpires) and `val2` the timer clock at expiry,
@@ -293,6 +294,8 @@ pub struct Anomalies {
     pub syscalls_without_exit: u64,
     /// Lost-event markers.
     pub lost_markers: u64,
+    /// Wakeups of a task we believed already runnable: it ran and slept unseen.
+    pub rewoken_while_runnable: u64,
 }
 
 /// The result of the pass.
@@ -558,6 +561,8 @@ struct Task {
     /// Time and type (true = raw) of the last syscall exit, to drop the twin exit event.
     last_sys_exit: (u64, bool),
     work: Option<Work>,
+    /// The current wait began with a sched_waking (not a sched_wakeup).
+    by_waking: bool,
 }
 
 impl Task {
@@ -573,6 +578,7 @@ impl Task {
             sys: None,
             last_sys_exit: (u64::MAX, false),
             work: None,
+            by_waking: false,
         }
     }
 }
@@ -795,7 +801,7 @@ impl Builder {
             } => {
                 self.tl.prios.insert(*pid, *prio);
                 self.learn(*pid, *comm, strings);
-                self.wake(c, ts, ctx, *pid, *target_cpu, Cause::Woken);
+                self.wake(c, ts, ctx, *pid, *target_cpu, Cause::Woken, true);
             }
             Kind::SchedWakeup {
                 comm,
@@ -807,7 +813,7 @@ impl Builder {
                 self.tl.prios.insert(*pid, *prio);
                 self.learn(*pid, *comm, strings);
                 let cause = if *new { Cause::New } else { Cause::Woken };
-                self.wake(c, ts, ctx, *pid, *target_cpu, cause);
+                self.wake(c, ts, ctx, *pid, *target_cpu, cause, false);
             }
             Kind::SchedFork {
                 child_pid,
@@ -906,7 +912,7 @@ impl Builder {
                         to_tid: curr,
                         to_cpu: cpu,
                         key: v as u32,
-                        val: 0,
+                        val: origin as u64,
                         val2: 0,
                         span: NONE,
                         link: NONE,
@@ -1094,9 +1100,10 @@ impl Builder {
                     },
                 );
             }
-            Kind::HrtimerCancel { timer } => {
-                self.armed.remove(timer);
-            }
+            // The kernel traces hrtimer_cancel also when it dequeues a timer to run it,
+            // right before hrtimer_expire_entry; a real cancel is always followed by a
+            // new hrtimer_start before any expiry. So a cancel changes nothing here.
+            Kind::HrtimerCancel { .. } => {}
             Kind::HrtimerExpireEntry {
                 timer,
                 function,
@@ -1532,14 +1539,36 @@ impl Builder {
         }
     }
 
-    fn wake(&mut self, c: usize, ts: u64, ctx: Ctx, pid: i32, target: i32, cause: Cause) {
+    #[allow(clippy::too_many_arguments)]
+    fn wake(
+        &mut self,
+        c: usize,
+        ts: u64,
+        ctx: Ctx,
+        pid: i32,
+        target: i32,
+        cause: Cause,
+        waking: bool,
+    ) {
         if pid <= 0 {
             return;
         }
         let cpu = c as u32;
         let from_tid = self.cpus[c].curr;
         let target = if target >= 0 { target as u32 } else { u32::MAX };
+        let no_waking_yet = self.tl.seen[KindClass::SchedWaking as usize] == 0;
         let t = self.tasks.entry(pid).or_insert_with(|| Task::new(target));
+        // The kernel traces a waking only for a task that went to sleep: a second one
+        // while we think it is runnable means it ran and slept where we could not see
+        // (an untraced CPU, lost events). Its earlier wait is unknown; start over.
+        let rewoken = t.state == St::Runnable
+            && t.cause == Cause::Woken
+            && t.edge != NONE
+            && ((waking && t.by_waking) || (!waking && !t.by_waking && no_waking_yet));
+        if rewoken {
+            self.tl.anomalies.rewoken_while_runnable += 1;
+            t.state = St::Unknown;
+        }
         // Running: a wakeup that found the task before it slept. Runnable: already woken
         // (sched_waking then sched_wakeup): the first is the true waker.
         if matches!(t.state, St::Running | St::Runnable) {
@@ -1596,6 +1625,7 @@ impl Builder {
         t.sflags = 0;
         t.cause = cause;
         t.edge = edge;
+        t.by_waking = waking;
     }
 
     fn close_task(&mut self, pid: i32, _ts: u64) {
