@@ -361,3 +361,364 @@ raw_syscalls:sys_exit,syscalls:sys_enter_write,syscalls:sys_exit_write";
     assert!(names["sys_enter"] > 1000);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Builds a lab C program into `dir`; None (with the reason) when there is no compiler.
+fn build_lab(name: &str, dir: &Path) -> Result<PathBuf, String> {
+    let out = dir.join(name);
+    let src = repo().join("lab").join(format!("{name}.c"));
+    let st = Command::new("cc")
+        .args(["-O2", "-Wall", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .map_err(|e| format!("no C compiler (cc): {e}"))?;
+    if !st.success() {
+        panic!("lab/{name}.c does not compile");
+    }
+    Ok(out)
+}
+
+fn latency_json(args: &[&str], file: &Path) -> serde_json::Value {
+    let out = Command::new(whylate())
+        .arg("latency")
+        .arg("--json")
+        .args(args)
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "whylate latency failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Seed 004's shape on this kernel: a 1.33 ms absolute-deadline periodic thread pinned
+/// beside a CPU hog logs when each period's wakeup really came. whylate's hrtimer view of
+/// the same periods (lateness of the expiry plus the wait until the thread ran) must equal
+/// the thread's own numbers within 50 us per period.
+#[test]
+fn timer_latency_matches_the_periodic_threads_own_log() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !is_root() && skip("not root: tracefs needs root") {
+        return;
+    }
+    let dir = tmpdir("periodic");
+    let (periodic, hog) = match (build_lab("periodic", &dir), build_lab("hog", &dir)) {
+        (Ok(p), Ok(h)) => (p, h),
+        (Err(e), _) | (_, Err(e)) => {
+            skip(&e);
+            return;
+        }
+    };
+    let log = dir.join("periodic.log");
+    let trace = dir.join("trace.txt");
+    let count = 600;
+    {
+        let inst = match Instance::new("periodic") {
+            Ok(i) => i,
+            Err(e) => {
+                skip(&e);
+                return;
+            }
+        };
+        inst.write("buffer_size_kb", "8192");
+        for e in [
+            "sched/sched_switch",
+            "sched/sched_waking",
+            "sched/sched_wakeup",
+            "sched/sched_wakeup_new",
+            "sched/sched_migrate_task",
+            "timer/hrtimer_start",
+            "timer/hrtimer_expire_entry",
+            "timer/hrtimer_expire_exit",
+            "timer/hrtimer_cancel",
+            "irq",
+        ] {
+            inst.write(&format!("events/{e}/enable"), "1");
+        }
+        inst.write("tracing_on", "1");
+        let mut h = Command::new(&hog)
+            .args(["--cpu", "1", "--seconds", "1.5"])
+            .spawn()
+            .unwrap();
+        let st = Command::new(&periodic)
+            .args(["--cpu", "1", "--count", &count.to_string(), "--log"])
+            .arg(&log)
+            .status()
+            .unwrap();
+        inst.write("tracing_on", "0");
+        let _ = h.kill();
+        let _ = h.wait();
+        assert!(st.success());
+        std::fs::copy(inst.dir.join("trace"), &trace).unwrap();
+    }
+    let truth: Vec<u64> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| l.split_whitespace().nth(2).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(truth.len(), count);
+    let j = latency_json(
+        &[
+            "--measure",
+            "timer,wakeup",
+            "--task",
+            "periodic",
+            "--samples",
+        ],
+        &trace,
+    );
+    assert!(
+        j["lost"].as_array().unwrap().is_empty(),
+        "the buffer must hold the run"
+    );
+    let groups = j["measures"][0]["groups"].as_array().unwrap();
+    let g = groups
+        .iter()
+        .find(|g| {
+            g["metric"] == "expiry-to-running"
+                && g["key"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("hrtimer_wakeup (periodic[")
+        })
+        .expect("the periodic thread's hrtimer");
+    let ours: Vec<u64> = g["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s[1].as_u64().unwrap())
+        .collect();
+    assert_eq!(ours.len(), truth.len(), "one sample per period");
+    let switch_in: Vec<u64> = g["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s[0].as_u64().unwrap() + s[1].as_u64().unwrap())
+        .collect();
+    // Timestamps of every event on CPU1, to see where the trace itself is blind.
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let mut cpu1: Vec<u64> = text
+        .lines()
+        .filter(|l| l.contains("[001]"))
+        .filter_map(|l| {
+            l.split_whitespace().find_map(|w| {
+                let (a, b) = w.strip_suffix(':')?.split_once('.')?;
+                Some(a.parse::<u64>().ok()? * 1_000_000_000 + b.parse::<u64>().ok()? * 1000)
+            })
+        })
+        .collect();
+    cpu1.sort_unstable();
+    let mut worst = 0;
+    let mut blind = Vec::new();
+    for (i, (o, t)) in ours.iter().zip(&truth).enumerate() {
+        let d = o.abs_diff(*t);
+        if d <= 50_000 {
+            worst = worst.max(d);
+            continue;
+        }
+        // This KVM guest is sometimes stalled by its host: then the thread, already
+        // switched in, reads its clock late and no tracer inside the guest can see why.
+        // Accept such a period only if the trace shows nothing at all on the CPU for at
+        // least that long right after the switch-in.
+        let at = switch_in[i];
+        let next = cpu1[cpu1.partition_point(|&x| x <= at)..]
+            .first()
+            .copied()
+            .unwrap_or(u64::MAX);
+        assert!(
+            t > o && next - at + 50_000 >= t - o,
+            "period {i}: whylate {o} ns, the thread measured {t} ns, and the trace is not blind there (next event on CPU1 {} ns after the switch-in)",
+            next - at
+        );
+        blind.push(i);
+    }
+    assert!(
+        blind.len() * 100 <= truth.len(),
+        "more than 1% of periods unexplained by the trace: {blind:?}"
+    );
+    eprintln!(
+        "periodic: {} periods, worst difference {worst} ns, {} period(s) with a host stall after the switch-in {blind:?}, thread's max lateness {} ns",
+        truth.len(),
+        blind.len(),
+        truth.iter().max().unwrap()
+    );
+    // The wakeup measure sees the same thread's waits.
+    let w = j["measures"][1]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["key"].as_str().unwrap().starts_with("periodic["))
+        .expect("wakeup group of the periodic thread");
+    assert!(w["count"].as_u64().unwrap() >= count as u64 - 2);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `perf sched timehist` on the same perf.data is the oracle for run and wait times.
+/// Definitions: timehist's "sch delay" is the time from sched_waking (or sched_wakeup) to
+/// the switch-in and is 0 for preempted tasks, so it is compared with our woken + new
+/// waits; its "run time" with our runs. Threads whose switch-in the trace lacks (this VM
+/// never records the switch out of idle on CPU1) are left out: timehist then counts the
+/// idle time before as the thread's run, we infer the switch-in from the thread's first
+/// event and flag it. Tolerance: 1 us per switch (timehist prints truncated us).
+#[test]
+fn runqueue_and_run_times_match_perf_sched_timehist() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !is_root() && skip("not root: perf -a needs root") {
+        return;
+    }
+    let perf_ok = Command::new("perf")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !perf_ok && skip("perf not installed (apt-get install linux-perf)") {
+        return;
+    }
+    let _mount = MountGuard::new();
+    let dir = tmpdir("timehist");
+    let (periodic, hog) = match (build_lab("periodic", &dir), build_lab("hog", &dir)) {
+        (Ok(p), Ok(h)) => (p, h),
+        (Err(e), _) | (_, Err(e)) => {
+            skip(&e);
+            return;
+        }
+    };
+    let data = dir.join("perf.data");
+    let script = format!(
+        "{} --cpu 1 --seconds 0.8 & {} --cpu 1 --count 300 --log {}; python3 {} --duration 0.3 --hog >/dev/null; wait",
+        hog.display(),
+        periodic.display(),
+        dir.join("p.log").display(),
+        repo().join("lab/ptypoll.py").display()
+    );
+    let st = Command::new("perf")
+        .args(["record", "-q", "-a", "-m", "8M", "-e"])
+        .arg("sched:sched_switch,sched:sched_waking,sched:sched_wakeup,sched:sched_wakeup_new,sched:sched_migrate_task")
+        .arg("-o")
+        .arg(&data)
+        .args(["--", "sh", "-c", &script])
+        .current_dir(&dir)
+        .status();
+    match st {
+        Ok(s) if s.success() => {}
+        Ok(_) => {
+            skip("perf record failed (perf_event_open unavailable?)");
+            return;
+        }
+        Err(e) => {
+            skip(&format!("perf record: {e}"));
+            return;
+        }
+    }
+    let text = dir.join("perf.txt");
+    let out = Command::new("perf")
+        .args(["script", "-i"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    std::fs::write(&text, &out.stdout).unwrap();
+    let th = Command::new("perf")
+        .args(["sched", "timehist", "-i"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(
+        th.status.success(),
+        "{}",
+        String::from_utf8_lossy(&th.stderr)
+    );
+    // tid -> (sch delay ns, run ns, lines)
+    let mut oracle: BTreeMap<i64, (u64, u64, u64)> = BTreeMap::new();
+    for l in String::from_utf8_lossy(&th.stdout).lines() {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        if w.len() < 6 || !w[1].starts_with('[') {
+            continue;
+        }
+        let num = |s: &str| -> Option<u64> {
+            let (a, b) = s.split_once('.')?;
+            Some(a.parse::<u64>().ok()? * 1_000_000 + b.parse::<u64>().ok()? * 1000)
+        };
+        let (Some(delay), Some(run)) = (num(w[w.len() - 2]), num(w[w.len() - 1])) else {
+            continue;
+        };
+        let task = w[w.len() - 4];
+        let Some(tid) = task
+            .rsplit_once('[')
+            .and_then(|(_, r)| r.trim_end_matches(']').split('/').next())
+            .and_then(|t| t.parse::<i64>().ok())
+        else {
+            continue;
+        };
+        let e = oracle.entry(tid).or_default();
+        e.0 += delay;
+        e.1 += run;
+        e.2 += 1;
+    }
+    let j = latency_json(&["--measure", "runqueue"], &text);
+    // tid -> (woken + new wait ns, run ns, spans with an inferred endpoint)
+    let mut ours: BTreeMap<i64, (u64, u64, u64)> = BTreeMap::new();
+    for g in j["measures"][0]["groups"].as_array().unwrap() {
+        let x = &g["extra"];
+        let e = match g["metric"].as_str().unwrap() {
+            "runnable" | "run" => ours.entry(x["tid"].as_i64().unwrap()).or_default(),
+            _ => continue,
+        };
+        if g["metric"] == "run" {
+            e.1 += g["total_ns"].as_u64().unwrap();
+        } else {
+            let by = &x["by_cause_ns"];
+            e.0 += by["woken"].as_u64().unwrap_or(0) + by["new"].as_u64().unwrap_or(0);
+        }
+        e.2 = e.2.max(x["inferred"].as_u64().unwrap_or(0));
+    }
+    let partial: Vec<i64> = j["measures"][0]["partial_tids"]
+        .as_array()
+        .map(|a| a.iter().map(|v| v.as_i64().unwrap()).collect())
+        .unwrap_or_default();
+    // perf loses the identity of a thread that exits: the sample of its last switch
+    // out has pid -1 and timehist books that last run to "[-1]" (we book it to the
+    // prev_pid the event names). Leave such threads out too.
+    let exited: Vec<i64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains(" -1 [") && l.contains("sched_switch:"))
+        .filter_map(|l| {
+            let v = l.split("prev_pid=").nth(1)?.split_whitespace().next()?;
+            v.parse().ok()
+        })
+        .collect();
+    let (mut compared, mut left_out) = (0, 0);
+    let mut big = 0;
+    for (tid, (delay, run, lines)) in &oracle {
+        // 0 is idle; perf shows threads it never saw a comm for as [-1].
+        if *tid <= 0 {
+            continue;
+        }
+        let (w, r, inferred) = ours.get(tid).copied().unwrap_or_default();
+        if inferred > 0 || partial.contains(tid) || exited.contains(tid) {
+            left_out += 1;
+            continue;
+        }
+        let tol = lines * 1000;
+        assert!(
+            w.abs_diff(*delay) <= tol && r.abs_diff(*run) <= tol,
+            "tid {tid}: timehist sch delay {delay} run {run} over {lines} switches; whylate woken wait {w} run {r}"
+        );
+        compared += 1;
+        if *lines >= 50 && *run > 1_000_000 {
+            big += 1;
+        }
+    }
+    eprintln!(
+        "timehist: {compared} threads agree, {left_out} left out (a switch not traced, or exited)"
+    );
+    assert!(compared >= 10, "too few threads compared: {compared}");
+    assert!(
+        big >= 2,
+        "the hog and the periodic thread must be among them"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -254,6 +254,10 @@ pub struct MeasureReport {
     pub worst: Vec<Sample>,
     /// Samples left out because they were open at the trace's start or end.
     pub open: u64,
+    /// Threads whose switch-in or switch-out the trace lacks (inferred from their other
+    /// events): their totals are partial (runqueue only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub partial_tids: Vec<i32>,
     /// What the trace lacks for it.
     pub missing_events: Vec<Missing>,
     /// Caveats.
@@ -556,6 +560,12 @@ impl Cx<'_> {
     }
 }
 
+/// A per-thread group key: one group per life of a thread id (pid reuse), named after
+/// the thread's name in that life once all samples are in (see `finish_report`).
+fn life_key(cx: &Cx<'_>, tid: i32, ts: u64) -> String {
+    format!("\u{1}{tid}#{}", cx.tl.life(tid, ts))
+}
+
 fn vec_name(v: u32) -> String {
     SOFTIRQ_NAMES
         .get(v as usize)
@@ -637,7 +647,10 @@ fn group(
         .iter()
         .rev()
         .take(top)
-        .map(|r| detail(cx, r))
+        .map(|r| Sample {
+            group: s.key.clone(),
+            ..detail(cx, r)
+        })
         .collect();
     let samples = raw.then(|| {
         let mut v: Vec<[u64; 2]> = s.raw.iter().map(|r| [r.ts, r.value]).collect();
@@ -655,7 +668,7 @@ fn group(
         p999_ns: quantile(&vals, 0.999),
         max_ns: vals.last().copied().unwrap_or(0),
         total_ns: total,
-        mean_ns: if n > 0 { total / n } else { 0 },
+        mean_ns: total.checked_div(n).unwrap_or(0),
         uncertain: s.raw.iter().filter(|r| r.uncertain).count() as u64,
         histogram: histogram(&vals, base),
         worst,
@@ -716,6 +729,7 @@ fn add_u64(extra: &mut serde_json::Map<String, serde_json::Value>, field: &str, 
     *v = serde_json::Value::from(v.as_u64().unwrap_or(0) + by);
 }
 
+#[allow(clippy::too_many_arguments)]
 fn finish_report(
     cx: &Cx<'_>,
     measure: Measure,
@@ -726,6 +740,25 @@ fn finish_report(
     raw: bool,
     detail: &dyn Fn(&Cx<'_>, &Raw) -> Sample,
 ) -> MeasureReport {
+    let mut coll = coll;
+    let mut used = rustc_hash::FxHashSet::default();
+    for s in coll.series.iter_mut() {
+        if let Some(rest) = s.key.strip_prefix('\u{1}') {
+            // Named by the thread's name at its latest sample (exec renames threads).
+            let (tid, life) = rest.split_once('#').unwrap_or((rest, "0"));
+            let tid: i32 = tid.parse().unwrap_or(-1);
+            let comm = s
+                .raw
+                .iter()
+                .max_by_key(|r| r.ts)
+                .map_or(Sym::EMPTY, |r| r.comm);
+            let mut name = cx.task(tid, comm);
+            if !used.insert((name.clone(), s.metric)) {
+                name = format!("{name}#{life}");
+            }
+            s.key = name;
+        }
+    }
     let mut groups: Vec<Group> = coll
         .series
         .into_iter()
@@ -738,8 +771,25 @@ fn finish_report(
             .then(b.count.cmp(&a.count))
             .then(a.key.cmp(&b.key))
     });
+    let worst = merge_worst(&groups, top, |_| true);
+    MeasureReport {
+        measure,
+        description: description.to_string(),
+        unit: unit.to_string(),
+        groups,
+        worst,
+        open: 0,
+        partial_tids: Vec::new(),
+        missing_events: Vec::new(),
+        notes: Vec::new(),
+    }
+}
+
+/// The worst samples over the groups `pick` accepts, each listed once.
+fn merge_worst(groups: &[Group], top: usize, pick: impl Fn(&Group) -> bool) -> Vec<Sample> {
     let mut worst: Vec<Sample> = groups
         .iter()
+        .filter(|g| pick(g))
         .flat_map(|g| g.worst.iter().cloned())
         .collect();
     worst.sort_by(|a, b| b.value_ns.cmp(&a.value_ns).then(a.ts_ns.cmp(&b.ts_ns)));
@@ -748,16 +798,7 @@ fn finish_report(
         (a.ts_ns, a.end_ns, a.tid, a.value_ns) == (b.ts_ns, b.end_ns, b.tid, b.value_ns)
     });
     worst.truncate(top);
-    MeasureReport {
-        measure,
-        description: description.to_string(),
-        unit: unit.to_string(),
-        groups,
-        worst,
-        open: 0,
-        missing_events: Vec::new(),
-        notes: Vec::new(),
-    }
+    worst
 }
 
 fn span_raw(tl: &Timeline, i: usize) -> Raw {
@@ -830,7 +871,8 @@ fn wakeup(cx: &Cx<'_>, o: &Options, tracers: &[TracerSample]) -> MeasureReport {
         if !cx.keep(r.ts, r.cpu, r.tid, r.comm) {
             continue;
         }
-        coll.add(cx.task(r.tid, r.comm), "wakeup", r);
+        // Per thread, named by its latest comm (exec and prctl rename threads).
+        coll.add(life_key(cx, r.tid, r.ts), "wakeup", r);
     }
     for t in tracers.iter().filter(|t| t.tracer.starts_with("wakeup")) {
         let tid = t.pid.unwrap_or(-1);
@@ -918,26 +960,31 @@ fn runqueue(cx: &Cx<'_>, o: &Options) -> MeasureReport {
     let sp = &tl.spans;
     let mut coll = Collector::new();
     let mut open = 0;
-    // Run time per task, to set waiting against running (perf sched timehist's view).
-    let mut run: FxHashMap<i32, (u64, u64)> = FxHashMap::default();
+    // Runs and waits with an endpoint inferred (a switch the trace lacks), per thread.
+    let mut inferred: FxHashMap<i32, u64> = FxHashMap::default();
     for i in 0..sp.len() {
         match sp.kind[i] {
+            // Runs too, per thread: waiting means little without the running beside it
+            // (perf sched timehist's view). A run whose start the trace lacks is no sample.
             SpanKind::Run if sp.tid[i] > 0 => {
-                if sp.flags[i] & span::START_UNKNOWN == 0
-                    && cx.keep(sp.start[i], sp.cpu[i], sp.tid[i], sp.comm[i])
-                {
-                    let e = run.entry(sp.tid[i]).or_default();
-                    e.0 += sp.end[i] - sp.start[i];
-                    e.1 += 1;
+                if sp.flags[i] & span::INFERRED != 0 {
+                    *inferred.entry(sp.tid[i]).or_default() += 1;
+                }
+                if sp.flags[i] & span::START_UNKNOWN != 0 {
+                    continue;
+                }
+                if sp.flags[i] & span::END_UNKNOWN != 0 {
+                    open += 1;
+                    continue;
+                }
+                let r = span_raw(tl, i);
+                if cx.keep(r.ts, r.cpu, r.tid, r.comm) {
+                    coll.add(life_key(cx, r.tid, r.ts), "run", r);
                 }
             }
             SpanKind::Runnable => {
                 if sp.flags[i] & span::END_UNKNOWN != 0 {
                     open += 1;
-                    continue;
-                }
-                if sp.flags[i] & span::END_UNKNOWN != 0 {
-                    cx.open.set(cx.open.get() + 1);
                     continue;
                 }
                 let r = span_raw(tl, i);
@@ -949,7 +996,10 @@ fn runqueue(cx: &Cx<'_>, o: &Options) -> MeasureReport {
                     Cause::New => "new",
                     Cause::Woken => "woken",
                 };
-                let s = coll.get(cx.task(r.tid, r.comm), "runnable");
+                if sp.flags[i] & span::INFERRED != 0 {
+                    *inferred.entry(r.tid).or_default() += 1;
+                }
+                let s = coll.get(life_key(cx, r.tid, r.ts), "runnable");
                 bump(&mut s.extra, "by_cause_ns", cause, r.value);
                 s.raw.push(r);
                 if r.cpu != u32::MAX {
@@ -961,13 +1011,14 @@ fn runqueue(cx: &Cx<'_>, o: &Options) -> MeasureReport {
         }
     }
     for s in coll.series.iter_mut() {
-        if s.metric == "runnable" {
+        if s.metric == "runnable" || s.metric == "run" {
             if let Some(tid) = s.raw.first().map(|r| r.tid) {
-                if let Some((ns, n)) = run.remove(&tid) {
-                    add_u64(&mut s.extra, "run_ns", ns);
-                    add_u64(&mut s.extra, "runs", n);
-                }
                 add_u64(&mut s.extra, "tid", tid.max(0) as u64);
+                add_u64(
+                    &mut s.extra,
+                    "inferred",
+                    inferred.get(&tid).copied().unwrap_or(0),
+                );
             }
         }
     }
@@ -979,9 +1030,26 @@ fn runqueue(cx: &Cx<'_>, o: &Options) -> MeasureReport {
         coll,
         o.top,
         o.raw_samples,
-        &wake_detail,
+        &|cx, r| {
+            if cx.tl.spans.kind[r.idx as usize] == SpanKind::Run {
+                let d = format!("ran on CPU{}", r.cpu);
+                return base_sample(cx, r, cx.task(r.tid, Sym::EMPTY), d);
+            }
+            wake_detail(cx, r)
+        },
     );
     rep.open = open;
+    // Waits first: they are what this measure is about.
+    let rank = |m: &str| match m {
+        "runnable" => 0,
+        "runnable-on-cpu" => 1,
+        _ => 2,
+    };
+    rep.groups.sort_by_key(|g| rank(&g.metric));
+    rep.worst = merge_worst(&rep.groups, o.top, |g| g.metric != "run");
+    let mut partial: Vec<i32> = inferred.keys().copied().collect();
+    partial.sort_unstable();
+    rep.partial_tids = partial;
     if tl.saw(KindClass::SchedSwitch) == 0 {
         rep.missing_events.push(needs(
             Measure::Runqueue,

@@ -321,6 +321,8 @@ pub struct Timeline {
     pub prios: FxHashMap<i32, i32>,
     /// Self-reported timer lateness.
     pub reported: Vec<ReportedLate>,
+    /// Thread → times a fork created it (a pid reused in the trace has several).
+    pub forks: FxHashMap<i32, Vec<u64>>,
     /// What limits the analysis.
     pub anomalies: Anomalies,
     /// Events seen per [`KindClass`].
@@ -414,6 +416,14 @@ impl Timeline {
             }
         }
         ctx
+    }
+
+    /// Which life of `tid` was current at `ts`: the number of forks that created it
+    /// before then (pid reuse gives one thread id several lives).
+    pub fn life(&self, tid: i32, ts: u64) -> usize {
+        self.forks
+            .get(&tid)
+            .map_or(0, |f| f.partition_point(|&t| t <= ts))
     }
 
     /// Best known name of a task.
@@ -822,6 +832,7 @@ impl Builder {
             } => {
                 // pid reuse: a fork names a fresh task, whatever ran under that pid before.
                 self.close_task(*child_pid, ts);
+                self.tl.forks.entry(*child_pid).or_default().push(ts);
                 self.tasks.insert(*child_pid, Task::new(cpu));
                 self.learn(*child_pid, *child_comm, strings);
             }
@@ -831,10 +842,8 @@ impl Builder {
                     t.work = None;
                 }
             }
-            Kind::SchedExec { pid, .. } => {
-                if e.comm != Sym::EMPTY {
-                    self.tl.comms.insert(*pid, e.comm);
-                }
+            Kind::SchedExec { pid, .. } if e.comm != Sym::EMPTY => {
+                self.tl.comms.insert(*pid, e.comm);
             }
             Kind::IrqEntry { irq, name } => {
                 let irq = *irq as u32;
@@ -889,9 +898,9 @@ impl Builder {
                 let comm = self.cpus[c].curr_comm;
                 let origin = if self.cpus[c].curr > 0 && self.is_ksoftirqd(comm, strings) {
                     span::KSOFTIRQD
-                } else if matches!(ctx, Ctx::Hardirq { .. }) {
-                    0
-                } else if self.cpus[c].origin == BhOrigin::IrqExit {
+                } else if matches!(ctx, Ctx::Hardirq { .. })
+                    || self.cpus[c].origin == BhOrigin::IrqExit
+                {
                     0
                 } else {
                     span::IN_TASK
@@ -1477,11 +1486,14 @@ impl Builder {
         // prev's run.
         let (pstart, pflags) = if curr == prev {
             (since, cflags)
-        } else {
+        } else if curr < 0 {
             // First sight of this CPU: prev ran since before the trace.
             (ts, span::START_UNKNOWN)
+        } else {
+            // prev's switch-in was not traced: when it started is unknown.
+            (ts, span::START_UNKNOWN | span::INFERRED)
         };
-        if curr == prev || curr < 0 {
+        {
             let fl = pflags | self.loss_flag(cpu, pstart, ts);
             let comm = if prev == 0 {
                 prev_comm
