@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Parse-speed and memory benchmark for `whylate stats` on real traces recorded here.
+"""Speed and memory benchmark for `whylate stats` and `whylate latency` on real traces
+recorded here.
 
 Records (root needed) a busy-polling pty workload (lab/ptypoll.py with CPU hogs) twice:
   1. with `perf record` -> perf.data -> `perf script` text   (peer: perf script itself)
@@ -7,6 +8,9 @@ Records (root needed) a busy-polling pty workload (lab/ptypoll.py with CPU hogs)
 then times `whylate stats` on each against `cat FILE > /dev/null` and against the time
 `perf script` takes to print the same events, and measures peak RSS on an input of at
 least --big-gb GiB (the perf text repeated with shifted timestamps).
+`whylate latency` (timeline plus every measure) is timed on the same inputs against
+`whylate stats` (reading alone), with its peak RSS and the spans and edges it kept;
+on the perf recording also against `perf sched timehist` on the perf.data.
 
 Usage: sudo python3 bench/run.py [--events 4000000] [--big-gb 1.0] [--keep DIR]
 Prints a table; nothing here is a pass/fail test.
@@ -55,7 +59,8 @@ def record_perf(work, events):
     txt = os.path.join(work, "perf.txt")
     with open(txt, "wb") as f:
         t_script, _ = run_timed(["perf", "script", "-i", data], stdout=f)
-    return txt, t_script
+    t_timehist, _ = run_timed(["perf", "sched", "timehist", "-i", data])
+    return txt, t_script, t_timehist
 
 
 def record_ftrace(work, events):
@@ -113,6 +118,15 @@ def events_of(path):
     return json.loads(out)["events"]
 
 
+def latency_kept(path):
+    """Spans and edges the timeline kept for `path`."""
+    import json
+    out = subprocess.run([WHYLATE, "latency", "--json", "--top", "1", path], capture_output=True,
+                         check=True).stdout
+    j = json.loads(out)
+    return j["spans"], j["edges"]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=4_000_000)
@@ -125,8 +139,9 @@ def main():
     work = a.keep or tempfile.mkdtemp(prefix="whylate-bench-")
     os.makedirs(work, exist_ok=True)
     rows = []
+    lat_rows = []
     try:
-        txt, t_script = record_perf(work, a.events)
+        txt, t_script, t_timehist = record_perf(work, a.events)
         rec = record_ftrace(work, a.events)
         # This workload yields fewer events under tracefs than under perf; reach the target
         # count with time-shifted copies of the real recording.
@@ -140,6 +155,11 @@ def main():
             t_w, _ = run_timed([WHYLATE, "stats", path], repeat=3)
             rss = peak_rss([WHYLATE, "stats", path])
             rows.append((name, n, size, t_w, t_cat, peer, rss))
+            t_l, _ = run_timed([WHYLATE, "latency", path], repeat=3)
+            rss_l = peak_rss([WHYLATE, "latency", path])
+            kept = latency_kept(path)
+            lat_rows.append((name, n, t_w, t_l, rss, rss_l, kept,
+                             t_timehist if name.startswith("perf") else None))
         big = os.path.join(work, "big.txt")
         size = repeat_shifted(txt, big, int(a.big_gb * (1 << 30)))
         t_big, _ = run_timed([WHYLATE, "stats", big])
@@ -154,6 +174,15 @@ def main():
         vs_cat = f"{t_w / t_cat:.1f}x" if t_cat else "-"
         vs_peer = f"{peer[0]} {peer[1]:.2f}s = {peer[1] / t_w:.1f}x slower" if peer else "-"
         print(f"{name:<24} {n:>10} {mb:>8.0f} {t_w:>10.3f} {mb / t_w:>7.0f} {vs_cat:>7} {vs_peer:>22} {rss / 1024:>8.1f}MB")
+    print()
+    print(f"{'latency (all measures)':<24} {'events':>10} {'stats s':>8} {'latency s':>10} {'ratio':>6} "
+          f"{'RSS stats':>10} {'RSS lat':>9} {'spans':>9} {'edges':>8} {'B/span':>7} {'vs timehist':>16}")
+    for name, n, t_s, t_l, rss_s, rss_l, (spans, edges), t_th in lat_rows:
+        extra = (rss_l - rss_s) * 1024
+        per = extra / max(1, spans + edges)
+        th = f"{t_th:.2f}s = {t_th / t_l:.1f}x" if t_th else "-"
+        print(f"{name:<24} {n:>10} {t_s:>8.3f} {t_l:>10.3f} {t_l / t_s:>5.2f}x {rss_s / 1024:>8.1f}MB "
+              f"{rss_l / 1024:>7.1f}MB {spans:>9} {edges:>8} {per:>7.0f} {th:>16}")
 
 
 if __name__ == "__main__":

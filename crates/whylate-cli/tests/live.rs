@@ -671,7 +671,11 @@ fn runqueue_and_run_times_match_perf_sched_timehist() {
             e.1 += g["total_ns"].as_u64().unwrap();
         } else {
             let by = &x["by_cause_ns"];
-            e.0 += by["woken"].as_u64().unwrap_or(0) + by["new"].as_u64().unwrap_or(0);
+            // timehist drops a wakeup that races the switch out (sched_waking lands while
+            // the task is still on the CPU, the switch out says D or S): it shows sch
+            // delay 0 for the wait that follows. We count that wait; set it aside here.
+            e.0 += by["woken"].as_u64().unwrap_or(0) + by["new"].as_u64().unwrap_or(0)
+                - x["woken_during_switch_out_ns"].as_u64().unwrap_or(0);
         }
         e.2 = e.2.max(x["inferred"].as_u64().unwrap_or(0));
     }

@@ -388,11 +388,109 @@ enum Src {
     None,
 }
 
+/// A stored sample: 16 bytes. Where the rest of a [`Raw`] follows from the span or edge it
+/// points at, only the value and the index are kept; other samples are kept whole in the
+/// series' `synth` and `idx` points there. Millions of samples stay cheap this way.
+#[derive(Clone, Copy, Debug)]
+struct Slim {
+    value: u64,
+    idx: u32,
+    /// 0 span, 1 edge, 2 synth; bit 7: uncertain.
+    tag: u8,
+}
+
+const SLIM_SYNTH: u8 = 2;
+const SLIM_UNCERTAIN: u8 = 0x80;
+
 struct Series {
     key: String,
     metric: &'static str,
-    raw: Vec<Raw>,
+    raw: Vec<Slim>,
+    synth: Vec<Raw>,
     extra: serde_json::Map<String, serde_json::Value>,
+    /// Counters bumped per sample, turned into `extra` once at the end (formatting and
+    /// JSON maps per sample would cost more than the measure itself).
+    tally: Vec<(&'static str, Tally, u64)>,
+}
+
+/// The sub-key of a per-sample counter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Tally {
+    /// `field: n`.
+    Plain,
+    /// `field: {name: n}`.
+    Str(&'static str),
+    /// `field: {comm[tid]: n}`.
+    Task(i32, Sym),
+}
+
+/// The sample a span or edge gives without changes.
+fn derived(cx: &Cx<'_>, src: Src, idx: u32) -> Raw {
+    match src {
+        Src::Span => span_raw(cx.tl, idx as usize),
+        Src::Edge => {
+            let e = &cx.tl.edges[idx as usize];
+            Raw {
+                ts: e.ts,
+                end: e.at,
+                value: e.at.saturating_sub(e.ts),
+                cpu: e.to_cpu,
+                tid: e.to_tid,
+                comm: Sym::EMPTY,
+                idx,
+                src,
+                uncertain: false,
+            }
+        }
+        Src::None => unreachable!("synthetic samples are stored whole"),
+    }
+}
+
+impl Series {
+    fn push(&mut self, cx: &Cx<'_>, r: Raw) {
+        let unc = if r.uncertain { SLIM_UNCERTAIN } else { 0 };
+        if r.src != Src::None {
+            let d = derived(cx, r.src, r.idx);
+            if (d.ts, d.end, d.cpu, d.tid, d.comm) == (r.ts, r.end, r.cpu, r.tid, r.comm) {
+                let tag = if r.src == Src::Span { 0 } else { 1 };
+                self.raw.push(Slim {
+                    value: r.value,
+                    idx: r.idx,
+                    tag: tag | unc,
+                });
+                return;
+            }
+        }
+        self.synth.push(r);
+        self.raw.push(Slim {
+            value: r.value,
+            idx: (self.synth.len() - 1) as u32,
+            tag: SLIM_SYNTH | unc,
+        });
+    }
+
+    fn expand(&self, cx: &Cx<'_>, x: &Slim) -> Raw {
+        let mut r = match x.tag & !SLIM_UNCERTAIN {
+            0 => derived(cx, Src::Span, x.idx),
+            1 => derived(cx, Src::Edge, x.idx),
+            _ => self.synth[x.idx as usize],
+        };
+        r.value = x.value;
+        r.uncertain = x.tag & SLIM_UNCERTAIN != 0;
+        r
+    }
+
+    fn count(&mut self, field: &'static str, sub: Tally, by: u64) {
+        // Few distinct counters per series: a scan beats hashing the field name.
+        match self
+            .tally
+            .iter_mut()
+            .find(|(f, s, _)| std::ptr::eq(*f, field) && *s == sub)
+        {
+            Some(e) => e.2 += by,
+            None => self.tally.push((field, sub, by)),
+        }
+    }
 }
 
 struct Cx<'a> {
@@ -562,8 +660,11 @@ impl Cx<'_> {
 
 /// A per-thread group key: one group per life of a thread id (pid reuse), named after
 /// the thread's name in that life once all samples are in (see `finish_report`).
-fn life_key(cx: &Cx<'_>, tid: i32, ts: u64) -> String {
-    format!("\u{1}{tid}#{}", cx.tl.life(tid, ts))
+fn life_key(cx: &Cx<'_>, tid: i32, ts: u64) -> ((u64, u64), impl FnOnce() -> String) {
+    let life = cx.tl.life(tid, ts);
+    (((tid as u32 as u64) << 16 | life as u64, 0), move || {
+        format!("\u{1}{tid}#{life}")
+    })
 }
 
 fn vec_name(v: u32) -> String {
@@ -637,26 +738,34 @@ fn group(
     base: u64,
     detail: &dyn Fn(&Cx<'_>, &Raw) -> Sample,
 ) -> Group {
-    s.raw
-        .sort_by(|a, b| a.value.cmp(&b.value).then(a.ts.cmp(&b.ts)));
-    let vals: Vec<u64> = s.raw.iter().map(|r| r.value).collect();
+    // Quantiles need the values in order, the worst list only the top few: sort plain
+    // u64s, and select the worst samples without sorting them all.
+    let mut vals: Vec<u64> = s.raw.iter().map(|r| r.value).collect();
+    vals.sort_unstable();
     let total: u64 = vals.iter().fold(0u64, |a, &v| a.saturating_add(v));
     let n = vals.len() as u64;
-    let worst = s
-        .raw
-        .iter()
-        .rev()
-        .take(top)
-        .map(|r| Sample {
-            group: s.key.clone(),
-            ..detail(cx, r)
-        })
-        .collect();
     let samples = raw.then(|| {
-        let mut v: Vec<[u64; 2]> = s.raw.iter().map(|r| [r.ts, r.value]).collect();
+        let mut v: Vec<[u64; 2]> = s
+            .raw
+            .iter()
+            .map(|x| [s.expand(cx, x).ts, x.value])
+            .collect();
         v.sort_unstable();
         v
     });
+    let rank = |r: &Slim| (std::cmp::Reverse(r.value), r.tag, r.idx);
+    let k = top.min(s.raw.len());
+    if k > 0 && k < s.raw.len() {
+        s.raw.select_nth_unstable_by_key(k - 1, rank);
+    }
+    s.raw[..k].sort_unstable_by_key(rank);
+    let worst = s.raw[..k]
+        .iter()
+        .map(|x| Sample {
+            group: s.key.clone(),
+            ..detail(cx, &s.expand(cx, x))
+        })
+        .collect();
     Group {
         key: s.key,
         metric: s.metric.to_string(),
@@ -669,7 +778,7 @@ fn group(
         max_ns: vals.last().copied().unwrap_or(0),
         total_ns: total,
         mean_ns: total.checked_div(n).unwrap_or(0),
-        uncertain: s.raw.iter().filter(|r| r.uncertain).count() as u64,
+        uncertain: s.raw.iter().filter(|r| r.tag & SLIM_UNCERTAIN != 0).count() as u64,
         histogram: histogram(&vals, base),
         worst,
         extra: s.extra,
@@ -680,7 +789,10 @@ fn group(
 /// Collects samples into named series.
 struct Collector {
     series: Vec<Series>,
-    index: FxHashMap<(String, &'static str), usize>,
+    /// (group id, metric) → series. Ids are cheap numbers; labels are made once.
+    index: FxHashMap<(u64, u64, &'static str), usize>,
+    /// For the few groups keyed by their label.
+    by_label: FxHashMap<(String, &'static str), usize>,
 }
 
 impl Collector {
@@ -688,37 +800,54 @@ impl Collector {
         Collector {
             series: Vec::new(),
             index: FxHashMap::default(),
+            by_label: FxHashMap::default(),
         }
     }
 
-    fn get(&mut self, key: String, metric: &'static str) -> &mut Series {
-        let n = self.series.len();
-        let i = *self.index.entry((key.clone(), metric)).or_insert(n);
-        if i == n {
-            self.series.push(Series {
-                key,
-                metric,
-                raw: Vec::new(),
-                extra: serde_json::Map::new(),
-            });
-        }
+    fn new_series(&mut self, key: String, metric: &'static str) -> usize {
+        self.series.push(Series {
+            key,
+            metric,
+            raw: Vec::new(),
+            synth: Vec::new(),
+            extra: serde_json::Map::new(),
+            tally: Vec::new(),
+        });
+        self.series.len() - 1
+    }
+
+    /// The series of group `id`, labelled by `label()` the first time.
+    fn at(
+        &mut self,
+        id: (u64, u64),
+        metric: &'static str,
+        label: impl FnOnce() -> String,
+    ) -> &mut Series {
+        let i = match self.index.get(&(id.0, id.1, metric)) {
+            Some(&i) => i,
+            None => {
+                let i = self.new_series(label(), metric);
+                self.index.insert((id.0, id.1, metric), i);
+                i
+            }
+        };
         &mut self.series[i]
     }
 
-    fn add(&mut self, key: String, metric: &'static str, r: Raw) {
-        self.get(key, metric).raw.push(r);
+    fn get(&mut self, key: String, metric: &'static str) -> &mut Series {
+        let i = match self.by_label.get(&(key.clone(), metric)) {
+            Some(&i) => i,
+            None => {
+                let i = self.new_series(key.clone(), metric);
+                self.by_label.insert((key, metric), i);
+                i
+            }
+        };
+        &mut self.series[i]
     }
-}
 
-fn bump(extra: &mut serde_json::Map<String, serde_json::Value>, field: &str, sub: &str, by: u64) {
-    let obj = extra
-        .entry(field.to_string())
-        .or_insert_with(|| serde_json::Value::Object(Default::default()));
-    if let serde_json::Value::Object(m) = obj {
-        let v = m
-            .entry(sub.to_string())
-            .or_insert(serde_json::Value::from(0u64));
-        *v = serde_json::Value::from(v.as_u64().unwrap_or(0) + by);
+    fn add(&mut self, cx: &Cx<'_>, key: String, metric: &'static str, r: Raw) {
+        self.get(key, metric).push(cx, r);
     }
 }
 
@@ -727,6 +856,32 @@ fn add_u64(extra: &mut serde_json::Map<String, serde_json::Value>, field: &str, 
         .entry(field.to_string())
         .or_insert(serde_json::Value::from(0u64));
     *v = serde_json::Value::from(v.as_u64().unwrap_or(0) + by);
+}
+
+/// Turns a series' counters into its JSON `extra`.
+fn settle(cx: &Cx<'_>, s: &mut Series) {
+    let mut t = std::mem::take(&mut s.tally);
+    t.sort_by_key(|(f, _, _)| *f);
+    for (field, sub, n) in t {
+        match sub {
+            Tally::Plain => add_u64(&mut s.extra, field, n),
+            Tally::Str(_) | Tally::Task(..) => {
+                let name = match sub {
+                    Tally::Str(x) => x.to_string(),
+                    Tally::Task(tid, comm) => cx.task(tid, comm),
+                    Tally::Plain => unreachable!(),
+                };
+                let obj = s
+                    .extra
+                    .entry(field.to_string())
+                    .or_insert_with(|| serde_json::Value::Object(Default::default()));
+                if let serde_json::Value::Object(m) = obj {
+                    let v = m.entry(name).or_insert(serde_json::Value::from(0u64));
+                    *v = serde_json::Value::from(v.as_u64().unwrap_or(0) + n);
+                }
+            }
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -743,6 +898,7 @@ fn finish_report(
     let mut coll = coll;
     let mut used = rustc_hash::FxHashSet::default();
     for s in coll.series.iter_mut() {
+        settle(cx, s);
         if let Some(rest) = s.key.strip_prefix('\u{1}') {
             // Named by the thread's name at its latest sample (exec renames threads).
             let (tid, life) = rest.split_once('#').unwrap_or((rest, "0"));
@@ -750,6 +906,7 @@ fn finish_report(
             let comm = s
                 .raw
                 .iter()
+                .map(|x| s.expand(cx, x))
                 .max_by_key(|r| r.ts)
                 .map_or(Sym::EMPTY, |r| r.comm);
             let mut name = cx.task(tid, comm);
@@ -872,11 +1029,13 @@ fn wakeup(cx: &Cx<'_>, o: &Options, tracers: &[TracerSample]) -> MeasureReport {
             continue;
         }
         // Per thread, named by its latest comm (exec and prctl rename threads).
-        coll.add(life_key(cx, r.tid, r.ts), "wakeup", r);
+        let (id, label) = life_key(cx, r.tid, r.ts);
+        coll.at(id, "wakeup", label).push(cx, r);
     }
     for t in tracers.iter().filter(|t| t.tracer.starts_with("wakeup")) {
         let tid = t.pid.unwrap_or(-1);
         coll.add(
+            cx,
             format!(
                 "{} (from {} header)",
                 t.task.clone().unwrap_or_default(),
@@ -979,7 +1138,8 @@ fn runqueue(cx: &Cx<'_>, o: &Options) -> MeasureReport {
                 }
                 let r = span_raw(tl, i);
                 if cx.keep(r.ts, r.cpu, r.tid, r.comm) {
-                    coll.add(life_key(cx, r.tid, r.ts), "run", r);
+                    let (id, label) = life_key(cx, r.tid, r.ts);
+                    coll.at(id, "run", label).push(cx, r);
                 }
             }
             SpanKind::Runnable => {
@@ -999,12 +1159,18 @@ fn runqueue(cx: &Cx<'_>, o: &Options) -> MeasureReport {
                 if sp.flags[i] & span::INFERRED != 0 {
                     *inferred.entry(r.tid).or_default() += 1;
                 }
-                let s = coll.get(life_key(cx, r.tid, r.ts), "runnable");
-                bump(&mut s.extra, "by_cause_ns", cause, r.value);
-                s.raw.push(r);
+                let (id, label) = life_key(cx, r.tid, r.ts);
+                let s = coll.at(id, "runnable", label);
+                s.count("by_cause_ns", Tally::Str(cause), r.value);
+                if sp.flags[i] & span::RACED != 0 {
+                    s.count("woken_during_switch_out_ns", Tally::Plain, r.value);
+                }
+                s.push(cx, r);
                 if r.cpu != u32::MAX {
-                    let s = coll.get(format!("cpu {}", r.cpu), "runnable-on-cpu");
-                    s.raw.push(r);
+                    let s = coll.at((r.cpu as u64, 1), "runnable-on-cpu", || {
+                        format!("cpu {}", r.cpu)
+                    });
+                    s.push(cx, r);
                 }
             }
             _ => {}
@@ -1012,7 +1178,7 @@ fn runqueue(cx: &Cx<'_>, o: &Options) -> MeasureReport {
     }
     for s in coll.series.iter_mut() {
         if s.metric == "runnable" || s.metric == "run" {
-            if let Some(tid) = s.raw.first().map(|r| r.tid) {
+            if let Some(tid) = s.raw.first().map(|x| s.expand(cx, x).tid) {
                 add_u64(&mut s.extra, "tid", tid.max(0) as u64);
                 add_u64(
                     &mut s.extra,
@@ -1076,7 +1242,8 @@ fn irq(cx: &Cx<'_>, o: &Options) -> MeasureReport {
         if !cx.keep(r.ts, r.cpu, r.tid, r.comm) {
             continue;
         }
-        coll.add(cx.irq(sp.key[i]), "handler", r);
+        coll.at((sp.key[i] as u64, 0), "handler", || cx.irq(sp.key[i]))
+            .push(cx, r);
     }
     let mut rep = finish_report(
         cx,
@@ -1167,9 +1334,9 @@ fn softirq(cx: &Cx<'_>, o: &Options) -> MeasureReport {
                 if !cx.keep(r.ts, r.cpu, r.tid, r.comm) {
                     continue;
                 }
-                let s = coll.get(vec_name(e.key), "raise-to-entry");
-                bump(&mut s.extra, "served_in", where_, 1);
-                s.raw.push(r);
+                let s = coll.at((e.key as u64, 0), "raise-to-entry", || vec_name(e.key));
+                s.count("served_in", Tally::Str(where_), 1);
+                s.push(cx, r);
             }
             EdgeKind::Tasklet => {
                 let r = Raw {
@@ -1184,7 +1351,7 @@ fn softirq(cx: &Cx<'_>, o: &Options) -> MeasureReport {
                     uncertain: false,
                 };
                 if cx.keep(r.ts, r.cpu, r.tid, r.comm) {
-                    coll.add("tasklet".to_string(), "schedule-to-run", r);
+                    coll.add(cx, "tasklet".to_string(), "schedule-to-run", r);
                 }
             }
             _ => {}
@@ -1206,9 +1373,9 @@ fn softirq(cx: &Cx<'_>, o: &Options) -> MeasureReport {
         }
         let s = coll.get(key, metric);
         if sp.kind[i] == SpanKind::Softirq {
-            bump(&mut s.extra, "served_in", served_in(sp.flags[i]), 1);
+            s.count("served_in", Tally::Str(served_in(sp.flags[i])), 1);
         }
-        s.raw.push(r);
+        s.push(cx, r);
     }
     let mut rep = finish_report(
         cx,
@@ -1324,9 +1491,11 @@ fn work(cx: &Cx<'_>, o: &Options) -> MeasureReport {
         if !cx.keep(r.ts, r.cpu, r.tid, r.comm) {
             continue;
         }
-        let s = coll.get(cx.s.get(Sym(e.key)).to_string(), "queue-to-start");
-        bump(&mut s.extra, "workers", &cx.task(e.to_tid, Sym::EMPTY), 1);
-        s.raw.push(r);
+        let s = coll.at((e.key as u64, 0), "queue-to-start", || {
+            cx.s.get(Sym(e.key)).to_string()
+        });
+        s.count("workers", Tally::Task(e.to_tid, Sym::EMPTY), 1);
+        s.push(cx, r);
     }
     for i in 0..sp.len() {
         if sp.kind[i] != SpanKind::Work {
@@ -1340,9 +1509,11 @@ fn work(cx: &Cx<'_>, o: &Options) -> MeasureReport {
         if !cx.keep(r.ts, r.cpu, r.tid, r.comm) {
             continue;
         }
-        let s = coll.get(cx.s.get(Sym(sp.key[i])).to_string(), "run");
-        bump(&mut s.extra, "workers", &cx.task(r.tid, r.comm), 1);
-        s.raw.push(r);
+        let s = coll.at((sp.key[i] as u64, 0), "run", || {
+            cx.s.get(Sym(sp.key[i])).to_string()
+        });
+        s.count("workers", Tally::Task(r.tid, r.comm), 1);
+        s.push(cx, r);
     }
     let mut rep = finish_report(
         cx,
@@ -1421,16 +1592,19 @@ fn syscall(cx: &Cx<'_>, o: &Options) -> MeasureReport {
         if !cx.keep(r.ts, r.cpu, r.tid, r.comm) {
             continue;
         }
-        let key = format!(
-            "{} {}",
-            syscall_name(cx, sp.key[i], sp.flags[i]),
-            cx.task(r.tid, r.comm)
+        let (key, fl) = (sp.key[i], sp.flags[i]);
+        let named = u64::from(fl & span::NAMED != 0);
+        let id = (
+            (key as u64) << 1 | named,
+            (r.tid as u32 as u64) << 32 | r.comm.0 as u64,
         );
-        let s = coll.get(key, "duration");
+        let s = coll.at(id, "duration", || {
+            format!("{} {}", syscall_name(cx, key, fl), cx.task(r.tid, r.comm))
+        });
         let mig = sp.aux[i] as u64;
-        add_u64(&mut s.extra, "migrations", mig);
-        add_u64(&mut s.extra, "calls_with_migrations", u64::from(mig > 0));
-        s.raw.push(r);
+        s.count("migrations", Tally::Plain, mig);
+        s.count("calls_with_migrations", Tally::Plain, u64::from(mig > 0));
+        s.push(cx, r);
     }
     let mut rep = finish_report(
         cx,
@@ -1513,8 +1687,8 @@ fn timer(cx: &Cx<'_>, o: &Options) -> MeasureReport {
             continue;
         }
         let sl = coll.get(key.clone(), "lateness");
-        add_u64(&mut sl.extra, "armed_after_expiry", u64::from(armed_late));
-        sl.raw.push(r);
+        sl.count("armed_after_expiry", Tally::Plain, u64::from(armed_late));
+        sl.push(cx, r);
         let r = Raw {
             ts: e.at.saturating_sub(full),
             value: full,
@@ -1522,7 +1696,7 @@ fn timer(cx: &Cx<'_>, o: &Options) -> MeasureReport {
         };
         if e.link == NONE && e.to_tid > 0 {
             // Woke its task before it was off the CPU: no wait after the expiry.
-            coll.add(key.clone(), "expiry-to-running", r);
+            coll.add(cx, key.clone(), "expiry-to-running", r);
         } else if e.link != NONE {
             let w = &tl.edges[e.link as usize];
             if w.span != NONE {
@@ -1532,11 +1706,11 @@ fn timer(cx: &Cx<'_>, o: &Options) -> MeasureReport {
                     let wait = sp.end[si] - sp.start[si];
                     let mut r2 = span_raw(tl, si);
                     r2.value = wait;
-                    coll.add(key.clone(), "wakeup-after-expiry", r2);
+                    coll.add(cx, key.clone(), "wakeup-after-expiry", r2);
                     let mut r3 = r;
                     r3.value = full + (sp.end[si] - e.at);
                     r3.end = sp.end[si];
-                    coll.add(key, "expiry-to-running", r3);
+                    coll.add(cx, key, "expiry-to-running", r3);
                 }
             }
         }
@@ -1547,19 +1721,22 @@ fn timer(cx: &Cx<'_>, o: &Options) -> MeasureReport {
         }
         let s = coll.get(format!("{} (self-reported)", cx.s.get(rl.name)), "lateness");
         if let Some(n) = rl.overruns {
-            add_u64(&mut s.extra, "overruns", n);
+            s.count("overruns", Tally::Plain, n);
         }
-        s.raw.push(Raw {
-            ts: rl.ts.saturating_sub(rl.late_ns),
-            end: rl.ts,
-            value: rl.late_ns,
-            cpu: rl.cpu,
-            tid: rl.tid,
-            comm: Sym::EMPTY,
-            idx: NONE,
-            src: Src::None,
-            uncertain: false,
-        });
+        s.push(
+            cx,
+            Raw {
+                ts: rl.ts.saturating_sub(rl.late_ns),
+                end: rl.ts,
+                value: rl.late_ns,
+                cpu: rl.cpu,
+                tid: rl.tid,
+                comm: Sym::EMPTY,
+                idx: NONE,
+                src: Src::None,
+                uncertain: false,
+            },
+        );
     }
     let mut rep = finish_report(
         cx,
@@ -1678,7 +1855,7 @@ fn irqsoff(cx: &Cx<'_>, o: &Options, tracers: &[TracerSample]) -> MeasureReport 
         if !cx.keep(r.ts, r.cpu, r.tid, r.comm) {
             continue;
         }
-        coll.add(func_of(cx.s.get(Sym(sp.key[i]))).to_string(), metric, r);
+        coll.add(cx, func_of(cx.s.get(Sym(sp.key[i]))).to_string(), metric, r);
     }
     for t in tracers.iter().filter(|t| !t.tracer.starts_with("wakeup")) {
         let metric: &'static str = match t.tracer.as_str() {
@@ -1692,6 +1869,7 @@ fn irqsoff(cx: &Cx<'_>, o: &Options, tracers: &[TracerSample]) -> MeasureReport 
             .as_deref()
             .map_or_else(|| "?".to_string(), |s| func_of(s.trim()).to_string());
         coll.add(
+            cx,
             key,
             metric,
             Raw {
@@ -1804,17 +1982,20 @@ fn throughput(cx: &Cx<'_>, o: &Options, t: Option<&Throughput>) -> MeasureReport
                     }
                 }
                 let ts = start + i as u64 * iv;
-                s.raw.push(Raw {
-                    ts,
-                    end: ts + iv,
-                    value: rate,
-                    cpu: u32::MAX,
-                    tid: -1,
-                    comm: Sym::EMPTY,
-                    idx: NONE,
-                    src: Src::None,
-                    uncertain: false,
-                });
+                s.push(
+                    cx,
+                    Raw {
+                        ts,
+                        end: ts + iv,
+                        value: rate,
+                        cpu: u32::MAX,
+                        tid: -1,
+                        comm: Sym::EMPTY,
+                        idx: NONE,
+                        src: Src::None,
+                        uncertain: false,
+                    },
+                );
             }
             let total: u64 = t
                 .buckets

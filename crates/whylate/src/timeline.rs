@@ -95,6 +95,9 @@ pub mod span {
     pub const IN_TASK: u8 = 32;
     /// Syscall key is a name symbol, not a number.
     pub const NAMED: u8 = 64;
+    /// Runnable: the wakeup came while the task was still switching out (the waker's
+    /// try_to_wake_up waited for it to leave the CPU); the wait starts at the switch.
+    pub const RACED: u8 = 128;
 }
 
 /// Spans in columnar form: index `i` of every vector is span `i`. Spans are pushed when they
@@ -573,6 +576,9 @@ struct Task {
     work: Option<Work>,
     /// The current wait began with a sched_waking (not a sched_wakeup).
     by_waking: bool,
+    /// A sched_waking seen while the task still ran: (ts, ctx, waker cpu, waker tid,
+    /// target cpu). If its next switch-out is to sleep, that wakeup raced the switch.
+    raced: Option<(u64, Ctx, u32, i32, u32)>,
 }
 
 impl Task {
@@ -589,6 +595,7 @@ impl Task {
             last_sys_exit: (u64::MAX, false),
             work: None,
             by_waking: false,
+            raced: None,
         }
     }
 }
@@ -707,6 +714,7 @@ pub struct Builder {
     ksoftirqd: FxHashMap<Sym, bool>,
     overrun_name: Sym,
     last_reported: Option<usize>,
+    last_comm: (i32, Sym),
 }
 
 impl Default for Builder {
@@ -727,6 +735,7 @@ impl Builder {
             ksoftirqd: FxHashMap::default(),
             overrun_name: Sym::EMPTY,
             last_reported: None,
+            last_comm: (-1, Sym::EMPTY),
         }
     }
 
@@ -760,9 +769,11 @@ impl Builder {
         }
         let ts = e.ts.max(tl.last_ts);
         tl.last_ts = ts;
-        if e.tid > 0 && e.comm != Sym::EMPTY && !strings.get(e.comm).starts_with('<') {
+        // Consecutive events mostly come from the same thread: one compare, no lookup.
+        if e.tid > 0 && (e.tid, e.comm) != self.last_comm {
+            self.last_comm = (e.tid, e.comm);
             // `<...>` never replaces a real name.
-            if tl.comms.get(&e.tid) != Some(&e.comm) {
+            if e.comm != Sym::EMPTY && !strings.get(e.comm).starts_with('<') {
                 tl.comms.insert(e.tid, e.comm);
             }
         }
@@ -1397,6 +1408,7 @@ impl Builder {
         t.sflags = 0;
         t.edge = NONE;
         t.cpu = cpu;
+        t.raced = None;
         if prev_cpu != cpu && prev_cpu != u32::MAX {
             if let Some(s) = t.sys.as_mut() {
                 s.migrations += 1;
@@ -1533,8 +1545,33 @@ impl Builder {
                     _ => 0,
                 };
             }
+            let raced = t.raced.take();
             if dead {
                 self.tasks.remove(&prev);
+            } else if let (Some((wts, wctx, wcpu, wtid, target)), St::Sleeping) = (raced, t.state) {
+                // Woken while it was still switching out: runnable from the switch on.
+                let comm = self.tl.comm(prev);
+                let edge = self.edge(Edge {
+                    kind: EdgeKind::Wakeup,
+                    ts: wts,
+                    at: wts,
+                    from_cpu: wcpu,
+                    from_tid: wtid,
+                    from: wctx,
+                    to_tid: prev,
+                    to_cpu: target,
+                    key: comm.0,
+                    val: 0,
+                    val2: 0,
+                    span: NONE,
+                    link: NONE,
+                });
+                let t = self.tasks.get_mut(&prev).expect("present");
+                t.state = St::Runnable;
+                t.cause = Cause::Woken;
+                t.edge = edge;
+                t.sflags = span::RACED;
+                t.by_waking = true;
             }
         }
         let cs = &mut self.cpus[c];
@@ -1584,6 +1621,9 @@ impl Builder {
         // Running: a wakeup that found the task before it slept. Runnable: already woken
         // (sched_waking then sched_wakeup): the first is the true waker.
         if matches!(t.state, St::Running | St::Runnable) {
+            if t.state == St::Running && waking {
+                t.raced = Some((ts, ctx, cpu, from_tid, target));
+            }
             if let (St::Running, Ctx::Timer { edge: te }) = (t.state, ctx) {
                 // The timer fired before its sleeper got off the CPU: it never waited.
                 let tedge = &mut self.tl.edges[te as usize];

@@ -322,3 +322,26 @@ fn syscalls_count_migrations_and_twin_events_merge() {
     assert_eq!(g["extra"]["migrations"], 1);
     assert_eq!(j["anomalies"]["unmatched_exits"], 0);
 }
+
+#[test]
+fn a_wakeup_racing_the_switch_out_starts_the_wait_at_the_switch() {
+    // The waker on CPU1 logs sched_waking in the same microsecond the task, on CPU0, logs
+    // its switch out to D: try_to_wake_up waited for it to leave the CPU. It is runnable
+    // from the switch until hog lets it run again 3 ms later.
+    let t = "\
+ f-7 [000] d..2. 1.000000: sched_switch: prev_comm=h prev_pid=8 prev_prio=120 prev_state=R ==> next_comm=f next_pid=7 next_prio=120
+ k-9 [001] d..2. 1.000500: sched_waking: comm=f pid=7 prio=120 target_cpu=000
+ f-7 [000] d..2. 1.000500: sched_switch: prev_comm=f prev_pid=7 prev_prio=120 prev_state=D ==> next_comm=h next_pid=8 next_prio=120
+ k-9 [001] d..2. 1.000503: sched_wakeup: comm=f pid=7 prio=120 target_cpu=000
+ h-8 [000] d..2. 1.003500: sched_switch: prev_comm=h prev_pid=8 prev_prio=120 prev_state=R ==> next_comm=f next_pid=7 next_prio=120
+";
+    let j = lat(&tmp("raced.txt", t), &[Measure::Wakeup, Measure::Runqueue]);
+    let w = group(&j, "wakeup", "f[7]", "wakeup");
+    assert_eq!(samples(w), vec![(1_000_500_000, 3 * MS)]);
+    assert!(w["worst"][0]["detail"]
+        .as_str()
+        .unwrap()
+        .starts_with("woken by k[9] on CPU1"));
+    let r = group(&j, "runqueue", "f[7]", "runnable");
+    assert_eq!(r["extra"]["woken_during_switch_out_ns"], 3 * MS);
+}
