@@ -136,6 +136,8 @@ def main():
     if os.geteuid() != 0:
         sys.exit("needs root (perf -a and tracefs)")
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "whylate-cli"], cwd=ROOT, check=True)
+    # perf mounts tracefs to read event formats; leave the mount as we found it.
+    was_mounted = os.path.exists(os.path.join(T, "instances"))
     work = a.keep or tempfile.mkdtemp(prefix="whylate-bench-")
     os.makedirs(work, exist_ok=True)
     rows = []
@@ -168,6 +170,8 @@ def main():
     finally:
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)
+        if not was_mounted and os.path.exists(os.path.join(T, "instances")):
+            subprocess.run(["umount", T])
     print(f"{'input':<24} {'events':>10} {'MB':>8} {'whylate s':>10} {'MB/s':>7} {'vs cat':>7} {'vs peer':>22} {'peak RSS':>10}")
     for name, n, size, t_w, t_cat, peer, rss in rows:
         mb = size / 1e6

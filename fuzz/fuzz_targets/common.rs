@@ -1,5 +1,6 @@
 //! The property every fuzz target checks: any bytes, read as `format` (or sniffed), give
-//! events or a clean error, never a panic.
+//! events or a clean error, never a panic; and whatever events come out go through the
+//! timeline and every measure without a panic either.
 use whylate::read::{open, EventSource, Format, OpenOptions};
 
 pub fn run(data: &[u8], format: Option<Format>) {
@@ -15,6 +16,12 @@ pub fn run(data: &[u8], format: Option<Format>) {
     };
     if let Ok(mut src) = open(&path, &opts) {
         let mut strings = whylate::event::Interner::new();
-        while let Ok(Some(_)) = src.next_event(&mut strings) {}
+        let mut b = whylate::timeline::Builder::new();
+        while let Ok(Some(e)) = src.next_event(&mut strings) {
+            b.push(&e, &strings);
+        }
+        let tl = b.finish();
+        let o = whylate::measure::Options::default();
+        let _ = whylate::measure::compute(&tl, &strings, &o, &[], None);
     }
 }

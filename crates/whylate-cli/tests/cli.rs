@@ -140,3 +140,177 @@ fn truncated_and_lost_are_said_in_the_output() {
     assert_eq!(j["lost"]["windows"][0]["to_ns"], 1_500_000_000u64);
     std::fs::remove_dir_all(&d).ok();
 }
+
+#[test]
+fn latency_on_the_bundled_example() {
+    let o = run(&["latency", "examples/pty-poll.ftrace.gz", "--top", "3"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let s = text(&o.stdout);
+    assert!(s.lines().next().unwrap().contains("105283 events"), "{s}");
+    for m in [
+        "== wakeup ==",
+        "== runqueue ==",
+        "== work ==",
+        "== syscall ==",
+    ] {
+        assert!(s.contains(m), "{m} missing");
+    }
+    // The recording's story: frobnicator waits behind the hog on CPU0.
+    assert!(s.contains("CPU held by: hog[7450]"), "{s}");
+}
+
+#[test]
+fn latency_json_schema_keys() {
+    let o = run(&[
+        "latency",
+        "--json",
+        "--measure",
+        "wakeup,irqsoff",
+        "--task",
+        "frob*",
+        "examples/pty-poll.ftrace.gz",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let m = &j["measures"][0];
+    assert_eq!(m["measure"], "wakeup");
+    let g = &m["groups"][0];
+    for k in [
+        "key",
+        "metric",
+        "count",
+        "min_ns",
+        "p50_ns",
+        "p90_ns",
+        "p99_ns",
+        "p999_ns",
+        "max_ns",
+        "total_ns",
+        "histogram",
+        "worst",
+    ] {
+        assert!(!g[k].is_null(), "group key {k}");
+    }
+    let w = &g["worst"][0];
+    for k in ["ts_ns", "cpu", "tid", "comm", "value_ns", "detail"] {
+        assert!(!w[k].is_null(), "worst key {k}");
+    }
+    // --task frob* keeps frobnicator and frobdev only.
+    for g in m["groups"].as_array().unwrap() {
+        assert!(
+            g["key"].as_str().unwrap().starts_with("frob"),
+            "{}",
+            g["key"]
+        );
+    }
+    // The example has no preemptirq events: irqsoff says what to record.
+    let irqsoff = &j["measures"][1];
+    assert_eq!(irqsoff["measure"], "irqsoff");
+    assert!(irqsoff["missing_events"][0]["needs"][0]
+        .as_str()
+        .unwrap()
+        .contains("irq_disable"));
+}
+
+#[test]
+fn latency_window_and_cpu_filters() {
+    let all = run(&[
+        "latency",
+        "--json",
+        "-m",
+        "wakeup",
+        "examples/pty-poll.ftrace.gz",
+    ]);
+    let cut = run(&[
+        "latency",
+        "--json",
+        "-m",
+        "wakeup",
+        "--cpu",
+        "0",
+        "--window",
+        "742.1..742.2",
+        "examples/pty-poll.ftrace.gz",
+    ]);
+    let count = |o: &Output| -> u64 {
+        let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        j["measures"][0]["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["count"].as_u64().unwrap())
+            .sum()
+    };
+    let (a, c) = (count(&all), count(&cut));
+    assert!(c > 0 && c < a, "{c} of {a}");
+    let j: serde_json::Value = serde_json::from_slice(&cut.stdout).unwrap();
+    for w in j["measures"][0]["worst"].as_array().unwrap() {
+        let ts = w["ts_ns"].as_u64().unwrap();
+        assert!((742_100_000_000..=742_200_000_000).contains(&ts));
+        assert_eq!(w["cpu"], 0);
+    }
+}
+
+#[test]
+fn latency_usage_errors_exit_2() {
+    for (args, want) in [
+        (&["latency", "-m", "nope", "x"][..], "unknown measure"),
+        (&["latency", "--window", "soon", "x"][..], "expected A..B"),
+        (&["latency", "-m", "throughput", "x"][..], "needs --event"),
+        (
+            &["latency", "--interval", "fast", "--event", "console", "x"][..],
+            "--interval",
+        ),
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(
+            text(&o.stderr).contains(want),
+            "{args:?}: {}",
+            text(&o.stderr)
+        );
+    }
+}
+
+#[test]
+fn throughput_of_console_bytes_against_the_baud_rate() {
+    // Seed 001's question: does the console keep up with 115200 baud (11520 B/s)? Here
+    // one 100-byte line every 40 ms = 2525 B/s (100 bytes + newline, 25 lines a second).
+    let dir = std::env::temp_dir().join(format!("whylate-cli-tput-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("console.txt");
+    let mut t = String::new();
+    let msg = "x".repeat(100);
+    for i in 0..100u64 {
+        let ns = 1_000_000_000 + i * 40_000_000;
+        t.push_str(&format!(
+            " kworker/0:1-42 [000] d..1. {}.{:06}: console: {msg}\n",
+            ns / 1_000_000_000,
+            (ns % 1_000_000_000) / 1000
+        ));
+    }
+    std::fs::write(&p, t).unwrap();
+    let o = run(&[
+        "latency",
+        "--json",
+        "-m",
+        "throughput",
+        "--event",
+        "console",
+        "--field",
+        "len",
+        "--expect",
+        "11520",
+        p.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let m = &j["measures"][0];
+    assert_eq!(m["unit"], "per_s");
+    let g = &m["groups"][0];
+    assert_eq!(g["key"], "console len");
+    assert_eq!(g["extra"]["total"], 10_100);
+    assert_eq!(g["extra"]["intervals_below_expected"], 4);
+    assert_eq!(g["p50_ns"], 2525);
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -345,3 +345,38 @@ fn a_wakeup_racing_the_switch_out_starts_the_wait_at_the_switch() {
     let r = group(&j, "runqueue", "f[7]", "runnable");
     assert_eq!(r["extra"]["woken_during_switch_out_ns"], 3 * MS);
 }
+
+/// Every prefix and a few corruptions of the seed excerpts through the timeline and every
+/// measure: whatever the readers make of them, no panic.
+#[test]
+fn cut_and_corrupted_inputs_go_through_every_measure() {
+    let dir = std::env::temp_dir().join(format!("whylate-latcut-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for src in [
+        "seed000-perf-script.txt",
+        "seed002-latency-dump.txt",
+        "seed003-ftrace.txt",
+        "seed004-ftrace.txt",
+    ] {
+        let bytes = std::fs::read(seed(src)).unwrap();
+        let mut cases: Vec<Vec<u8>> = (0..bytes.len())
+            .step_by(41)
+            .map(|n| bytes[..n].to_vec())
+            .collect();
+        for i in (0..bytes.len()).step_by(59) {
+            let mut b = bytes.clone();
+            b[i] ^= 0x5a;
+            cases.push(b);
+        }
+        for (k, case) in cases.iter().enumerate() {
+            let p = dir.join(format!("case-{k}"));
+            std::fs::write(&p, case).unwrap();
+            let opts = Options {
+                raw_samples: true,
+                ..Default::default()
+            };
+            let _ = latency(&[p], &OpenOptions::default(), &opts, None);
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
