@@ -5,10 +5,13 @@ use clap::{Parser, Subcommand, ValueEnum};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use whylate::explain::{Options as ExplainOptions, Same};
 use whylate::measure::{
     Bound, Filter, Measure, Options as LatencyOptions, TaskSel, ThroughputOpts,
 };
 use whylate::read::{Format, OpenOptions, ReadError};
+use whylate::selector::Selector;
+use whylate::syscalls::Arch;
 
 /// whylate: find out why something on Linux was late, from a kernel trace.
 #[derive(Parser)]
@@ -42,6 +45,47 @@ enum Cmd {
         /// How many tasks to list.
         #[arg(long, default_value_t = 10)]
         top: usize,
+        /// Reorder window in events, for traces whose timestamps are out of order.
+        #[arg(long, default_value_t = whylate::read::DEFAULT_WINDOW)]
+        reorder: usize,
+    },
+    /// Explain request/response cycles: from a `--from` event to the first later `--to`
+    /// event of the same thread; the cycles over `--deadline` (or with no reply) are misses,
+    /// and each is explained: the chain of hand-offs, what held it up, ranked causes over all
+    /// misses, and what to do.
+    Explain {
+        /// Trace files, merged by timestamp.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Event that opens a cycle: EVENT[FIELD OP VALUE,...], e.g.
+        /// 'sys_enter_write[comm=frobnicator,count=7]'.
+        #[arg(long, required = true)]
+        from: String,
+        /// Event that closes it (repeat for alternatives), e.g.
+        /// 'sys_exit_read[comm=frobnicator,ret>0]'.
+        #[arg(long, required = true)]
+        to: Vec<String>,
+        /// Cycles longer than this are misses (`3.5ms`); inferred from the data when absent.
+        #[arg(long)]
+        deadline: Option<String>,
+        /// Who may close a cycle: the same thread, any thread of its process, anyone.
+        #[arg(long, value_enum, default_value = "thread")]
+        same: SameArg,
+        /// Syscall table for raw_syscalls events.
+        #[arg(long, default_value = "x86_64")]
+        arch: String,
+        /// Misses whose chain is shown.
+        #[arg(long, default_value_t = 3)]
+        top: usize,
+        /// Machine-readable output (schema: docs/json.md).
+        #[arg(long)]
+        json: bool,
+        /// Fail (exit 2) on the first line that does not parse.
+        #[arg(long)]
+        strict: bool,
+        /// Read as this format instead of guessing.
+        #[arg(long, value_enum)]
+        format: Option<FormatArg>,
         /// Reorder window in events, for traces whose timestamps are out of order.
         #[arg(long, default_value_t = whylate::read::DEFAULT_WINDOW)]
         reorder: usize,
@@ -97,6 +141,13 @@ enum Cmd {
         #[arg(long, default_value_t = whylate::read::DEFAULT_WINDOW)]
         reorder: usize,
     },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum SameArg {
+    Thread,
+    Tgid,
+    Any,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -159,6 +210,77 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 window: reorder,
             };
             let report = match whylate::stats::stats(&files, &opts, top) {
+                Ok(r) => r,
+                Err(e @ (ReadError::UnknownFormat { .. } | ReadError::Strict { .. })) => {
+                    eprintln!("whylate: {e}");
+                    return Ok(ExitCode::from(EXIT_BAD_INPUT));
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let mut out = std::io::stdout().lock();
+            if json {
+                serde_json::to_writer_pretty(&mut out, &report)?;
+                writeln!(out)?;
+            } else {
+                out.write_all(report.render_text().as_bytes())?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Explain {
+            files,
+            from,
+            to,
+            deadline,
+            same,
+            arch,
+            top,
+            json,
+            strict,
+            format,
+            reorder,
+        } => {
+            let open = OpenOptions {
+                format: format.map(Into::into),
+                strict,
+                window: reorder,
+            };
+            let from = match Selector::parse(&from) {
+                Ok(s) => s,
+                Err(e) => return usage(&format!("--from: {e}")),
+            };
+            let mut tos = Vec::new();
+            for t in &to {
+                match Selector::parse(t) {
+                    Ok(s) => tos.push(s),
+                    Err(e) => return usage(&format!("--to: {e}")),
+                }
+            }
+            let deadline_ns = match deadline.as_deref().map(parse_duration) {
+                None => None,
+                Some(Some(d)) if d > 0 => Some(d),
+                Some(_) => {
+                    return usage(&format!(
+                        "--deadline {:?}: expected a duration like 3.5ms, 500us",
+                        deadline.unwrap_or_default()
+                    ))
+                }
+            };
+            let Some(arch) = Arch::parse(&arch) else {
+                return usage(&format!("--arch {arch:?}: expected x86_64 or aarch64"));
+            };
+            let opts = ExplainOptions {
+                from,
+                to: tos,
+                deadline_ns,
+                same: match same {
+                    SameArg::Thread => Same::Thread,
+                    SameArg::Tgid => Same::Tgid,
+                    SameArg::Any => Same::Any,
+                },
+                arch,
+                top,
+            };
+            let report = match whylate::explain::explain(&files, &open, &opts) {
                 Ok(r) => r,
                 Err(e @ (ReadError::UnknownFormat { .. } | ReadError::Strict { .. })) => {
                     eprintln!("whylate: {e}");

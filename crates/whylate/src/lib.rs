@@ -22,8 +22,11 @@
 #![deny(missing_docs)]
 
 pub mod event;
+pub mod explain;
 pub mod latency;
 pub mod measure;
 pub mod read;
+pub mod selector;
 pub mod stats;
+pub mod syscalls;
 pub mod timeline;

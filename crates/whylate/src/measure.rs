@@ -718,6 +718,11 @@ fn bucket_of(v: u64, base: u64) -> (u64, u64) {
     }
 }
 
+/// A 1-2-5 log histogram of sorted values, from `base` (1000 for ns: buckets from 1 µs).
+pub fn log_histogram(sorted: &[u64], base: u64) -> Vec<Bucket> {
+    histogram(sorted, base)
+}
+
 fn histogram(sorted: &[u64], base: u64) -> Vec<Bucket> {
     let mut out: Vec<Bucket> = Vec::new();
     for &v in sorted {

@@ -1,0 +1,1689 @@
+//! `whylate explain`: request/response cycles, their deadline misses, and why.
+//!
+//! 1. **Cycles** are cut from the event stream while it is read: a `--from` match opens one
+//!    for its thread (or thread group, or anyone), the first later `--to` match by the same
+//!    closes it. A new `from` or the trace's end before any `to` = no reply.
+//! 2. **Chain**: from the cycle's thread, follow the causal edges the timeline built, in time
+//!    order: work it queued (and the worker that ran it), tasks it woke, timers it armed and
+//!    the tasks they woke, and so on. Every hand-off is a *link* with a wait: a runnable task
+//!    waiting for its CPU, a work item waiting for its worker, a timer firing late.
+//! 3. **Template**: the same links in the good cycles (matched by kind, name and order) give
+//!    each link its usual duration. A link's *excess* in a miss is its duration above that.
+//!    Busy-polling readers and device interrupts leave no explicit edge; they need no edge
+//!    here either: the read's return is the cycle's end and the links before it carry the
+//!    time.
+//! 4. **Blame**: each excess is split over what held the waiting link's CPU meanwhile
+//!    (tasks, irq handlers, softirqs, irqs-off sections), each with a category
+//!    (`runqueue-wait`, `preempted-by`, `hardirq`, `softirq`, `irqs-off`, `cpu-idle`,
+//!    `unknown-lost-events`). A cycle with no reply is explained by where its chain stood
+//!    at the deadline: the links still pending then.
+//! 5. **Causes** rank the culprits over all misses; **advice** turns the top ones into
+//!    commands for this machine, with what each costs.
+
+use crate::event::{Event, Interner, Kind, Sym, SOFTIRQ_NAMES};
+use crate::read::{self, Merged, OpenOptions, ReadError};
+use crate::selector::Selector;
+use crate::stats::{describe_inputs, dur, secs, InputInfo};
+use crate::syscalls::Arch;
+use crate::timeline::{
+    span, Builder, Cause as RunCause, Ctx, EdgeKind, OccupantKind, SpanKind, Timeline, NONE,
+};
+use rustc_hash::{FxHashMap, FxHashSet};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+/// Which later `to` closes a cycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Same {
+    /// The thread that matched `from` (default).
+    #[default]
+    Thread,
+    /// Any thread of its process.
+    Tgid,
+    /// Anyone.
+    Any,
+}
+
+/// What to explain.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Opens a cycle.
+    pub from: Selector,
+    /// Closes it (any of them).
+    pub to: Vec<Selector>,
+    /// Cycles longer than this, and cycles with no reply, are misses.
+    pub deadline_ns: Option<u64>,
+    /// Who may close a cycle.
+    pub same: Same,
+    /// Syscall table for raw_syscalls events.
+    pub arch: Arch,
+    /// Misses whose chain is shown in the terminal.
+    pub top: usize,
+}
+
+/// One cycle as cut from the stream.
+#[derive(Clone, Debug, Serialize)]
+pub struct Cycle {
+    /// The `from` event.
+    pub start_ns: u64,
+    /// The `to` event, if one came.
+    pub end_ns: Option<u64>,
+    /// Thread that matched `from`.
+    pub tid: i32,
+    /// Its CPU.
+    pub cpu: u32,
+    /// When the cycle stopped waiting without reply: the next `from`, or the trace end.
+    pub horizon_ns: u64,
+    /// Offsets of write syscalls the thread made inside the cycle (a timeout log line is
+    /// one way a deadline shows).
+    #[serde(skip)]
+    pub writes: Vec<u64>,
+}
+
+/// Cuts cycles from the stream.
+pub struct Cycles {
+    from: Selector,
+    to: Vec<Selector>,
+    same: Same,
+    arch: Arch,
+    open: FxHashMap<i64, usize>,
+    /// The cycles, in start order.
+    pub cycles: Vec<Cycle>,
+    write_name: Option<Sym>,
+}
+
+impl Cycles {
+    /// An empty cutter.
+    pub fn new(o: &Options) -> Cycles {
+        Cycles {
+            from: o.from.clone(),
+            to: o.to.clone(),
+            same: o.same,
+            arch: o.arch,
+            open: FxHashMap::default(),
+            cycles: Vec::new(),
+            write_name: None,
+        }
+    }
+
+    fn key(&self, e: &Event) -> i64 {
+        match self.same {
+            Same::Thread => e.tid as i64,
+            Same::Tgid if e.tgid >= 0 => e.tgid as i64,
+            Same::Tgid => e.tid as i64,
+            Same::Any => 0,
+        }
+    }
+
+    /// Feeds one event.
+    pub fn push(&mut self, e: &Event, s: &Interner) {
+        if self.from.matches(e, s, self.arch) {
+            let k = self.key(e);
+            if let Some(i) = self.open.remove(&k) {
+                self.cycles[i].horizon_ns = e.ts;
+            }
+            self.cycles.push(Cycle {
+                start_ns: e.ts,
+                end_ns: None,
+                tid: e.tid,
+                cpu: e.cpu,
+                horizon_ns: e.ts,
+                writes: Vec::new(),
+            });
+            self.open.insert(k, self.cycles.len() - 1);
+            return;
+        }
+        if self.open.is_empty() {
+            return;
+        }
+        if self.to.iter().any(|t| t.matches(e, s, self.arch)) {
+            let k = self.key(e);
+            if let Some(i) = self.open.remove(&k) {
+                let c = &mut self.cycles[i];
+                c.end_ns = Some(e.ts);
+                c.horizon_ns = e.ts;
+            }
+            return;
+        }
+        // Writes by the waiting thread: a timeout complaint is one.
+        let is_write = match &e.kind {
+            Kind::SysEnter { nr, .. } => self.arch.name(*nr) == Some("write"),
+            Kind::SyscallEnter { name, .. } => {
+                if self.write_name.is_none() && s.get(*name) == "write" {
+                    self.write_name = Some(*name);
+                }
+                Some(*name) == self.write_name
+            }
+            _ => false,
+        };
+        if is_write {
+            if let Some(&i) = self.open.get(&self.key(e)) {
+                let c = &mut self.cycles[i];
+                if c.tid == e.tid && c.writes.len() < 8 && e.ts > c.start_ns {
+                    c.writes.push(e.ts - c.start_ns);
+                }
+            }
+        }
+    }
+
+    /// Ends the stream at `last_ns`: open cycles had no reply until then.
+    pub fn finish(&mut self, last_ns: u64) {
+        for (_, i) in self.open.drain() {
+            self.cycles[i].horizon_ns = last_ns;
+        }
+    }
+}
+
+/// Who a cause names.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct Culprit {
+    /// Task name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm: Option<String>,
+    /// Task id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<i32>,
+    /// Kernel priority (0-99 RT, 100-139 normal), when the trace said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prio: Option<i32>,
+    /// Irq number.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub irq: Option<u32>,
+    /// Irq name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub irq_name: Option<String>,
+    /// Softirq vector name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vector: Option<String>,
+    /// Code that disabled interrupts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
+    /// CPU where it held the chain up.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u32>,
+}
+
+impl Culprit {
+    /// `comm[pid] (prio ...)`, `irq 16 (ehci)`, `softirq NET_RX`, `console_unlock`.
+    pub fn label(&self) -> String {
+        if let Some(c) = &self.comm {
+            let mut s = format!("{c}[{}]", self.pid.unwrap_or(-1));
+            if let Some(p) = self.prio {
+                let _ = write!(s, " {}", policy(p));
+            }
+            return s;
+        }
+        if let Some(i) = self.irq {
+            return match &self.irq_name {
+                Some(n) => format!("irq {i} ({n})"),
+                None => format!("irq {i}"),
+            };
+        }
+        if let Some(v) = &self.vector {
+            return format!("softirq {v}");
+        }
+        if let Some(c) = &self.caller {
+            return c.clone();
+        }
+        "-".to_string()
+    }
+}
+
+/// `SCHED_OTHER nice 0` / `RT prio 50` from a kernel prio.
+fn policy(prio: i32) -> String {
+    if prio < 100 {
+        format!("(RT {})", 99 - prio)
+    } else {
+        format!("(nice {})", prio - 120)
+    }
+}
+
+/// A ranked cause over all misses.
+#[derive(Clone, Debug, Serialize)]
+pub struct CauseRow {
+    /// `runqueue-wait`, `preempted-by`, `hardirq`, `softirq`, `irqs-off`, `cpu-idle`,
+    /// `unknown-lost-events`, `unknown`.
+    pub category: String,
+    /// Who.
+    pub culprit: Culprit,
+    /// Misses it contributed to.
+    pub count: u64,
+    /// Excess time it accounts for, all misses.
+    pub total_excess_ns: u64,
+    /// Per miss it contributed to.
+    pub mean_excess_ns: u64,
+    /// Share of all blamed excess.
+    pub share: f64,
+}
+
+/// One link of a chain.
+#[derive(Clone, Debug, Serialize)]
+pub struct Link {
+    /// Offset of its start from the cycle start.
+    pub offset_ns: u64,
+    /// Absolute start.
+    pub ts_ns: u64,
+    /// CPU where it waited or ran.
+    pub cpu: Option<u32>,
+    /// `from`, `work`, `wakeup`, `timer`, `to`, `deadline`.
+    pub kind: String,
+    /// What happened, in words.
+    pub what: String,
+    /// How long it took.
+    pub duration_ns: u64,
+    /// Its usual duration in good cycles (or in the whole trace).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usual_ns: Option<u64>,
+    /// Time above usual.
+    pub excess_ns: u64,
+    /// Still pending when the deadline passed.
+    pub pending_at_deadline: bool,
+    /// What held it up, largest first: category, culprit, time.
+    pub held_by: Vec<Hold>,
+    /// The task that waited (the woken task, the worker).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiter: Option<Culprit>,
+    /// Work queued from an interrupt: its irq (`u32::MAX`: from outside the cycle's chain,
+    /// most likely an interrupt the trace did not record).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queued_in_irq: Option<u32>,
+}
+
+/// One part of a link's time.
+#[derive(Clone, Debug, Serialize)]
+pub struct Hold {
+    /// Category.
+    pub category: String,
+    /// Who.
+    pub culprit: Culprit,
+    /// Time held.
+    pub ns: u64,
+}
+
+/// One missed cycle.
+#[derive(Clone, Debug, Serialize)]
+pub struct Miss {
+    /// Cycle start.
+    pub start_ns: u64,
+    /// Duration, null when no reply came.
+    pub duration_ns: Option<u64>,
+    /// Thread.
+    pub tid: i32,
+    /// CPU of the `from` event.
+    pub cpu: u32,
+    /// Time over the deadline (no reply: until the cycle was abandoned).
+    pub late_ns: u64,
+    /// Excess blamed on causes.
+    pub blamed_ns: u64,
+    /// The chain, in time order.
+    pub chain: Vec<Link>,
+}
+
+/// Cycle statistics.
+#[derive(Clone, Debug, Serialize, Default)]
+pub struct CycleStats {
+    /// Cycles.
+    pub count: u64,
+    /// Cycles with a reply.
+    pub replied: u64,
+    /// Cycles without.
+    pub no_reply: u64,
+    /// Misses (over the deadline, or no reply).
+    pub misses: u64,
+    /// Quantiles of replied cycles.
+    pub min_ns: u64,
+    /// Median.
+    pub p50_ns: u64,
+    /// 90th.
+    pub p90_ns: u64,
+    /// 99th.
+    pub p99_ns: u64,
+    /// Max.
+    pub max_ns: u64,
+    /// Log histogram of replied durations.
+    pub histogram: Vec<crate::measure::Bucket>,
+}
+
+/// A CPU the causes point at.
+#[derive(Clone, Debug, Serialize)]
+pub struct CpuContext {
+    /// The CPU.
+    pub cpu: u32,
+    /// Why it matters.
+    pub role: String,
+    /// Share of the trace's time each busy task ran there, largest first.
+    pub busy: Vec<(String, f64)>,
+    /// Irqs handled there, by count.
+    pub irqs: Vec<(String, u64)>,
+}
+
+/// One piece of advice.
+#[derive(Clone, Debug, Serialize)]
+pub struct Advice {
+    /// What to do.
+    pub action: String,
+    /// The command, for this machine.
+    pub command: String,
+    /// What it costs or breaks.
+    pub cost: String,
+}
+
+/// The result.
+#[derive(Clone, Debug, Serialize)]
+pub struct ExplainReport {
+    /// Inputs.
+    pub inputs: Vec<InputInfo>,
+    /// Events read.
+    pub events: u64,
+    /// The selectors.
+    pub from: String,
+    /// See `from`.
+    pub to: Vec<String>,
+    /// The deadline used.
+    pub deadline_ns: Option<u64>,
+    /// `given`, `inferred: ...`, or `none: ...`.
+    pub deadline_source: String,
+    /// Cycle statistics.
+    pub cycles: CycleStats,
+    /// Causes, largest total excess first.
+    pub causes: Vec<CauseRow>,
+    /// Every miss with its chain (worst first).
+    pub misses: Vec<Miss>,
+    /// CPUs behind the causes.
+    pub context: Vec<CpuContext>,
+    /// What to do.
+    pub advice: Vec<Advice>,
+    /// Where the analysis is blind or approximate.
+    pub notes: Vec<String>,
+    /// How many misses the terminal shows in full.
+    #[serde(skip)]
+    pub top: usize,
+}
+
+/// Reads the inputs, cuts cycles and explains the misses.
+pub fn explain(
+    paths: &[PathBuf],
+    open: &OpenOptions,
+    o: &Options,
+) -> Result<ExplainReport, ReadError> {
+    let mut sources = Vec::new();
+    for p in paths {
+        sources.push(read::open(p, open)?);
+    }
+    let mut strings = Interner::new();
+    let mut merged = Merged::new(sources);
+    let mut b = Builder::new();
+    let mut cy = Cycles::new(o);
+    let mut per_input = vec![0u64; paths.len()];
+    let mut events = 0u64;
+    while let Some((i, e)) = merged.next_indexed(&mut strings)? {
+        per_input[i] += 1;
+        events += 1;
+        b.push(&e, &strings);
+        cy.push(&e, &strings);
+    }
+    let tl = b.finish();
+    cy.finish(tl.last_ts);
+    let inputs = describe_inputs(merged.sources(), paths, &per_input);
+    let mut r = analyze(&tl, &strings, o, cy.cycles);
+    r.inputs = inputs.inputs;
+    r.events = events;
+    let mut notes = inputs.notes;
+    notes.append(&mut r.notes);
+    r.notes = notes;
+    Ok(r)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum LinkKind {
+    Run,
+    Work,
+    Timer,
+}
+
+/// A hand-off inside a cycle.
+#[derive(Clone, Debug)]
+struct RawLink {
+    kind: LinkKind,
+    /// Template key: kind, normalised name, and its order among links with that name.
+    key: (LinkKind, String, u32),
+    start: u64,
+    end: u64,
+    cpu: u32,
+    /// The waiting task.
+    tid: i32,
+    what: String,
+    preempted: bool,
+    /// Work queued from this hardirq (or from outside the chain: `Some(u32::MAX)`).
+    irq: Option<u32>,
+}
+
+/// `kworker/u8:1` → `kworker/u8:*`: workers of a pool are interchangeable.
+fn norm_comm(c: &str) -> String {
+    if c.starts_with("kworker/") {
+        if let Some(i) = c.rfind(':') {
+            return format!("{}:*", &c[..i]);
+        }
+    }
+    c.to_string()
+}
+
+struct Engine<'a> {
+    tl: &'a Timeline,
+    s: &'a Interner,
+    /// Runnable spans by start.
+    runnable: Vec<u32>,
+    /// Wakeup, work and timer edges by cause time.
+    edges: Vec<u32>,
+    irqsoff_by_cpu: Vec<Vec<u32>>,
+    /// Trace-wide median per link key (name), for links good cycles lack.
+    trace_median: std::cell::RefCell<FxHashMap<(LinkKind, String), u64>>,
+}
+
+impl<'a> Engine<'a> {
+    fn new(tl: &'a Timeline, s: &'a Interner) -> Engine<'a> {
+        let sp = &tl.spans;
+        let mut runnable: Vec<u32> = (0..sp.len() as u32)
+            .filter(|&i| sp.kind[i as usize] == SpanKind::Runnable)
+            .collect();
+        runnable.sort_by_key(|&i| sp.start[i as usize]);
+        let mut edges: Vec<u32> = (0..tl.edges.len() as u32)
+            .filter(|&i| {
+                matches!(
+                    tl.edges[i as usize].kind,
+                    EdgeKind::Wakeup | EdgeKind::Work | EdgeKind::Timer
+                )
+            })
+            .collect();
+        edges.sort_by_key(|&i| tl.edges[i as usize].ts);
+        let mut irqsoff_by_cpu = vec![Vec::new(); tl.cpus as usize];
+        for i in 0..sp.len() {
+            if sp.kind[i] == SpanKind::IrqsOff {
+                if let Some(l) = irqsoff_by_cpu.get_mut(sp.cpu[i] as usize) {
+                    l.push(i as u32);
+                }
+            }
+        }
+        Engine {
+            tl,
+            s,
+            runnable,
+            edges,
+            irqsoff_by_cpu,
+            trace_median: Default::default(),
+        }
+    }
+
+    fn task(&self, tid: i32) -> String {
+        if tid == 0 {
+            return "idle".into();
+        }
+        let c = self.s.get(self.tl.comm(tid));
+        if c.is_empty() {
+            format!("[{tid}]")
+        } else {
+            format!("{c}[{tid}]")
+        }
+    }
+
+    fn ctx(&self, c: Ctx, tid: i32, cpu: u32, ts: u64) -> String {
+        match self.tl.resolve(c, cpu, ts) {
+            Ctx::Task { tid } => self.task(tid),
+            Ctx::Hardirq { irq } if irq != u32::MAX => match self.tl.irq_names.get(&irq) {
+                Some(n) => format!("irq {irq} ({})", self.s.get(*n)),
+                None => format!("irq {irq}"),
+            },
+            Ctx::Hardirq { .. } => "a hardirq".into(),
+            Ctx::Softirq { vec } => format!(
+                "softirq {}",
+                SOFTIRQ_NAMES.get(vec as usize).copied().unwrap_or("?")
+            ),
+            Ctx::Timer { edge } => {
+                format!(
+                    "hrtimer {}",
+                    self.s.get(Sym(self.tl.edges[edge as usize].key))
+                )
+            }
+            Ctx::Unknown => self.task(tid),
+        }
+    }
+
+    /// The links of the chain that starts with `tid` at `s`, up to `h`.
+    fn chain(&self, tid: i32, s: u64, h: u64) -> (Vec<RawLink>, FxHashSet<i32>) {
+        let tl = self.tl;
+        let mut chain: FxHashSet<i32> = FxHashSet::default();
+        chain.insert(tid);
+        let mut links = Vec::new();
+        let mut nth: FxHashMap<(LinkKind, String), u32> = FxHashMap::default();
+        let mut key = |k: LinkKind, name: String| {
+            let n = nth.entry((k, name.clone())).or_default();
+            *n += 1;
+            (k, name, *n)
+        };
+        let first = self.edges.partition_point(|&i| tl.edges[i as usize].ts < s);
+        for &ei in &self.edges[first..] {
+            let e = &tl.edges[ei as usize];
+            if e.ts > h {
+                break;
+            }
+            let from_chain = match e.from {
+                Ctx::Task { tid } => chain.contains(&tid),
+                // A timer callback acts for whoever armed the timer.
+                Ctx::Timer { edge } => {
+                    let t = &tl.edges[edge as usize];
+                    matches!(t.from, Ctx::Task { tid } if chain.contains(&tid))
+                }
+                _ => false,
+            };
+            if !from_chain {
+                continue;
+            }
+            match e.kind {
+                EdgeKind::Wakeup => {
+                    chain.insert(e.to_tid);
+                }
+                EdgeKind::Work => {
+                    chain.insert(e.to_tid);
+                    let f = self.s.get(Sym(e.key)).to_string();
+                    links.push(RawLink {
+                        kind: LinkKind::Work,
+                        key: key(LinkKind::Work, f.clone()),
+                        start: e.ts,
+                        end: e.at,
+                        cpu: e.to_cpu,
+                        tid: e.to_tid,
+                        what: format!(
+                            "work {f} queued by {} on CPU{}, started in {} on CPU{}",
+                            self.ctx(e.from, e.from_tid, e.from_cpu, e.ts),
+                            e.from_cpu,
+                            self.task(e.to_tid),
+                            e.to_cpu
+                        ),
+                        preempted: false,
+                        irq: None,
+                    });
+                }
+                EdgeKind::Timer if e.val != u64::MAX && e.val2 != u64::MAX => {
+                    let late = e.val2.saturating_sub(e.val);
+                    let f = self.s.get(Sym(e.key)).to_string();
+                    links.push(RawLink {
+                        kind: LinkKind::Timer,
+                        key: key(LinkKind::Timer, f.clone()),
+                        start: e.at.saturating_sub(late),
+                        end: e.at,
+                        cpu: e.to_cpu,
+                        tid: e.to_tid,
+                        what: format!("hrtimer {f} fired on CPU{}", e.to_cpu),
+                        preempted: false,
+                        irq: None,
+                    });
+                }
+                _ => {}
+            }
+        }
+        // Waits for a CPU of every task on the chain.
+        let sp = &tl.spans;
+        let first = self.runnable.partition_point(|&i| sp.start[i as usize] < s);
+        for &ri in &self.runnable[first..] {
+            let i = ri as usize;
+            if sp.start[i] > h {
+                break;
+            }
+            if !chain.contains(&sp.tid[i]) || sp.flags[i] & span::END_UNKNOWN != 0 {
+                continue;
+            }
+            let name = norm_comm(self.s.get(self.tl.comm(sp.tid[i])));
+            let cause = RunCause::from_key(sp.key[i]);
+            let by = if sp.aux[i] != NONE {
+                let e = &tl.edges[sp.aux[i] as usize];
+                format!(
+                    " (woken by {})",
+                    self.ctx(e.from, e.from_tid, e.from_cpu, e.ts)
+                )
+            } else if cause == RunCause::Preempted {
+                " (preempted)".into()
+            } else {
+                String::new()
+            };
+            links.push(RawLink {
+                kind: LinkKind::Run,
+                key: key(LinkKind::Run, name),
+                start: sp.start[i],
+                end: sp.end[i],
+                cpu: sp.cpu[i],
+                tid: sp.tid[i],
+                what: format!(
+                    "{} runnable on CPU{}{by}, then ran",
+                    self.task(sp.tid[i]),
+                    sp.cpu[i]
+                ),
+                preempted: cause == RunCause::Preempted,
+                irq: None,
+            });
+        }
+        links.sort_by_key(|l| (l.start, l.end));
+        (links, chain)
+    }
+
+    /// All waits in `[s, h]`, whoever they belong to: for cycles whose chain the trace
+    /// does not connect (device interrupts, untraced hand-offs).
+    fn all_waits(&self, s: u64, h: u64) -> Vec<RawLink> {
+        let tl = self.tl;
+        let sp = &tl.spans;
+        let mut links = Vec::new();
+        let first = self.edges.partition_point(|&i| tl.edges[i as usize].ts < s);
+        for &ei in &self.edges[first..] {
+            let e = &tl.edges[ei as usize];
+            if e.ts > h {
+                break;
+            }
+            if e.kind == EdgeKind::Work {
+                let f = self.s.get(Sym(e.key)).to_string();
+                links.push(RawLink {
+                    kind: LinkKind::Work,
+                    key: (LinkKind::Work, f.clone(), 1),
+                    start: e.ts,
+                    end: e.at,
+                    cpu: e.to_cpu,
+                    tid: e.to_tid,
+                    what: format!(
+                        "work {f} queued by {} on CPU{}, started in {} on CPU{}",
+                        self.ctx(e.from, e.from_tid, e.from_cpu, e.ts),
+                        e.from_cpu,
+                        self.task(e.to_tid),
+                        e.to_cpu
+                    ),
+                    preempted: false,
+                    irq: Some(match tl.resolve(e.from, e.from_cpu, e.ts) {
+                        Ctx::Hardirq { irq } => irq,
+                        _ => u32::MAX,
+                    }),
+                });
+            }
+        }
+        let first = self.runnable.partition_point(|&i| sp.start[i as usize] < s);
+        for &ri in &self.runnable[first..] {
+            let i = ri as usize;
+            if sp.start[i] > h {
+                break;
+            }
+            if sp.tid[i] <= 0 || sp.flags[i] & span::END_UNKNOWN != 0 {
+                continue;
+            }
+            let cause = RunCause::from_key(sp.key[i]);
+            links.push(RawLink {
+                kind: LinkKind::Run,
+                key: (
+                    LinkKind::Run,
+                    norm_comm(self.s.get(self.tl.comm(sp.tid[i]))),
+                    1,
+                ),
+                start: sp.start[i],
+                end: sp.end[i],
+                cpu: sp.cpu[i],
+                tid: sp.tid[i],
+                what: {
+                    let by = if sp.aux[i] != NONE {
+                        let e = &tl.edges[sp.aux[i] as usize];
+                        format!(
+                            " (woken by {})",
+                            self.ctx(e.from, e.from_tid, e.from_cpu, e.ts)
+                        )
+                    } else if cause == RunCause::Preempted {
+                        " (preempted)".into()
+                    } else {
+                        String::new()
+                    };
+                    format!(
+                        "{} runnable on CPU{}{by}, then ran",
+                        self.task(sp.tid[i]),
+                        sp.cpu[i]
+                    )
+                },
+                preempted: cause == RunCause::Preempted,
+                irq: None,
+            });
+        }
+        links.sort_by_key(|l| (l.start, l.end));
+        links
+    }
+
+    /// Median of this link kind and name over the whole trace.
+    fn usual_in_trace(&self, kind: LinkKind, name: &str) -> u64 {
+        if let Some(v) = self.trace_median.borrow().get(&(kind, name.to_string())) {
+            return *v;
+        }
+        let tl = self.tl;
+        let mut v: Vec<u64> = match kind {
+            LinkKind::Run => {
+                let sp = &tl.spans;
+                self.runnable
+                    .iter()
+                    .map(|&i| i as usize)
+                    .filter(|&i| {
+                        sp.flags[i] & span::END_UNKNOWN == 0
+                            && norm_comm(self.s.get(tl.comm(sp.tid[i]))) == name
+                    })
+                    .map(|i| sp.end[i] - sp.start[i])
+                    .collect()
+            }
+            LinkKind::Work => tl
+                .edges
+                .iter()
+                .filter(|e| e.kind == EdgeKind::Work && self.s.get(Sym(e.key)) == name)
+                .map(|e| e.at - e.ts)
+                .collect(),
+            LinkKind::Timer => tl
+                .edges
+                .iter()
+                .filter(|e| {
+                    e.kind == EdgeKind::Timer
+                        && e.val != u64::MAX
+                        && e.val2 != u64::MAX
+                        && self.s.get(Sym(e.key)) == name
+                })
+                .map(|e| e.val2.saturating_sub(e.val))
+                .collect(),
+        };
+        v.sort_unstable();
+        // Few samples: the fastest is the best guess of "usual" (the slow one may be the
+        // very miss being explained).
+        let m = if v.len() < 3 {
+            v.first().copied().unwrap_or(0)
+        } else {
+            v[(v.len() - 1) / 2]
+        };
+        self.trace_median
+            .borrow_mut()
+            .insert((kind, name.to_string()), m);
+        m
+    }
+
+    /// What held `cpu` during `[a, b)` while `waiter` waited: categories and culprits.
+    fn holds(&self, l: &RawLink, a: u64, b: u64) -> Vec<Hold> {
+        let tl = self.tl;
+        if b <= a || l.cpu == u32::MAX {
+            return Vec::new();
+        }
+        if !tl.lost.is_empty() && tl.crosses_loss(l.cpu, a, b) {
+            return vec![Hold {
+                category: "unknown-lost-events".into(),
+                culprit: Culprit {
+                    cpu: Some(l.cpu),
+                    ..Default::default()
+                },
+                ns: b - a,
+            }];
+        }
+        let mut out = Vec::new();
+        // An irqs-off section over a late timer is the reason the interrupt came late.
+        if l.kind == LinkKind::Timer {
+            let sp = &tl.spans;
+            if let Some(list) = self.irqsoff_by_cpu.get(l.cpu as usize) {
+                for &j in list {
+                    let j = j as usize;
+                    let ov = sp.end[j].min(b).saturating_sub(sp.start[j].max(a));
+                    if ov > 0 {
+                        out.push(Hold {
+                            category: "irqs-off".into(),
+                            culprit: Culprit {
+                                caller: Some(
+                                    self.s
+                                        .get(Sym(sp.key[j]))
+                                        .split('+')
+                                        .next()
+                                        .unwrap_or("")
+                                        .to_string(),
+                                ),
+                                cpu: Some(l.cpu),
+                                ..Default::default()
+                            },
+                            ns: ov,
+                        });
+                    }
+                }
+            }
+            if !out.is_empty() {
+                return out;
+            }
+        }
+        for o in tl.occupants(l.cpu, a, b) {
+            let (category, culprit) = match o.what {
+                OccupantKind::Task if o.id == l.tid as i64 => continue,
+                OccupantKind::Task if o.id == 0 => (
+                    "cpu-idle",
+                    Culprit {
+                        cpu: Some(l.cpu),
+                        ..Default::default()
+                    },
+                ),
+                OccupantKind::Task => (
+                    if l.preempted {
+                        "preempted-by"
+                    } else {
+                        "runqueue-wait"
+                    },
+                    Culprit {
+                        comm: Some(self.s.get(tl.comm(o.id as i32)).to_string())
+                            .filter(|c| !c.is_empty())
+                            .or(Some(self.s.get(o.name).to_string())),
+                        pid: Some(o.id as i32),
+                        prio: tl.prios.get(&(o.id as i32)).copied(),
+                        cpu: Some(l.cpu),
+                        ..Default::default()
+                    },
+                ),
+                OccupantKind::Hardirq => (
+                    "hardirq",
+                    Culprit {
+                        irq: Some(o.id as u32),
+                        irq_name: Some(self.s.get(o.name).to_string()).filter(|n| !n.is_empty()),
+                        cpu: Some(l.cpu),
+                        ..Default::default()
+                    },
+                ),
+                OccupantKind::Softirq => (
+                    "softirq",
+                    Culprit {
+                        vector: SOFTIRQ_NAMES.get(o.id as usize).map(|s| s.to_string()),
+                        cpu: Some(l.cpu),
+                        ..Default::default()
+                    },
+                ),
+            };
+            out.push(Hold {
+                category: category.into(),
+                culprit,
+                ns: o.ns,
+            });
+        }
+        out
+    }
+}
+
+fn quantile(sorted: &[u64], q: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// The deadline the data shows, if any: the thread writes (a complaint) at one offset in
+/// several cycles, or many cycles end at one duration.
+fn infer_deadline(cycles: &[Cycle]) -> (Option<u64>, String) {
+    let mut w: Vec<u64> = cycles
+        .iter()
+        .flat_map(|c| c.writes.iter().copied())
+        .collect();
+    w.sort_unstable();
+    if w.len() >= 3 {
+        let m = w[w.len() / 2];
+        let near = w
+            .iter()
+            .filter(|&&x| x.abs_diff(m) <= (m / 20).max(50_000))
+            .count();
+        if near >= 3 && near * 2 >= w.len() {
+            let d = (m + 50_000) / 100_000 * 100_000;
+            return (
+                Some(d),
+                format!(
+                    "inferred: the thread wrote (a timeout log, presumably) at +{} in {near} cycles",
+                    dur(m)
+                ),
+            );
+        }
+    }
+    let mut d: Vec<u64> = cycles
+        .iter()
+        .filter_map(|c| c.end_ns.map(|e| e - c.start_ns))
+        .collect();
+    d.sort_unstable();
+    if d.len() >= 20 {
+        let max = *d.last().unwrap();
+        let pile = d.iter().filter(|&&x| x * 100 >= max * 98).count();
+        if pile >= 5 && pile * 20 >= d.len() {
+            return (
+                Some(d[d.len() - pile]),
+                format!(
+                    "inferred: {pile} cycles end within 2% of {} (a timeout pile-up)",
+                    dur(max)
+                ),
+            );
+        }
+    }
+    (None, String::new())
+}
+
+/// Explains the cycles on a built timeline.
+pub fn analyze(tl: &Timeline, s: &Interner, o: &Options, cycles: Vec<Cycle>) -> ExplainReport {
+    let eng = Engine::new(tl, s);
+    let mut notes = Vec::new();
+    let mut durations: Vec<u64> = cycles
+        .iter()
+        .filter_map(|c| c.end_ns.map(|e| e - c.start_ns))
+        .collect();
+    durations.sort_unstable();
+    let (deadline, source) = match o.deadline_ns {
+        Some(d) => (Some(d), "given".to_string()),
+        None => match infer_deadline(&cycles) {
+            (Some(d), why) => (Some(d), why),
+            _ => {
+                // No deadline known: explain the slowest 1% as outliers.
+                let p99 = quantile(&durations, 0.99);
+                (
+                    (!durations.is_empty()).then_some(p99),
+                    "none given or inferred: the cycles above p99 are explained as outliers"
+                        .to_string(),
+                )
+            }
+        },
+    };
+    let is_miss = |c: &Cycle| match (c.end_ns, deadline) {
+        (None, _) => true,
+        (Some(e), Some(d)) => e - c.start_ns > d,
+        (Some(_), None) => false,
+    };
+    let mut st = CycleStats {
+        count: cycles.len() as u64,
+        replied: durations.len() as u64,
+        no_reply: cycles.iter().filter(|c| c.end_ns.is_none()).count() as u64,
+        misses: cycles.iter().filter(|c| is_miss(c)).count() as u64,
+        min_ns: durations.first().copied().unwrap_or(0),
+        p50_ns: quantile(&durations, 0.5),
+        p90_ns: quantile(&durations, 0.9),
+        p99_ns: quantile(&durations, 0.99),
+        max_ns: durations.last().copied().unwrap_or(0),
+        histogram: Vec::new(),
+    };
+    st.histogram = crate::measure::log_histogram(&durations, 1000);
+
+    // Template from the good cycles: the usual duration of each link.
+    let mut usual: FxHashMap<(LinkKind, String, u32), Vec<u64>> = FxHashMap::default();
+    let good: Vec<&Cycle> = cycles.iter().filter(|c| !is_miss(c)).collect();
+    // Enough good cycles to learn from, spread over the trace.
+    let step = (good.len() / 400).max(1);
+    for c in good.iter().step_by(step) {
+        let (links, _) = eng.chain(c.tid, c.start_ns, c.end_ns.unwrap_or(c.horizon_ns));
+        for l in links {
+            usual
+                .entry(l.key.clone())
+                .or_default()
+                .push(l.end - l.start);
+        }
+    }
+    let usual: FxHashMap<(LinkKind, String, u32), u64> = usual
+        .into_iter()
+        .map(|(k, mut v)| {
+            v.sort_unstable();
+            (k, v[v.len() / 2])
+        })
+        .collect();
+    if good.len() < 3 && !cycles.is_empty() {
+        notes.push(format!(
+            "only {} good cycle(s) to learn the usual chain from: links are compared with their median over the whole trace",
+            good.len()
+        ));
+    }
+
+    let mut misses = Vec::new();
+    let mut causes: FxHashMap<(String, Culprit), (u64, u64)> = FxHashMap::default();
+    let mut cpus_blamed: FxHashMap<u32, u64> = FxHashMap::default();
+    let mut unconnected = 0u64;
+    for c in cycles.iter().filter(|c| is_miss(c)) {
+        let dl = deadline.map(|d| c.start_ns + d);
+        let end = c.end_ns.unwrap_or(c.horizon_ns);
+        // No reply: look at the chain up to the deadline (where it stood then).
+        let h = match (c.end_ns, dl) {
+            (None, Some(d)) => d.min(end),
+            _ => end,
+        };
+        let (mut links, _) = eng.chain(c.tid, c.start_ns, h);
+        let connected = links.iter().any(|l| l.end > l.start);
+        if !connected {
+            // The trace does not connect the chain (device interrupt, untraced hand-off):
+            // every wait inside the cycle is a suspect.
+            unconnected += 1;
+            links = eng.all_waits(c.start_ns, h);
+        }
+        let mut chain = vec![Link {
+            offset_ns: 0,
+            ts_ns: c.start_ns,
+            cpu: Some(c.cpu),
+            kind: "from".into(),
+            what: format!("{} by {}", o.from.text(), eng.task(c.tid)),
+            duration_ns: 0,
+            usual_ns: None,
+            excess_ns: 0,
+            pending_at_deadline: false,
+            held_by: Vec::new(),
+            waiter: None,
+            queued_in_irq: None,
+        }];
+        let mut counted: Vec<(u32, u64, u64)> = Vec::new();
+        let mut blamed = 0u64;
+        let mut per_cause: FxHashMap<(String, Culprit), u64> = FxHashMap::default();
+        // Longest first, so a wait nested in a longer one on the same CPU is not counted twice.
+        let mut order: Vec<usize> = (0..links.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(links[i].end - links[i].start));
+        let mut out_links: Vec<Option<Link>> = vec![None; links.len()];
+        for i in order {
+            let l = &links[i];
+            let pending = dl.is_some_and(|d| l.start <= d && l.end > d) || l.end > end;
+            let stop = if c.end_ns.is_none() {
+                dl.unwrap_or(l.end).min(l.end).max(l.start)
+            } else {
+                l.end
+            };
+            let d = stop - l.start;
+            let u = usual
+                .get(&l.key)
+                .copied()
+                .unwrap_or_else(|| eng.usual_in_trace(l.kind, &l.key.1));
+            let excess = d.saturating_sub(u);
+            let nested = counted.iter().any(|&(cpu, a, b)| {
+                cpu == l.cpu && l.start >= a && stop <= b && l.kind == LinkKind::Run
+            }) || counted.iter().any(|&(cpu, a, b)| {
+                cpu == l.cpu && a >= l.start && b <= stop && l.kind != LinkKind::Run
+            });
+            // Significant: above 10 us and a tenth of the cycle's lateness.
+            let late = match (c.end_ns, deadline) {
+                (Some(e), Some(dd)) => (e - c.start_ns).saturating_sub(dd),
+                _ => d,
+            };
+            let significant = excess > 10_000 && excess * 10 >= late.min(excess * 10);
+            let mut held = Vec::new();
+            if significant {
+                // The part above usual, split over what held the CPU meanwhile.
+                let start_excess = stop - excess;
+                let mut hs = eng.holds(l, start_excess, stop);
+                let total: u64 = hs.iter().map(|h| h.ns).sum();
+                if total == 0 {
+                    hs = vec![Hold {
+                        category: "unknown".into(),
+                        culprit: Culprit {
+                            cpu: Some(l.cpu),
+                            ..Default::default()
+                        },
+                        ns: excess,
+                    }];
+                }
+                let total: u64 = hs.iter().map(|h| h.ns).sum::<u64>().max(1);
+                for h in &mut hs {
+                    h.ns = (h.ns as u128 * excess as u128 / total as u128) as u64;
+                }
+                hs.sort_by(|a, b| b.ns.cmp(&a.ns));
+                if !nested {
+                    counted.push((l.cpu, l.start, stop));
+                    blamed += excess;
+                    for h in &hs {
+                        *per_cause
+                            .entry((h.category.clone(), h.culprit.clone()))
+                            .or_default() += h.ns;
+                    }
+                    *cpus_blamed.entry(l.cpu).or_default() += excess;
+                }
+                held = hs;
+            }
+            out_links[i] = Some(Link {
+                offset_ns: l.start - c.start_ns,
+                ts_ns: l.start,
+                cpu: Some(l.cpu),
+                kind: match l.kind {
+                    LinkKind::Run => "wakeup",
+                    LinkKind::Work => "work",
+                    LinkKind::Timer => "timer",
+                }
+                .into(),
+                what: l.what.clone(),
+                duration_ns: l.end - l.start,
+                usual_ns: Some(u),
+                excess_ns: if significant { excess } else { 0 },
+                pending_at_deadline: pending,
+                held_by: held,
+                waiter: (l.tid > 0).then(|| Culprit {
+                    comm: Some(eng.s.get(tl.comm(l.tid)).to_string()),
+                    pid: Some(l.tid),
+                    prio: tl.prios.get(&l.tid).copied(),
+                    cpu: Some(l.cpu),
+                    ..Default::default()
+                }),
+                queued_in_irq: l.irq,
+            });
+        }
+        // Unconnected cycles list only the waits that matter.
+        chain.extend(
+            out_links
+                .into_iter()
+                .flatten()
+                .filter(|l| connected || l.excess_ns > 0 || l.pending_at_deadline),
+        );
+        match c.end_ns {
+            Some(e) => chain.push(Link {
+                offset_ns: e - c.start_ns,
+                ts_ns: e,
+                cpu: None,
+                kind: "to".into(),
+                what: format!(
+                    "{} (reply)",
+                    o.to.iter()
+                        .map(|t| t.text())
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                ),
+                duration_ns: 0,
+                usual_ns: None,
+                excess_ns: 0,
+                pending_at_deadline: false,
+                held_by: Vec::new(),
+                waiter: None,
+                queued_in_irq: None,
+            }),
+            None => {
+                if let Some(d) = dl {
+                    chain.push(Link {
+                        offset_ns: d - c.start_ns,
+                        ts_ns: d,
+                        cpu: None,
+                        kind: "deadline".into(),
+                        what: "deadline passed with no reply".into(),
+                        duration_ns: 0,
+                        usual_ns: None,
+                        excess_ns: 0,
+                        pending_at_deadline: false,
+                        held_by: Vec::new(),
+                        waiter: None,
+                        queued_in_irq: None,
+                    });
+                }
+            }
+        }
+        chain.sort_by_key(|l| (l.offset_ns, l.kind == "to" || l.kind == "deadline"));
+        for (k, ns) in per_cause {
+            let e = causes.entry(k).or_default();
+            e.0 += 1;
+            e.1 += ns;
+        }
+        let late = match (c.end_ns, deadline) {
+            (Some(e), Some(d)) => (e - c.start_ns).saturating_sub(d),
+            (None, _) => c.horizon_ns - c.start_ns,
+            _ => 0,
+        };
+        misses.push(Miss {
+            start_ns: c.start_ns,
+            duration_ns: c.end_ns.map(|e| e - c.start_ns),
+            tid: c.tid,
+            cpu: c.cpu,
+            late_ns: late,
+            blamed_ns: blamed,
+            chain,
+        });
+    }
+    if unconnected > 0 {
+        notes.push(format!(
+            "{unconnected} miss(es) had no hand-off the trace connects to the cycle's thread (a device interrupt, or events not recorded): every wait inside them was considered"
+        ));
+    }
+    misses.sort_by(|a, b| {
+        b.duration_ns
+            .is_none()
+            .cmp(&a.duration_ns.is_none())
+            .then(b.late_ns.cmp(&a.late_ns))
+    });
+    let total: u64 = causes.values().map(|v| v.1).sum::<u64>().max(1);
+    let mut causes: Vec<CauseRow> = causes
+        .into_iter()
+        .map(|((category, culprit), (count, ns))| CauseRow {
+            category,
+            culprit,
+            count,
+            total_excess_ns: ns,
+            mean_excess_ns: ns / count.max(1),
+            share: ns as f64 / total as f64,
+        })
+        .collect();
+    causes.sort_by(|a, b| {
+        b.total_excess_ns
+            .cmp(&a.total_excess_ns)
+            .then(a.culprit.label().cmp(&b.culprit.label()))
+    });
+    let context = context(tl, s, &causes, &cpus_blamed);
+    let advice = advise(tl, s, &causes, &misses);
+    if tl.lost.is_empty() {
+        notes.push(
+            "IRQ affinity and irqbalance are not in this trace (a `whylate record` snapshot will carry them)".into(),
+        );
+    }
+    ExplainReport {
+        inputs: Vec::new(),
+        events: 0,
+        from: o.from.text().to_string(),
+        to: o.to.iter().map(|t| t.text().to_string()).collect(),
+        deadline_ns: deadline,
+        deadline_source: source,
+        cycles: st,
+        causes,
+        misses,
+        context,
+        advice,
+        notes,
+        top: o.top,
+    }
+}
+
+fn context(
+    tl: &Timeline,
+    s: &Interner,
+    causes: &[CauseRow],
+    blamed: &FxHashMap<u32, u64>,
+) -> Vec<CpuContext> {
+    let mut cpus: Vec<(u32, u64)> = blamed.iter().map(|(c, n)| (*c, *n)).collect();
+    cpus.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let span = tl.last_ts.saturating_sub(tl.first_ts.unwrap_or(0)).max(1);
+    let sp = &tl.spans;
+    cpus.into_iter()
+        .take(2)
+        .map(|(cpu, _)| {
+            let mut run: FxHashMap<i32, u64> = FxHashMap::default();
+            if let Some(l) = tl.runs_by_cpu.get(cpu as usize) {
+                for &i in l {
+                    let i = i as usize;
+                    if sp.tid[i] > 0 {
+                        *run.entry(sp.tid[i]).or_default() += sp.end[i] - sp.start[i];
+                    }
+                }
+            }
+            let mut busy: Vec<(String, f64)> = run
+                .into_iter()
+                .map(|(tid, ns)| {
+                    (
+                        format!("{}[{tid}]", s.get(tl.comm(tid))),
+                        ns as f64 / span as f64,
+                    )
+                })
+                .collect();
+            busy.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            busy.truncate(5);
+            let mut irqs: FxHashMap<u32, u64> = FxHashMap::default();
+            if let Some(l) = tl.irqs_by_cpu.get(cpu as usize) {
+                for &i in l {
+                    if sp.kind[i as usize] == SpanKind::Hardirq && sp.key[i as usize] != u32::MAX {
+                        *irqs.entry(sp.key[i as usize]).or_default() += 1;
+                    }
+                }
+            }
+            let mut irqs: Vec<(String, u64)> = irqs
+                .into_iter()
+                .map(|(irq, n)| {
+                    let name = tl.irq_names.get(&irq).map(|n| s.get(*n)).unwrap_or("");
+                    (format!("irq {irq} {name}").trim_end().to_string(), n)
+                })
+                .collect();
+            irqs.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            irqs.truncate(5);
+            let role = causes
+                .iter()
+                .find(|c| c.culprit.cpu == Some(cpu))
+                .map(|c| {
+                    format!(
+                        "the chain waited here ({} {})",
+                        c.category,
+                        c.culprit.label()
+                    )
+                })
+                .unwrap_or_else(|| "the chain waited here".into());
+            CpuContext {
+                cpu,
+                role,
+                busy,
+                irqs,
+            }
+        })
+        .collect()
+}
+
+fn advise(tl: &Timeline, s: &Interner, causes: &[CauseRow], misses: &[Miss]) -> Vec<Advice> {
+    let mut out: Vec<Advice> = Vec::new();
+    let ncpu = tl.cpus.max(1);
+    let others = |cpu: u32| -> String {
+        let v: Vec<String> = (0..ncpu)
+            .filter(|&c| c != cpu)
+            .map(|c| c.to_string())
+            .collect();
+        if v.is_empty() {
+            "<another cpu>".into()
+        } else {
+            v.join(",")
+        }
+    };
+    // Which waiting tasks the top causes held up: the links they were found in.
+    let waiters = |c: &CauseRow| -> Vec<(String, i32)> {
+        let mut v: Vec<(String, i32)> = Vec::new();
+        for m in misses {
+            for l in &m.chain {
+                if !l
+                    .held_by
+                    .iter()
+                    .any(|h| h.category == c.category && h.culprit == c.culprit)
+                {
+                    continue;
+                }
+                if let Some(w) = &l.waiter {
+                    let name = w.comm.clone().unwrap_or_default();
+                    let pid = w.pid.unwrap_or(-1);
+                    if !v.iter().any(|x| x.1 == pid) {
+                        v.push((name, pid));
+                    }
+                }
+            }
+        }
+        v
+    };
+    // Work the chain waited for that an interrupt queued: its irq placement matters.
+    let mut irq_work: Vec<(Option<u32>, String, u32)> = Vec::new();
+    for m in misses {
+        for l in &m.chain {
+            if let (Some(irq), true) = (l.queued_in_irq, l.excess_ns > 0) {
+                let f = l.what.split(' ').nth(1).unwrap_or("").to_string();
+                let cpu = l.cpu.unwrap_or(0);
+                let irq = (irq != u32::MAX).then_some(irq);
+                if !irq_work.iter().any(|x| x.0 == irq && x.1 == f) {
+                    irq_work.push((irq, f, cpu));
+                }
+            }
+        }
+    }
+    for (irq, f, cpu) in irq_work.iter().take(2) {
+        let (what, target) = match irq {
+            Some(n) => (
+                format!("irq {n}{}", tl.irq_names.get(n).map(|x| format!(" ({})", s.get(*x))).unwrap_or_default()),
+                format!("/proc/irq/{n}/smp_affinity_list"),
+            ),
+            None => (
+                "the interrupt that queues it (not in this trace: see /proc/interrupts for the device)".to_string(),
+                "/proc/irq/<N>/smp_affinity_list".to_string(),
+            ),
+        };
+        out.push(Advice {
+            action: format!(
+                "Pin {what} so the {f} work it queues lands on a CPU where its worker does not queue behind other tasks (it waited on CPU{cpu})"
+            ),
+            command: format!("echo <quiet cpu> > {target}"),
+            cost: "that CPU takes the device's interrupt load; irqbalance may move the IRQ back (stop irqbalance, or ban the IRQ from it)".into(),
+        });
+    }
+    for c in causes.iter().take(3) {
+        let cpu = c.culprit.cpu.unwrap_or(0);
+        match c.category.as_str() {
+            "runqueue-wait" | "preempted-by" => {
+                let (comm, pid) = (
+                    c.culprit.comm.clone().unwrap_or_default(),
+                    c.culprit.pid.unwrap_or(-1),
+                );
+                for (w, wpid) in waiters(c).into_iter().take(2) {
+                    if w.starts_with("kworker/") {
+                        out.push(Advice {
+                            action: format!(
+                                "Give the worker that carries the chain a real-time priority so {comm} cannot delay it"
+                            ),
+                            command: format!("chrt -f -p 50 {wpid}"),
+                            cost: format!(
+                                "{w} is a pool worker: the setting is lost when another worker picks the work up (unbound pools rotate workers); a SCHED_FIFO kworker also preempts everything else on CPU{cpu}"
+                            ),
+                        });
+                    } else {
+                        out.push(Advice {
+                            action: format!("Run {w} as SCHED_FIFO so {comm} cannot keep it waiting"),
+                            command: format!("chrt -f -p 50 {wpid}"),
+                            cost: "a SCHED_FIFO thread that spins or loops starves every normal task on its CPU; keep its work bounded (sched_rt_runtime_us still reserves 5% for others)".into(),
+                        });
+                    }
+                }
+                out.push(Advice {
+                    action: format!("Move {comm} off CPU{cpu}, where the chain runs"),
+                    command: format!("taskset -pc {} {pid}", others(cpu)),
+                    cost: format!(
+                        "{comm} loses CPU{cpu}: on a {ncpu}-CPU machine that is {}% of its capacity; to keep CPU{cpu} for the latency path for good, isolate it (isolcpus= or a cpuset), which costs a CPU",
+                        100 / ncpu
+                    ),
+                });
+            }
+            "hardirq" => {
+                let irq = c.culprit.irq.unwrap_or(0);
+                out.push(Advice {
+                    action: format!("Steer {} away from CPU{cpu}", c.culprit.label()),
+                    command: format!("echo {} > /proc/irq/{irq}/smp_affinity_list", others(cpu)),
+                    cost: "that CPU then takes all of this interrupt's load; irqbalance may move it back (stop irqbalance or ban the IRQ with IRQBALANCE_BANNED_CPULIST)".into(),
+                });
+                out.push(Advice {
+                    action: "Run interrupt handlers as threads so a long one can be preempted".into(),
+                    command: "boot with threadirqs".into(),
+                    cost: "every interrupt pays a context switch; throughput drops slightly".into(),
+                });
+            }
+            "softirq" => out.push(Advice {
+                action: format!(
+                    "Move the interrupt that raises {} off CPU{cpu}, or let its softirq run in a thread",
+                    c.culprit.label()
+                ),
+                command: format!(
+                    "echo {} > /proc/irq/<N>/smp_affinity_list   (N: the device irq in the context table)",
+                    others(cpu)
+                ),
+                cost: "the other CPU takes the network/block load".into(),
+            }),
+            "irqs-off" => {
+                let caller = c.culprit.caller.clone().unwrap_or_default();
+                if caller.contains("console") || caller.contains("printk") {
+                    out.push(Advice {
+                        action: format!(
+                            "Stop printk from writing to the slow console with interrupts off ({caller})"
+                        ),
+                        command: "dmesg -n 1   (or boot with loglevel=1 / quiet)".into(),
+                        cost: "kernel messages no longer reach the console as they happen (they stay in the log buffer: dmesg, journal)".into(),
+                    });
+                } else {
+                    out.push(Advice {
+                        action: format!("Shorten or move the irqs-off section in {caller}"),
+                        command: format!("keep the work that calls {caller} off CPU{cpu} (taskset) or fix it in the driver"),
+                        cost: "needs the code owner".into(),
+                    });
+                }
+            }
+            "cpu-idle" => out.push(Advice {
+                action: format!("CPU{cpu} sat idle while the chain waited: idle exit or host (VM) latency"),
+                command: "cpupower idle-set -D 10   (or boot with idle=poll; on a VM check the host's steal time)".into(),
+                cost: "shallower idle states burn power; idle=poll keeps the CPU at full power".into(),
+            }),
+            _ => {}
+        }
+    }
+    let _ = s;
+    out.dedup_by(|a, b| a.command == b.command);
+    out
+}
+
+impl ExplainReport {
+    /// Terminal rendering: the verdict first.
+    pub fn render_text(&self) -> String {
+        let mut o = String::new();
+        let c = &self.cycles;
+        let dl = self.deadline_ns.map_or("no deadline".to_string(), |d| {
+            format!("deadline {}", dur(d))
+        });
+        let q = if c.replied > 0 {
+            format!(
+                "; p50 {}, p99 {}, max {}",
+                dur(c.p50_ns),
+                dur(c.p99_ns),
+                dur(c.max_ns)
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            o,
+            "{} cycles, {} missed ({} no reply), {dl}{q}",
+            c.count, c.misses, c.no_reply
+        );
+        if self.deadline_source != "given" {
+            let _ = writeln!(o, "  deadline {}", self.deadline_source);
+        }
+        let _ = writeln!(o, "  cycle: {} -> {}", self.from, self.to.join(" | "));
+        if c.count == 0 {
+            let _ = writeln!(
+                o,
+                "\nno cycle: nothing matched {:?} (check the selector: event name, field names, values)",
+                self.from
+            );
+        }
+        if !c.histogram.is_empty() {
+            let _ = writeln!(o, "\ncycle durations (replied):");
+            let max = c
+                .histogram
+                .iter()
+                .map(|b| b.count)
+                .max()
+                .unwrap_or(1)
+                .max(1);
+            for b in &c.histogram {
+                let mark = match self.deadline_ns {
+                    Some(d) if b.lo >= d => " <- over the deadline",
+                    Some(d) if b.hi > d => " <- deadline inside",
+                    _ => "",
+                };
+                let _ = writeln!(
+                    o,
+                    "  [{:>9}, {:>9}) {:>6} |{}{mark}",
+                    dur(b.lo),
+                    dur(b.hi),
+                    b.count,
+                    "#".repeat(((b.count as f64 / max as f64) * 40.0).ceil() as usize)
+                );
+            }
+        }
+        if !self.causes.is_empty() {
+            let _ = writeln!(
+                o,
+                "\nwhy the {} misses were late (excess over good cycles):",
+                c.misses
+            );
+            let _ = writeln!(
+                o,
+                "  {:<20} {:<36} {:>6} {:>11} {:>10} {:>6}",
+                "category", "culprit", "misses", "total", "mean", "share"
+            );
+            for r in self.causes.iter().take(10) {
+                let mut who = r.culprit.label();
+                if let Some(cpu) = r.culprit.cpu {
+                    let _ = write!(who, " on CPU{cpu}");
+                }
+                let _ = writeln!(
+                    o,
+                    "  {:<20} {:<36} {:>6} {:>11} {:>10} {:>5.0}%",
+                    r.category,
+                    who,
+                    r.count,
+                    dur(r.total_excess_ns),
+                    dur(r.mean_excess_ns),
+                    r.share * 100.0
+                );
+            }
+        }
+        for m in self.misses.iter().take(self.top) {
+            let d = m
+                .duration_ns
+                .map_or("no reply".to_string(), |d| format!("took {}", dur(d)));
+            let _ = writeln!(
+                o,
+                "\nmiss at {} (tid {}, CPU{}): {d}, {} blamed",
+                secs(m.start_ns),
+                m.tid,
+                m.cpu,
+                dur(m.blamed_ns)
+            );
+            for l in &m.chain {
+                let cpu = l.cpu.map_or("    ".to_string(), |c| format!("cpu{c}"));
+                let dur_s = if l.duration_ns > 0 {
+                    dur(l.duration_ns)
+                } else {
+                    String::new()
+                };
+                let flag = if l.excess_ns > 0 {
+                    format!(
+                        "  <- {} over usual {}",
+                        dur(l.excess_ns),
+                        dur(l.usual_ns.unwrap_or(0))
+                    )
+                } else {
+                    String::new()
+                };
+                let pend = if l.pending_at_deadline {
+                    " [pending at the deadline]"
+                } else {
+                    ""
+                };
+                let _ = writeln!(
+                    o,
+                    "  +{:>10} {cpu:>5} {:<8} {}{} {dur_s}{flag}",
+                    dur(l.offset_ns),
+                    l.kind,
+                    l.what,
+                    pend
+                );
+                for h in l.held_by.iter().take(3) {
+                    let _ = writeln!(
+                        o,
+                        "  {:>12} {:>5}   {} {} {}",
+                        "",
+                        "",
+                        h.category,
+                        h.culprit.label(),
+                        dur(h.ns)
+                    );
+                }
+            }
+        }
+        if self.misses.len() > self.top {
+            let _ = writeln!(
+                o,
+                "\n... {} more misses (--top, --json)",
+                self.misses.len() - self.top
+            );
+        }
+        if !self.context.is_empty() {
+            let _ = writeln!(o, "\ncontext:");
+            for cx in &self.context {
+                let busy: Vec<String> = cx
+                    .busy
+                    .iter()
+                    .map(|(t, f)| format!("{t} {:.0}%", f * 100.0))
+                    .collect();
+                let _ = writeln!(o, "  CPU{}: {}; busy: {}", cx.cpu, cx.role, busy.join(", "));
+                if !cx.irqs.is_empty() {
+                    let irqs: Vec<String> =
+                        cx.irqs.iter().map(|(i, n)| format!("{i} x{n}")).collect();
+                    let _ = writeln!(o, "        irqs handled there: {}", irqs.join(", "));
+                }
+            }
+        }
+        if !self.advice.is_empty() {
+            let _ = writeln!(o, "\nadvice:");
+            for a in &self.advice {
+                let _ = writeln!(
+                    o,
+                    "  - {}\n      {}\n      cost: {}",
+                    a.action, a.command, a.cost
+                );
+            }
+        }
+        if !self.notes.is_empty() {
+            let _ = writeln!(o, "\nnotes:");
+            for n in &self.notes {
+                let _ = writeln!(o, "  - {n}");
+            }
+        }
+        o
+    }
+}
