@@ -477,6 +477,8 @@ struct Engine<'a> {
     /// Wakeup, work and timer edges by cause time.
     edges: Vec<u32>,
     irqsoff_by_cpu: Vec<Vec<u32>>,
+    /// Syscall spans by start.
+    syscalls: Vec<u32>,
     /// Trace-wide median per link key (name), for links good cycles lack.
     trace_median: std::cell::RefCell<FxHashMap<(LinkKind, String), u64>>,
 }
@@ -505,9 +507,14 @@ impl<'a> Engine<'a> {
                 }
             }
         }
+        let mut syscalls: Vec<u32> = (0..sp.len() as u32)
+            .filter(|&i| sp.kind[i as usize] == SpanKind::Syscall)
+            .collect();
+        syscalls.sort_by_key(|&i| sp.start[i as usize]);
         Engine {
             tl,
             s,
+            syscalls,
             runnable,
             edges,
             irqsoff_by_cpu,
@@ -664,6 +671,52 @@ impl<'a> Engine<'a> {
         }
         links.sort_by_key(|l| (l.start, l.end));
         (links, chain)
+    }
+
+    /// System calls the chain's other tasks made in `[s, h]` (the responder's write...):
+    /// steps of the chain, shown, not blamed.
+    fn syscall_steps(
+        &self,
+        chain: &FxHashSet<i32>,
+        me: i32,
+        s: u64,
+        h: u64,
+    ) -> Vec<(u64, u64, u32, String)> {
+        let tl = self.tl;
+        let sp = &tl.spans;
+        let mut seen: FxHashMap<(i32, u32), u32> = FxHashMap::default();
+        let mut out = Vec::new();
+        let first = self.syscalls.partition_point(|&i| sp.start[i as usize] < s);
+        for &si in &self.syscalls[first..] {
+            let i = si as usize;
+            if sp.start[i] > h {
+                break;
+            }
+            let tid = sp.tid[i];
+            if tid == me || !chain.contains(&tid) {
+                continue;
+            }
+            let n = seen.entry((tid, sp.key[i])).or_default();
+            *n += 1;
+            if *n > 2 {
+                continue;
+            }
+            let name = if sp.flags[i] & span::NAMED != 0 {
+                self.s.get(Sym(sp.key[i])).to_string()
+            } else {
+                tl.syscall_names
+                    .get(&sp.key[i])
+                    .map(|x| self.s.get(*x).to_string())
+                    .unwrap_or_else(|| format!("syscall {}", sp.key[i]))
+            };
+            out.push((
+                sp.start[i],
+                sp.end[i] - sp.start[i],
+                sp.cpu[i],
+                format!("{} {name}() on CPU{}", self.task(tid), sp.cpu[i]),
+            ));
+        }
+        out
     }
 
     /// All waits in `[s, h]`, whoever they belong to: for cycles whose chain the trace
@@ -847,6 +900,16 @@ impl<'a> Engine<'a> {
             if !out.is_empty() {
                 return out;
             }
+            // A running task does not delay a hard timer interrupt; with no irqs-off section
+            // in the trace the reason is not visible (preemptirq events would show it).
+            return vec![Hold {
+                category: "timer-irq-late".into(),
+                culprit: Culprit {
+                    cpu: Some(l.cpu),
+                    ..Default::default()
+                },
+                ns: b - a,
+            }];
         }
         for o in tl.occupants(l.cpu, a, b) {
             let (category, culprit) = match o.what {
@@ -1039,7 +1102,7 @@ pub fn analyze(tl: &Timeline, s: &Interner, o: &Options, cycles: Vec<Cycle>) -> 
             (None, Some(d)) => d.min(end),
             _ => end,
         };
-        let (mut links, _) = eng.chain(c.tid, c.start_ns, h);
+        let (mut links, chain_set) = eng.chain(c.tid, c.start_ns, h);
         let connected = links.iter().any(|l| l.end > l.start);
         if !connected {
             // The trace does not connect the chain (device interrupt, untraced hand-off):
@@ -1081,7 +1144,17 @@ pub fn analyze(tl: &Timeline, s: &Interner, o: &Options, cycles: Vec<Cycle>) -> 
                 .get(&l.key)
                 .copied()
                 .unwrap_or_else(|| eng.usual_in_trace(l.kind, &l.key.1));
-            let excess = d.saturating_sub(u);
+            // Time a CPU stall already accounts for is not this link's (see below).
+            let stalled: u64 = if tl.ticks > 0 {
+                tl.silences
+                    .iter()
+                    .filter(|x| x.cpu == l.cpu)
+                    .map(|x| x.to.min(stop).saturating_sub(x.from.max(l.start)))
+                    .sum()
+            } else {
+                0
+            };
+            let excess = d.saturating_sub(u).saturating_sub(stalled);
             let nested = counted.iter().any(|&(cpu, a, b)| {
                 cpu == l.cpu && l.start >= a && stop <= b && l.kind == LinkKind::Run
             }) || counted.iter().any(|&(cpu, a, b)| {
@@ -1113,7 +1186,7 @@ pub fn analyze(tl: &Timeline, s: &Interner, o: &Options, cycles: Vec<Cycle>) -> 
                 for h in &mut hs {
                     h.ns = (h.ns as u128 * excess as u128 / total as u128) as u64;
                 }
-                hs.sort_by(|a, b| b.ns.cmp(&a.ns));
+                hs.sort_by_key(|h| std::cmp::Reverse(h.ns));
                 if !nested {
                     counted.push((l.cpu, l.start, stop));
                     blamed += excess;
@@ -1151,6 +1224,67 @@ pub fn analyze(tl: &Timeline, s: &Interner, o: &Options, cycles: Vec<Cycle>) -> 
                 }),
                 queued_in_irq: l.irq,
             });
+        }
+        // A CPU of the chain that recorded nothing, not even its tick: time no tracer in
+        // the machine could see.
+        if tl.ticks > 0 {
+            let mut cpus: Vec<u32> = links.iter().map(|l| l.cpu).collect();
+            cpus.push(c.cpu);
+            for sil in &tl.silences {
+                let ov = sil.to.min(end).saturating_sub(sil.from.max(c.start_ns));
+                if ov == 0 || !cpus.contains(&sil.cpu) {
+                    continue;
+                }
+                let culprit = Culprit {
+                    cpu: Some(sil.cpu),
+                    ..Default::default()
+                };
+                blamed += ov;
+                *per_cause
+                    .entry(("cpu-stalled".to_string(), culprit.clone()))
+                    .or_default() += ov;
+                *cpus_blamed.entry(sil.cpu).or_default() += ov;
+                chain.push(Link {
+                    offset_ns: sil.from.max(c.start_ns) - c.start_ns,
+                    ts_ns: sil.from.max(c.start_ns),
+                    cpu: Some(sil.cpu),
+                    kind: "stall".into(),
+                    what: format!(
+                        "CPU{} recorded nothing, not even its timer tick, while {} was on it: the (virtual) CPU did not run (host preemption, steal time) or events were lost",
+                        sil.cpu,
+                        eng.task(sil.tid)
+                    ),
+                    duration_ns: sil.to - sil.from,
+                    usual_ns: Some(0),
+                    excess_ns: ov,
+                    pending_at_deadline: false,
+                    held_by: vec![Hold {
+                        category: "cpu-stalled".into(),
+                        culprit,
+                        ns: ov,
+                    }],
+                    waiter: None,
+                    queued_in_irq: None,
+                });
+            }
+        }
+        if connected {
+            for (ts, d, cpu, what) in eng.syscall_steps(&chain_set, c.tid, c.start_ns, h) {
+                chain.push(Link {
+                    offset_ns: ts - c.start_ns,
+                    ts_ns: ts,
+                    cpu: Some(cpu),
+                    kind: "syscall".into(),
+                    what,
+                    duration_ns: d,
+                    usual_ns: None,
+                    excess_ns: 0,
+                    pending_at_deadline: false,
+                    held_by: Vec::new(),
+                    waiter: None,
+                    queued_in_irq: None,
+                });
+            }
         }
         // Unconnected cycles list only the waits that matter.
         chain.extend(

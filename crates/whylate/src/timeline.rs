@@ -264,6 +264,23 @@ pub struct LostWindow {
     pub count: Option<u64>,
 }
 
+/// Silences shorter than this are not kept. The ones kept at the end are those longer than
+/// 1.5 scheduler ticks (the tick period is measured in the trace; 8 ms when it cannot be).
+pub const SILENCE_NS: u64 = 2_000_000;
+
+/// A CPU that recorded nothing while a task was on it.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Silence {
+    /// The CPU.
+    pub cpu: u32,
+    /// Its last event before.
+    pub from: u64,
+    /// Its next event.
+    pub to: u64,
+    /// The task that was on it.
+    pub tid: i32,
+}
+
 /// A timer lateness the traced code reported itself (trace_printk/marker text with `now`
 /// and an expected expiry, as seed 004's test module printed).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -299,6 +316,9 @@ pub struct Anomalies {
     pub lost_markers: u64,
     /// Wakeups of a task we believed already runnable: it ran and slept unseen.
     pub rewoken_while_runnable: u64,
+    /// Handler frames (irq, softirq, hrtimer callback) dropped because their exit never
+    /// came (the event's flags, or the next callback, showed they had ended).
+    pub stale_frames: u64,
 }
 
 /// The result of the pass.
@@ -336,6 +356,14 @@ pub struct Timeline {
     pub last_ts: u64,
     /// CPUs seen (highest + 1).
     pub cpus: u32,
+    /// Silences: a CPU recorded no event for longer than [`SILENCE_NS`] while a task (not
+    /// idle) was on it. With the scheduler tick traced, that means the CPU did not run at
+    /// all (a virtual CPU preempted by its host) or events were lost.
+    pub silences: Vec<Silence>,
+    /// hrtimer expiries of the scheduler tick seen (`tick_*` functions).
+    pub ticks: u64,
+    /// The scheduler tick period measured in the trace.
+    pub tick_ns: Option<u64>,
     /// Contexts named after the fact: `(cpu, from, to, ctx)` where the flags said hardirq
     /// or softirq but the entry preceded the trace, and a later exit named it.
     pub retro: Vec<(u32, u64, u64, Ctx)>,
@@ -715,6 +743,8 @@ pub struct Builder {
     overrun_name: Sym,
     last_reported: Option<usize>,
     last_comm: (i32, Sym),
+    tick_last: Vec<u64>,
+    tick_gaps: Vec<u64>,
 }
 
 impl Default for Builder {
@@ -736,6 +766,8 @@ impl Builder {
             overrun_name: Sym::EMPTY,
             last_reported: None,
             last_comm: (-1, Sym::EMPTY),
+            tick_last: Vec::new(),
+            tick_gaps: Vec::new(),
         }
     }
 
@@ -747,6 +779,7 @@ impl Builder {
         if c >= self.cpus.len() {
             self.cpus.resize_with(c + 1, CpuState::new);
             self.tl.runs_by_cpu.resize_with(c + 1, Vec::new);
+            self.tick_last.resize(c + 1, 0);
             self.tl.irqs_by_cpu.resize_with(c + 1, Vec::new);
         }
         Some(c)
@@ -785,10 +818,54 @@ impl Builder {
             self.lost(c, ts, count);
             return;
         }
+        {
+            // Before anything changes `curr`: who was on the CPU during the silence.
+            let cs = &self.cpus[c];
+            if cs.seen && cs.curr > 0 && ts.saturating_sub(cs.last_ts) > SILENCE_NS {
+                self.tl.silences.push(Silence {
+                    cpu: c as u32,
+                    from: cs.last_ts,
+                    to: ts,
+                    tid: cs.curr,
+                });
+            }
+        }
         if !matches!(e.kind, Kind::SchedSwitch { .. }) && e.tid >= 0 && self.cpus[c].curr != e.tid {
             self.implicit_switch(c, e.tid, e.comm, ts);
         }
         let cpu = c as u32;
+        if e.flags & flags::KNOWN != 0 && !self.cpus[c].frames.is_empty() {
+            // The flags say which context the event is in: frames whose exit the trace
+            // lacks (tracing began inside a handler, an event not enabled yet) must go, or
+            // every later event would be blamed on a handler long finished.
+            let hard = e.flags & (flags::HARDIRQ | flags::NMI) != 0;
+            let soft = e.flags & flags::SOFTIRQ != 0;
+            let cs = &mut self.cpus[c];
+            let before = cs.frames.len();
+            while let Some(top) = cs.frames.last() {
+                let stale = match top.kind {
+                    FrameKind::Irq(_) => !hard,
+                    FrameKind::Timer(..) => !hard && !soft,
+                    FrameKind::Softirq(..) => !hard && !soft,
+                };
+                if !stale {
+                    break;
+                }
+                cs.frames.pop();
+            }
+            self.tl.anomalies.stale_frames += (before - self.cpus[c].frames.len()) as u64;
+        }
+        if let Kind::HrtimerExpireEntry { .. } = e.kind {
+            // Callbacks of one CPU run one after another: an open one missed its exit.
+            if let Some(Frame {
+                kind: FrameKind::Timer(..),
+                ..
+            }) = self.cpus[c].frames.last()
+            {
+                self.cpus[c].frames.pop();
+                self.tl.anomalies.stale_frames += 1;
+            }
+        }
         let ctx = self.cpus[c].ctx(e.flags);
         let curr = self.cpus[c].curr;
         match &e.kind {
@@ -1129,6 +1206,15 @@ impl Builder {
                 function,
                 now_ns,
             } => {
+                if strings.get(*function).starts_with("tick_") {
+                    self.tl.ticks += 1;
+                    // Tick to tick on one CPU, for the period (a busy CPU never skips one).
+                    let last = &mut self.tick_last[c];
+                    if *last != 0 && self.tick_gaps.len() < 4096 {
+                        self.tick_gaps.push(ts - *last);
+                    }
+                    *last = ts;
+                }
                 let a = self.armed.remove(timer);
                 let function = pick(*function, a.map_or(Sym::EMPTY, |a| a.function));
                 let edge = self.edge(Edge {
@@ -1864,6 +1950,16 @@ impl Builder {
             }
         }
         self.tl.cpus = self.cpus.len() as u32;
+        let tick = if self.tick_gaps.len() >= 8 {
+            self.tick_gaps.sort_unstable();
+            // Idle CPUs skip ticks (NO_HZ): the lower quartile is a busy CPU's period.
+            Some(self.tick_gaps[self.tick_gaps.len() / 4])
+        } else {
+            None
+        };
+        self.tl.tick_ns = tick;
+        let limit = tick.map_or(8_000_000, |t| (t * 3 / 2).max(SILENCE_NS));
+        self.tl.silences.retain(|x| x.to - x.from > limit);
         self.tl
     }
 }

@@ -380,3 +380,80 @@ fn cut_and_corrupted_inputs_go_through_every_measure() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+fn explain_json(path: &Path, from: &str, to: &str, deadline: Option<u64>) -> Value {
+    use whylate::explain::{explain, Options as X, Same};
+    use whylate::selector::Selector;
+    let o = X {
+        from: Selector::parse(from).unwrap(),
+        to: vec![Selector::parse(to).unwrap()],
+        deadline_ns: deadline,
+        same: Same::Thread,
+        arch: whylate::syscalls::Arch::X86_64,
+        top: 3,
+    };
+    let r = explain(&[path.to_path_buf()], &OpenOptions::default(), &o).unwrap();
+    serde_json::to_value(&r).unwrap()
+}
+
+#[test]
+fn seed000_explain_finds_the_kworker_behind_perf_and_advises_irq_and_priority() {
+    let j = explain_json(
+        &seed("seed000-perf-script.txt"),
+        "sys_enter_write[comm=frobnicator,count=7]",
+        "sys_exit_read[comm=frobnicator,ret>0]",
+        Some(3_500_000),
+    );
+    assert_eq!(j["cycles"]["count"], 1);
+    assert_eq!(j["cycles"]["misses"], 1);
+    assert_eq!(j["cycles"]["no_reply"], 1);
+    let top = &j["causes"][0];
+    assert_eq!(top["category"], "runqueue-wait");
+    assert_eq!(top["culprit"]["comm"], "perf");
+    assert_eq!(top["culprit"]["pid"], 27484);
+    assert_eq!(top["culprit"]["cpu"], 0);
+    // The chain at the deadline: flush_to_ldisc queued, kworker/0:1 runnable since
+    // +1.098 ms behind perf; it ran 2.686 ms after its wakeup, past the deadline.
+    let m = &j["misses"][0];
+    assert!(m["duration_ns"].is_null());
+    let run = m["chain"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| {
+            l["kind"] == "wakeup" && l["what"].as_str().unwrap().starts_with("kworker/0:1[142]")
+        })
+        .expect("the kworker's wait");
+    assert_eq!(run["duration_ns"], 2_686_000u64);
+    assert_eq!(run["pending_at_deadline"], true);
+    assert_eq!(run["cpu"], 0);
+    assert_eq!(run["held_by"][0]["culprit"]["comm"], "perf");
+    let advice: Vec<String> = j["advice"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| format!("{} {}", a["action"], a["command"]))
+        .collect();
+    assert!(
+        advice.iter().any(|a| a.contains("smp_affinity_list")),
+        "{advice:?}"
+    );
+    assert!(
+        advice.iter().any(|a| a.contains("chrt -f -p 50 142")),
+        "{advice:?}"
+    );
+}
+
+#[test]
+fn explain_selector_errors_and_empty_matches_are_clear() {
+    let j = explain_json(
+        &seed("seed000-perf-script.txt"),
+        "sys_enter_write[comm=nobody]",
+        "sys_exit_read[ret>0]",
+        None,
+    );
+    assert_eq!(j["cycles"]["count"], 0);
+    assert!(j["causes"].as_array().unwrap().is_empty());
+    let e = whylate::selector::Selector::parse("sys_enter_write[count>x]").unwrap_err();
+    assert!(e.to_string().contains("not a number"), "{e}");
+}

@@ -1,0 +1,156 @@
+// frob: seed 000's mechanism on a pty. A device emulator (`frobdev`) holds the pty master
+// and answers each 7-byte request with 1 byte after --reply-us; the client (`frobnicator`)
+// writes the request to the slave and busy-polls a non-blocking read() for the reply. Past
+// --timeout-us it appends a complaint to the --complaints file, then keeps polling so the
+// late reply is still taken (and the next cycle starts clean). The reply reaches the reader
+// through the tty flip-buffer work item (flush_to_ldisc) on a kworker, exactly like the
+// USB-serial path.
+//
+//   frob [--cycles N] [--reply-us U] [--timeout-us T] [--period-us P]
+//        [--client-cpu C] [--device-cpu D] [--hog-cpu H|-1] [--log FILE] [--complaints FILE]
+//
+// Ground truth in --log, one line per cycle, CLOCK_MONOTONIC:
+//   <cycle> <write_ns> <reply_ns> <latency_ns> <missed 0|1>
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+static long long now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static void pin(long cpu) {
+    if (cpu < 0) return;
+    cpu_set_t s;
+    CPU_ZERO(&s);
+    CPU_SET((int)cpu, &s);
+    if (sched_setaffinity(0, sizeof s, &s)) perror("frob: sched_setaffinity");
+}
+
+static void sleep_us(long us) {
+    struct timespec t = {us / 1000000, (us % 1000000) * 1000};
+    while (nanosleep(&t, &t) && errno == EINTR) {}
+}
+
+static void raw(int fd) {
+    struct termios t;
+    if (tcgetattr(fd, &t) == 0) {
+        cfmakeraw(&t);
+        tcsetattr(fd, TCSANOW, &t);
+    }
+}
+
+int main(int argc, char **argv) {
+    long cycles = 300, reply_us = 1000, timeout_us = 3500, period_us = 2000;
+    long client_cpu = 0, device_cpu = 1, hog_cpu = -1;
+    const char *log = "frob.log", *complaints = "frobnicator.log";
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const char *a = argv[i], *v = argv[i + 1];
+        if (!strcmp(a, "--cycles")) cycles = atol(v);
+        else if (!strcmp(a, "--reply-us")) reply_us = atol(v);
+        else if (!strcmp(a, "--timeout-us")) timeout_us = atol(v);
+        else if (!strcmp(a, "--period-us")) period_us = atol(v);
+        else if (!strcmp(a, "--client-cpu")) client_cpu = atol(v);
+        else if (!strcmp(a, "--device-cpu")) device_cpu = atol(v);
+        else if (!strcmp(a, "--hog-cpu")) hog_cpu = atol(v);
+        else if (!strcmp(a, "--log")) log = v;
+        else if (!strcmp(a, "--complaints")) complaints = v;
+        else { fprintf(stderr, "frob: unknown option %s\n", a); return 2; }
+    }
+    if (argc % 2 == 0) { fprintf(stderr, "frob: %s needs a value\n", argv[argc - 1]); return 2; }
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    if (master < 0 || grantpt(master) || unlockpt(master)) { perror("frob: pty"); return 1; }
+    int slave = open(ptsname(master), O_RDWR | O_NOCTTY | O_NONBLOCK);
+    if (slave < 0) { perror("frob: slave"); return 1; }
+    raw(master);
+    raw(slave);
+
+    pid_t dev = fork();
+    if (dev == 0) {
+        prctl(PR_SET_NAME, "frobdev");
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        pin(device_cpu);
+        close(slave);
+        char req[7];
+        for (;;) {
+            size_t got = 0;
+            while (got < sizeof req) {
+                ssize_t n = read(master, req + got, sizeof req - got);
+                if (n <= 0) _exit(0);
+                got += (size_t)n;
+            }
+            if (reply_us) sleep_us(reply_us);
+            if (write(master, "!", 1) != 1) _exit(0);
+        }
+    }
+    pid_t hog = -1;
+    if (hog_cpu >= 0) {
+        hog = fork();
+        if (hog == 0) {
+            prctl(PR_SET_NAME, "hog");
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            pin(hog_cpu);
+            volatile unsigned long x = 0;
+            for (;;) x++;
+        }
+    }
+
+    prctl(PR_SET_NAME, "frobnicator");
+    pin(client_cpu);
+    long long *w = calloc(cycles, sizeof *w), *r = calloc(cycles, sizeof *r);
+    char *missed = calloc(cycles, 1);
+    if (!w || !r || !missed) return 1;
+    memset(w, 1, cycles * sizeof *w);
+    memset(r, 1, cycles * sizeof *r);
+    mlockall(MCL_CURRENT | MCL_FUTURE);
+    FILE *cf = fopen(complaints, "a");
+    if (!cf) { perror(complaints); return 1; }
+    setvbuf(cf, NULL, _IONBF, 0);
+    sleep_us(20000);  // let the device and the hog settle on their CPUs
+    static const char request[7] = "frob?\r\n";
+    char buf[64];
+    for (long i = 0; i < cycles; i++) {
+        w[i] = now_ns();
+        if (write(slave, request, sizeof request) != (ssize_t)sizeof request) { perror("frob: write"); break; }
+        long long deadline = w[i] + timeout_us * 1000LL, give_up = w[i] + 1000000000LL;
+        for (;;) {
+            ssize_t n = read(slave, buf, sizeof buf);
+            long long t = now_ns();
+            if (n > 0) { r[i] = t; break; }
+            if (!missed[i] && t > deadline) {
+                missed[i] = 1;
+                fprintf(cf, "frobnicator: no reply to request %ld within %ld us\n", i, timeout_us);
+            }
+            if (t > give_up) { r[i] = 0; break; }
+        }
+        sleep_us(period_us);
+    }
+    kill(dev, SIGKILL);
+    if (hog > 0) kill(hog, SIGKILL);
+    waitpid(dev, NULL, 0);
+    if (hog > 0) waitpid(hog, NULL, 0);
+    FILE *out = fopen(log, "w");
+    if (!out) { perror(log); return 1; }
+    long misses = 0;
+    for (long i = 0; i < cycles; i++) {
+        long long lat = r[i] ? r[i] - w[i] : -1;
+        fprintf(out, "%ld %lld %lld %lld %d\n", i, w[i], r[i], lat, missed[i]);
+        misses += missed[i];
+    }
+    fclose(out);
+    printf("cycles=%ld misses=%ld\n", cycles, misses);
+    return 0;
+}
