@@ -142,6 +142,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     rows = []
     lat_rows = []
+    ex_rows = []
     try:
         txt, t_script, t_timehist = record_perf(work, a.events)
         rec = record_ftrace(work, a.events)
@@ -162,6 +163,12 @@ def main():
             kept = latency_kept(path)
             lat_rows.append((name, n, t_w, t_l, rss, rss_l, kept,
                              t_timehist if name.startswith("perf") else None))
+            # explain: the workload's own request/reply cycles (ptypoll's frobnicator).
+            t_x, _ = run_timed([WHYLATE, "explain", path, "--from",
+                                "sys_enter_write[comm=frobnicator,count=7]", "--to",
+                                "sys_exit_read[comm=frobnicator,ret>0]", "--deadline", "3.5ms"],
+                               repeat=3)
+            ex_rows.append((name, n, t_w, t_x))
         big = os.path.join(work, "big.txt")
         size = repeat_shifted(txt, big, int(a.big_gb * (1 << 30)))
         t_big, _ = run_timed([WHYLATE, "stats", big])
@@ -187,6 +194,10 @@ def main():
         th = f"{t_th:.2f}s = {t_th / t_l:.1f}x" if t_th else "-"
         print(f"{name:<24} {n:>10} {t_s:>8.3f} {t_l:>10.3f} {t_l / t_s:>5.2f}x {rss_s / 1024:>8.1f}MB "
               f"{rss_l / 1024:>7.1f}MB {spans:>9} {edges:>8} {per:>7.0f} {th:>16}")
+    print()
+    print(f"{'explain (frob cycles)':<24} {'events':>10} {'stats s':>8} {'explain s':>10} {'ratio':>6}")
+    for name, n, t_s, t_x in ex_rows:
+        print(f"{name:<24} {n:>10} {t_s:>8.3f} {t_x:>10.3f} {t_x / t_s:>5.2f}x")
 
 
 if __name__ == "__main__":

@@ -1354,6 +1354,19 @@ pub fn analyze(tl: &Timeline, s: &Interner, o: &Options, cycles: Vec<Cycle>) -> 
             chain,
         });
     }
+    let bare = misses
+        .iter()
+        .filter(|m| {
+            !m.chain
+                .iter()
+                .any(|l| !matches!(l.kind.as_str(), "from" | "to" | "deadline"))
+        })
+        .count();
+    if bare > 0 {
+        notes.push(format!(
+            "{bare} miss(es) show no hand-off at all: the trace lacks the events that would show the chain (record sched:sched_waking, sched:sched_switch, workqueue:*, irq:*, timer:hrtimer_*)"
+        ));
+    }
     if unconnected > 0 {
         notes.push(format!(
             "{unconnected} miss(es) had no hand-off the trace connects to the cycle's thread (a device interrupt, or events not recorded): every wait inside them was considered"
