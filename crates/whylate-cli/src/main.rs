@@ -59,12 +59,20 @@ enum Cmd {
         files: Vec<PathBuf>,
         /// Event that opens a cycle: EVENT[FIELD OP VALUE,...], e.g.
         /// 'sys_enter_write[comm=frobnicator,count=7]'.
-        #[arg(long, required = true)]
-        from: String,
+        #[arg(long, required_unless_present = "timer")]
+        from: Option<String>,
         /// Event that closes it (repeat for alternatives), e.g.
         /// 'sys_exit_read[comm=frobnicator,ret>0]'.
-        #[arg(long, required = true)]
+        #[arg(long, required_unless_present = "timer")]
         to: Vec<String>,
+        /// Explain late timers instead of cycles: hrtimer expiries that woke a task (and
+        /// self-reported lateness), split into "the interrupt came late" and "the woken
+        /// task waited"; a miss is a period later than --deadline (else the slowest 1%).
+        #[arg(long, conflicts_with_all = ["from", "to"])]
+        timer: bool,
+        /// With --timer: only timers that wake this task (pid, or comm with * ? globs).
+        #[arg(long, requires = "timer")]
+        task: Option<String>,
         /// Cycles longer than this are misses (`3.5ms`); inferred from the data when absent.
         #[arg(long)]
         deadline: Option<String>,
@@ -230,6 +238,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             files,
             from,
             to,
+            timer,
+            task,
             deadline,
             same,
             arch,
@@ -244,6 +254,43 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 strict,
                 window: reorder,
             };
+            let deadline_ns = match deadline.as_deref().map(parse_duration) {
+                None => None,
+                Some(Some(d)) if d > 0 => Some(d),
+                Some(_) => {
+                    return usage(&format!(
+                        "--deadline {:?}: expected a duration like 3.5ms, 500us",
+                        deadline.unwrap_or_default()
+                    ))
+                }
+            };
+            if timer {
+                let o = whylate::explain::TimerOptions {
+                    task: task.map(|t| match t.parse::<i32>() {
+                        Ok(p) => TaskSel::Pid(p),
+                        Err(_) => TaskSel::Comm(t),
+                    }),
+                    deadline_ns,
+                    top,
+                };
+                let report = match whylate::explain::explain_timers(&files, &open, &o) {
+                    Ok(r) => r,
+                    Err(e @ (ReadError::UnknownFormat { .. } | ReadError::Strict { .. })) => {
+                        eprintln!("whylate: {e}");
+                        return Ok(ExitCode::from(EXIT_BAD_INPUT));
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                let mut out = std::io::stdout().lock();
+                if json {
+                    serde_json::to_writer_pretty(&mut out, &report)?;
+                    writeln!(out)?;
+                } else {
+                    out.write_all(report.render_text().as_bytes())?;
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            let from = from.unwrap_or_default();
             let from = match Selector::parse(&from) {
                 Ok(s) => s,
                 Err(e) => return usage(&format!("--from: {e}")),
@@ -255,16 +302,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     Err(e) => return usage(&format!("--to: {e}")),
                 }
             }
-            let deadline_ns = match deadline.as_deref().map(parse_duration) {
-                None => None,
-                Some(Some(d)) if d > 0 => Some(d),
-                Some(_) => {
-                    return usage(&format!(
-                        "--deadline {:?}: expected a duration like 3.5ms, 500us",
-                        deadline.unwrap_or_default()
-                    ))
-                }
-            };
             let Some(arch) = Arch::parse(&arch) else {
                 return usage(&format!("--arch {arch:?}: expected x86_64 or aarch64"));
             };

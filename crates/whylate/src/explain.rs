@@ -399,6 +399,9 @@ pub struct ExplainReport {
     /// How many misses the terminal shows in full.
     #[serde(skip)]
     pub top: usize,
+    /// What a cycle is called in the terminal (`cycles`, `timer periods`).
+    #[serde(skip)]
+    pub noun: &'static str,
 }
 
 /// Reads the inputs, cuts cycles and explains the misses.
@@ -921,6 +924,27 @@ impl<'a> Engine<'a> {
                         ..Default::default()
                     },
                 ),
+                // A lower-priority task cannot hold a real-time one off the CPU, except by
+                // being inside code that cannot be preempted: that is the kernel's delay.
+                OccupantKind::Task
+                    if matches!(
+                        (tl.prios.get(&l.tid), tl.prios.get(&(o.id as i32))),
+                        (Some(&w), Some(&p)) if w < 100 && w < p
+                    ) =>
+                {
+                    (
+                        "preemption-delay",
+                        Culprit {
+                            caller: Some(format!(
+                                "non-preemptible kernel code while {}[{}] ran",
+                                self.s.get(tl.comm(o.id as i32)),
+                                o.id
+                            )),
+                            cpu: Some(l.cpu),
+                            ..Default::default()
+                        },
+                    )
+                }
                 OccupantKind::Task => (
                     if l.preempted {
                         "preempted-by"
@@ -1416,7 +1440,423 @@ pub fn analyze(tl: &Timeline, s: &Interner, o: &Options, cycles: Vec<Cycle>) -> 
         advice,
         notes,
         top: o.top,
+        noun: "cycles",
     }
+}
+
+/// What `--timer` explains.
+#[derive(Clone, Debug, Default)]
+pub struct TimerOptions {
+    /// Only timers that wake this task (pid, or comm glob).
+    pub task: Option<crate::measure::TaskSel>,
+    /// Periods later than this (requested expiry → the task runs) are misses; the slowest
+    /// 1% when absent.
+    pub deadline_ns: Option<u64>,
+    /// Misses shown in full.
+    pub top: usize,
+}
+
+/// `whylate explain --timer`: late hrtimer expiries and the wakeups after them (seed 004).
+pub fn explain_timers(
+    paths: &[PathBuf],
+    open: &OpenOptions,
+    o: &TimerOptions,
+) -> Result<ExplainReport, ReadError> {
+    let mut sources = Vec::new();
+    for p in paths {
+        sources.push(read::open(p, open)?);
+    }
+    let mut strings = Interner::new();
+    let mut merged = Merged::new(sources);
+    let mut b = Builder::new();
+    let mut per_input = vec![0u64; paths.len()];
+    let mut events = 0u64;
+    while let Some((i, e)) = merged.next_indexed(&mut strings)? {
+        per_input[i] += 1;
+        events += 1;
+        b.push(&e, &strings);
+    }
+    let tl = b.finish();
+    let inputs = describe_inputs(merged.sources(), paths, &per_input);
+    let mut r = analyze_timers(&tl, &strings, o);
+    r.inputs = inputs.inputs;
+    r.events = events;
+    let mut notes = inputs.notes;
+    notes.append(&mut r.notes);
+    r.notes = notes;
+    Ok(r)
+}
+
+struct TimerSample {
+    /// Requested expiry, in trace time.
+    expiry: u64,
+    /// Callback entered.
+    fired: u64,
+    /// The interrupt's own lateness (from when it could first fire).
+    irq_late: u64,
+    /// Requested expiry → callback.
+    late: u64,
+    cpu: u32,
+    tid: i32,
+    function: String,
+    /// The woken task's wait: runnable span.
+    wait: Option<(u64, u64, u32)>,
+    armed_late: bool,
+}
+
+/// Explains late timers on a built timeline.
+pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainReport {
+    let eng = Engine::new(tl, s);
+    let mut notes = Vec::new();
+    let sp = &tl.spans;
+    let keep = |tid: i32| match &o.task {
+        None => true,
+        Some(crate::measure::TaskSel::Pid(p)) => tid == *p,
+        Some(crate::measure::TaskSel::Comm(g)) => crate::measure::glob(g, s.get(tl.comm(tid))),
+    };
+    // Trace clock minus timer clock: the smallest difference (see measure::timer).
+    let offset = tl
+        .edges
+        .iter()
+        .filter(|e| e.kind == EdgeKind::Timer && e.val2 != u64::MAX)
+        .map(|e| e.at as i128 - e.val2 as i128)
+        .min();
+    let mut samples: Vec<TimerSample> = Vec::new();
+    for e in &tl.edges {
+        if e.kind != EdgeKind::Timer || e.val == u64::MAX || e.val2 == u64::MAX || e.to_tid <= 0 {
+            continue;
+        }
+        if !keep(e.to_tid) {
+            continue;
+        }
+        let late = e.val2.saturating_sub(e.val);
+        let armed = offset
+            .filter(|_| e.ts != 0)
+            .map(|off| (e.ts as i128 - off).max(0) as u64);
+        let armed_late = armed.is_some_and(|a| a > e.val);
+        let irq_late = match armed {
+            Some(a) if armed_late => e.val2.saturating_sub(a),
+            _ => late,
+        };
+        let wait = (e.link != NONE)
+            .then(|| tl.edges[e.link as usize].span)
+            .filter(|&si| si != NONE && sp.flags[si as usize] & span::END_UNKNOWN == 0)
+            .map(|si| {
+                (
+                    sp.start[si as usize],
+                    sp.end[si as usize],
+                    sp.cpu[si as usize],
+                )
+            });
+        samples.push(TimerSample {
+            expiry: e.at.saturating_sub(late),
+            fired: e.at,
+            irq_late,
+            late,
+            cpu: e.to_cpu,
+            tid: e.to_tid,
+            function: s.get(Sym(e.key)).to_string(),
+            wait,
+            armed_late,
+        });
+    }
+    for r in &tl.reported {
+        if o.task.is_some() && !keep(r.tid) {
+            continue;
+        }
+        samples.push(TimerSample {
+            expiry: r.ts.saturating_sub(r.late_ns),
+            fired: r.ts,
+            irq_late: r.late_ns,
+            late: r.late_ns,
+            cpu: r.cpu,
+            tid: r.tid,
+            function: format!("{} (self-reported)", s.get(r.name)),
+            wait: None,
+            armed_late: false,
+        });
+    }
+    let total = |x: &TimerSample| x.late + x.wait.map_or(0, |w| w.1 - w.0);
+    let mut totals: Vec<u64> = samples.iter().map(total).collect();
+    totals.sort_unstable();
+    let (deadline, source) = match o.deadline_ns {
+        Some(d) => (Some(d), "given".to_string()),
+        None if totals.len() >= 100 => (
+            Some(quantile(&totals, 0.99)),
+            "none given: the periods above p99 are explained".to_string(),
+        ),
+        None if !totals.is_empty() => (
+            Some(1_000_000),
+            "none given and too few periods for a p99: 1 ms assumed".to_string(),
+        ),
+        None => (None, "none".to_string()),
+    };
+    let is_miss = |x: &TimerSample| deadline.is_some_and(|d| total(x) > d);
+    let mut irq_lates: Vec<u64> = samples
+        .iter()
+        .filter(|x| !is_miss(x))
+        .map(|x| x.irq_late)
+        .collect();
+    irq_lates.sort_unstable();
+    let usual_irq = irq_lates.get(irq_lates.len() / 2).copied().unwrap_or(0);
+    let mut waits: Vec<u64> = samples
+        .iter()
+        .filter(|x| !is_miss(x))
+        .filter_map(|x| x.wait.map(|w| w.1 - w.0))
+        .collect();
+    waits.sort_unstable();
+    let usual_wait = waits.get(waits.len() / 2).copied().unwrap_or(0);
+    let mut causes: FxHashMap<(String, Culprit), (u64, u64)> = FxHashMap::default();
+    let mut cpus_blamed: FxHashMap<u32, u64> = FxHashMap::default();
+    let mut misses = Vec::new();
+    for x in samples.iter().filter(|x| is_miss(x)) {
+        let mut per: FxHashMap<(String, Culprit), u64> = FxHashMap::default();
+        let mut chain = vec![Link {
+            offset_ns: 0,
+            ts_ns: x.expiry,
+            cpu: Some(x.cpu),
+            kind: "from".into(),
+            what: format!("hrtimer {} due, for {}", x.function, eng.task(x.tid)),
+            duration_ns: 0,
+            usual_ns: None,
+            excess_ns: 0,
+            pending_at_deadline: false,
+            held_by: Vec::new(),
+            waiter: None,
+            queued_in_irq: None,
+        }];
+        // 1. The interrupt itself.
+        let ex = x.irq_late.saturating_sub(usual_irq);
+        let mut held = Vec::new();
+        if ex > 10_000 {
+            let (a, b) = (x.fired - ex, x.fired);
+            held = timer_holds(&eng, x.cpu, a, b, ex);
+            for h in &held {
+                *per.entry((h.category.clone(), h.culprit.clone()))
+                    .or_default() += h.ns;
+            }
+            *cpus_blamed.entry(x.cpu).or_default() += ex;
+        }
+        chain.push(Link {
+            offset_ns: 0,
+            ts_ns: x.expiry,
+            cpu: Some(x.cpu),
+            kind: "timer".into(),
+            what: format!(
+                "the timer interrupt fired on CPU{}{}",
+                x.cpu,
+                if x.armed_late {
+                    " (armed after its expiry: the task overran its period)"
+                } else {
+                    ""
+                }
+            ),
+            duration_ns: x.late,
+            usual_ns: Some(usual_irq),
+            excess_ns: if ex > 10_000 { ex } else { 0 },
+            pending_at_deadline: false,
+            held_by: held,
+            waiter: None,
+            queued_in_irq: None,
+        });
+        // 2. The woken task's wait for its CPU.
+        if let Some((ws, we, wcpu)) = x.wait {
+            let ex = (we - ws).saturating_sub(usual_wait);
+            let mut held = Vec::new();
+            if ex > 10_000 {
+                let l = RawLink {
+                    kind: LinkKind::Run,
+                    key: (LinkKind::Run, String::new(), 1),
+                    start: ws,
+                    end: we,
+                    cpu: wcpu,
+                    tid: x.tid,
+                    what: String::new(),
+                    preempted: false,
+                    irq: None,
+                };
+                held = eng.holds(&l, we - ex, we);
+                let sum: u64 = held.iter().map(|h| h.ns).sum::<u64>().max(1);
+                for h in &mut held {
+                    h.ns = (h.ns as u128 * ex as u128 / sum as u128) as u64;
+                    *per.entry((h.category.clone(), h.culprit.clone()))
+                        .or_default() += h.ns;
+                }
+                *cpus_blamed.entry(wcpu).or_default() += ex;
+            }
+            chain.push(Link {
+                offset_ns: ws.saturating_sub(x.expiry),
+                ts_ns: ws,
+                cpu: Some(wcpu),
+                kind: "wakeup".into(),
+                what: format!(
+                    "{} woken by the timer, runnable on CPU{wcpu}, then ran",
+                    eng.task(x.tid)
+                ),
+                duration_ns: we - ws,
+                usual_ns: Some(usual_wait),
+                excess_ns: if ex > 10_000 { ex } else { 0 },
+                pending_at_deadline: false,
+                held_by: held,
+                waiter: Some(Culprit {
+                    comm: Some(s.get(tl.comm(x.tid)).to_string()),
+                    pid: Some(x.tid),
+                    prio: tl.prios.get(&x.tid).copied(),
+                    cpu: Some(wcpu),
+                    ..Default::default()
+                }),
+                queued_in_irq: None,
+            });
+        }
+        let blamed: u64 = per.values().sum();
+        for (k, ns) in per {
+            let e = causes.entry(k).or_default();
+            e.0 += 1;
+            e.1 += ns;
+        }
+        misses.push(Miss {
+            start_ns: x.expiry,
+            duration_ns: Some(total(x)),
+            tid: x.tid,
+            cpu: x.cpu,
+            late_ns: total(x).saturating_sub(deadline.unwrap_or(0)),
+            blamed_ns: blamed,
+            chain,
+        });
+    }
+    misses.sort_by(|a, b| b.late_ns.cmp(&a.late_ns));
+    let sum: u64 = causes.values().map(|v| v.1).sum::<u64>().max(1);
+    let mut causes: Vec<CauseRow> = causes
+        .into_iter()
+        .map(|((category, culprit), (count, ns))| CauseRow {
+            category,
+            culprit,
+            count,
+            total_excess_ns: ns,
+            mean_excess_ns: ns / count.max(1),
+            share: ns as f64 / sum as f64,
+        })
+        .collect();
+    causes.sort_by(|a, b| {
+        b.total_excess_ns
+            .cmp(&a.total_excess_ns)
+            .then(a.culprit.label().cmp(&b.culprit.label()))
+    });
+    if samples.is_empty() {
+        notes.push(
+            "no hrtimer expiry that woke a task (or self-reported lateness) matched: record timer:hrtimer_start, timer:hrtimer_expire_entry/exit and sched:sched_waking/sched_switch".into(),
+        );
+    }
+    let mut st = CycleStats {
+        count: samples.len() as u64,
+        replied: samples.len() as u64,
+        no_reply: 0,
+        misses: misses.len() as u64,
+        min_ns: totals.first().copied().unwrap_or(0),
+        p50_ns: quantile(&totals, 0.5),
+        p90_ns: quantile(&totals, 0.9),
+        p99_ns: quantile(&totals, 0.99),
+        max_ns: totals.last().copied().unwrap_or(0),
+        histogram: Vec::new(),
+    };
+    st.histogram = crate::measure::log_histogram(&totals, 1000);
+    let context = context(tl, s, &causes, &cpus_blamed);
+    let advice = advise(tl, s, &causes, &misses);
+    ExplainReport {
+        inputs: Vec::new(),
+        events: 0,
+        from: "hrtimer expiry (requested time)".into(),
+        to: vec!["the woken task runs".into()],
+        deadline_ns: deadline,
+        deadline_source: source,
+        cycles: st,
+        causes,
+        misses,
+        context,
+        advice,
+        notes,
+        top: o.top,
+        noun: "timer periods",
+    }
+}
+
+/// Why a timer interrupt came late on `cpu` during `[a, b]`: irqs-off sections, a stalled
+/// CPU, or, when neither is in the trace, a section inferred from one task sitting inside
+/// one system call the whole time.
+fn timer_holds(eng: &Engine<'_>, cpu: u32, a: u64, b: u64, ex: u64) -> Vec<Hold> {
+    let tl = eng.tl;
+    let l = RawLink {
+        kind: LinkKind::Timer,
+        key: (LinkKind::Timer, String::new(), 1),
+        start: a,
+        end: b,
+        cpu,
+        tid: -1,
+        what: String::new(),
+        preempted: false,
+        irq: None,
+    };
+    let mut h = eng.holds(&l, a, b);
+    if h.len() == 1 && h[0].category == "timer-irq-late" {
+        let stalled: u64 = tl
+            .silences
+            .iter()
+            .filter(|x| x.cpu == cpu)
+            .map(|x| x.to.min(b).saturating_sub(x.from.max(a)))
+            .sum();
+        if tl.ticks > 0 && stalled * 2 >= b - a {
+            h[0].category = "cpu-stalled".into();
+        } else if let Some((tid, name)) = one_syscall(eng, cpu, a, b) {
+            h[0] = Hold {
+                category: "irqs-off (inferred)".into(),
+                culprit: Culprit {
+                    comm: Some(eng.s.get(tl.comm(tid)).to_string()),
+                    pid: Some(tid),
+                    prio: tl.prios.get(&tid).copied(),
+                    caller: Some(format!("inside {name}()")),
+                    cpu: Some(cpu),
+                    ..Default::default()
+                },
+                ns: ex,
+            };
+        }
+    }
+    let sum: u64 = h.iter().map(|x| x.ns).sum::<u64>().max(1);
+    for x in &mut h {
+        x.ns = (x.ns as u128 * ex as u128 / sum as u128) as u64;
+    }
+    h
+}
+
+/// The one task that ran on `cpu` through `[a, b]` from inside one syscall, if so.
+fn one_syscall(eng: &Engine<'_>, cpu: u32, a: u64, b: u64) -> Option<(i32, String)> {
+    let tl = eng.tl;
+    let occ = tl.occupants(cpu, a, b);
+    let top = occ.first()?;
+    if top.what != OccupantKind::Task || top.id <= 0 || top.ns * 100 < (b - a) * 95 {
+        return None;
+    }
+    let tid = top.id as i32;
+    let sp = &tl.spans;
+    let upto = eng.syscalls.partition_point(|&i| sp.start[i as usize] <= a);
+    eng.syscalls[..upto]
+        .iter()
+        .rev()
+        .take(10_000)
+        .find_map(|&i| {
+            let i = i as usize;
+            (sp.tid[i] == tid && sp.end[i] >= b).then(|| {
+                let name = if sp.flags[i] & span::NAMED != 0 {
+                    eng.s.get(Sym(sp.key[i])).to_string()
+                } else {
+                    tl.syscall_names
+                        .get(&sp.key[i])
+                        .map(|x| eng.s.get(*x).to_string())
+                        .unwrap_or_else(|| format!("syscall {}", sp.key[i]))
+                };
+                (tid, name)
+            })
+        })
 }
 
 fn context(
@@ -1638,6 +2078,27 @@ fn advise(tl: &Timeline, s: &Interner, causes: &[CauseRow], misses: &[Miss]) -> 
                     });
                 }
             }
+            "cpu-stalled" => out.push(Advice {
+                action: format!(
+                    "CPU{cpu} stopped recording (not even its tick) while busy: on a VM the host did not run this vCPU"
+                ),
+                command: "grep '^cpu ' /proc/stat   (8th number: steal time; on the host, pin the vCPUs to dedicated cores)".into(),
+                cost: "dedicated host cores for the guest".into(),
+            }),
+            "timer-irq-late" => out.push(Advice {
+                action: format!(
+                    "The timer interrupt came late on CPU{cpu} and the trace does not show why: record the sections with interrupts off"
+                ),
+                command: "whylate record -e latency,preemptirq:irq_disable,preemptirq:irq_enable   (needs CONFIG_PREEMPTIRQ_TRACEPOINTS)".into(),
+                cost: "preemptirq events are frequent: a bigger buffer, more overhead while tracing".into(),
+            }),
+            "preemption-delay" => out.push(Advice {
+                action: format!(
+                    "A real-time task waited on CPU{cpu} for non-preemptible kernel code to finish"
+                ),
+                command: "boot with preempt=full (PREEMPT_DYNAMIC kernels), or a PREEMPT_RT kernel".into(),
+                cost: "more preemption points: some throughput".into(),
+            }),
             "cpu-idle" => out.push(Advice {
                 action: format!("CPU{cpu} sat idle while the chain waited: idle exit or host (VM) latency"),
                 command: "cpupower idle-set -D 10   (or boot with idle=poll; on a VM check the host's steal time)".into(),
@@ -1671,8 +2132,8 @@ impl ExplainReport {
         };
         let _ = writeln!(
             o,
-            "{} cycles, {} missed ({} no reply), {dl}{q}",
-            c.count, c.misses, c.no_reply
+            "{} {}, {} missed ({} no reply), {dl}{q}",
+            c.count, self.noun, c.misses, c.no_reply
         );
         if self.deadline_source != "given" {
             let _ = writeln!(o, "  deadline {}", self.deadline_source);
@@ -1686,7 +2147,7 @@ impl ExplainReport {
             );
         }
         if !c.histogram.is_empty() {
-            let _ = writeln!(o, "\ncycle durations (replied):");
+            let _ = writeln!(o, "\nduration histogram (replied):");
             let max = c
                 .histogram
                 .iter()

@@ -457,3 +457,29 @@ fn explain_selector_errors_and_empty_matches_are_clear() {
     let e = whylate::selector::Selector::parse("sys_enter_write[count>x]").unwrap_err();
     assert!(e.to_string().contains("not a number"), "{e}");
 }
+
+#[test]
+fn seed004_timer_mode_blames_console_unlock_irqs_off() {
+    use whylate::explain::{explain_timers, TimerOptions};
+    let r = explain_timers(
+        &[seed("seed004-ftrace.txt")],
+        &OpenOptions::default(),
+        &TimerOptions {
+            top: 3,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let j = serde_json::to_value(&r).unwrap();
+    assert_eq!(j["cycles"]["misses"], 1);
+    let c = &j["causes"][0];
+    assert_eq!(c["category"], "irqs-off");
+    assert_eq!(c["culprit"]["caller"], "console_unlock");
+    assert_eq!(c["culprit"]["cpu"], 6);
+    let v = c["total_excess_ns"].as_u64().unwrap();
+    assert!((9_600_000..=9_700_000).contains(&v), "{v}");
+    assert!(j["advice"][0]["command"]
+        .as_str()
+        .unwrap()
+        .starts_with("dmesg -n 1"));
+}
