@@ -1724,7 +1724,7 @@ pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainR
             chain,
         });
     }
-    misses.sort_by(|a, b| b.late_ns.cmp(&a.late_ns));
+    misses.sort_by_key(|m| std::cmp::Reverse(m.late_ns));
     let sum: u64 = causes.values().map(|v| v.1).sum::<u64>().max(1);
     let mut causes: Vec<CauseRow> = causes
         .into_iter()
