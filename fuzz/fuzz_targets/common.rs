@@ -23,5 +23,6 @@ pub fn run(data: &[u8], format: Option<Format>) {
         let tl = b.finish();
         let o = whylate::measure::Options::default();
         let _ = whylate::measure::compute(&tl, &strings, &o, &[], None);
+        let _ = whylate::explain::analyze_auto(&tl, &strings, 3);
     }
 }

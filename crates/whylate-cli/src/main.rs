@@ -19,9 +19,12 @@ use whylate::syscalls::Arch;
     version,
     about = "whylate: find out why something on Linux was late, from a kernel trace"
 )]
+#[command(args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
-    cmd: Cmd,
+    cmd: Option<Cmd>,
+    /// `whylate FILE...` = `whylate explain FILE...` in automatic mode.
+    files: Vec<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -52,18 +55,19 @@ enum Cmd {
     /// Explain request/response cycles: from a `--from` event to the first later `--to`
     /// event of the same thread; the cycles over `--deadline` (or with no reply) are misses,
     /// and each is explained: the chain of hand-offs, what held it up, ranked causes over all
-    /// misses, and what to do.
+    /// misses, and what to do. `--timer` explains late timer periods instead; with neither,
+    /// the worst outliers across all measures are explained (automatic mode).
     Explain {
         /// Trace files, merged by timestamp.
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Event that opens a cycle: EVENT[FIELD OP VALUE,...], e.g.
         /// 'sys_enter_write[comm=frobnicator,count=7]'.
-        #[arg(long, required_unless_present = "timer")]
+        #[arg(long, requires = "to")]
         from: Option<String>,
         /// Event that closes it (repeat for alternatives), e.g.
         /// 'sys_exit_read[comm=frobnicator,ret>0]'.
-        #[arg(long, required_unless_present = "timer")]
+        #[arg(long, requires = "from")]
         to: Vec<String>,
         /// Explain late timers instead of cycles: hrtimer expiries that woke a task (and
         /// self-reported lateness), split into "the interrupt came late" and "the woken
@@ -203,7 +207,32 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    match cli.cmd {
+    let Some(cmd) = cli.cmd else {
+        if cli.files.is_empty() {
+            use clap::CommandFactory;
+            Cli::command().print_help()?;
+            return Ok(ExitCode::from(EXIT_BAD_INPUT));
+        }
+        return run(Cli {
+            cmd: Some(Cmd::Explain {
+                files: cli.files,
+                from: None,
+                to: Vec::new(),
+                timer: false,
+                task: None,
+                deadline: None,
+                same: SameArg::Thread,
+                arch: "x86_64".into(),
+                top: 3,
+                json: false,
+                strict: false,
+                format: None,
+                reorder: whylate::read::DEFAULT_WINDOW,
+            }),
+            files: Vec::new(),
+        });
+    };
+    match cmd {
         Cmd::Stats {
             files,
             json,
@@ -290,7 +319,24 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 return Ok(ExitCode::SUCCESS);
             }
-            let from = from.unwrap_or_default();
+            let Some(from) = from else {
+                let report = match whylate::explain::explain_auto(&files, &open, top) {
+                    Ok(r) => r,
+                    Err(e @ (ReadError::UnknownFormat { .. } | ReadError::Strict { .. })) => {
+                        eprintln!("whylate: {e}");
+                        return Ok(ExitCode::from(EXIT_BAD_INPUT));
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                let mut out = std::io::stdout().lock();
+                if json {
+                    serde_json::to_writer_pretty(&mut out, &report)?;
+                    writeln!(out)?;
+                } else {
+                    out.write_all(report.render_text().as_bytes())?;
+                }
+                return Ok(ExitCode::SUCCESS);
+            };
             let from = match Selector::parse(&from) {
                 Ok(s) => s,
                 Err(e) => return usage(&format!("--from: {e}")),

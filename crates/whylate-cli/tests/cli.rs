@@ -314,3 +314,83 @@ fn throughput_of_console_bytes_against_the_baud_rate() {
     assert_eq!(g["p50_ns"], 2525);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn plain_whylate_file_explains_the_worst_outliers() {
+    let o = run(&["examples/pty-poll.ftrace.gz"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let s = text(&o.stdout);
+    assert!(
+        s.lines()
+            .next()
+            .unwrap()
+            .contains("outliers across the measures"),
+        "{s}"
+    );
+    // The recording's hogs hold the busy-polling client off its CPU.
+    let why = s.split("were late").nth(1).unwrap();
+    let first_cause = why.lines().nth(2).unwrap();
+    assert!(
+        first_cause.contains("runqueue-wait") && first_cause.contains("hog["),
+        "{first_cause}"
+    );
+    assert!(s.contains("advice:"));
+    let j = run(&["explain", "--json", "examples/pty-poll.ftrace.gz"]);
+    let j: serde_json::Value = serde_json::from_slice(&j.stdout).unwrap();
+    assert!(j["misses"].as_array().unwrap().len() >= 10);
+    assert!(j["causes"][0]["culprit"]["comm"] == "hog");
+}
+
+#[test]
+fn explain_usage_errors_exit_2() {
+    for (args, want) in [
+        (
+            &[
+                "explain",
+                "--from",
+                "x[",
+                "--to",
+                "y",
+                "examples/pty-poll.ftrace.gz",
+            ][..],
+            "expected `]`",
+        ),
+        (
+            &[
+                "explain",
+                "--from",
+                "x",
+                "--to",
+                "y",
+                "--deadline",
+                "soon",
+                "examples/pty-poll.ftrace.gz",
+            ][..],
+            "--deadline",
+        ),
+        (
+            &[
+                "explain",
+                "--from",
+                "x",
+                "--to",
+                "y",
+                "--arch",
+                "sparc",
+                "examples/pty-poll.ftrace.gz",
+            ][..],
+            "--arch",
+        ),
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(
+            text(&o.stderr).contains(want),
+            "{args:?}: {}",
+            text(&o.stderr)
+        );
+    }
+    // --from without --to is a clap usage error.
+    let o = run(&["explain", "--from", "x", "examples/pty-poll.ftrace.gz"]);
+    assert_eq!(o.status.code(), Some(2));
+}
