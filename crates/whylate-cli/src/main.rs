@@ -77,6 +77,10 @@ enum Cmd {
         /// With --timer: only timers that wake this task (pid, or comm with * ? globs).
         #[arg(long, requires = "timer")]
         task: Option<String>,
+        /// Explain slow services of this softirq vector (NET_RX, TASKLET, TIMER... or its
+        /// number): raise to entry, deferral to ksoftirqd, who held the CPU meanwhile.
+        #[arg(long, value_name = "VEC", conflicts_with_all = ["from", "to", "timer"])]
+        softirq: Option<String>,
         /// Cycles longer than this are misses (`3.5ms`); inferred from the data when absent.
         #[arg(long)]
         deadline: Option<String>,
@@ -220,6 +224,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 to: Vec::new(),
                 timer: false,
                 task: None,
+                softirq: None,
                 deadline: None,
                 same: SameArg::Thread,
                 arch: "x86_64".into(),
@@ -269,6 +274,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             to,
             timer,
             task,
+            softirq,
             deadline,
             same,
             arch,
@@ -293,6 +299,25 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     ))
                 }
             };
+            if let Some(v) = softirq {
+                let report =
+                    match whylate::explain::explain_softirq(&files, &open, &v, deadline_ns, top) {
+                        Ok(r) => r,
+                        Err(e @ (ReadError::UnknownFormat { .. } | ReadError::Strict { .. })) => {
+                            eprintln!("whylate: {e}");
+                            return Ok(ExitCode::from(EXIT_BAD_INPUT));
+                        }
+                        Err(e) => return Err(e.into()),
+                    };
+                let mut out = std::io::stdout().lock();
+                if json {
+                    serde_json::to_writer_pretty(&mut out, &report)?;
+                    writeln!(out)?;
+                } else {
+                    out.write_all(report.render_text().as_bytes())?;
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
             if timer {
                 let o = whylate::explain::TimerOptions {
                     task: task.map(|t| match t.parse::<i32>() {

@@ -2172,6 +2172,280 @@ pub fn analyze_auto(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport {
     }
 }
 
+/// `--softirq VEC`: raise → service outliers of one softirq vector (and tasklets, for
+/// TASKLET), each explained: where it was served, whether it was deferred to ksoftirqd,
+/// and who held the CPU meanwhile (seed 002).
+pub fn explain_softirq(
+    paths: &[PathBuf],
+    open: &OpenOptions,
+    vector: &str,
+    deadline_ns: Option<u64>,
+    top: usize,
+) -> Result<ExplainReport, ReadError> {
+    let mut sources = Vec::new();
+    for p in paths {
+        sources.push(read::open(p, open)?);
+    }
+    let mut strings = Interner::new();
+    let mut merged = Merged::new(sources);
+    let mut b = Builder::new();
+    let mut per_input = vec![0u64; paths.len()];
+    let mut events = 0u64;
+    while let Some((i, e)) = merged.next_indexed(&mut strings)? {
+        per_input[i] += 1;
+        events += 1;
+        b.push(&e, &strings);
+    }
+    let tl = b.finish();
+    let inputs = describe_inputs(merged.sources(), paths, &per_input);
+    let mut r = analyze_softirq(&tl, &strings, vector, deadline_ns, top);
+    r.inputs = inputs.inputs;
+    r.events = events;
+    let mut notes = inputs.notes;
+    notes.append(&mut r.notes);
+    r.notes = notes;
+    Ok(r)
+}
+
+/// The `--softirq` analysis on a built timeline. `vector`: a name (`NET_RX`) or number.
+pub fn analyze_softirq(
+    tl: &Timeline,
+    s: &Interner,
+    vector: &str,
+    deadline_ns: Option<u64>,
+    top: usize,
+) -> ExplainReport {
+    let eng = Engine::new(tl, s);
+    let sp = &tl.spans;
+    let want: Option<u32> = SOFTIRQ_NAMES
+        .iter()
+        .position(|n| n.eq_ignore_ascii_case(vector))
+        .map(|i| i as u32)
+        .or_else(|| vector.parse().ok());
+    // Tasklets ride the TASKLET vector: their schedule → run timing is a sample only
+    // when the trace has no softirq_raise/entry for the vector itself (function tracer
+    // dumps such as seed 002's).
+    let tasklet = want == Some(6)
+        && !tl
+            .edges
+            .iter()
+            .any(|e| e.kind == EdgeKind::Softirq && e.key == 6);
+    let mut samples: Vec<usize> = tl
+        .edges
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| {
+            (e.kind == EdgeKind::Softirq && Some(e.key) == want)
+                || (tasklet && e.kind == EdgeKind::Tasklet)
+        })
+        .map(|(i, _)| i)
+        .collect();
+    samples.sort_by_key(|&i| tl.edges[i].ts);
+    let mut lat: Vec<u64> = samples
+        .iter()
+        .map(|&i| tl.edges[i].at - tl.edges[i].ts)
+        .collect();
+    lat.sort_unstable();
+    let (deadline, source) = match deadline_ns {
+        Some(d) => (d, "given".to_string()),
+        None if lat.len() >= 100 => (
+            quantile(&lat, 0.99),
+            "none given: the services above p99 are explained".to_string(),
+        ),
+        None => (
+            100_000,
+            "none given and too few samples for a p99: 100 us assumed".to_string(),
+        ),
+    };
+    // Usual = the median of the services within the deadline (0 when all were late).
+    let good: Vec<u64> = lat.iter().copied().filter(|&d| d <= deadline).collect();
+    let usual = good
+        .get(good.len().saturating_sub(1) / 2)
+        .copied()
+        .unwrap_or(0);
+    let mut misses = Vec::new();
+    let mut causes: FxHashMap<(String, Culprit), (u64, u64)> = FxHashMap::default();
+    let mut cpus: FxHashMap<u32, u64> = FxHashMap::default();
+    for &ei in &samples {
+        let e = &tl.edges[ei];
+        let d = e.at - e.ts;
+        if d <= deadline {
+            continue;
+        }
+        // Deferred: a ksoftirqd of this CPU was waiting for it meanwhile.
+        let ksoftirqd = eng
+            .runnable
+            .iter()
+            .map(|&i| i as usize)
+            .take_while(|&i| sp.start[i] < e.at)
+            .filter(|&i| {
+                sp.cpu[i] == e.to_cpu
+                    && sp.end[i] > e.ts
+                    && s.get(tl.comm(sp.tid[i])).starts_with("ksoftirqd")
+            })
+            .last();
+        let waiter = ksoftirqd.map_or(-1, |i| sp.tid[i]);
+        let l = RawLink {
+            kind: LinkKind::Work,
+            key: (LinkKind::Work, String::new(), 1),
+            start: e.ts,
+            end: e.at,
+            cpu: e.to_cpu,
+            tid: waiter,
+            what: String::new(),
+            preempted: false,
+            irq: None,
+        };
+        let ex = d.saturating_sub(usual);
+        let mut held = eng.holds(&l, e.at - ex, e.at);
+        let sum: u64 = held.iter().map(|h| h.ns).sum::<u64>().max(1);
+        for h in &mut held {
+            h.ns = (h.ns as u128 * ex as u128 / sum as u128) as u64;
+            if h.category == "runqueue-wait" || h.category == "preempted-by" {
+                h.category = if ksoftirqd.is_some() {
+                    "deferred-to-ksoftirqd"
+                } else {
+                    "softirq-pending"
+                }
+                .into();
+            }
+        }
+        let mut per: FxHashMap<(String, Culprit), u64> = FxHashMap::default();
+        for h in &held {
+            *per.entry((h.category.clone(), h.culprit.clone()))
+                .or_default() += h.ns;
+            *cpus.entry(e.to_cpu).or_default() += h.ns;
+        }
+        let name = if e.kind == EdgeKind::Tasklet {
+            "tasklet (scheduled -> run)".to_string()
+        } else {
+            format!(
+                "softirq {}",
+                SOFTIRQ_NAMES.get(e.key as usize).copied().unwrap_or("?")
+            )
+        };
+        let served = if e.kind == EdgeKind::Softirq {
+            format!(", served in {}", {
+                let f = e.val as u8;
+                if f & span::KSOFTIRQD != 0 {
+                    "ksoftirqd".to_string()
+                } else if f & span::IN_TASK != 0 {
+                    format!("task context ({})", eng.task(e.to_tid))
+                } else {
+                    format!("irq exit ({})", eng.task(e.to_tid))
+                }
+            })
+        } else {
+            String::new()
+        };
+        let deferred = ksoftirqd
+            .map(|i| {
+                format!(
+                    "; deferred to {} (runnable from {})",
+                    eng.task(sp.tid[i]),
+                    secs(sp.start[i])
+                )
+            })
+            .unwrap_or_default();
+        let what = format!(
+            "{name} raised in {} on CPU{}{served}{deferred}",
+            eng.ctx(e.from, e.from_tid, e.from_cpu, e.ts),
+            e.from_cpu
+        );
+        let blamed = held.iter().map(|h| h.ns).sum();
+        for (k, ns) in per {
+            let c = causes.entry(k).or_default();
+            c.0 += 1;
+            c.1 += ns;
+        }
+        misses.push(Miss {
+            start_ns: e.ts,
+            duration_ns: Some(d),
+            tid: e.to_tid,
+            cpu: e.to_cpu,
+            late_ns: d - deadline,
+            blamed_ns: blamed,
+            chain: vec![Link {
+                offset_ns: 0,
+                ts_ns: e.ts,
+                cpu: Some(e.to_cpu),
+                kind: "softirq".into(),
+                what,
+                duration_ns: d,
+                usual_ns: Some(usual),
+                excess_ns: ex,
+                pending_at_deadline: false,
+                held_by: held,
+                waiter: ksoftirqd.map(|i| Culprit {
+                    comm: Some(s.get(tl.comm(sp.tid[i])).to_string()),
+                    pid: Some(sp.tid[i]),
+                    prio: tl.prios.get(&sp.tid[i]).copied(),
+                    cpu: Some(e.to_cpu),
+                    ..Default::default()
+                }),
+                queued_in_irq: None,
+            }],
+        });
+    }
+    misses.sort_by_key(|m| std::cmp::Reverse(m.late_ns));
+    let sum: u64 = causes.values().map(|v| v.1).sum::<u64>().max(1);
+    let mut causes: Vec<CauseRow> = causes
+        .into_iter()
+        .map(|((category, culprit), (count, ns))| CauseRow {
+            category,
+            culprit,
+            count,
+            total_excess_ns: ns,
+            mean_excess_ns: ns / count.max(1),
+            share: ns as f64 / sum as f64,
+        })
+        .collect();
+    causes.sort_by(|a, b| {
+        b.total_excess_ns
+            .cmp(&a.total_excess_ns)
+            .then(a.culprit.label().cmp(&b.culprit.label()))
+    });
+    let mut notes = Vec::new();
+    if want.is_none() {
+        notes.push(format!(
+            "{vector:?} is not a softirq vector (one of {}, or 0-9)",
+            SOFTIRQ_NAMES.join(" ")
+        ));
+    } else if samples.is_empty() {
+        notes.push("no raise of that vector was followed by its entry in this trace: record irq:softirq_raise and irq:softirq_entry/exit".into());
+    }
+    let st = CycleStats {
+        count: samples.len() as u64,
+        replied: samples.len() as u64,
+        no_reply: 0,
+        misses: misses.len() as u64,
+        min_ns: lat.first().copied().unwrap_or(0),
+        p50_ns: quantile(&lat, 0.5),
+        p90_ns: quantile(&lat, 0.9),
+        p99_ns: quantile(&lat, 0.99),
+        max_ns: lat.last().copied().unwrap_or(0),
+        histogram: crate::measure::log_histogram(&lat, 1000),
+    };
+    let context = context(tl, s, &causes, &cpus);
+    let advice = advise(tl, s, &causes, &misses);
+    ExplainReport {
+        inputs: Vec::new(),
+        events: 0,
+        from: format!("softirq_raise {vector}"),
+        to: vec!["softirq_entry (or tasklet run)".into()],
+        deadline_ns: Some(deadline),
+        deadline_source: source,
+        cycles: st,
+        causes,
+        misses,
+        context,
+        advice,
+        notes,
+        top,
+        noun: "softirq services",
+    }
+}
+
 /// Why a timer interrupt came late on `cpu` during `[a, b]`: irqs-off sections, a stalled
 /// CPU, or, when neither is in the trace, a section inferred from one task sitting inside
 /// one system call the whole time.
@@ -2441,6 +2715,19 @@ fn advise(tl: &Timeline, s: &Interner, causes: &[CauseRow], misses: &[Miss]) -> 
                     cost: "every interrupt pays a context switch; throughput drops slightly".into(),
                 });
             }
+            "deferred-to-ksoftirqd" => out.push(Advice {
+                action: format!(
+                    "The softirq was handed to ksoftirqd/{cpu}, which then waited behind {}: let ksoftirqd preempt it",
+                    c.culprit.label()
+                ),
+                command: format!(
+                    "chrt -f -p 1 $(pgrep -x ksoftirqd/{cpu})   (or move {} off CPU{cpu}: taskset -pc {} {})",
+                    c.culprit.comm.clone().unwrap_or_default(),
+                    others(cpu),
+                    c.culprit.pid.unwrap_or(-1)
+                ),
+                cost: "a real-time ksoftirqd runs network/timer bottom halves ahead of every normal task on that CPU: bursts of softirq work then delay applications instead".into(),
+            }),
             "softirq" => out.push(Advice {
                 action: format!(
                     "Move the interrupt that raises {} off CPU{cpu}, or let its softirq run in a thread",

@@ -483,3 +483,27 @@ fn seed004_timer_mode_blames_console_unlock_irqs_off() {
         .unwrap()
         .starts_with("dmesg -n 1"));
 }
+
+#[test]
+fn seed002_softirq_mode_finds_the_tasklet_deferred_to_ksoftirqd_behind_sshd() {
+    use whylate::explain::explain_softirq;
+    let r = explain_softirq(
+        &[seed("seed002-latency-dump.txt")],
+        &OpenOptions::default(),
+        "TASKLET",
+        Some(100_000),
+        3,
+    )
+    .unwrap();
+    let j = serde_json::to_value(&r).unwrap();
+    assert_eq!(j["cycles"]["count"], 1);
+    assert_eq!(j["cycles"]["misses"], 1);
+    let m = &j["misses"][0];
+    assert_eq!(m["duration_ns"], 469 * US);
+    let what = m["chain"][0]["what"].as_str().unwrap();
+    assert!(what.contains("deferred to ksoftirqd/0[3]"), "{what}");
+    let c = &j["causes"][0];
+    assert_eq!(c["category"], "deferred-to-ksoftirqd");
+    assert_eq!(c["culprit"]["comm"], "sshd");
+    assert_eq!(c["culprit"]["pid"], 750);
+}
