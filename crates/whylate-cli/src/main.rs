@@ -300,23 +300,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
             };
             if let Some(v) = softirq {
-                let report =
-                    match whylate::explain::explain_softirq(&files, &open, &v, deadline_ns, top) {
-                        Ok(r) => r,
-                        Err(e @ (ReadError::UnknownFormat { .. } | ReadError::Strict { .. })) => {
-                            eprintln!("whylate: {e}");
-                            return Ok(ExitCode::from(EXIT_BAD_INPUT));
-                        }
-                        Err(e) => return Err(e.into()),
-                    };
-                let mut out = std::io::stdout().lock();
-                if json {
-                    serde_json::to_writer_pretty(&mut out, &report)?;
-                    writeln!(out)?;
-                } else {
-                    out.write_all(report.render_text().as_bytes())?;
-                }
-                return Ok(ExitCode::SUCCESS);
+                return emit(
+                    whylate::explain::explain_softirq(&files, &open, &v, deadline_ns, top),
+                    json,
+                );
             }
             if timer {
                 let o = whylate::explain::TimerOptions {
@@ -327,40 +314,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     deadline_ns,
                     top,
                 };
-                let report = match whylate::explain::explain_timers(&files, &open, &o) {
-                    Ok(r) => r,
-                    Err(e @ (ReadError::UnknownFormat { .. } | ReadError::Strict { .. })) => {
-                        eprintln!("whylate: {e}");
-                        return Ok(ExitCode::from(EXIT_BAD_INPUT));
-                    }
-                    Err(e) => return Err(e.into()),
-                };
-                let mut out = std::io::stdout().lock();
-                if json {
-                    serde_json::to_writer_pretty(&mut out, &report)?;
-                    writeln!(out)?;
-                } else {
-                    out.write_all(report.render_text().as_bytes())?;
-                }
-                return Ok(ExitCode::SUCCESS);
+                return emit(whylate::explain::explain_timers(&files, &open, &o), json);
             }
             let Some(from) = from else {
-                let report = match whylate::explain::explain_auto(&files, &open, top) {
-                    Ok(r) => r,
-                    Err(e @ (ReadError::UnknownFormat { .. } | ReadError::Strict { .. })) => {
-                        eprintln!("whylate: {e}");
-                        return Ok(ExitCode::from(EXIT_BAD_INPUT));
-                    }
-                    Err(e) => return Err(e.into()),
-                };
-                let mut out = std::io::stdout().lock();
-                if json {
-                    serde_json::to_writer_pretty(&mut out, &report)?;
-                    writeln!(out)?;
-                } else {
-                    out.write_all(report.render_text().as_bytes())?;
-                }
-                return Ok(ExitCode::SUCCESS);
+                return emit(whylate::explain::explain_auto(&files, &open, top), json);
             };
             let from = match Selector::parse(&from) {
                 Ok(s) => s,
@@ -388,22 +345,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 arch,
                 top,
             };
-            let report = match whylate::explain::explain(&files, &open, &opts) {
-                Ok(r) => r,
-                Err(e @ (ReadError::UnknownFormat { .. } | ReadError::Strict { .. })) => {
-                    eprintln!("whylate: {e}");
-                    return Ok(ExitCode::from(EXIT_BAD_INPUT));
-                }
-                Err(e) => return Err(e.into()),
-            };
-            let mut out = std::io::stdout().lock();
-            if json {
-                serde_json::to_writer_pretty(&mut out, &report)?;
-                writeln!(out)?;
-            } else {
-                out.write_all(report.render_text().as_bytes())?;
-            }
-            Ok(ExitCode::SUCCESS)
+            emit(whylate::explain::explain(&files, &open, &opts), json)
         }
         Cmd::Latency {
             files,
@@ -573,4 +515,27 @@ mod tests {
         );
         assert!(parse_window("x..y").is_err());
     }
+}
+
+/// Prints an explain report (terminal or JSON), or the input error with exit code 2.
+fn emit(
+    r: Result<whylate::explain::ExplainReport, ReadError>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let report = match r {
+        Ok(r) => r,
+        Err(e @ (ReadError::UnknownFormat { .. } | ReadError::Strict { .. })) => {
+            eprintln!("whylate: {e}");
+            return Ok(ExitCode::from(EXIT_BAD_INPUT));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        out.write_all(report.render_text().as_bytes())?;
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -410,6 +410,22 @@ pub fn explain(
     open: &OpenOptions,
     o: &Options,
 ) -> Result<ExplainReport, ReadError> {
+    let mut cy = Cycles::new(o);
+    let (tl, strings, inputs, events) = read_all(paths, open, Some(&mut cy))?;
+    cy.finish(tl.last_ts);
+    Ok(with_inputs(
+        analyze(&tl, &strings, o, cy.cycles),
+        inputs,
+        events,
+    ))
+}
+
+/// One pass over the inputs: the timeline, and the cycles when a cutter is given.
+fn read_all(
+    paths: &[PathBuf],
+    open: &OpenOptions,
+    mut cycles: Option<&mut Cycles>,
+) -> Result<(Timeline, Interner, crate::stats::Inputs, u64), ReadError> {
     let mut sources = Vec::new();
     for p in paths {
         sources.push(read::open(p, open)?);
@@ -417,25 +433,51 @@ pub fn explain(
     let mut strings = Interner::new();
     let mut merged = Merged::new(sources);
     let mut b = Builder::new();
-    let mut cy = Cycles::new(o);
     let mut per_input = vec![0u64; paths.len()];
     let mut events = 0u64;
     while let Some((i, e)) = merged.next_indexed(&mut strings)? {
         per_input[i] += 1;
         events += 1;
         b.push(&e, &strings);
-        cy.push(&e, &strings);
+        if let Some(c) = cycles.as_deref_mut() {
+            c.push(&e, &strings);
+        }
     }
     let tl = b.finish();
-    cy.finish(tl.last_ts);
     let inputs = describe_inputs(merged.sources(), paths, &per_input);
-    let mut r = analyze(&tl, &strings, o, cy.cycles);
+    Ok((tl, strings, inputs, events))
+}
+
+/// Puts what the readers said in front of the report's own notes.
+fn with_inputs(mut r: ExplainReport, inputs: crate::stats::Inputs, events: u64) -> ExplainReport {
     r.inputs = inputs.inputs;
     r.events = events;
     let mut notes = inputs.notes;
     notes.append(&mut r.notes);
     r.notes = notes;
-    Ok(r)
+    r
+}
+
+/// Causes as rows, largest total first.
+fn rank(causes: FxHashMap<(String, Culprit), (u64, u64)>) -> Vec<CauseRow> {
+    let sum: u64 = causes.values().map(|v| v.1).sum::<u64>().max(1);
+    let mut rows: Vec<CauseRow> = causes
+        .into_iter()
+        .map(|((category, culprit), (count, ns))| CauseRow {
+            category,
+            culprit,
+            count,
+            total_excess_ns: ns,
+            mean_excess_ns: ns / count.max(1),
+            share: ns as f64 / sum as f64,
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.total_excess_ns
+            .cmp(&a.total_excess_ns)
+            .then(a.culprit.label().cmp(&b.culprit.label()))
+    });
+    rows
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -1402,23 +1444,7 @@ pub fn analyze(tl: &Timeline, s: &Interner, o: &Options, cycles: Vec<Cycle>) -> 
             .cmp(&a.duration_ns.is_none())
             .then(b.late_ns.cmp(&a.late_ns))
     });
-    let total: u64 = causes.values().map(|v| v.1).sum::<u64>().max(1);
-    let mut causes: Vec<CauseRow> = causes
-        .into_iter()
-        .map(|((category, culprit), (count, ns))| CauseRow {
-            category,
-            culprit,
-            count,
-            total_excess_ns: ns,
-            mean_excess_ns: ns / count.max(1),
-            share: ns as f64 / total as f64,
-        })
-        .collect();
-    causes.sort_by(|a, b| {
-        b.total_excess_ns
-            .cmp(&a.total_excess_ns)
-            .then(a.culprit.label().cmp(&b.culprit.label()))
-    });
+    let causes = rank(causes);
     let context = context(tl, s, &causes, &cpus_blamed);
     let advice = advise(tl, s, &causes, &misses);
     if tl.lost.is_empty() {
@@ -1462,29 +1488,12 @@ pub fn explain_timers(
     open: &OpenOptions,
     o: &TimerOptions,
 ) -> Result<ExplainReport, ReadError> {
-    let mut sources = Vec::new();
-    for p in paths {
-        sources.push(read::open(p, open)?);
-    }
-    let mut strings = Interner::new();
-    let mut merged = Merged::new(sources);
-    let mut b = Builder::new();
-    let mut per_input = vec![0u64; paths.len()];
-    let mut events = 0u64;
-    while let Some((i, e)) = merged.next_indexed(&mut strings)? {
-        per_input[i] += 1;
-        events += 1;
-        b.push(&e, &strings);
-    }
-    let tl = b.finish();
-    let inputs = describe_inputs(merged.sources(), paths, &per_input);
-    let mut r = analyze_timers(&tl, &strings, o);
-    r.inputs = inputs.inputs;
-    r.events = events;
-    let mut notes = inputs.notes;
-    notes.append(&mut r.notes);
-    r.notes = notes;
-    Ok(r)
+    let (tl, strings, inputs, events) = read_all(paths, open, None)?;
+    Ok(with_inputs(
+        analyze_timers(&tl, &strings, o),
+        inputs,
+        events,
+    ))
 }
 
 struct TimerSample {
@@ -1725,23 +1734,7 @@ pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainR
         });
     }
     misses.sort_by_key(|m| std::cmp::Reverse(m.late_ns));
-    let sum: u64 = causes.values().map(|v| v.1).sum::<u64>().max(1);
-    let mut causes: Vec<CauseRow> = causes
-        .into_iter()
-        .map(|((category, culprit), (count, ns))| CauseRow {
-            category,
-            culprit,
-            count,
-            total_excess_ns: ns,
-            mean_excess_ns: ns / count.max(1),
-            share: ns as f64 / sum as f64,
-        })
-        .collect();
-    causes.sort_by(|a, b| {
-        b.total_excess_ns
-            .cmp(&a.total_excess_ns)
-            .then(a.culprit.label().cmp(&b.culprit.label()))
-    });
+    let causes = rank(causes);
     if samples.is_empty() {
         notes.push(
             "no hrtimer expiry that woke a task (or self-reported lateness) matched: record timer:hrtimer_start, timer:hrtimer_expire_entry/exit and sched:sched_waking/sched_switch".into(),
@@ -1788,29 +1781,12 @@ pub fn explain_auto(
     open: &OpenOptions,
     top: usize,
 ) -> Result<ExplainReport, ReadError> {
-    let mut sources = Vec::new();
-    for p in paths {
-        sources.push(read::open(p, open)?);
-    }
-    let mut strings = Interner::new();
-    let mut merged = Merged::new(sources);
-    let mut b = Builder::new();
-    let mut per_input = vec![0u64; paths.len()];
-    let mut events = 0u64;
-    while let Some((i, e)) = merged.next_indexed(&mut strings)? {
-        per_input[i] += 1;
-        events += 1;
-        b.push(&e, &strings);
-    }
-    let tl = b.finish();
-    let inputs = describe_inputs(merged.sources(), paths, &per_input);
-    let mut r = analyze_auto(&tl, &strings, top);
-    r.inputs = inputs.inputs;
-    r.events = events;
-    let mut notes = inputs.notes;
-    notes.append(&mut r.notes);
-    r.notes = notes;
-    Ok(r)
+    let (tl, strings, inputs, events) = read_all(paths, open, None)?;
+    Ok(with_inputs(
+        analyze_auto(&tl, &strings, top),
+        inputs,
+        events,
+    ))
 }
 
 fn median_of(mut v: Vec<u64>) -> u64 {
@@ -2115,23 +2091,7 @@ pub fn analyze_auto(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport {
             }
         }
     }
-    let sum: u64 = causes.values().map(|v| v.1).sum::<u64>().max(1);
-    let mut causes: Vec<CauseRow> = causes
-        .into_iter()
-        .map(|((category, culprit), (count, ns))| CauseRow {
-            category,
-            culprit,
-            count,
-            total_excess_ns: ns,
-            mean_excess_ns: ns / count.max(1),
-            share: ns as f64 / sum as f64,
-        })
-        .collect();
-    causes.sort_by(|a, b| {
-        b.total_excess_ns
-            .cmp(&a.total_excess_ns)
-            .then(a.culprit.label().cmp(&b.culprit.label()))
-    });
+    let causes = rank(causes);
     let mut d: Vec<u64> = found.iter().filter_map(|m| m.duration_ns).collect();
     d.sort_unstable();
     let st = CycleStats {
@@ -2182,29 +2142,12 @@ pub fn explain_softirq(
     deadline_ns: Option<u64>,
     top: usize,
 ) -> Result<ExplainReport, ReadError> {
-    let mut sources = Vec::new();
-    for p in paths {
-        sources.push(read::open(p, open)?);
-    }
-    let mut strings = Interner::new();
-    let mut merged = Merged::new(sources);
-    let mut b = Builder::new();
-    let mut per_input = vec![0u64; paths.len()];
-    let mut events = 0u64;
-    while let Some((i, e)) = merged.next_indexed(&mut strings)? {
-        per_input[i] += 1;
-        events += 1;
-        b.push(&e, &strings);
-    }
-    let tl = b.finish();
-    let inputs = describe_inputs(merged.sources(), paths, &per_input);
-    let mut r = analyze_softirq(&tl, &strings, vector, deadline_ns, top);
-    r.inputs = inputs.inputs;
-    r.events = events;
-    let mut notes = inputs.notes;
-    notes.append(&mut r.notes);
-    r.notes = notes;
-    Ok(r)
+    let (tl, strings, inputs, events) = read_all(paths, open, None)?;
+    Ok(with_inputs(
+        analyze_softirq(&tl, &strings, vector, deadline_ns, top),
+        inputs,
+        events,
+    ))
 }
 
 /// The `--softirq` analysis on a built timeline. `vector`: a name (`NET_RX`) or number.
@@ -2388,23 +2331,7 @@ pub fn analyze_softirq(
         });
     }
     misses.sort_by_key(|m| std::cmp::Reverse(m.late_ns));
-    let sum: u64 = causes.values().map(|v| v.1).sum::<u64>().max(1);
-    let mut causes: Vec<CauseRow> = causes
-        .into_iter()
-        .map(|((category, culprit), (count, ns))| CauseRow {
-            category,
-            culprit,
-            count,
-            total_excess_ns: ns,
-            mean_excess_ns: ns / count.max(1),
-            share: ns as f64 / sum as f64,
-        })
-        .collect();
-    causes.sort_by(|a, b| {
-        b.total_excess_ns
-            .cmp(&a.total_excess_ns)
-            .then(a.culprit.label().cmp(&b.culprit.label()))
-    });
+    let causes = rank(causes);
     let mut notes = Vec::new();
     if want.is_none() {
         notes.push(format!(
