@@ -493,6 +493,29 @@ fn parse_duration(s: &str) -> Option<u64> {
     (v.is_finite() && v >= 0.0).then(|| (v * mul).round() as u64)
 }
 
+/// Prints an explain report (terminal or JSON), or the input error with exit code 2.
+fn emit(
+    r: Result<whylate::explain::ExplainReport, ReadError>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let report = match r {
+        Ok(r) => r,
+        Err(e @ (ReadError::UnknownFormat { .. } | ReadError::Strict { .. })) => {
+            eprintln!("whylate: {e}");
+            return Ok(ExitCode::from(EXIT_BAD_INPUT));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        out.write_all(report.render_text().as_bytes())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -515,27 +538,4 @@ mod tests {
         );
         assert!(parse_window("x..y").is_err());
     }
-}
-
-/// Prints an explain report (terminal or JSON), or the input error with exit code 2.
-fn emit(
-    r: Result<whylate::explain::ExplainReport, ReadError>,
-    json: bool,
-) -> anyhow::Result<ExitCode> {
-    let report = match r {
-        Ok(r) => r,
-        Err(e @ (ReadError::UnknownFormat { .. } | ReadError::Strict { .. })) => {
-            eprintln!("whylate: {e}");
-            return Ok(ExitCode::from(EXIT_BAD_INPUT));
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let mut out = std::io::stdout().lock();
-    if json {
-        serde_json::to_writer_pretty(&mut out, &report)?;
-        writeln!(out)?;
-    } else {
-        out.write_all(report.render_text().as_bytes())?;
-    }
-    Ok(ExitCode::SUCCESS)
 }
