@@ -394,3 +394,39 @@ fn explain_usage_errors_exit_2() {
     let o = run(&["explain", "--from", "x", "examples/pty-poll.ftrace.gz"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// The bundled recording has the workload's own ground truth (`pty-poll.cycles`): the
+/// cycles whylate cuts and the misses it counts must equal it, and the hogs are named.
+#[test]
+fn explain_on_the_bundled_example_matches_its_ground_truth() {
+    let truth = std::fs::read_to_string(repo().join("examples/pty-poll.cycles")).unwrap();
+    let lat: Vec<u64> = truth
+        .lines()
+        .map(|l| l.split_whitespace().nth(2).unwrap().parse().unwrap())
+        .collect();
+    let over = lat.iter().filter(|&&l| l > 3_500_000).count() as u64;
+    let o = run(&[
+        "explain",
+        "--json",
+        "--from",
+        "sys_enter_write[comm=frobnicator,count=7]",
+        "--to",
+        "sys_exit_read[comm=frobnicator,ret>0]",
+        "--deadline",
+        "3.5ms",
+        "examples/pty-poll.ftrace.gz",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["cycles"]["count"], lat.len() as u64);
+    assert_eq!(j["cycles"]["misses"], over);
+    assert_eq!(j["causes"][0]["culprit"]["comm"], "hog");
+    let hog: f64 = j["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["culprit"]["comm"] == "hog")
+        .map(|c| c["share"].as_f64().unwrap())
+        .sum();
+    assert!(hog >= 0.8, "hogs' share {hog}");
+}
