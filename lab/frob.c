@@ -7,7 +7,8 @@
 // USB-serial path.
 //
 //   frob [--cycles N] [--reply-us U] [--timeout-us T] [--period-us P]
-//        [--client-cpu C] [--device-cpu D] [--hog-cpu H|-1] [--log FILE] [--complaints FILE]
+//        [--client-cpu C] [--device-cpu D] [--hog-cpu H|-1] [--hogs N] [--log FILE]
+//        [--complaints FILE]
 //
 // Ground truth in --log, one line per cycle, CLOCK_MONOTONIC:
 //   <cycle> <write_ns> <reply_ns> <latency_ns> <missed 0|1>
@@ -55,7 +56,7 @@ static void raw(int fd) {
 
 int main(int argc, char **argv) {
     long cycles = 300, reply_us = 1000, timeout_us = 3500, period_us = 2000;
-    long client_cpu = 0, device_cpu = 1, hog_cpu = -1;
+    long client_cpu = 0, device_cpu = 1, hog_cpu = -1, hogs = 1;
     const char *log = "frob.log", *complaints = "frobnicator.log";
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *a = argv[i], *v = argv[i + 1];
@@ -66,6 +67,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--client-cpu")) client_cpu = atol(v);
         else if (!strcmp(a, "--device-cpu")) device_cpu = atol(v);
         else if (!strcmp(a, "--hog-cpu")) hog_cpu = atol(v);
+        else if (!strcmp(a, "--hogs")) hogs = atol(v);
         else if (!strcmp(a, "--log")) log = v;
         else if (!strcmp(a, "--complaints")) complaints = v;
         else { fprintf(stderr, "frob: unknown option %s\n", a); return 2; }
@@ -96,10 +98,11 @@ int main(int argc, char **argv) {
             if (write(master, "!", 1) != 1) _exit(0);
         }
     }
-    pid_t hog = -1;
-    if (hog_cpu >= 0) {
-        hog = fork();
-        if (hog == 0) {
+    pid_t hog[8];
+    long nhog = hog_cpu >= 0 ? (hogs < 1 ? 1 : hogs > 8 ? 8 : hogs) : 0;
+    for (long h = 0; h < nhog; h++) {
+        hog[h] = fork();
+        if (hog[h] == 0) {
             prctl(PR_SET_NAME, "hog");
             prctl(PR_SET_PDEATHSIG, SIGKILL);
             pin(hog_cpu);
@@ -139,9 +142,9 @@ int main(int argc, char **argv) {
         sleep_us(period_us);
     }
     kill(dev, SIGKILL);
-    if (hog > 0) kill(hog, SIGKILL);
+    for (long h = 0; h < nhog; h++) kill(hog[h], SIGKILL);
     waitpid(dev, NULL, 0);
-    if (hog > 0) waitpid(hog, NULL, 0);
+    for (long h = 0; h < nhog; h++) waitpid(hog[h], NULL, 0);
     FILE *out = fopen(log, "w");
     if (!out) { perror(log); return 1; }
     long misses = 0;

@@ -754,7 +754,7 @@ impl Drop for WqMask {
     }
 }
 
-/// Records lab/frob (client busy-polling on CPU0, device and, with `hog`, a CPU hog on
+/// Records lab/frob (client busy-polling on CPU0, device and, with `hog`, two CPU hogs on
 /// CPU1) and returns (trace, ground-truth latencies, client's own timeouts).
 fn record_frob(dir: &Path, frob: &Path, hog: bool) -> Result<(PathBuf, Vec<i64>, usize), String> {
     let trace = dir.join(if hog { "frob-hog.txt" } else { "frob.txt" });
@@ -788,7 +788,7 @@ fn record_frob(dir: &Path, frob: &Path, hog: bool) -> Result<(PathBuf, Vec<i64>,
         inst.write("tracing_on", "1");
         let st = Command::new(frob)
             .args(["--cycles", "500", "--client-cpu", "0", "--device-cpu", "1"])
-            .args(["--hog-cpu", if hog { "1" } else { "-1" }])
+            .args(["--hog-cpu", if hog { "1" } else { "-1" }, "--hogs", "2"])
             .arg("--log")
             .arg(&log)
             .arg("--complaints")
