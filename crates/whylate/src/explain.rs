@@ -1031,6 +1031,118 @@ impl<'a> Engine<'a> {
     }
 }
 
+/// `[s, h]` minus the union of the links' intervals: time no wait explains (the chain's
+/// tasks computing, sleeping, or the device answering).
+fn uncovered(links: &[RawLink], s: u64, h: u64) -> Vec<(u64, u64)> {
+    let mut iv: Vec<(u64, u64)> = links
+        .iter()
+        .map(|l| (l.start.max(s), l.end.min(h)))
+        .filter(|(a, b)| b > a)
+        .collect();
+    iv.sort_unstable();
+    let mut out = Vec::new();
+    let mut at = s;
+    for (a, b) in iv {
+        if a > at {
+            out.push((at, a));
+        }
+        at = at.max(b);
+    }
+    if h > at {
+        out.push((at, h));
+    }
+    out
+}
+
+/// What the chain was doing in `[a, b]`, where no wait explains the time.
+fn gap_cause(
+    eng: &Engine<'_>,
+    links: &[RawLink],
+    chain: &FxHashSet<i32>,
+    c: &Cycle,
+    a: u64,
+    b: u64,
+    connected: bool,
+) -> (&'static str, Culprit, String) {
+    let tl = eng.tl;
+    let sp = &tl.spans;
+    if !connected || links.iter().all(|l| l.start >= b) {
+        return (
+            "device/external",
+            Culprit {
+                cpu: Some(c.cpu),
+                ..Default::default()
+            },
+            format!(
+                "nothing on the chain moved for {}: the device or peer took that long to answer",
+                dur(b - a)
+            ),
+        );
+    }
+    // A chain task (other than a thread busy-polling for the reply) on a CPU: computing.
+    let mut best: Option<(i32, u32, u64)> = None;
+    for cpu in 0..tl.cpus {
+        for o in tl.occupants(cpu, a, b) {
+            let tid = o.id as i32;
+            if o.what == OccupantKind::Task
+                && tid > 0
+                && tid != c.tid
+                && chain.contains(&tid)
+                && best.is_none_or(|x| o.ns > x.2)
+            {
+                best = Some((tid, cpu, o.ns));
+            }
+        }
+    }
+    if let Some((tid, cpu, ns)) = best.filter(|x| x.2 * 2 >= b - a) {
+        let _ = ns;
+        return (
+            "on-cpu",
+            Culprit {
+                comm: Some(eng.s.get(tl.comm(tid)).to_string()),
+                pid: Some(tid),
+                prio: tl.prios.get(&tid).copied(),
+                cpu: Some(cpu),
+                ..Default::default()
+            },
+            format!(
+                "{} ran on CPU{cpu} (the chain's work itself took longer)",
+                eng.task(tid)
+            ),
+        );
+    }
+    // Asleep: the wakeup that ended the gap says who the chain waited for.
+    let woke = eng
+        .runnable
+        .iter()
+        .map(|&i| i as usize)
+        .filter(|&i| sp.start[i] >= a && sp.start[i] <= b + 1_000 && chain.contains(&sp.tid[i]))
+        .find(|&i| sp.aux[i] != NONE);
+    match woke {
+        Some(i) => {
+            let e = &tl.edges[sp.aux[i] as usize];
+            let by = eng.ctx(e.from, e.from_tid, e.from_cpu, e.ts);
+            (
+                "blocked-on",
+                Culprit {
+                    caller: Some(by.clone()),
+                    cpu: Some(e.from_cpu),
+                    ..Default::default()
+                },
+                format!("{} slept until {by} woke it", eng.task(sp.tid[i])),
+            )
+        }
+        None => (
+            "unknown",
+            Culprit {
+                cpu: Some(c.cpu),
+                ..Default::default()
+            },
+            "no wait and no task of the chain on a CPU: time the trace does not explain".into(),
+        ),
+    }
+}
+
 fn quantile(sorted: &[u64], q: f64) -> u64 {
     if sorted.is_empty() {
         return 0;
@@ -1133,8 +1245,16 @@ pub fn analyze(tl: &Timeline, s: &Interner, o: &Options, cycles: Vec<Cycle>) -> 
     let good: Vec<&Cycle> = cycles.iter().filter(|c| !is_miss(c)).collect();
     // Enough good cycles to learn from, spread over the trace.
     let step = (good.len() / 400).max(1);
+    let mut gaps_good: Vec<u64> = Vec::new();
     for c in good.iter().step_by(step) {
-        let (links, _) = eng.chain(c.tid, c.start_ns, c.end_ns.unwrap_or(c.horizon_ns));
+        let h = c.end_ns.unwrap_or(c.horizon_ns);
+        let (links, _) = eng.chain(c.tid, c.start_ns, h);
+        gaps_good.push(
+            uncovered(&links, c.start_ns, h)
+                .iter()
+                .map(|(a, b)| b - a)
+                .sum(),
+        );
         for l in links {
             usual
                 .entry(l.key.clone())
@@ -1149,6 +1269,7 @@ pub fn analyze(tl: &Timeline, s: &Interner, o: &Options, cycles: Vec<Cycle>) -> 
             (k, v[v.len() / 2])
         })
         .collect();
+    let usual_gap = median_of(gaps_good);
     if good.len() < 3 && !cycles.is_empty() {
         notes.push(format!(
             "only {} good cycle(s) to learn the usual chain from: links are compared with their median over the whole trace",
@@ -1347,6 +1468,58 @@ pub fn analyze(tl: &Timeline, s: &Interner, o: &Options, cycles: Vec<Cycle>) -> 
                     excess_ns: 0,
                     pending_at_deadline: false,
                     held_by: Vec::new(),
+                    waiter: None,
+                    queued_in_irq: None,
+                });
+            }
+        }
+        // Time no wait explains: compare with the good cycles; the excess goes to what the
+        // chain was doing then — computing (on-cpu), asleep until woken (blocked-on), or,
+        // before anything on the chain moved, the device or peer (device/external).
+        if !good.is_empty() {
+            let gaps = uncovered(&links, c.start_ns, h);
+            let stalled: u64 = if tl.ticks > 0 {
+                tl.silences
+                    .iter()
+                    .map(|x| {
+                        gaps.iter()
+                            .map(|&(a, b)| x.to.min(b).saturating_sub(x.from.max(a)))
+                            .sum::<u64>()
+                    })
+                    .sum()
+            } else {
+                0
+            };
+            let total: u64 = gaps
+                .iter()
+                .map(|(a, b)| b - a)
+                .sum::<u64>()
+                .saturating_sub(stalled);
+            let ex = total.saturating_sub(usual_gap);
+            if ex > 10_000 && ex * 10 >= (h - c.start_ns).saturating_sub(deadline.unwrap_or(0)) {
+                let &(a, b) = gaps.iter().max_by_key(|(a, b)| b - a).expect("total > 0");
+                let (category, culprit, what) =
+                    gap_cause(&eng, &links, &chain_set, c, a, b, connected);
+                let hold = Hold {
+                    category: category.into(),
+                    culprit: culprit.clone(),
+                    ns: ex,
+                };
+                *per_cause
+                    .entry((hold.category.clone(), culprit))
+                    .or_default() += ex;
+                blamed += ex;
+                chain.push(Link {
+                    offset_ns: a - c.start_ns,
+                    ts_ns: a,
+                    cpu: hold.culprit.cpu,
+                    kind: "gap".into(),
+                    what,
+                    duration_ns: b - a,
+                    usual_ns: Some(usual_gap),
+                    excess_ns: ex,
+                    pending_at_deadline: false,
+                    held_by: vec![hold],
                     waiter: None,
                     queued_in_irq: None,
                 });

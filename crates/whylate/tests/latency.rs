@@ -507,3 +507,82 @@ fn seed002_softirq_mode_finds_the_tasklet_deferred_to_ksoftirqd_behind_sshd() {
     assert_eq!(c["culprit"]["comm"], "sshd");
     assert_eq!(c["culprit"]["pid"], 750);
 }
+
+#[test]
+fn a_slow_device_is_device_external() {
+    // c writes a request; the device answers with irq 16, whose handler queues the work
+    // that wakes... nothing on the chain: c busy-polls. Three quick answers (100 us) and
+    // one slow (5 ms): the slow one is the device's own time.
+    let mut t = String::new();
+    let mut at = 1_000_000u64; // us
+    for (k, answer) in [100u64, 100, 100, 5_000].iter().enumerate() {
+        let line = |ts: u64, cpu: u32, who: &str, flags: &str, body: &str| {
+            format!(
+                " {who} [{cpu:03}] {flags} {}.{:06}: {body}\n",
+                ts / 1_000_000,
+                ts % 1_000_000
+            )
+        };
+        t += &line(at, 0, "c-5", "....1", "sys_write(fd: 3, buf: 0, count: 7)");
+        let irq = at + answer;
+        t += &line(
+            irq,
+            1,
+            "<idle>-0",
+            "d.h1.",
+            "irq_handler_entry: irq=16 name=dev",
+        );
+        t += &line(
+            irq + 1,
+            1,
+            "<idle>-0",
+            "d.h1.",
+            &format!("workqueue_queue_work: work struct=0000000000001{k:03} function=dev_rx workqueue=events req_cpu=1 cpu=1"),
+        );
+        t += &line(
+            irq + 2,
+            1,
+            "<idle>-0",
+            "d.h1.",
+            "sched_waking: comm=kworker/1:1 pid=40 prio=120 target_cpu=001",
+        );
+        t += &line(
+            irq + 3,
+            1,
+            "<idle>-0",
+            "d.h1.",
+            "irq_handler_exit: irq=16 ret=handled",
+        );
+        t += &line(irq + 4, 1, "<idle>-0", "d..2.", "sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=kworker/1:1 next_pid=40 next_prio=120");
+        t += &line(
+            irq + 5,
+            1,
+            "kworker/1:1-40",
+            ".....",
+            &format!("workqueue_execute_start: work struct 0000000000001{k:03}: function dev_rx"),
+        );
+        t += &line(
+            irq + 8,
+            1,
+            "kworker/1:1-40",
+            ".....",
+            &format!("workqueue_execute_end: work struct 0000000000001{k:03}: function dev_rx"),
+        );
+        t += &line(irq + 9, 1, "kworker/1:1-40", "d..2.", "sched_switch: prev_comm=kworker/1:1 prev_pid=40 prev_prio=120 prev_state=I ==> next_comm=swapper/1 next_pid=0 next_prio=120");
+        t += &line(irq + 12, 0, "c-5", "....1", "sys_read -> 0x1");
+        at = irq + 2_000;
+    }
+    let p = tmp("device.txt", &t);
+    let j = explain_json(
+        &p,
+        "sys_enter_write[comm=c,count=7]",
+        "sys_exit_read[comm=c,ret>0]",
+        Some(1_000_000),
+    );
+    assert_eq!(j["cycles"]["count"], 4);
+    assert_eq!(j["cycles"]["misses"], 1);
+    let c = &j["causes"][0];
+    assert_eq!(c["category"], "device/external", "{}", j["causes"]);
+    let ex = c["total_excess_ns"].as_u64().unwrap();
+    assert!((4_800_000..=5_000_000).contains(&ex), "{ex}");
+}
