@@ -586,3 +586,38 @@ fn a_slow_device_is_device_external() {
     let ex = c["total_excess_ns"].as_u64().unwrap();
     assert!((4_800_000..=5_000_000).contains(&ex), "{ex}");
 }
+
+#[test]
+fn a_late_timer_under_one_long_syscall_is_an_inferred_irqs_off_section() {
+    // No irq_disable events: the timer for p fires 3.5 ms late on CPU1 while `busy` sat in
+    // one system call the whole time. whylate names that task and call, and says the
+    // section is inferred.
+    let t = "\
+ p-7 [001] d..1. 1.000000: hrtimer_start: hrtimer=00000000000000aa function=hrtimer_wakeup expires=9000500000 softexpires=9000500000 mode=ABS
+ p-7 [001] d..2. 1.000001: sched_switch: prev_comm=p prev_pid=7 prev_prio=120 prev_state=S ==> next_comm=busy next_pid=9 next_prio=120
+ busy-9 [001] ....1 1.000002: sys_enter: NR 16 (3, 0, 0, 0, 0, 0)
+ busy-9 [001] d.h1. 1.004000: hrtimer_expire_entry: hrtimer=00000000000000aa function=hrtimer_wakeup now=9004000000
+ busy-9 [001] d.h2. 1.004001: sched_waking: comm=p pid=7 prio=120 target_cpu=001
+ busy-9 [001] d.h1. 1.004002: hrtimer_expire_exit: hrtimer=00000000000000aa
+ busy-9 [001] ....1 1.004010: sys_exit: NR 16 = 0
+ busy-9 [001] d..2. 1.004020: sched_switch: prev_comm=busy prev_pid=9 prev_prio=120 prev_state=R ==> next_comm=p next_pid=7 next_prio=120
+";
+    use whylate::explain::{explain_timers, TimerOptions};
+    let r = explain_timers(
+        &[tmp("inferred.txt", t)],
+        &OpenOptions::default(),
+        &TimerOptions {
+            deadline_ns: Some(1_000_000),
+            top: 1,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let j = serde_json::to_value(&r).unwrap();
+    assert_eq!(j["cycles"]["misses"], 1);
+    let c = &j["causes"][0];
+    assert_eq!(c["category"], "irqs-off (inferred)", "{}", j["causes"]);
+    assert_eq!(c["culprit"]["comm"], "busy");
+    assert_eq!(c["culprit"]["caller"], "inside syscall 16()");
+    assert_eq!(c["total_excess_ns"], 3_500_000u64);
+}
