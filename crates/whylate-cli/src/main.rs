@@ -251,22 +251,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 strict,
                 window: reorder,
             };
-            let report = match whylate::stats::stats(&files, &opts, top) {
-                Ok(r) => r,
-                Err(e @ (ReadError::UnknownFormat { .. } | ReadError::Strict { .. })) => {
-                    eprintln!("whylate: {e}");
-                    return Ok(ExitCode::from(EXIT_BAD_INPUT));
-                }
-                Err(e) => return Err(e.into()),
-            };
-            let mut out = std::io::stdout().lock();
-            if json {
-                serde_json::to_writer_pretty(&mut out, &report)?;
-                writeln!(out)?;
-            } else {
-                out.write_all(report.render_text().as_bytes())?;
-            }
-            Ok(ExitCode::SUCCESS)
+            emit(whylate::stats::stats(&files, &opts, top), json, |r| {
+                r.render_text()
+            })
         }
         Cmd::Explain {
             files,
@@ -303,6 +290,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 return emit(
                     whylate::explain::explain_softirq(&files, &open, &v, deadline_ns, top),
                     json,
+                    |r| r.render_text(),
                 );
             }
             if timer {
@@ -314,10 +302,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     deadline_ns,
                     top,
                 };
-                return emit(whylate::explain::explain_timers(&files, &open, &o), json);
+                return emit(
+                    whylate::explain::explain_timers(&files, &open, &o),
+                    json,
+                    |r| r.render_text(),
+                );
             }
             let Some(from) = from else {
-                return emit(whylate::explain::explain_auto(&files, &open, top), json);
+                return emit(
+                    whylate::explain::explain_auto(&files, &open, top),
+                    json,
+                    |r| r.render_text(),
+                );
             };
             let from = match Selector::parse(&from) {
                 Ok(s) => s,
@@ -345,7 +341,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 arch,
                 top,
             };
-            emit(whylate::explain::explain(&files, &open, &opts), json)
+            emit(whylate::explain::explain(&files, &open, &opts), json, |r| {
+                r.render_text()
+            })
         }
         Cmd::Latency {
             files,
@@ -409,22 +407,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 raw_samples: samples,
                 throughput: None,
             };
-            let report = match whylate::latency::latency(&files, &open, &opts, tput) {
-                Ok(r) => r,
-                Err(e @ (ReadError::UnknownFormat { .. } | ReadError::Strict { .. })) => {
-                    eprintln!("whylate: {e}");
-                    return Ok(ExitCode::from(EXIT_BAD_INPUT));
-                }
-                Err(e) => return Err(e.into()),
-            };
-            let mut out = std::io::stdout().lock();
-            if json {
-                serde_json::to_writer_pretty(&mut out, &report)?;
-                writeln!(out)?;
-            } else {
-                out.write_all(report.render_text(top).as_bytes())?;
-            }
-            Ok(ExitCode::SUCCESS)
+            emit(
+                whylate::latency::latency(&files, &open, &opts, tput),
+                json,
+                |r| r.render_text(top),
+            )
         }
     }
 }
@@ -493,10 +480,11 @@ fn parse_duration(s: &str) -> Option<u64> {
     (v.is_finite() && v >= 0.0).then(|| (v * mul).round() as u64)
 }
 
-/// Prints an explain report (terminal or JSON), or the input error with exit code 2.
-fn emit(
-    r: Result<whylate::explain::ExplainReport, ReadError>,
+/// Prints a report (terminal text or JSON), or the input error with exit code 2.
+fn emit<R: serde::Serialize>(
+    r: Result<R, ReadError>,
     json: bool,
+    text: impl FnOnce(&R) -> String,
 ) -> anyhow::Result<ExitCode> {
     let report = match r {
         Ok(r) => r,
@@ -511,7 +499,7 @@ fn emit(
         serde_json::to_writer_pretty(&mut out, &report)?;
         writeln!(out)?;
     } else {
-        out.write_all(report.render_text().as_bytes())?;
+        out.write_all(text(&report).as_bytes())?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -21,12 +21,12 @@
 //!    commands for this machine, with what each costs.
 
 use crate::event::{Event, Interner, Kind, Sym, SOFTIRQ_NAMES};
-use crate::read::{self, Merged, OpenOptions, ReadError};
+use crate::read::{OpenOptions, ReadError};
 use crate::selector::Selector;
-use crate::stats::{describe_inputs, dur, secs, InputInfo};
+use crate::stats::{dur, secs, InputInfo};
 use crate::syscalls::Arch;
 use crate::timeline::{
-    span, Builder, Cause as RunCause, Ctx, EdgeKind, OccupantKind, SpanKind, Timeline, NONE,
+    span, Cause as RunCause, Ctx, EdgeKind, OccupantKind, SpanKind, Timeline, NONE,
 };
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
@@ -426,26 +426,21 @@ fn read_all(
     open: &OpenOptions,
     mut cycles: Option<&mut Cycles>,
 ) -> Result<(Timeline, Interner, crate::stats::Inputs, u64), ReadError> {
-    let mut sources = Vec::new();
-    for p in paths {
-        sources.push(read::open(p, open)?);
-    }
-    let mut strings = Interner::new();
-    let mut merged = Merged::new(sources);
-    let mut b = Builder::new();
-    let mut per_input = vec![0u64; paths.len()];
-    let mut events = 0u64;
-    while let Some((i, e)) = merged.next_indexed(&mut strings)? {
-        per_input[i] += 1;
-        events += 1;
-        b.push(&e, &strings);
+    let p = crate::latency::read_timeline(paths, open, |e, s| {
         if let Some(c) = cycles.as_deref_mut() {
-            c.push(&e, &strings);
+            c.push(e, s);
         }
+    })?;
+    Ok((p.tl, p.strings, p.inputs, p.events))
+}
+
+/// Rescales holds so they add up to `ex`: the excess is split in proportion to what held
+/// the CPU.
+fn scale(held: &mut [Hold], ex: u64) {
+    let sum: u64 = held.iter().map(|h| h.ns).sum::<u64>().max(1);
+    for h in held {
+        h.ns = (h.ns as u128 * ex as u128 / sum as u128) as u64;
     }
-    let tl = b.finish();
-    let inputs = describe_inputs(merged.sources(), paths, &per_input);
-    Ok((tl, strings, inputs, events))
 }
 
 /// Puts what the readers said in front of the report's own notes.
@@ -1112,12 +1107,13 @@ fn gap_cause(
         );
     }
     // Asleep: the wakeup that ended the gap says who the chain waited for.
-    let woke = eng
-        .runnable
+    // Waits are sorted by start: look only at those that began inside the gap.
+    let first = eng.runnable.partition_point(|&i| sp.start[i as usize] < a);
+    let woke = eng.runnable[first..]
         .iter()
         .map(|&i| i as usize)
-        .filter(|&i| sp.start[i] >= a && sp.start[i] <= b + 1_000 && chain.contains(&sp.tid[i]))
-        .find(|&i| sp.aux[i] != NONE);
+        .take_while(|&i| sp.start[i] <= b + 1_000)
+        .find(|&i| chain.contains(&sp.tid[i]) && sp.aux[i] != NONE);
     match woke {
         Some(i) => {
             let e = &tl.edges[sp.aux[i] as usize];
@@ -1369,10 +1365,7 @@ pub fn analyze(tl: &Timeline, s: &Interner, o: &Options, cycles: Vec<Cycle>) -> 
                         ns: excess,
                     }];
                 }
-                let total: u64 = hs.iter().map(|h| h.ns).sum::<u64>().max(1);
-                for h in &mut hs {
-                    h.ns = (h.ns as u128 * excess as u128 / total as u128) as u64;
-                }
+                scale(&mut hs, excess);
                 hs.sort_by_key(|h| std::cmp::Reverse(h.ns));
                 if !nested {
                     counted.push((l.cpu, l.start, stop));
@@ -1858,9 +1851,8 @@ pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainR
                     irq: None,
                 };
                 held = eng.holds(&l, we - ex, we);
-                let sum: u64 = held.iter().map(|h| h.ns).sum::<u64>().max(1);
-                for h in &mut held {
-                    h.ns = (h.ns as u128 * ex as u128 / sum as u128) as u64;
+                scale(&mut held, ex);
+                for h in &held {
                     *per.entry((h.category.clone(), h.culprit.clone()))
                         .or_default() += h.ns;
                 }
@@ -2043,10 +2035,7 @@ pub fn analyze_auto(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport {
         };
         let ex = d - u;
         let mut held = eng.holds(&l, sp.end[i] - ex, sp.end[i]);
-        let sum: u64 = held.iter().map(|h| h.ns).sum::<u64>().max(1);
-        for h in &mut held {
-            h.ns = (h.ns as u128 * ex as u128 / sum as u128) as u64;
-        }
+        scale(&mut held, ex);
         let by = if sp.aux[i] != NONE {
             let e = &tl.edges[sp.aux[i] as usize];
             format!(
@@ -2197,9 +2186,8 @@ pub fn analyze_auto(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport {
         };
         let ex = d - u;
         let mut held = eng.holds(&l, e.at - ex, e.at);
-        let sum: u64 = held.iter().map(|h| h.ns).sum::<u64>().max(1);
+        scale(&mut held, ex);
         for h in &mut held {
-            h.ns = (h.ns as u128 * ex as u128 / sum as u128) as u64;
             if kind == "softirq" && h.category == "runqueue-wait" {
                 h.category = "deferred-to-ksoftirqd".into();
             }
@@ -2389,17 +2377,21 @@ pub fn analyze_softirq(
             continue;
         }
         // Deferred: a ksoftirqd of this CPU was waiting for it meanwhile.
-        let ksoftirqd = eng
+        // Waits sorted by start: the latest ones that began before the entry, backwards
+        // (a ksoftirqd wait covering the raise began shortly before or after it).
+        let upto = eng
             .runnable
+            .partition_point(|&i| sp.start[i as usize] < e.at);
+        let ksoftirqd = eng.runnable[..upto]
             .iter()
+            .rev()
+            .take(4096)
             .map(|&i| i as usize)
-            .take_while(|&i| sp.start[i] < e.at)
-            .filter(|&i| {
+            .find(|&i| {
                 sp.cpu[i] == e.to_cpu
                     && sp.end[i] > e.ts
                     && s.get(tl.comm(sp.tid[i])).starts_with("ksoftirqd")
-            })
-            .last();
+            });
         let waiter = ksoftirqd.map_or(-1, |i| sp.tid[i]);
         let l = RawLink {
             kind: LinkKind::Work,
@@ -2414,9 +2406,8 @@ pub fn analyze_softirq(
         };
         let ex = d.saturating_sub(usual);
         let mut held = eng.holds(&l, e.at - ex, e.at);
-        let sum: u64 = held.iter().map(|h| h.ns).sum::<u64>().max(1);
+        scale(&mut held, ex);
         for h in &mut held {
-            h.ns = (h.ns as u128 * ex as u128 / sum as u128) as u64;
             if h.category == "runqueue-wait" || h.category == "preempted-by" {
                 h.category = if ksoftirqd.is_some() {
                     "deferred-to-ksoftirqd"
@@ -2587,10 +2578,7 @@ fn timer_holds(eng: &Engine<'_>, cpu: u32, a: u64, b: u64, ex: u64) -> Vec<Hold>
             };
         }
     }
-    let sum: u64 = h.iter().map(|x| x.ns).sum::<u64>().max(1);
-    for x in &mut h {
-        x.ns = (x.ns as u128 * ex as u128 / sum as u128) as u64;
-    }
+    scale(&mut h, ex);
     h
 }
 

@@ -58,12 +58,28 @@ pub struct ReadSide {
     tput: Option<Throughput>,
 }
 
-/// Reads the inputs into a timeline.
-pub fn build(
+/// Everything one pass over the inputs gives: the timeline, the strings, what the readers
+/// said, the events read, and latency-tracer dump headers.
+pub(crate) struct Pass {
+    /// The timeline.
+    pub tl: Timeline,
+    /// Its strings.
+    pub strings: Interner,
+    /// Per-input facts and notes.
+    pub inputs: crate::stats::Inputs,
+    /// Events read.
+    pub events: u64,
+    /// Latency-tracer dump headers, as samples.
+    pub tracers: Vec<TracerSample>,
+}
+
+/// Reads `paths` (merged by time) into a timeline, handing every event to `each` as well:
+/// the one reading loop of `latency` and `explain`.
+pub(crate) fn read_timeline(
     paths: &[PathBuf],
     open: &OpenOptions,
-    tput: Option<measure::ThroughputOpts>,
-) -> Result<(Timeline, Interner, ReadSide), ReadError> {
+    mut each: impl FnMut(&crate::event::Event, &Interner),
+) -> Result<Pass, ReadError> {
     let mut sources = Vec::new();
     for p in paths {
         sources.push(read::open(p, open)?);
@@ -71,16 +87,13 @@ pub fn build(
     let mut strings = Interner::new();
     let mut merged = Merged::new(sources);
     let mut b = Builder::new();
-    let mut t = tput.map(Throughput::new);
     let mut per_input = vec![0u64; paths.len()];
     let mut events = 0;
     while let Some((i, e)) = merged.next_indexed(&mut strings)? {
         per_input[i] += 1;
         events += 1;
         b.push(&e, &strings);
-        if let Some(t) = t.as_mut() {
-            t.push(&e, &strings);
-        }
+        each(&e, &strings);
     }
     let tl = b.finish();
     let mut tracers = Vec::new();
@@ -100,13 +113,34 @@ pub fn build(
         }
     }
     let inputs = describe_inputs(merged.sources(), paths, &per_input);
-    Ok((
+    Ok(Pass {
         tl,
         strings,
+        inputs,
+        events,
+        tracers,
+    })
+}
+
+/// Reads the inputs into a timeline, counting throughput on the way.
+pub fn build(
+    paths: &[PathBuf],
+    open: &OpenOptions,
+    tput: Option<measure::ThroughputOpts>,
+) -> Result<(Timeline, Interner, ReadSide), ReadError> {
+    let mut t = tput.map(Throughput::new);
+    let p = read_timeline(paths, open, |e, s| {
+        if let Some(t) = t.as_mut() {
+            t.push(e, s);
+        }
+    })?;
+    Ok((
+        p.tl,
+        p.strings,
         ReadSide {
-            inputs,
-            tracers,
-            events,
+            inputs: p.inputs,
+            tracers: p.tracers,
+            events: p.events,
             tput: t,
         },
     ))

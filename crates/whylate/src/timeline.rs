@@ -1266,41 +1266,15 @@ impl Builder {
                 self.cpus[c].irqsoff.get_or_insert((ts, *caller));
             }
             Kind::IrqEnable { caller, .. } => {
-                if let Some((start, by)) = self.cpus[c].irqsoff.take() {
-                    let fl = self.loss_flag(cpu, start, ts);
-                    let comm = self.cpus[c].curr_comm;
-                    self.tl.spans.push(
-                        SpanKind::IrqsOff,
-                        cpu,
-                        curr,
-                        comm,
-                        start,
-                        ts,
-                        by.0,
-                        caller.0,
-                        fl,
-                    );
-                }
+                let open = self.cpus[c].irqsoff.take();
+                self.close_off(c, SpanKind::IrqsOff, open, ts, *caller);
             }
             Kind::PreemptDisable { caller, .. } => {
                 self.cpus[c].preemptoff.get_or_insert((ts, *caller));
             }
             Kind::PreemptEnable { caller, .. } => {
-                if let Some((start, by)) = self.cpus[c].preemptoff.take() {
-                    let fl = self.loss_flag(cpu, start, ts);
-                    let comm = self.cpus[c].curr_comm;
-                    self.tl.spans.push(
-                        SpanKind::PreemptOff,
-                        cpu,
-                        curr,
-                        comm,
-                        start,
-                        ts,
-                        by.0,
-                        caller.0,
-                        fl,
-                    );
-                }
+                let open = self.cpus[c].preemptoff.take();
+                self.close_off(c, SpanKind::PreemptOff, open, ts, *caller);
             }
             Kind::Other { name, fields } => self.reported(*name, fields, ts, cpu, curr),
             Kind::Print { name, msg } => self.reported(*name, msg, ts, cpu, curr),
@@ -1352,6 +1326,18 @@ impl Builder {
             } else if f & (flags::SOFTIRQ | flags::HARDIRQ) == 0 || soft_frame {
                 cs.anon_soft = None;
             }
+        }
+    }
+
+    /// Ends an irqs-off or preempt-off section opened by `open` (start, disabling caller).
+    fn close_off(&mut self, c: usize, kind: SpanKind, open: Option<(u64, Sym)>, ts: u64, by: Sym) {
+        if let Some((start, caller)) = open {
+            let cpu = c as u32;
+            let fl = self.loss_flag(cpu, start, ts);
+            let (curr, comm) = (self.cpus[c].curr, self.cpus[c].curr_comm);
+            self.tl
+                .spans
+                .push(kind, cpu, curr, comm, start, ts, caller.0, by.0, fl);
         }
     }
 
