@@ -534,8 +534,11 @@ fn timer_latency_matches_the_periodic_threads_own_log() {
             last = x;
         }
         gap = gap.max((at + extra).saturating_sub(last));
+        // After a stall the CPU first serves the interrupts that piled up (a tick late by
+        // the stall took 43 us in one run) before the thread reads its clock: allow
+        // 100 us on top of the silence, and the silence must be most of the difference.
         assert!(
-            t > o && gap + 50_000 >= extra,
+            t > o && gap * 2 >= extra && gap + 100_000 >= extra,
             "period {i}: whylate {o} ns, the thread measured {t} ns, and the trace is not blind there (longest silence on CPU1 after it ran: {gap} ns)"
         );
         blind.push(i);
