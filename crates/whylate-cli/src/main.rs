@@ -29,6 +29,33 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// Record a trace (root): drives tracefs in an instance of its own and writes a
+    /// trace.dat that whylate and trace-cmd read. Traces CMD while it runs (`-- CMD ARGS`),
+    /// else until Ctrl-C or --duration.
+    Record {
+        /// Presets (sched, irq, wq, syscalls, timer, latency = all of them) and/or
+        /// tracepoints (`sched_switch`, `irq:irq_handler_entry`), comma separated.
+        #[arg(short = 'e', long = "events", value_delimiter = ',')]
+        events: Vec<String>,
+        /// Stop after this long (`10s`, `500ms`).
+        #[arg(long)]
+        duration: Option<String>,
+        /// Ring buffer per CPU, KiB.
+        #[arg(long, default_value_t = whylate::record::DEFAULT_BUFFER_KB)]
+        buffer_kb: u32,
+        /// Output file (written 0600: traces hold command names and paths).
+        #[arg(short = 'o', long, default_value = "trace.dat")]
+        output: PathBuf,
+        /// Remove tracefs instances left by killed whylate runs, then exit.
+        #[arg(long)]
+        reset: bool,
+        /// Machine-readable summary.
+        #[arg(long)]
+        json: bool,
+        /// The command to trace.
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
     /// What is in a trace: format, time span, events by name, CPU and task, lost events,
     /// lines not understood. Several files are merged by timestamp.
     Stats {
@@ -238,6 +265,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         });
     };
     match cmd {
+        Cmd::Record {
+            events,
+            duration,
+            buffer_kb,
+            output,
+            reset,
+            json,
+            command,
+        } => record(events, duration, buffer_kb, output, reset, json, command),
         Cmd::Stats {
             files,
             json,
@@ -414,6 +450,87 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             )
         }
     }
+}
+
+fn record(
+    events: Vec<String>,
+    duration: Option<String>,
+    buffer_kb: u32,
+    output: PathBuf,
+    reset: bool,
+    json: bool,
+    command: Vec<String>,
+) -> anyhow::Result<ExitCode> {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    use whylate::record::{self, RecordOptions};
+    if reset {
+        return match record::reset() {
+            Ok(v) if v.is_empty() => {
+                println!("no instance left by a killed whylate run");
+                Ok(ExitCode::SUCCESS)
+            }
+            Ok(v) => {
+                println!("removed {}", v.join(", "));
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(e) => usage(&e.to_string()),
+        };
+    }
+    let duration = match duration.as_deref().map(parse_duration) {
+        None => None,
+        Some(Some(ns)) if ns > 0 => Some(std::time::Duration::from_nanos(ns)),
+        Some(_) => return usage("--duration: expected a time like 10s or 500ms"),
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    let opts = RecordOptions {
+        events,
+        duration,
+        buffer_kb,
+        output,
+        command,
+    };
+    if opts.command.is_empty() && opts.duration.is_none() && !json {
+        eprintln!("whylate: recording until Ctrl-C");
+    }
+    let r = match record::record(&opts, stop) {
+        Ok(r) => r,
+        Err(e) => return usage(&e.to_string()),
+    };
+    if json {
+        serde_json::to_writer_pretty(std::io::stdout().lock(), &r)?;
+        println!();
+    } else {
+        for s in &r.stale_instances {
+            eprintln!(
+                "whylate: tracefs instance {s} was left by a killed run; `whylate record --reset` removes it"
+            );
+        }
+        println!(
+            "{}: {} events in {}, {} lost, {} bytes ({} clock, {} tracepoints)",
+            r.output.display(),
+            r.events,
+            whylate::stats::dur(r.duration_ns),
+            r.lost,
+            r.bytes,
+            r.clock,
+            r.tracepoints.len()
+        );
+        for c in &r.cpus {
+            println!("  cpu {}: {} events, {} lost", c.cpu, c.events, c.lost);
+        }
+        println!("  recorder CPU time {}", whylate::stats::dur(r.cpu_time_ns));
+        if let Some(s) = &r.suggestion {
+            println!("  {s}");
+        }
+    }
+    Ok(match r.exit_code {
+        Some(c) => ExitCode::from(c.clamp(0, 255) as u8),
+        None => ExitCode::SUCCESS,
+    })
 }
 
 fn usage(msg: &str) -> anyhow::Result<ExitCode> {

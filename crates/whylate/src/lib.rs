@@ -2,7 +2,7 @@
 //!
 //! # Brief overview
 //! - [`read`] turns a trace file (ftrace, trace-cmd report, latency-tracer and function_graph
-//!   dumps, perf script, sysdig, systrace; compressed or not) into one time-ordered stream of
+//!   dumps, perf script, sysdig, systrace, trace.dat; compressed or not) into one time-ordered stream of
 //!   [`event::Event`]s.
 //! - [`stats`] summarises a trace: format, span, counts, lost events, lines not understood.
 //!
@@ -26,7 +26,9 @@ pub mod explain;
 pub mod latency;
 pub mod measure;
 pub mod read;
+pub mod record;
 pub mod selector;
+pub mod snapshot;
 pub mod stats;
 pub mod syscalls;
 pub mod timeline;

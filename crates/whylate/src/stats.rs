@@ -237,7 +237,7 @@ pub fn stats(paths: &[PathBuf], opts: &OpenOptions, top: usize) -> Result<StatsR
 
 fn finish(
     acc: Acc,
-    sources: &[read::Sorted<read::TextReader>],
+    sources: &[read::Input],
     paths: &[PathBuf],
     per_input: &[u64],
     strings: &Interner,
@@ -318,7 +318,7 @@ pub(crate) struct Inputs {
 }
 
 pub(crate) fn describe_inputs(
-    sources: &[read::Sorted<read::TextReader>],
+    sources: &[read::Input],
     paths: &[PathBuf],
     per_input: &[u64],
 ) -> Inputs {
@@ -328,7 +328,7 @@ pub(crate) fn describe_inputs(
     let mut samples = Vec::new();
     let mut notes = Vec::new();
     for (i, s) in sources.iter().enumerate() {
-        let r = s.reader();
+        let r = s;
         let d = s.diag().clone();
         let path = display(&paths[i]);
         unparsed += d.unparsed;

@@ -2,7 +2,7 @@
 //! oracles their own projects test (../shared/corpus/INDEX.md) hold.
 
 mod common;
-use common::{corpus, count, read_all};
+use common::{corpus, count, dat_raw_lines, read_all, report_r_lines};
 use std::collections::{BTreeMap, BTreeSet};
 use whylate::event::{Kind, TaskState};
 use whylate::read::Format;
@@ -14,8 +14,8 @@ fn every_corpus_file_parses_completely() {
     for entry in std::fs::read_dir(&dir).unwrap() {
         let p = entry.unwrap().path();
         let name = p.file_name().unwrap().to_string_lossy().to_string();
-        // Binary trace.dat is another issue's reader; INDEX.md is prose.
-        if !p.is_file() || name.ends_with(".dat") || name == "INDEX.md" {
+        // INDEX.md is prose.
+        if !p.is_file() || name == "INDEX.md" {
             continue;
         }
         let r = read_all(&p);
@@ -343,6 +343,59 @@ fn derived_reports_of_the_dat_agree() {
         ) = (&x.kind, &y.kind)
         {
             assert_eq!((p1, n1), (p2, n2));
+        }
+    }
+}
+
+#[test]
+fn the_dat_reads_exactly_as_trace_cmd_reports_it() {
+    let Some(dir) = corpus() else { return };
+    let dat = dir.join("ARM-software__lisa__sched_load_trace.dat");
+    let report = std::fs::read_to_string(
+        dir.join("derived/ARM-software__lisa__sched_load_trace.dat.trace-cmd-report-R.txt"),
+    )
+    .unwrap();
+    let want = report_r_lines(&report);
+    let got = dat_raw_lines(&dat);
+    assert_eq!(want.len(), 3724);
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g, w, "record {i}");
+    }
+    // The typed path agrees with the text reader of trace-cmd's normal report.
+    let a = read_all(&dat);
+    assert_eq!(a.format, Format::TraceDat);
+    let b = read_all(
+        &dir.join("derived/ARM-software__lisa__sched_load_trace.dat.trace-cmd-report.txt"),
+    );
+    assert_eq!(a.events.len(), b.events.len());
+    assert_eq!(a.diag.unparsed, 0);
+    for (x, y) in a.events.iter().zip(&b.events) {
+        assert_eq!(
+            ((x.ts + 500) / 1000 * 1000, x.cpu, x.tid),
+            (y.ts, y.cpu, y.tid)
+        );
+        assert_eq!(x.name().render(&a.strings), y.name().render(&b.strings));
+        if let (
+            Kind::SchedSwitch {
+                prev_pid: p1,
+                next_pid: n1,
+                prev_state: s1,
+                next_comm: c1,
+                ..
+            },
+            Kind::SchedSwitch {
+                prev_pid: p2,
+                next_pid: n2,
+                prev_state: s2,
+                next_comm: c2,
+                ..
+            },
+        ) = (&x.kind, &y.kind)
+        {
+            assert_eq!((p1, n1), (p2, n2));
+            assert_eq!(s1.is_runnable(), s2.is_runnable(), "{s1} vs {s2}");
+            assert_eq!(a.strings.get(*c1), b.strings.get(*c2));
         }
     }
 }

@@ -109,7 +109,7 @@ fn compressed_inputs_read_like_plain() {
     assert!(zst.events.len() > 2900);
     assert_eq!(zst.diag.unparsed, 0);
     let s = read::open(&data("bad/part.ftrace.xz"), &OpenOptions::default()).unwrap();
-    assert_eq!(s.reader().compression(), Compression::Xz);
+    assert_eq!(s.compression(), Compression::Xz);
     for (a, b) in zst.events.iter().zip(&xz.events) {
         assert_eq!(a, b);
     }

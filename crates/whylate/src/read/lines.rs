@@ -53,6 +53,11 @@ impl<R: Read> LineReader<R> {
         Ok(&self.buf[self.start..hi])
     }
 
+    /// The bytes buffered but not consumed, and the rest of the stream.
+    pub fn into_inner(self) -> (Vec<u8>, R) {
+        (self.buf[self.start..self.end].to_vec(), self.inner)
+    }
+
     fn fill(&mut self) -> io::Result<()> {
         if self.start > 0 && (self.end == self.buf.len() || self.start > self.buf.len() / 2) {
             self.buf.copy_within(self.start..self.end, 0);

@@ -15,8 +15,11 @@ mod ftrace;
 mod funcgraph;
 mod lines;
 mod perf_script;
+pub mod ringbuf;
 mod sysdig;
 mod systrace;
+pub mod tep;
+pub mod tracedat;
 
 pub use body::{ftrace_syscall, parse_body, softirq_name};
 pub use lines::LineReader;
@@ -46,6 +49,8 @@ pub enum Format {
     Sysdig,
     /// Legacy systrace (HTML or the JS payload) holding ftrace text.
     Systrace,
+    /// trace-cmd's binary trace.dat (v6, v7).
+    TraceDat,
 }
 
 impl Format {
@@ -70,6 +75,7 @@ impl Format {
             Format::PerfScript => "perf-script",
             Format::Sysdig => "sysdig",
             Format::Systrace => "systrace",
+            Format::TraceDat => "trace.dat",
         }
     }
 }
@@ -99,12 +105,12 @@ pub enum Compression {
 #[non_exhaustive]
 pub enum ReadError {
     /// I/O error (open, read, decompress).
+    // The cause is in the message, not chained: printed once.
     #[error("{path}: {source}")]
     Io {
         /// The input.
         path: PathBuf,
         /// The cause.
-        #[source]
         source: io::Error,
     },
     /// The input matches no known format.
@@ -116,6 +122,16 @@ pub enum ReadError {
         tried: String,
         /// The first line, shortened.
         first_line: String,
+    },
+    /// A binary input is malformed at `offset`.
+    #[error("{path}: byte {offset}: {why}")]
+    Corrupt {
+        /// The input.
+        path: PathBuf,
+        /// Byte offset (in the decompressed input) where the problem is.
+        offset: u64,
+        /// What was expected and what was found.
+        why: String,
     },
     /// `--strict` and a line did not parse.
     #[error("{path}:{line}: {why}: {text:?}")]
@@ -404,8 +420,103 @@ fn decompress(path: &Path, f: File) -> io::Result<(Box<dyn Read>, Compression)> 
     })
 }
 
-/// Opens `path`, decompresses and sniffs it, and returns a sorted event source.
-pub fn open(path: &Path, opts: &OpenOptions) -> Result<Sorted<TextReader>, ReadError> {
+/// One opened input: a text reader behind its reorder window, or a binary reader.
+pub struct Input {
+    kind: InputKind,
+    compression: Compression,
+}
+
+enum InputKind {
+    Text(Box<Sorted<TextReader>>),
+    Dat(Box<tracedat::TraceDat>),
+}
+
+impl Input {
+    /// The detected format.
+    pub fn format(&self) -> Format {
+        match &self.kind {
+            InputKind::Text(t) => t.reader().format(),
+            InputKind::Dat(_) => Format::TraceDat,
+        }
+    }
+    /// The detected compression.
+    pub fn compression(&self) -> Compression {
+        self.compression
+    }
+    /// Bytes consumed from the (decompressed) input so far; a binary file's whole size.
+    pub fn bytes_read(&self) -> u64 {
+        match &self.kind {
+            InputKind::Text(t) => t.reader().bytes_read(),
+            InputKind::Dat(d) => d.bytes(),
+        }
+    }
+    /// whylate's record-time snapshot, when the input carries one.
+    pub fn snapshot(&self) -> Option<&crate::snapshot::Snapshot> {
+        match &self.kind {
+            InputKind::Dat(d) => d.snapshot(),
+            InputKind::Text(_) => None,
+        }
+    }
+    /// trace.dat header facts.
+    pub fn dat_info(&self) -> Option<&tracedat::DatInfo> {
+        match &self.kind {
+            InputKind::Dat(d) => Some(d.info()),
+            InputKind::Text(_) => None,
+        }
+    }
+}
+
+impl EventSource for Input {
+    fn next_event(&mut self, strings: &mut Interner) -> Result<Option<Event>, ReadError> {
+        match &mut self.kind {
+            InputKind::Text(t) => t.next_event(strings),
+            InputKind::Dat(d) => d.next_decoded(strings),
+        }
+    }
+    fn diag(&self) -> &Diag {
+        match &self.kind {
+            InputKind::Text(t) => t.diag(),
+            InputKind::Dat(d) => d.diag(),
+        }
+    }
+    fn order(&self) -> OrderStats {
+        match &self.kind {
+            InputKind::Text(t) => t.order(),
+            InputKind::Dat(_) => OrderStats::default(),
+        }
+    }
+}
+
+/// Copies a decompressed stream into an unlinked temporary file, for binary formats that
+/// need random access.
+fn spool(path: &Path, mut rd: Box<dyn Read>) -> Result<File, ReadError> {
+    let io_err = |source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = std::env::temp_dir();
+    for n in 0..100u32 {
+        let p = dir.join(format!(".whylate-{}-{n}", std::process::id()));
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&p)
+        {
+            Ok(mut f) => {
+                let _ = std::fs::remove_file(&p);
+                io::copy(&mut rd, &mut f).map_err(io_err)?;
+                return Ok(f);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(io_err(e)),
+        }
+    }
+    Err(io_err(io::Error::other("no free temporary file name")))
+}
+
+/// Opens `path`, decompresses and sniffs it, and returns an event source in time order.
+pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
     let io_err = |source| ReadError::Io {
         path: path.to_path_buf(),
         source,
@@ -414,6 +525,18 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Sorted<TextReader>, ReadE
     let (rd, compression) = decompress(path, f).map_err(io_err)?;
     let mut lines = LineReader::new(rd);
     let head = lines.peek(256 * 1024).map_err(io_err)?.to_vec();
+    if tracedat::sniff(&head) || opts.format == Some(Format::TraceDat) {
+        let file = if compression == Compression::None {
+            File::open(path).map_err(io_err)?
+        } else {
+            let (buffered, rest) = lines.into_inner();
+            spool(path, Box::new(io::Cursor::new(buffered).chain(rest)))?
+        };
+        return Ok(Input {
+            kind: InputKind::Dat(Box::new(tracedat::TraceDat::open(path, file)?)),
+            compression,
+        });
+    }
     let format = match opts.format {
         Some(f) => f,
         None => sniff(&head).ok_or_else(|| ReadError::UnknownFormat {
@@ -430,6 +553,7 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Sorted<TextReader>, ReadE
         Format::PerfScript => Box::new(perf_script::PerfScriptParser::new()),
         Format::Sysdig => Box::new(sysdig::SysdigParser::new()),
         Format::Systrace => Box::new(systrace::SystraceParser::new(&head)),
+        Format::TraceDat => unreachable!("binary formats return above"),
     };
     let diag = Diag {
         strict: opts.strict,
@@ -445,14 +569,17 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Sorted<TextReader>, ReadE
         format,
         compression,
     };
-    Ok(Sorted::new(
-        r,
-        if opts.window == 0 {
-            DEFAULT_WINDOW
-        } else {
-            opts.window
-        },
-    ))
+    Ok(Input {
+        kind: InputKind::Text(Box::new(Sorted::new(
+            r,
+            if opts.window == 0 {
+                DEFAULT_WINDOW
+            } else {
+                opts.window
+            },
+        ))),
+        compression,
+    })
 }
 
 fn first_line(head: &[u8]) -> String {

@@ -26,7 +26,7 @@ pub fn read_all(path: &Path) -> Read {
         events,
         diag: src.diag().clone(),
         order: src.order(),
-        format: src.reader().format(),
+        format: src.format(),
         strings,
     }
 }
@@ -61,3 +61,7 @@ pub fn data(rel: &str) -> PathBuf {
         .join("tests/data")
         .join(rel)
 }
+
+pub mod report;
+#[allow(unused_imports)]
+pub use report::{dat_raw_lines, report_r_lines};

@@ -1,0 +1,1102 @@
+//! Tracepoint `format` files and binary records: the part trace.dat and perf.data share.
+//!
+//! A record's fields are decoded structurally from the offsets and sizes the kernel
+//! published in each event's `format` file; `print fmt` is never evaluated (it calls
+//! kernel helpers like `__print_flags`). [`Formats::render_raw`] prints the fields the way
+//! `trace-cmd report -R` (libtraceevent's raw printer) does, so the two can be compared
+//! field by field. [`Decoder`] turns a record into the typed [`Kind`] every reader produces.
+
+use crate::event::{flags, Interner, Kind, SchedStat, Sym, TaskState};
+use rustc_hash::FxHashMap;
+use std::fmt::Write as _;
+
+/// How a field's bytes are laid out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// A scalar integer of `size` bytes.
+    Int,
+    /// A fixed array (`char comm[16]`, `unsigned long args[6]`) of `elem` bytes each.
+    Array {
+        /// Element size in bytes.
+        elem: u32,
+    },
+    /// `__data_loc T[] x`: a u32 of (length << 16 | offset from the record start).
+    DataLoc {
+        /// Element size in bytes.
+        elem: u32,
+    },
+    /// `__rel_loc T[] x`: like DataLoc, the offset counted from the end of this field.
+    RelLoc {
+        /// Element size in bytes.
+        elem: u32,
+    },
+}
+
+/// One field of an event.
+#[derive(Clone, Debug)]
+pub struct Field {
+    /// Field name.
+    pub name: Box<str>,
+    /// C type as declared (`char[16]`, `unsigned long`, `void *`).
+    pub ty: Box<str>,
+    /// Offset in the record.
+    pub offset: u32,
+    /// Size in bytes.
+    pub size: u32,
+    /// Signedness as the format says.
+    pub signed: bool,
+    /// Layout.
+    pub layout: Layout,
+    /// The type is character data (char/u8 arrays): printed as a string when printable.
+    pub string: bool,
+    /// A pointer type: printed in hex.
+    pub pointer: bool,
+    /// `long`/`unsigned long` (a 32-bit signed long is printed in hex by libtraceevent).
+    pub long: bool,
+}
+
+/// One event's format.
+#[derive(Clone, Debug)]
+pub struct EventFormat {
+    /// Numeric id (`common_type`).
+    pub id: u32,
+    /// Subsystem (`sched`), from the trace's layout.
+    pub system: Box<str>,
+    /// Event name (`sched_switch`).
+    pub name: Box<str>,
+    /// The fields after the common ones.
+    pub fields: Vec<Field>,
+    /// The common fields (`common_type`, `common_flags`, ...).
+    pub common: Vec<Field>,
+}
+
+impl EventFormat {
+    /// Index of field `name`.
+    pub fn field(&self, name: &str) -> Option<&Field> {
+        self.fields.iter().find(|f| &*f.name == name)
+    }
+}
+
+/// A `format` file that does not parse.
+#[derive(Debug, Clone)]
+pub struct FormatError {
+    /// 1-based line in the format text.
+    pub line: usize,
+    /// What was wrong.
+    pub why: String,
+}
+
+fn num_after(s: &str, key: &str) -> Option<i64> {
+    let p = s.find(key)? + key.len();
+    let rest = &s[p..];
+    let end = rest.find(';').unwrap_or(rest.len());
+    rest[..end].trim().parse().ok()
+}
+
+/// Parses one field line: `\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;`.
+pub fn parse_field(line: &str) -> Option<Field> {
+    let decl_start = line.find("field:")? + 6;
+    let decl_end = decl_start + line[decl_start..].find(';')?;
+    let decl = line[decl_start..decl_end].trim();
+    let offset = num_after(line, "offset:")? as u32;
+    let size = num_after(line, "size:")? as u32;
+    // Very old kernels have no `signed:`; the type decides then.
+    let signed = match num_after(line, "signed:") {
+        Some(v) => v != 0,
+        None => !decl.starts_with("unsigned") && !decl.starts_with('u'),
+    };
+    // Split `type name[len]` into type and name.
+    let (mut ty, mut name) = match decl.rfind([' ', '*']) {
+        Some(p) => (
+            decl[..=p].trim().to_string(),
+            decl[p + 1..].trim().to_string(),
+        ),
+        None => return None,
+    };
+    let mut array_len: Option<u32> = None;
+    if let Some(lb) = name.find('[') {
+        let inner = &name[lb + 1..name.rfind(']').unwrap_or(name.len())];
+        array_len = Some(inner.trim().parse().unwrap_or(0));
+        ty.push_str(&name[lb..]);
+        name.truncate(lb);
+    }
+    let dyn_kind = if ty.starts_with("__data_loc") {
+        Some(false)
+    } else if ty.starts_with("__rel_loc") {
+        Some(true)
+    } else {
+        None
+    };
+    let base = ty
+        .trim_start_matches("__data_loc")
+        .trim_start_matches("__rel_loc")
+        .trim();
+    let base_no_arr = base.split('[').next().unwrap_or(base).trim();
+    let pointer = base_no_arr.ends_with('*');
+    let is_char = {
+        let b = base_no_arr
+            .trim_start_matches("const ")
+            .trim_start_matches("unsigned ")
+            .trim_start_matches("signed ");
+        b == "char" || b == "u8" || b == "__u8" || b == "s8"
+    };
+    let long = matches!(base_no_arr, "long" | "unsigned long");
+    let elem_of = |b: &str| -> u32 {
+        let b = b.trim_start_matches("const ");
+        match b {
+            _ if b.ends_with('*') => 8,
+            "char" | "unsigned char" | "signed char" | "u8" | "s8" | "__u8" | "bool" => 1,
+            "short" | "unsigned short" | "u16" | "s16" | "__u16" => 2,
+            "int" | "unsigned int" | "u32" | "s32" | "__u32" | "pid_t" => 4,
+            "long" | "unsigned long" | "long long" | "unsigned long long" | "u64" | "s64"
+            | "__u64" => 8,
+            _ => 1,
+        }
+    };
+    let layout = match dyn_kind {
+        Some(rel) => {
+            let elem = elem_of(base_no_arr);
+            if rel {
+                Layout::RelLoc { elem }
+            } else {
+                Layout::DataLoc { elem }
+            }
+        }
+        None => match array_len {
+            Some(n) if n > 0 => Layout::Array {
+                elem: (size / n).max(1),
+            },
+            // `char data[]` at the end, or a count we could not read: bytes to the end.
+            Some(_) => Layout::Array { elem: 1 },
+            // ftrace's own events declare `char buf[]` as `char buf;` with size 0.
+            None if size == 0 => Layout::Array { elem: 1 },
+            None => Layout::Int,
+        },
+    };
+    let string = is_char && !matches!(layout, Layout::Int);
+    Some(Field {
+        name: name.into(),
+        ty: ty.into(),
+        offset,
+        size,
+        signed,
+        layout,
+        string,
+        pointer,
+        long,
+    })
+}
+
+/// Parses a `format` file's text. `system` is used when the text does not name it.
+pub fn parse_format(text: &str, system: &str) -> Result<EventFormat, FormatError> {
+    let mut name = None;
+    let mut id = None;
+    let mut fields = Vec::new();
+    let mut common = Vec::new();
+    let mut in_format = false;
+    for (i, line) in text.lines().enumerate() {
+        if let Some(n) = line.strip_prefix("name:") {
+            name = Some(n.trim().to_string());
+        } else if let Some(n) = line.strip_prefix("ID:") {
+            id = Some(n.trim().parse::<u32>().map_err(|_| FormatError {
+                line: i + 1,
+                why: format!("expected a numeric ID, found {:?}", n.trim()),
+            })?);
+        } else if line.starts_with("format:") {
+            in_format = true;
+        } else if line.starts_with("print fmt:") {
+            break;
+        } else if in_format && line.trim_start().starts_with("field:") {
+            let f = parse_field(line).ok_or_else(|| FormatError {
+                line: i + 1,
+                why: format!(
+                    "expected `field:TYPE NAME; offset:N; size:N; signed:N;`, found {:?}",
+                    line.trim()
+                ),
+            })?;
+            if f.name.starts_with("common_") {
+                common.push(f);
+            } else {
+                fields.push(f);
+            }
+        }
+    }
+    Ok(EventFormat {
+        id: id.ok_or(FormatError {
+            line: 0,
+            why: "no `ID:` line".into(),
+        })?,
+        system: system.into(),
+        name: name
+            .ok_or(FormatError {
+                line: 0,
+                why: "no `name:` line".into(),
+            })?
+            .into(),
+        fields,
+        common,
+    })
+}
+
+/// A decoded field value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Value<'a> {
+    /// Unsigned integer.
+    U(u64),
+    /// Signed integer.
+    I(i64),
+    /// Character data up to its first NUL.
+    Str(&'a [u8]),
+    /// Any other array.
+    Bytes(&'a [u8]),
+}
+
+/// Byte order of the traced machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Endian {
+    /// Big endian.
+    pub big: bool,
+}
+
+impl Endian {
+    /// Reads an unsigned integer of `size` (1, 2, 4, 8) bytes; None when out of range.
+    #[inline]
+    pub fn uint(self, d: &[u8], off: usize, size: usize) -> Option<u64> {
+        let b = d.get(off..off + size)?;
+        Some(match (size, self.big) {
+            (1, _) => b[0] as u64,
+            (2, false) => u16::from_le_bytes([b[0], b[1]]) as u64,
+            (2, true) => u16::from_be_bytes([b[0], b[1]]) as u64,
+            (4, false) => u32::from_le_bytes(b.try_into().ok()?) as u64,
+            (4, true) => u32::from_be_bytes(b.try_into().ok()?) as u64,
+            (8, false) => u64::from_le_bytes(b.try_into().ok()?),
+            (8, true) => u64::from_be_bytes(b.try_into().ok()?),
+            _ => return None,
+        })
+    }
+    /// u32 at `off`.
+    #[inline]
+    pub fn u32(self, d: &[u8], off: usize) -> Option<u32> {
+        self.uint(d, off, 4).map(|v| v as u32)
+    }
+    /// u64 at `off`.
+    #[inline]
+    pub fn u64(self, d: &[u8], off: usize) -> Option<u64> {
+        self.uint(d, off, 8)
+    }
+}
+
+fn sign_extend(v: u64, size: u32) -> i64 {
+    match size {
+        1 => v as u8 as i8 as i64,
+        2 => v as u16 as i16 as i64,
+        4 => v as u32 as i32 as i64,
+        _ => v as i64,
+    }
+}
+
+fn cstr(b: &[u8]) -> &[u8] {
+    &b[..memchr::memchr(0, b).unwrap_or(b.len())]
+}
+
+impl Field {
+    /// The bytes of an array or dynamic field within `data`.
+    pub fn bytes<'a>(&self, data: &'a [u8], e: Endian) -> Option<&'a [u8]> {
+        let off = self.offset as usize;
+        match self.layout {
+            Layout::Int => data.get(off..off + self.size as usize),
+            Layout::Array { .. } => {
+                if self.size == 0 {
+                    data.get(off..)
+                } else {
+                    data.get(off..off + self.size as usize)
+                }
+            }
+            Layout::DataLoc { .. } | Layout::RelLoc { .. } => {
+                let v = e.u32(data, off)?;
+                let len = (v >> 16) as usize;
+                let mut start = (v & 0xffff) as usize;
+                if matches!(self.layout, Layout::RelLoc { .. }) {
+                    start += off + self.size as usize;
+                }
+                data.get(start..start + len)
+            }
+        }
+    }
+
+    /// The field's value in `data`.
+    pub fn value<'a>(&self, data: &'a [u8], e: Endian) -> Option<Value<'a>> {
+        if let Layout::Int = self.layout {
+            let v = e.uint(data, self.offset as usize, self.size as usize)?;
+            return Some(if self.signed {
+                Value::I(sign_extend(v, self.size))
+            } else {
+                Value::U(v)
+            });
+        }
+        let b = self.bytes(data, e)?;
+        Some(if self.string {
+            Value::Str(cstr(b))
+        } else {
+            Value::Bytes(b)
+        })
+    }
+
+    /// Integer value (sign-extended when signed); 0 when the record is too short.
+    #[inline]
+    pub fn int(&self, data: &[u8], e: Endian) -> i64 {
+        let v = e
+            .uint(data, self.offset as usize, self.size as usize)
+            .unwrap_or(0);
+        if self.signed {
+            sign_extend(v, self.size)
+        } else {
+            v as i64
+        }
+    }
+
+    /// Unsigned integer value.
+    #[inline]
+    pub fn uint(&self, data: &[u8], e: Endian) -> u64 {
+        e.uint(data, self.offset as usize, self.size as usize)
+            .unwrap_or(0)
+    }
+
+    /// String value (char arrays and `__data_loc char[]`), up to the first NUL.
+    #[inline]
+    pub fn str<'a>(&self, data: &'a [u8], e: Endian) -> &'a [u8] {
+        self.bytes(data, e).map(cstr).unwrap_or(b"")
+    }
+
+    /// Appends the value the way libtraceevent's raw printer (`trace-cmd report -R`) does.
+    /// `sym` names a kernel function by address (a `long` that points into kernel text
+    /// prints as the function's name).
+    pub fn render<'s>(
+        &self,
+        data: &[u8],
+        e: Endian,
+        sym: &dyn Fn(u64) -> Option<&'s str>,
+        out: &mut String,
+    ) {
+        if !matches!(self.layout, Layout::Int) {
+            let Some(b) = self.bytes(data, e) else {
+                out.push_str("ARRAY[]");
+                return;
+            };
+            if self.string && printable(b) {
+                out.push_str(&String::from_utf8_lossy(cstr(b)));
+            } else {
+                out.push_str("ARRAY[");
+                for (i, c) in b.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    let _ = write!(out, "{c:02x}");
+                }
+                out.push(']');
+            }
+            return;
+        }
+        let v = self.uint(data, e);
+        if self.pointer {
+            let _ = write!(out, "0x{v:x}");
+        } else if self.signed {
+            // A 32-bit signed `long` usually holds a pointer: libtraceevent prints it in hex.
+            if self.long && self.size == 4 {
+                let _ = write!(out, "0x{:x}", v as u32);
+            } else {
+                let _ = write!(out, "{}", sign_extend(v, self.size));
+            }
+        } else if let Some(name) = self.long.then(|| sym(v)).flatten() {
+            out.push_str(name);
+        } else {
+            let _ = write!(out, "{v}");
+        }
+    }
+}
+
+/// libtraceevent's test: a string is printed as text when every byte before the first NUL
+/// is printable or whitespace (what follows the NUL does not matter).
+fn printable(b: &[u8]) -> bool {
+    let n = memchr::memchr(0, b).unwrap_or(b.len());
+    b[..n]
+        .iter()
+        .all(|c| c.is_ascii_graphic() || c.is_ascii_whitespace())
+}
+
+/// The event formats of one trace, by id.
+#[derive(Clone, Debug, Default)]
+pub struct Formats {
+    by_id: FxHashMap<u32, usize>,
+    /// All formats in the order they were read.
+    pub list: Vec<EventFormat>,
+    /// Byte order.
+    pub endian: Endian,
+    /// Kernel `long` size: 4 or 8.
+    pub long_size: u32,
+    /// Kernel symbols (address, name), sorted by address, when the trace carries them.
+    pub kallsyms: Vec<(u64, Box<str>)>,
+    /// Address of `_stext`, for `caller_offs`-style fields.
+    pub stext: Option<u64>,
+}
+
+impl Formats {
+    /// No formats yet, for a machine of byte order `endian` and `long_size`-byte longs.
+    pub fn new(endian: Endian, long_size: u32) -> Self {
+        Formats {
+            endian,
+            long_size,
+            ..Formats::default()
+        }
+    }
+    /// Adds a format (a later one with the same id replaces the earlier).
+    pub fn add(&mut self, f: EventFormat) {
+        let i = self.list.len();
+        self.by_id.insert(f.id, i);
+        self.list.push(f);
+    }
+    /// The format of event id `id`.
+    pub fn get(&self, id: u32) -> Option<&EventFormat> {
+        self.by_id.get(&id).map(|&i| &self.list[i])
+    }
+    /// Number of formats.
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+    /// No formats.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// Parses `/proc/kallsyms` text (`ffffffff81000000 T _stext`).
+    pub fn load_kallsyms(&mut self, text: &[u8]) {
+        let mut v = Vec::new();
+        for line in text.split(|c| *c == b'\n') {
+            let mut it = line.split(|c| *c == b' ');
+            let (Some(a), Some(t), Some(n)) = (it.next(), it.next(), it.next()) else {
+                continue;
+            };
+            let Some(addr) = crate::event::parse_hex(a) else {
+                continue;
+            };
+            // Only code: data symbols would shadow functions at equal addresses.
+            if !matches!(t, b"T" | b"t" | b"W" | b"w") || addr == 0 {
+                continue;
+            }
+            let n = n.split(|c| *c == b'\t').next().unwrap_or(n);
+            if n == b"_stext" {
+                self.stext = Some(addr);
+            }
+            v.push((addr, String::from_utf8_lossy(n).into()));
+        }
+        v.sort_by_key(|x| x.0);
+        self.kallsyms = v;
+    }
+
+    /// The function containing `addr`, when the symbols are known and `addr` lies
+    /// within them.
+    pub fn symbol(&self, addr: u64) -> Option<&str> {
+        let last = self.kallsyms.last()?.0;
+        if addr == 0 || addr > last.saturating_add(1 << 16) {
+            return None;
+        }
+        let i = self.kallsyms.partition_point(|(a, _)| *a <= addr);
+        if i == 0 {
+            return None;
+        }
+        Some(&self.kallsyms[i - 1].1)
+    }
+
+    /// Renders a record's non-common fields as `name=value` pairs, as `trace-cmd report -R`.
+    pub fn render_raw(&self, f: &EventFormat, data: &[u8], out: &mut String) {
+        for (i, fld) in f.fields.iter().enumerate() {
+            if i > 0 {
+                out.push(' ');
+            }
+            out.push_str(&fld.name);
+            out.push('=');
+            fld.render(data, self.endian, &|a| self.symbol(a), out);
+        }
+    }
+}
+
+/// The common header of a record.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Common {
+    /// `common_type`.
+    pub id: u32,
+    /// `common_flags` and preempt depth packed as [`crate::event::flags`].
+    pub flags: u16,
+    /// `common_pid`.
+    pub pid: i32,
+}
+
+/// Reads the common fields; the layout is fixed since 2.6.32.
+#[inline]
+pub fn common(data: &[u8], e: Endian) -> Option<Common> {
+    let id = e.uint(data, 0, 2)? as u32;
+    let fl = *data.get(2)? as u16;
+    let pc = *data.get(3)? as u16;
+    let pid = e.u32(data, 4)? as i32;
+    Some(Common {
+        id,
+        flags: fl | ((pc & 0xf) << flags::PREEMPT_SHIFT) | flags::KNOWN,
+        pid,
+    })
+}
+
+/// How one event id becomes a typed [`Kind`]: field handles resolved once per format.
+#[derive(Clone, Debug)]
+enum Plan {
+    Switch([Option<Field>; 7]),
+    Wake {
+        f: [Option<Field>; 4],
+        waking: bool,
+        new: bool,
+    },
+    Migrate([Option<Field>; 5]),
+    Fork([Option<Field>; 4]),
+    Exec([Option<Field>; 3]),
+    Exit([Option<Field>; 3]),
+    Stat(SchedStat, [Option<Field>; 3]),
+    IrqEntry([Option<Field>; 2]),
+    IrqExit([Option<Field>; 2]),
+    Softirq(u8, Option<Field>),
+    Tasklet(bool, Option<Field>),
+    WorkQueue([Option<Field>; 5]),
+    Work(u8, [Option<Field>; 2]),
+    SysEnter([Option<Field>; 2]),
+    SysExit([Option<Field>; 2]),
+    SyscallEnter(Sym, Vec<(Sym, Field)>),
+    SyscallExit(Sym, Option<Field>),
+    HrStart([Option<Field>; 4]),
+    HrEntry([Option<Field>; 3]),
+    HrOne(u8, Option<Field>),
+    TimerStart([Option<Field>; 3]),
+    TimerEntry([Option<Field>; 3]),
+    TimerOne(u8, Option<Field>),
+    Napi([Option<Field>; 4]),
+    CallerParent(u8, [Option<Field>; 2]),
+    Print(Sym, Option<Field>),
+    Console(Option<Field>),
+    Function([Option<Field>; 2]),
+    Other(Sym),
+}
+
+/// Turns binary records into [`Kind`]s, caching per event id the fields it needs and the
+/// symbol names of function pointers.
+pub struct Decoder {
+    plans: FxHashMap<u32, Plan>,
+    funcs: FxHashMap<u64, Sym>,
+    text: String,
+}
+
+impl Default for Decoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Decoder {
+    /// A decoder with nothing cached.
+    pub fn new() -> Self {
+        Decoder {
+            plans: FxHashMap::default(),
+            funcs: FxHashMap::default(),
+            text: String::new(),
+        }
+    }
+
+    fn plan(fmt: &EventFormat, s: &mut Interner) -> Plan {
+        let g = |n: &str| fmt.field(n).cloned();
+        let name = &*fmt.name;
+        match name {
+            "sched_switch" => Plan::Switch([
+                g("prev_comm"),
+                g("prev_pid"),
+                g("prev_prio"),
+                g("prev_state"),
+                g("next_comm"),
+                g("next_pid"),
+                g("next_prio"),
+            ]),
+            "sched_waking" | "sched_wakeup" | "sched_wakeup_new" => Plan::Wake {
+                f: [g("comm"), g("pid"), g("prio"), g("target_cpu")],
+                waking: name == "sched_waking",
+                new: name == "sched_wakeup_new",
+            },
+            "sched_migrate_task" => {
+                Plan::Migrate([g("comm"), g("pid"), g("prio"), g("orig_cpu"), g("dest_cpu")])
+            }
+            "sched_process_fork" => Plan::Fork([
+                g("parent_comm"),
+                g("parent_pid"),
+                g("child_comm"),
+                g("child_pid"),
+            ]),
+            "sched_process_exec" => Plan::Exec([g("filename"), g("pid"), g("old_pid")]),
+            "sched_process_exit" => Plan::Exit([g("comm"), g("pid"), g("prio")]),
+            "sched_stat_wait" | "sched_stat_sleep" | "sched_stat_iowait" | "sched_stat_blocked"
+            | "sched_stat_runtime" => {
+                let st = match name {
+                    "sched_stat_wait" => SchedStat::Wait,
+                    "sched_stat_sleep" => SchedStat::Sleep,
+                    "sched_stat_iowait" => SchedStat::Iowait,
+                    "sched_stat_blocked" => SchedStat::Blocked,
+                    _ => SchedStat::Runtime,
+                };
+                let d = if st == SchedStat::Runtime {
+                    g("runtime")
+                } else {
+                    g("delay")
+                };
+                Plan::Stat(st, [g("comm"), g("pid"), d])
+            }
+            "irq_handler_entry" => Plan::IrqEntry([g("irq"), g("name")]),
+            "irq_handler_exit" => Plan::IrqExit([g("irq"), g("ret")]),
+            "softirq_raise" => Plan::Softirq(0, g("vec")),
+            "softirq_entry" => Plan::Softirq(1, g("vec")),
+            "softirq_exit" => Plan::Softirq(2, g("vec")),
+            "tasklet_entry" | "tasklet_exit" => {
+                Plan::Tasklet(name == "tasklet_entry", g("func").or_else(|| g("tasklet")))
+            }
+            "workqueue_queue_work" => Plan::WorkQueue([
+                g("work"),
+                g("function"),
+                g("workqueue"),
+                g("req_cpu"),
+                g("cpu"),
+            ]),
+            "workqueue_activate_work" => Plan::Work(0, [g("work"), g("function")]),
+            "workqueue_execute_start" => Plan::Work(1, [g("work"), g("function")]),
+            "workqueue_execute_end" => Plan::Work(2, [g("work"), g("function")]),
+            "sys_enter" if &*fmt.system == "raw_syscalls" => Plan::SysEnter([g("id"), g("args")]),
+            "sys_exit" if &*fmt.system == "raw_syscalls" => Plan::SysExit([g("id"), g("ret")]),
+            _ if name.starts_with("sys_enter_") && &*fmt.system == "syscalls" => {
+                let args = fmt
+                    .fields
+                    .iter()
+                    .filter(|f| &*f.name != "__syscall_nr")
+                    .map(|f| (s.intern(&f.name), f.clone()))
+                    .collect();
+                Plan::SyscallEnter(s.intern(&name["sys_enter_".len()..]), args)
+            }
+            _ if name.starts_with("sys_exit_") && &*fmt.system == "syscalls" => {
+                Plan::SyscallExit(s.intern(&name["sys_exit_".len()..]), g("ret"))
+            }
+            "hrtimer_start" => {
+                Plan::HrStart([g("hrtimer"), g("function"), g("expires"), g("softexpires")])
+            }
+            "hrtimer_expire_entry" => Plan::HrEntry([g("hrtimer"), g("function"), g("now")]),
+            "hrtimer_expire_exit" => Plan::HrOne(0, g("hrtimer")),
+            "hrtimer_cancel" => Plan::HrOne(1, g("hrtimer")),
+            "timer_start" => Plan::TimerStart([g("timer"), g("function"), g("expires")]),
+            "timer_expire_entry" => Plan::TimerEntry([g("timer"), g("function"), g("now")]),
+            "timer_expire_exit" => Plan::TimerOne(0, g("timer")),
+            "timer_cancel" => Plan::TimerOne(1, g("timer")),
+            "napi_poll" => Plan::Napi([g("napi"), g("dev_name"), g("work"), g("budget")]),
+            "irq_disable" | "irq_enable" | "preempt_disable" | "preempt_enable"
+                if &*fmt.system == "preemptirq" =>
+            {
+                let k = match name {
+                    "irq_disable" => 0,
+                    "irq_enable" => 1,
+                    "preempt_disable" => 2,
+                    _ => 3,
+                };
+                Plan::CallerParent(k, [g("caller_offs"), g("parent_offs")])
+            }
+            "print" if &*fmt.system == "ftrace" => Plan::Print(s.intern("print"), g("buf")),
+            "tracing_mark_write" => Plan::Print(s.intern(name), g("buf")),
+            "console" if &*fmt.system == "printk" => Plan::Console(g("msg")),
+            "function" if &*fmt.system == "ftrace" => Plan::Function([g("ip"), g("parent_ip")]),
+            _ => Plan::Other(s.intern(name)),
+        }
+    }
+
+    fn func(&mut self, fmts: &Formats, addr: u64, s: &mut Interner) -> Sym {
+        if let Some(&x) = self.funcs.get(&addr) {
+            return x;
+        }
+        let sym = match fmts.symbol(addr) {
+            Some(n) => s.intern(n),
+            None => s.intern(&format!("0x{addr:x}")),
+        };
+        self.funcs.insert(addr, sym);
+        sym
+    }
+
+    /// Decodes `data` (a whole record, common fields first) of format `fmt`.
+    pub fn decode(
+        &mut self,
+        fmts: &Formats,
+        fmt: &EventFormat,
+        data: &[u8],
+        s: &mut Interner,
+    ) -> Kind {
+        let e = fmts.endian;
+        if let std::collections::hash_map::Entry::Vacant(v) = self.plans.entry(fmt.id) {
+            v.insert(Self::plan(fmt, s));
+        }
+        // The plan is cloned out only for the rare kinds that need `self` again.
+        let plan = &self.plans[&fmt.id];
+        let i = |f: &Option<Field>| f.as_ref().map_or(0, |f| f.int(data, e));
+        let u = |f: &Option<Field>| f.as_ref().map_or(0, |f| f.uint(data, e));
+        let st = |f: &Option<Field>, s: &mut Interner| {
+            f.as_ref()
+                .map_or(Sym::EMPTY, |f| s.intern_bytes(f.str(data, e)))
+        };
+        match plan {
+            Plan::Switch(f) => {
+                let state = u(&f[3]);
+                Kind::SchedSwitch {
+                    prev_comm: st(&f[0], s),
+                    prev_pid: i(&f[1]) as i32,
+                    prev_prio: i(&f[2]) as i32,
+                    prev_state: TaskState::Numeric(state),
+                    next_comm: st(&f[4], s),
+                    next_pid: i(&f[5]) as i32,
+                    next_prio: i(&f[6]) as i32,
+                }
+            }
+            Plan::Wake { f, waking, new } => {
+                let (comm, pid, prio, target_cpu) = (
+                    st(&f[0], s),
+                    i(&f[1]) as i32,
+                    i(&f[2]) as i32,
+                    i(&f[3]) as i32,
+                );
+                if *waking {
+                    Kind::SchedWaking {
+                        comm,
+                        pid,
+                        prio,
+                        target_cpu,
+                    }
+                } else {
+                    Kind::SchedWakeup {
+                        comm,
+                        pid,
+                        prio,
+                        target_cpu,
+                        new: *new,
+                    }
+                }
+            }
+            Plan::Migrate(f) => Kind::SchedMigrate {
+                comm: st(&f[0], s),
+                pid: i(&f[1]) as i32,
+                prio: i(&f[2]) as i32,
+                orig_cpu: i(&f[3]) as i32,
+                dest_cpu: i(&f[4]) as i32,
+            },
+            Plan::Fork(f) => Kind::SchedFork {
+                parent_comm: st(&f[0], s),
+                parent_pid: i(&f[1]) as i32,
+                child_comm: st(&f[2], s),
+                child_pid: i(&f[3]) as i32,
+            },
+            Plan::Exec(f) => Kind::SchedExec {
+                filename: st(&f[0], s),
+                pid: i(&f[1]) as i32,
+                old_pid: i(&f[2]) as i32,
+            },
+            Plan::Exit(f) => Kind::SchedExit {
+                comm: st(&f[0], s),
+                pid: i(&f[1]) as i32,
+                prio: i(&f[2]) as i32,
+            },
+            Plan::Stat(stat, f) => Kind::SchedStat {
+                stat: *stat,
+                comm: st(&f[0], s),
+                pid: i(&f[1]) as i32,
+                delay_ns: u(&f[2]),
+            },
+            Plan::IrqEntry(f) => Kind::IrqEntry {
+                irq: i(&f[0]) as i32,
+                name: st(&f[1], s),
+            },
+            Plan::IrqExit(f) => Kind::IrqExit {
+                irq: i(&f[0]) as i32,
+                handled: i(&f[1]) != 0,
+            },
+            Plan::Softirq(k, f) => {
+                let vec = u(f) as u8;
+                match k {
+                    0 => Kind::SoftirqRaise { vec },
+                    1 => Kind::SoftirqEntry { vec },
+                    _ => Kind::SoftirqExit { vec },
+                }
+            }
+            Plan::Tasklet(entry, f) => {
+                let (entry, addr) = (*entry, u(f));
+                let func = self.func(fmts, addr, s);
+                if entry {
+                    Kind::TaskletEntry { func }
+                } else {
+                    Kind::TaskletExit { func }
+                }
+            }
+            Plan::WorkQueue(f) => {
+                let (work, fa, req_cpu, cpu) = (u(&f[0]), u(&f[1]), i(&f[3]), i(&f[4]));
+                let workqueue = match &f[2] {
+                    Some(w) if w.string => s.intern_bytes(w.str(data, e)),
+                    Some(w) => s.intern(&format!("0x{:x}", w.uint(data, e))),
+                    None => Sym::EMPTY,
+                };
+                Kind::WorkQueue {
+                    work,
+                    function: self.func(fmts, fa, s),
+                    workqueue,
+                    req_cpu: req_cpu as i32,
+                    cpu: cpu as i32,
+                }
+            }
+            Plan::Work(k, f) => {
+                let (k, work, fa) = (*k, u(&f[0]), u(&f[1]));
+                let function = if f[1].is_some() {
+                    self.func(fmts, fa, s)
+                } else {
+                    Sym::EMPTY
+                };
+                match k {
+                    0 => Kind::WorkActivate { work, function },
+                    1 => Kind::WorkStart { work, function },
+                    _ => Kind::WorkEnd { work, function },
+                }
+            }
+            Plan::SysEnter(f) => {
+                let mut args = [0u64; 6];
+                if let Some(a) = &f[1] {
+                    if let Some(b) = a.bytes(data, e) {
+                        let w = (fmts.long_size as usize).max(4);
+                        for (k, slot) in args.iter_mut().enumerate() {
+                            *slot = e.uint(b, k * w, w).unwrap_or(0);
+                        }
+                    }
+                }
+                Kind::SysEnter { nr: i(&f[0]), args }
+            }
+            Plan::SysExit(f) => Kind::SysExit {
+                nr: i(&f[0]),
+                ret: i(&f[1]),
+            },
+            Plan::SyscallEnter(name, fs) => Kind::SyscallEnter {
+                name: *name,
+                args: fs
+                    .iter()
+                    .map(|(n, f)| (*n, f.uint(data, e)))
+                    .collect::<Vec<_>>()
+                    .into_boxed_slice(),
+            },
+            Plan::SyscallExit(name, f) => Kind::SyscallExit {
+                name: *name,
+                ret: i(f),
+            },
+            Plan::HrStart(f) => {
+                let (timer, fa, ex, sex) = (u(&f[0]), u(&f[1]), u(&f[2]), u(&f[3]));
+                Kind::HrtimerStart {
+                    timer,
+                    function: self.func(fmts, fa, s),
+                    expires_ns: ex,
+                    softexpires_ns: sex,
+                }
+            }
+            Plan::HrEntry(f) => {
+                let (timer, fa, now) = (u(&f[0]), u(&f[1]), f[2].as_ref().map(|x| x.uint(data, e)));
+                Kind::HrtimerExpireEntry {
+                    timer,
+                    function: self.func(fmts, fa, s),
+                    now_ns: now,
+                }
+            }
+            Plan::HrOne(k, f) => {
+                let timer = u(f);
+                if *k == 0 {
+                    Kind::HrtimerExpireExit { timer }
+                } else {
+                    Kind::HrtimerCancel { timer }
+                }
+            }
+            Plan::TimerStart(f) => {
+                let (timer, fa, expires) = (u(&f[0]), u(&f[1]), u(&f[2]));
+                Kind::TimerStart {
+                    timer,
+                    function: self.func(fmts, fa, s),
+                    expires,
+                }
+            }
+            Plan::TimerEntry(f) => {
+                let (timer, fa, now) = (u(&f[0]), u(&f[1]), u(&f[2]));
+                Kind::TimerExpireEntry {
+                    timer,
+                    function: self.func(fmts, fa, s),
+                    now,
+                }
+            }
+            Plan::TimerOne(k, f) => {
+                let timer = u(f);
+                if *k == 0 {
+                    Kind::TimerExpireExit { timer }
+                } else {
+                    Kind::TimerCancel { timer }
+                }
+            }
+            Plan::Napi(f) => Kind::NapiPoll {
+                napi: u(&f[0]),
+                dev: st(&f[1], s),
+                work: i(&f[2]) as i32,
+                budget: i(&f[3]) as i32,
+            },
+            Plan::CallerParent(k, f) => {
+                let (k, c, p) = (*k, i(&f[0]), i(&f[1]));
+                let base = fmts.stext.unwrap_or(0);
+                let (caller, parent) = if base != 0 {
+                    (
+                        self.func(fmts, base.wrapping_add(c as u64), s),
+                        self.func(fmts, base.wrapping_add(p as u64), s),
+                    )
+                } else {
+                    (
+                        s.intern(&format!("_stext{c:+#x}")),
+                        s.intern(&format!("_stext{p:+#x}")),
+                    )
+                };
+                match k {
+                    0 => Kind::IrqDisable { caller, parent },
+                    1 => Kind::IrqEnable { caller, parent },
+                    2 => Kind::PreemptDisable { caller, parent },
+                    _ => Kind::PreemptEnable { caller, parent },
+                }
+            }
+            Plan::Print(name, f) => {
+                let msg = f.as_ref().map_or(&b""[..], |f| f.str(data, e));
+                let msg = msg.strip_suffix(b"\n").unwrap_or(msg);
+                Kind::Print {
+                    name: *name,
+                    msg: String::from_utf8_lossy(msg).into(),
+                }
+            }
+            Plan::Console(f) => {
+                let msg = f.as_ref().map_or(&b""[..], |f| f.str(data, e));
+                let msg = msg.strip_suffix(b"\n").unwrap_or(msg);
+                Kind::Console {
+                    msg: String::from_utf8_lossy(msg).into(),
+                }
+            }
+            Plan::Function(f) => {
+                let (ip, pip) = (u(&f[0]), u(&f[1]));
+                Kind::Function {
+                    func: self.func(fmts, ip, s),
+                    parent: self.func(fmts, pip, s),
+                }
+            }
+            Plan::Other(name) => {
+                let name = *name;
+                self.text.clear();
+                fmts.render_raw(fmt, data, &mut self.text);
+                Kind::Other {
+                    name,
+                    fields: self.text.as_str().into(),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SWITCH: &str = "name: sched_switch
+ID: 316
+format:
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+
+\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;
+\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;
+\tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;
+\tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;
+\tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;
+\tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;
+\tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;
+
+print fmt: \"prev_comm=%s\", REC->prev_comm
+";
+
+    #[test]
+    fn parses_a_format_and_renders_raw() {
+        let f = parse_format(SWITCH, "sched").unwrap();
+        assert_eq!(f.id, 316);
+        assert_eq!(f.fields.len(), 7);
+        assert_eq!(f.common.len(), 4);
+        let comm = f.field("prev_comm").unwrap();
+        assert!(comm.string);
+        assert_eq!(comm.layout, Layout::Array { elem: 1 });
+        let mut d = vec![0u8; 64];
+        d[0..2].copy_from_slice(&316u16.to_le_bytes());
+        d[8..12].copy_from_slice(b"bash");
+        d[24..28].copy_from_slice(&42i32.to_le_bytes());
+        d[28..32].copy_from_slice(&120i32.to_le_bytes());
+        d[32..40].copy_from_slice(&1i64.to_le_bytes());
+        d[40..47].copy_from_slice(b"swapper");
+        d[60..64].copy_from_slice(&(-1i32).to_le_bytes());
+        let mut fm = Formats::new(Endian::default(), 8);
+        fm.add(f.clone());
+        let mut out = String::new();
+        fm.render_raw(&f, &d, &mut out);
+        assert_eq!(
+            out,
+            "prev_comm=bash prev_pid=42 prev_prio=120 prev_state=1 next_comm=swapper next_pid=0 next_prio=-1"
+        );
+        let mut s = Interner::new();
+        let k = Decoder::new().decode(&fm, &f, &d, &mut s);
+        match k {
+            Kind::SchedSwitch {
+                prev_pid,
+                prev_state,
+                next_prio,
+                ..
+            } => {
+                assert_eq!(prev_pid, 42);
+                assert_eq!(next_prio, -1);
+                assert!(!prev_state.is_runnable());
+            }
+            _ => panic!("{k:?}"),
+        }
+    }
+
+    #[test]
+    fn data_loc_and_rel_loc() {
+        let dl =
+            parse_field("\tfield:__data_loc char[] name;\toffset:12;\tsize:4;\tsigned:0;").unwrap();
+        assert_eq!(dl.layout, Layout::DataLoc { elem: 1 });
+        assert!(dl.string);
+        let mut d = vec![0u8; 32];
+        // 5 bytes ("eth0\0") at offset 20.
+        d[12..16].copy_from_slice(&((5u32 << 16) | 20).to_le_bytes());
+        d[20..25].copy_from_slice(b"eth0\0");
+        assert_eq!(dl.str(&d, Endian::default()), b"eth0");
+        let rl =
+            parse_field("\tfield:__rel_loc char[] name;\toffset:12;\tsize:4;\tsigned:0;").unwrap();
+        // Relative to the end of the field (16): offset 4 → 20.
+        d[12..16].copy_from_slice(&((5u32 << 16) | 4).to_le_bytes());
+        assert_eq!(rl.str(&d, Endian::default()), b"eth0");
+        let arr =
+            parse_field("\tfield:unsigned long args[6];\toffset:16;\tsize:48;\tsigned:0;").unwrap();
+        assert_eq!(arr.layout, Layout::Array { elem: 8 });
+        assert!(!arr.string);
+        assert!(parse_field("\tfield:garbage").is_none());
+    }
+
+    #[test]
+    fn big_endian_numbers() {
+        let e = Endian { big: true };
+        assert_eq!(e.u32(&[0, 0, 1, 2], 0), Some(258));
+        assert_eq!(e.uint(&[1, 2], 0, 2), Some(258));
+        assert_eq!(e.u64(&[0; 4], 0), None);
+    }
+}

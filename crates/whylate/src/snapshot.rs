@@ -1,0 +1,228 @@
+//! What the system looked like when a recording started: names that the trace's event
+//! stream alone cannot give (which file fd 7 is, which device IRQ 16 serves and where it
+//! may run). `whylate record` takes it and stores it inside the trace.dat; the trace.dat
+//! reader gives it back.
+
+use serde::{Deserialize, Serialize};
+use std::fs;
+use std::path::Path;
+
+/// The trace.dat option id whylate stores its snapshot under. trace-cmd skips option ids
+/// it does not know.
+pub const OPTION_ID: u16 = 0x5759; // "WY"
+
+/// A task alive at the start.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Task {
+    /// Thread id.
+    pub tid: i32,
+    /// Thread group (process) id.
+    pub tgid: i32,
+    /// Thread name.
+    pub comm: String,
+}
+
+/// An open file descriptor.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Fd {
+    /// Owning process.
+    pub tgid: i32,
+    /// Descriptor number.
+    pub fd: i32,
+    /// What it points at (`/dev/ttyUSB2`, `socket:[1234]`, `pipe:[99]`).
+    pub path: String,
+}
+
+/// A hardware interrupt line.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Irq {
+    /// IRQ number.
+    pub irq: i32,
+    /// Chip and device names as /proc/interrupts shows them (`IO-APIC 16-fasteoi ehci_hcd:usb1`).
+    pub name: String,
+    /// The device action names only (`ehci_hcd:usb1`).
+    pub actions: String,
+    /// `smp_affinity_list` (`0-1`), when readable.
+    pub affinity: Option<String>,
+    /// Where the kernel last routed it (`effective_affinity_list`), when readable.
+    pub effective: Option<String>,
+    /// Interrupt counts per CPU at the start.
+    pub counts: Vec<u64>,
+}
+
+/// The snapshot.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Snapshot {
+    /// `uname -r`.
+    pub kernel: String,
+    /// `/sys/devices/system/cpu/online`.
+    pub online_cpus: String,
+    /// An irqbalance daemon was running (it moves IRQs while you measure).
+    pub irqbalance: bool,
+    /// Tasks.
+    pub tasks: Vec<Task>,
+    /// File descriptors.
+    pub fds: Vec<Fd>,
+    /// IRQ lines.
+    pub irqs: Vec<Irq>,
+}
+
+impl Snapshot {
+    /// The path behind `fd` of process `tgid`.
+    pub fn fd_path(&self, tgid: i32, fd: i32) -> Option<&str> {
+        self.fds
+            .iter()
+            .find(|f| f.tgid == tgid && f.fd == fd)
+            .map(|f| f.path.as_str())
+    }
+    /// The thread group of `tid`.
+    pub fn tgid(&self, tid: i32) -> Option<i32> {
+        self.tasks.iter().find(|t| t.tid == tid).map(|t| t.tgid)
+    }
+    /// IRQ `n`.
+    pub fn irq(&self, n: i32) -> Option<&Irq> {
+        self.irqs.iter().find(|i| i.irq == n)
+    }
+
+    /// Takes the snapshot from /proc and /sys. Unreadable entries (tasks that exit while
+    /// we look) are skipped, never fatal.
+    pub fn take() -> Snapshot {
+        let read = |p: &str| {
+            fs::read_to_string(p)
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default()
+        };
+        let mut s = Snapshot {
+            kernel: read("/proc/sys/kernel/osrelease"),
+            online_cpus: read("/sys/devices/system/cpu/online"),
+            ..Snapshot::default()
+        };
+        let Ok(procs) = fs::read_dir("/proc") else {
+            return s;
+        };
+        for p in procs.flatten() {
+            let Some(tgid) = p.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+                continue;
+            };
+            let base = p.path();
+            if let Ok(tasks) = fs::read_dir(base.join("task")) {
+                for t in tasks.flatten() {
+                    let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<i32>().ok())
+                    else {
+                        continue;
+                    };
+                    let comm = fs::read_to_string(t.path().join("comm"))
+                        .map(|c| c.trim_end_matches('\n').to_string())
+                        .unwrap_or_default();
+                    if tid == tgid && comm == "irqbalance" {
+                        s.irqbalance = true;
+                    }
+                    s.tasks.push(Task { tid, tgid, comm });
+                }
+            }
+            if let Ok(fds) = fs::read_dir(base.join("fd")) {
+                for f in fds.flatten() {
+                    let Some(fd) = f.file_name().to_str().and_then(|n| n.parse::<i32>().ok())
+                    else {
+                        continue;
+                    };
+                    if let Ok(target) = fs::read_link(f.path()) {
+                        s.fds.push(Fd {
+                            tgid,
+                            fd,
+                            path: target.display().to_string(),
+                        });
+                    }
+                }
+            }
+        }
+        s.tasks.sort_by_key(|t| t.tid);
+        s.fds.sort_by_key(|f| (f.tgid, f.fd));
+        s.irqs = parse_interrupts(&fs::read_to_string("/proc/interrupts").unwrap_or_default());
+        for irq in &mut s.irqs {
+            let dir = Path::new("/proc/irq").join(irq.irq.to_string());
+            irq.affinity = fs::read_to_string(dir.join("smp_affinity_list"))
+                .ok()
+                .map(|a| a.trim().to_string());
+            irq.effective = fs::read_to_string(dir.join("effective_affinity_list"))
+                .ok()
+                .map(|a| a.trim().to_string());
+        }
+        s
+    }
+}
+
+/// Parses /proc/interrupts: a header of CPU names, then `N: counts... chip hwirq-type actions`.
+pub fn parse_interrupts(text: &str) -> Vec<Irq> {
+    let mut lines = text.lines();
+    let ncpu = lines
+        .next()
+        .map(|h| {
+            h.split_whitespace()
+                .filter(|w| w.starts_with("CPU"))
+                .count()
+        })
+        .unwrap_or(0);
+    let mut out = Vec::new();
+    for line in lines {
+        let Some((num, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let Ok(irq) = num.trim().parse::<i32>() else {
+            continue; // NMI, LOC, ERR...: not numbered lines.
+        };
+        let mut words = rest.split_whitespace().peekable();
+        let mut counts = Vec::new();
+        while counts.len() < ncpu {
+            match words.peek().and_then(|w| w.parse::<u64>().ok()) {
+                Some(c) => {
+                    counts.push(c);
+                    words.next();
+                }
+                None => break,
+            }
+        }
+        let tail: Vec<&str> = words.collect();
+        // chip, hwirq-type, then the actions (comma separated, may contain spaces).
+        let actions = if tail.len() > 2 {
+            tail[2..].join(" ")
+        } else {
+            String::new()
+        };
+        out.push(Irq {
+            irq,
+            name: tail.join(" "),
+            actions,
+            affinity: None,
+            effective: None,
+            counts,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_proc_interrupts() {
+        let t = "           CPU0       CPU1       \n  0:         44          0   IO-APIC   2-edge      timer\n 16:       1234         56   IO-APIC  16-fasteoi   ehci_hcd:usb1, uhci_hcd:usb2\nNMI:          0          0   Non-maskable interrupts\n";
+        let v = parse_interrupts(t);
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[1].irq, 16);
+        assert_eq!(v[1].counts, vec![1234, 56]);
+        assert_eq!(v[1].actions, "ehci_hcd:usb1, uhci_hcd:usb2");
+    }
+
+    #[test]
+    fn a_live_snapshot_sees_this_process() {
+        let s = Snapshot::take();
+        let me = std::process::id() as i32;
+        assert_eq!(s.tgid(me), Some(me));
+        assert!(s.fds.iter().any(|f| f.tgid == me));
+        let j = serde_json::to_string(&s).unwrap();
+        let back: Snapshot = serde_json::from_str(&j).unwrap();
+        assert_eq!(back, s);
+    }
+}
