@@ -617,6 +617,8 @@ pub fn record(opts: &RecordOptions, stop: Arc<AtomicBool>) -> Result<RecordResul
             .mode(0o600)
             .open(&spool_path)
             .map_err(ioe(&spool_path))?;
+        // Unlinked at once: the open file is all we need, and a killed run leaves nothing.
+        let _ = fs::remove_file(&spool_path);
         let r = Reader {
             cpu,
             spool,

@@ -432,6 +432,19 @@ pub fn dur(ns: u64) -> String {
 }
 
 impl StatsReport {
+    /// What an input is made of: lines of text, or binary records.
+    fn unit(&self) -> &'static str {
+        if self
+            .inputs
+            .iter()
+            .all(|i| i.format == crate::read::Format::TraceDat)
+        {
+            "records"
+        } else {
+            "lines"
+        }
+    }
+
     /// The terminal rendering: the one-line summary first, then tables.
     pub fn render_text(&self) -> String {
         use std::fmt::Write;
@@ -448,7 +461,7 @@ impl StatsReport {
                 String::new()
             },
             if self.unparsed > 0 {
-                format!(", {} lines not understood", self.unparsed)
+                format!(", {} {} not understood", self.unparsed, self.unit())
             } else {
                 String::new()
             }
@@ -514,7 +527,7 @@ impl StatsReport {
             }
         }
         if self.unparsed > 0 {
-            let _ = writeln!(o, "\nlines not understood: {}", self.unparsed);
+            let _ = writeln!(o, "\n{} not understood: {}", self.unit(), self.unparsed);
             for u in &self.unparsed_samples {
                 let _ = writeln!(o, "  {}:{}: {}\n    {}", u.file, u.line, u.why, u.text);
             }

@@ -399,3 +399,80 @@ fn the_dat_reads_exactly_as_trace_cmd_reports_it() {
         }
     }
 }
+
+#[test]
+fn v7_files_read_like_the_v6_they_were_converted_from() {
+    let Some(dir) = corpus() else { return };
+    let have = std::process::Command::new("trace-cmd")
+        .arg("--version")
+        .output()
+        .is_ok();
+    if !have {
+        if std::env::var("WHYLATE_REQUIRE_LIVE").as_deref() == Ok("1") {
+            panic!("trace-cmd is required (WHYLATE_REQUIRE_LIVE=1) but not installed");
+        }
+        eprintln!("SKIPPED: trace-cmd not installed; cannot make v7 files");
+        return;
+    }
+    let v6 = dir.join("ARM-software__lisa__sched_load_trace.dat");
+    let want = dat_raw_lines(&v6);
+    let tmp = std::env::temp_dir().join(format!("whylate-v7-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    for comp in ["zstd", "none"] {
+        let out = tmp.join(format!("{comp}.dat"));
+        let st = std::process::Command::new("trace-cmd")
+            .args([
+                "convert",
+                "--file-version",
+                "7",
+                "--compression",
+                comp,
+                "-i",
+            ])
+            .arg(&v6)
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            st.status.success(),
+            "{}",
+            String::from_utf8_lossy(&st.stderr)
+        );
+        assert_eq!(dat_raw_lines(&out), want, "v7 {comp}");
+        let r = read_all(&out);
+        assert_eq!(r.events.len(), 3724);
+        assert_eq!(r.diag.header.version, Some(7));
+    }
+    std::fs::remove_dir_all(&tmp).ok();
+}
+
+#[test]
+fn a_cut_or_damaged_dat_gives_errors_and_notes_not_panics() {
+    let Some(dir) = corpus() else { return };
+    let full = std::fs::read(dir.join("ARM-software__lisa__sched_load_trace.dat")).unwrap();
+    let tmp = std::env::temp_dir().join(format!("whylate-cut-{}.dat", std::process::id()));
+    // Cut inside the header: an error naming the byte offset and what was expected.
+    for n in [13usize, 300, 100_000] {
+        std::fs::write(&tmp, &full[..n]).unwrap();
+        let e = whylate::read::open(&tmp, &Default::default())
+            .err()
+            .unwrap_or_else(|| panic!("cut at {n} opened"))
+            .to_string();
+        assert!(e.contains("byte ") && e.contains("expected"), "{e}");
+    }
+    // Cut inside the CPU data: what is there is read, and the cut is said.
+    std::fs::write(&tmp, &full[..3_300_000]).unwrap();
+    let r = read_all(&tmp);
+    assert!(r.events.len() > 1000 && r.events.len() < 3724);
+    assert!(r.diag.truncated.as_deref().unwrap().contains("cut short"));
+    // Damaged pages: no panic, and the damage is counted.
+    let mut bad = full.clone();
+    for i in (3_235_840..bad.len()).step_by(97) {
+        bad[i] = bad[i].wrapping_mul(31).wrapping_add(7);
+    }
+    std::fs::write(&tmp, &bad).unwrap();
+    let r = read_all(&tmp);
+    assert!(r.diag.unparsed > 0);
+    std::fs::remove_file(&tmp).ok();
+}

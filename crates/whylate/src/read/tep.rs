@@ -2,7 +2,8 @@
 //!
 //! A record's fields are decoded structurally from the offsets and sizes the kernel
 //! published in each event's `format` file; `print fmt` is never evaluated (it calls
-//! kernel helpers like `__print_flags`). [`Formats::render_raw`] prints the fields the way
+//! kernel helpers like `__print_flags`), only read for the conversion (`%03d`, `%ps`) of
+//! each field it prints directly, which libtraceevent's raw printer also uses. [`Formats::render_raw`] prints the fields the way
 //! `trace-cmd report -R` (libtraceevent's raw printer) does, so the two can be compared
 //! field by field. [`Decoder`] turns a record into the typed [`Kind`] every reader produces.
 
@@ -51,8 +52,215 @@ pub struct Field {
     pub string: bool,
     /// A pointer type: printed in hex.
     pub pointer: bool,
-    /// `long`/`unsigned long` (a 32-bit signed long is printed in hex by libtraceevent).
+    /// The type says `long`: with no conversion of its own, printed in hex.
     pub long: bool,
+    /// The `print fmt` conversion that prints this field directly (`REC->field`).
+    pub spec: Option<Spec>,
+}
+
+/// A printf conversion from `print fmt`: `%-08lx` = flags `-0`, width 8, length `l`, `x`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Spec {
+    /// `-`.
+    pub left: bool,
+    /// `0`.
+    pub zero: bool,
+    /// `+`.
+    pub plus: bool,
+    /// `#`.
+    pub alt: bool,
+    /// Minimum width.
+    pub width: usize,
+    /// Bits of the length modifier (8 hh, 16 h, 32 none, 64 l/ll/z).
+    pub bits: u32,
+    /// Conversion letter (`d i u x X o c s p`).
+    pub conv: u8,
+    /// Letter after `%p` (`s` = symbol, `S` = symbol+offset), 0 when none.
+    pub psuffix: u8,
+    /// The format text right before it ends in `0x` (printed before the value).
+    pub after_0x: bool,
+}
+
+/// The conversions of a printf format, in order; `*` width/precision take an argument
+/// (returned as `None`).
+fn conversions(fmt: &[u8]) -> Vec<Option<Spec>> {
+    let mut v = Vec::new();
+    let mut i = 0;
+    while i < fmt.len() {
+        if fmt[i] != b'%' {
+            i += 1;
+            continue;
+        }
+        i += 1;
+        if fmt.get(i) == Some(&b'%') {
+            i += 1;
+            continue;
+        }
+        let after_0x = i >= 3 && &fmt[i - 3..i - 1] == b"0x";
+        let mut sp = Spec {
+            after_0x,
+            left: false,
+            zero: false,
+            plus: false,
+            alt: false,
+            width: 0,
+            bits: 32,
+            conv: 0,
+            psuffix: 0,
+        };
+        while let Some(&c) = fmt.get(i) {
+            match c {
+                b'-' => sp.left = true,
+                b'0' => sp.zero = true,
+                b'+' => sp.plus = true,
+                b'#' => sp.alt = true,
+                b' ' => {}
+                _ => break,
+            }
+            i += 1;
+        }
+        if fmt.get(i) == Some(&b'*') {
+            v.push(None);
+            i += 1;
+        }
+        while let Some(d) = fmt.get(i).filter(|c| c.is_ascii_digit()) {
+            sp.width = sp.width * 10 + (d - b'0') as usize;
+            i += 1;
+        }
+        if fmt.get(i) == Some(&b'.') {
+            i += 1;
+            if fmt.get(i) == Some(&b'*') {
+                v.push(None);
+                i += 1;
+            }
+            while fmt.get(i).is_some_and(|c| c.is_ascii_digit()) {
+                i += 1;
+            }
+        }
+        loop {
+            match fmt.get(i) {
+                Some(b'h') => sp.bits = if sp.bits == 16 { 8 } else { 16 },
+                Some(b'l' | b'z' | b'j' | b't' | b'L' | b'q') => sp.bits = 64,
+                _ => break,
+            }
+            i += 1;
+        }
+        let Some(&c) = fmt.get(i) else { break };
+        sp.conv = c;
+        i += 1;
+        if c == b'p' {
+            if let Some(&s) = fmt.get(i).filter(|c| c.is_ascii_alphabetic()) {
+                sp.psuffix = s;
+                i += 1;
+            }
+        }
+        v.push(Some(sp));
+    }
+    v
+}
+
+/// Splits the argument list of `print fmt` at top-level commas.
+fn split_args(s: &str) -> Vec<&str> {
+    let b = s.as_bytes();
+    let (mut depth, mut start, mut quote) = (0i32, 0usize, false);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' if quote => i += 1,
+            b'"' => quote = !quote,
+            b'(' | b'[' | b'{' if !quote => depth += 1,
+            b')' | b']' | b'}' if !quote => depth -= 1,
+            b',' if !quote && depth == 0 => {
+                out.push(s[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out.push(s[start..].trim());
+    out
+}
+
+/// The field an argument prints directly: `REC->x`, `(void *)REC->x`, `(REC->x)`.
+fn direct_field(arg: &str) -> Option<&str> {
+    let mut a = arg.trim();
+    loop {
+        if let Some(f) = a.strip_prefix("REC->") {
+            return f
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || c == b'_')
+                .then_some(f);
+        }
+        let inner = a.strip_prefix('(')?;
+        let close = inner.find(')')?;
+        if inner[..close].contains("REC->") {
+            // `(REC->x)`: parentheses around the whole argument.
+            a = inner.strip_suffix(')')?.trim();
+        } else {
+            // A cast: `(void *)REC->x`.
+            a = inner[close + 1..].trim();
+        }
+    }
+}
+
+/// Attaches to each field the conversion `print fmt` prints it with, the way
+/// libtraceevent's raw printer pairs them: fields in order, each looked up among the
+/// conversions circularly from just after the previous match; arrays never take one; once
+/// the last conversion has matched, the remaining fields take none.
+fn attach_specs(print_fmt: &str, fields: &mut [Field]) {
+    let Some(rest) = print_fmt.trim().strip_prefix('"') else {
+        return;
+    };
+    // The format string ends at the first unescaped quote.
+    let b = rest.as_bytes();
+    let mut end = None;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 1,
+            b'"' => {
+                end = Some(i);
+                break;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    let Some(end) = end else { return };
+    let convs = conversions(&b[..end]);
+    let args_text = rest[end + 1..].trim_start().trim_start_matches(',');
+    let args = split_args(args_text);
+    let items: Vec<(Option<Spec>, Option<&str>)> = convs
+        .into_iter()
+        .zip(args)
+        .map(|(c, a)| (c, direct_field(a)))
+        .collect();
+    if items.is_empty() {
+        return;
+    }
+    let mut cursor = Some(0usize);
+    for f in fields.iter_mut() {
+        if !matches!(f.layout, Layout::Int) {
+            continue;
+        }
+        let Some(start) = cursor else { break };
+        let mut i = start;
+        loop {
+            if let (Some(sp), Some(name)) = (&items[i].0, items[i].1) {
+                if name == &*f.name {
+                    f.spec = Some(sp.clone());
+                    cursor = (i + 1 < items.len()).then_some(i + 1);
+                    break;
+                }
+            }
+            i = (i + 1) % items.len();
+            if i == start {
+                break;
+            }
+        }
+    }
 }
 
 /// One event's format.
@@ -184,6 +392,7 @@ pub fn parse_field(line: &str) -> Option<Field> {
         string,
         pointer,
         long,
+        spec: None,
     })
 }
 
@@ -204,7 +413,8 @@ pub fn parse_format(text: &str, system: &str) -> Result<EventFormat, FormatError
             })?);
         } else if line.starts_with("format:") {
             in_format = true;
-        } else if line.starts_with("print fmt:") {
+        } else if let Some(pf) = line.strip_prefix("print fmt:") {
+            attach_specs(pf, &mut fields);
             break;
         } else if in_format && line.trim_start().starts_with("field:") {
             let f = parse_field(line).ok_or_else(|| FormatError {
@@ -398,6 +608,14 @@ impl Field {
             return;
         }
         let v = self.uint(data, e);
+        if let Some(sp) = &self.spec {
+            if sp.after_0x {
+                out.push_str("0x");
+            }
+            if render_spec(sp, v, self.size, sym, out) {
+                return;
+            }
+        }
         if self.pointer {
             let _ = write!(out, "0x{v:x}");
         } else if self.signed {
@@ -407,12 +625,89 @@ impl Field {
             } else {
                 let _ = write!(out, "{}", sign_extend(v, self.size));
             }
-        } else if let Some(name) = self.long.then(|| sym(v)).flatten() {
-            out.push_str(name);
+        } else if self.long {
+            let _ = write!(out, "0x{v:x}");
         } else {
             let _ = write!(out, "{v}");
         }
     }
+}
+
+/// Formats integer `v` (a field of `size` bytes) with printf conversion `sp`; false when
+/// the conversion is not one for integers.
+fn render_spec<'s>(
+    sp: &Spec,
+    v: u64,
+    size: u32,
+    sym: &dyn Fn(u64) -> Option<&'s str>,
+    out: &mut String,
+) -> bool {
+    let mask = |bits: u32| {
+        if bits >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << bits) - 1
+        }
+    };
+    // The field's bytes are read zero-extended and printed as the length modifier says,
+    // as C's printf would see them.
+    let _ = size;
+    let bits = sp.bits;
+    let body = match sp.conv {
+        b'd' | b'i' => {
+            let x = sign_extend(v & mask(bits), bits / 8);
+            if sp.plus && x >= 0 {
+                format!("+{x}")
+            } else {
+                x.to_string()
+            }
+        }
+        b'u' => (v & mask(bits)).to_string(),
+        b'x' => {
+            let x = format!("{:x}", v & mask(bits));
+            if sp.alt && v != 0 {
+                format!("0x{x}")
+            } else {
+                x
+            }
+        }
+        b'X' => {
+            let x = format!("{:X}", v & mask(bits));
+            if sp.alt && v != 0 {
+                format!("0X{x}")
+            } else {
+                x
+            }
+        }
+        b'o' => format!("{:o}", v & mask(bits)),
+        b'c' => ((v & 0xff) as u8 as char).to_string(),
+        b'p' => match sp.psuffix {
+            b's' | b'f' | b'S' | b'F' | b'B' => {
+                sym(v).map_or_else(|| format!("0x{v:x}"), str::to_string)
+            }
+            _ => format!("0x{v:x}"),
+        },
+        _ => return false,
+    };
+    let pad = sp.width.saturating_sub(body.len());
+    if pad == 0 {
+        out.push_str(&body);
+    } else if sp.left {
+        out.push_str(&body);
+        out.extend(std::iter::repeat_n(' ', pad));
+    } else if sp.zero && matches!(sp.conv, b'd' | b'i' | b'u' | b'x' | b'X' | b'o') {
+        let (sign, digits) = match body.strip_prefix('-') {
+            Some(d) => ("-", d),
+            None => ("", body.as_str()),
+        };
+        out.push_str(sign);
+        out.extend(std::iter::repeat_n('0', pad));
+        out.push_str(digits);
+    } else {
+        out.extend(std::iter::repeat_n(' ', pad));
+        out.push_str(&body);
+    }
+    true
 }
 
 /// libtraceevent's test: a string is printed as text when every byte before the first NUL
@@ -1090,6 +1385,43 @@ print fmt: \"prev_comm=%s\", REC->prev_comm
         assert_eq!(arr.layout, Layout::Array { elem: 8 });
         assert!(!arr.string);
         assert!(parse_field("\tfield:garbage").is_none());
+    }
+
+    #[test]
+    fn print_fmt_conversions_pair_with_fields_like_libtraceevent() {
+        // Fields hrtimer, now, function; print fmt order hrtimer, function, now. `now`
+        // takes the last conversion, after which `function` takes none (hex, not %ps).
+        let text = "name: hrtimer_expire_entry\nID: 9\nformat:\n\tfield:void * hrtimer;\toffset:8;\tsize:8;\tsigned:0;\n\tfield:s64 now;\toffset:16;\tsize:8;\tsigned:1;\n\tfield:void * function;\toffset:24;\tsize:8;\tsigned:0;\n\nprint fmt: \"hrtimer=%p function=%ps now=%llu\", REC->hrtimer, REC->function, (unsigned long long) REC->now\n";
+        let f = parse_format(text, "timer").unwrap();
+        assert_eq!(
+            f.field("hrtimer").unwrap().spec.as_ref().unwrap().conv,
+            b'p'
+        );
+        assert_eq!(f.field("now").unwrap().spec.as_ref().unwrap().conv, b'u');
+        assert!(f.field("function").unwrap().spec.is_none());
+        let w = "name: sched_wakeup\nID: 3\nformat:\n\tfield:int target_cpu;\toffset:8;\tsize:4;\tsigned:1;\n\nprint fmt: \"target_cpu=%03d x=0x%lx\", REC->target_cpu, REC->x\n";
+        let f = parse_format(w, "sched").unwrap();
+        let mut d = vec![0u8; 12];
+        d[8..12].copy_from_slice(&7i32.to_le_bytes());
+        let mut out = String::new();
+        f.fields[0].render(&d, Endian::default(), &|_| None, &mut out);
+        assert_eq!(out, "007");
+        let c = conversions(b"a=0x%lx b=%-5s c=%*d %%");
+        assert!(c[0].as_ref().unwrap().after_0x);
+        assert_eq!(c[0].as_ref().unwrap().bits, 64);
+        assert!(c[1].as_ref().unwrap().left);
+        assert!(c[2].is_none(), "`*` takes an argument");
+        assert_eq!(c.len(), 4);
+        assert_eq!(
+            split_args("REC->a, __print_flags(REC->f, \"|\", { 1, \"A\" }), (long)REC->b - REC->c"),
+            vec![
+                "REC->a",
+                "__print_flags(REC->f, \"|\", { 1, \"A\" })",
+                "(long)REC->b - REC->c"
+            ]
+        );
+        assert_eq!(direct_field("(void *)REC->ip"), Some("ip"));
+        assert_eq!(direct_field("(long)REC->b - REC->c"), None);
     }
 
     #[test]

@@ -461,13 +461,18 @@ impl TraceDat {
                             info.instance = name;
                         }
                     }
+                    let cut: Vec<String> = v
+                        .iter()
+                        .filter(|(_, off, size)| off.saturating_add(*size) > flen)
+                        .map(|(cpu, _, _)| cpu.to_string())
+                        .collect();
+                    if !cut.is_empty() {
+                        self.diag.truncated = Some(format!(
+                            "the file is cut short ({flen} bytes): the data of CPU {} is incomplete",
+                            cut.join(", ")
+                        ));
+                    }
                     for (cpu, off, size) in v {
-                        if off.saturating_add(size) > flen {
-                            self.diag.truncated = Some(format!(
-                                "CPU {cpu}'s data runs to byte {} but the file has {flen}",
-                                off + size
-                            ));
-                        }
                         self.add_stream(
                             cpu,
                             Src::Plain {
