@@ -1,3 +1,4 @@
+#![allow(clippy::print_stderr)]
 //! Every public trace in ../shared/corpus parses with no line left not understood, and the
 //! oracles their own projects test (../shared/corpus/INDEX.md) hold.
 
