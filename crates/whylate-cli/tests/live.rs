@@ -359,6 +359,64 @@ raw_syscalls:sys_exit,syscalls:sys_enter_write,syscalls:sys_exit_write";
     let ours_cpu: BTreeMap<String, u64> = serde_json::from_value(j["by_cpu"].clone()).unwrap();
     assert_eq!(ours_cpu, cpus);
     assert!(names["sys_enter"] > 1000);
+    // whylate's own perf.data reader yields the same events, fields and all, as whylate's
+    // reader of perf script's text.
+    let ns_script = dir.join("perf-ns.txt");
+    let out = Command::new("perf")
+        .args(["script", "--ns", "-i"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    std::fs::write(&ns_script, &out.stdout).unwrap();
+    let mut strings = whylate::event::Interner::new();
+    let mut bin = whylate::read::open(&data, &Default::default()).unwrap();
+    let mut txt = whylate::read::open(&ns_script, &Default::default()).unwrap();
+    assert_eq!(bin.format(), whylate::read::Format::PerfData);
+    use whylate::event::Kind;
+    use whylate::read::EventSource;
+    let mut n = 0;
+    loop {
+        let (a, b) = (
+            bin.next_event(&mut strings).unwrap(),
+            txt.next_event(&mut strings).unwrap(),
+        );
+        let (a, b) = match (a, b) {
+            (Some(a), Some(b)) => (a, b),
+            (None, None) => break,
+            (a, b) => panic!("one reader ended first after {n}: {a:?} / {b:?}"),
+        };
+        n += 1;
+        let at = format!("event {n}: {a:?} vs {b:?}");
+        assert_eq!((a.ts, a.cpu, a.tid), (b.ts, b.cpu, b.tid), "{at}");
+        assert_eq!(a.name(), b.name(), "{at}");
+        match (&a.kind, &b.kind) {
+            (
+                Kind::SchedSwitch {
+                    prev_state: s1,
+                    prev_pid: p1,
+                    next_pid: n1,
+                    prev_comm: c1,
+                    next_prio: q1,
+                    ..
+                },
+                Kind::SchedSwitch {
+                    prev_state: s2,
+                    prev_pid: p2,
+                    next_pid: n2,
+                    prev_comm: c2,
+                    next_prio: q2,
+                    ..
+                },
+            ) => {
+                assert_eq!((p1, n1, c1, q1), (p2, n2, c2, q2), "{at}");
+                assert_eq!(s1.is_runnable(), s2.is_runnable(), "{at}");
+            }
+            // perf prints these through print fmt, whylate keeps the raw fields.
+            (Kind::Other { .. }, Kind::Other { .. }) => {}
+            (x, y) => assert_eq!(x, y, "{at}"),
+        }
+    }
+    assert_eq!(n as u64, names.values().sum::<u64>());
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -15,6 +15,7 @@ mod ftrace;
 mod funcgraph;
 mod lines;
 mod perf_script;
+pub mod perfdata;
 pub mod ringbuf;
 mod sysdig;
 mod systrace;
@@ -51,6 +52,8 @@ pub enum Format {
     Systrace,
     /// trace-cmd's binary trace.dat (v6, v7).
     TraceDat,
+    /// perf's binary perf.data.
+    PerfData,
 }
 
 impl Format {
@@ -76,6 +79,7 @@ impl Format {
             Format::Sysdig => "sysdig",
             Format::Systrace => "systrace",
             Format::TraceDat => "trace.dat",
+            Format::PerfData => "perf.data",
         }
     }
 }
@@ -428,7 +432,32 @@ pub struct Input {
 
 enum InputKind {
     Text(Box<Sorted<TextReader>>),
-    Dat(Box<tracedat::TraceDat>),
+    Dat(Box<Sorted<tracedat::TraceDat>>),
+    Perf(Box<Sorted<perfdata::PerfData>>),
+}
+
+impl EventSource for tracedat::TraceDat {
+    fn next_event(&mut self, strings: &mut Interner) -> Result<Option<Event>, ReadError> {
+        self.next_decoded(strings)
+    }
+    fn diag(&self) -> &Diag {
+        tracedat::TraceDat::diag(self)
+    }
+    fn order(&self) -> OrderStats {
+        OrderStats::default()
+    }
+}
+
+impl EventSource for perfdata::PerfData {
+    fn next_event(&mut self, strings: &mut Interner) -> Result<Option<Event>, ReadError> {
+        self.next_decoded(strings)
+    }
+    fn diag(&self) -> &Diag {
+        perfdata::PerfData::diag(self)
+    }
+    fn order(&self) -> OrderStats {
+        OrderStats::default()
+    }
 }
 
 impl Input {
@@ -437,6 +466,7 @@ impl Input {
         match &self.kind {
             InputKind::Text(t) => t.reader().format(),
             InputKind::Dat(_) => Format::TraceDat,
+            InputKind::Perf(_) => Format::PerfData,
         }
     }
     /// The detected compression.
@@ -447,21 +477,22 @@ impl Input {
     pub fn bytes_read(&self) -> u64 {
         match &self.kind {
             InputKind::Text(t) => t.reader().bytes_read(),
-            InputKind::Dat(d) => d.bytes(),
+            InputKind::Dat(d) => d.inner.bytes(),
+            InputKind::Perf(d) => d.inner.bytes(),
         }
     }
     /// whylate's record-time snapshot, when the input carries one.
     pub fn snapshot(&self) -> Option<&crate::snapshot::Snapshot> {
         match &self.kind {
-            InputKind::Dat(d) => d.snapshot(),
-            InputKind::Text(_) => None,
+            InputKind::Dat(d) => d.inner.snapshot(),
+            _ => None,
         }
     }
     /// trace.dat header facts.
     pub fn dat_info(&self) -> Option<&tracedat::DatInfo> {
         match &self.kind {
-            InputKind::Dat(d) => Some(d.info()),
-            InputKind::Text(_) => None,
+            InputKind::Dat(d) => Some(d.inner.info()),
+            _ => None,
         }
     }
 }
@@ -470,19 +501,22 @@ impl EventSource for Input {
     fn next_event(&mut self, strings: &mut Interner) -> Result<Option<Event>, ReadError> {
         match &mut self.kind {
             InputKind::Text(t) => t.next_event(strings),
-            InputKind::Dat(d) => d.next_decoded(strings),
+            InputKind::Dat(d) => d.next_event(strings),
+            InputKind::Perf(d) => d.next_event(strings),
         }
     }
     fn diag(&self) -> &Diag {
         match &self.kind {
             InputKind::Text(t) => t.diag(),
             InputKind::Dat(d) => d.diag(),
+            InputKind::Perf(d) => d.diag(),
         }
     }
     fn order(&self) -> OrderStats {
         match &self.kind {
             InputKind::Text(t) => t.order(),
-            InputKind::Dat(_) => OrderStats::default(),
+            InputKind::Dat(d) => d.order(),
+            InputKind::Perf(d) => d.order(),
         }
     }
 }
@@ -525,17 +559,35 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
     let (rd, compression) = decompress(path, f).map_err(io_err)?;
     let mut lines = LineReader::new(rd);
     let head = lines.peek(256 * 1024).map_err(io_err)?.to_vec();
-    if tracedat::sniff(&head) || opts.format == Some(Format::TraceDat) {
+    let dat = tracedat::sniff(&head) || opts.format == Some(Format::TraceDat);
+    let perf = perfdata::sniff(&head) || opts.format == Some(Format::PerfData);
+    if dat || perf {
+        // Binary formats need random access: a compressed one is spooled to a temp file.
         let file = if compression == Compression::None {
             File::open(path).map_err(io_err)?
         } else {
             let (buffered, rest) = lines.into_inner();
             spool(path, Box::new(io::Cursor::new(buffered).chain(rest)))?
         };
-        return Ok(Input {
-            kind: InputKind::Dat(Box::new(tracedat::TraceDat::open(path, file)?)),
-            compression,
-        });
+        // Both are time-ordered by construction (per-CPU merge, FINISHED_ROUND); the window
+        // catches and counts what a skewed clock still puts out of order.
+        let w = if opts.window == 0 {
+            DEFAULT_WINDOW
+        } else {
+            opts.window
+        };
+        let kind = if dat {
+            InputKind::Dat(Box::new(Sorted::new(
+                tracedat::TraceDat::open(path, file)?,
+                w,
+            )))
+        } else {
+            InputKind::Perf(Box::new(Sorted::new(
+                perfdata::PerfData::open(path, file)?,
+                w,
+            )))
+        };
+        return Ok(Input { kind, compression });
     }
     let format = match opts.format {
         Some(f) => f,
@@ -553,7 +605,7 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
         Format::PerfScript => Box::new(perf_script::PerfScriptParser::new()),
         Format::Sysdig => Box::new(sysdig::SysdigParser::new()),
         Format::Systrace => Box::new(systrace::SystraceParser::new(&head)),
-        Format::TraceDat => unreachable!("binary formats return above"),
+        Format::TraceDat | Format::PerfData => unreachable!("binary formats return above"),
     };
     let diag = Diag {
         strict: opts.strict,

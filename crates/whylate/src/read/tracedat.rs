@@ -386,24 +386,31 @@ impl TraceDat {
     }
 
     fn open_v6(&mut self, start: u64, flen: u64, fmts: &mut Formats, info: &mut DatInfo) -> R<()> {
-        // Everything up to the CPU data is metadata; read it in growing pieces.
-        let meta_len = flen.saturating_sub(start).min(64 << 20) as usize;
-        let mut meta = vec![0u8; meta_len];
-        self.file
-            .read_exact_at(&mut meta, start)
-            .map_err(|e| (start, e.to_string()))?;
+        // The metadata (formats, kallsyms...) precedes the CPU data; its length is only
+        // known by parsing it, so read a piece and grow it until it parses.
+        let avail = flen.saturating_sub(start);
+        let mut want = avail.min(8 << 20);
+        let (meta, pos) = loop {
+            let mut meta = vec![0u8; want as usize];
+            self.file
+                .read_exact_at(&mut meta, start)
+                .map_err(|e| (start, e.to_string()))?;
+            let mut c = Cur::new(&meta, start, fmts.endian);
+            let mut f = fmts.clone();
+            match read_v6_meta(&mut c, &mut f) {
+                Ok((layout, cmdlines)) => {
+                    *fmts = f;
+                    self.layout = layout;
+                    self.cmdlines = cmdlines;
+                    let pos = c.pos;
+                    break (meta, pos);
+                }
+                Err(_) if want < avail => want = (want * 4).min(avail),
+                Err(e) => return Err(e),
+            }
+        };
         let mut c = Cur::new(&meta, start, fmts.endian);
-        self.read_header_info(&mut c, fmts)?;
-        read_ftrace_events(&mut c, fmts)?;
-        read_event_formats(&mut c, fmts)?;
-        let n = c.u32("kallsyms size")? as usize;
-        let ks = c.take(n, "kallsyms")?;
-        fmts.load_kallsyms(ks);
-        let n = c.u32("printk formats size")? as usize;
-        c.take(n, "printk formats")?;
-        let n = c.u64("saved cmdlines size")? as usize;
-        let cl = c.take(n, "saved cmdlines")?;
-        self.cmdlines = parse_cmdlines(cl);
+        c.pos = pos;
         let cpus = c.u32("CPU count")?;
         info.cpus = cpus;
         let mut buffers: Vec<(String, u64)> = Vec::new();
@@ -508,21 +515,6 @@ impl TraceDat {
             lost: None,
             done: false,
         });
-    }
-
-    fn read_header_info(&mut self, c: &mut Cur<'_>, fmts: &mut Formats) -> R<()> {
-        c.tag(b"header_page\0")?;
-        let n = c.u64("header_page size")? as usize;
-        let hp = c.take(n, "header_page")?;
-        self.layout = PageLayout::from_header_page(
-            &String::from_utf8_lossy(hp),
-            fmts.long_size as usize,
-            fmts.endian,
-        );
-        c.tag(b"header_event\0")?;
-        let n = c.u64("header_event size")? as usize;
-        c.take(n, "header_event")?;
-        Ok(())
     }
 
     fn option(&mut self, id: u16, data: &[u8], info: &mut DatInfo, e: Endian) -> R<()> {
@@ -694,7 +686,7 @@ impl TraceDat {
             }
             let mut c = Cur::new(&body, off + 16, e);
             match id {
-                OPT_HEADER_INFO => self.read_header_info(&mut c, fmts)?,
+                OPT_HEADER_INFO => self.layout = read_header_info(&mut c, fmts)?,
                 OPT_FTRACE_EVENTS => read_ftrace_events(&mut c, fmts)?,
                 OPT_EVENT_FORMATS => read_event_formats(&mut c, fmts)?,
                 OPT_KALLSYMS => {
@@ -1096,6 +1088,51 @@ impl TraceDat {
     pub fn diag(&self) -> &Diag {
         &self.diag
     }
+}
+
+fn read_header_info(c: &mut Cur<'_>, fmts: &Formats) -> R<PageLayout> {
+    c.tag(b"header_page\0")?;
+    let n = c.u64("header_page size")? as usize;
+    let hp = c.take(n, "header_page")?;
+    let layout = PageLayout::from_header_page(
+        &String::from_utf8_lossy(hp),
+        fmts.long_size as usize,
+        fmts.endian,
+    );
+    c.tag(b"header_event\0")?;
+    let n = c.u64("header_event size")? as usize;
+    c.take(n, "header_event")?;
+    Ok(layout)
+}
+
+/// The v6 metadata after the fixed header, up to the saved cmdlines: page layout, event
+/// formats, kallsyms, printk formats, cmdlines. perf.data's TRACING_DATA is the same.
+fn read_v6_meta(c: &mut Cur<'_>, fmts: &mut Formats) -> R<(PageLayout, Vec<(i32, String)>)> {
+    let layout = read_header_info(c, fmts)?;
+    read_ftrace_events(c, fmts)?;
+    read_event_formats(c, fmts)?;
+    let n = c.u32("kallsyms size")? as usize;
+    fmts.load_kallsyms(c.take(n, "kallsyms")?);
+    let n = c.u32("printk formats size")? as usize;
+    c.take(n, "printk formats")?;
+    let n = c.u64("saved cmdlines size")? as usize;
+    let cl = c.take(n, "saved cmdlines")?;
+    Ok((layout, parse_cmdlines(cl)))
+}
+
+/// Parses a whole tracing-data blob (perf.data's TRACING_DATA feature: the trace.dat v6
+/// preamble, version `0.6`): the event formats and the saved cmdlines.
+pub fn parse_tracing_data(d: &[u8]) -> Result<(Formats, Vec<(i32, String)>), (u64, String)> {
+    let mut c = Cur::new(d, 0, Endian::default());
+    c.tag(MAGIC)?;
+    c.cstr("version string")?;
+    let big = c.take(1, "endianness")?[0] != 0;
+    c.e = Endian { big };
+    let long_size = c.take(1, "long size")?[0] as u32;
+    c.u32("page size")?;
+    let mut fmts = Formats::new(c.e, long_size);
+    let (_, cmdlines) = read_v6_meta(&mut c, &mut fmts)?;
+    Ok((fmts, cmdlines))
 }
 
 fn read_ftrace_events(c: &mut Cur<'_>, fmts: &mut Formats) -> R<()> {
