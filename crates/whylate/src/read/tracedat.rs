@@ -1120,9 +1120,12 @@ fn read_v6_meta(c: &mut Cur<'_>, fmts: &mut Formats) -> R<(PageLayout, Vec<(i32,
     Ok((layout, parse_cmdlines(cl)))
 }
 
+/// Event formats and saved cmdlines (pid, comm).
+pub type TracingData = (Formats, Vec<(i32, String)>);
+
 /// Parses a whole tracing-data blob (perf.data's TRACING_DATA feature: the trace.dat v6
 /// preamble, version `0.6`): the event formats and the saved cmdlines.
-pub fn parse_tracing_data(d: &[u8]) -> Result<(Formats, Vec<(i32, String)>), (u64, String)> {
+pub fn parse_tracing_data(d: &[u8]) -> Result<TracingData, (u64, String)> {
     let mut c = Cur::new(d, 0, Endian::default());
     c.tag(MAGIC)?;
     c.cstr("version string")?;
