@@ -432,8 +432,8 @@ pub struct Input {
 
 enum InputKind {
     Text(Box<Sorted<TextReader>>),
-    Dat(Box<Sorted<tracedat::TraceDat>>),
-    Perf(Box<Sorted<perfdata::PerfData>>),
+    Dat(Box<tracedat::TraceDat>),
+    Perf(Box<perfdata::PerfData>),
 }
 
 impl EventSource for tracedat::TraceDat {
@@ -444,7 +444,7 @@ impl EventSource for tracedat::TraceDat {
         tracedat::TraceDat::diag(self)
     }
     fn order(&self) -> OrderStats {
-        OrderStats::default()
+        tracedat::TraceDat::order(self)
     }
 }
 
@@ -456,7 +456,7 @@ impl EventSource for perfdata::PerfData {
         perfdata::PerfData::diag(self)
     }
     fn order(&self) -> OrderStats {
-        OrderStats::default()
+        perfdata::PerfData::order(self)
     }
 }
 
@@ -477,21 +477,21 @@ impl Input {
     pub fn bytes_read(&self) -> u64 {
         match &self.kind {
             InputKind::Text(t) => t.reader().bytes_read(),
-            InputKind::Dat(d) => d.inner.bytes(),
-            InputKind::Perf(d) => d.inner.bytes(),
+            InputKind::Dat(d) => d.bytes(),
+            InputKind::Perf(d) => d.bytes(),
         }
     }
     /// whylate's record-time snapshot, when the input carries one.
     pub fn snapshot(&self) -> Option<&crate::snapshot::Snapshot> {
         match &self.kind {
-            InputKind::Dat(d) => d.inner.snapshot(),
+            InputKind::Dat(d) => d.snapshot(),
             _ => None,
         }
     }
     /// trace.dat header facts.
     pub fn dat_info(&self) -> Option<&tracedat::DatInfo> {
         match &self.kind {
-            InputKind::Dat(d) => Some(d.inner.info()),
+            InputKind::Dat(d) => Some(d.info()),
             _ => None,
         }
     }
@@ -501,8 +501,8 @@ impl EventSource for Input {
     fn next_event(&mut self, strings: &mut Interner) -> Result<Option<Event>, ReadError> {
         match &mut self.kind {
             InputKind::Text(t) => t.next_event(strings),
-            InputKind::Dat(d) => d.next_event(strings),
-            InputKind::Perf(d) => d.next_event(strings),
+            InputKind::Dat(d) => d.next_decoded(strings),
+            InputKind::Perf(d) => d.next_decoded(strings),
         }
     }
     fn diag(&self) -> &Diag {
@@ -569,23 +569,13 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
             let (buffered, rest) = lines.into_inner();
             spool(path, Box::new(io::Cursor::new(buffered).chain(rest)))?
         };
-        // Both are time-ordered by construction (per-CPU merge, FINISHED_ROUND); the window
-        // catches and counts what a skewed clock still puts out of order.
-        let w = if opts.window == 0 {
-            DEFAULT_WINDOW
-        } else {
-            opts.window
-        };
+        // Both are time-ordered by construction (per-CPU merge, FINISHED_ROUND): no reorder
+        // window (it would copy every event twice); what a skewed clock still puts out of
+        // order is counted by the reader.
         let kind = if dat {
-            InputKind::Dat(Box::new(Sorted::new(
-                tracedat::TraceDat::open(path, file)?,
-                w,
-            )))
+            InputKind::Dat(Box::new(tracedat::TraceDat::open(path, file)?))
         } else {
-            InputKind::Perf(Box::new(Sorted::new(
-                perfdata::PerfData::open(path, file)?,
-                w,
-            )))
+            InputKind::Perf(Box::new(perfdata::PerfData::open(path, file)?))
         };
         return Ok(Input { kind, compression });
     }

@@ -50,6 +50,8 @@ pub struct PerfData {
     diag: Diag,
     info: PerfInfo,
     bytes: u64,
+    last_ts: u64,
+    order: super::OrderStats,
     unknown_ids: u64,
 }
 
@@ -127,6 +129,8 @@ impl PerfData {
             diag: Diag::default(),
             info,
             bytes,
+            last_ts: 0,
+            order: super::OrderStats::default(),
             unknown_ids: 0,
         })
     }
@@ -150,6 +154,20 @@ impl PerfData {
     /// What the reader noticed.
     pub fn diag(&self) -> &Diag {
         &self.diag
+    }
+
+    /// Events that came earlier than one before them (a skewed clock between CPUs).
+    pub fn order(&self) -> super::OrderStats {
+        self.order
+    }
+
+    #[inline]
+    fn check_order(&mut self, ts: u64) {
+        if ts < self.last_ts {
+            self.order.unsorted += 1;
+        } else {
+            self.last_ts = ts;
+        }
     }
 
     fn seed(&mut self, s: &mut Interner) {
@@ -272,6 +290,7 @@ impl PerfData {
                     } else {
                         self.comms.get(&tid).copied().unwrap_or(self.unknown_sym)
                     };
+                    self.check_order(ts);
                     return Ok(Some(Event {
                         ts,
                         cpu,

@@ -722,7 +722,8 @@ fn printable(b: &[u8]) -> bool {
 /// The event formats of one trace, by id.
 #[derive(Clone, Debug, Default)]
 pub struct Formats {
-    by_id: FxHashMap<u32, usize>,
+    /// Index into `list` by id (ids are 16-bit `common_type` values): no hashing per record.
+    by_id: Vec<u32>,
     /// All formats in the order they were read.
     pub list: Vec<EventFormat>,
     /// Byte order.
@@ -747,12 +748,21 @@ impl Formats {
     /// Adds a format (a later one with the same id replaces the earlier).
     pub fn add(&mut self, f: EventFormat) {
         let i = self.list.len();
-        self.by_id.insert(f.id, i);
+        let id = f.id as usize;
+        if id < (1 << 16) {
+            if self.by_id.len() <= id {
+                self.by_id.resize(id + 1, u32::MAX);
+            }
+            self.by_id[id] = i as u32;
+        }
         self.list.push(f);
     }
     /// The format of event id `id`.
     pub fn get(&self, id: u32) -> Option<&EventFormat> {
-        self.by_id.get(&id).map(|&i| &self.list[i])
+        match self.by_id.get(id as usize) {
+            Some(&i) if i != u32::MAX => self.list.get(i as usize),
+            _ => None,
+        }
     }
     /// Number of formats.
     pub fn len(&self) -> usize {
@@ -881,7 +891,8 @@ enum Plan {
 /// Turns binary records into [`Kind`]s, caching per event id the fields it needs and the
 /// symbol names of function pointers.
 pub struct Decoder {
-    plans: FxHashMap<u32, Plan>,
+    /// By event id (16-bit): a vector, not a map, on the per-record path.
+    plans: Vec<Option<Plan>>,
     funcs: FxHashMap<u64, Sym>,
     text: String,
 }
@@ -896,7 +907,7 @@ impl Decoder {
     /// A decoder with nothing cached.
     pub fn new() -> Self {
         Decoder {
-            plans: FxHashMap::default(),
+            plans: Vec::new(),
             funcs: FxHashMap::default(),
             text: String::new(),
         }
@@ -1030,11 +1041,15 @@ impl Decoder {
         s: &mut Interner,
     ) -> Kind {
         let e = fmts.endian;
-        if let std::collections::hash_map::Entry::Vacant(v) = self.plans.entry(fmt.id) {
-            v.insert(Self::plan(fmt, s));
+        let id = (fmt.id as usize).min(1 << 16);
+        if self.plans.len() <= id {
+            self.plans.resize(id + 1, None);
+        }
+        if self.plans[id].is_none() {
+            self.plans[id] = Some(Self::plan(fmt, s));
         }
         // The plan is cloned out only for the rare kinds that need `self` again.
-        let plan = &self.plans[&fmt.id];
+        let plan = self.plans[id].as_ref().expect("just planned");
         let i = |f: &Option<Field>| f.as_ref().map_or(0, |f| f.int(data, e));
         let u = |f: &Option<Field>| f.as_ref().map_or(0, |f| f.uint(data, e));
         let st = |f: &Option<Field>, s: &mut Interner| {

@@ -189,6 +189,8 @@ struct CpuStream {
     /// A lost-events marker to emit before `head`: (ts, count).
     lost: Option<(u64, Option<u64>)>,
     done: bool,
+    /// (pid, comm) of this CPU's last record.
+    last_comm: (i32, Sym),
 }
 
 /// Reads a trace.dat.
@@ -214,6 +216,9 @@ pub struct TraceDat {
     tsc2nsec: Option<(u32, u32, u64)>,
     ts_offset: i64,
     bytes: u64,
+    last_ts: u64,
+    data_bytes: u64,
+    order: super::OrderStats,
     unknown_ids: FxHashMap<u32, u64>,
 }
 
@@ -342,6 +347,9 @@ impl TraceDat {
             tsc2nsec: None,
             ts_offset: 0,
             bytes: flen,
+            last_ts: 0,
+            data_bytes: 0,
+            order: super::OrderStats::default(),
             unknown_ids: FxHashMap::default(),
         };
         if version == 6 {
@@ -514,6 +522,7 @@ impl TraceDat {
             head: None,
             lost: None,
             done: false,
+            last_comm: (-1, Sym::EMPTY),
         });
     }
 
@@ -825,6 +834,7 @@ impl TraceDat {
             }
         }
         s.page_at = 0;
+        self.data_bytes += s.len as u64;
         Ok(true)
     }
 
@@ -970,6 +980,10 @@ impl TraceDat {
     pub fn bytes(&self) -> u64 {
         self.bytes
     }
+    /// Bytes of ring-buffer pages (uncompressed CPU data) read so far.
+    pub fn data_bytes(&self) -> u64 {
+        self.data_bytes
+    }
     /// The input's path.
     pub fn path(&self) -> &Path {
         &self.path
@@ -1044,6 +1058,13 @@ impl TraceDat {
                 continue;
             };
             let kind = self.decoder.decode(&self.fmts, fmt, data, s);
+            let renamed = matches!(
+                kind,
+                Kind::SchedSwitch { .. }
+                    | Kind::SchedWaking { .. }
+                    | Kind::SchedWakeup { .. }
+                    | Kind::SchedFork { .. }
+            );
             match &kind {
                 Kind::SchedSwitch {
                     prev_comm,
@@ -1069,9 +1090,15 @@ impl TraceDat {
             }
             let comm = if c.pid == 0 {
                 self.idle_sym
+            } else if self.streams[i].last_comm.0 == c.pid && !renamed {
+                // Consecutive records on a CPU are mostly the same task.
+                self.streams[i].last_comm.1
             } else {
-                self.comms.get(&c.pid).copied().unwrap_or(self.unknown_sym)
+                let sym = self.comms.get(&c.pid).copied().unwrap_or(self.unknown_sym);
+                self.streams[i].last_comm = (c.pid, sym);
+                sym
             };
+            self.check_order(ts);
             return Ok(Some(Event {
                 ts,
                 cpu,
@@ -1087,6 +1114,20 @@ impl TraceDat {
     /// What the reader noticed.
     pub fn diag(&self) -> &Diag {
         &self.diag
+    }
+
+    /// Events that came earlier than one before them (a skewed clock between CPUs).
+    pub fn order(&self) -> super::OrderStats {
+        self.order
+    }
+
+    #[inline]
+    fn check_order(&mut self, ts: u64) {
+        if ts < self.last_ts {
+            self.order.unsorted += 1;
+        } else {
+            self.last_ts = ts;
+        }
     }
 }
 
