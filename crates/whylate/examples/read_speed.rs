@@ -12,8 +12,7 @@ fn main() {
     let raw = args.next().as_deref() == Some("--raw");
     let t = Instant::now();
     let mut n = 0u64;
-    let bytes;
-    if raw {
+    let bytes = if raw {
         let f = std::fs::File::open(&path).expect("open");
         let mut d = tracedat::TraceDat::open(&path, f).expect("a trace.dat");
         while let Some(r) = d.next_raw().expect("read") {
@@ -21,14 +20,14 @@ fn main() {
                 n += data.len().min(1) as u64;
             }
         }
-        bytes = d.data_bytes();
+        d.data_bytes()
     } else {
         let mut src = read::open(&path, &Default::default()).expect("open");
         let mut s = Interner::new();
         while src.next_event(&mut s).expect("read").is_some() {
             n += 1;
         }
-        bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-    }
+        std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0)
+    };
     println!("{n} {bytes} {:.6}", t.elapsed().as_secs_f64());
 }
