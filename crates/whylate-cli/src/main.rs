@@ -60,7 +60,7 @@ enum Cmd {
     /// lines not understood. Several files are merged by timestamp.
     Stats {
         /// Trace files (ftrace, trace-cmd report, latency/function_graph dumps, perf script,
-        /// sysdig, systrace; .gz/.zst/.xz are decompressed).
+        /// sysdig, systrace, trace.dat, perf.data; .gz/.zst/.xz are decompressed).
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Machine-readable output (schema: docs/json.md).
@@ -202,6 +202,8 @@ enum FormatArg {
     PerfScript,
     Sysdig,
     Systrace,
+    TraceDat,
+    PerfData,
 }
 
 impl From<FormatArg> for Format {
@@ -214,6 +216,8 @@ impl From<FormatArg> for Format {
             FormatArg::PerfScript => Format::PerfScript,
             FormatArg::Sysdig => Format::Sysdig,
             FormatArg::Systrace => Format::Systrace,
+            FormatArg::TraceDat => Format::TraceDat,
+            FormatArg::PerfData => Format::PerfData,
         }
     }
 }

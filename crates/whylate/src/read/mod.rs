@@ -51,8 +51,10 @@ pub enum Format {
     /// Legacy systrace (HTML or the JS payload) holding ftrace text.
     Systrace,
     /// trace-cmd's binary trace.dat (v6, v7).
+    #[serde(rename = "trace.dat")]
     TraceDat,
     /// perf's binary perf.data.
+    #[serde(rename = "perf.data")]
     PerfData,
 }
 
