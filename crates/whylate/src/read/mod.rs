@@ -400,6 +400,9 @@ pub struct OpenOptions {
 /// stay in L2 cache; a larger window measurably slows the hot path. `--window` raises it.
 pub const DEFAULT_WINDOW: usize = 1 << 12;
 
+/// Reorder window for perf.data: a perf round can hold tens of thousands of events.
+pub const PERF_WINDOW: usize = 1 << 16;
+
 fn decompress(path: &Path, f: File) -> io::Result<(Box<dyn Read>, Compression)> {
     let mut br = BufReader::with_capacity(1 << 16, f);
     let head = br.fill_buf()?;
@@ -435,7 +438,7 @@ pub struct Input {
 enum InputKind {
     Text(Box<Sorted<TextReader>>),
     Dat(Box<tracedat::TraceDat>),
-    Perf(Box<perfdata::PerfData>),
+    Perf(Box<Sorted<perfdata::PerfData>>),
 }
 
 impl EventSource for tracedat::TraceDat {
@@ -480,7 +483,7 @@ impl Input {
         match &self.kind {
             InputKind::Text(t) => t.reader().bytes_read(),
             InputKind::Dat(d) => d.bytes(),
-            InputKind::Perf(d) => d.bytes(),
+            InputKind::Perf(d) => d.inner.bytes(),
         }
     }
     /// whylate's record-time snapshot, when the input carries one.
@@ -504,7 +507,7 @@ impl EventSource for Input {
         match &mut self.kind {
             InputKind::Text(t) => t.next_event(strings),
             InputKind::Dat(d) => d.next_decoded(strings),
-            InputKind::Perf(d) => d.next_decoded(strings),
+            InputKind::Perf(d) => d.next_event(strings),
         }
     }
     fn diag(&self) -> &Diag {
@@ -571,13 +574,18 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
             let (buffered, rest) = lines.into_inner();
             spool(path, Box::new(io::Cursor::new(buffered).chain(rest)))?
         };
-        // Both are time-ordered by construction (per-CPU merge, FINISHED_ROUND): no reorder
-        // window (it would copy every event twice); what a skewed clock still puts out of
-        // order is counted by the reader.
+        // trace.dat is time-ordered by construction (per-CPU merge): no reorder window (it
+        // would copy every event twice); what a skewed clock still puts out of order is
+        // counted by the reader. perf.data's FINISHED_ROUND sorting (linux-perf-data) lets
+        // an event of the next round come out before a later one of this round, so it goes
+        // through a window of at least PERF_WINDOW events.
         let kind = if dat {
             InputKind::Dat(Box::new(tracedat::TraceDat::open(path, file)?))
         } else {
-            InputKind::Perf(Box::new(perfdata::PerfData::open(path, file)?))
+            InputKind::Perf(Box::new(Sorted::new(
+                perfdata::PerfData::open(path, file)?,
+                opts.window.max(PERF_WINDOW),
+            )))
         };
         return Ok(Input { kind, compression });
     }
