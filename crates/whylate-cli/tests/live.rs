@@ -1265,6 +1265,8 @@ fn record_writes_what_trace_cmd_reports() {
     if !have("trace-cmd") && skip("trace-cmd not installed (apt-get install trace-cmd)") {
         return;
     }
+    // trace-cmd mounts tracefs to look around: unmount it again if it was not mounted.
+    let _mount = MountGuard::new();
     let before = tracefs_state();
     let dir = tmpdir("record");
     let dat = dir.join("t.dat");
@@ -1359,10 +1361,11 @@ fn record_restores_tracefs_after_sigint_a_bad_event_and_a_kill() {
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(1500));
-    // SAFETY: signalling our own child.
-    unsafe {
-        libc_kill(child.id() as i32, 2);
-    }
+    let st = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
     let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
@@ -1429,9 +1432,4 @@ fn record_restores_tracefs_after_sigint_a_bad_event_and_a_kill() {
         assert!(!n.starts_with(".whylate-"), "spool file {n} left behind");
     }
     std::fs::remove_dir_all(&dir).ok();
-}
-
-extern "C" {
-    #[link_name = "kill"]
-    fn libc_kill(pid: i32, sig: i32) -> i32;
 }

@@ -177,6 +177,28 @@ impl fmt::Display for TaskState {
     }
 }
 
+impl Kind {
+    /// sched_waking (`waking`) or sched_wakeup(_new) of `pid`.
+    pub fn wake(comm: Sym, pid: i32, prio: i32, target_cpu: i32, waking: bool, new: bool) -> Kind {
+        if waking {
+            Kind::SchedWaking {
+                comm,
+                pid,
+                prio,
+                target_cpu,
+            }
+        } else {
+            Kind::SchedWakeup {
+                comm,
+                pid,
+                prio,
+                target_cpu,
+                new,
+            }
+        }
+    }
+}
+
 /// Which `sched_stat_*` event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SchedStat {
@@ -456,6 +478,19 @@ pub mod flags {
 impl Event {
     /// CPU value for formats that do not record one.
     pub const NO_CPU: u32 = u32::MAX;
+
+    /// A lost-events marker: `count` events (None = some) were lost on `cpu` before `ts`.
+    pub fn lost(ts: u64, cpu: u32, count: Option<u64>) -> Event {
+        Event {
+            ts,
+            cpu,
+            tid: -1,
+            tgid: -1,
+            comm: Sym::EMPTY,
+            flags: 0,
+            kind: Kind::Lost { count },
+        }
+    }
 
     /// The event's name as a key (cheap: no allocation).
     pub fn name(&self) -> EventName {

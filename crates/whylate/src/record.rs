@@ -464,6 +464,7 @@ fn online_cpus(root: &Path) -> Vec<u32> {
 struct Reader {
     cpu: u32,
     spool: File,
+    /// Where the (unlinked) spool was created, for error messages.
     spool_path: PathBuf,
     pages: u64,
     events: u64,
@@ -721,21 +722,12 @@ pub fn record(opts: &RecordOptions, stop: Arc<AtomicBool>) -> Result<RecordResul
     let formats = collect_formats(&root, &events);
     // Tracing is over: put tracefs back before the (slower) file assembly.
     session.remove_instance();
-    let cleanup = |readers: &[Reader]| {
-        for r in readers {
-            let _ = fs::remove_file(&r.spool_path);
-        }
-    };
+    // The spools were unlinked when created: dropping `readers` frees them.
     if let Some(e) = spawn_err {
-        cleanup(&readers);
         return Err(e);
     }
-    if let Err(e) = start_res {
-        cleanup(&readers);
-        return Err(e);
-    }
+    start_res?;
     if let Some(e) = reader_err {
-        cleanup(&readers);
         return Err(RecordError::Io {
             path: inst.join("per_cpu"),
             source: e,
@@ -754,9 +746,7 @@ pub fn record(opts: &RecordOptions, stop: Arc<AtomicBool>) -> Result<RecordResul
         cpustats,
         snapshot: serde_json::to_vec(&snapshot).unwrap_or_default(),
     };
-    let res = write_dat(&opts.output, &meta, &mut readers);
-    cleanup(&readers);
-    let bytes = res?;
+    let bytes = write_dat(&opts.output, &meta, &mut readers)?;
     let events_n: u64 = cpu_results.iter().map(|c| c.events).sum();
     let lost: u64 = cpu_results.iter().map(|c| c.lost).sum();
     let suggestion = (lost > 0).then(|| {

@@ -128,22 +128,7 @@ fn wake(b: &[u8], s: &mut Interner, waking: bool, new: bool) -> Option<Kind> {
             .unwrap_or(-1);
         (s.intern_bytes(c), pid, prio, cpu as i32)
     };
-    Some(if waking {
-        Kind::SchedWaking {
-            comm,
-            pid,
-            prio,
-            target_cpu,
-        }
-    } else {
-        Kind::SchedWakeup {
-            comm,
-            pid,
-            prio,
-            target_cpu,
-            new,
-        }
-    })
+    Some(Kind::wake(comm, pid, prio, target_cpu, waking, new))
 }
 
 /// `vec=6 [action=TASKLET]`, or older `vec=6 action=TASKLET`.

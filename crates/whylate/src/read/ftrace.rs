@@ -334,15 +334,7 @@ impl FtraceParser {
 
     fn flush_lost(&mut self, ts: u64, cx: &mut Cx<'_>) {
         for (cpu, count) in self.pending_lost.drain(..) {
-            cx.out.push_back(Event {
-                ts,
-                cpu,
-                tid: -1,
-                tgid: -1,
-                comm: Sym::EMPTY,
-                flags: 0,
-                kind: Kind::Lost { count },
-            });
+            cx.out.push_back(Event::lost(ts, cpu, count));
         }
     }
 }

@@ -11,6 +11,7 @@
 //! around a pasted trace, shell prompts) is counted separately as skipped.
 
 mod body;
+mod comms;
 mod ftrace;
 mod funcgraph;
 mod lines;

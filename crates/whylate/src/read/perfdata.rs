@@ -8,7 +8,6 @@ use super::{Diag, ReadError};
 use crate::event::{Event, Interner, Kind, Sym};
 use linux_perf_data::linux_perf_event_reader::EventRecord;
 use linux_perf_data::{Feature, PerfFileReader, PerfFileRecord};
-use rustc_hash::FxHashMap;
 use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
@@ -42,17 +41,12 @@ pub struct PerfData {
     /// Per attr index: the attr's name as a symbol (for non-tracepoint samples).
     attr_names: Vec<Option<String>>,
     attr_syms: Vec<Sym>,
-    comms: FxHashMap<i32, Sym>,
-    cmdlines: Vec<(i32, String)>,
-    seeded: bool,
-    unknown_sym: Sym,
-    idle_sym: Sym,
+    comms: super::comms::Comms,
     diag: Diag,
     info: PerfInfo,
     bytes: u64,
     last_ts: u64,
     order: super::OrderStats,
-    unknown_ids: u64,
 }
 
 impl PerfData {
@@ -121,17 +115,12 @@ impl PerfData {
             decoder: Decoder::new(),
             attr_names,
             attr_syms: Vec::new(),
-            comms: FxHashMap::default(),
-            cmdlines,
-            seeded: false,
-            unknown_sym: Sym::EMPTY,
-            idle_sym: Sym::EMPTY,
+            comms: super::comms::Comms::new(cmdlines, Vec::new()),
             diag: Diag::default(),
             info,
             bytes,
             last_ts: 0,
             order: super::OrderStats::default(),
-            unknown_ids: 0,
         })
     }
 
@@ -171,13 +160,6 @@ impl PerfData {
     }
 
     fn seed(&mut self, s: &mut Interner) {
-        self.seeded = true;
-        self.unknown_sym = s.intern("<...>");
-        self.idle_sym = s.intern("<idle>");
-        for (pid, comm) in std::mem::take(&mut self.cmdlines) {
-            let c = s.intern(&comm);
-            self.comms.insert(pid, c);
-        }
         self.attr_syms = self
             .attr_names
             .iter()
@@ -187,7 +169,8 @@ impl PerfData {
 
     /// Next event in time order.
     pub fn next_decoded(&mut self, s: &mut Interner) -> Result<Option<Event>, ReadError> {
-        if !self.seeded {
+        self.comms.seed(s);
+        if self.attr_syms.len() != self.attr_names.len() {
             self.seed(s);
         }
         let path = self.path.clone();
@@ -218,20 +201,11 @@ impl PerfData {
             match parsed {
                 EventRecord::Comm(c) => {
                     let name = s.intern_bytes(&c.name.as_slice());
-                    self.comms.insert(c.tid, name);
+                    self.comms.set(c.tid, name);
                 }
                 EventRecord::Lost(l) => {
-                    return Ok(Some(Event {
-                        ts: record.timestamp().unwrap_or(0),
-                        cpu: Event::NO_CPU,
-                        tid: -1,
-                        tgid: -1,
-                        comm: Sym::EMPTY,
-                        flags: 0,
-                        kind: Kind::Lost {
-                            count: Some(l.count),
-                        },
-                    }));
+                    let ts = record.timestamp().unwrap_or(0);
+                    return Ok(Some(Event::lost(ts, Event::NO_CPU, Some(l.count))));
                 }
                 EventRecord::Sample(smp) => {
                     let ts = smp.timestamp.unwrap_or(0);
@@ -247,8 +221,11 @@ impl PerfData {
                                 continue;
                             };
                             let Some(fmt) = self.fmts.get(c.id) else {
-                                self.unknown_ids += 1;
-                                self.diag.unparsed += 1;
+                                self.diag.bad(
+                                    0,
+                                    format!("sample at {ts} ns has event id {}", c.id).as_bytes(),
+                                    "an event id with no format in TRACING_DATA",
+                                );
                                 continue;
                             };
                             (self.decoder.decode(&self.fmts, fmt, &data, s), c.flags)
@@ -265,31 +242,8 @@ impl PerfData {
                             0,
                         ),
                     };
-                    match &kind {
-                        Kind::SchedSwitch {
-                            prev_comm,
-                            prev_pid,
-                            next_comm,
-                            next_pid,
-                            ..
-                        } => {
-                            self.comms.insert(*prev_pid, *prev_comm);
-                            self.comms.insert(*next_pid, *next_comm);
-                        }
-                        Kind::SchedFork {
-                            child_comm,
-                            child_pid,
-                            ..
-                        } => {
-                            self.comms.insert(*child_pid, *child_comm);
-                        }
-                        _ => {}
-                    }
-                    let comm = if tid == 0 {
-                        self.idle_sym
-                    } else {
-                        self.comms.get(&tid).copied().unwrap_or(self.unknown_sym)
-                    };
+                    self.comms.learn(&kind);
+                    let comm = self.comms.get(tid);
                     self.check_order(ts);
                     return Ok(Some(Event {
                         ts,

@@ -612,7 +612,7 @@ impl Field {
             if sp.after_0x {
                 out.push_str("0x");
             }
-            if render_spec(sp, v, self.size, sym, out) {
+            if render_spec(sp, v, sym, out) {
                 return;
             }
         }
@@ -633,12 +633,11 @@ impl Field {
     }
 }
 
-/// Formats integer `v` (a field of `size` bytes) with printf conversion `sp`; false when
+/// Formats integer `v` with printf conversion `sp`; false when
 /// the conversion is not one for integers.
 fn render_spec<'s>(
     sp: &Spec,
     v: u64,
-    size: u32,
     sym: &dyn Fn(u64) -> Option<&'s str>,
     out: &mut String,
 ) -> bool {
@@ -651,7 +650,6 @@ fn render_spec<'s>(
     };
     // The field's bytes are read zero-extended and printed as the length modifier says,
     // as C's printf would see them.
-    let _ = size;
     let bits = sp.bits;
     let body = match sp.conv {
         b'd' | b'i' => {
@@ -1069,30 +1067,14 @@ impl Decoder {
                     next_prio: i(&f[6]) as i32,
                 }
             }
-            Plan::Wake { f, waking, new } => {
-                let (comm, pid, prio, target_cpu) = (
-                    st(&f[0], s),
-                    i(&f[1]) as i32,
-                    i(&f[2]) as i32,
-                    i(&f[3]) as i32,
-                );
-                if *waking {
-                    Kind::SchedWaking {
-                        comm,
-                        pid,
-                        prio,
-                        target_cpu,
-                    }
-                } else {
-                    Kind::SchedWakeup {
-                        comm,
-                        pid,
-                        prio,
-                        target_cpu,
-                        new: *new,
-                    }
-                }
-            }
+            Plan::Wake { f, waking, new } => Kind::wake(
+                st(&f[0], s),
+                i(&f[1]) as i32,
+                i(&f[2]) as i32,
+                i(&f[3]) as i32,
+                *waking,
+                *new,
+            ),
             Plan::Migrate(f) => Kind::SchedMigrate {
                 comm: st(&f[0], s),
                 pid: i(&f[1]) as i32,

@@ -12,7 +12,7 @@
 use super::ringbuf::{Item, PageCursor, PageLayout};
 use super::tep::{self, Decoder, Endian, Formats};
 use super::{Diag, ReadError};
-use crate::event::{Event, Interner, Kind, Sym};
+use crate::event::{Event, Interner, Sym};
 use crate::snapshot::Snapshot;
 use rustc_hash::FxHashMap;
 use std::fs::File;
@@ -203,12 +203,9 @@ pub struct TraceDat {
     codec: Option<Codec>,
     streams: Vec<CpuStream>,
     decoder: Decoder,
-    comms: FxHashMap<i32, Sym>,
+    comms: super::comms::Comms,
+    /// Saved cmdlines until the comms are set up at the end of `open`.
     cmdlines: Vec<(i32, String)>,
-    tgids: FxHashMap<i32, i32>,
-    seeded: bool,
-    unknown_sym: Sym,
-    idle_sym: Sym,
     diag: Diag,
     info: DatInfo,
     snapshot: Option<Snapshot>,
@@ -335,12 +332,8 @@ impl TraceDat {
             codec: None,
             streams: Vec::new(),
             decoder: Decoder::new(),
-            comms: FxHashMap::default(),
+            comms: super::comms::Comms::new(Vec::new(), Vec::new()),
             cmdlines: Vec::new(),
-            tgids: FxHashMap::default(),
-            seeded: false,
-            unknown_sym: Sym::EMPTY,
-            idle_sym: Sym::EMPTY,
             diag: Diag::default(),
             info: DatInfo::default(),
             snapshot: None,
@@ -385,6 +378,13 @@ impl TraceDat {
                 me.diag.raw_clock = true;
             }
         }
+        me.comms = super::comms::Comms::new(
+            std::mem::take(&mut me.cmdlines),
+            me.snapshot
+                .as_ref()
+                .map(|s| s.tasks.clone())
+                .unwrap_or_default(),
+        );
         me.diag.header.cpus = Some(me.info.cpus);
         me.diag.header.version = Some(version);
         for i in 0..me.streams.len() {
@@ -993,41 +993,14 @@ impl TraceDat {
         &self.unknown_ids
     }
 
-    fn seed(&mut self, s: &mut Interner) {
-        self.seeded = true;
-        self.unknown_sym = s.intern("<...>");
-        self.idle_sym = s.intern("<idle>");
-        for (pid, comm) in std::mem::take(&mut self.cmdlines) {
-            let c = s.intern(&comm);
-            self.comms.insert(pid, c);
-        }
-        if let Some(snap) = &self.snapshot {
-            for t in &snap.tasks {
-                let c = s.intern(&t.comm);
-                self.comms.entry(t.tid).or_insert(c);
-                self.tgids.insert(t.tid, t.tgid);
-            }
-        }
-    }
-
     /// Next event, decoded.
     pub fn next_decoded(&mut self, s: &mut Interner) -> Result<Option<Event>, ReadError> {
-        if !self.seeded {
-            self.seed(s);
-        }
+        self.comms.seed(s);
         loop {
             let (ts, cpu, i, n) = match self.take_next()? {
                 None => return Ok(None),
                 Some(Taken::Lost { ts, cpu, count }) => {
-                    return Ok(Some(Event {
-                        ts,
-                        cpu,
-                        tid: -1,
-                        tgid: -1,
-                        comm: Sym::EMPTY,
-                        flags: 0,
-                        kind: Kind::Lost { count },
-                    }))
+                    return Ok(Some(Event::lost(ts, cpu, count)))
                 }
                 Some(Taken::Record { ts, cpu, i, n }) => (ts, cpu, i, n),
             };
@@ -1058,44 +1031,14 @@ impl TraceDat {
                 continue;
             };
             let kind = self.decoder.decode(&self.fmts, fmt, data, s);
-            let renamed = matches!(
-                kind,
-                Kind::SchedSwitch { .. }
-                    | Kind::SchedWaking { .. }
-                    | Kind::SchedWakeup { .. }
-                    | Kind::SchedFork { .. }
-            );
-            match &kind {
-                Kind::SchedSwitch {
-                    prev_comm,
-                    prev_pid,
-                    next_comm,
-                    next_pid,
-                    ..
-                } => {
-                    self.comms.insert(*prev_pid, *prev_comm);
-                    self.comms.insert(*next_pid, *next_comm);
-                }
-                Kind::SchedWaking { comm, pid, .. } | Kind::SchedWakeup { comm, pid, .. } => {
-                    self.comms.insert(*pid, *comm);
-                }
-                Kind::SchedFork {
-                    child_comm,
-                    child_pid,
-                    ..
-                } => {
-                    self.comms.insert(*child_pid, *child_comm);
-                }
-                _ => {}
-            }
-            let comm = if c.pid == 0 {
-                self.idle_sym
-            } else if self.streams[i].last_comm.0 == c.pid && !renamed {
-                // Consecutive records on a CPU are mostly the same task.
-                self.streams[i].last_comm.1
+            let renamed = self.comms.learn(&kind);
+            let st = &mut self.streams[i];
+            // Consecutive records on a CPU are mostly the same task: skip the lookup.
+            let comm = if st.last_comm.0 == c.pid && !renamed {
+                st.last_comm.1
             } else {
-                let sym = self.comms.get(&c.pid).copied().unwrap_or(self.unknown_sym);
-                self.streams[i].last_comm = (c.pid, sym);
+                let sym = self.comms.get(c.pid);
+                st.last_comm = (c.pid, sym);
                 sym
             };
             self.check_order(ts);
@@ -1103,7 +1046,7 @@ impl TraceDat {
                 ts,
                 cpu,
                 tid: c.pid,
-                tgid: self.tgids.get(&c.pid).copied().unwrap_or(-1),
+                tgid: self.comms.tgid(c.pid),
                 comm,
                 flags: c.flags,
                 kind,
