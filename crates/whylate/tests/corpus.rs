@@ -415,6 +415,24 @@ fn v7_files_read_like_the_v6_they_were_converted_from() {
         eprintln!("SKIPPED: trace-cmd not installed; cannot make v7 files");
         return;
     }
+    // trace-cmd mounts tracefs to look around: leave the mount as it was found.
+    struct Unmount(bool);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            if !self.0 && tracefs_mounted() {
+                let _ = std::process::Command::new("umount")
+                    .arg("/sys/kernel/tracing")
+                    .status();
+            }
+        }
+    }
+    fn tracefs_mounted() -> bool {
+        std::fs::read_to_string("/proc/mounts")
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l.split_whitespace().nth(2) == Some("tracefs"))
+    }
+    let _restore = Unmount(tracefs_mounted());
     let v6 = dir.join("ARM-software__lisa__sched_load_trace.dat");
     let want = dat_raw_lines(&v6);
     let tmp = std::env::temp_dir().join(format!("whylate-v7-{}", std::process::id()));
