@@ -1,7 +1,10 @@
 // periodic: a thread that wakes on an absolute-deadline period (seed 004's 1.33 ms hrtimer)
 // and logs how late each wakeup was, as ground truth for `whylate latency --measure timer`.
 //
-//   periodic [--period-us N] [--count N] [--cpu C] [--fifo PRIO] [--log FILE]
+//   periodic [--period-us N] [--count N] [--cpu C] [--fifo PRIO] [--nice N] [--log FILE]
+//
+// --nice 19 makes a SCHED_OTHER victim that a same-CPU hog delays reliably: under EEVDF a
+// nice-0 sleeper usually preempts the hog on wakeup, so lateness would depend on luck.
 //
 // Each log line: `<target_ns> <woke_ns> <late_ns>` in CLOCK_MONOTONIC, the clock the
 // hrtimer's `expires`/`now` use, so a trace can be matched period by period. Timer slack is
@@ -14,12 +17,13 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <time.h>
 
 static long long ns(const struct timespec *t) { return t->tv_sec * 1000000000LL + t->tv_nsec; }
 
 int main(int argc, char **argv) {
-    long period_us = 1330, count = 300, cpu = -1, fifo = 0;
+    long period_us = 1330, count = 300, cpu = -1, fifo = 0, nice = 0;
     const char *log = "periodic.log";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -28,6 +32,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--count")) count = atol(v);
         else if (!strcmp(a, "--cpu")) cpu = atol(v);
         else if (!strcmp(a, "--fifo")) fifo = atol(v);
+        else if (!strcmp(a, "--nice")) nice = atol(v);
         else if (!strcmp(a, "--log")) log = v;
         else { fprintf(stderr, "periodic: unknown option %s\n", a); return 2; }
         i++;
@@ -41,6 +46,7 @@ int main(int argc, char **argv) {
         CPU_SET((int)cpu, &set);
         if (sched_setaffinity(0, sizeof set, &set)) { perror("periodic: sched_setaffinity"); return 1; }
     }
+    if (nice && setpriority(PRIO_PROCESS, 0, (int)nice)) { perror("periodic: setpriority"); return 1; }
     if (fifo > 0) {
         struct sched_param p = {.sched_priority = (int)fifo};
         if (sched_setscheduler(0, SCHED_FIFO, &p)) { perror("periodic: SCHED_FIFO"); return 1; }
