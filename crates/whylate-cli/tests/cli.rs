@@ -430,3 +430,24 @@ fn explain_on_the_bundled_example_matches_its_ground_truth() {
         .sum();
     assert!(hog >= 0.8, "hogs' share {hog}");
 }
+
+/// `path` needs descriptor names that only a `whylate record` trace.dat carries: on a text
+/// trace it matches nothing, and the report says why instead of silently showing 0 cycles.
+#[test]
+fn path_without_a_snapshot_matches_nothing_and_says_so() {
+    let o = run(&[
+        "explain",
+        "--json",
+        "--from",
+        "sys_enter_write[comm=frobnicator,count=7,path~/dev/*]",
+        "--to",
+        "sys_exit_read[comm=frobnicator,ret>0]",
+        "examples/pty-poll.ftrace.gz",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["cycles"]["count"], 0);
+    assert!(j["machine"].is_null());
+    let notes = j["notes"].to_string();
+    assert!(notes.contains("filters on `path`"), "{notes}");
+}

@@ -1437,3 +1437,102 @@ fn record_restores_tracefs_after_sigint_a_bad_event_and_a_kill() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Issue 5's own example on a `whylate record` trace.dat of the frob lab: `path` names the
+/// pty the client writes to (the program opened it after the recording began, so a rescan
+/// found it), a filtered event keeps the busy-poll reads out, and the report carries the
+/// machine's IRQ placement.
+#[test]
+fn explain_path_on_a_whylate_recording_of_frob() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !is_root() && skip("not root: tracefs needs root") {
+        return;
+    }
+    let dir = tmpdir("path");
+    let frob = match build_lab("frob", &dir) {
+        Ok(p) => p,
+        Err(e) => {
+            skip(&e);
+            return;
+        }
+    };
+    let before = tracefs_state();
+    let dat = dir.join("frob.dat");
+    let log = dir.join("frob.log");
+    let out = Command::new(whylate())
+        .args([
+            "record",
+            "-e",
+            "sched,irq,wq,syscalls:sys_enter_write,syscalls:sys_exit_read[ret > 0]",
+            "-o",
+        ])
+        .arg(&dat)
+        .args([
+            "--",
+            frob.to_str().unwrap(),
+            "--cycles",
+            "150",
+            "--hog-cpu",
+            "-1",
+        ])
+        .arg("--log")
+        .arg(&log)
+        .arg("--complaints")
+        .arg(dir.join("frobnicator.log"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(before, tracefs_state(), "tracefs restored");
+    let explain = |from: &str| -> serde_json::Value {
+        let out = Command::new(whylate())
+            .args(["explain", "--json", "--from", from, "--to"])
+            .arg("sys_exit_read[comm=frobnicator,ret>0]")
+            .args(["--deadline", "3.5ms"])
+            .arg(&dat)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let plain = explain("sys_enter_write[comm=frobnicator,count=7]");
+    let pty = explain("sys_enter_write[comm=frobnicator,count=7,path~/dev/pts/*]");
+    let none = explain("sys_enter_write[comm=frobnicator,count=7,path=/no/such/file]");
+    let n = plain["cycles"]["count"].as_u64().unwrap();
+    assert!(n.abs_diff(150) <= 1, "{}", plain["cycles"]);
+    assert_eq!(
+        pty["cycles"]["count"].as_u64().unwrap(),
+        n,
+        "the pty names them all"
+    );
+    assert_eq!(none["cycles"]["count"].as_u64().unwrap(), 0);
+    let m = &plain["machine"];
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    assert_eq!(m["kernel"], kernel.trim(), "{m}");
+    assert!(m["irqbalance"].is_boolean());
+    for i in m["irqs"].as_array().unwrap() {
+        assert!(
+            i["irq"].as_i64().is_some() && i["affinity"].is_string(),
+            "{i}"
+        );
+    }
+    // The kernel refuses a bad filter; whylate says which fields there are.
+    let out = Command::new(whylate())
+        .args(["record", "-e", "syscalls:sys_exit_read[rett > 0]", "-o"])
+        .arg(dir.join("bad.dat"))
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("rett > 0") && err.contains("ret"), "{err}");
+    assert_eq!(before, tracefs_state(), "after a refused filter");
+    std::fs::remove_dir_all(&dir).ok();
+}

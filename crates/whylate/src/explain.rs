@@ -21,6 +21,7 @@
 //!    commands for this machine, with what each costs.
 
 use crate::event::{Event, Interner, Kind, Sym, SOFTIRQ_NAMES};
+use crate::fdpath::FdPaths;
 use crate::read::{OpenOptions, ReadError};
 use crate::selector::Selector;
 use crate::stats::{dur, secs, InputInfo};
@@ -91,6 +92,8 @@ pub struct Cycles {
     /// The cycles, in start order.
     pub cycles: Vec<Cycle>,
     write_name: Option<Sym>,
+    /// Descriptor names, when a selector filters on `path`.
+    paths: Option<FdPaths>,
 }
 
 impl Cycles {
@@ -104,7 +107,20 @@ impl Cycles {
             open: FxHashMap::default(),
             cycles: Vec::new(),
             write_name: None,
+            paths: (o.from.uses("path") || o.to.iter().any(|t| t.uses("path"))).then(FdPaths::new),
         }
+    }
+
+    /// Names descriptors from a recording's snapshot.
+    pub fn add_snapshot(&mut self, s: &crate::snapshot::Snapshot) {
+        if let Some(p) = self.paths.as_mut() {
+            p.add_snapshot(s);
+        }
+    }
+
+    /// True when a selector filters on `path` but no input named any descriptor.
+    pub fn paths_unknown(&self) -> bool {
+        self.paths.as_ref().is_some_and(|p| p.is_empty())
     }
 
     fn key(&self, e: &Event) -> i64 {
@@ -118,7 +134,11 @@ impl Cycles {
 
     /// Feeds one event.
     pub fn push(&mut self, e: &Event, s: &Interner) {
-        if self.from.matches(e, s, self.arch) {
+        if let Some(p) = self.paths.as_mut() {
+            p.observe(e, s, self.arch);
+        }
+        let paths = self.paths.as_ref();
+        if self.from.matches_in(e, s, self.arch, paths) {
             let k = self.key(e);
             if let Some(i) = self.open.remove(&k) {
                 self.cycles[i].horizon_ns = e.ts;
@@ -137,7 +157,7 @@ impl Cycles {
         if self.open.is_empty() {
             return;
         }
-        if self.to.iter().any(|t| t.matches(e, s, self.arch)) {
+        if self.to.iter().any(|t| t.matches_in(e, s, self.arch, paths)) {
             let k = self.key(e);
             if let Some(i) = self.open.remove(&k) {
                 let c = &mut self.cycles[i];
@@ -396,6 +416,8 @@ pub struct ExplainReport {
     pub advice: Vec<Advice>,
     /// Where the analysis is blind or approximate.
     pub notes: Vec<String>,
+    /// The machine as `whylate record` saw it (null for other inputs).
+    pub machine: Option<Machine>,
     /// How many misses the terminal shows in full.
     #[serde(skip)]
     pub top: usize,
@@ -411,27 +433,56 @@ pub fn explain(
     o: &Options,
 ) -> Result<ExplainReport, ReadError> {
     let mut cy = Cycles::new(o);
-    let (tl, strings, inputs, events) = read_all(paths, open, Some(&mut cy))?;
+    let (tl, strings, meta) = read_all(paths, open, Some(&mut cy))?;
     cy.finish(tl.last_ts);
-    Ok(with_inputs(
-        analyze(&tl, &strings, o, cy.cycles),
-        inputs,
-        events,
-    ))
+    let blind = cy.paths_unknown();
+    let mut r = with_inputs(analyze(&tl, &strings, o, cy.cycles), meta);
+    if blind {
+        r.notes.push(
+            "a selector filters on `path`, but no input names its descriptors (a `whylate record` trace.dat does): that condition matched nothing".into(),
+        );
+    }
+    Ok(r)
+}
+
+/// What a pass learnt besides the timeline.
+struct ReadMeta {
+    inputs: crate::stats::Inputs,
+    events: u64,
+    /// The first input's record-time snapshot.
+    snapshot: Option<crate::snapshot::Snapshot>,
 }
 
 /// One pass over the inputs: the timeline, and the cycles when a cutter is given.
 fn read_all(
     paths: &[PathBuf],
     open: &OpenOptions,
-    mut cycles: Option<&mut Cycles>,
-) -> Result<(Timeline, Interner, crate::stats::Inputs, u64), ReadError> {
-    let p = crate::latency::read_timeline(paths, open, |e, s| {
-        if let Some(c) = cycles.as_deref_mut() {
-            c.push(e, s);
+    cycles: Option<&mut Cycles>,
+) -> Result<(Timeline, Interner, ReadMeta), ReadError> {
+    struct Feed<'a>(Option<&'a mut Cycles>, Option<crate::snapshot::Snapshot>);
+    impl crate::latency::Sink for Feed<'_> {
+        fn snapshot(&mut self, snap: &crate::snapshot::Snapshot) {
+            if let Some(c) = self.0.as_deref_mut() {
+                c.add_snapshot(snap);
+            }
+            if self.1.is_none() {
+                self.1 = Some(snap.clone());
+            }
         }
-    })?;
-    Ok((p.tl, p.strings, p.inputs, p.events))
+        fn event(&mut self, e: &Event, s: &Interner) {
+            if let Some(c) = self.0.as_deref_mut() {
+                c.push(e, s);
+            }
+        }
+    }
+    let mut feed = Feed(cycles, None);
+    let p = crate::latency::read_timeline(paths, open, &mut feed)?;
+    let meta = ReadMeta {
+        inputs: p.inputs,
+        events: p.events,
+        snapshot: feed.1,
+    };
+    Ok((p.tl, p.strings, meta))
 }
 
 /// Rescales holds so they add up to `ex`: the excess is split in proportion to what held
@@ -443,14 +494,172 @@ fn scale(held: &mut [Hold], ex: u64) {
     }
 }
 
-/// Puts what the readers said in front of the report's own notes.
-fn with_inputs(mut r: ExplainReport, inputs: crate::stats::Inputs, events: u64) -> ExplainReport {
-    r.inputs = inputs.inputs;
-    r.events = events;
-    let mut notes = inputs.notes;
+/// Puts what the readers said in front of the report's own notes, and what the
+/// record-time snapshot knows about the machine into the context and advice.
+fn with_inputs(mut r: ExplainReport, meta: ReadMeta) -> ExplainReport {
+    r.inputs = meta.inputs.inputs;
+    r.events = meta.events;
+    let mut notes = meta.inputs.notes;
     notes.append(&mut r.notes);
     r.notes = notes;
+    match &meta.snapshot {
+        Some(snap) => add_machine(&mut r, snap),
+        None if !r.context.is_empty() || !r.advice.is_empty() => r.notes.push(
+            "IRQ affinity and irqbalance are not in this trace (a `whylate record` trace.dat carries them)".into(),
+        ),
+        None => {}
+    }
     r
+}
+
+/// An IRQ line the report mentions, as the record-time snapshot saw it.
+#[derive(Clone, Debug, Serialize)]
+pub struct IrqPlacement {
+    /// IRQ number.
+    pub irq: i32,
+    /// Device action names (`virtio0-input.0`).
+    pub name: String,
+    /// CPUs it may run on (`smp_affinity_list`).
+    pub affinity: Option<String>,
+    /// CPUs the kernel routed it to (`effective_affinity_list`).
+    pub effective: Option<String>,
+}
+
+/// The recording machine, from `whylate record`'s snapshot.
+#[derive(Clone, Debug, Serialize)]
+pub struct Machine {
+    /// Kernel release.
+    pub kernel: String,
+    /// Online CPUs.
+    pub online_cpus: String,
+    /// An irqbalance daemon was running.
+    pub irqbalance: bool,
+    /// The IRQ lines named in the context, causes or advice.
+    pub irqs: Vec<IrqPlacement>,
+}
+
+/// `irq 11 virtio0` → 11.
+fn irq_number(label: &str) -> Option<i32> {
+    label.strip_prefix("irq ")?.split(' ').next()?.parse().ok()
+}
+
+/// Fills in IRQ names and placement, and irqbalance's real state, from a snapshot.
+fn add_machine(r: &mut ExplainReport, snap: &crate::snapshot::Snapshot) {
+    let mut wanted: Vec<i32> = Vec::new();
+    for cx in &mut r.context {
+        for (label, _) in &mut cx.irqs {
+            let Some(n) = irq_number(label) else {
+                continue;
+            };
+            wanted.push(n);
+            if let Some(i) = snap.irq(n) {
+                if label.trim() == format!("irq {n}") && !i.actions.is_empty() {
+                    *label = format!("irq {n} {}", i.actions);
+                }
+                if let Some(to) = i.effective.as_ref().or(i.affinity.as_ref()) {
+                    label.push_str(&format!(" (→ CPU {to})"));
+                }
+            }
+        }
+    }
+    wanted.extend(
+        r.causes
+            .iter()
+            .filter_map(|c| c.culprit.irq.map(|n| n as i32)),
+    );
+    for a in &mut r.advice {
+        if let Some(n) = a
+            .command
+            .split("/proc/irq/")
+            .nth(1)
+            .and_then(|t| t.split('/').next())
+            .and_then(|t| t.parse::<i32>().ok())
+        {
+            wanted.push(n);
+        }
+        if a.cost.contains("irqbalance may move") {
+            let known = if snap.irqbalance {
+                "irqbalance runs on this machine and will move it back: stop it (systemctl stop irqbalance) or ban the IRQ (IRQBALANCE_BANNED_CPULIST)"
+            } else {
+                "irqbalance was not running when this was recorded, so the setting holds until reboot or the driver reloads"
+            };
+            let head = a
+                .cost
+                .split("; irqbalance")
+                .next()
+                .unwrap_or("")
+                .to_string();
+            a.cost = format!("{head}; {known}");
+        }
+    }
+    wanted.sort_unstable();
+    wanted.dedup();
+    recorder_blame(r, snap);
+    r.machine = Some(Machine {
+        kernel: snap.kernel.clone(),
+        online_cpus: snap.online_cpus.clone(),
+        irqbalance: snap.irqbalance,
+        irqs: wanted
+            .into_iter()
+            .filter_map(|n| snap.irq(n))
+            .map(|i| IrqPlacement {
+                irq: i.irq,
+                name: i.actions.clone(),
+                affinity: i.affinity.clone(),
+                effective: i.effective.clone(),
+            })
+            .collect(),
+    });
+}
+
+/// The recorder's own threads among the culprits: the measurement disturbed what it
+/// measured. Says so, and drops advice aimed at the recorder as if it were the workload.
+fn recorder_blame(r: &mut ExplainReport, snap: &crate::snapshot::Snapshot) {
+    let Some(rec) = snap.recorder else {
+        return;
+    };
+    let tids: FxHashSet<i32> = snap
+        .tasks
+        .iter()
+        .filter(|t| t.tgid == rec)
+        .map(|t| t.tid)
+        .chain([rec])
+        .collect();
+    let total: u64 = r.causes.iter().map(|c| c.total_excess_ns).sum();
+    let mine: Vec<&CauseRow> = r
+        .causes
+        .iter()
+        .filter(|c| c.culprit.pid.is_some_and(|p| tids.contains(&p)))
+        .collect();
+    if mine.is_empty() {
+        return;
+    }
+    let ns: u64 = mine.iter().map(|c| c.total_excess_ns).sum();
+    let comms: FxHashSet<String> = mine.iter().filter_map(|c| c.culprit.comm.clone()).collect();
+    let pids: Vec<String> = mine
+        .iter()
+        .filter_map(|c| c.culprit.pid)
+        .map(|p| format!(" {p}"))
+        .collect();
+    r.notes.push(format!(
+        "the recorder itself ({}) holds {} ({:.0}%) of the blamed excess: its reader threads ran on the CPUs the chain needed. Record fewer events (filter the busiest, e.g. -e 'syscalls:sys_exit_read[ret > 0]' for a polling read loop) to measure the workload undisturbed",
+        mine.iter()
+            .map(|c| c.culprit.label())
+            .collect::<FxHashSet<_>>()
+            .into_iter()
+            .collect::<Vec<_>>()
+            .join(", "),
+        dur(ns),
+        ns as f64 * 100.0 / total.max(1) as f64
+    ));
+    r.advice.retain(|a| {
+        !pids
+            .iter()
+            .any(|p| a.command.ends_with(p.as_str()) && a.action.starts_with("Move"))
+            && !comms
+                .iter()
+                .any(|c| a.action.contains(&format!("so {c} cannot")))
+    });
 }
 
 /// Causes as rows, largest total first.
@@ -1613,11 +1822,6 @@ pub fn analyze(tl: &Timeline, s: &Interner, o: &Options, cycles: Vec<Cycle>) -> 
     let causes = rank(causes);
     let context = context(tl, s, &causes, &cpus_blamed);
     let advice = advise(tl, s, &causes, &misses);
-    if tl.lost.is_empty() {
-        notes.push(
-            "IRQ affinity and irqbalance are not in this trace (a `whylate record` snapshot will carry them)".into(),
-        );
-    }
     ExplainReport {
         inputs: Vec::new(),
         events: 0,
@@ -1631,6 +1835,7 @@ pub fn analyze(tl: &Timeline, s: &Interner, o: &Options, cycles: Vec<Cycle>) -> 
         context,
         advice,
         notes,
+        machine: None,
         top: o.top,
         noun: "cycles",
     }
@@ -1654,12 +1859,8 @@ pub fn explain_timers(
     open: &OpenOptions,
     o: &TimerOptions,
 ) -> Result<ExplainReport, ReadError> {
-    let (tl, strings, inputs, events) = read_all(paths, open, None)?;
-    Ok(with_inputs(
-        analyze_timers(&tl, &strings, o),
-        inputs,
-        events,
-    ))
+    let (tl, strings, meta) = read_all(paths, open, None)?;
+    Ok(with_inputs(analyze_timers(&tl, &strings, o), meta))
 }
 
 struct TimerSample {
@@ -1933,6 +2134,7 @@ pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainR
         context,
         advice,
         notes,
+        machine: None,
         top: o.top,
         noun: "timer periods",
     }
@@ -1946,12 +2148,8 @@ pub fn explain_auto(
     open: &OpenOptions,
     top: usize,
 ) -> Result<ExplainReport, ReadError> {
-    let (tl, strings, inputs, events) = read_all(paths, open, None)?;
-    Ok(with_inputs(
-        analyze_auto(&tl, &strings, top),
-        inputs,
-        events,
-    ))
+    let (tl, strings, meta) = read_all(paths, open, None)?;
+    Ok(with_inputs(analyze_auto(&tl, &strings, top), meta))
 }
 
 fn median_of(mut v: Vec<u64>) -> u64 {
@@ -2288,6 +2486,7 @@ pub fn analyze_auto(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport {
         context,
         advice,
         notes,
+        machine: None,
         top,
         noun: "outliers",
     }
@@ -2303,11 +2502,10 @@ pub fn explain_softirq(
     deadline_ns: Option<u64>,
     top: usize,
 ) -> Result<ExplainReport, ReadError> {
-    let (tl, strings, inputs, events) = read_all(paths, open, None)?;
+    let (tl, strings, meta) = read_all(paths, open, None)?;
     Ok(with_inputs(
         analyze_softirq(&tl, &strings, vector, deadline_ns, top),
-        inputs,
-        events,
+        meta,
     ))
 }
 
@@ -2532,6 +2730,7 @@ pub fn analyze_softirq(
         context,
         advice,
         notes,
+        machine: None,
         top,
         noun: "softirq services",
     }
@@ -2875,7 +3074,9 @@ fn advise(tl: &Timeline, s: &Interner, causes: &[CauseRow], misses: &[Miss]) -> 
         }
     }
     let _ = s;
-    out.dedup_by(|a, b| a.command == b.command);
+    // Two causes can lead to the same command; once is enough.
+    let mut seen = FxHashSet::default();
+    out.retain(|a| seen.insert(a.command.clone()));
     out
 }
 
@@ -3063,6 +3264,37 @@ impl ExplainReport {
                     let _ = writeln!(o, "        irqs handled there: {}", irqs.join(", "));
                 }
             }
+        }
+        if let Some(m) = &self.machine {
+            let irqs: Vec<String> = m
+                .irqs
+                .iter()
+                .map(|i| {
+                    let to = match (&i.effective, &i.affinity) {
+                        (Some(e), Some(a)) if e != a => format!("CPU {e} (allowed {a})"),
+                        (Some(e), _) => format!("CPU {e}"),
+                        (None, Some(a)) => format!("CPU {a}"),
+                        (None, None) => "?".into(),
+                    };
+                    format!("{} {} → {to}", i.irq, i.name)
+                })
+                .collect();
+            let _ = writeln!(
+                o,
+                "  machine: {}, CPUs {}, irqbalance {}{}",
+                m.kernel,
+                m.online_cpus,
+                if m.irqbalance {
+                    "running"
+                } else {
+                    "not running"
+                },
+                if irqs.is_empty() {
+                    String::new()
+                } else {
+                    format!("; IRQ {}", irqs.join(", IRQ "))
+                }
+            );
         }
         if !self.advice.is_empty() {
             let _ = writeln!(o, "\nadvice:");

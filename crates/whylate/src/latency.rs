@@ -75,14 +75,32 @@ pub(crate) struct Pass {
 
 /// Reads `paths` (merged by time) into a timeline, handing every event to `each` as well:
 /// the one reading loop of `latency` and `explain`.
+/// What a pass over the inputs feeds, besides the timeline.
+pub(crate) trait Sink {
+    /// A recording's snapshot, before any event.
+    fn snapshot(&mut self, _: &crate::snapshot::Snapshot) {}
+    /// Each event, in time order.
+    fn event(&mut self, e: &crate::event::Event, s: &Interner);
+}
+
+impl<F: FnMut(&crate::event::Event, &Interner)> Sink for F {
+    fn event(&mut self, e: &crate::event::Event, s: &Interner) {
+        self(e, s)
+    }
+}
+
 pub(crate) fn read_timeline(
     paths: &[PathBuf],
     open: &OpenOptions,
-    mut each: impl FnMut(&crate::event::Event, &Interner),
+    each: &mut impl Sink,
 ) -> Result<Pass, ReadError> {
     let mut sources = Vec::new();
     for p in paths {
-        sources.push(read::open(p, open)?);
+        let src = read::open(p, open)?;
+        if let Some(s) = src.snapshot() {
+            each.snapshot(s);
+        }
+        sources.push(src);
     }
     let mut strings = Interner::new();
     let mut merged = Merged::new(sources);
@@ -93,7 +111,7 @@ pub(crate) fn read_timeline(
         per_input[i] += 1;
         events += 1;
         b.push(&e, &strings);
-        each(&e, &strings);
+        each.event(&e, &strings);
     }
     let tl = b.finish();
     let mut tracers = Vec::new();
@@ -129,7 +147,7 @@ pub fn build(
     tput: Option<measure::ThroughputOpts>,
 ) -> Result<(Timeline, Interner, ReadSide), ReadError> {
     let mut t = tput.map(Throughput::new);
-    let p = read_timeline(paths, open, |e, s| {
+    let p = read_timeline(paths, open, &mut |e: &crate::event::Event, s: &Interner| {
         if let Some(t) = t.as_mut() {
             t.push(e, s);
         }

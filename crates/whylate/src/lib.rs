@@ -23,6 +23,7 @@
 
 pub mod event;
 pub mod explain;
+pub mod fdpath;
 pub mod latency;
 pub mod measure;
 pub mod read;

@@ -5,9 +5,11 @@
 //! EVENT is a tracepoint name with or without its system; `sys_enter_NAME`/`sys_exit_NAME`
 //! also match raw_syscalls events whose number is NAME on the trace's architecture.
 //! Fields: the event's own (they win), then `comm pid tid tgid cpu`; syscall arguments by
-//! name (raw syscalls: names of common syscalls, or `arg0`..`arg5`) and `ret` on exit.
+//! name (raw syscalls: names of common syscalls, or `arg0`..`arg5`) and `ret` on exit;
+//! `path`, the file behind the event's `fd` (see [`crate::fdpath`]).
 
 use crate::event::{fields, parse_num, Event, Interner, Kind, SOFTIRQ_NAMES};
+use crate::fdpath::FdPaths;
 use crate::syscalls::{arg_names, Arch};
 use std::borrow::Cow;
 use std::fmt;
@@ -179,8 +181,18 @@ impl Selector {
         &self.text
     }
 
-    /// True when `e` is selected.
+    /// True when a condition reads `field`.
+    pub fn uses(&self, field: &str) -> bool {
+        self.conds.iter().any(|c| c.field == field)
+    }
+
+    /// True when `e` is selected (the `path` field never matches: see [`Self::matches_in`]).
     pub fn matches(&self, e: &Event, s: &Interner, arch: Arch) -> bool {
+        self.matches_in(e, s, arch, None)
+    }
+
+    /// True when `e` is selected; `paths` names descriptors for the `path` field.
+    pub fn matches_in(&self, e: &Event, s: &Interner, arch: Arch, paths: Option<&FdPaths>) -> bool {
         let ok = match (&self.target, &e.kind) {
             (Target::Marker, Kind::Print { .. }) => true,
             (Target::SysEnter(n), Kind::SyscallEnter { name, .. }) => s.get(*name) == n,
@@ -190,7 +202,7 @@ impl Selector {
             (Target::Name(n), _) => name_is(e, n, s),
             _ => false,
         };
-        ok && self.conds.iter().all(|c| cond(c, e, s, arch))
+        ok && self.conds.iter().all(|c| cond(c, e, s, arch, paths))
     }
 }
 
@@ -207,8 +219,8 @@ fn name_is(e: &Event, n: &str, s: &Interner) -> bool {
     }
 }
 
-fn cond(c: &Cond, e: &Event, s: &Interner, arch: Arch) -> bool {
-    let Some(v) = field(e, &c.field, s, arch) else {
+fn cond(c: &Cond, e: &Event, s: &Interner, arch: Arch, paths: Option<&FdPaths>) -> bool {
+    let Some(v) = field(e, &c.field, s, arch, paths) else {
         return false;
     };
     match v {
@@ -251,7 +263,13 @@ fn text<'a>(s: &'a Interner, sym: crate::event::Sym) -> Option<FVal<'a>> {
 }
 
 /// The value of `name` on `e`: the event's own field first, then the pseudo-fields.
-fn field<'a>(e: &'a Event, name: &str, s: &'a Interner, arch: Arch) -> Option<FVal<'a>> {
+fn field<'a>(
+    e: &'a Event,
+    name: &str,
+    s: &'a Interner,
+    arch: Arch,
+    paths: Option<&'a FdPaths>,
+) -> Option<FVal<'a>> {
     let own = match (&e.kind, name) {
         (Kind::SyscallEnter { args, .. }, _) => args
             .iter()
@@ -338,6 +356,9 @@ fn field<'a>(e: &'a Event, name: &str, s: &'a Interner, arch: Arch) -> Option<FV
         "pid" | "tid" => num(e.tid as i64),
         "tgid" if e.tgid >= 0 => num(e.tgid as i64),
         "cpu" if e.cpu != Event::NO_CPU => num(e.cpu as i64),
+        "path" => paths?
+            .path_of(e, s, arch)
+            .map(|p| FVal::Str(Cow::Borrowed(p))),
         _ => None,
     }
 }

@@ -1,6 +1,7 @@
 //! What the system looked like when a recording started: names that the trace's event
 //! stream alone cannot give (which file fd 7 is, which device IRQ 16 serves and where it
-//! may run). `whylate record` takes it and stores it inside the trace.dat; the trace.dat
+//! may run). `whylate record` takes it, adds tasks and descriptors that appear while it
+//! records (timed rescans of /proc), and stores it inside the trace.dat; the trace.dat
 //! reader gives it back.
 
 use serde::{Deserialize, Serialize};
@@ -31,6 +32,10 @@ pub struct Fd {
     pub fd: i32,
     /// What it points at (`/dev/ttyUSB2`, `socket:[1234]`, `pipe:[99]`).
     pub path: String,
+    /// CLOCK_MONOTONIC (the recording's `mono` trace clock) when a scan saw it; 0 in
+    /// snapshots written before scans were timed.
+    #[serde(default)]
+    pub seen_ns: u64,
 }
 
 /// A hardware interrupt line.
@@ -65,6 +70,9 @@ pub struct Snapshot {
     pub fds: Vec<Fd>,
     /// IRQ lines.
     pub irqs: Vec<Irq>,
+    /// The recorder's own process id: its threads show up in the trace too.
+    #[serde(default)]
+    pub recorder: Option<i32>,
 }
 
 impl Snapshot {
@@ -97,45 +105,11 @@ impl Snapshot {
             online_cpus: read("/sys/devices/system/cpu/online"),
             ..Snapshot::default()
         };
-        let Ok(procs) = fs::read_dir("/proc") else {
-            return s;
-        };
-        for p in procs.flatten() {
-            let Some(tgid) = p.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
-                continue;
-            };
-            let base = p.path();
-            if let Ok(tasks) = fs::read_dir(base.join("task")) {
-                for t in tasks.flatten() {
-                    let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<i32>().ok())
-                    else {
-                        continue;
-                    };
-                    let comm = fs::read_to_string(t.path().join("comm"))
-                        .map(|c| c.trim_end_matches('\n').to_string())
-                        .unwrap_or_default();
-                    if tid == tgid && comm == "irqbalance" {
-                        s.irqbalance = true;
-                    }
-                    s.tasks.push(Task { tid, tgid, comm });
-                }
-            }
-            if let Ok(fds) = fs::read_dir(base.join("fd")) {
-                for f in fds.flatten() {
-                    let Some(fd) = f.file_name().to_str().and_then(|n| n.parse::<i32>().ok())
-                    else {
-                        continue;
-                    };
-                    if let Ok(target) = fs::read_link(f.path()) {
-                        s.fds.push(Fd {
-                            tgid,
-                            fd,
-                            path: target.display().to_string(),
-                        });
-                    }
-                }
-            }
-        }
+        Rescan::default().scan(&mut s);
+        s.irqbalance = s
+            .tasks
+            .iter()
+            .any(|t| t.tid == t.tgid && t.comm == "irqbalance");
         s.tasks.sort_by_key(|t| t.tid);
         s.fds.sort_by_key(|f| (f.tgid, f.fd));
         s.irqs = parse_interrupts(&fs::read_to_string("/proc/interrupts").unwrap_or_default());
@@ -149,6 +123,88 @@ impl Snapshot {
                 .map(|a| a.trim().to_string());
         }
         s
+    }
+}
+
+/// CLOCK_MONOTONIC in ns: what the `mono` trace clock counts.
+pub fn mono_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// Rescans /proc while a recording runs, adding tasks and descriptors that appeared or
+/// changed since the last look (a traced command opens its files after the start).
+#[derive(Debug, Default)]
+pub struct Rescan {
+    tasks: std::collections::HashSet<i32>,
+    fds: std::collections::HashMap<(i32, i32), String>,
+}
+
+impl Rescan {
+    /// Remembers what `s` already holds.
+    pub fn new(s: &Snapshot) -> Rescan {
+        Rescan {
+            tasks: s.tasks.iter().map(|t| t.tid).collect(),
+            fds: s
+                .fds
+                .iter()
+                .map(|f| ((f.tgid, f.fd), f.path.clone()))
+                .collect(),
+        }
+    }
+
+    /// One pass over /proc; new tasks and new or renamed descriptors go into `s`.
+    pub fn scan(&mut self, s: &mut Snapshot) {
+        let Ok(procs) = fs::read_dir("/proc") else {
+            return;
+        };
+        for p in procs.flatten() {
+            let Some(tgid) = p.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+                continue;
+            };
+            let base = p.path();
+            if let Ok(tasks) = fs::read_dir(base.join("task")) {
+                for t in tasks.flatten() {
+                    let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<i32>().ok())
+                    else {
+                        continue;
+                    };
+                    if self.tasks.insert(tid) {
+                        let comm = fs::read_to_string(t.path().join("comm"))
+                            .map(|c| c.trim_end_matches('\n').to_string())
+                            .unwrap_or_default();
+                        s.tasks.push(Task { tid, tgid, comm });
+                    }
+                }
+            }
+            let now = mono_ns();
+            if let Ok(fds) = fs::read_dir(base.join("fd")) {
+                for f in fds.flatten() {
+                    let Some(fd) = f.file_name().to_str().and_then(|n| n.parse::<i32>().ok())
+                    else {
+                        continue;
+                    };
+                    let Ok(target) = fs::read_link(f.path()) else {
+                        continue;
+                    };
+                    let path = target.display().to_string();
+                    if self.fds.get(&(tgid, fd)) != Some(&path) {
+                        self.fds.insert((tgid, fd), path.clone());
+                        s.fds.push(Fd {
+                            tgid,
+                            fd,
+                            path,
+                            seen_ns: now,
+                        });
+                    }
+                }
+            }
+        }
     }
 }
 
