@@ -8,7 +8,10 @@
 //
 //   frob [--cycles N] [--reply-us U] [--timeout-us T] [--period-us P]
 //        [--client-cpu C] [--device-cpu D] [--hog-cpu H|-1] [--hogs N] [--log FILE]
-//        [--complaints FILE]
+//        [--complaints FILE] [--hog-policy other|idle]
+//
+// --hog-policy idle is the demo's mitigation: SCHED_IDLE hogs yield to the device and the
+// tty worker beside them (on 6.18 with lazy preemption a wakee can still wait up to a tick).
 //
 // Ground truth in --log, one line per cycle, CLOCK_MONOTONIC:
 //   <cycle> <write_ns> <reply_ns> <latency_ns> <missed 0|1>
@@ -57,7 +60,7 @@ static void raw(int fd) {
 int main(int argc, char **argv) {
     long cycles = 300, reply_us = 1000, timeout_us = 3500, period_us = 2000;
     long client_cpu = 0, device_cpu = 1, hog_cpu = -1, hogs = 1;
-    const char *log = "frob.log", *complaints = "frobnicator.log";
+    const char *log = "frob.log", *complaints = "frobnicator.log", *hog_policy = "other";
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *a = argv[i], *v = argv[i + 1];
         if (!strcmp(a, "--cycles")) cycles = atol(v);
@@ -70,6 +73,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--hogs")) hogs = atol(v);
         else if (!strcmp(a, "--log")) log = v;
         else if (!strcmp(a, "--complaints")) complaints = v;
+        else if (!strcmp(a, "--hog-policy")) hog_policy = v;
         else { fprintf(stderr, "frob: unknown option %s\n", a); return 2; }
     }
     if (argc % 2 == 0) { fprintf(stderr, "frob: %s needs a value\n", argv[argc - 1]); return 2; }
@@ -106,6 +110,10 @@ int main(int argc, char **argv) {
             prctl(PR_SET_NAME, "hog");
             prctl(PR_SET_PDEATHSIG, SIGKILL);
             pin(hog_cpu);
+            if (!strcmp(hog_policy, "idle")) {
+                struct sched_param sp = {0};
+                if (sched_setscheduler(0, SCHED_IDLE, &sp)) perror("frob: SCHED_IDLE");
+            }
             volatile unsigned long x = 0;
             for (;;) x++;
         }

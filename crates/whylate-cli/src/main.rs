@@ -35,7 +35,8 @@ enum Cmd {
     Record {
         /// Presets (sched, irq, wq, syscalls, timer, latency = all of them) and/or
         /// tracepoints (`sched_switch`, `irq:irq_handler_entry`), comma separated.
-        #[arg(short = 'e', long = "events", value_delimiter = ',')]
+        /// `EVENT[FILTER]` sets the kernel's event filter (`'sys_exit_read[ret > 0]'`).
+        #[arg(short = 'e', long = "events")]
         events: Vec<String>,
         /// Stop after this long (`10s`, `500ms`).
         #[arg(long)]
@@ -55,6 +56,27 @@ enum Cmd {
         /// The command to trace.
         #[arg(last = true)]
         command: Vec<String>,
+    },
+    /// See whylate work on this machine (root): a lab program reproduces a seed's
+    /// mechanism, whylate records and explains it, and prints the program's own count of
+    /// misses beside its explanation.
+    Demo {
+        /// frob (seed 000: a pty reply behind CPU hogs) or timer (seed 004: a periodic
+        /// thread beside a hog).
+        #[arg(default_value = "frob")]
+        scenario: String,
+        /// Run the fixed variant (frob: SCHED_IDLE hogs; timer: a SCHED_FIFO victim).
+        #[arg(long)]
+        mitigate: bool,
+        /// Keep the recording here (the program's ground truth goes beside it, .truth).
+        #[arg(long)]
+        keep: Option<PathBuf>,
+        /// Misses shown in full.
+        #[arg(long, default_value_t = 2)]
+        top: usize,
+        /// Machine-readable result.
+        #[arg(long)]
+        json: bool,
     },
     /// What is in a trace: format, time span, events by name, CPU and task, lost events,
     /// lines not understood. Several files are merged by timestamp.
@@ -278,6 +300,39 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
             command,
         } => record(events, duration, buffer_kb, output, reset, json, command),
+        Cmd::Demo {
+            scenario,
+            mitigate,
+            keep,
+            top,
+            json,
+        } => {
+            let Some(scenario) = whylate::demo::Scenario::parse(&scenario) else {
+                return usage(&format!("demo {scenario:?}: expected frob or timer"));
+            };
+            let r = whylate::demo::run(&whylate::demo::DemoOptions {
+                scenario,
+                mitigate,
+                keep,
+                top,
+            });
+            let r = match r {
+                Ok(r) => r,
+                Err(e @ whylate::demo::DemoError::NotRoot) => {
+                    eprintln!("whylate: {e}");
+                    return Ok(ExitCode::from(EXIT_BAD_INPUT));
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let mut out = std::io::stdout().lock();
+            if json {
+                serde_json::to_writer_pretty(&mut out, &r)?;
+                writeln!(out)?;
+            } else {
+                out.write_all(r.render_text().as_bytes())?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Stats {
             files,
             json,
@@ -496,6 +551,7 @@ fn record(
         buffer_kb,
         output,
         command,
+        command_stdout: None,
     };
     if opts.command.is_empty() && opts.duration.is_none() && !json {
         eprintln!("whylate: recording until Ctrl-C");

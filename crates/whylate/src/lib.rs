@@ -21,6 +21,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod demo;
 pub mod event;
 pub mod explain;
 pub mod fdpath;

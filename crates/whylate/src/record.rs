@@ -150,6 +150,8 @@ pub struct RecordOptions {
     pub output: PathBuf,
     /// Command to trace (stop when it exits).
     pub command: Vec<String>,
+    /// Where the command's stdout goes; inherited when `None`.
+    pub command_stdout: Option<PathBuf>,
 }
 
 /// Default ring buffer per CPU: 8 MiB holds ~0.3 s of a 1 M events/s burst per CPU while
@@ -715,16 +717,30 @@ pub fn record(opts: &RecordOptions, stop: Arc<AtomicBool>) -> Result<RecordResul
         let mut child = if opts.command.is_empty() {
             None
         } else {
-            match std::process::Command::new(&opts.command[0])
-                .args(&opts.command[1..])
-                .spawn()
-            {
-                Ok(c) => Some(c),
-                Err(source) => {
-                    spawn_err = Some(RecordError::Spawn {
-                        cmd: opts.command.join(" "),
+            let mut cmd = std::process::Command::new(&opts.command[0]);
+            cmd.args(&opts.command[1..]);
+            let out = match &opts.command_stdout {
+                Some(p) => File::create(p)
+                    .map(|f| {
+                        cmd.stdout(f);
+                    })
+                    .map_err(|source| RecordError::Io {
+                        path: p.clone(),
                         source,
-                    });
+                    }),
+                None => Ok(()),
+            };
+            // An error here must go the same way as a failed spawn: the readers are
+            // running and the instance must be taken down in order.
+            match out.and_then(|()| {
+                cmd.spawn().map_err(|source| RecordError::Spawn {
+                    cmd: opts.command.join(" "),
+                    source,
+                })
+            }) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    spawn_err = Some(e);
                     None
                 }
             }

@@ -18,6 +18,15 @@ pub enum Arch {
 }
 
 impl Arch {
+    /// The table of the machine whylate runs on (for traces it records itself).
+    pub fn native() -> Arch {
+        if cfg!(target_arch = "aarch64") {
+            Arch::Aarch64
+        } else {
+            Arch::X86_64
+        }
+    }
+
     /// Parses `x86_64` / `aarch64` (`arm64`).
     pub fn parse(s: &str) -> Option<Arch> {
         match s {

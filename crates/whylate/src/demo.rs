@@ -1,0 +1,413 @@
+//! `whylate demo`: a seed's mechanism reproduced on this machine by a lab program, recorded
+//! with [`crate::record`], explained, and set beside the program's own measurements.
+//!
+//! The lab sources are compiled into the binary and built with the system C compiler on
+//! first use, so an installed `whylate` needs no checkout.
+
+use crate::explain::{self, ExplainReport, Options, Same, TimerOptions};
+use crate::measure::TaskSel;
+use crate::read::OpenOptions;
+use crate::record::{self, RecordOptions};
+use crate::selector::Selector;
+use crate::syscalls::Arch;
+use serde::Serialize;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// The lab programs: name and C source.
+pub const LAB: &[(&str, &str)] = &[
+    ("frob", include_str!("../../../lab/frob.c")),
+    ("periodic", include_str!("../../../lab/periodic.c")),
+    ("hog", include_str!("../../../lab/hog.c")),
+];
+
+/// A scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scenario {
+    /// Seed 000: a pty request/reply client with a 3.5 ms deadline, hogs beside the device.
+    Frob,
+    /// Seed 004: a 1.33 ms periodic thread beside a hog.
+    Timer,
+}
+
+impl Scenario {
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Frob => "frob",
+            Scenario::Timer => "timer",
+        }
+    }
+    /// Parses a name.
+    pub fn parse(s: &str) -> Option<Scenario> {
+        match s {
+            "frob" => Some(Scenario::Frob),
+            "timer" => Some(Scenario::Timer),
+            _ => None,
+        }
+    }
+    /// What it reproduces and how `--mitigate` changes it.
+    pub fn story(self, mitigate: bool) -> &'static str {
+        match (self, mitigate) {
+            (Scenario::Frob, false) => "seed 000: a client writes 7 bytes to a pty and busy-polls read() for the reply, 3.5 ms deadline; the device emulator and the tty worker share CPU1 with two CPU hogs",
+            (Scenario::Frob, true) => "seed 000 mitigated: the same, with the hogs at SCHED_IDLE (they yield CPU1 to the device and the tty worker)",
+            (Scenario::Timer, false) => "seed 004: a 1.33 ms periodic thread (nice 19) beside a CPU hog on CPU1; a period is late past 300 us",
+            (Scenario::Timer, true) => "seed 004 mitigated: the periodic thread runs SCHED_FIFO 50, the hog stays",
+        }
+    }
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct DemoOptions {
+    /// The scenario.
+    pub scenario: Scenario,
+    /// Run the fixed variant.
+    pub mitigate: bool,
+    /// Keep the recording here (and the program's ground truth beside it, `.truth`).
+    pub keep: Option<PathBuf>,
+    /// Misses shown in full.
+    pub top: usize,
+}
+
+/// The program's own account.
+#[derive(Clone, Debug, Serialize)]
+pub struct Truth {
+    /// Cycles or periods it measured.
+    pub count: u64,
+    /// Those over the deadline (or without reply).
+    pub misses: u64,
+    /// The deadline.
+    pub deadline_ns: u64,
+}
+
+/// The outcome.
+#[derive(Clone, Debug, Serialize)]
+pub struct DemoResult {
+    /// The scenario.
+    pub scenario: Scenario,
+    /// Mitigated variant.
+    pub mitigate: bool,
+    /// What it reproduces.
+    pub story: String,
+    /// The recording (gone after the run unless kept).
+    pub trace: PathBuf,
+    /// The program's ground truth.
+    pub truth: Truth,
+    /// Events recorded and lost.
+    pub recorded_events: u64,
+    /// Lost events.
+    pub lost_events: u64,
+    /// whylate's explanation.
+    pub explain: ExplainReport,
+    /// The command that explains the kept recording again.
+    pub explain_command: String,
+}
+
+/// Why a demo could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum DemoError {
+    /// Not root.
+    #[error("whylate demo records a trace and needs root (sudo whylate demo). Without root, explain the bundled recordings: whylate explain examples/frob.dat.zst (see examples/README.md)")]
+    NotRoot,
+    /// No C compiler.
+    #[error("whylate demo builds its lab programs with a C compiler and found none ({0}); install one (apt install gcc), or explain the bundled recordings in examples/")]
+    NoCompiler(String),
+    /// A lab program failed.
+    #[error("lab program {0}")]
+    Lab(String),
+    /// Recording failed.
+    #[error(transparent)]
+    Record(#[from] record::RecordError),
+    /// Reading the recording failed.
+    #[error(transparent)]
+    Read(#[from] crate::read::ReadError),
+    /// I/O on a path.
+    #[error("{0}: {1}")]
+    Io(PathBuf, std::io::Error),
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Builds the lab programs (once per source version) and returns their directory.
+pub fn build_lab() -> Result<PathBuf, DemoError> {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    LAB.hash(&mut h);
+    let dir = std::env::temp_dir().join(format!("whylate-lab-{:016x}", h.finish()));
+    fs::create_dir_all(&dir).map_err(|e| DemoError::Io(dir.clone(), e))?;
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    for (name, src) in LAB {
+        let bin = dir.join(name);
+        if bin.is_file() {
+            continue;
+        }
+        let c = dir.join(format!("{name}.c"));
+        fs::write(&c, src).map_err(|e| DemoError::Io(c.clone(), e))?;
+        // Built under a temporary name: an interrupted build never leaves a broken binary.
+        let tmp = dir.join(format!(".{name}.{}", std::process::id()));
+        let out = Command::new(&cc)
+            .args(["-O2", "-o"])
+            .arg(&tmp)
+            .arg(&c)
+            .output()
+            .map_err(|e| DemoError::NoCompiler(format!("{cc}: {e}")))?;
+        if !out.status.success() {
+            return Err(DemoError::Lab(format!(
+                "{name}.c did not build: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        fs::rename(&tmp, &bin).map_err(|e| DemoError::Io(bin.clone(), e))?;
+    }
+    Ok(dir)
+}
+
+/// The unbound workqueue cpumask, set for the run and put back after (also on error).
+struct WqMask {
+    before: Option<String>,
+}
+
+const WQ_MASK: &str = "/sys/devices/virtual/workqueue/cpumask";
+
+impl WqMask {
+    /// Unbound work (the tty flip buffer's) runs on `cpus` while this lives.
+    fn set(cpus: &str) -> WqMask {
+        let before = fs::read_to_string(WQ_MASK).ok();
+        if before.is_some() && fs::write(WQ_MASK, cpus).is_err() {
+            return WqMask { before: None };
+        }
+        WqMask { before }
+    }
+}
+
+impl Drop for WqMask {
+    fn drop(&mut self) {
+        if let Some(b) = &self.before {
+            let _ = fs::write(WQ_MASK, b.trim());
+        }
+    }
+}
+
+/// A background program, killed when dropped.
+struct Background(Child);
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn(bin: &Path, args: &[&str]) -> Result<Background, DemoError> {
+    Command::new(bin)
+        .args(args)
+        .stdout(Stdio::null())
+        .spawn()
+        .map(Background)
+        .map_err(|e| DemoError::Lab(format!("{}: {e}", bin.display())))
+}
+
+fn s(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// Runs a scenario end to end.
+pub fn run(o: &DemoOptions) -> Result<DemoResult, DemoError> {
+    if !is_root() {
+        return Err(DemoError::NotRoot);
+    }
+    let lab = build_lab()?;
+    let work = std::env::temp_dir().join(format!("whylate-demo-{}", std::process::id()));
+    fs::create_dir_all(&work).map_err(|e| DemoError::Io(work.clone(), e))?;
+    let r = run_in(o, &lab, &work);
+    let _ = fs::remove_dir_all(&work);
+    r
+}
+
+fn run_in(o: &DemoOptions, lab: &Path, work: &Path) -> Result<DemoResult, DemoError> {
+    let trace = match &o.keep {
+        Some(k) => k.clone(),
+        None => work.join(format!("{}.dat", o.scenario.name())),
+    };
+    let log = work.join("truth.log");
+    let bin = |n: &str| lab.join(n);
+    let rec = |events: &str, command: Vec<String>| -> Result<record::RecordResult, DemoError> {
+        let opts = RecordOptions {
+            events: vec![events.to_string()],
+            duration: Some(std::time::Duration::from_secs(30)),
+            buffer_kb: record::DEFAULT_BUFFER_KB,
+            output: trace.clone(),
+            command,
+            command_stdout: Some(work.join("stdout")),
+        };
+        Ok(record::record(&opts, Arc::new(AtomicBool::new(false)))?)
+    };
+    let open = OpenOptions::default();
+    let files = [trace.clone()];
+    let (result, explain, truth, cmd) = match o.scenario {
+        Scenario::Frob => {
+            // The tty flip-buffer work is unbound: keep it on the device's CPU, as a USB
+            // serial IRQ pinned there would (seed 000).
+            let mask = WqMask::set("2");
+            let c = vec![
+                s(&bin("frob")),
+                "--cycles".into(),
+                "500".into(),
+                "--client-cpu".into(),
+                "0".into(),
+                "--device-cpu".into(),
+                "1".into(),
+                "--hog-cpu".into(),
+                "1".into(),
+                "--hogs".into(),
+                "2".into(),
+                "--log".into(),
+                s(&log),
+                "--complaints".into(),
+                s(&work.join("frobnicator.log")),
+                "--hog-policy".into(),
+                // Moving the hogs to the client's CPU is what the advice says, but under
+                // syscall tracing the client then waits behind them: SCHED_IDLE instead.
+                if o.mitigate { "idle" } else { "other" }.into(),
+            ];
+            let result = rec(
+                "sched,irq,wq,syscalls:sys_enter_write,syscalls:sys_exit_read[ret > 0]",
+                c,
+            )?;
+            drop(mask);
+            let deadline: u64 = 3_500_000;
+            let from = "sys_enter_write[comm=frobnicator,count=7]";
+            let to = "sys_exit_read[comm=frobnicator,ret>0]";
+            let opts = Options {
+                from: Selector::parse(from).expect("valid selector"),
+                to: vec![Selector::parse(to).expect("valid selector")],
+                deadline_ns: Some(deadline),
+                same: Same::Thread,
+                arch: Arch::native(),
+                top: o.top,
+            };
+            let ex = explain::explain(&files, &open, &opts)?;
+            // Log: cycle write_ns reply_ns latency_ns missed; latency 0 = no reply.
+            let lat = column(&log, 3)?;
+            let truth = Truth {
+                count: lat.len() as u64,
+                misses: lat
+                    .iter()
+                    .filter(|&&l| l <= 0 || l > deadline as i64)
+                    .count() as u64,
+                deadline_ns: deadline,
+            };
+            let cmd = format!("whylate explain --from '{from}' --to '{to}' --deadline 3.5ms");
+            (result, ex, truth, cmd)
+        }
+        Scenario::Timer => {
+            let _bg = spawn(&bin("hog"), &["--cpu", "1", "--seconds", "30"])?;
+            // Let the hog reach its CPU before the first period.
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let (period, count, deadline) = ("1330", "1500", 300_000i64);
+            let mut c = vec![
+                s(&bin("periodic")),
+                "--cpu".into(),
+                "1".into(),
+                "--period-us".into(),
+                period.into(),
+                "--count".into(),
+                count.into(),
+                "--log".into(),
+                s(&log),
+            ];
+            // nice 19: EEVDF lets a nice-0 sleeper preempt the hog on wakeup, which would
+            // make the misses a matter of luck.
+            if o.mitigate {
+                c.extend(["--fifo".into(), "50".into()]);
+            } else {
+                c.extend(["--nice".into(), "19".into()]);
+            }
+            let result = rec("sched,irq,timer", c)?;
+            let opts = TimerOptions {
+                task: Some(TaskSel::Comm("periodic".into())),
+                deadline_ns: Some(deadline as u64),
+                top: o.top,
+            };
+            let ex = explain::explain_timers(&files, &open, &opts)?;
+            // Log: target_ns woke_ns late_ns.
+            let late = column(&log, 2)?;
+            let truth = Truth {
+                count: late.len() as u64,
+                misses: late.iter().filter(|&&l| l > deadline).count() as u64,
+                deadline_ns: deadline as u64,
+            };
+            let cmd = format!(
+                "whylate explain --timer --task periodic --deadline {}us",
+                deadline / 1000
+            );
+            (result, ex, truth, cmd)
+        }
+    };
+    if let Some(k) = &o.keep {
+        let t = k.with_extension("truth");
+        fs::copy(&log, &t).map_err(|e| DemoError::Io(t.clone(), e))?;
+    }
+    Ok(DemoResult {
+        scenario: o.scenario,
+        mitigate: o.mitigate,
+        story: o.scenario.story(o.mitigate).into(),
+        explain_command: format!("{cmd} {}", trace.display()),
+        trace,
+        truth,
+        recorded_events: result.cpus.iter().map(|c| c.events).sum(),
+        lost_events: result.cpus.iter().map(|c| c.lost).sum(),
+        explain,
+    })
+}
+
+/// Column `i` (0-based) of a whitespace-separated log, as integers.
+fn column(log: &Path, i: usize) -> Result<Vec<i64>, DemoError> {
+    let text = fs::read_to_string(log).map_err(|e| DemoError::Io(log.to_path_buf(), e))?;
+    text.lines()
+        .enumerate()
+        .map(|(n, l)| {
+            l.split_whitespace()
+                .nth(i)
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| {
+                    DemoError::Lab(format!(
+                        "{}:{}: expected a number in column {}, found {l:?}",
+                        log.display(),
+                        n + 1,
+                        i + 1
+                    ))
+                })
+        })
+        .collect()
+}
+
+impl DemoResult {
+    /// The terminal text: the program's own count, then whylate's explanation.
+    pub fn render_text(&self) -> String {
+        let r = &self.explain;
+        format!(
+            "whylate demo {}{}: {}\n\nthe program itself measured: {} of {} over {} ({} events recorded, {} lost)\nwhylate, from the trace alone:  {} of {} over it\n\n{}\nexplain it again: {}\n",
+            self.scenario.name(),
+            if self.mitigate { " --mitigate" } else { "" },
+            self.story,
+            self.truth.misses,
+            self.truth.count,
+            crate::stats::dur(self.truth.deadline_ns),
+            self.recorded_events,
+            self.lost_events,
+            r.cycles.misses,
+            r.cycles.count,
+            r.render_text(),
+            self.explain_command
+        )
+    }
+}
