@@ -113,10 +113,7 @@ impl FdPaths {
         match &e.kind {
             Kind::SyscallEnter { name, args } => {
                 let n = s.get(*name);
-                let fd = args
-                    .iter()
-                    .find(|(k, _)| s.get(*k) == "fd")
-                    .map(|(_, v)| *v as i32);
+                let fd = self.fd_of(e, s, arch);
                 let arg = |i: usize| args.get(i).map(|x| x.1).unwrap_or(0);
                 self.pending.insert(
                     e.tid,
@@ -130,10 +127,7 @@ impl FdPaths {
             }
             Kind::SysEnter { nr, args } => {
                 let n = arch.name(*nr).unwrap_or("");
-                let fd = arg_names(n)
-                    .iter()
-                    .position(|a| *a == "fd")
-                    .map(|i| args[i] as i32);
+                let fd = self.fd_of(e, s, arch);
                 self.pending.insert(
                     e.tid,
                     Pending {

@@ -294,6 +294,27 @@ pub struct OrderStats {
     pub window: usize,
 }
 
+/// Counts events that come earlier than one before them, for readers that cannot reorder
+/// (a binary file's own order is the one it was written in).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct OrderCheck {
+    last_ts: u64,
+    /// What was seen.
+    pub stats: OrderStats,
+}
+
+impl OrderCheck {
+    /// Notes one event's timestamp.
+    #[inline]
+    pub fn see(&mut self, ts: u64) {
+        if ts < self.last_ts {
+            self.stats.unsorted += 1;
+        } else {
+            self.last_ts = ts;
+        }
+    }
+}
+
 /// Reads one text file through a [`LineParser`].
 pub struct TextReader {
     path: PathBuf,

@@ -45,8 +45,7 @@ pub struct PerfData {
     diag: Diag,
     info: PerfInfo,
     bytes: u64,
-    last_ts: u64,
-    order: super::OrderStats,
+    order: super::OrderCheck,
 }
 
 impl PerfData {
@@ -119,8 +118,7 @@ impl PerfData {
             diag: Diag::default(),
             info,
             bytes,
-            last_ts: 0,
-            order: super::OrderStats::default(),
+            order: super::OrderCheck::default(),
         })
     }
 
@@ -147,16 +145,7 @@ impl PerfData {
 
     /// Events that came earlier than one before them (a skewed clock between CPUs).
     pub fn order(&self) -> super::OrderStats {
-        self.order
-    }
-
-    #[inline]
-    fn check_order(&mut self, ts: u64) {
-        if ts < self.last_ts {
-            self.order.unsorted += 1;
-        } else {
-            self.last_ts = ts;
-        }
+        self.order.stats
     }
 
     fn seed(&mut self, s: &mut Interner) {
@@ -244,7 +233,7 @@ impl PerfData {
                     };
                     self.comms.learn(&kind);
                     let comm = self.comms.get(tid);
-                    self.check_order(ts);
+                    self.order.see(ts);
                     return Ok(Some(Event {
                         ts,
                         cpu,

@@ -213,9 +213,8 @@ pub struct TraceDat {
     tsc2nsec: Option<(u32, u32, u64)>,
     ts_offset: i64,
     bytes: u64,
-    last_ts: u64,
     data_bytes: u64,
-    order: super::OrderStats,
+    order: super::OrderCheck,
     unknown_ids: FxHashMap<u32, u64>,
 }
 
@@ -340,9 +339,8 @@ impl TraceDat {
             tsc2nsec: None,
             ts_offset: 0,
             bytes: flen,
-            last_ts: 0,
             data_bytes: 0,
-            order: super::OrderStats::default(),
+            order: super::OrderCheck::default(),
             unknown_ids: FxHashMap::default(),
         };
         if version == 6 {
@@ -1041,7 +1039,7 @@ impl TraceDat {
                 st.last_comm = (c.pid, sym);
                 sym
             };
-            self.check_order(ts);
+            self.order.see(ts);
             return Ok(Some(Event {
                 ts,
                 cpu,
@@ -1061,16 +1059,7 @@ impl TraceDat {
 
     /// Events that came earlier than one before them (a skewed clock between CPUs).
     pub fn order(&self) -> super::OrderStats {
-        self.order
-    }
-
-    #[inline]
-    fn check_order(&mut self, ts: u64) {
-        if ts < self.last_ts {
-            self.order.unsorted += 1;
-        } else {
-            self.last_ts = ts;
-        }
+        self.order.stats
     }
 }
 
