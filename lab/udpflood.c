@@ -1,17 +1,25 @@
-// udpflood: a loopback UDP flood, load for the NET_RX softirq (seeds 002/003): every
-// datagram sent on --cpu is received through NET_RX on that same CPU, on the way out of
-// the sender's send() or, when softirqs pile up, in ksoftirqd.
+// udpflood: a loopback UDP flood whose receive side, the NET_RX softirq, runs on another
+// CPU (seeds 002/003: softirq work landing beside a latency-sensitive thread).
 //
-// Not yet a demo scenario: beside a SCHED_FIFO periodic thread on the same CPU it caused
-// no late period on this 6.18 VM (each send runs one short softirq), so it does not yet
-// reproduce the seeds' deferral to ksoftirqd.
+//   udpflood [--cpu C] [--rps-cpu R] [--seconds S] [--size BYTES] [--filter-insns N]
+//            [--burst-us B --every-us P]
 //
-//   udpflood [--cpu C] [--rx-cpu R] [--seconds S] [--size BYTES] [--port P]
+// The sender, pinned to --cpu, sends batches of datagrams (sendmmsg) to a socket nobody
+// reads. Loopback receives a packet on the sending CPU unless Receive Packet Steering
+// says otherwise, so --rps-cpu R (root) sets /sys/class/net/lo/queues/rx-0/rps_cpus to R
+// for the run and restores it on exit, Ctrl-C or SIGTERM: every packet then crosses to CPU R
+// by IPI and is received there in NET_RX, in interrupt context or in ksoftirqd/R.
+// --filter-insns N attaches a classic BPF socket filter of N byte loads, run for every
+// packet inside that softirq: it sets how long NET_RX holds CPU R per packet.
+// --burst-us B --every-us P sends only for the first B us of every P us, so CPU R sees one
+// NET_RX run per burst (as long as the backlog the burst left takes to drain) instead of an
+// overload; without them the flood never pauses.
 //
-// The receiver (`udprecv`, pinned to --rx-cpu) drains the socket so the flood never stalls
-// on a full receive buffer. Prints `sent N received M` at the end.
+// Prints `sent N` and the receiving CPUs' softnet counters (processed, dropped at the
+// backlog, squeezed out of a NET_RX run) at the end.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <linux/filter.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
@@ -20,12 +28,32 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#define RPS "/sys/class/net/lo/queues/rx-0/rps_cpus"
+
+static char saved_rps[256];
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig) {
+    (void)sig;
+    stop = 1;
+}
+
+static int write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    int ok = fputs(text, f) >= 0;
+    return (fclose(f) == 0 && ok) ? 0 : -1;
+}
+
+static void restore_rps(void) {
+    if (saved_rps[0] && write_file(RPS, saved_rps))
+        fprintf(stderr, "udpflood: could not restore %s to %s", RPS, saved_rps);
+}
+
 static void pin(long cpu) {
-    if (cpu < 0) return;
     cpu_set_t s;
     CPU_ZERO(&s);
     CPU_SET((int)cpu, &s);
@@ -38,61 +66,108 @@ static double now_s(void) {
     return t.tv_sec + t.tv_nsec / 1e9;
 }
 
+// Per-CPU softnet_stat: processed, dropped, time_squeeze (hex columns 1-3).
+static void print_softnet(const char *when) {
+    FILE *f = fopen("/proc/net/softnet_stat", "r");
+    if (!f) return;
+    unsigned p, d, s;
+    int cpu = 0;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "%x %x %x", &p, &d, &s) == 3)
+            printf("%s cpu %d processed %u dropped %u squeezed %u\n", when, cpu, p, d, s);
+        cpu++;
+    }
+    fclose(f);
+}
+
 int main(int argc, char **argv) {
-    long cpu = 1, rx_cpu = 0, size = 1024, port = 0;
+    long cpu = 0, rps_cpu = -1, size = 16, insns = 0, burst_us = 0, every_us = 0;
     double seconds = 3;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const char *a = argv[i], *v = argv[i + 1];
+    for (int i = 1; i < argc; i += 2) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v) { fprintf(stderr, "udpflood: %s needs a value\n", a); return 2; }
         if (!strcmp(a, "--cpu")) cpu = atol(v);
-        else if (!strcmp(a, "--rx-cpu")) rx_cpu = atol(v);
+        else if (!strcmp(a, "--rps-cpu")) rps_cpu = atol(v);
         else if (!strcmp(a, "--seconds")) seconds = atof(v);
         else if (!strcmp(a, "--size")) size = atol(v);
-        else if (!strcmp(a, "--port")) port = atol(v);
+        else if (!strcmp(a, "--filter-insns")) insns = atol(v);
+        else if (!strcmp(a, "--burst-us")) burst_us = atol(v);
+        else if (!strcmp(a, "--every-us")) every_us = atol(v);
         else { fprintf(stderr, "udpflood: unknown option %s\n", a); return 2; }
     }
-    if (argc % 2 == 0) { fprintf(stderr, "udpflood: %s needs a value\n", argv[argc - 1]); return 2; }
     if (size < 1 || size > 65000) { fprintf(stderr, "udpflood: bad --size\n"); return 2; }
-    int rx = socket(AF_INET, SOCK_DGRAM, 0);
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((unsigned short)port)};
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (rx < 0 || bind(rx, (struct sockaddr *)&addr, sizeof addr)) { perror("udpflood: bind"); return 1; }
-    socklen_t len = sizeof addr;
-    getsockname(rx, (struct sockaddr *)&addr, &len);  // the port the kernel chose
-    int pfd[2];
-    if (pipe(pfd)) return 1;
-    pid_t r = fork();
-    if (r == 0) {
-        prctl(PR_SET_NAME, "udprecv");
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        pin(rx_cpu);
-        close(pfd[0]);
-        char *buf = malloc(65536);
-        long got = 0;
-        struct timeval tv = {0, 200000};
-        setsockopt(rx, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        for (;;) {
-            ssize_t n = recv(rx, buf, 65536, 0);
-            if (n < 0) break;  // 200 ms without data: the sender is done
-            got++;
-        }
-        if (write(pfd[1], &got, sizeof got) != sizeof got) _exit(1);
-        _exit(0);
+    if (insns < 0 || insns > 4000) { fprintf(stderr, "udpflood: --filter-insns must be 0-4000\n"); return 2; }
+    if ((burst_us > 0) != (every_us > 0) || burst_us > every_us) {
+        fprintf(stderr, "udpflood: --burst-us B needs --every-us P with 0 < B <= P\n");
+        return 2;
     }
-    close(pfd[1]);
+    if (rps_cpu >= 0) {
+        if (rps_cpu >= 64) { fprintf(stderr, "udpflood: --rps-cpu must be < 64\n"); return 2; }
+        FILE *f = fopen(RPS, "r");
+        if (!f || !fgets(saved_rps, sizeof saved_rps, f)) { perror("udpflood: " RPS); return 1; }
+        fclose(f);
+        struct sigaction sa = {.sa_handler = on_signal};
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        char mask[32];
+        snprintf(mask, sizeof mask, "%llx\n", 1ULL << rps_cpu);
+        if (write_file(RPS, mask)) { perror("udpflood: setting " RPS " (root?)"); return 1; }
+        atexit(restore_rps);
+    }
     prctl(PR_SET_NAME, "udpflood");
     pin(cpu);
+    int rx = socket(AF_INET, SOCK_DGRAM, 0);
+    if (rx < 0) { perror("udpflood: socket"); return 1; }
+    if (insns > 0) {
+        struct sock_filter *f = calloc((size_t)insns + 1, sizeof *f);
+        for (long i = 0; i < insns; i++) f[i] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_B | BPF_ABS, (unsigned)((i * 61) % size));
+        f[insns] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0xffff);
+        struct sock_fprog prog = {(unsigned short)(insns + 1), f};
+        if (setsockopt(rx, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog)) {
+            perror("udpflood: SO_ATTACH_FILTER (net.core.optmem_max too small for --filter-insns?)");
+            return 1;
+        }
+    }
+    struct sockaddr_in addr = {.sin_family = AF_INET};
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (bind(rx, (struct sockaddr *)&addr, sizeof addr) || getsockname(rx, (struct sockaddr *)&addr, &len)) {
+        perror("udpflood: bind");
+        return 1;
+    }
     int tx = socket(AF_INET, SOCK_DGRAM, 0);
     if (tx < 0 || connect(tx, (struct sockaddr *)&addr, sizeof addr)) { perror("udpflood: connect"); return 1; }
+    enum { BATCH = 64 };
     char *msg = calloc(1, (size_t)size);
-    long sent = 0;
-    double end = now_s() + seconds;
-    while (now_s() < end) {
-        for (int i = 0; i < 64; i++)
-            if (send(tx, msg, (size_t)size, 0) == size) sent++;
+    struct iovec iov[BATCH];
+    struct mmsghdr mm[BATCH];
+    memset(mm, 0, sizeof mm);
+    for (int i = 0; i < BATCH; i++) {
+        iov[i] = (struct iovec){msg, (size_t)size};
+        mm[i].msg_hdr.msg_iov = &iov[i];
+        mm[i].msg_hdr.msg_iovlen = 1;
     }
-    long got = 0;
-    if (read(pfd[0], &got, sizeof got) != sizeof got) got = -1;
-    waitpid(r, NULL, 0);
-    printf("sent %ld received %ld\n", sent, got);
+    print_softnet("before");
+    long sent = 0;
+    double start = now_s(), end = start + seconds;
+    long bursts = 0;
+    for (double t = start; !stop && t < end; t = now_s()) {
+        if (every_us > 0) {
+            // Absolute burst starts, so a slow burst does not shift the ones after it.
+            double b0 = start + bursts * every_us / 1e6;
+            if (t >= b0 + burst_us / 1e6) {
+                bursts++;
+                double next = start + bursts * every_us / 1e6;
+                struct timespec ts = {(time_t)next, (long)((next - (time_t)next) * 1e9)};
+                clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+                continue;
+            }
+        }
+        int n = sendmmsg(tx, mm, every_us > 0 ? 1 : BATCH, 0);
+        if (n > 0) sent += n;
+    }
+    printf("sent %ld\n", sent);
+    print_softnet("after");
     return 0;
 }

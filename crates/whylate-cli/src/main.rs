@@ -5,7 +5,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use whylate::explain::{Options as ExplainOptions, Same};
+use whylate::explain::{Mode, Options as ExplainOptions, Same};
 use whylate::measure::{
     Bound, Filter, Measure, Options as LatencyOptions, TaskSel, ThroughputOpts,
 };
@@ -25,6 +25,44 @@ struct Cli {
     cmd: Option<Cmd>,
     /// `whylate FILE...` = `whylate explain FILE...` in automatic mode.
     files: Vec<PathBuf>,
+}
+
+/// What `explain` and `diff` explain: cycles between selectors, late timers, one softirq
+/// vector, or (with none of them) the worst outliers.
+#[derive(clap::Args, Default)]
+struct ModeArgs {
+    /// Event that opens a cycle: EVENT[FIELD OP VALUE,...], e.g.
+    /// 'sys_enter_write[comm=frobnicator,count=7]'.
+    #[arg(long, requires = "to")]
+    from: Option<String>,
+    /// Event that closes it (repeat for alternatives), e.g.
+    /// 'sys_exit_read[comm=frobnicator,ret>0]'.
+    #[arg(long, requires = "from")]
+    to: Vec<String>,
+    /// Explain late timers instead of cycles: hrtimer expiries that woke a task (and
+    /// self-reported lateness), split into "the interrupt came late" and "the woken
+    /// task waited"; a miss is a period later than --deadline (else the slowest 1%).
+    #[arg(long, conflicts_with_all = ["from", "to"])]
+    timer: bool,
+    /// With --timer: only timers that wake this task (pid, or comm with * ? globs).
+    #[arg(long, requires = "timer")]
+    task: Option<String>,
+    /// Explain slow services of this softirq vector (NET_RX, TASKLET, TIMER... or its
+    /// number): raise to entry, deferral to ksoftirqd, who held the CPU meanwhile.
+    #[arg(long, value_name = "VEC", conflicts_with_all = ["from", "to", "timer"])]
+    softirq: Option<String>,
+    /// Cycles longer than this are misses (`3.5ms`); inferred from the data when absent.
+    #[arg(long)]
+    deadline: Option<String>,
+    /// Who may close a cycle: the same thread, any thread of its process, anyone.
+    #[arg(long, value_enum, default_value = "thread")]
+    same: SameArg,
+    /// Syscall table for raw_syscalls events.
+    #[arg(long, default_value = "x86_64")]
+    arch: String,
+    /// Misses whose chain is shown.
+    #[arg(long, default_value_t = 3)]
+    top: usize,
 }
 
 #[derive(Subcommand)]
@@ -61,11 +99,13 @@ enum Cmd {
     /// mechanism, whylate records and explains it, and prints the program's own count of
     /// misses beside its explanation.
     Demo {
-        /// frob (seed 000: a pty reply behind CPU hogs) or timer (seed 004: a periodic
-        /// thread beside a hog).
+        /// frob (seed 000: a pty reply behind CPU hogs), timer (seed 004: a periodic
+        /// thread beside a hog) or softirq (seeds 002/003: a UDP flood's NET_RX softirq
+        /// beside a real-time thread).
         #[arg(default_value = "frob")]
         scenario: String,
-        /// Run the fixed variant (frob: SCHED_IDLE hogs; timer: a SCHED_FIFO victim).
+        /// Run the fixed variant (frob: SCHED_IDLE hogs; timer: a SCHED_FIFO victim;
+        /// softirq: the flood received on its own CPU).
         #[arg(long)]
         mitigate: bool,
         /// Keep the recording here (the program's ground truth goes beside it, .truth).
@@ -110,38 +150,8 @@ enum Cmd {
         /// Trace files, merged by timestamp.
         #[arg(required = true)]
         files: Vec<PathBuf>,
-        /// Event that opens a cycle: EVENT[FIELD OP VALUE,...], e.g.
-        /// 'sys_enter_write[comm=frobnicator,count=7]'.
-        #[arg(long, requires = "to")]
-        from: Option<String>,
-        /// Event that closes it (repeat for alternatives), e.g.
-        /// 'sys_exit_read[comm=frobnicator,ret>0]'.
-        #[arg(long, requires = "from")]
-        to: Vec<String>,
-        /// Explain late timers instead of cycles: hrtimer expiries that woke a task (and
-        /// self-reported lateness), split into "the interrupt came late" and "the woken
-        /// task waited"; a miss is a period later than --deadline (else the slowest 1%).
-        #[arg(long, conflicts_with_all = ["from", "to"])]
-        timer: bool,
-        /// With --timer: only timers that wake this task (pid, or comm with * ? globs).
-        #[arg(long, requires = "timer")]
-        task: Option<String>,
-        /// Explain slow services of this softirq vector (NET_RX, TASKLET, TIMER... or its
-        /// number): raise to entry, deferral to ksoftirqd, who held the CPU meanwhile.
-        #[arg(long, value_name = "VEC", conflicts_with_all = ["from", "to", "timer"])]
-        softirq: Option<String>,
-        /// Cycles longer than this are misses (`3.5ms`); inferred from the data when absent.
-        #[arg(long)]
-        deadline: Option<String>,
-        /// Who may close a cycle: the same thread, any thread of its process, anyone.
-        #[arg(long, value_enum, default_value = "thread")]
-        same: SameArg,
-        /// Syscall table for raw_syscalls events.
-        #[arg(long, default_value = "x86_64")]
-        arch: String,
-        /// Misses whose chain is shown.
-        #[arg(long, default_value_t = 3)]
-        top: usize,
+        #[command(flatten)]
+        mode: ModeArgs,
         /// Machine-readable output (schema: docs/json.md).
         #[arg(long)]
         json: bool,
@@ -149,6 +159,30 @@ enum Cmd {
         #[arg(long)]
         strict: bool,
         /// Read as this format instead of guessing.
+        #[arg(long, value_enum)]
+        format: Option<FormatArg>,
+        /// Reorder window in events, for traces whose timestamps are out of order.
+        #[arg(long, default_value_t = whylate::read::DEFAULT_WINDOW)]
+        reorder: usize,
+    },
+    /// Compare two traces of the same workload (before/after a fix, old/new kernel),
+    /// explained the same way: distributions side by side, causes that appeared, vanished
+    /// or changed (keyed without pids), CPU time and interrupt placement that moved, and a
+    /// one-line verdict. Without --deadline, B is judged by the deadline chosen for A.
+    Diff {
+        /// The trace before.
+        a: PathBuf,
+        /// The trace after.
+        b: PathBuf,
+        #[command(flatten)]
+        mode: ModeArgs,
+        /// Machine-readable output (schema: docs/json.md).
+        #[arg(long)]
+        json: bool,
+        /// Fail (exit 2) on the first line that does not parse.
+        #[arg(long)]
+        strict: bool,
+        /// Read both as this format instead of guessing.
         #[arg(long, value_enum)]
         format: Option<FormatArg>,
         /// Reorder window in events, for traces whose timestamps are out of order.
@@ -208,8 +242,9 @@ enum Cmd {
     },
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, Default, ValueEnum)]
 enum SameArg {
+    #[default]
     Thread,
     Tgid,
     Any,
@@ -273,15 +308,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         return run(Cli {
             cmd: Some(Cmd::Explain {
                 files: cli.files,
-                from: None,
-                to: Vec::new(),
-                timer: false,
-                task: None,
-                softirq: None,
-                deadline: None,
-                same: SameArg::Thread,
-                arch: "x86_64".into(),
-                top: 3,
+                mode: ModeArgs {
+                    arch: "x86_64".into(),
+                    top: 3,
+                    ..Default::default()
+                },
                 json: false,
                 strict: false,
                 format: None,
@@ -308,7 +339,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
         } => {
             let Some(scenario) = whylate::demo::Scenario::parse(&scenario) else {
-                return usage(&format!("demo {scenario:?}: expected frob or timer"));
+                return usage(&format!("demo {scenario:?}: expected frob, timer or softirq"));
             };
             let r = whylate::demo::run(&whylate::demo::DemoOptions {
                 scenario,
@@ -352,15 +383,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Cmd::Explain {
             files,
-            from,
-            to,
-            timer,
-            task,
-            softirq,
-            deadline,
-            same,
-            arch,
-            top,
+            mode,
             json,
             strict,
             format,
@@ -371,72 +394,35 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 strict,
                 window: reorder,
             };
-            let deadline_ns = match deadline.as_deref().map(parse_duration) {
-                None => None,
-                Some(Some(d)) if d > 0 => Some(d),
-                Some(_) => {
-                    return usage(&format!(
-                        "--deadline {:?}: expected a duration like 3.5ms, 500us",
-                        deadline.unwrap_or_default()
-                    ))
-                }
+            let mode = match mode.parse() {
+                Ok(m) => m,
+                Err(e) => return usage(&e),
             };
-            if let Some(v) = softirq {
-                return emit(
-                    whylate::explain::explain_softirq(&files, &open, &v, deadline_ns, top),
-                    json,
-                    |r| r.render_text(),
-                );
-            }
-            if timer {
-                let o = whylate::explain::TimerOptions {
-                    task: task.map(|t| match t.parse::<i32>() {
-                        Ok(p) => TaskSel::Pid(p),
-                        Err(_) => TaskSel::Comm(t),
-                    }),
-                    deadline_ns,
-                    top,
-                };
-                return emit(
-                    whylate::explain::explain_timers(&files, &open, &o),
-                    json,
-                    |r| r.render_text(),
-                );
-            }
-            let Some(from) = from else {
-                return emit(
-                    whylate::explain::explain_auto(&files, &open, top),
-                    json,
-                    |r| r.render_text(),
-                );
+            emit(
+                whylate::explain::explain_mode(&files, &open, &mode),
+                json,
+                |r| r.render_text(),
+            )
+        }
+        Cmd::Diff {
+            a,
+            b,
+            mode,
+            json,
+            strict,
+            format,
+            reorder,
+        } => {
+            let open = OpenOptions {
+                format: format.map(Into::into),
+                strict,
+                window: reorder,
             };
-            let from = match Selector::parse(&from) {
-                Ok(s) => s,
-                Err(e) => return usage(&format!("--from: {e}")),
+            let mode = match mode.parse() {
+                Ok(m) => m,
+                Err(e) => return usage(&e),
             };
-            let mut tos = Vec::new();
-            for t in &to {
-                match Selector::parse(t) {
-                    Ok(s) => tos.push(s),
-                    Err(e) => return usage(&format!("--to: {e}")),
-                }
-            }
-            let Some(arch) = Arch::parse(&arch) else {
-                return usage(&format!("--arch {arch:?}: expected x86_64 or aarch64"));
-            };
-            let opts = ExplainOptions {
-                from,
-                to: tos,
-                deadline_ns,
-                same: match same {
-                    SameArg::Thread => Same::Thread,
-                    SameArg::Tgid => Same::Tgid,
-                    SameArg::Any => Same::Any,
-                },
-                arch,
-                top,
-            };
-            emit(whylate::explain::explain(&files, &open, &opts), json, |r| {
+            emit(whylate::diff::diff(&a, &b, &open, &mode), json, |r| {
                 r.render_text()
             })
         }
@@ -658,6 +644,66 @@ fn parse_duration(s: &str) -> Option<u64> {
 }
 
 /// Prints a report (terminal text or JSON), or the input error with exit code 2.
+impl ModeArgs {
+    /// The explain mode these arguments ask for, or what is wrong with them.
+    fn parse(self) -> Result<Mode, String> {
+        let deadline_ns = match self.deadline.as_deref().map(parse_duration) {
+            None => None,
+            Some(Some(d)) if d > 0 => Some(d),
+            Some(_) => {
+                return Err(format!(
+                    "--deadline {:?}: expected a duration like 3.5ms, 500us",
+                    self.deadline.unwrap_or_default()
+                ))
+            }
+        };
+        let top = self.top;
+        if let Some(vector) = self.softirq {
+            return Ok(Mode::Softirq {
+                vector,
+                deadline_ns,
+                top,
+            });
+        }
+        if self.timer {
+            return Ok(Mode::Timer(whylate::explain::TimerOptions {
+                task: self.task.map(|t| match t.parse::<i32>() {
+                    Ok(p) => TaskSel::Pid(p),
+                    Err(_) => TaskSel::Comm(t),
+                }),
+                deadline_ns,
+                top,
+            }));
+        }
+        let Some(from) = self.from else {
+            return Ok(Mode::Auto { top });
+        };
+        let from = Selector::parse(&from).map_err(|e| format!("--from: {e}"))?;
+        let mut to = Vec::new();
+        for t in &self.to {
+            to.push(Selector::parse(t).map_err(|e| format!("--to: {e}"))?);
+        }
+        let Some(arch) = Arch::parse(&self.arch) else {
+            return Err(format!(
+                "--arch {:?}: expected x86_64 or aarch64",
+                self.arch
+            ));
+        };
+        Ok(Mode::Cycles(ExplainOptions {
+            from,
+            to,
+            deadline_ns,
+            same: match self.same {
+                SameArg::Thread => Same::Thread,
+                SameArg::Tgid => Same::Tgid,
+                SameArg::Any => Same::Any,
+            },
+            arch,
+            top,
+        }))
+    }
+}
+
 fn emit<R: serde::Serialize>(
     r: Result<R, ReadError>,
     json: bool,

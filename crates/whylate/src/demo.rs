@@ -22,6 +22,7 @@ pub const LAB: &[(&str, &str)] = &[
     ("frob", include_str!("../../../lab/frob.c")),
     ("periodic", include_str!("../../../lab/periodic.c")),
     ("hog", include_str!("../../../lab/hog.c")),
+    ("udpflood", include_str!("../../../lab/udpflood.c")),
 ];
 
 /// A scenario.
@@ -32,6 +33,8 @@ pub enum Scenario {
     Frob,
     /// Seed 004: a 1.33 ms periodic thread beside a hog.
     Timer,
+    /// Seeds 002/003: NET_RX softirq work of a UDP flood landing beside a real-time thread.
+    Softirq,
 }
 
 impl Scenario {
@@ -40,6 +43,7 @@ impl Scenario {
         match self {
             Scenario::Frob => "frob",
             Scenario::Timer => "timer",
+            Scenario::Softirq => "softirq",
         }
     }
     /// Parses a name.
@@ -47,6 +51,7 @@ impl Scenario {
         match s {
             "frob" => Some(Scenario::Frob),
             "timer" => Some(Scenario::Timer),
+            "softirq" => Some(Scenario::Softirq),
             _ => None,
         }
     }
@@ -57,6 +62,8 @@ impl Scenario {
             (Scenario::Frob, true) => "seed 000 mitigated: the same, with the hogs at SCHED_IDLE (they yield CPU1 to the device and the tty worker)",
             (Scenario::Timer, false) => "seed 004: a 1.33 ms periodic thread (nice 19) beside a CPU hog on CPU1; a period is late past 300 us",
             (Scenario::Timer, true) => "seed 004 mitigated: the periodic thread runs SCHED_FIFO 50, the hog stays",
+            (Scenario::Softirq, false) => "seeds 002/003: a 1.33 ms SCHED_FIFO periodic thread on CPU1; a loopback UDP flood from CPU0 is steered to CPU1 (RPS), where its NET_RX softirq runs ahead of any task; a period is late past 300 us",
+            (Scenario::Softirq, true) => "seeds 002/003 mitigated: the same flood, received on CPU0 (RPS off CPU1)",
         }
     }
 }
@@ -170,37 +177,49 @@ pub fn build_lab() -> Result<PathBuf, DemoError> {
     Ok(dir)
 }
 
-/// The unbound workqueue cpumask, set for the run and put back after (also on error).
-struct WqMask {
+/// A sysfs setting changed for the run and put back after (also on error).
+struct Knob {
+    path: &'static str,
     before: Option<String>,
 }
 
+/// Unbound work (the tty flip buffer's) runs on these CPUs.
 const WQ_MASK: &str = "/sys/devices/virtual/workqueue/cpumask";
+/// The CPUs loopback's Receive Packet Steering hands received packets to.
+const LO_RPS: &str = "/sys/class/net/lo/queues/rx-0/rps_cpus";
 
-impl WqMask {
-    /// Unbound work (the tty flip buffer's) runs on `cpus` while this lives.
-    fn set(cpus: &str) -> WqMask {
-        let before = fs::read_to_string(WQ_MASK).ok();
-        if before.is_some() && fs::write(WQ_MASK, cpus).is_err() {
-            return WqMask { before: None };
-        }
-        WqMask { before }
+impl Knob {
+    fn set(path: &'static str, value: &str) -> Result<Knob, DemoError> {
+        let before = fs::read_to_string(path).map_err(|e| DemoError::Io(path.into(), e))?;
+        fs::write(path, value).map_err(|e| DemoError::Io(path.into(), e))?;
+        Ok(Knob {
+            path,
+            before: Some(before),
+        })
     }
 }
 
-impl Drop for WqMask {
+impl Drop for Knob {
     fn drop(&mut self) {
         if let Some(b) = &self.before {
-            let _ = fs::write(WQ_MASK, b.trim());
+            let _ = fs::write(self.path, b.trim());
         }
     }
 }
 
-/// A background program, killed when dropped.
+/// A background program, stopped when dropped: SIGTERM first, so it can undo what it set.
 struct Background(Child);
 
 impl Drop for Background {
     fn drop(&mut self) {
+        // SAFETY: kill(2) on our own child's pid, which we have not reaped yet.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        for _ in 0..50 {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -256,7 +275,7 @@ fn run_in(o: &DemoOptions, lab: &Path, work: &Path) -> Result<DemoResult, DemoEr
         Scenario::Frob => {
             // The tty flip-buffer work is unbound: keep it on the device's CPU, as a USB
             // serial IRQ pinned there would (seed 000).
-            let mask = WqMask::set("2");
+            let mask = Knob::set(WQ_MASK, "2")?;
             let c = vec![
                 s(&bin("frob")),
                 "--cycles".into(),
@@ -310,46 +329,40 @@ fn run_in(o: &DemoOptions, lab: &Path, work: &Path) -> Result<DemoResult, DemoEr
         }
         Scenario::Timer => {
             let _bg = spawn(&bin("hog"), &["--cpu", "1", "--seconds", "30"])?;
-            // Let the hog reach its CPU before the first period.
-            std::thread::sleep(std::time::Duration::from_millis(100));
-            let (period, count, deadline) = ("1330", "1500", 300_000i64);
-            let mut c = vec![
-                s(&bin("periodic")),
-                "--cpu".into(),
-                "1".into(),
-                "--period-us".into(),
-                period.into(),
-                "--count".into(),
-                count.into(),
-                "--log".into(),
-                s(&log),
-            ];
             // nice 19: EEVDF lets a nice-0 sleeper preempt the hog on wakeup, which would
             // make the misses a matter of luck.
-            if o.mitigate {
-                c.extend(["--fifo".into(), "50".into()]);
+            let policy = if o.mitigate {
+                ["--fifo", "50"]
             } else {
-                c.extend(["--nice".into(), "19".into()]);
-            }
-            let result = rec("sched,irq,timer", c)?;
-            let opts = TimerOptions {
-                task: Some(TaskSel::Comm("periodic".into())),
-                deadline_ns: Some(deadline as u64),
-                top: o.top,
+                ["--nice", "19"]
             };
-            let ex = explain::explain_timers(&files, &open, &opts)?;
-            // Log: target_ns woke_ns late_ns.
-            let late = column(&log, 2)?;
-            let truth = Truth {
-                count: late.len() as u64,
-                misses: late.iter().filter(|&&l| l > deadline).count() as u64,
-                deadline_ns: deadline as u64,
-            };
-            let cmd = format!(
-                "whylate explain --timer --task periodic --deadline {}us",
-                deadline / 1000
-            );
-            (result, ex, truth, cmd)
+            periodic(o, &bin("periodic"), &log, &policy, rec)?
+        }
+        Scenario::Softirq => {
+            // Steering loopback's receive to CPU1 puts every packet's NET_RX there, in
+            // interrupt context where no task priority holds it off; off (0), each packet
+            // is received on the sending CPU.
+            let _rps = Knob::set(LO_RPS, if o.mitigate { "0" } else { "2" })?;
+            // Bursts of 60 kB datagrams, each read by a 1000-instruction socket filter: a
+            // few hundred us of NET_RX per burst, every 7 ms, out of step with the period.
+            let _bg = spawn(
+                &bin("udpflood"),
+                &[
+                    "--cpu",
+                    "0",
+                    "--seconds",
+                    "30",
+                    "--size",
+                    "60000",
+                    "--filter-insns",
+                    "1000",
+                    "--burst-us",
+                    "300",
+                    "--every-us",
+                    "7000",
+                ],
+            )?;
+            periodic(o, &bin("periodic"), &log, &["--fifo", "50"], rec)?
         }
     };
     if let Some(k) = &o.keep {
@@ -367,6 +380,55 @@ fn run_in(o: &DemoOptions, lab: &Path, work: &Path) -> Result<DemoResult, DemoEr
         lost_events: result.cpus.iter().map(|c| c.lost).sum(),
         explain,
     })
+}
+
+/// The periodic thread on CPU1 beside whatever load is running, recorded and explained as
+/// timer lateness with a 300 us deadline.
+fn periodic(
+    o: &DemoOptions,
+    bin: &Path,
+    log: &Path,
+    policy: &[&str],
+    rec: impl Fn(&str, Vec<String>) -> Result<record::RecordResult, DemoError>,
+) -> Result<(record::RecordResult, ExplainReport, Truth, String), DemoError> {
+    // Let the load reach its CPU before the first period.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let deadline = 300_000i64;
+    let mut c: Vec<String> = [
+        &s(bin),
+        "--cpu",
+        "1",
+        "--period-us",
+        "1330",
+        "--count",
+        "1500",
+        "--log",
+        &s(log),
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    c.extend(policy.iter().map(|a| a.to_string()));
+    let result = rec("sched,irq,timer", c)?;
+    let opts = TimerOptions {
+        task: Some(TaskSel::Comm("periodic".into())),
+        deadline_ns: Some(deadline as u64),
+        top: o.top,
+    };
+    let trace = result.output.clone();
+    let ex = explain::explain_timers(&[trace], &OpenOptions::default(), &opts)?;
+    // Log: target_ns woke_ns late_ns.
+    let late = column(log, 2)?;
+    let truth = Truth {
+        count: late.len() as u64,
+        misses: late.iter().filter(|&&l| l > deadline).count() as u64,
+        deadline_ns: deadline as u64,
+    };
+    let cmd = format!(
+        "whylate explain --timer --task periodic --deadline {}us",
+        deadline / 1000
+    );
+    Ok((result, ex, truth, cmd))
 }
 
 /// Column `i` (0-based) of a whitespace-separated log, as integers.

@@ -418,12 +418,78 @@ pub struct ExplainReport {
     pub notes: Vec<String>,
     /// The machine as `whylate record` saw it (null for other inputs).
     pub machine: Option<Machine>,
+    /// What every CPU spent the trace on.
+    pub cpus: Vec<crate::diff::CpuProfile>,
     /// How many misses the terminal shows in full.
     #[serde(skip)]
     pub top: usize,
     /// What a cycle is called in the terminal (`cycles`, `timer periods`).
     #[serde(skip)]
     pub noun: &'static str,
+}
+
+/// What `explain` is asked to explain: the modes of the command line.
+#[derive(Clone, Debug)]
+pub enum Mode {
+    /// Request/response cycles between two selectors.
+    Cycles(Options),
+    /// Late timer periods.
+    Timer(TimerOptions),
+    /// Slow services of one softirq vector.
+    Softirq {
+        /// Vector name or number.
+        vector: String,
+        /// Services slower than this are misses.
+        deadline_ns: Option<u64>,
+        /// Misses shown in full.
+        top: usize,
+    },
+    /// The worst outliers across all measures.
+    Auto {
+        /// Outliers shown in full.
+        top: usize,
+    },
+}
+
+impl Mode {
+    /// The deadline given, if the mode has one.
+    pub fn deadline_ns(&self) -> Option<u64> {
+        match self {
+            Mode::Cycles(o) => o.deadline_ns,
+            Mode::Timer(o) => o.deadline_ns,
+            Mode::Softirq { deadline_ns, .. } => *deadline_ns,
+            Mode::Auto { .. } => None,
+        }
+    }
+    /// The same mode with this deadline (the automatic mode has none).
+    pub fn with_deadline(&self, d: Option<u64>) -> Mode {
+        let mut m = self.clone();
+        match &mut m {
+            Mode::Cycles(o) => o.deadline_ns = d,
+            Mode::Timer(o) => o.deadline_ns = d,
+            Mode::Softirq { deadline_ns, .. } => *deadline_ns = d,
+            Mode::Auto { .. } => {}
+        }
+        m
+    }
+}
+
+/// Explains `paths` in the given mode.
+pub fn explain_mode(
+    paths: &[PathBuf],
+    open: &OpenOptions,
+    mode: &Mode,
+) -> Result<ExplainReport, ReadError> {
+    match mode {
+        Mode::Cycles(o) => explain(paths, open, o),
+        Mode::Timer(o) => explain_timers(paths, open, o),
+        Mode::Softirq {
+            vector,
+            deadline_ns,
+            top,
+        } => explain_softirq(paths, open, vector, *deadline_ns, *top),
+        Mode::Auto { top } => explain_auto(paths, open, *top),
+    }
 }
 
 /// Reads the inputs, cuts cycles and explains the misses.
@@ -436,7 +502,7 @@ pub fn explain(
     let (tl, strings, meta) = read_all(paths, open, Some(&mut cy))?;
     cy.finish(tl.last_ts);
     let blind = cy.paths_unknown();
-    let mut r = with_inputs(analyze(&tl, &strings, o, cy.cycles), meta);
+    let mut r = with_inputs(analyze(&tl, &strings, o, cy.cycles), meta, &tl, &strings);
     if blind {
         r.notes.push(
             "a selector filters on `path`, but no input names its descriptors (a `whylate record` trace.dat does): that condition matched nothing".into(),
@@ -496,7 +562,8 @@ fn scale(held: &mut [Hold], ex: u64) {
 
 /// Puts what the readers said in front of the report's own notes, and what the
 /// record-time snapshot knows about the machine into the context and advice.
-fn with_inputs(mut r: ExplainReport, meta: ReadMeta) -> ExplainReport {
+fn with_inputs(mut r: ExplainReport, meta: ReadMeta, tl: &Timeline, s: &Interner) -> ExplainReport {
+    r.cpus = crate::diff::profile(tl, s);
     r.inputs = meta.inputs.inputs;
     r.events = meta.events;
     let mut notes = meta.inputs.notes;
@@ -1148,6 +1215,19 @@ impl<'a> Engine<'a> {
             }
             if !out.is_empty() {
                 return out;
+            }
+            // A CPU idle throughout woke late for its timer: idle exit, or on a VM a host
+            // that did not run the vCPU in time.
+            let occ = tl.occupants(l.cpu, a, b);
+            if occ.len() == 1 && occ[0].what == OccupantKind::Task && occ[0].id == 0 {
+                return vec![Hold {
+                    category: "cpu-idle".into(),
+                    culprit: Culprit {
+                        cpu: Some(l.cpu),
+                        ..Default::default()
+                    },
+                    ns: b - a,
+                }];
             }
             // A running task does not delay a hard timer interrupt; with no irqs-off section
             // in the trace the reason is not visible (preemptirq events would show it).
@@ -1836,6 +1916,7 @@ pub fn analyze(tl: &Timeline, s: &Interner, o: &Options, cycles: Vec<Cycle>) -> 
         advice,
         notes,
         machine: None,
+        cpus: Vec::new(),
         top: o.top,
         noun: "cycles",
     }
@@ -1860,7 +1941,12 @@ pub fn explain_timers(
     o: &TimerOptions,
 ) -> Result<ExplainReport, ReadError> {
     let (tl, strings, meta) = read_all(paths, open, None)?;
-    Ok(with_inputs(analyze_timers(&tl, &strings, o), meta))
+    Ok(with_inputs(
+        analyze_timers(&tl, &strings, o),
+        meta,
+        &tl,
+        &strings,
+    ))
 }
 
 struct TimerSample {
@@ -2135,6 +2221,7 @@ pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainR
         advice,
         notes,
         machine: None,
+        cpus: Vec::new(),
         top: o.top,
         noun: "timer periods",
     }
@@ -2149,7 +2236,12 @@ pub fn explain_auto(
     top: usize,
 ) -> Result<ExplainReport, ReadError> {
     let (tl, strings, meta) = read_all(paths, open, None)?;
-    Ok(with_inputs(analyze_auto(&tl, &strings, top), meta))
+    Ok(with_inputs(
+        analyze_auto(&tl, &strings, top),
+        meta,
+        &tl,
+        &strings,
+    ))
 }
 
 fn median_of(mut v: Vec<u64>) -> u64 {
@@ -2487,6 +2579,7 @@ pub fn analyze_auto(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport {
         advice,
         notes,
         machine: None,
+        cpus: Vec::new(),
         top,
         noun: "outliers",
     }
@@ -2506,6 +2599,8 @@ pub fn explain_softirq(
     Ok(with_inputs(
         analyze_softirq(&tl, &strings, vector, deadline_ns, top),
         meta,
+        &tl,
+        &strings,
     ))
 }
 
@@ -2731,6 +2826,7 @@ pub fn analyze_softirq(
         advice,
         notes,
         machine: None,
+        cpus: Vec::new(),
         top,
         noun: "softirq services",
     }

@@ -22,6 +22,7 @@
 #![deny(missing_docs)]
 
 pub mod demo;
+pub mod diff;
 pub mod event;
 pub mod explain;
 pub mod fdpath;

@@ -472,13 +472,17 @@ impl Timeline {
     }
 
     /// Who occupied `cpu` during `[from, to)`: time per running task (idle included as tid
-    /// 0), and time in hardirq and softirq handlers, largest first.
+    /// 0), and time in hardirq and softirq handlers, largest first. Each instant counts once,
+    /// for the innermost occupant: a softirq run on top of a task (or of idle) is the
+    /// softirq's time, not the task's, and a hardirq inside a softirq is the hardirq's.
     pub fn occupants(&self, cpu: u32, from: u64, to: u64) -> Vec<Occupant> {
         let mut acc: FxHashMap<(u8, i64), (u64, Sym)> = FxHashMap::default();
         let s = &self.spans;
-        let mut add = |list: &[u32], is_run: bool| {
+        // Clipped spans of one list that overlap the window, in start order.
+        let clipped = |list: &[u32]| -> Vec<(u64, u64, usize)> {
             let first = list.partition_point(|&i| s.end[i as usize] <= from);
             let mut past = 0;
+            let mut out = Vec::new();
             for &i in &list[first..] {
                 let iu = i as usize;
                 if s.start[iu] >= to {
@@ -489,34 +493,43 @@ impl Timeline {
                     }
                     continue;
                 }
-                let ov = s.end[iu].min(to).saturating_sub(s.start[iu].max(from));
-                if ov == 0 {
-                    continue;
-                }
-                let (k, id, name) = if is_run {
-                    (0u8, s.tid[iu] as i64, s.comm[iu])
-                } else if s.kind[iu] == SpanKind::Hardirq {
-                    let irq = s.key[iu];
-                    (
-                        1,
-                        irq as i64,
-                        self.irq_names.get(&irq).copied().unwrap_or_default(),
-                    )
-                } else {
-                    (2, s.key[iu] as i64, Sym::EMPTY)
-                };
-                let e = acc.entry((k, id)).or_insert((0, name));
-                e.0 += ov;
-                if e.1 == Sym::EMPTY {
-                    e.1 = name;
+                let (a, b) = (s.start[iu].max(from), s.end[iu].min(to));
+                if b > a {
+                    out.push((a, b, iu));
                 }
             }
+            out
         };
-        if let Some(l) = self.runs_by_cpu.get(cpu as usize) {
-            add(l, true);
+        let irqs = self
+            .irqs_by_cpu
+            .get(cpu as usize)
+            .map(|l| clipped(l))
+            .unwrap_or_default();
+        let hard = merge(irqs.iter().filter(|x| s.kind[x.2] == SpanKind::Hardirq));
+        let all = merge(irqs.iter());
+        let mut add = |k: u8, id: i64, name: Sym, ns: u64| {
+            if ns == 0 {
+                return;
+            }
+            let e = acc.entry((k, id)).or_insert((0, name));
+            e.0 += ns;
+            if e.1 == Sym::EMPTY {
+                e.1 = name;
+            }
+        };
+        for &(a, b, iu) in &irqs {
+            if s.kind[iu] == SpanKind::Hardirq {
+                let irq = s.key[iu];
+                let name = self.irq_names.get(&irq).copied().unwrap_or_default();
+                add(1, irq as i64, name, b - a);
+            } else {
+                add(2, s.key[iu] as i64, Sym::EMPTY, b - a - covered(&hard, a, b));
+            }
         }
-        if let Some(l) = self.irqs_by_cpu.get(cpu as usize) {
-            add(l, false);
+        if let Some(l) = self.runs_by_cpu.get(cpu as usize) {
+            for (a, b, iu) in clipped(l) {
+                add(0, s.tid[iu] as i64, s.comm[iu], b - a - covered(&all, a, b));
+            }
         }
         let mut v: Vec<Occupant> = acc
             .into_iter()
@@ -546,6 +559,30 @@ pub enum OccupantKind {
     Hardirq,
     /// A softirq (id = vector).
     Softirq,
+}
+
+/// The union of clipped intervals, sorted and disjoint.
+fn merge<'a>(iv: impl Iterator<Item = &'a (u64, u64, usize)>) -> Vec<(u64, u64)> {
+    let mut v: Vec<(u64, u64)> = iv.map(|&(a, b, _)| (a, b)).collect();
+    v.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len());
+    for (a, b) in v {
+        match out.last_mut() {
+            Some(l) if a <= l.1 => l.1 = l.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
+}
+
+/// How much of `[a, b)` the disjoint sorted intervals cover.
+fn covered(u: &[(u64, u64)], a: u64, b: u64) -> u64 {
+    let first = u.partition_point(|x| x.1 <= a);
+    u[first..]
+        .iter()
+        .take_while(|x| x.0 < b)
+        .map(|x| x.1.min(b).saturating_sub(x.0.max(a)))
+        .sum()
 }
 
 /// One entry of [`Timeline::occupants`].

@@ -1,0 +1,897 @@
+//! `whylate diff A B`: two traces of the same workload (before and after a fix, an old and a
+//! new kernel) explained the same way and set side by side: the latency distributions, the
+//! causes that appeared, vanished or changed, what every CPU spent its time on, where the
+//! interrupts were handled, and a one-line verdict.
+//!
+//! Causes and CPU shares are keyed by name without pids (`hog`, `softirq NET_RX`,
+//! `irq virtio3-tx`): the two runs have different pids, and a kernel upgrade can renumber
+//! interrupt lines.
+
+use crate::event::Interner;
+use crate::explain::{self, CauseRow, CycleStats, ExplainReport, Mode};
+use crate::read::{OpenOptions, ReadError};
+use crate::stats::dur;
+use crate::timeline::{OccupantKind, Timeline};
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use std::fmt::Write;
+use std::path::PathBuf;
+
+/// What one CPU spent the trace on.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CpuProfile {
+    /// The CPU.
+    pub cpu: u32,
+    /// Share of the trace's span it was not idle (tasks, interrupts, softirqs).
+    pub busy: f64,
+    /// Who held it, as shares of the span, largest first (at most 12, each ≥ 0.1%): tasks by
+    /// name (all pids of a name together), hard interrupts, softirq vectors. Time in an
+    /// interrupt counts for the interrupt, not for the task it interrupted.
+    pub shares: Vec<Share>,
+    /// Hard interrupts handled here, most first.
+    pub irqs: Vec<IrqCount>,
+}
+
+/// One holder's share of a CPU.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Share {
+    /// `hog`, `irq virtio3-tx`, `softirq NET_RX`.
+    pub what: String,
+    /// `task`, `hardirq` or `softirq`.
+    pub kind: &'static str,
+    /// Fraction of the span.
+    pub share: f64,
+}
+
+/// How often one interrupt line was handled on a CPU.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct IrqCount {
+    /// Line number.
+    pub irq: u32,
+    /// Its name (`/proc/interrupts` or the trace), empty when unknown.
+    pub name: String,
+    /// Handler runs.
+    pub count: u64,
+}
+
+/// The profile of every CPU with anything recorded on it.
+pub fn profile(tl: &Timeline, s: &Interner) -> Vec<CpuProfile> {
+    let (from, to) = (tl.first_ts.unwrap_or(0), tl.last_ts);
+    let span = to.saturating_sub(from).max(1) as f64;
+    let sp = &tl.spans;
+    let mut out = Vec::new();
+    for cpu in 0..tl.cpus {
+        let occ = tl.occupants(cpu, from, to.max(from + 1));
+        if occ.is_empty() {
+            continue;
+        }
+        let mut by: FxHashMap<(u8, String), u64> = FxHashMap::default();
+        let mut busy = 0u64;
+        for o in &occ {
+            let key = match o.what {
+                OccupantKind::Task if o.id == 0 => continue,
+                OccupantKind::Task => {
+                    let c = s.get(tl.comm(o.id as i32));
+                    let c = if c.is_empty() { s.get(o.name) } else { c };
+                    (
+                        0,
+                        if c.is_empty() {
+                            format!("tid {}", o.id)
+                        } else {
+                            c.to_string()
+                        },
+                    )
+                }
+                OccupantKind::Hardirq => (1, irq_label(o.id as u32, s.get(o.name))),
+                OccupantKind::Softirq => (
+                    2,
+                    format!(
+                        "softirq {}",
+                        crate::event::SOFTIRQ_NAMES
+                            .get(o.id as usize)
+                            .copied()
+                            .unwrap_or("?")
+                    ),
+                ),
+            };
+            busy += o.ns;
+            *by.entry(key).or_default() += o.ns;
+        }
+        let mut shares: Vec<Share> = by
+            .into_iter()
+            .map(|((k, what), ns)| Share {
+                what,
+                kind: ["task", "hardirq", "softirq"][k as usize],
+                share: ns as f64 / span,
+            })
+            .filter(|x| x.share >= 0.001)
+            .collect();
+        shares.sort_by(|a, b| b.share.total_cmp(&a.share).then(a.what.cmp(&b.what)));
+        shares.truncate(12);
+        let mut irqs: FxHashMap<u32, u64> = FxHashMap::default();
+        if let Some(l) = tl.irqs_by_cpu.get(cpu as usize) {
+            for &i in l {
+                let i = i as usize;
+                if sp.kind[i] == crate::timeline::SpanKind::Hardirq && sp.key[i] != u32::MAX {
+                    *irqs.entry(sp.key[i]).or_default() += 1;
+                }
+            }
+        }
+        let mut irqs: Vec<IrqCount> = irqs
+            .into_iter()
+            .map(|(irq, count)| IrqCount {
+                irq,
+                name: tl
+                    .irq_names
+                    .get(&irq)
+                    .map(|n| s.get(*n).to_string())
+                    .unwrap_or_default(),
+                count,
+            })
+            .collect();
+        irqs.sort_by(|a, b| b.count.cmp(&a.count).then(a.irq.cmp(&b.irq)));
+        out.push(CpuProfile {
+            cpu,
+            busy: busy as f64 / span,
+            shares,
+            irqs,
+        });
+    }
+    out
+}
+
+fn irq_label(irq: u32, name: &str) -> String {
+    if name.is_empty() {
+        format!("irq {irq}")
+    } else {
+        format!("irq {name}")
+    }
+}
+
+/// One side's numbers.
+#[derive(Clone, Debug, Serialize)]
+pub struct Side {
+    /// The trace.
+    pub path: PathBuf,
+    /// Events read.
+    pub events: u64,
+    /// The deadline it was judged by.
+    pub deadline_ns: Option<u64>,
+    /// How that deadline was chosen.
+    pub deadline_source: String,
+    /// Counts and quantiles.
+    pub cycles: CycleStats,
+}
+
+/// One histogram bucket, both sides.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct BinPair {
+    /// Lower bound, ns.
+    pub lo: u64,
+    /// Upper bound, ns.
+    pub hi: u64,
+    /// Count in A.
+    pub a: u64,
+    /// Count in B.
+    pub b: u64,
+}
+
+/// A cause on one side.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CauseSide {
+    /// Misses it held up.
+    pub misses: u64,
+    /// Its excess over all misses, ns.
+    pub total_excess_ns: u64,
+    /// Its share of all blamed excess.
+    pub share: f64,
+    /// The culprit as that side names it (with pid).
+    pub label: String,
+}
+
+/// A cause compared.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CauseDiff {
+    /// `runqueue-wait`, `softirq`, ...
+    pub category: String,
+    /// The culprit without pids (`hog`, `softirq NET_RX`).
+    pub culprit: String,
+    /// Where it held the chain up.
+    pub cpu: Option<u32>,
+    /// `appeared`, `vanished`, `grew`, `shrank` or `same`.
+    pub status: &'static str,
+    /// In A.
+    pub a: Option<CauseSide>,
+    /// In B.
+    pub b: Option<CauseSide>,
+}
+
+/// A CPU compared.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CpuDiff {
+    /// The CPU.
+    pub cpu: u32,
+    /// Busy share in A (None: nothing recorded there).
+    pub busy_a: Option<f64>,
+    /// Busy share in B.
+    pub busy_b: Option<f64>,
+    /// Holders whose share moved by a point or more, largest move first.
+    pub changes: Vec<ShareChange>,
+}
+
+/// A holder's share of one CPU, both sides.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ShareChange {
+    /// `hog`, `softirq NET_RX`, `irq virtio3-tx`.
+    pub what: String,
+    /// `task`, `hardirq`, `softirq`.
+    pub kind: &'static str,
+    /// Share in A.
+    pub a: f64,
+    /// Share in B.
+    pub b: f64,
+}
+
+/// Where one interrupt line was handled, both sides.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct IrqMove {
+    /// `virtio3-tx` or `irq 16`.
+    pub irq: String,
+    /// (CPU, handler runs) in A.
+    pub a: Vec<(u32, u64)>,
+    /// In B.
+    pub b: Vec<(u32, u64)>,
+}
+
+/// The comparison.
+#[derive(Clone, Debug, Serialize)]
+pub struct DiffReport {
+    /// One line: the misses before and after, and the cause that made the difference.
+    pub verdict: String,
+    /// What a cycle is (`cycles`, `timer periods`, ...).
+    pub noun: &'static str,
+    /// The first trace.
+    pub a: Side,
+    /// The second.
+    pub b: Side,
+    /// Both histograms on the same buckets.
+    pub histogram: Vec<BinPair>,
+    /// Causes keyed without pids, largest change first.
+    pub causes: Vec<CauseDiff>,
+    /// CPUs whose time moved.
+    pub cpus: Vec<CpuDiff>,
+    /// Interrupt lines handled on other CPUs than before.
+    pub irqs: Vec<IrqMove>,
+    /// Machine differences from the record-time snapshots (kernel, irqbalance, affinity).
+    pub machine: Vec<String>,
+    /// Where either analysis is blind, prefixed `A:` or `B:`.
+    pub notes: Vec<String>,
+}
+
+/// Explains both traces in `mode` and compares them. Without a deadline in the mode, B is
+/// judged by the deadline A's analysis chose, so the miss counts compare.
+pub fn diff(
+    a: &PathBuf,
+    b: &PathBuf,
+    open: &OpenOptions,
+    mode: &Mode,
+) -> Result<DiffReport, ReadError> {
+    let ra = explain::explain_mode(std::slice::from_ref(a), open, mode)?;
+    let mb = if mode.deadline_ns().is_none() && ra.deadline_ns.is_some() {
+        mode.with_deadline(ra.deadline_ns)
+    } else {
+        mode.clone()
+    };
+    let rb = explain::explain_mode(std::slice::from_ref(b), open, &mb)?;
+    Ok(compare(a.clone(), &ra, b.clone(), &rb))
+}
+
+/// `[digits]` removed: `hog[4242] (nice 0)` → `hog (nice 0)`.
+fn strip_pids(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find('[') {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i + 1..];
+        match tail.find(']') {
+            Some(j) if j > 0 && tail[..j].bytes().all(|c| c.is_ascii_digit() || c == b'-') => {
+                rest = &tail[j + 1..];
+            }
+            _ => {
+                out.push('[');
+                rest = tail;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The culprit's name for keying: no pid, no priority (a fix may change the priority of
+/// the very task it is about), the irq by name.
+fn culprit_key(c: &CauseRow) -> String {
+    let k = &c.culprit;
+    if let Some(comm) = &k.comm {
+        return comm.clone();
+    }
+    if let Some(i) = k.irq {
+        return irq_label(i, k.irq_name.as_deref().unwrap_or(""));
+    }
+    strip_pids(&k.label())
+}
+
+/// Compares two reports.
+pub fn compare(pa: PathBuf, a: &ExplainReport, pb: PathBuf, b: &ExplainReport) -> DiffReport {
+    let side = |path: PathBuf, r: &ExplainReport| Side {
+        path,
+        events: r.events,
+        deadline_ns: r.deadline_ns,
+        deadline_source: r.deadline_source.clone(),
+        cycles: CycleStats {
+            histogram: Vec::new(),
+            ..r.cycles.clone()
+        },
+    };
+    // Histograms: the union of buckets (both come from the same log scale).
+    let mut bins: Vec<BinPair> = Vec::new();
+    for (r, is_a) in [(a, true), (b, false)] {
+        for x in &r.cycles.histogram {
+            let i = match bins.iter().position(|p| p.lo == x.lo && p.hi == x.hi) {
+                Some(i) => i,
+                None => {
+                    bins.push(BinPair {
+                        lo: x.lo,
+                        hi: x.hi,
+                        a: 0,
+                        b: 0,
+                    });
+                    bins.len() - 1
+                }
+            };
+            if is_a {
+                bins[i].a += x.count;
+            } else {
+                bins[i].b += x.count;
+            }
+        }
+    }
+    bins.sort_by_key(|p| (p.lo, p.hi));
+
+    let mut causes: Vec<CauseDiff> = Vec::new();
+    for (r, is_a) in [(a, true), (b, false)] {
+        for c in &r.causes {
+            let (category, culprit, cpu) = (c.category.clone(), culprit_key(c), c.culprit.cpu);
+            let i = match causes
+                .iter()
+                .position(|d| d.category == category && d.culprit == culprit && d.cpu == cpu)
+            {
+                Some(i) => i,
+                None => {
+                    causes.push(CauseDiff {
+                        category,
+                        culprit,
+                        cpu,
+                        status: "same",
+                        a: None,
+                        b: None,
+                    });
+                    causes.len() - 1
+                }
+            };
+            let slot = if is_a {
+                &mut causes[i].a
+            } else {
+                &mut causes[i].b
+            };
+            let x = slot.get_or_insert(CauseSide {
+                misses: 0,
+                total_excess_ns: 0,
+                share: 0.0,
+                label: c.culprit.label(),
+            });
+            // Two rows of one side can fold into one key (two pids of one name).
+            x.misses += c.count;
+            x.total_excess_ns += c.total_excess_ns;
+            x.share += c.share;
+        }
+    }
+    for d in &mut causes {
+        d.status = match (&d.a, &d.b) {
+            (Some(_), None) => "vanished",
+            (None, Some(_)) => "appeared",
+            (Some(x), Some(y)) if y.misses > x.misses => "grew",
+            (Some(x), Some(y)) if y.misses < x.misses => "shrank",
+            _ => "same",
+        };
+    }
+    let excess = |s: &Option<CauseSide>| s.as_ref().map_or(0, |x| x.total_excess_ns) as i128;
+    causes.sort_by(|x, y| {
+        let dx = (excess(&x.b) - excess(&x.a)).abs();
+        let dy = (excess(&y.b) - excess(&y.a)).abs();
+        dy.cmp(&dx)
+            .then(x.category.cmp(&y.category))
+            .then(x.culprit.cmp(&y.culprit))
+    });
+
+    let cpus = cpu_diffs(&a.cpus, &b.cpus);
+    let irqs = irq_moves(&a.cpus, &b.cpus);
+    let machine = machine_diffs(a, b);
+    let mut notes: Vec<String> = a.notes.iter().map(|n| format!("A: {n}")).collect();
+    notes.extend(b.notes.iter().map(|n| format!("B: {n}")));
+    if a.deadline_ns != b.deadline_ns {
+        notes.push(format!(
+            "the two sides were judged by different deadlines ({} and {}): give --deadline to compare misses",
+            a.deadline_ns.map_or("none".into(), dur),
+            b.deadline_ns.map_or("none".into(), dur)
+        ));
+    }
+    let verdict = verdict(a, b, &causes, &cpus);
+    DiffReport {
+        verdict,
+        noun: a.noun,
+        a: side(pa, a),
+        b: side(pb, b),
+        histogram: bins,
+        causes,
+        cpus,
+        irqs,
+        machine,
+        notes,
+    }
+}
+
+/// Shares that moved by at least a point.
+fn cpu_diffs(a: &[CpuProfile], b: &[CpuProfile]) -> Vec<CpuDiff> {
+    let mut ids: Vec<u32> = a.iter().chain(b).map(|p| p.cpu).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut out = Vec::new();
+    for cpu in ids {
+        let pa = a.iter().find(|p| p.cpu == cpu);
+        let pb = b.iter().find(|p| p.cpu == cpu);
+        let mut whats: Vec<(&str, &'static str)> = pa
+            .into_iter()
+            .chain(pb)
+            .flat_map(|p| p.shares.iter().map(|s| (s.what.as_str(), s.kind)))
+            .collect();
+        whats.sort_unstable();
+        whats.dedup();
+        let get = |p: Option<&CpuProfile>, w: &str, k: &str| {
+            p.and_then(|p| p.shares.iter().find(|s| s.what == w && s.kind == k))
+                .map_or(0.0, |s| s.share)
+        };
+        let mut changes: Vec<ShareChange> = whats
+            .into_iter()
+            .map(|(w, k)| ShareChange {
+                what: w.to_string(),
+                kind: k,
+                a: get(pa, w, k),
+                b: get(pb, w, k),
+            })
+            .filter(|c| (c.b - c.a).abs() >= 0.01)
+            .collect();
+        changes.sort_by(|x, y| {
+            (y.b - y.a)
+                .abs()
+                .total_cmp(&(x.b - x.a).abs())
+                .then(x.what.cmp(&y.what))
+        });
+        let (ba, bb) = (pa.map(|p| p.busy), pb.map(|p| p.busy));
+        let busy_moved = (ba.unwrap_or(0.0) - bb.unwrap_or(0.0)).abs() >= 0.01;
+        if !changes.is_empty() || busy_moved || ba.is_none() != bb.is_none() {
+            out.push(CpuDiff {
+                cpu,
+                busy_a: ba,
+                busy_b: bb,
+                changes,
+            });
+        }
+    }
+    out
+}
+
+/// Interrupt lines whose busiest CPU changed.
+fn irq_moves(a: &[CpuProfile], b: &[CpuProfile]) -> Vec<IrqMove> {
+    let place = |ps: &[CpuProfile]| {
+        let mut m: FxHashMap<String, Vec<(u32, u64)>> = FxHashMap::default();
+        for p in ps {
+            for i in &p.irqs {
+                m.entry(if i.name.is_empty() {
+                    format!("irq {}", i.irq)
+                } else {
+                    i.name.clone()
+                })
+                .or_default()
+                .push((p.cpu, i.count));
+            }
+        }
+        for v in m.values_mut() {
+            v.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
+        }
+        m
+    };
+    let (ma, mb) = (place(a), place(b));
+    let mut names: Vec<&String> = ma.keys().chain(mb.keys()).collect();
+    names.sort();
+    names.dedup();
+    let mut out = Vec::new();
+    for n in names {
+        let (va, vb) = (
+            ma.get(n).cloned().unwrap_or_default(),
+            mb.get(n).cloned().unwrap_or_default(),
+        );
+        // Only a line seen on both sides can have moved; one seen once is just traffic.
+        if va.is_empty() || vb.is_empty() {
+            continue;
+        }
+        if va[0].0 != vb[0].0 {
+            out.push(IrqMove {
+                irq: n.clone(),
+                a: va,
+                b: vb,
+            });
+        }
+    }
+    out
+}
+
+fn machine_diffs(a: &ExplainReport, b: &ExplainReport) -> Vec<String> {
+    let (Some(ma), Some(mb)) = (&a.machine, &b.machine) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if ma.kernel != mb.kernel {
+        out.push(format!("kernel {} → {}", ma.kernel, mb.kernel));
+    }
+    if ma.online_cpus != mb.online_cpus {
+        out.push(format!(
+            "online CPUs {} → {}",
+            ma.online_cpus, mb.online_cpus
+        ));
+    }
+    if ma.irqbalance != mb.irqbalance {
+        out.push(format!(
+            "irqbalance {} → {}",
+            running(ma.irqbalance),
+            running(mb.irqbalance)
+        ));
+    }
+    for ia in &ma.irqs {
+        if let Some(ib) = mb.irqs.iter().find(|x| x.name == ia.name && !x.name.is_empty()) {
+            if ia.effective != ib.effective || ia.affinity != ib.affinity {
+                out.push(format!(
+                    "IRQ {} routed to CPU {} (allowed {}) → CPU {} (allowed {})",
+                    ia.name,
+                    ia.effective.as_deref().unwrap_or("?"),
+                    ia.affinity.as_deref().unwrap_or("?"),
+                    ib.effective.as_deref().unwrap_or("?"),
+                    ib.affinity.as_deref().unwrap_or("?"),
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn running(b: bool) -> &'static str {
+    if b {
+        "running"
+    } else {
+        "not running"
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+fn cause_name(d: &CauseDiff) -> String {
+    named(&d.category, &d.culprit, d.cpu)
+}
+
+/// `runqueue-wait hog on CPU1`, `softirq NET_RX on CPU1`, `cpu-idle on CPU1`.
+fn named(category: &str, culprit: &str, cpu: Option<u32>) -> String {
+    let mut s = if culprit == "-" || culprit.is_empty() {
+        category.to_string()
+    } else if culprit.starts_with(category) {
+        culprit.to_string()
+    } else {
+        format!("{category} {culprit}")
+    };
+    if let Some(c) = cpu {
+        let _ = write!(s, " on CPU{c}");
+    }
+    s
+}
+
+/// A cause that names something a fix can act on (a task, an interrupt, a softirq, a code
+/// path), as opposed to the machine itself (an idle or stalled CPU, a late timer with no
+/// visible reason, lost events).
+fn actionable(d: &CauseDiff) -> bool {
+    d.culprit != "-" && !d.culprit.is_empty()
+}
+
+
+fn verdict(a: &ExplainReport, b: &ExplainReport, causes: &[CauseDiff], cpus: &[CpuDiff]) -> String {
+    let (ma, mb) = (a.cycles.misses, b.cycles.misses);
+    let mut v = format!("misses {ma} → {mb}");
+    if a.cycles.count != b.cycles.count {
+        let _ = write!(
+            v,
+            " (of {} → {} {}",
+            a.cycles.count, b.cycles.count, a.noun
+        );
+        if a.cycles.count > 0 && b.cycles.count > 0 {
+            let _ = write!(
+                v,
+                "; {} → {}",
+                pct(ma as f64 / a.cycles.count as f64),
+                pct(mb as f64 / b.cycles.count as f64)
+            );
+        }
+        v.push(')');
+    }
+    let ex = |s: &Option<CauseSide>| s.as_ref().map_or(0, |x| x.total_excess_ns);
+    let ms = |s: &Option<CauseSide>| s.as_ref().map_or(0, |x| x.misses);
+    // The cause whose excess moved most in the direction the misses moved.
+    let better = mb < ma;
+    let worse = mb > ma;
+    let key = causes
+        .iter()
+        .filter(|d| {
+            if better {
+                ex(&d.a) > ex(&d.b)
+            } else {
+                ex(&d.b) > ex(&d.a)
+            }
+        })
+        // What a fix acts on before what the machine did; gone before merely smaller.
+        .max_by_key(|d| {
+            (
+                actionable(d),
+                if better { d.b.is_none() } else { d.a.is_none() },
+                ex(&d.a).abs_diff(ex(&d.b)),
+            )
+        });
+    match key {
+        Some(d) if better && d.b.is_none() => {
+            let _ = write!(
+                v,
+                "; the change removed {} ({} misses, {} of excess in A)",
+                cause_name(d),
+                ms(&d.a),
+                dur(ex(&d.a))
+            );
+            // Where that holder's CPU time went, when the profiles say.
+            if let Some(m) = moved(d, cpus) {
+                let _ = write!(v, "; {m}");
+            }
+        }
+        Some(d) if better => {
+            let _ = write!(
+                v,
+                "; {} shrank ({} → {} misses, {} → {})",
+                cause_name(d),
+                ms(&d.a),
+                ms(&d.b),
+                dur(ex(&d.a)),
+                dur(ex(&d.b))
+            );
+        }
+        Some(d) if worse && d.a.is_none() => {
+            let _ = write!(
+                v,
+                "; new in B: {} ({} misses, {} of excess)",
+                cause_name(d),
+                ms(&d.b),
+                dur(ex(&d.b))
+            );
+        }
+        Some(d) if worse => {
+            let _ = write!(
+                v,
+                "; {} grew ({} → {} misses, {} → {})",
+                cause_name(d),
+                ms(&d.a),
+                ms(&d.b),
+                dur(ex(&d.a)),
+                dur(ex(&d.b))
+            );
+        }
+        _ if ma == mb => v.push_str(" (unchanged)"),
+        _ => {}
+    }
+    if mb > 0 && better {
+        if let Some(top) = b.causes.first() {
+            let _ = write!(
+                v,
+                "; left: {} ({} misses)",
+                named(&top.category, &culprit_key(top), top.culprit.cpu),
+                top.count
+            );
+        }
+    }
+    v
+}
+
+/// `softirq NET_RX on CPU1: 4.1% → 0.0% of the CPU`, when the vanished cause's holder lost
+/// its share of that CPU.
+fn moved(d: &CauseDiff, cpus: &[CpuDiff]) -> Option<String> {
+    let cpu = d.cpu?;
+    let c = cpus.iter().find(|c| c.cpu == cpu)?;
+    let ch = c.changes.iter().find(|x| {
+        x.what == d.culprit || (d.culprit.starts_with("irq ") && x.what == d.culprit)
+    })?;
+    Some(format!(
+        "{} held CPU{cpu} {} of the time in A, {} in B",
+        ch.what,
+        pct(ch.a),
+        pct(ch.b)
+    ))
+}
+
+impl DiffReport {
+    /// The terminal text: the verdict first, then the evidence.
+    pub fn render_text(&self) -> String {
+        let mut o = String::new();
+        let _ = writeln!(o, "{}", self.verdict);
+        let _ = writeln!(
+            o,
+            "\nA: {} ({} events)\nB: {} ({} events)",
+            self.a.path.display(),
+            self.a.events,
+            self.b.path.display(),
+            self.b.events
+        );
+        let dl = |s: &Side| s.deadline_ns.map_or("none".to_string(), dur);
+        let _ = writeln!(
+            o,
+            "deadline: A {} ({}), B {} ({})\n",
+            dl(&self.a),
+            self.a.deadline_source,
+            dl(&self.b),
+            self.b.deadline_source
+        );
+        let (a, b) = (&self.a.cycles, &self.b.cycles);
+        let rate = |m: u64, n: u64| {
+            if n == 0 {
+                String::new()
+            } else {
+                format!(" ({})", pct(m as f64 / n as f64))
+            }
+        };
+        let rows: [(&str, String, String); 7] = [
+            (self.noun, a.count.to_string(), b.count.to_string()),
+            (
+                "misses",
+                format!("{}{}", a.misses, rate(a.misses, a.count)),
+                format!("{}{}", b.misses, rate(b.misses, b.count)),
+            ),
+            ("no reply", a.no_reply.to_string(), b.no_reply.to_string()),
+            ("p50", dur(a.p50_ns), dur(b.p50_ns)),
+            ("p90", dur(a.p90_ns), dur(b.p90_ns)),
+            ("p99", dur(a.p99_ns), dur(b.p99_ns)),
+            ("max", dur(a.max_ns), dur(b.max_ns)),
+        ];
+        let _ = writeln!(o, "  {:<16} {:>16} {:>16}", "", "A", "B");
+        for (k, x, y) in rows {
+            let _ = writeln!(o, "  {k:<16} {x:>16} {y:>16}");
+        }
+        if !self.histogram.is_empty() {
+            let _ = writeln!(o, "\nhistogram:                       A                      B");
+            let max = self
+                .histogram
+                .iter()
+                .map(|p| p.a.max(p.b))
+                .max()
+                .unwrap_or(1)
+                .max(1);
+            let bar = |n: u64| {
+                let w = if n == 0 {
+                    0
+                } else {
+                    ((n * 16).div_ceil(max)) as usize
+                };
+                "#".repeat(w)
+            };
+            let dl = self.a.deadline_ns.or(self.b.deadline_ns);
+            for p in &self.histogram {
+                let mark = match dl {
+                    Some(d) if p.lo >= d => "  <- over the deadline",
+                    Some(d) if p.hi > d => "  <- deadline inside",
+                    _ => "",
+                };
+                let _ = writeln!(
+                    o,
+                    "  [{:>9}, {:>9}) {:>6} {:<16} {:>6} {:<16}{mark}",
+                    dur(p.lo),
+                    dur(p.hi),
+                    p.a,
+                    bar(p.a),
+                    p.b,
+                    bar(p.b)
+                );
+            }
+        }
+        if !self.causes.is_empty() {
+            let _ = writeln!(o, "\ncauses (misses, excess; A → B):");
+            let side = |s: &Option<CauseSide>| match s {
+                Some(x) => format!("{} {}", x.misses, dur(x.total_excess_ns)),
+                None => "-".into(),
+            };
+            for d in &self.causes {
+                let _ = writeln!(
+                    o,
+                    "  {:<9} {:<56} {:>18} → {}",
+                    d.status,
+                    cause_name(d),
+                    side(&d.a),
+                    side(&d.b)
+                );
+            }
+        }
+        if !self.cpus.is_empty() {
+            let _ = writeln!(o, "\nCPU time that moved (share of the trace, A → B):");
+            for c in &self.cpus {
+                let b = |x: Option<f64>| x.map_or("-".into(), pct);
+                let _ = write!(
+                    o,
+                    "  CPU{} busy {} → {}",
+                    c.cpu,
+                    b(c.busy_a),
+                    b(c.busy_b)
+                );
+                let parts: Vec<String> = c
+                    .changes
+                    .iter()
+                    .take(6)
+                    .map(|x| format!("{} {} → {}", x.what, pct(x.a), pct(x.b)))
+                    .collect();
+                if !parts.is_empty() {
+                    let _ = write!(o, ": {}", parts.join(", "));
+                }
+                o.push('\n');
+            }
+        }
+        if !self.irqs.is_empty() {
+            let _ = writeln!(o, "\ninterrupts handled elsewhere (CPU ×runs, A → B):");
+            let list = |v: &[(u32, u64)]| {
+                v.iter()
+                    .map(|(c, n)| format!("CPU{c} ×{n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            for m in &self.irqs {
+                let _ = writeln!(o, "  {}: {} → {}", m.irq, list(&m.a), list(&m.b));
+            }
+        }
+        if !self.machine.is_empty() {
+            let _ = writeln!(o, "\nmachine:");
+            for m in &self.machine {
+                let _ = writeln!(o, "  {m}");
+            }
+        }
+        if !self.notes.is_empty() {
+            let _ = writeln!(o, "\nnotes:");
+            for n in &self.notes {
+                let _ = writeln!(o, "  - {n}");
+            }
+        }
+        o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pids_are_stripped_but_other_brackets_stay() {
+        assert_eq!(strip_pids("hog[4242] (nice 0)"), "hog (nice 0)");
+        assert_eq!(
+            strip_pids("non-preemptible kernel code while whylate[4996] ran"),
+            "non-preemptible kernel code while whylate ran"
+        );
+        assert_eq!(strip_pids("a[x] b[] c[12"), "a[x] b[] c[12");
+    }
+}
