@@ -339,7 +339,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
         } => {
             let Some(scenario) = whylate::demo::Scenario::parse(&scenario) else {
-                return usage(&format!("demo {scenario:?}: expected frob, timer or softirq"));
+                return usage(&format!(
+                    "demo {scenario:?}: expected frob, timer or softirq"
+                ));
             };
             let r = whylate::demo::run(&whylate::demo::DemoOptions {
                 scenario,

@@ -43,6 +43,10 @@ fn whylate() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_whylate"))
 }
 
+fn s(p: &Path) -> String {
+    p.display().to_string()
+}
+
 fn tmpdir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("whylate-live-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
@@ -814,6 +818,7 @@ struct WqMask {
     old: Option<String>,
 }
 
+const LO_RPS: &str = "/sys/class/net/lo/queues/rx-0/rps_cpus";
 const WQ_MASK: &str = "/sys/devices/virtual/workqueue/cpumask";
 
 impl WqMask {
@@ -1553,8 +1558,8 @@ fn demo_json(args: &[&str]) -> serde_json::Value {
 }
 
 /// `whylate demo`: each scenario's misses as the lab program counted them equal whylate's
-/// (±1 at the trace edges), the injected hog is the first task culprit, and the mitigated
-/// run has fewer misses with none blamed on the hog's waiting.
+/// (±1 at the trace edges), the injected culprit is the first one named, the mitigated run
+/// has fewer misses, and `whylate diff` of the pair names the cause the fix took away.
 #[test]
 fn demo_scenarios_match_their_programs_and_mitigation_helps() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -1566,8 +1571,14 @@ fn demo_scenarios_match_their_programs_and_mitigation_helps() {
     }
     let before = tracefs_state();
     let mask = std::fs::read_to_string(WQ_MASK).ok();
-    for scenario in ["frob", "timer"] {
-        let j = demo_json(&[scenario]);
+    let rps = std::fs::read_to_string(LO_RPS).ok();
+    let dir = tmpdir("demo");
+    for scenario in ["frob", "timer", "softirq"] {
+        let (a, b) = (
+            dir.join(format!("{scenario}.dat")),
+            dir.join(format!("{scenario}-fixed.dat")),
+        );
+        let j = demo_json(&[scenario, "--keep", a.to_str().unwrap()]);
         let (truth, ex) = (&j["truth"], &j["explain"]);
         assert_eq!(j["lost_events"], 0, "{scenario}");
         assert!(
@@ -1589,44 +1600,101 @@ fn demo_scenarios_match_their_programs_and_mitigation_helps() {
             m.abs_diff(t) <= 1,
             "{scenario}: misses {m} vs program's {t}"
         );
-        assert!(t >= 1, "{scenario}: the hog must cause misses");
-        let first_task = ex["causes"]
+        assert!(t >= 1, "{scenario}: the injected load must cause misses");
+        // The first cause that names something (not the host: an idle or stalled vCPU).
+        let first = ex["causes"]
             .as_array()
             .unwrap()
             .iter()
-            .find(|c| !c["culprit"]["comm"].is_null())
-            .unwrap();
-        assert_eq!(first_task["culprit"]["comm"], "hog", "{scenario}");
-        let fixed = demo_json(&[scenario, "--mitigate"]);
+            .find(|c| c["culprit"].as_object().unwrap().keys().any(|k| k != "cpu"))
+            .unwrap_or_else(|| panic!("{scenario}: no named cause: {}", ex["causes"]));
+        if scenario == "softirq" {
+            assert_eq!(first["culprit"]["vector"], "NET_RX", "{scenario}: {first}");
+            assert_eq!(first["culprit"]["cpu"], 1, "{scenario}: {first}");
+        } else {
+            assert_eq!(first["culprit"]["comm"], "hog", "{scenario}: {first}");
+        }
+        let fixed = demo_json(&[scenario, "--mitigate", "--keep", b.to_str().unwrap()]);
         let fm = fixed["explain"]["cycles"]["misses"].as_u64().unwrap();
         let ft = fixed["truth"]["misses"].as_u64().unwrap();
         eprintln!("demo {scenario} --mitigate: program {ft} misses, whylate {fm}");
         assert!(fm.abs_diff(ft) <= 1, "{scenario} --mitigate: {fm} vs {ft}");
-        // The timer fix (SCHED_FIFO) leaves no period a task delayed (this VM's host
-        // still stalls a few); the frob fix (SCHED_IDLE hogs) only reduces the misses here:
-        // with lazy preemption a woken worker still waits up to a tick.
-        if scenario == "timer" {
-            assert!(
-                fm * 10 <= m,
-                "timer: SCHED_FIFO must clear most misses ({m} -> {fm})"
-            );
-            for c in fixed["explain"]["causes"].as_array().unwrap() {
+        let fixed_causes = fixed["explain"]["causes"].as_array().unwrap();
+        // The timer fix (SCHED_FIFO) leaves no period a task delayed, the softirq fix no
+        // NET_RX on CPU1 (this VM's host still stalls a few); the frob fix (SCHED_IDLE
+        // hogs) only reduces the misses: with lazy preemption a woken worker still waits
+        // up to a tick.
+        match scenario {
+            "timer" => {
                 assert!(
-                    c["culprit"]["comm"].is_null(),
-                    "SCHED_FIFO: no task may delay it: {c}"
+                    fm * 5 <= m,
+                    "timer: SCHED_FIFO must clear most misses ({m} -> {fm})"
                 );
+                for c in fixed_causes {
+                    assert!(
+                        c["culprit"]["comm"].is_null(),
+                        "SCHED_FIFO: no task may delay it: {c}"
+                    );
+                }
             }
-        } else {
-            assert!(
+            "softirq" => {
+                assert!(
+                    fm < m,
+                    "softirq: the flood off CPU1 must help ({m} -> {fm})"
+                );
+                for c in fixed_causes {
+                    assert!(
+                        !(c["culprit"]["vector"] == "NET_RX" && c["culprit"]["cpu"] == 1),
+                        "NET_RX runs on CPU0 now: {c}"
+                    );
+                }
+            }
+            _ => assert!(
                 fm < m || fm <= 2,
                 "{scenario}: mitigation must help ({m} -> {fm})"
-            );
+            ),
         }
+        // diff names what the fix changed.
+        let mut args = vec!["diff".to_string(), s(&a), s(&b)];
+        let explain_args: Vec<String> = j["explain_command"]
+            .as_str()
+            .unwrap()
+            .split(' ')
+            .skip(2)
+            .map(|x| x.trim_matches('\'').to_string())
+            .collect();
+        // `whylate explain OPTIONS... TRACE`: the options without the trace.
+        args.extend(explain_args[..explain_args.len() - 1].iter().cloned());
+        args.push("--json".into());
+        let out = Command::new(whylate()).args(&args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let verdict = d["verdict"].as_str().unwrap();
+        eprintln!("diff {scenario}: {verdict}");
+        assert!(
+            verdict.starts_with(&format!("misses {m} → {fm}")),
+            "{verdict}"
+        );
+        let key = match scenario {
+            "softirq" => "removed softirq NET_RX on CPU1",
+            "timer" => "removed runqueue-wait hog on CPU1",
+            _ => "hog on CPU1",
+        };
+        assert!(verdict.contains(key), "{scenario}: {verdict}");
     }
     assert_eq!(before, tracefs_state(), "tracefs restored");
     assert_eq!(
         mask,
         std::fs::read_to_string(WQ_MASK).ok(),
         "cpumask restored"
+    );
+    assert_eq!(
+        rps,
+        std::fs::read_to_string(LO_RPS).ok(),
+        "loopback RPS restored"
     );
 }

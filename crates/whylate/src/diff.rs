@@ -557,7 +557,11 @@ fn machine_diffs(a: &ExplainReport, b: &ExplainReport) -> Vec<String> {
         ));
     }
     for ia in &ma.irqs {
-        if let Some(ib) = mb.irqs.iter().find(|x| x.name == ia.name && !x.name.is_empty()) {
+        if let Some(ib) = mb
+            .irqs
+            .iter()
+            .find(|x| x.name == ia.name && !x.name.is_empty())
+        {
             if ia.effective != ib.effective || ia.affinity != ib.affinity {
                 out.push(format!(
                     "IRQ {} routed to CPU {} (allowed {}) → CPU {} (allowed {})",
@@ -611,16 +615,11 @@ fn actionable(d: &CauseDiff) -> bool {
     d.culprit != "-" && !d.culprit.is_empty()
 }
 
-
 fn verdict(a: &ExplainReport, b: &ExplainReport, causes: &[CauseDiff], cpus: &[CpuDiff]) -> String {
     let (ma, mb) = (a.cycles.misses, b.cycles.misses);
     let mut v = format!("misses {ma} → {mb}");
     if a.cycles.count != b.cycles.count {
-        let _ = write!(
-            v,
-            " (of {} → {} {}",
-            a.cycles.count, b.cycles.count, a.noun
-        );
+        let _ = write!(v, " (of {} → {} {}", a.cycles.count, b.cycles.count, a.noun);
         if a.cycles.count > 0 && b.cycles.count > 0 {
             let _ = write!(
                 v,
@@ -645,14 +644,8 @@ fn verdict(a: &ExplainReport, b: &ExplainReport, causes: &[CauseDiff], cpus: &[C
                 ex(&d.b) > ex(&d.a)
             }
         })
-        // What a fix acts on before what the machine did; gone before merely smaller.
-        .max_by_key(|d| {
-            (
-                actionable(d),
-                if better { d.b.is_none() } else { d.a.is_none() },
-                ex(&d.a).abs_diff(ex(&d.b)),
-            )
-        });
+        // What a fix acts on before what the machine did, then the largest move.
+        .max_by_key(|d| (actionable(d), ex(&d.a).abs_diff(ex(&d.b))));
     match key {
         Some(d) if better && d.b.is_none() => {
             let _ = write!(
@@ -719,9 +712,7 @@ fn verdict(a: &ExplainReport, b: &ExplainReport, causes: &[CauseDiff], cpus: &[C
 fn moved(d: &CauseDiff, cpus: &[CpuDiff]) -> Option<String> {
     let cpu = d.cpu?;
     let c = cpus.iter().find(|c| c.cpu == cpu)?;
-    let ch = c.changes.iter().find(|x| {
-        x.what == d.culprit || (d.culprit.starts_with("irq ") && x.what == d.culprit)
-    })?;
+    let ch = c.changes.iter().find(|x| x.what == d.culprit)?;
     Some(format!(
         "{} held CPU{cpu} {} of the time in A, {} in B",
         ch.what,
@@ -778,7 +769,10 @@ impl DiffReport {
             let _ = writeln!(o, "  {k:<16} {x:>16} {y:>16}");
         }
         if !self.histogram.is_empty() {
-            let _ = writeln!(o, "\nhistogram:                       A                      B");
+            let _ = writeln!(
+                o,
+                "\nhistogram:                       A                      B"
+            );
             let max = self
                 .histogram
                 .iter()
@@ -834,13 +828,7 @@ impl DiffReport {
             let _ = writeln!(o, "\nCPU time that moved (share of the trace, A → B):");
             for c in &self.cpus {
                 let b = |x: Option<f64>| x.map_or("-".into(), pct);
-                let _ = write!(
-                    o,
-                    "  CPU{} busy {} → {}",
-                    c.cpu,
-                    b(c.busy_a),
-                    b(c.busy_b)
-                );
+                let _ = write!(o, "  CPU{} busy {} → {}", c.cpu, b(c.busy_a), b(c.busy_b));
                 let parts: Vec<String> = c
                     .changes
                     .iter()

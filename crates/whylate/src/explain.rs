@@ -1964,6 +1964,8 @@ struct TimerSample {
     /// The woken task's wait: runnable span.
     wait: Option<(u64, u64, u32)>,
     armed_late: bool,
+    /// When the timer was armed, in trace time.
+    armed: Option<u64>,
 }
 
 /// Explains late timers on a built timeline.
@@ -1983,6 +1985,8 @@ pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainR
         .filter(|e| e.kind == EdgeKind::Timer && e.val2 != u64::MAX)
         .map(|e| e.at as i128 - e.val2 as i128)
         .min();
+    // The runnable spans of the timers' tasks, for periods the task overran.
+    let mut runnable: FxHashMap<i32, Vec<u32>> = FxHashMap::default();
     let mut samples: Vec<TimerSample> = Vec::new();
     for e in &tl.edges {
         if e.kind != EdgeKind::Timer || e.val == u64::MAX || e.val2 == u64::MAX || e.to_tid <= 0 {
@@ -2020,6 +2024,7 @@ pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainR
             function: s.get(Sym(e.key)).to_string(),
             wait,
             armed_late,
+            armed,
         });
     }
     for r in &tl.reported {
@@ -2036,7 +2041,18 @@ pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainR
             function: format!("{} (self-reported)", s.get(r.name)),
             wait: None,
             armed_late: false,
+            armed: None,
         });
+    }
+    if samples.iter().any(|x| x.armed_late) {
+        for i in 0..sp.len() {
+            if matches!(sp.kind[i], SpanKind::Runnable | SpanKind::Sleep) && keep(sp.tid[i]) {
+                runnable.entry(sp.tid[i]).or_default().push(i as u32);
+            }
+        }
+        for v in runnable.values_mut() {
+            v.sort_by_key(|&i| sp.start[i as usize]);
+        }
     }
     let total = |x: &TimerSample| x.late + x.wait.map_or(0, |w| w.1 - w.0);
     let mut totals: Vec<u64> = samples.iter().map(total).collect();
@@ -2087,6 +2103,89 @@ pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainR
             waiter: None,
             queued_in_irq: None,
         }];
+        // 0. A task still busy with an earlier period when this one was due: what kept it
+        // from coming back (waits for its CPU, its own running) is this period's lateness.
+        if let Some(armed) = x.armed.filter(|_| x.armed_late) {
+            let (a, b) = (x.expiry, armed.min(x.fired));
+            let mut held: Vec<Hold> = Vec::new();
+            let (mut waited, mut slept) = (0, 0);
+            if let Some(list) = runnable.get(&x.tid) {
+                let first = list.partition_point(|&i| sp.end[i as usize] <= a);
+                for &i in &list[first..] {
+                    let i = i as usize;
+                    if sp.start[i] >= b {
+                        break;
+                    }
+                    let (ra, rb) = (sp.start[i].max(a), sp.end[i].min(b));
+                    if rb <= ra {
+                        continue;
+                    }
+                    if sp.kind[i] == SpanKind::Sleep {
+                        // Asleep on its earlier period's timer: what made that one late.
+                        slept += rb - ra;
+                        for h in timer_holds(&eng, x.cpu, ra, rb, rb - ra) {
+                            match held
+                                .iter_mut()
+                                .find(|o| o.category == h.category && o.culprit == h.culprit)
+                            {
+                                Some(o) => o.ns += h.ns,
+                                None => held.push(h),
+                            }
+                        }
+                        continue;
+                    }
+                    waited += rb - ra;
+                    let l = RawLink {
+                        kind: LinkKind::Run,
+                        key: (LinkKind::Run, String::new(), 1),
+                        start: sp.start[i],
+                        end: sp.end[i],
+                        cpu: sp.cpu[i],
+                        tid: x.tid,
+                        what: String::new(),
+                        preempted: crate::timeline::Cause::from_key(sp.key[i])
+                            == crate::timeline::Cause::Preempted,
+                        irq: None,
+                    };
+                    for h in eng.holds(&l, ra, rb) {
+                        match held
+                            .iter_mut()
+                            .find(|o| o.category == h.category && o.culprit == h.culprit)
+                        {
+                            Some(o) => o.ns += h.ns,
+                            None => held.push(h),
+                        }
+                    }
+                }
+            }
+            held.sort_by_key(|h| std::cmp::Reverse(h.ns));
+            held.truncate(4);
+            for h in &held {
+                *per.entry((h.category.clone(), h.culprit.clone()))
+                    .or_default() += h.ns;
+            }
+            *cpus_blamed.entry(x.cpu).or_default() += waited + slept;
+            chain.push(Link {
+                offset_ns: 0,
+                ts_ns: a,
+                cpu: Some(x.cpu),
+                kind: "overrun".into(),
+                what: format!(
+                    "{} was still on an earlier period: it armed this timer {} after its expiry ({} waiting for a CPU, {} for the earlier period's late timer)",
+                    eng.task(x.tid),
+                    dur(b - a),
+                    dur(waited),
+                    dur(slept)
+                ),
+                duration_ns: b - a,
+                usual_ns: Some(0),
+                excess_ns: waited + slept,
+                pending_at_deadline: false,
+                held_by: held,
+                waiter: None,
+                queued_in_irq: None,
+            });
+        }
         // 1. The interrupt itself.
         let ex = x.irq_late.saturating_sub(usual_irq);
         let mut held = Vec::new();
@@ -2187,6 +2286,15 @@ pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainR
     }
     misses.sort_by_key(|m| std::cmp::Reverse(m.late_ns));
     let causes = rank(causes);
+    let overran = samples
+        .iter()
+        .filter(|x| x.armed_late && is_miss(x))
+        .count();
+    if overran > 0 {
+        notes.push(format!(
+            "{overran} late periods were armed after they were due (the task was still on an earlier period): each one's lateness includes the waits that made the earlier ones late, so the totals count such a wait once per period it delayed"
+        ));
+    }
     if samples.is_empty() {
         notes.push(
             "no hrtimer expiry that woke a task (or self-reported lateness) matched: record timer:hrtimer_start, timer:hrtimer_expire_entry/exit and sched:sched_waking/sched_switch".into(),

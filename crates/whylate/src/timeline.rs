@@ -523,7 +523,12 @@ impl Timeline {
                 let name = self.irq_names.get(&irq).copied().unwrap_or_default();
                 add(1, irq as i64, name, b - a);
             } else {
-                add(2, s.key[iu] as i64, Sym::EMPTY, b - a - covered(&hard, a, b));
+                add(
+                    2,
+                    s.key[iu] as i64,
+                    Sym::EMPTY,
+                    b - a - covered(&hard, a, b),
+                );
             }
         }
         if let Some(l) = self.runs_by_cpu.get(cpu as usize) {
@@ -1088,6 +1093,21 @@ impl Builder {
                         self.tl.anomalies.unmatched_exits += 1;
                         if let Some(a) = self.cpus[c].anon_soft.take() {
                             self.tl.retro.push((cpu, a, ts, Ctx::Softirq { vec: v }));
+                            // The flags said softirq since `a`: that time was this vector's,
+                            // not the task's it ran on (a dump that starts mid-softirq).
+                            let comm = self.cpus[c].curr_comm;
+                            let i = self.tl.spans.push(
+                                SpanKind::Softirq,
+                                cpu,
+                                curr,
+                                comm,
+                                a,
+                                ts,
+                                v as u32,
+                                NONE,
+                                span::START_UNKNOWN | span::INFERRED,
+                            );
+                            self.tl.irqs_by_cpu[c].push(i);
                         }
                     }
                 }

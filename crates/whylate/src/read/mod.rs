@@ -567,6 +567,8 @@ fn spool(path: &Path, mut rd: Box<dyn Read>) -> Result<File, ReadError> {
             Ok(mut f) => {
                 let _ = std::fs::remove_file(&p);
                 io::copy(&mut rd, &mut f).map_err(io_err)?;
+                // Readers that stream (perf.data) start from the file position.
+                io::Seek::rewind(&mut f).map_err(io_err)?;
                 return Ok(f);
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,

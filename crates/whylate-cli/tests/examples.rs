@@ -1,0 +1,230 @@
+//! The bundled recordings in `examples/`, explained as the README tells a new user to:
+//! each must agree with the lab program's own per-cycle log recorded beside it (`.truth`),
+//! name the injected culprit, and print exactly the checked-in summary in
+//! `examples/expected/` (after a deliberate change to the output, rewrite those with
+//! `WHYLATE_BLESS=1 cargo test -p whylate-cli --test examples`).
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn whylate(args: &[&str]) -> (String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_whylate"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    );
+    assert!(o.status.success(), "whylate {args:?}: {err}");
+    (out, err)
+}
+
+const FROB: [&str; 6] = [
+    "--from",
+    "sys_enter_write[comm=frobnicator,count=7]",
+    "--to",
+    "sys_exit_read[comm=frobnicator,ret>0]",
+    "--deadline",
+    "3.5ms",
+];
+const TIMER: [&str; 5] = ["--timer", "--task", "periodic", "--deadline", "300us"];
+
+/// (name, arguments after `explain FILE`, the file) of every checked example.
+fn examples() -> Vec<(&'static str, &'static str, Vec<&'static str>)> {
+    vec![
+        ("frob", "examples/frob.dat.zst", FROB.to_vec()),
+        ("frob.perf", "examples/frob.perf.data.zst", FROB.to_vec()),
+        ("timer", "examples/timer.dat.zst", TIMER.to_vec()),
+        ("softirq", "examples/softirq.dat.zst", TIMER.to_vec()),
+        (
+            "softirq-mitigated",
+            "examples/softirq-mitigated.dat.zst",
+            TIMER.to_vec(),
+        ),
+        ("pty-poll", "examples/pty-poll.ftrace.gz", FROB.to_vec()),
+        ("pty-poll-auto", "examples/pty-poll.ftrace.gz", Vec::new()),
+    ]
+}
+
+/// The program's own (cycles, misses): frob logs `cycle write reply latency missed`
+/// (latency 0: no reply), periodic logs `target woke late`.
+fn truth(name: &str) -> Option<(u64, u64)> {
+    let path = repo().join(format!("examples/{name}.truth"));
+    let text = std::fs::read_to_string(path).ok()?;
+    let rows: Vec<Vec<i64>> = text
+        .lines()
+        .map(|l| l.split_whitespace().map(|v| v.parse().unwrap()).collect())
+        .collect();
+    let missed = if name.starts_with("frob") {
+        rows.iter()
+            .filter(|r| r[3] <= 0 || r[3] > 3_500_000)
+            .count()
+    } else {
+        rows.iter().filter(|r| r[2] > 300_000).count()
+    };
+    Some((rows.len() as u64, missed as u64))
+}
+
+/// Compares with (or, under WHYLATE_BLESS=1, writes) `examples/expected/NAME.txt`.
+fn golden(name: &str, got: &str) {
+    let path = repo().join(format!("examples/expected/{name}.txt"));
+    if std::env::var_os("WHYLATE_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, got).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (WHYLATE_BLESS=1 writes it)", path.display()));
+    if want != got {
+        let first = want
+            .lines()
+            .zip(got.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(want.lines().count().min(got.lines().count()));
+        panic!(
+            "{name}: the output differs from {} at line {}:\n  expected: {:?}\n  got:      {:?}\n(a deliberate change: WHYLATE_BLESS=1 cargo test -p whylate-cli --test examples)",
+            path.display(),
+            first + 1,
+            want.lines().nth(first).unwrap_or("<end>"),
+            got.lines().nth(first).unwrap_or("<end>")
+        );
+    }
+}
+
+fn first_actionable(j: &Value) -> &Value {
+    j["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| {
+            c["culprit"]
+                .as_object()
+                .is_some_and(|o| o.keys().any(|k| k != "cpu"))
+        })
+        .unwrap_or_else(|| panic!("no cause names a culprit: {}", j["causes"]))
+}
+
+#[test]
+fn every_example_matches_its_ground_truth_and_its_expected_summary() {
+    for (name, file, args) in examples() {
+        let mut a = vec!["explain", file];
+        a.extend(&args);
+        let (text, _) = whylate(&a);
+        golden(name, &text);
+        a.push("--json");
+        let (json, _) = whylate(&a);
+        let j: Value = serde_json::from_str(&json).unwrap();
+        if let Some((count, misses)) = truth(name) {
+            let (c, m) = (
+                j["cycles"]["count"].as_u64().unwrap(),
+                j["cycles"]["misses"].as_u64().unwrap(),
+            );
+            assert!(
+                c.abs_diff(count) <= 1,
+                "{name}: {c} cycles, the program logged {count}"
+            );
+            assert!(
+                m.abs_diff(misses) <= 1,
+                "{name}: {m} misses, the program counted {misses}"
+            );
+        }
+        match name {
+            "frob" | "frob.perf" | "timer" | "pty-poll" => {
+                let top = first_actionable(&j);
+                assert_eq!(top["culprit"]["comm"], "hog", "{name}: {top}")
+            }
+            "softirq" => {
+                let top = first_actionable(&j);
+                assert_eq!(top["culprit"]["vector"], "NET_RX", "{name}: {top}");
+                assert_eq!(top["culprit"]["cpu"], 1, "{name}: {top}");
+            }
+            "softirq-mitigated" => {
+                for c in j["causes"].as_array().unwrap() {
+                    assert!(
+                        c["culprit"]["vector"] != "NET_RX",
+                        "the flood is received on CPU0 now: {c}"
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn diff_of_the_softirq_pair_says_the_fix_removed_net_rx() {
+    let mut a = vec![
+        "diff",
+        "examples/softirq.dat.zst",
+        "examples/softirq-mitigated.dat.zst",
+    ];
+    a.extend(TIMER);
+    let (text, _) = whylate(&a);
+    golden("diff-softirq", &text);
+    let verdict = text.lines().next().unwrap();
+    assert!(
+        verdict.contains("removed softirq NET_RX on CPU1"),
+        "{verdict}"
+    );
+    a.push("--json");
+    let (json, _) = whylate(&a);
+    let j: Value = serde_json::from_str(&json).unwrap();
+    let (ta, tb) = (
+        truth("softirq").unwrap(),
+        truth("softirq-mitigated").unwrap(),
+    );
+    assert!(j["a"]["cycles"]["misses"].as_u64().unwrap().abs_diff(ta.1) <= 1);
+    assert!(j["b"]["cycles"]["misses"].as_u64().unwrap().abs_diff(tb.1) <= 1);
+    assert!(tb.1 < ta.1, "the mitigation must help: {ta:?} -> {tb:?}");
+    let net_rx = j["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["culprit"] == "softirq NET_RX" && c["cpu"] == 1)
+        .expect("NET_RX on CPU1 among the causes");
+    assert_eq!(net_rx["status"], "vanished", "{net_rx}");
+    // CPU1's NET_RX time went away with it.
+    let cpu1 = j["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["cpu"] == 1)
+        .expect("CPU1 moved");
+    let ch = cpu1["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["what"] == "softirq NET_RX")
+        .expect("NET_RX share on CPU1 changed");
+    assert!(
+        ch["a"].as_f64().unwrap() > 0.01 && ch["b"].as_f64().unwrap() < 0.005,
+        "{ch}"
+    );
+}
+
+#[test]
+fn diff_of_a_trace_with_itself_changes_nothing() {
+    let mut a = vec![
+        "diff",
+        "examples/frob.dat.zst",
+        "examples/frob.dat.zst",
+        "--json",
+    ];
+    a.extend(FROB);
+    let (json, _) = whylate(&a);
+    let j: Value = serde_json::from_str(&json).unwrap();
+    let v = j["verdict"].as_str().unwrap();
+    assert!(v.ends_with("(unchanged)"), "{v}");
+    assert!(j["cpus"].as_array().unwrap().is_empty());
+    assert!(j["irqs"].as_array().unwrap().is_empty());
+    for c in j["causes"].as_array().unwrap() {
+        assert_eq!(c["status"], "same", "{c}");
+    }
+}
