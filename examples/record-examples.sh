@@ -30,7 +30,9 @@ fi
 cc -O2 -o "$tmp/frob" lab/frob.c
 mask=/sys/devices/virtual/workqueue/cpumask
 old=$(cat $mask)
-trap 'echo "$old" > $mask; rm -rf "$tmp"' EXIT
+# perf mounts tracefs for tracepoints and leaves it mounted: undo that too.
+traced=$(grep -c ' tracefs ' /proc/mounts || true)
+trap 'echo "$old" > $mask; [ "$traced" = 0 ] && umount /sys/kernel/tracing 2>/dev/null; rm -rf "$tmp"' EXIT
 echo 2 > $mask
 perf record -q -a -m 8M -o "$tmp/perf.data" \
   -e sched:sched_switch,sched:sched_waking,sched:sched_wakeup,sched:sched_wakeup_new \

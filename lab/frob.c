@@ -8,10 +8,12 @@
 //
 //   frob [--cycles N] [--reply-us U] [--timeout-us T] [--period-us P]
 //        [--client-cpu C] [--device-cpu D] [--hog-cpu H|-1] [--hogs N] [--log FILE]
-//        [--complaints FILE] [--hog-policy other|idle]
+//        [--complaints FILE] [--hog-policy other|idle] [--client-fifo PRIO]
 //
-// --hog-policy idle is the demo's mitigation: SCHED_IDLE hogs yield to the device and the
-// tty worker beside them (on 6.18 with lazy preemption a wakee can still wait up to a tick).
+// The demo's mitigation moves the hogs to the client's CPU and runs the client SCHED_FIFO
+// (--client-fifo): the device and the tty worker get their CPU back, and the hogs cannot
+// hold the client. --hog-policy idle alone (SCHED_IDLE hogs beside the device) only halves
+// the misses on 6.18 with lazy preemption: a woken worker can still wait up to a tick.
 //
 // Ground truth in --log, one line per cycle, CLOCK_MONOTONIC:
 //   <cycle> <write_ns> <reply_ns> <latency_ns> <missed 0|1>
@@ -59,7 +61,7 @@ static void raw(int fd) {
 
 int main(int argc, char **argv) {
     long cycles = 300, reply_us = 1000, timeout_us = 3500, period_us = 2000;
-    long client_cpu = 0, device_cpu = 1, hog_cpu = -1, hogs = 1;
+    long client_cpu = 0, device_cpu = 1, hog_cpu = -1, hogs = 1, client_fifo = 0;
     const char *log = "frob.log", *complaints = "frobnicator.log", *hog_policy = "other";
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *a = argv[i], *v = argv[i + 1];
@@ -74,6 +76,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--log")) log = v;
         else if (!strcmp(a, "--complaints")) complaints = v;
         else if (!strcmp(a, "--hog-policy")) hog_policy = v;
+        else if (!strcmp(a, "--client-fifo")) client_fifo = atol(v);
         else { fprintf(stderr, "frob: unknown option %s\n", a); return 2; }
     }
     if (argc % 2 == 0) { fprintf(stderr, "frob: %s needs a value\n", argv[argc - 1]); return 2; }
@@ -121,6 +124,11 @@ int main(int argc, char **argv) {
 
     prctl(PR_SET_NAME, "frobnicator");
     pin(client_cpu);
+    if (client_fifo > 0) {
+        // After the forks: the device and the hogs keep the policy they were started with.
+        struct sched_param sp = {.sched_priority = (int)client_fifo};
+        if (sched_setscheduler(0, SCHED_FIFO, &sp)) perror("frob: SCHED_FIFO client");
+    }
     long long *w = calloc(cycles, sizeof *w), *r = calloc(cycles, sizeof *r);
     char *missed = calloc(cycles, 1);
     if (!w || !r || !missed) return 1;

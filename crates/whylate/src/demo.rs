@@ -59,7 +59,7 @@ impl Scenario {
     pub fn story(self, mitigate: bool) -> &'static str {
         match (self, mitigate) {
             (Scenario::Frob, false) => "seed 000: a client writes 7 bytes to a pty and busy-polls read() for the reply, 3.5 ms deadline; the device emulator and the tty worker share CPU1 with two CPU hogs",
-            (Scenario::Frob, true) => "seed 000 mitigated: the same, with the hogs at SCHED_IDLE (they yield CPU1 to the device and the tty worker)",
+            (Scenario::Frob, true) => "seed 000 mitigated: the hogs moved to the client's CPU0, the client at SCHED_FIFO 10 so they cannot hold it; the device and the tty worker have CPU1 to themselves",
             (Scenario::Timer, false) => "seed 004: a 1.33 ms periodic thread (nice 19) beside a CPU hog on CPU1; a period is late past 300 us",
             (Scenario::Timer, true) => "seed 004 mitigated: the periodic thread runs SCHED_FIFO 50, the hog stays",
             (Scenario::Softirq, false) => "seeds 002/003: a 1.33 ms SCHED_FIFO periodic thread on CPU1; a loopback UDP flood from CPU0 is steered to CPU1 (RPS), where its NET_RX softirq runs ahead of any task; a period is late past 300 us",
@@ -276,27 +276,34 @@ fn run_in(o: &DemoOptions, lab: &Path, work: &Path) -> Result<DemoResult, DemoEr
             // The tty flip-buffer work is unbound: keep it on the device's CPU, as a USB
             // serial IRQ pinned there would (seed 000).
             let mask = Knob::set(WQ_MASK, "2")?;
-            let c = vec![
-                s(&bin("frob")),
-                "--cycles".into(),
-                "500".into(),
-                "--client-cpu".into(),
-                "0".into(),
-                "--device-cpu".into(),
-                "1".into(),
-                "--hog-cpu".into(),
-                "1".into(),
-                "--hogs".into(),
-                "2".into(),
-                "--log".into(),
-                s(&log),
-                "--complaints".into(),
-                s(&work.join("frobnicator.log")),
-                "--hog-policy".into(),
-                // Moving the hogs to the client's CPU is what the advice says, but under
-                // syscall tracing the client then waits behind them: SCHED_IDLE instead.
-                if o.mitigate { "idle" } else { "other" }.into(),
-            ];
+            // The fix: the hogs leave the device's CPU (the tty work runs there now
+            // unhindered) for the client's, where SCHED_FIFO keeps them from delaying it.
+            // SCHED_IDLE hogs alone only halve the misses: with lazy preemption a woken
+            // worker still waits up to a tick behind one.
+            let hog_cpu = if o.mitigate { "0" } else { "1" };
+            let mut c: Vec<String> = [
+                s(&bin("frob")).as_str(),
+                "--cycles",
+                "500",
+                "--client-cpu",
+                "0",
+                "--device-cpu",
+                "1",
+                "--hog-cpu",
+                hog_cpu,
+                "--hogs",
+                "2",
+                "--log",
+                &s(&log),
+                "--complaints",
+                &s(&work.join("frobnicator.log")),
+            ]
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
+            if o.mitigate {
+                c.extend(["--client-fifo".into(), "10".into()]);
+            }
             let result = rec(
                 "sched,irq,wq,syscalls:sys_enter_write,syscalls:sys_exit_read[ret > 0]",
                 c,

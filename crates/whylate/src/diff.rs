@@ -632,22 +632,23 @@ fn verdict(a: &ExplainReport, b: &ExplainReport, causes: &[CauseDiff], cpus: &[C
     }
     let ex = |s: &Option<CauseSide>| s.as_ref().map_or(0, |x| x.total_excess_ns);
     let ms = |s: &Option<CauseSide>| s.as_ref().map_or(0, |x| x.misses);
-    // The cause whose excess moved most in the direction the misses moved.
-    let better = mb < ma;
-    let worse = mb > ma;
-    let key = causes
-        .iter()
-        .filter(|d| {
-            if better {
-                ex(&d.a) > ex(&d.b)
-            } else {
-                ex(&d.b) > ex(&d.a)
-            }
-        })
-        // What a fix acts on before what the machine did, then the largest move.
-        .max_by_key(|d| (actionable(d), ex(&d.a).abs_diff(ex(&d.b))));
-    match key {
-        Some(d) if better && d.b.is_none() => {
+    // In each direction, what a fix acts on before what the machine did (an idle or
+    // stalled vCPU), then the largest move in excess.
+    let pick = |down: bool| {
+        causes
+            .iter()
+            .filter(|d| {
+                if down {
+                    ex(&d.a) > ex(&d.b)
+                } else {
+                    ex(&d.b) > ex(&d.a)
+                }
+            })
+            .max_by_key(|d| (actionable(d), ex(&d.a).abs_diff(ex(&d.b))))
+    };
+    let (down, up) = (pick(true), pick(false));
+    let removed = |v: &mut String, d: &CauseDiff| {
+        if d.b.is_none() {
             let _ = write!(
                 v,
                 "; the change removed {} ({} misses, {} of excess in A)",
@@ -659,8 +660,7 @@ fn verdict(a: &ExplainReport, b: &ExplainReport, causes: &[CauseDiff], cpus: &[C
             if let Some(m) = moved(d, cpus) {
                 let _ = write!(v, "; {m}");
             }
-        }
-        Some(d) if better => {
+        } else {
             let _ = write!(
                 v,
                 "; {} shrank ({} → {} misses, {} → {})",
@@ -671,7 +671,9 @@ fn verdict(a: &ExplainReport, b: &ExplainReport, causes: &[CauseDiff], cpus: &[C
                 dur(ex(&d.b))
             );
         }
-        Some(d) if worse && d.a.is_none() => {
+    };
+    let added = |v: &mut String, d: &CauseDiff| {
+        if d.a.is_none() {
             let _ = write!(
                 v,
                 "; new in B: {} ({} misses, {} of excess)",
@@ -679,8 +681,7 @@ fn verdict(a: &ExplainReport, b: &ExplainReport, causes: &[CauseDiff], cpus: &[C
                 ms(&d.b),
                 dur(ex(&d.b))
             );
-        }
-        Some(d) if worse => {
+        } else {
             let _ = write!(
                 v,
                 "; {} grew ({} → {} misses, {} → {})",
@@ -691,17 +692,35 @@ fn verdict(a: &ExplainReport, b: &ExplainReport, causes: &[CauseDiff], cpus: &[C
                 dur(ex(&d.b))
             );
         }
-        _ if ma == mb => v.push_str(" (unchanged)"),
-        _ => {}
+    };
+    if ma == mb && down.is_none() && up.is_none() {
+        v.push_str(" (unchanged)");
+        return v;
     }
-    if mb > 0 && better {
-        if let Some(top) = b.causes.first() {
-            let _ = write!(
-                v,
-                "; left: {} ({} misses)",
-                named(&top.category, &culprit_key(top), top.culprit.cpu),
-                top.count
-            );
+    // The side the misses moved to first; a change that removed one cause and let another
+    // grow says both.
+    if mb <= ma {
+        if let Some(d) = down {
+            removed(&mut v, d);
+        }
+        if let Some(u) = up.filter(|u| actionable(u)) {
+            added(&mut v, u);
+        } else if mb > 0 {
+            if let Some(top) = b.causes.first() {
+                let _ = write!(
+                    v,
+                    "; left: {} ({} misses)",
+                    named(&top.category, &culprit_key(top), top.culprit.cpu),
+                    top.count
+                );
+            }
+        }
+    } else {
+        if let Some(u) = up {
+            added(&mut v, u);
+        }
+        if let Some(d) = down.filter(|d| actionable(d)) {
+            removed(&mut v, d);
         }
     }
     v
