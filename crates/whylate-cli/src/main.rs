@@ -27,6 +27,30 @@ struct Cli {
     files: Vec<PathBuf>,
 }
 
+/// How the inputs are read, for every command that reads traces.
+#[derive(clap::Args)]
+struct InputArgs {
+    /// Fail (exit 2) on the first line that does not parse.
+    #[arg(long)]
+    strict: bool,
+    /// Read as this format instead of guessing.
+    #[arg(long, value_enum)]
+    format: Option<FormatArg>,
+    /// Reorder window in events, for traces whose timestamps are out of order.
+    #[arg(long, default_value_t = whylate::read::DEFAULT_WINDOW)]
+    reorder: usize,
+}
+
+impl InputArgs {
+    fn open(&self) -> OpenOptions {
+        OpenOptions {
+            format: self.format.map(Into::into),
+            strict: self.strict,
+            window: self.reorder,
+        }
+    }
+}
+
 /// What `explain` and `diff` explain: cycles between selectors, late timers, one softirq
 /// vector, or (with none of them) the worst outliers.
 #[derive(clap::Args, Default)]
@@ -128,18 +152,11 @@ enum Cmd {
         /// Machine-readable output (schema: docs/json.md).
         #[arg(long)]
         json: bool,
-        /// Fail (exit 2) on the first line that does not parse.
-        #[arg(long)]
-        strict: bool,
-        /// Read as this format instead of guessing.
-        #[arg(long, value_enum)]
-        format: Option<FormatArg>,
         /// How many tasks to list.
         #[arg(long, default_value_t = 10)]
         top: usize,
-        /// Reorder window in events, for traces whose timestamps are out of order.
-        #[arg(long, default_value_t = whylate::read::DEFAULT_WINDOW)]
-        reorder: usize,
+        #[command(flatten)]
+        input: InputArgs,
     },
     /// Explain request/response cycles: from a `--from` event to the first later `--to`
     /// event of the same thread; the cycles over `--deadline` (or with no reply) are misses,
@@ -155,15 +172,8 @@ enum Cmd {
         /// Machine-readable output (schema: docs/json.md).
         #[arg(long)]
         json: bool,
-        /// Fail (exit 2) on the first line that does not parse.
-        #[arg(long)]
-        strict: bool,
-        /// Read as this format instead of guessing.
-        #[arg(long, value_enum)]
-        format: Option<FormatArg>,
-        /// Reorder window in events, for traces whose timestamps are out of order.
-        #[arg(long, default_value_t = whylate::read::DEFAULT_WINDOW)]
-        reorder: usize,
+        #[command(flatten)]
+        input: InputArgs,
     },
     /// Compare two traces of the same workload (before/after a fix, old/new kernel),
     /// explained the same way: distributions side by side, causes that appeared, vanished
@@ -179,15 +189,8 @@ enum Cmd {
         /// Machine-readable output (schema: docs/json.md).
         #[arg(long)]
         json: bool,
-        /// Fail (exit 2) on the first line that does not parse.
-        #[arg(long)]
-        strict: bool,
-        /// Read both as this format instead of guessing.
-        #[arg(long, value_enum)]
-        format: Option<FormatArg>,
-        /// Reorder window in events, for traces whose timestamps are out of order.
-        #[arg(long, default_value_t = whylate::read::DEFAULT_WINDOW)]
-        reorder: usize,
+        #[command(flatten)]
+        input: InputArgs,
     },
     /// Measure latencies: wakeup, runqueue, irq, softirq, work, syscall, timer, throughput,
     /// irqsoff. Per group: count, min/p50/p90/p99/p99.9/max, a histogram and the worst
@@ -230,15 +233,8 @@ enum Cmd {
         /// throughput: expected rate per second (115200 baud 8N1 = 11520 bytes/s).
         #[arg(long)]
         expect: Option<f64>,
-        /// Fail (exit 2) on the first line that does not parse.
-        #[arg(long)]
-        strict: bool,
-        /// Read as this format instead of guessing.
-        #[arg(long, value_enum)]
-        format: Option<FormatArg>,
-        /// Reorder window in events, for traces whose timestamps are out of order.
-        #[arg(long, default_value_t = whylate::read::DEFAULT_WINDOW)]
-        reorder: usize,
+        #[command(flatten)]
+        input: InputArgs,
     },
 }
 
@@ -314,9 +310,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     ..Default::default()
                 },
                 json: false,
-                strict: false,
-                format: None,
-                reorder: whylate::read::DEFAULT_WINDOW,
+                input: InputArgs {
+                    strict: false,
+                    format: None,
+                    reorder: whylate::read::DEFAULT_WINDOW,
+                },
             }),
             files: Vec::new(),
         });
@@ -369,33 +367,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Stats {
             files,
             json,
-            strict,
-            format,
             top,
-            reorder,
-        } => {
-            let opts = OpenOptions {
-                format: format.map(Into::into),
-                strict,
-                window: reorder,
-            };
-            emit(whylate::stats::stats(&files, &opts, top), json, |r| {
-                r.render_text()
-            })
-        }
+            input,
+        } => emit(
+            whylate::stats::stats(&files, &input.open(), top),
+            json,
+            |r| r.render_text(),
+        ),
         Cmd::Explain {
             files,
             mode,
             json,
-            strict,
-            format,
-            reorder,
+            input,
         } => {
-            let open = OpenOptions {
-                format: format.map(Into::into),
-                strict,
-                window: reorder,
-            };
+            let open = input.open();
             let mode = match mode.parse() {
                 Ok(m) => m,
                 Err(e) => return usage(&e),
@@ -411,15 +396,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             b,
             mode,
             json,
-            strict,
-            format,
-            reorder,
+            input,
         } => {
-            let open = OpenOptions {
-                format: format.map(Into::into),
-                strict,
-                window: reorder,
-            };
+            let open = input.open();
             let mode = match mode.parse() {
                 Ok(m) => m,
                 Err(e) => return usage(&e),
@@ -441,15 +420,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             field,
             interval,
             expect,
-            strict,
-            format,
-            reorder,
+            input,
         } => {
-            let open = OpenOptions {
-                format: format.map(Into::into),
-                strict,
-                window: reorder,
-            };
+            let open = input.open();
             let measures = match whylate::latency::parse_measures(&measure.join(",")) {
                 Ok(m) => m,
                 Err(e) => return usage(&e),

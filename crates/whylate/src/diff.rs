@@ -58,7 +58,6 @@ pub struct IrqCount {
 pub fn profile(tl: &Timeline, s: &Interner) -> Vec<CpuProfile> {
     let (from, to) = (tl.first_ts.unwrap_or(0), tl.last_ts);
     let span = to.saturating_sub(from).max(1) as f64;
-    let sp = &tl.spans;
     let mut out = Vec::new();
     for cpu in 0..tl.cpus {
         let occ = tl.occupants(cpu, from, to.max(from + 1));
@@ -108,16 +107,8 @@ pub fn profile(tl: &Timeline, s: &Interner) -> Vec<CpuProfile> {
             .collect();
         shares.sort_by(|a, b| b.share.total_cmp(&a.share).then(a.what.cmp(&b.what)));
         shares.truncate(12);
-        let mut irqs: FxHashMap<u32, u64> = FxHashMap::default();
-        if let Some(l) = tl.irqs_by_cpu.get(cpu as usize) {
-            for &i in l {
-                let i = i as usize;
-                if sp.kind[i] == crate::timeline::SpanKind::Hardirq && sp.key[i] != u32::MAX {
-                    *irqs.entry(sp.key[i]).or_default() += 1;
-                }
-            }
-        }
-        let mut irqs: Vec<IrqCount> = irqs
+        let irqs: Vec<IrqCount> = tl
+            .hardirq_counts(cpu)
             .into_iter()
             .map(|(irq, count)| IrqCount {
                 irq,
@@ -129,7 +120,6 @@ pub fn profile(tl: &Timeline, s: &Interner) -> Vec<CpuProfile> {
                 count,
             })
             .collect();
-        irqs.sort_by(|a, b| b.count.cmp(&a.count).then(a.irq.cmp(&b.irq)));
         out.push(CpuProfile {
             cpu,
             busy: busy as f64 / span,

@@ -224,6 +224,21 @@ pub struct Culprit {
     pub cpu: Option<u32>,
 }
 
+impl Hold {
+    /// `category` held `cpu` for `ns`, with no culprit but the CPU (lost events, an idle
+    /// or stalled CPU, a late interrupt with no visible reason).
+    fn on_cpu(category: &str, cpu: u32, ns: u64) -> Hold {
+        Hold {
+            category: category.into(),
+            culprit: Culprit {
+                cpu: Some(cpu),
+                ..Default::default()
+            },
+            ns,
+        }
+    }
+}
+
 impl Culprit {
     /// `comm[pid] (prio ...)`, `irq 16 (ehci)`, `softirq NET_RX`, `console_unlock`.
     pub fn label(&self) -> String {
@@ -1176,14 +1191,7 @@ impl<'a> Engine<'a> {
             return Vec::new();
         }
         if !tl.lost.is_empty() && tl.crosses_loss(l.cpu, a, b) {
-            return vec![Hold {
-                category: "unknown-lost-events".into(),
-                culprit: Culprit {
-                    cpu: Some(l.cpu),
-                    ..Default::default()
-                },
-                ns: b - a,
-            }];
+            return vec![Hold::on_cpu("unknown-lost-events", l.cpu, b - a)];
         }
         let mut out = Vec::new();
         // An irqs-off section over a late timer is the reason the interrupt came late.
@@ -1220,25 +1228,11 @@ impl<'a> Engine<'a> {
             // that did not run the vCPU in time.
             let occ = tl.occupants(l.cpu, a, b);
             if occ.len() == 1 && occ[0].what == OccupantKind::Task && occ[0].id == 0 {
-                return vec![Hold {
-                    category: "cpu-idle".into(),
-                    culprit: Culprit {
-                        cpu: Some(l.cpu),
-                        ..Default::default()
-                    },
-                    ns: b - a,
-                }];
+                return vec![Hold::on_cpu("cpu-idle", l.cpu, b - a)];
             }
             // A running task does not delay a hard timer interrupt; with no irqs-off section
             // in the trace the reason is not visible (preemptirq events would show it).
-            return vec![Hold {
-                category: "timer-irq-late".into(),
-                culprit: Culprit {
-                    cpu: Some(l.cpu),
-                    ..Default::default()
-                },
-                ns: b - a,
-            }];
+            return vec![Hold::on_cpu("timer-irq-late", l.cpu, b - a)];
         }
         for o in tl.occupants(l.cpu, a, b) {
             let (category, culprit) = match o.what {
@@ -1645,14 +1639,7 @@ pub fn analyze(tl: &Timeline, s: &Interner, o: &Options, cycles: Vec<Cycle>) -> 
                 let mut hs = eng.holds(l, start_excess, stop);
                 let total: u64 = hs.iter().map(|h| h.ns).sum();
                 if total == 0 {
-                    hs = vec![Hold {
-                        category: "unknown".into(),
-                        culprit: Culprit {
-                            cpu: Some(l.cpu),
-                            ..Default::default()
-                        },
-                        ns: excess,
-                    }];
+                    hs = vec![Hold::on_cpu("unknown", l.cpu, excess)];
                 }
                 scale(&mut hs, excess);
                 hs.sort_by_key(|h| std::cmp::Reverse(h.ns));
@@ -2107,7 +2094,7 @@ pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainR
         // from coming back (waits for its CPU, its own running) is this period's lateness.
         if let Some(armed) = x.armed.filter(|_| x.armed_late) {
             let (a, b) = (x.expiry, armed.min(x.fired));
-            let mut held: Vec<Hold> = Vec::new();
+            let mut parts: Vec<Hold> = Vec::new();
             let (mut waited, mut slept) = (0, 0);
             if let Some(list) = runnable.get(&x.tid) {
                 let first = list.partition_point(|&i| sp.end[i as usize] <= a);
@@ -2123,15 +2110,7 @@ pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainR
                     if sp.kind[i] == SpanKind::Sleep {
                         // Asleep on its earlier period's timer: what made that one late.
                         slept += rb - ra;
-                        for h in timer_holds(&eng, x.cpu, ra, rb, rb - ra) {
-                            match held
-                                .iter_mut()
-                                .find(|o| o.category == h.category && o.culprit == h.culprit)
-                            {
-                                Some(o) => o.ns += h.ns,
-                                None => held.push(h),
-                            }
-                        }
+                        parts.extend(timer_holds(&eng, x.cpu, ra, rb, rb - ra));
                         continue;
                     }
                     waited += rb - ra;
@@ -2147,15 +2126,18 @@ pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainR
                             == crate::timeline::Cause::Preempted,
                         irq: None,
                     };
-                    for h in eng.holds(&l, ra, rb) {
-                        match held
-                            .iter_mut()
-                            .find(|o| o.category == h.category && o.culprit == h.culprit)
-                        {
-                            Some(o) => o.ns += h.ns,
-                            None => held.push(h),
-                        }
-                    }
+                    parts.extend(eng.holds(&l, ra, rb));
+                }
+            }
+            // One entry per (category, culprit) over all the pieces.
+            let mut held: Vec<Hold> = Vec::new();
+            for h in parts {
+                match held
+                    .iter_mut()
+                    .find(|o| o.category == h.category && o.culprit == h.culprit)
+                {
+                    Some(o) => o.ns += h.ns,
+                    None => held.push(h),
                 }
             }
             held.sort_by_key(|h| std::cmp::Reverse(h.ns));
@@ -3049,23 +3031,15 @@ fn context(
                 .collect();
             busy.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
             busy.truncate(5);
-            let mut irqs: FxHashMap<u32, u64> = FxHashMap::default();
-            if let Some(l) = tl.irqs_by_cpu.get(cpu as usize) {
-                for &i in l {
-                    if sp.kind[i as usize] == SpanKind::Hardirq && sp.key[i as usize] != u32::MAX {
-                        *irqs.entry(sp.key[i as usize]).or_default() += 1;
-                    }
-                }
-            }
-            let mut irqs: Vec<(String, u64)> = irqs
+            let irqs: Vec<(String, u64)> = tl
+                .hardirq_counts(cpu)
                 .into_iter()
+                .take(5)
                 .map(|(irq, n)| {
                     let name = tl.irq_names.get(&irq).map(|n| s.get(*n)).unwrap_or("");
                     (format!("irq {irq} {name}").trim_end().to_string(), n)
                 })
                 .collect();
-            irqs.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-            irqs.truncate(5);
             let role = causes
                 .iter()
                 .find(|c| c.culprit.cpu == Some(cpu))

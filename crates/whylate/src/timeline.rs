@@ -471,6 +471,25 @@ impl Timeline {
             .any(|w| w.from <= end && (cpu == u32::MAX || w.cpu == cpu || w.cpu == u32::MAX))
     }
 
+    /// How many times each irq line's handler ran on `cpu`, most first.
+    pub fn hardirq_counts(&self, cpu: u32) -> Vec<(u32, u64)> {
+        let sp = &self.spans;
+        let mut m: FxHashMap<u32, u64> = FxHashMap::default();
+        for &i in self
+            .irqs_by_cpu
+            .get(cpu as usize)
+            .map_or(&[][..], |l| &l[..])
+        {
+            let i = i as usize;
+            if sp.kind[i] == SpanKind::Hardirq && sp.key[i] != u32::MAX {
+                *m.entry(sp.key[i]).or_default() += 1;
+            }
+        }
+        let mut v: Vec<(u32, u64)> = m.into_iter().collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        v
+    }
+
     /// Who occupied `cpu` during `[from, to)`: time per running task (idle included as tid
     /// 0), and time in hardirq and softirq handlers, largest first. Each instant counts once,
     /// for the innermost occupant: a softirq run on top of a task (or of idle) is the
@@ -1066,49 +1085,38 @@ impl Builder {
             Kind::SoftirqExit { vec } => {
                 let v = *vec;
                 let cs = &mut self.cpus[c];
-                match pop_frame(cs, |k| matches!(k, FrameKind::Softirq(x, ..) if x == v)) {
-                    Some(Frame {
-                        kind: FrameKind::Softirq(_, edge, origin),
-                        start,
-                    }) => {
-                        let fl = self.loss_flag(cpu, start, ts) | origin;
-                        let comm = self.cpus[c].curr_comm;
-                        let i = self.tl.spans.push(
-                            SpanKind::Softirq,
-                            cpu,
-                            curr,
-                            comm,
+                let found =
+                    match pop_frame(cs, |k| matches!(k, FrameKind::Softirq(x, ..) if x == v)) {
+                        Some(Frame {
+                            kind: FrameKind::Softirq(_, edge, origin),
                             start,
-                            ts,
-                            v as u32,
-                            edge,
-                            fl,
-                        );
-                        self.tl.irqs_by_cpu[c].push(i);
-                        if edge != NONE {
-                            self.tl.edges[edge as usize].span = i;
+                        }) => Some((start, edge, self.loss_flag(cpu, start, ts) | origin)),
+                        _ => {
+                            self.tl.anomalies.unmatched_exits += 1;
+                            // The flags said softirq since `a`: that time was this vector's, not
+                            // the task's it ran on (a dump that starts mid-softirq).
+                            self.cpus[c].anon_soft.take().map(|a| {
+                                self.tl.retro.push((cpu, a, ts, Ctx::Softirq { vec: v }));
+                                (a, NONE, span::START_UNKNOWN | span::INFERRED)
+                            })
                         }
-                    }
-                    _ => {
-                        self.tl.anomalies.unmatched_exits += 1;
-                        if let Some(a) = self.cpus[c].anon_soft.take() {
-                            self.tl.retro.push((cpu, a, ts, Ctx::Softirq { vec: v }));
-                            // The flags said softirq since `a`: that time was this vector's,
-                            // not the task's it ran on (a dump that starts mid-softirq).
-                            let comm = self.cpus[c].curr_comm;
-                            let i = self.tl.spans.push(
-                                SpanKind::Softirq,
-                                cpu,
-                                curr,
-                                comm,
-                                a,
-                                ts,
-                                v as u32,
-                                NONE,
-                                span::START_UNKNOWN | span::INFERRED,
-                            );
-                            self.tl.irqs_by_cpu[c].push(i);
-                        }
+                    };
+                if let Some((start, edge, fl)) = found {
+                    let comm = self.cpus[c].curr_comm;
+                    let i = self.tl.spans.push(
+                        SpanKind::Softirq,
+                        cpu,
+                        curr,
+                        comm,
+                        start,
+                        ts,
+                        v as u32,
+                        edge,
+                        fl,
+                    );
+                    self.tl.irqs_by_cpu[c].push(i);
+                    if edge != NONE {
+                        self.tl.edges[edge as usize].span = i;
                     }
                 }
             }
