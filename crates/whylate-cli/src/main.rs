@@ -25,6 +25,37 @@ struct Cli {
     cmd: Option<Cmd>,
     /// `whylate FILE...` = `whylate explain FILE...` in automatic mode.
     files: Vec<PathBuf>,
+    /// Colour in the terminal output: auto (when stdout is a terminal and NO_COLOR is
+    /// unset), always, never.
+    #[arg(long, global = true, value_enum, default_value = "auto")]
+    color: ColorArg,
+    /// No progress bar on stderr (it only shows on a terminal, for reads over a second).
+    #[arg(long, short = 'q', global = true)]
+    quiet: bool,
+}
+
+#[derive(Clone, Copy, Default, ValueEnum)]
+enum ColorArg {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+/// Pictures of an explanation, besides the terminal report.
+#[derive(clap::Args, Default)]
+struct DrawArgs {
+    /// Also write the report as one self-contained HTML file: verdict, causes, histogram,
+    /// per-cycle raster, a swimlane per explained miss, advice and context.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Also write the plots as standalone SVG files in DIR (histogram.svg, raster.svg,
+    /// miss-N.svg).
+    #[arg(long, value_name = "DIR")]
+    svg: Option<PathBuf>,
+    /// Misses drawn one by one (swimlanes), worst first.
+    #[arg(long, default_value_t = 10)]
+    lanes: usize,
 }
 
 /// How the inputs are read, for every command that reads traces.
@@ -47,6 +78,7 @@ impl InputArgs {
             format: self.format.map(Into::into),
             strict: self.strict,
             window: self.reorder,
+            progress: None,
         }
     }
 }
@@ -173,6 +205,48 @@ enum Cmd {
         #[arg(long)]
         json: bool,
         #[command(flatten)]
+        draw: DrawArgs,
+        #[command(flatten)]
+        input: InputArgs,
+    },
+    /// Write the HTML report of a trace (automatic mode unless --from/--to, --timer or
+    /// --softirq say what to explain): the same analysis as `explain`, as one
+    /// self-contained page that opens in any browser without network.
+    Report {
+        /// Trace files, merged by timestamp.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The HTML file.
+        #[arg(short = 'o', long, default_value = "whylate-report.html")]
+        output: PathBuf,
+        /// Also write the plots as standalone SVG files in DIR.
+        #[arg(long, value_name = "DIR")]
+        svg: Option<PathBuf>,
+        /// Misses drawn one by one (swimlanes), worst first.
+        #[arg(long, default_value_t = 10)]
+        lanes: usize,
+        #[command(flatten)]
+        mode: ModeArgs,
+        #[command(flatten)]
+        input: InputArgs,
+    },
+    /// Export the timeline for other viewers. `--perfetto FILE`: Chrome trace-event JSON
+    /// that ui.perfetto.dev and chrome://tracing open: per CPU, tracks of tasks, hard
+    /// irqs, softirqs, work items, hrtimers and lost events, and the explained misses'
+    /// chains as flow arrows (automatic mode unless a mode option is given).
+    Export {
+        /// Trace files, merged by timestamp.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The JSON file to write.
+        #[arg(long, value_name = "FILE", required = true)]
+        perfetto: PathBuf,
+        #[command(flatten)]
+        mode: ModeArgs,
+        /// Print what was written as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
         input: InputArgs,
     },
     /// Compare two traces of the same workload (before/after a fix, old/new kernel),
@@ -295,6 +369,15 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    use std::io::IsTerminal;
+    let color = match cli.color {
+        ColorArg::Always => true,
+        ColorArg::Never => false,
+        ColorArg::Auto => {
+            std::io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        }
+    };
     let Some(cmd) = cli.cmd else {
         if cli.files.is_empty() {
             use clap::CommandFactory;
@@ -310,6 +393,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     ..Default::default()
                 },
                 json: false,
+                draw: DrawArgs {
+                    lanes: 10,
+                    ..Default::default()
+                },
                 input: InputArgs {
                     strict: false,
                     format: None,
@@ -317,6 +404,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 },
             }),
             files: Vec::new(),
+            color: cli.color,
+            quiet: cli.quiet,
         });
     };
     match cmd {
@@ -369,27 +458,108 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
             top,
             input,
-        } => emit(
-            whylate::stats::stats(&files, &input.open(), top),
-            json,
-            |r| r.render_text(),
-        ),
+        } => {
+            let (open, bar) = with_progress(input.open(), &files, cli.quiet);
+            let r = whylate::stats::stats(&files, &open, top);
+            drop(bar);
+            emit(r, json, color, |r| r.render_text())
+        }
         Cmd::Explain {
             files,
             mode,
             json,
+            draw,
             input,
         } => {
-            let open = input.open();
             let mode = match mode.parse() {
                 Ok(m) => m,
                 Err(e) => return usage(&e),
             };
-            emit(
-                whylate::explain::explain_mode(&files, &open, &mode),
-                json,
-                |r| r.render_text(),
-            )
+            let (open, _bar) = with_progress(input.open(), &files, cli.quiet);
+            let out = Outputs {
+                html: draw.html,
+                svg: draw.svg,
+                lanes: draw.lanes,
+                perfetto: None,
+            };
+            let r = explain_with_outputs(&files, &open, &mode, &out);
+            drop(_bar);
+            emit(r, json, color, |r| r.render_text())
+        }
+        Cmd::Report {
+            files,
+            output,
+            svg,
+            lanes,
+            mode,
+            input,
+        } => {
+            let mode = match mode.parse() {
+                Ok(m) => m,
+                Err(e) => return usage(&e),
+            };
+            let (open, _bar) = with_progress(input.open(), &files, cli.quiet);
+            let out = Outputs {
+                html: Some(output),
+                svg,
+                lanes,
+                perfetto: None,
+            };
+            let r = explain_with_outputs(&files, &open, &mode, &out);
+            drop(_bar);
+            emit(r, false, color, |r| {
+                let text = r.render_text();
+                let mut head = text.lines().next().unwrap_or_default().to_string();
+                head.push('\n');
+                head
+            })
+        }
+        Cmd::Export {
+            files,
+            perfetto,
+            mode,
+            json,
+            input,
+        } => {
+            let mode = match mode.parse() {
+                Ok(m) => m,
+                Err(e) => return usage(&e),
+            };
+            let (open, _bar) = with_progress(input.open(), &files, cli.quiet);
+            let r = whylate::explain::explain_then(&files, &open, &mode, |r, tl, s| {
+                let f = std::fs::File::create(&perfetto)?;
+                let st = whylate::perfetto::write(std::io::BufWriter::new(f), r, tl, s)?;
+                eprintln!(
+                    "whylate: wrote {} ({} slices, {} chains as flows, {} bytes): open it in ui.perfetto.dev",
+                    perfetto.display(),
+                    st.total_slices,
+                    st.flows,
+                    st.bytes
+                );
+                Ok::<_, std::io::Error>(st)
+            });
+            drop(_bar);
+            let r = match r {
+                Ok((_, Ok(st))) => Ok(st),
+                Ok((_, Err(e))) => {
+                    return Err(
+                        anyhow::Error::new(e).context(format!("writing {}", perfetto.display()))
+                    )
+                }
+                Err(e) => Err(e),
+            };
+            emit(r, json, color, |st| {
+                format!(
+                    "{} slices ({}), {} flows\n",
+                    st.total_slices,
+                    st.slices
+                        .iter()
+                        .map(|(k, v)| format!("{k} {v}"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    st.flows
+                )
+            })
         }
         Cmd::Diff {
             a,
@@ -403,9 +573,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Ok(m) => m,
                 Err(e) => return usage(&e),
             };
-            emit(whylate::diff::diff(&a, &b, &open, &mode), json, |r| {
-                r.render_text()
-            })
+            let both = [a.clone(), b.clone()];
+            let (open, bar) = with_progress(open, &both, cli.quiet);
+            let r = whylate::diff::diff(&a, &b, &open, &mode);
+            drop(bar);
+            emit(r, json, color, |r| r.render_text())
         }
         Cmd::Latency {
             files,
@@ -463,11 +635,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 raw_samples: samples,
                 throughput: None,
             };
-            emit(
-                whylate::latency::latency(&files, &open, &opts, tput),
-                json,
-                |r| r.render_text(top),
-            )
+            let (open, bar) = with_progress(open, &files, cli.quiet);
+            let r = whylate::latency::latency(&files, &open, &opts, tput);
+            drop(bar);
+            emit(r, json, color, |r| r.render_text(top))
         }
     }
 }
@@ -679,9 +850,200 @@ impl ModeArgs {
     }
 }
 
+/// A progress bar on stderr while inputs are read: shown only on a terminal, only after a
+/// second, never with --quiet. Dropping it clears the bar.
+struct ProgressGuard {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for ProgressGuard {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn with_progress(
+    mut open: OpenOptions,
+    files: &[PathBuf],
+    quiet: bool,
+) -> (OpenOptions, Option<ProgressGuard>) {
+    use std::io::IsTerminal;
+    use std::sync::atomic::Ordering::Relaxed;
+    if quiet || !std::io::stderr().is_terminal() {
+        return (open, None);
+    }
+    let p = std::sync::Arc::new(whylate::read::Progress::default());
+    open.progress = Some(p.clone());
+    let total: u64 = files
+        .iter()
+        .filter_map(|f| std::fs::metadata(f).ok())
+        .map(|m| m.len())
+        .sum();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let thread = std::thread::spawn(move || {
+        let t0 = std::time::Instant::now();
+        let mut bar: Option<indicatif::ProgressBar> = None;
+        while !stop2.load(Relaxed) {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            if t0.elapsed() < std::time::Duration::from_secs(1) {
+                continue;
+            }
+            let b = bar.get_or_insert_with(|| {
+                let b = indicatif::ProgressBar::with_draw_target(
+                    Some(total.max(1)),
+                    indicatif::ProgressDrawTarget::stderr_with_hz(10),
+                );
+                b.set_style(
+                    indicatif::ProgressStyle::with_template(
+                        "{spinner} {msg} [{bar:30}] {bytes}/{total_bytes} {elapsed}",
+                    )
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+                    .progress_chars("=> "),
+                );
+                b
+            });
+            b.set_position(p.bytes.load(Relaxed).min(total));
+            let ev = p.events.load(Relaxed);
+            b.set_message(if p.read_done.load(Relaxed) {
+                format!("{:.1} M events read; analysing", ev as f64 / 1e6)
+            } else {
+                format!("reading: {:.1} M events", ev as f64 / 1e6)
+            });
+        }
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+    });
+    (
+        open,
+        Some(ProgressGuard {
+            stop,
+            thread: Some(thread),
+        }),
+    )
+}
+
+/// What `explain` and `report` write besides the terminal report.
+struct Outputs {
+    html: Option<PathBuf>,
+    svg: Option<PathBuf>,
+    lanes: usize,
+    perfetto: Option<PathBuf>,
+}
+
+/// Explains, and while the timeline is at hand draws what `out` asks for. Errors writing
+/// the outputs come back as the read error's I/O variant, naming the file.
+fn explain_with_outputs(
+    files: &[PathBuf],
+    open: &OpenOptions,
+    mode: &Mode,
+    out: &Outputs,
+) -> Result<whylate::explain::ExplainReport, ReadError> {
+    let drawn = out.html.is_some() || out.svg.is_some() || out.perfetto.is_some();
+    let (r, written) = whylate::explain::explain_then(files, open, mode, |r, tl, s| {
+        if !drawn {
+            return Ok(());
+        }
+        let plots =
+            whylate::visual::build(r, tl, s, &whylate::visual::PlotOptions { lanes: out.lanes });
+        let io = |path: &std::path::Path| {
+            let path = path.to_path_buf();
+            move |source| ReadError::Io { path, source }
+        };
+        if let Some(path) = &out.html {
+            let title = files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ");
+            let page = whylate::visual::html::render(r, &plots, &title);
+            std::fs::write(path, &page).map_err(io(path))?;
+            eprintln!(
+                "whylate: wrote {} ({} KiB; {} cycles, {} markers, {} misses drawn)",
+                path.display(),
+                page.len() / 1024,
+                plots.raster.cycles.len(),
+                plots.raster.marks.len(),
+                plots.lanes.len()
+            );
+        }
+        if let Some(dir) = &out.svg {
+            std::fs::create_dir_all(dir).map_err(io(dir))?;
+            let mut files = vec![
+                (
+                    "histogram.svg".to_string(),
+                    whylate::visual::svg::histogram(&plots.hist),
+                ),
+                (
+                    "raster.svg".to_string(),
+                    whylate::visual::svg::raster(&plots.raster),
+                ),
+            ];
+            for l in &plots.lanes {
+                let id = format!("miss-{}", l.miss + 1);
+                files.push((format!("{id}.svg"), whylate::visual::svg::swimlane(l, &id)));
+            }
+            for (name, body) in &files {
+                let p = dir.join(name);
+                std::fs::write(&p, body).map_err(io(&p))?;
+            }
+            eprintln!(
+                "whylate: wrote {} SVG files in {}",
+                files.len(),
+                dir.display()
+            );
+        }
+        if let Some(path) = &out.perfetto {
+            let f = std::fs::File::create(path).map_err(io(path))?;
+            whylate::perfetto::write(std::io::BufWriter::new(f), r, tl, s).map_err(io(path))?;
+        }
+        Ok(())
+    })?;
+    written.map(|()| r)
+}
+
+/// Terminal colour: the verdict and section headings bold, each miss's heading and what
+/// ran over its usual time red, what was still pending at the deadline yellow.
+fn paint(text: &str) -> String {
+    const BOLD: &str = "\x1b[1m";
+    const RED: &str = "\x1b[31m";
+    const YELLOW: &str = "\x1b[33m";
+    const RESET: &str = "\x1b[0m";
+    let mut o = String::with_capacity(text.len() + text.len() / 8);
+    for (i, line) in text.lines().enumerate() {
+        let bare = !line.starts_with(' ') && !line.is_empty();
+        if i == 0 || (bare && line.ends_with(':')) {
+            o.push_str(&format!("{BOLD}{line}{RESET}\n"));
+            continue;
+        }
+        if bare && (line.starts_with("miss ") || line.starts_with("outlier ")) {
+            o.push_str(&format!("{BOLD}{RED}{line}{RESET}\n"));
+            continue;
+        }
+        let line = line.replace(
+            "[pending at the deadline]",
+            &format!("{YELLOW}[pending at the deadline]{RESET}"),
+        );
+        match line.find("<- ") {
+            Some(k) => o.push_str(&format!("{}{RED}{}{RESET}\n", &line[..k], &line[k..])),
+            None => {
+                o.push_str(&line);
+                o.push('\n');
+            }
+        }
+    }
+    o
+}
+
 fn emit<R: serde::Serialize>(
     r: Result<R, ReadError>,
     json: bool,
+    color: bool,
     text: impl FnOnce(&R) -> String,
 ) -> anyhow::Result<ExitCode> {
     let report = match r {
@@ -696,6 +1058,8 @@ fn emit<R: serde::Serialize>(
     if json {
         serde_json::to_writer_pretty(&mut out, &report)?;
         writeln!(out)?;
+    } else if color {
+        out.write_all(paint(&text(&report)).as_bytes())?;
     } else {
         out.write_all(text(&report).as_bytes())?;
     }

@@ -435,12 +435,32 @@ pub struct ExplainReport {
     pub machine: Option<Machine>,
     /// What every CPU spent the trace on.
     pub cpus: Vec<crate::diff::CpuProfile>,
+    /// Every measured cycle (period, service), in start order: what the plots draw.
+    #[serde(skip)]
+    pub windows: Vec<Window>,
     /// How many misses the terminal shows in full.
     #[serde(skip)]
     pub top: usize,
     /// What a cycle is called in the terminal (`cycles`, `timer periods`).
     #[serde(skip)]
     pub noun: &'static str,
+}
+
+/// One measured cycle (request/response cycle, timer period, softirq service, outlier).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// Start (the `from` event, the timer's requested expiry, the raise).
+    pub start_ns: u64,
+    /// End, when it came (the reply, the woken task running, the handler entry).
+    pub end_ns: Option<u64>,
+    /// Without an end: when the cycle stopped waiting.
+    pub horizon_ns: u64,
+    /// The thread it measured (-1: none).
+    pub tid: i32,
+    /// CPU where it started.
+    pub cpu: u32,
+    /// Over the deadline (or no reply).
+    pub miss: bool,
 }
 
 /// What `explain` is asked to explain: the modes of the command line.
@@ -495,16 +515,46 @@ pub fn explain_mode(
     open: &OpenOptions,
     mode: &Mode,
 ) -> Result<ExplainReport, ReadError> {
-    match mode {
-        Mode::Cycles(o) => explain(paths, open, o),
-        Mode::Timer(o) => explain_timers(paths, open, o),
+    explain_then(paths, open, mode, |_, _, _| ()).map(|(r, ())| r)
+}
+
+/// Explains `paths` in the given mode, then hands the report and the timeline it came
+/// from to `then` (plots and exports need both; the timeline is dropped after).
+pub fn explain_then<T>(
+    paths: &[PathBuf],
+    open: &OpenOptions,
+    mode: &Mode,
+    then: impl FnOnce(&ExplainReport, &Timeline, &Interner) -> T,
+) -> Result<(ExplainReport, T), ReadError> {
+    let mut cy = match mode {
+        Mode::Cycles(o) => Some(Cycles::new(o)),
+        _ => None,
+    };
+    let (tl, strings, meta) = read_all(paths, open, cy.as_mut())?;
+    let r = match mode {
+        Mode::Cycles(o) => {
+            let mut cy = cy.expect("a cutter for cycles");
+            cy.finish(tl.last_ts);
+            let blind = cy.paths_unknown();
+            let mut r = analyze(&tl, &strings, o, cy.cycles);
+            if blind {
+                r.notes.push(
+                    "a selector filters on `path`, but no input names its descriptors (a `whylate record` trace.dat does): that condition matched nothing".into(),
+                );
+            }
+            r
+        }
+        Mode::Timer(o) => analyze_timers(&tl, &strings, o),
         Mode::Softirq {
             vector,
             deadline_ns,
             top,
-        } => explain_softirq(paths, open, vector, *deadline_ns, *top),
-        Mode::Auto { top } => explain_auto(paths, open, *top),
-    }
+        } => analyze_softirq(&tl, &strings, vector, *deadline_ns, *top),
+        Mode::Auto { top } => analyze_auto(&tl, &strings, *top),
+    };
+    let r = with_inputs(r, meta, &tl, &strings);
+    let t = then(&r, &tl, &strings);
+    Ok((r, t))
 }
 
 /// Reads the inputs, cuts cycles and explains the misses.
@@ -513,17 +563,7 @@ pub fn explain(
     open: &OpenOptions,
     o: &Options,
 ) -> Result<ExplainReport, ReadError> {
-    let mut cy = Cycles::new(o);
-    let (tl, strings, meta) = read_all(paths, open, Some(&mut cy))?;
-    cy.finish(tl.last_ts);
-    let blind = cy.paths_unknown();
-    let mut r = with_inputs(analyze(&tl, &strings, o, cy.cycles), meta, &tl, &strings);
-    if blind {
-        r.notes.push(
-            "a selector filters on `path`, but no input names its descriptors (a `whylate record` trace.dat does): that condition matched nothing".into(),
-        );
-    }
-    Ok(r)
+    explain_mode(paths, open, &Mode::Cycles(o.clone()))
 }
 
 /// What a pass learnt besides the timeline.
@@ -1889,6 +1929,17 @@ pub fn analyze(tl: &Timeline, s: &Interner, o: &Options, cycles: Vec<Cycle>) -> 
     let causes = rank(causes);
     let context = context(tl, s, &causes, &cpus_blamed);
     let advice = advise(tl, s, &causes, &misses);
+    let windows = cycles
+        .iter()
+        .map(|c| Window {
+            start_ns: c.start_ns,
+            end_ns: c.end_ns,
+            horizon_ns: c.horizon_ns,
+            tid: c.tid,
+            cpu: c.cpu,
+            miss: is_miss(c),
+        })
+        .collect();
     ExplainReport {
         inputs: Vec::new(),
         events: 0,
@@ -1904,6 +1955,7 @@ pub fn analyze(tl: &Timeline, s: &Interner, o: &Options, cycles: Vec<Cycle>) -> 
         notes,
         machine: None,
         cpus: Vec::new(),
+        windows,
         top: o.top,
         noun: "cycles",
     }
@@ -1927,13 +1979,7 @@ pub fn explain_timers(
     open: &OpenOptions,
     o: &TimerOptions,
 ) -> Result<ExplainReport, ReadError> {
-    let (tl, strings, meta) = read_all(paths, open, None)?;
-    Ok(with_inputs(
-        analyze_timers(&tl, &strings, o),
-        meta,
-        &tl,
-        &strings,
-    ))
+    explain_mode(paths, open, &Mode::Timer(o.clone()))
 }
 
 struct TimerSample {
@@ -2297,6 +2343,18 @@ pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainR
     st.histogram = crate::measure::log_histogram(&totals, 1000);
     let context = context(tl, s, &causes, &cpus_blamed);
     let advice = advise(tl, s, &causes, &misses);
+    let mut windows: Vec<Window> = samples
+        .iter()
+        .map(|x| Window {
+            start_ns: x.expiry,
+            end_ns: Some(x.expiry + total(x)),
+            horizon_ns: x.expiry + total(x),
+            tid: x.tid,
+            cpu: x.cpu,
+            miss: is_miss(x),
+        })
+        .collect();
+    windows.sort_by_key(|w| w.start_ns);
     ExplainReport {
         inputs: Vec::new(),
         events: 0,
@@ -2312,6 +2370,7 @@ pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainR
         notes,
         machine: None,
         cpus: Vec::new(),
+        windows,
         top: o.top,
         noun: "timer periods",
     }
@@ -2325,13 +2384,7 @@ pub fn explain_auto(
     open: &OpenOptions,
     top: usize,
 ) -> Result<ExplainReport, ReadError> {
-    let (tl, strings, meta) = read_all(paths, open, None)?;
-    Ok(with_inputs(
-        analyze_auto(&tl, &strings, top),
-        meta,
-        &tl,
-        &strings,
-    ))
+    explain_mode(paths, open, &Mode::Auto { top })
 }
 
 fn median_of(mut v: Vec<u64>) -> u64 {
@@ -2655,6 +2708,18 @@ pub fn analyze_auto(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport {
     if found.is_empty() {
         notes.push("no outlier above those thresholds".into());
     }
+    let mut windows: Vec<Window> = found
+        .iter()
+        .map(|m| Window {
+            start_ns: m.start_ns,
+            end_ns: m.duration_ns.map(|d| m.start_ns + d),
+            horizon_ns: m.start_ns + m.duration_ns.unwrap_or(0),
+            tid: m.tid,
+            cpu: m.cpu,
+            miss: true,
+        })
+        .collect();
+    windows.sort_by_key(|w| w.start_ns);
     ExplainReport {
         inputs: Vec::new(),
         events: 0,
@@ -2670,6 +2735,7 @@ pub fn analyze_auto(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport {
         notes,
         machine: None,
         cpus: Vec::new(),
+        windows,
         top,
         noun: "outliers",
     }
@@ -2685,13 +2751,15 @@ pub fn explain_softirq(
     deadline_ns: Option<u64>,
     top: usize,
 ) -> Result<ExplainReport, ReadError> {
-    let (tl, strings, meta) = read_all(paths, open, None)?;
-    Ok(with_inputs(
-        analyze_softirq(&tl, &strings, vector, deadline_ns, top),
-        meta,
-        &tl,
-        &strings,
-    ))
+    explain_mode(
+        paths,
+        open,
+        &Mode::Softirq {
+            vector: vector.to_string(),
+            deadline_ns,
+            top,
+        },
+    )
 }
 
 /// The `--softirq` analysis on a built timeline. `vector`: a name (`NET_RX`) or number.
@@ -2902,6 +2970,20 @@ pub fn analyze_softirq(
     };
     let context = context(tl, s, &causes, &cpus);
     let advice = advise(tl, s, &causes, &misses);
+    let windows = samples
+        .iter()
+        .map(|&i| {
+            let e = &tl.edges[i];
+            Window {
+                start_ns: e.ts,
+                end_ns: Some(e.at),
+                horizon_ns: e.at,
+                tid: -1,
+                cpu: e.to_cpu,
+                miss: e.at - e.ts > deadline,
+            }
+        })
+        .collect();
     ExplainReport {
         inputs: Vec::new(),
         events: 0,
@@ -2917,6 +2999,7 @@ pub fn analyze_softirq(
         notes,
         machine: None,
         cpus: Vec::new(),
+        windows,
         top,
         noun: "softirq services",
     }

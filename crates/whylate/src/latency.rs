@@ -110,8 +110,13 @@ pub(crate) fn read_timeline(
     while let Some((i, e)) = merged.next_indexed(&mut strings)? {
         per_input[i] += 1;
         events += 1;
+        crate::read::Progress::tick(&open.progress, events);
         b.push(&e, &strings);
         each.event(&e, &strings);
+    }
+    if let Some(p) = &open.progress {
+        p.read_done
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
     let tl = b.finish();
     let mut tracers = Vec::new();

@@ -1572,13 +1572,7 @@ fn work_detail(cx: &Cx<'_>, r: &Raw) -> Sample {
 }
 
 fn syscall_name(cx: &Cx<'_>, key: u32, flags: u8) -> String {
-    if flags & span::NAMED != 0 {
-        return cx.s.get(Sym(key)).to_string();
-    }
-    match cx.tl.syscall_names.get(&key) {
-        Some(s) => cx.s.get(*s).to_string(),
-        None => format!("NR {key}"),
-    }
+    cx.tl.syscall_name(cx.s, key, flags)
 }
 
 fn syscall(cx: &Cx<'_>, o: &Options) -> MeasureReport {

@@ -471,6 +471,16 @@ impl Timeline {
             .any(|w| w.from <= end && (cpu == u32::MAX || w.cpu == cpu || w.cpu == u32::MAX))
     }
 
+    /// A syscall span's name (`read`), from its key and flags.
+    pub fn syscall_name(&self, s: &Interner, key: u32, flags: u8) -> String {
+        if flags & span::NAMED != 0 {
+            return s.get(Sym(key)).to_string();
+        }
+        match self.syscall_names.get(&key) {
+            Some(n) => s.get(*n).to_string(),
+            None => format!("NR {key}"),
+        }
+    }
     /// How many times each irq line's handler ran on `cpu`, most first.
     pub fn hardirq_counts(&self, cpu: u32) -> Vec<(u32, u64)> {
         let sp = &self.spans;

@@ -415,6 +415,48 @@ pub struct OpenOptions {
     pub strict: bool,
     /// Reorder window in events (0 = default).
     pub window: usize,
+    /// Where a long read reports how far it got (a progress bar polls it).
+    pub progress: Option<std::sync::Arc<Progress>>,
+}
+
+/// How far a read has got, updated by the readers and polled by a progress display.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Bytes of the input files consumed (compressed bytes for compressed text inputs;
+    /// binary inputs count when they are opened).
+    pub bytes: std::sync::atomic::AtomicU64,
+    /// Events read so far (updated every 64 Ki events).
+    pub events: std::sync::atomic::AtomicU64,
+    /// Reading is over (the analysis runs).
+    pub read_done: std::sync::atomic::AtomicBool,
+}
+
+impl Progress {
+    /// Publishes the event count every 64 Ki events: cheap enough for the hot loop.
+    #[inline]
+    pub fn tick(p: &Option<std::sync::Arc<Progress>>, events: u64) {
+        if events & 0xffff == 0 {
+            if let Some(p) = p {
+                p.events.store(events, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// A file whose reads are counted into a [`Progress`].
+struct Counted {
+    f: File,
+    p: std::sync::Arc<Progress>,
+}
+
+impl Read for Counted {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.f.read(buf)?;
+        self.p
+            .bytes
+            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
+    }
 }
 
 /// Default reorder window. Text tools already print in time order; what is left is
@@ -425,7 +467,7 @@ pub const DEFAULT_WINDOW: usize = 1 << 12;
 /// Reorder window for perf.data: a perf round can hold tens of thousands of events.
 pub const PERF_WINDOW: usize = 1 << 16;
 
-fn decompress(path: &Path, f: File) -> io::Result<(Box<dyn Read>, Compression)> {
+fn decompress(path: &Path, f: Box<dyn Read>) -> io::Result<(Box<dyn Read>, Compression)> {
     let mut br = BufReader::with_capacity(1 << 16, f);
     let head = br.fill_buf()?;
     Ok(if head.starts_with(&[0x1f, 0x8b]) {
@@ -585,6 +627,10 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
         source,
     };
     let f = File::open(path).map_err(io_err)?;
+    let f: Box<dyn Read> = match &opts.progress {
+        Some(p) => Box::new(Counted { f, p: p.clone() }),
+        None => Box::new(f),
+    };
     let (rd, compression) = decompress(path, f).map_err(io_err)?;
     let mut lines = LineReader::new(rd);
     let head = lines.peek(256 * 1024).map_err(io_err)?.to_vec();
@@ -603,6 +649,11 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
         // counted by the reader. perf.data's FINISHED_ROUND sorting (linux-perf-data) lets
         // an event of the next round come out before a later one of this round, so it goes
         // through a window of at least PERF_WINDOW events.
+        if let Some(p) = &opts.progress {
+            // Binary readers seek around the file: their progress shows as events only.
+            let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+            p.bytes.fetch_add(len, std::sync::atomic::Ordering::Relaxed);
+        }
         let kind = if dat {
             InputKind::Dat(Box::new(tracedat::TraceDat::open(path, file)?))
         } else {

@@ -1,0 +1,412 @@
+//! The single-file HTML report: verdict and causes on top, then the histogram, the raster
+//! (filter by kind, hover for the event), one swimlane per explained miss with its chain,
+//! the advice and the context tables. No network at view time: styles, script and data are
+//! inline, the plots are the SVG of [`super::svg`].
+
+use super::svg::{self, esc, LEFT, TOP};
+use super::{Plots, KINDS, RASTER_H, RASTER_W};
+use crate::explain::ExplainReport;
+use crate::stats::dur;
+use std::fmt::Write as _;
+
+const STYLE: &str = r#"
+body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1120px;padding:0 16px 40px;color:#222}
+h1{font-size:22px;margin:18px 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd}
+h3{font-size:15px;margin:20px 0 6px}
+.verdict{font-size:16px;background:#fff4e5;border-left:4px solid #f28e2b;padding:8px 12px;margin:10px 0}
+.verdict.ok{background:#eef7ee;border-color:#2ca02c}
+table{border-collapse:collapse;margin:6px 0}td,th{padding:2px 8px;text-align:left;border-bottom:1px solid #eee;vertical-align:top}
+th{background:#f6f6f6}td.n{text-align:right;font-variant-numeric:tabular-nums}
+.share{display:inline-block;height:9px;background:#f28e2b;vertical-align:middle;margin-right:4px}
+.sub{color:#666}.late{color:#c0392b}code,pre{font:12px ui-monospace,monospace}
+pre{background:#f8f8f8;padding:8px;overflow:auto}
+#legend label{margin-right:12px;white-space:nowrap;cursor:pointer}
+#tip{position:fixed;pointer-events:none;background:#222;color:#fff;font-size:12px;padding:4px 7px;border-radius:3px;display:none;white-space:pre;z-index:9;max-width:640px}
+svg{max-width:100%;height:auto;display:block}
+.advice li{margin-bottom:6px}
+"#;
+
+/// Early: every script error from here on is counted in `data-errors` on the body, so a
+/// test (and a user) sees a broken page as broken.
+const GUARD: &str = r#"window.__errors=[];window.addEventListener('error',function(e){window.__errors.push(String(e.message));document.documentElement.setAttribute('data-errors',window.__errors.join(' | '));});"#;
+
+/// Filter by kind and hover over the raster. Geometry comes from the data block.
+const SCRIPT: &str = r#"
+(function(){
+var D=JSON.parse(document.getElementById('raster-data').textContent);
+var svgEl=document.getElementById('raster');
+var n=D.cycles.length/4, nm=D.marks.length/5;
+svgEl.setAttribute('data-js-cycles',n);svgEl.setAttribute('data-js-marks',nm);
+var hidden={};
+document.querySelectorAll('#legend input').forEach(function(cb){
+  cb.addEventListener('change',function(){
+    var k=cb.getAttribute('data-kind');hidden[k]=!cb.checked;
+    svgEl.querySelectorAll('g.kind[data-kind="'+k+'"]').forEach(function(g){g.style.display=cb.checked?'':'none';});
+    var shown=0;svgEl.querySelectorAll('g.kind').forEach(function(g){if(g.style.display!=='none')shown+=+g.getAttribute('data-points');});
+    svgEl.setAttribute('data-shown',shown);
+  });
+});
+// Marks by cycle: start offsets into an index array (counting sort).
+var start=new Int32Array(n+1),order=new Int32Array(nm);
+for(var i=0;i<nm;i++)start[D.marks[5*i]+1]++;
+for(var c=0;c<n;c++)start[c+1]+=start[c];
+var fill=start.slice(0,n);
+for(var i=0;i<nm;i++)order[fill[D.marks[5*i]]++]=i;
+var tip=document.getElementById('tip');
+function ms(ns){return (ns/1e6).toFixed(3)+' ms';}
+svgEl.addEventListener('mousemove',function(ev){
+  var m=svgEl.getScreenCTM();if(!m||!n){return;}
+  var p=new DOMPoint(ev.clientX,ev.clientY).matrixTransform(m.inverse());
+  var pw=D.pw,ph=D.ph;
+  if(p.x<D.left||p.x>D.left+pw||p.y<D.top||p.y>D.top+ph){tip.style.display='none';return;}
+  var fc=(p.x-D.left)/pw*n, span=Math.max(1,Math.ceil(n/pw*3));
+  var c0=Math.max(0,Math.floor(fc)-span),c1=Math.min(n-1,Math.floor(fc)+span);
+  var best=-1,bd=1e9;
+  for(var c=c0;c<=c1;c++){for(var j=start[c];j<start[c+1];j++){var i=order[j];
+    if(hidden[D.kinds[D.marks[5*i+2]]])continue;
+    var x=D.left+(c+0.5)*pw/n,y=D.top+ph-D.marks[5*i+1]/D.ymax*ph;
+    var d=Math.abs(x-p.x)+Math.abs(y-p.y);if(d<bd){bd=d;best=i;}}}
+  var c=Math.min(n-1,Math.max(0,Math.floor(fc)));
+  var cy=D.cycles,s='cycle '+c+' at '+(cy[4*c]/1e9).toFixed(6)+' s: '+(cy[4*c+1]<0?'no reply':'took '+ms(cy[4*c+1]))+(cy[4*c+2]?'  MISSED':'')+(cy[4*c+3]>=0?'  (tid '+cy[4*c+3]+')':'');
+  if(best>=0&&bd<14){var b=best;s+='\n'+D.kinds[D.marks[5*b+2]]+' +'+ms(D.marks[5*b+1])+': '+D.labels[D.marks[5*b+3]]+(D.marks[5*b+4]>1?'  (and '+(D.marks[5*b+4]-1)+' more here)':'');
+    if(D.marks[5*b]!==c){s='cycle '+D.marks[5*b]+'\n'+s.split('\n')[1];}}
+  tip.textContent=s;tip.style.display='block';tip.style.left=(ev.clientX+14)+'px';tip.style.top=(ev.clientY+12)+'px';
+});
+svgEl.addEventListener('mouseleave',function(){tip.style.display='none';});
+document.documentElement.setAttribute('data-ready','1');
+})();
+"#;
+
+/// `</` inside a script block would end it.
+fn script_safe(json: String) -> String {
+    json.replace("</", "<\\/")
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+/// The report page. `title` names the trace(s).
+pub fn render(r: &ExplainReport, p: &Plots, title: &str) -> String {
+    let mut o = String::with_capacity(1 << 20);
+    let _ = write!(
+        o,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"generator\" content=\"whylate {}\"><title>whylate: {}</title><style>{STYLE}</style><script>{GUARD}</script></head><body>\n",
+        env!("CARGO_PKG_VERSION"),
+        esc(title)
+    );
+    let _ = writeln!(o, "<h1>whylate: {}</h1>", esc(title));
+    let c = &r.cycles;
+    let headline = r
+        .render_text()
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let cls = if c.misses == 0 {
+        "verdict ok"
+    } else {
+        "verdict"
+    };
+    let _ = write!(
+        o,
+        "<div class=\"{cls}\" id=\"verdict\"><b>{}</b>",
+        esc(&headline)
+    );
+    if let Some(top) = r.causes.first() {
+        let mut who = top.culprit.label();
+        if let Some(cpu) = top.culprit.cpu {
+            let _ = write!(who, " on CPU{cpu}");
+        }
+        let _ = write!(
+            o,
+            "<br>first cause: <b>{} {}</b>, in {} of {} misses, {} of excess ({})",
+            esc(&top.category),
+            esc(&who),
+            top.count,
+            c.misses,
+            dur(top.total_excess_ns),
+            pct(top.share)
+        );
+    }
+    o.push_str("</div>\n");
+    let what = if r.to.is_empty() {
+        esc(&r.deadline_source)
+    } else {
+        format!(
+            "{}: {} → {}; deadline {} ({})",
+            esc(r.noun),
+            esc(&r.from),
+            esc(&r.to.join(" | ")),
+            r.deadline_ns.map_or("none".into(), dur),
+            esc(&r.deadline_source)
+        )
+    };
+    let _ = writeln!(o, "<p class=\"sub\">{what}. {} events read.</p>", r.events);
+    if !r.causes.is_empty() {
+        o.push_str("<h2>Causes, over all misses</h2>\n<table id=\"causes\"><tr><th>category</th><th>culprit</th><th>misses</th><th>total excess</th><th>mean</th><th>share</th></tr>\n");
+        for row in &r.causes {
+            let mut who = row.culprit.label();
+            if let Some(cpu) = row.culprit.cpu {
+                let _ = write!(who, " on CPU{cpu}");
+            }
+            let _ = writeln!(
+                o,
+                "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td><span class=\"share\" style=\"width:{:.0}px\"></span>{}</td></tr>",
+                esc(&row.category),
+                esc(&who),
+                row.count,
+                dur(row.total_excess_ns),
+                dur(row.mean_excess_ns),
+                row.share * 120.0,
+                pct(row.share)
+            );
+        }
+        o.push_str("</table>\n");
+    }
+    let _ = writeln!(
+        o,
+        "<h2>Histogram</h2>\n<p class=\"sub\">p50 {}, p90 {}, p99 {}, max {}; red bars are over the deadline.</p>",
+        dur(c.p50_ns),
+        dur(c.p90_ns),
+        dur(c.p99_ns),
+        dur(c.max_ns)
+    );
+    o.push_str(&svg::histogram(&p.hist));
+    let _ = writeln!(
+        o,
+        "<h2>Every {} and its kernel events</h2>\n<p class=\"sub\">One column per {}, in order; each marker is a kernel event at its time since the start (events on the same pixel merged, hover to see them). Missed ones have a red band. Untick a kind to hide it.</p>\n<div id=\"legend\">",
+        esc(r.noun.trim_end_matches('s')),
+        esc(r.noun.trim_end_matches('s'))
+    );
+    for (k, name) in KINDS.iter().enumerate() {
+        if p.raster.events[k] == 0 {
+            continue;
+        }
+        let (color, _) = svg::STYLE[k];
+        let _ = write!(
+            o,
+            "<label><input type=\"checkbox\" checked data-kind=\"{name}\"><span style=\"color:{color}\">■</span> {name} ({})</label>",
+            p.raster.events[k]
+        );
+    }
+    o.push_str("</div>\n");
+    o.push_str(&svg::raster(&p.raster));
+    // Hover data: flat arrays keep it small.
+    let ra = &p.raster;
+    let mut cycles = Vec::with_capacity(ra.cycles.len() * 4);
+    for cy in &ra.cycles {
+        cycles.extend([
+            cy.start_ns as i64,
+            cy.dur_ns.map_or(-1, |d| d as i64),
+            i64::from(cy.miss),
+            cy.tid as i64,
+        ]);
+    }
+    let mut marks = Vec::with_capacity(ra.marks.len() * 5);
+    for m in &ra.marks {
+        marks.extend([
+            m.cycle as u64,
+            m.off_ns,
+            m.kind as u64,
+            m.label as u64,
+            m.n as u64,
+        ]);
+    }
+    let data = serde_json::json!({
+        "left": LEFT, "top": TOP, "pw": RASTER_W, "ph": RASTER_H, "ymax": ra.ymax_ns,
+        "kinds": KINDS, "cycles": cycles, "marks": marks, "labels": ra.labels,
+    });
+    let _ = writeln!(
+        o,
+        "<script type=\"application/json\" id=\"raster-data\">{}</script>",
+        script_safe(data.to_string())
+    );
+    if !p.lanes.is_empty() {
+        let _ = writeln!(
+            o,
+            "<h2>The misses, one by one</h2>\n<p class=\"sub\">{} of {} misses, worst first. Per CPU: the chain's links (orange: over their usual time), the tasks, interrupts, softirqs and work items that ran; red outline: the time blamed; arrows: the hand-offs.</p>",
+            p.lanes.len(),
+            r.misses.len()
+        );
+    }
+    for l in &p.lanes {
+        let m = &r.misses[l.miss];
+        let _ = writeln!(
+            o,
+            "<section class=\"miss\" id=\"miss-{}\"><h3>{}</h3>",
+            l.miss + 1,
+            esc(&l.title)
+        );
+        o.push_str("<table class=\"chain\"><tr><th>at</th><th>CPU</th><th>link</th><th>what</th><th>took</th><th>over usual</th><th>held by</th></tr>\n");
+        for k in &m.chain {
+            let held: Vec<String> = k
+                .held_by
+                .iter()
+                .take(3)
+                .map(|h| format!("{} {} {}", h.category, h.culprit.label(), dur(h.ns)))
+                .collect();
+            let _ = writeln!(
+                o,
+                "<tr><td class=\"n\">+{}</td><td>{}</td><td>{}</td><td>{}{}</td><td class=\"n\">{}</td><td class=\"n{}\">{}</td><td>{}</td></tr>",
+                dur(k.offset_ns),
+                k.cpu.map_or(String::new(), |c| c.to_string()),
+                esc(&k.kind),
+                esc(&k.what),
+                if k.pending_at_deadline {
+                    " <i>(pending at the deadline)</i>"
+                } else {
+                    ""
+                },
+                if k.duration_ns > 0 {
+                    dur(k.duration_ns)
+                } else {
+                    String::new()
+                },
+                if k.excess_ns > 0 { " late" } else { "" },
+                if k.excess_ns > 0 {
+                    dur(k.excess_ns)
+                } else {
+                    String::new()
+                },
+                esc(&held.join("; "))
+            );
+        }
+        o.push_str("</table>\n");
+        o.push_str(&svg::swimlane(l, &format!("lane-{}", l.miss + 1)));
+        if l.hidden > 0 {
+            let _ = writeln!(
+                o,
+                "<p class=\"sub\">{} task runs too short to draw at this scale.</p>",
+                l.hidden
+            );
+        }
+        o.push_str("</section>\n");
+    }
+    if !r.advice.is_empty() {
+        o.push_str("<h2>What to do</h2>\n<ul class=\"advice\">\n");
+        for a in &r.advice {
+            let _ = writeln!(
+                o,
+                "<li><b>{}</b><br><code>{}</code><br><span class=\"sub\">cost: {}</span></li>",
+                esc(&a.action),
+                esc(&a.command),
+                esc(&a.cost)
+            );
+        }
+        o.push_str("</ul>\n");
+    }
+    context(&mut o, r);
+    if !r.notes.is_empty() {
+        o.push_str("<h2>Where the analysis is blind</h2>\n<ul>\n");
+        for n in &r.notes {
+            let _ = writeln!(o, "<li>{}</li>", esc(n));
+        }
+        o.push_str("</ul>\n");
+    }
+    o.push_str("<h2>Inputs</h2>\n<table><tr><th>file</th><th>format</th><th>events</th><th>bytes</th></tr>\n");
+    for i in &r.inputs {
+        let _ = writeln!(
+            o,
+            "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+            esc(&i.path),
+            i.format,
+            i.events,
+            i.bytes
+        );
+    }
+    o.push_str("</table>\n<details><summary>The terminal report</summary><pre>");
+    o.push_str(&esc(&r.render_text()));
+    let _ = write!(
+        o,
+        "</pre></details>\n<div id=\"tip\"></div>\n<script>{SCRIPT}</script>\n</body></html>\n"
+    );
+    o
+}
+
+/// CPU busy shares, interrupt placement and the machine.
+fn context(o: &mut String, r: &ExplainReport) {
+    if r.cpus.is_empty() && r.context.is_empty() && r.machine.is_none() {
+        return;
+    }
+    o.push_str("<h2>Context</h2>\n");
+    if !r.cpus.is_empty() {
+        o.push_str("<h3>CPU time, whole trace</h3>\n<table id=\"cpu-shares\"><tr><th>CPU</th><th>busy</th><th>held by (share of the trace)</th><th>interrupts handled</th></tr>\n");
+        for c in &r.cpus {
+            let shares: Vec<String> = c
+                .shares
+                .iter()
+                .take(6)
+                .map(|s| format!("{} {}", s.what, pct(s.share)))
+                .collect();
+            let irqs: Vec<String> = c
+                .irqs
+                .iter()
+                .take(6)
+                .map(|i| {
+                    if i.name.is_empty() {
+                        format!("{} ×{}", i.irq, i.count)
+                    } else {
+                        format!("{} {} ×{}", i.irq, i.name, i.count)
+                    }
+                })
+                .collect();
+            let _ = writeln!(
+                o,
+                "<tr><td>CPU{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>",
+                c.cpu,
+                pct(c.busy),
+                esc(&shares.join(", ")),
+                esc(&irqs.join(", "))
+            );
+        }
+        o.push_str("</table>\n");
+    }
+    if !r.context.is_empty() {
+        o.push_str("<h3>CPUs the causes point at</h3>\n<table><tr><th>CPU</th><th>role</th><th>busy</th><th>irqs</th></tr>\n");
+        for cx in &r.context {
+            let busy: Vec<String> = cx
+                .busy
+                .iter()
+                .map(|(t, f)| format!("{t} {}", pct(*f)))
+                .collect();
+            let irqs: Vec<String> = cx.irqs.iter().map(|(i, n)| format!("{i} ×{n}")).collect();
+            let _ = writeln!(
+                o,
+                "<tr><td>CPU{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                cx.cpu,
+                esc(&cx.role),
+                esc(&busy.join(", ")),
+                esc(&irqs.join(", "))
+            );
+        }
+        o.push_str("</table>\n");
+    }
+    if let Some(m) = &r.machine {
+        let _ = writeln!(
+            o,
+            "<h3>Machine at record time</h3>\n<p>kernel {}, CPUs {}, irqbalance {}</p>",
+            esc(&m.kernel),
+            esc(&m.online_cpus),
+            if m.irqbalance {
+                "running"
+            } else {
+                "not running"
+            }
+        );
+        if !m.irqs.is_empty() {
+            o.push_str("<table id=\"irq-placement\"><tr><th>IRQ</th><th>name</th><th>allowed CPUs</th><th>effective</th></tr>\n");
+            for i in &m.irqs {
+                let _ = writeln!(
+                    o,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    i.irq,
+                    esc(&i.name),
+                    esc(i.affinity.as_deref().unwrap_or("?")),
+                    esc(i.effective.as_deref().unwrap_or("?"))
+                );
+            }
+            o.push_str("</table>\n");
+        }
+    }
+}

@@ -1,0 +1,850 @@
+//! Pictures of an explained trace: the latency histogram, the per-cycle raster of kernel
+//! events (x = cycle, y = time since its start, one marker per event kind, as in seed 000),
+//! and a per-CPU swimlane of each explained miss with its chain and the blamed time.
+//!
+//! [`build`] turns a report and the timeline it came from into [`Plots`], plain data with
+//! every coordinate decided; [`svg`] draws them as standalone SVG and [`html`] assembles the
+//! single-file report. The raster is bounded by its pixels, not by the trace: events that
+//! land on the same pixel of the same kind become one marker with a count, so a trace of
+//! millions of events still gives a page that opens at once.
+
+pub mod html;
+pub mod svg;
+
+use crate::event::{Interner, Sym, SOFTIRQ_NAMES};
+use crate::explain::{ExplainReport, Hold};
+use crate::stats::dur;
+use crate::timeline::{span, EdgeKind, SpanKind, Timeline};
+use rustc_hash::FxHashMap;
+
+/// Raster plot area, pixels: markers are merged per pixel of this grid.
+pub const RASTER_W: u32 = 1000;
+/// See [`RASTER_W`].
+pub const RASTER_H: u32 = 440;
+
+/// What the plots need besides the report.
+#[derive(Clone, Debug)]
+pub struct PlotOptions {
+    /// Misses that get a swimlane (worst first).
+    pub lanes: usize,
+}
+
+impl Default for PlotOptions {
+    fn default() -> Self {
+        PlotOptions { lanes: 10 }
+    }
+}
+
+/// Everything drawn.
+#[derive(Clone, Debug)]
+pub struct Plots {
+    /// Latency histogram.
+    pub hist: Histogram,
+    /// Per-cycle raster.
+    pub raster: Raster,
+    /// One per explained miss, worst first.
+    pub lanes: Vec<Swimlane>,
+}
+
+/// A linear histogram of the measured durations.
+#[derive(Clone, Debug)]
+pub struct Histogram {
+    /// What was measured (x axis).
+    pub what: String,
+    /// Bin width.
+    pub step_ns: u64,
+    /// Counts from 0 in steps of `step_ns`.
+    pub counts: Vec<u64>,
+    /// Samples at or beyond the last bin.
+    pub over: u64,
+    /// The deadline.
+    pub deadline_ns: Option<u64>,
+    /// Samples.
+    pub total: u64,
+}
+
+/// Marker kinds of the raster, in legend order.
+pub const KINDS: [&str; 10] = [
+    "syscall",
+    "switch-in",
+    "wakeup",
+    "hardirq",
+    "softirq",
+    "work-queued",
+    "work",
+    "hrtimer",
+    "lost",
+    "reply",
+];
+
+const K_SYSCALL: u8 = 0;
+const K_SWITCH: u8 = 1;
+const K_WAKEUP: u8 = 2;
+const K_HARDIRQ: u8 = 3;
+const K_SOFTIRQ: u8 = 4;
+const K_QUEUED: u8 = 5;
+const K_WORK: u8 = 6;
+const K_TIMER: u8 = 7;
+const K_LOST: u8 = 8;
+const K_REPLY: u8 = 9;
+
+/// One cycle column.
+#[derive(Clone, Debug)]
+pub struct RasterCycle {
+    /// Start.
+    pub start_ns: u64,
+    /// Duration, when it ended.
+    pub dur_ns: Option<u64>,
+    /// Missed.
+    pub miss: bool,
+    /// Thread.
+    pub tid: i32,
+}
+
+/// One marker: the first event of its kind on its pixel, and how many more fell there.
+#[derive(Clone, Copy, Debug)]
+pub struct Mark {
+    /// Cycle index.
+    pub cycle: u32,
+    /// Time since the cycle start.
+    pub off_ns: u64,
+    /// Index into [`KINDS`].
+    pub kind: u8,
+    /// Index into [`Raster::labels`].
+    pub label: u32,
+    /// Events merged into it.
+    pub n: u32,
+}
+
+/// The per-cycle raster.
+#[derive(Clone, Debug)]
+pub struct Raster {
+    /// Columns, in start order.
+    pub cycles: Vec<RasterCycle>,
+    /// Top of the y axis.
+    pub ymax_ns: u64,
+    /// The deadline line.
+    pub deadline_ns: Option<u64>,
+    /// Events per kind (index as [`KINDS`]).
+    pub events: [u64; KINDS.len()],
+    /// Markers.
+    pub marks: Vec<Mark>,
+    /// What each marker was.
+    pub labels: Vec<String>,
+    /// Events later than `ymax_ns` into their cycle (not drawn).
+    pub clipped: u64,
+    /// What a cycle is (`cycles`, `timer periods`).
+    pub noun: String,
+}
+
+/// Which part of a CPU a swimlane row shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RowKind {
+    /// The explained chain's links that ran or waited there.
+    Chain,
+    /// Tasks running.
+    Tasks,
+    /// Hard interrupts.
+    Irq,
+    /// Softirqs.
+    Softirq,
+    /// Work items.
+    Work,
+}
+
+impl RowKind {
+    /// Row label.
+    pub fn name(self) -> &'static str {
+        match self {
+            RowKind::Chain => "chain",
+            RowKind::Tasks => "tasks",
+            RowKind::Irq => "irq",
+            RowKind::Softirq => "softirq",
+            RowKind::Work => "work",
+        }
+    }
+}
+
+/// A row of a swimlane.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// CPU.
+    pub cpu: u32,
+    /// What it shows.
+    pub kind: RowKind,
+}
+
+/// A bar of a swimlane.
+#[derive(Clone, Debug)]
+pub struct Bar {
+    /// Row index.
+    pub row: u32,
+    /// Start (clipped to the window).
+    pub start_ns: u64,
+    /// End.
+    pub end_ns: u64,
+    /// Text inside, when it fits.
+    pub label: String,
+    /// Hover text.
+    pub title: String,
+    /// Colour key: the same key, the same colour.
+    pub color: u32,
+    /// A chain link with time above its usual.
+    pub late: bool,
+}
+
+/// A hand-off from one link to the next.
+#[derive(Clone, Copy, Debug)]
+pub struct Arrow {
+    /// From (time, row).
+    pub from: (u64, u32),
+    /// To.
+    pub to: (u64, u32),
+}
+
+/// One explained miss on a per-CPU time axis.
+#[derive(Clone, Debug)]
+pub struct Swimlane {
+    /// Index into the report's misses.
+    pub miss: usize,
+    /// Heading.
+    pub title: String,
+    /// Time zero (the miss's start).
+    pub t0_ns: u64,
+    /// Window shown.
+    pub from_ns: u64,
+    /// See `from_ns`.
+    pub to_ns: u64,
+    /// Deadline, from t0.
+    pub deadline_ns: Option<u64>,
+    /// Rows, top to bottom.
+    pub rows: Vec<Row>,
+    /// Bars.
+    pub bars: Vec<Bar>,
+    /// Blamed time, drawn over the bars.
+    pub blame: Vec<Bar>,
+    /// The chain's hand-offs.
+    pub arrows: Vec<Arrow>,
+    /// Spans too narrow to draw at this scale.
+    pub hidden: u64,
+}
+
+/// Builds the plots of `r`, explained from `tl`.
+pub fn build(r: &ExplainReport, tl: &Timeline, s: &Interner, o: &PlotOptions) -> Plots {
+    let ymax = y_range(r);
+    let idx = (o.lanes > 0 && !r.misses.is_empty()).then(|| ByCpu::new(tl));
+    Plots {
+        hist: histogram(r, ymax),
+        raster: raster(r, tl, s, ymax),
+        lanes: match &idx {
+            Some(idx) => (0..r.misses.len().min(o.lanes))
+                .map(|i| swimlane(r, tl, s, idx, i))
+                .collect(),
+            None => Vec::new(),
+        },
+    }
+}
+
+/// Per CPU, the spans a swimlane draws (task runs, irqs, softirqs, work), by start.
+struct ByCpu(Vec<Vec<u32>>);
+
+impl ByCpu {
+    fn new(tl: &Timeline) -> ByCpu {
+        let sp = &tl.spans;
+        let mut v: Vec<Vec<u32>> = vec![Vec::new(); tl.cpus as usize];
+        for i in 0..sp.len() {
+            let keep = match sp.kind[i] {
+                SpanKind::Run => sp.tid[i] > 0,
+                SpanKind::Hardirq | SpanKind::Softirq | SpanKind::Work => true,
+                _ => false,
+            };
+            if let Some(l) = v.get_mut(sp.cpu[i] as usize).filter(|_| keep) {
+                l.push(i as u32);
+            }
+        }
+        for l in &mut v {
+            l.sort_unstable_by_key(|&i| sp.start[i as usize]);
+        }
+        ByCpu(v)
+    }
+
+    /// Spans on `cpu` overlapping `[a, b]`. Runs on a CPU do not overlap each other and
+    /// interrupts nest only a few deep, so a few spans back from `a` cover every span
+    /// that began before it.
+    fn overlapping(&self, tl: &Timeline, cpu: u32, a: u64, b: u64) -> Vec<usize> {
+        let sp = &tl.spans;
+        let Some(l) = self.0.get(cpu as usize) else {
+            return Vec::new();
+        };
+        let first = l.partition_point(|&i| sp.start[i as usize] < a);
+        let back = first.saturating_sub(16);
+        l[back..]
+            .iter()
+            .map(|&i| i as usize)
+            .take_while(|&i| sp.start[i] <= b)
+            .filter(|&i| sp.end[i] > a)
+            .collect()
+    }
+}
+
+fn durations(r: &ExplainReport) -> Vec<u64> {
+    r.windows
+        .iter()
+        .filter_map(|w| w.end_ns.map(|e| e - w.start_ns))
+        .collect()
+}
+
+/// Top of the raster's y axis: the deadline and the slow tail in view, a single huge
+/// outlier not flattening the rest.
+fn y_range(r: &ExplainReport) -> u64 {
+    let mut d = durations(r);
+    d.sort_unstable();
+    let max = d.last().copied().unwrap_or(0);
+    let p99 = d
+        .get((d.len() * 99 / 100).min(d.len().saturating_sub(1)))
+        .copied()
+        .unwrap_or(0);
+    let want = (p99 + p99 / 4).max(r.deadline_ns.map_or(0, |x| x * 2));
+    let y = if max > 0 {
+        want.min(max + max / 20)
+    } else {
+        want
+    };
+    nice_ceil(y.max(r.deadline_ns.map_or(0, |x| x + x / 4)).max(1_000))
+}
+
+/// The next 1, 2, 2.5, 5 x 10^k at or above `x`.
+pub fn nice_ceil(x: u64) -> u64 {
+    let mut p = 1u64;
+    while p.saturating_mul(10) <= x {
+        p *= 10;
+    }
+    for m in [1, 2, 5, 10] {
+        if p.saturating_mul(m) >= x {
+            return p * m;
+        }
+    }
+    p * 10
+}
+
+fn histogram(r: &ExplainReport, ymax: u64) -> Histogram {
+    let d = durations(r);
+    let bins = 80u64;
+    let step = nice_ceil(ymax.div_ceil(bins)).max(1);
+    let n = ymax.div_ceil(step) as usize;
+    let mut counts = vec![0u64; n];
+    let mut over = 0;
+    for &x in &d {
+        match counts.get_mut((x / step) as usize) {
+            Some(c) => *c += 1,
+            None => over += 1,
+        }
+    }
+    Histogram {
+        what: match r.noun {
+            "timer periods" => "timer lateness (requested expiry to the woken task running)",
+            "softirq services" => "softirq raise to entry",
+            "outliers" => "outlier duration",
+            _ => "cycle duration (from to the reply)",
+        }
+        .into(),
+        step_ns: step,
+        counts,
+        over,
+        deadline_ns: r.deadline_ns,
+        total: d.len() as u64,
+    }
+}
+
+struct Labels<'a> {
+    tl: &'a Timeline,
+    s: &'a Interner,
+}
+
+impl Labels<'_> {
+    fn task(&self, tid: i32) -> String {
+        if tid == 0 {
+            return "idle".into();
+        }
+        let c = self.s.get(self.tl.comm(tid));
+        if c.is_empty() {
+            format!("[{tid}]")
+        } else {
+            format!("{c}[{tid}]")
+        }
+    }
+    fn irq(&self, irq: u32) -> String {
+        if irq == u32::MAX {
+            return "irq (no handler event: timer/IPI)".into();
+        }
+        match self.tl.irq_names.get(&irq) {
+            Some(n) => format!("irq {irq} ({})", self.s.get(*n)),
+            None => format!("irq {irq}"),
+        }
+    }
+    fn vector(v: u32) -> &'static str {
+        SOFTIRQ_NAMES.get(v as usize).copied().unwrap_or("?")
+    }
+    fn sym(&self, k: u32) -> &str {
+        let f = self.s.get(Sym(k));
+        if f.is_empty() {
+            "?"
+        } else {
+            f
+        }
+    }
+    /// A span as one line (`hog[6717] ran on CPU1`), and its short form for inside a bar.
+    fn span(&self, i: usize) -> (String, String) {
+        let sp = &self.tl.spans;
+        let cpu = sp.cpu[i];
+        match sp.kind[i] {
+            SpanKind::Run => {
+                let t = self.task(sp.tid[i]);
+                (format!("{t} runs on CPU{cpu}"), t)
+            }
+            SpanKind::Hardirq => {
+                let t = self.irq(sp.key[i]);
+                (format!("{t} on CPU{cpu}"), t)
+            }
+            SpanKind::Softirq => {
+                let v = Labels::vector(sp.key[i]);
+                let w = if sp.flags[i] & span::KSOFTIRQD != 0 {
+                    " in ksoftirqd"
+                } else {
+                    ""
+                };
+                (format!("softirq {v}{w} on CPU{cpu}"), v.to_string())
+            }
+            SpanKind::Work => {
+                let f = self.sym(sp.key[i]).to_string();
+                (
+                    format!("work {f} in {} on CPU{cpu}", self.task(sp.tid[i])),
+                    f,
+                )
+            }
+            SpanKind::TimerCb => {
+                let f = self.sym(sp.key[i]).to_string();
+                (format!("hrtimer {f} on CPU{cpu}"), f)
+            }
+            SpanKind::Syscall => {
+                let n = self.tl.syscall_name(self.s, sp.key[i], sp.flags[i]);
+                (
+                    format!("{} {n}() on CPU{cpu}", self.task(sp.tid[i])),
+                    format!("{n}()"),
+                )
+            }
+            k => {
+                let t = self.task(sp.tid[i]);
+                (format!("{k:?} {t} on CPU{cpu}"), t)
+            }
+        }
+    }
+    fn edge(&self, i: usize) -> String {
+        let e = &self.tl.edges[i];
+        match e.kind {
+            EdgeKind::Wakeup => format!(
+                "{} wakes {} (CPU{} -> CPU{})",
+                self.task(e.from_tid),
+                self.task(e.to_tid),
+                e.from_cpu,
+                e.to_cpu
+            ),
+            EdgeKind::Work => format!(
+                "{} queues work {} on CPU{}",
+                self.task(e.from_tid),
+                self.sym(e.key),
+                e.from_cpu
+            ),
+            EdgeKind::Softirq => format!(
+                "softirq {} raised on CPU{}",
+                Labels::vector(e.key),
+                e.from_cpu
+            ),
+            _ => format!("{:?} on CPU{}", e.kind, e.from_cpu),
+        }
+    }
+}
+
+fn raster(r: &ExplainReport, tl: &Timeline, s: &Interner, ymax: u64) -> Raster {
+    let sp = &tl.spans;
+    let lab = Labels { tl, s };
+    let n = r.windows.len().max(1) as u64;
+    // Everything that starts in some cycle, by start time.
+    let mut spans: Vec<u32> = (0..sp.len() as u32)
+        .filter(|&i| match sp.kind[i as usize] {
+            SpanKind::Run => sp.tid[i as usize] > 0,
+            SpanKind::Hardirq
+            | SpanKind::Softirq
+            | SpanKind::Work
+            | SpanKind::TimerCb
+            | SpanKind::Syscall => sp.flags[i as usize] & span::START_UNKNOWN == 0,
+            _ => false,
+        })
+        .collect();
+    spans.sort_unstable_by_key(|&i| sp.start[i as usize]);
+    let mut edges: Vec<u32> = (0..tl.edges.len() as u32)
+        .filter(|&i| {
+            matches!(
+                tl.edges[i as usize].kind,
+                EdgeKind::Wakeup | EdgeKind::Work | EdgeKind::Softirq
+            )
+        })
+        .collect();
+    edges.sort_unstable_by_key(|&i| tl.edges[i as usize].ts);
+    let mut out = Raster {
+        cycles: Vec::with_capacity(r.windows.len()),
+        ymax_ns: ymax,
+        deadline_ns: r.deadline_ns,
+        events: [0; KINDS.len()],
+        marks: Vec::new(),
+        labels: Vec::new(),
+        clipped: 0,
+        noun: r.noun.to_string(),
+    };
+    let mut cells: FxHashMap<u64, u32> = FxHashMap::default();
+    let mut label_ids: FxHashMap<String, u32> = FxHashMap::default();
+    let mut add = |out: &mut Raster, ci: usize, off: u64, kind: u8, label: &dyn Fn() -> String| {
+        out.events[kind as usize] += 1;
+        if off > ymax {
+            out.clipped += 1;
+            return;
+        }
+        let px = ci as u64 * RASTER_W as u64 / n;
+        let py = off * RASTER_H as u64 / ymax.max(1);
+        let key = (px << 32) | (py << 8) | kind as u64;
+        if let Some(&m) = cells.get(&key) {
+            out.marks[m as usize].n += 1;
+            return;
+        }
+        let text = label();
+        let next = label_ids.len() as u32;
+        let id = *label_ids.entry(text).or_insert_with_key(|t| {
+            out.labels.push(t.clone());
+            next
+        });
+        cells.insert(key, out.marks.len() as u32);
+        out.marks.push(Mark {
+            cycle: ci as u32,
+            off_ns: off,
+            kind,
+            label: id,
+            n: 1,
+        });
+    };
+    for (ci, w) in r.windows.iter().enumerate() {
+        let end = w.end_ns.unwrap_or(w.horizon_ns);
+        out.cycles.push(RasterCycle {
+            start_ns: w.start_ns,
+            dur_ns: w.end_ns.map(|e| e - w.start_ns),
+            miss: w.miss,
+            tid: w.tid,
+        });
+        let (a, b) = (w.start_ns, end.min(w.start_ns + ymax));
+        let first = spans.partition_point(|&i| sp.start[i as usize] < a);
+        for &i in &spans[first..] {
+            let i = i as usize;
+            if sp.start[i] > b {
+                break;
+            }
+            let kind = match sp.kind[i] {
+                SpanKind::Run => K_SWITCH,
+                SpanKind::Hardirq => K_HARDIRQ,
+                SpanKind::Softirq => K_SOFTIRQ,
+                SpanKind::Work => K_WORK,
+                SpanKind::TimerCb => K_TIMER,
+                _ => K_SYSCALL,
+            };
+            add(&mut out, ci, sp.start[i] - a, kind, &|| lab.span(i).0);
+        }
+        let first = edges.partition_point(|&i| tl.edges[i as usize].ts < a);
+        for &i in &edges[first..] {
+            let e = &tl.edges[i as usize];
+            if e.ts > b {
+                break;
+            }
+            let kind = match e.kind {
+                EdgeKind::Wakeup => K_WAKEUP,
+                EdgeKind::Work => K_QUEUED,
+                _ => K_SOFTIRQ,
+            };
+            if kind == K_SOFTIRQ {
+                // The raise, not the run: drawn as a softirq mark only when it is the
+                // cycle's own start (softirq mode measures raise -> entry).
+                continue;
+            }
+            add(&mut out, ci, e.ts - a, kind, &|| lab.edge(i as usize));
+        }
+        for l in tl.lost.iter().filter(|l| l.to >= a && l.from <= b) {
+            add(&mut out, ci, l.from.max(a) - a, K_LOST, &|| {
+                format!(
+                    "events lost on {}",
+                    if l.cpu == u32::MAX {
+                        "some CPU".to_string()
+                    } else {
+                        format!("CPU{}", l.cpu)
+                    }
+                )
+            });
+        }
+        if let Some(e) = w.end_ns {
+            let d = e - w.start_ns;
+            add(&mut out, ci, d, K_REPLY, &|| {
+                format!(
+                    "end after {}{}",
+                    dur(d),
+                    if w.miss { " (missed)" } else { "" }
+                )
+            });
+        }
+    }
+    out
+}
+
+/// Bar colour key for a task, an irq line, a vector or a function.
+fn color_of(kind: RowKind, key: i64) -> u32 {
+    let h = (key as u64)
+        .wrapping_add(kind as u64 * 0x9e37_79b9)
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (h >> 40) as u32
+}
+
+fn swimlane(r: &ExplainReport, tl: &Timeline, s: &Interner, idx: &ByCpu, mi: usize) -> Swimlane {
+    let m = &r.misses[mi];
+    let sp = &tl.spans;
+    let lab = Labels { tl, s };
+    let t0 = m.start_ns;
+    let mut end = t0
+        + m.duration_ns
+            .unwrap_or(m.late_ns + r.deadline_ns.unwrap_or(0));
+    for l in &m.chain {
+        end = end.max(l.ts_ns + l.duration_ns);
+    }
+    let len = (end - t0).max(10_000);
+    let (from, to) = (t0.saturating_sub(len / 20), end + len / 20);
+    // CPUs the chain or its blame touched, and the cycle's own.
+    let mut cpus: Vec<u32> = vec![m.cpu];
+    for l in &m.chain {
+        cpus.extend(l.cpu);
+        cpus.extend(l.held_by.iter().filter_map(|h| h.culprit.cpu));
+    }
+    cpus.retain(|&c| c != u32::MAX);
+    cpus.sort_unstable();
+    cpus.dedup();
+    let mut rows: Vec<Row> = Vec::new();
+    let mut bars: Vec<Bar> = Vec::new();
+    let mut hidden = 0u64;
+    let px_ns = (to - from) as f64 / 1000.0;
+    // Row of each chain link: links on a CPU that overlap go on rows of their own.
+    let mut link_row: Vec<Option<u32>> = vec![None; m.chain.len()];
+    for &cpu in &cpus {
+        let mut ends: Vec<u64> = Vec::new();
+        let first_row = rows.len() as u32;
+        for (li, l) in m
+            .chain
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.cpu == Some(cpu))
+        {
+            let (a, b) = (l.ts_ns, l.ts_ns + l.duration_ns);
+            let sub = match ends.iter().position(|&e| e <= a) {
+                Some(k) => k,
+                None if ends.len() < 4 => {
+                    ends.push(0);
+                    rows.push(Row {
+                        cpu,
+                        kind: RowKind::Chain,
+                    });
+                    ends.len() - 1
+                }
+                // More than four overlapping: the least busy row takes it.
+                None => (0..ends.len()).min_by_key(|&k| ends[k]).unwrap_or(0),
+            };
+            ends[sub] = ends[sub].max(b);
+            let row = first_row + sub as u32;
+            link_row[li] = Some(row);
+            bars.push(Bar {
+                row,
+                start_ns: a.max(from),
+                end_ns: b.min(to).max(a.max(from)),
+                label: l.kind.clone(),
+                title: format!(
+                    "+{} {}: {} ({}{})",
+                    dur(l.offset_ns),
+                    l.kind,
+                    l.what,
+                    dur(l.duration_ns),
+                    if l.excess_ns > 0 {
+                        format!(", {} over usual", dur(l.excess_ns))
+                    } else {
+                        String::new()
+                    }
+                ),
+                color: 0,
+                late: l.excess_ns > 0,
+            });
+        }
+        for kind in [
+            RowKind::Tasks,
+            RowKind::Irq,
+            RowKind::Softirq,
+            RowKind::Work,
+        ] {
+            let row = rows.len() as u32;
+            let before = bars.len();
+            for i in idx.overlapping(tl, cpu, from, to) {
+                let key: i64 = match (kind, sp.kind[i]) {
+                    (RowKind::Tasks, SpanKind::Run) if sp.tid[i] > 0 => sp.tid[i] as i64,
+                    (RowKind::Irq, SpanKind::Hardirq) => sp.key[i] as i64,
+                    (RowKind::Softirq, SpanKind::Softirq) => sp.key[i] as i64,
+                    (RowKind::Work, SpanKind::Work) => sp.key[i] as i64,
+                    _ => continue,
+                };
+                let (a, b) = (sp.start[i].max(from), sp.end[i].min(to));
+                // Interrupts are short and matter: always drawn. Task runs under a tenth
+                // of a pixel are not.
+                if kind == RowKind::Tasks && ((b - a) as f64) < px_ns / 10.0 {
+                    hidden += 1;
+                    continue;
+                }
+                let (title, label) = lab.span(i);
+                bars.push(Bar {
+                    row,
+                    start_ns: a,
+                    end_ns: b,
+                    label,
+                    title: format!("{title}: {}", dur(sp.end[i] - sp.start[i])),
+                    color: color_of(kind, key),
+                    late: false,
+                });
+            }
+            if bars.len() > before || kind == RowKind::Tasks {
+                rows.push(Row { cpu, kind });
+            }
+        }
+    }
+    // Hand-offs: each link to the next, in the chain's order.
+    let placed: Vec<(u64, u32)> = m
+        .chain
+        .iter()
+        .zip(&link_row)
+        .filter_map(|(l, r)| r.map(|r| (l.ts_ns, r)))
+        .collect();
+    let arrows: Vec<Arrow> = placed
+        .windows(2)
+        .filter(|w| w[0] != w[1])
+        .map(|w| Arrow {
+            from: w[0],
+            to: w[1],
+        })
+        .collect();
+    // Blamed time: the culprit's own spans inside the link's late part, else the late part.
+    let mut blame = Vec::new();
+    for l in &m.chain {
+        if l.excess_ns == 0 {
+            continue;
+        }
+        let (la, lb) = (
+            l.ts_ns + l.duration_ns - l.excess_ns,
+            l.ts_ns + l.duration_ns,
+        );
+        for h in &l.held_by {
+            let cpu = h.culprit.cpu.or(l.cpu);
+            let found = blamed_spans(tl, idx, h, cpu, la, lb);
+            let title = format!(
+                "blamed: {} {} {} (of {}'s {} over usual)",
+                h.category,
+                h.culprit.label(),
+                dur(h.ns),
+                l.kind,
+                dur(l.excess_ns)
+            );
+            let target = |kind: RowKind| {
+                rows.iter()
+                    .position(|r| Some(r.cpu) == cpu && r.kind == kind)
+                    .map(|r| r as u32)
+            };
+            if found.is_empty() {
+                if let Some(row) = target(RowKind::Chain).or_else(|| target(RowKind::Tasks)) {
+                    blame.push(Bar {
+                        row,
+                        start_ns: la.max(from),
+                        end_ns: lb.min(to),
+                        label: String::new(),
+                        title,
+                        color: 0,
+                        late: true,
+                    });
+                }
+                continue;
+            }
+            for (a, b, kind) in found {
+                if let Some(row) = target(kind) {
+                    blame.push(Bar {
+                        row,
+                        start_ns: a.max(from),
+                        end_ns: b.min(to),
+                        label: String::new(),
+                        title: title.clone(),
+                        color: 0,
+                        late: true,
+                    });
+                }
+            }
+        }
+    }
+    Swimlane {
+        miss: mi,
+        title: format!(
+            "miss {}: at {} (tid {}, CPU{}), {}, {} blamed",
+            mi + 1,
+            crate::stats::secs(m.start_ns),
+            m.tid,
+            m.cpu,
+            m.duration_ns
+                .map_or("no reply".to_string(), |d| format!("took {}", dur(d))),
+            dur(m.blamed_ns)
+        ),
+        t0_ns: t0,
+        from_ns: from,
+        to_ns: to,
+        deadline_ns: r.deadline_ns,
+        rows,
+        bars,
+        blame,
+        arrows,
+        hidden,
+    }
+}
+
+/// The spans of a hold's culprit on `cpu` within `[a, b]`, clipped, with the row they are
+/// drawn in.
+fn blamed_spans(
+    tl: &Timeline,
+    idx: &ByCpu,
+    h: &Hold,
+    cpu: Option<u32>,
+    a: u64,
+    b: u64,
+) -> Vec<(u64, u64, RowKind)> {
+    let sp = &tl.spans;
+    let Some(cpu) = cpu else {
+        return Vec::new();
+    };
+    let c = &h.culprit;
+    let vec_no = c
+        .vector
+        .as_deref()
+        .and_then(|v| SOFTIRQ_NAMES.iter().position(|n| *n == v))
+        .map(|v| v as u32);
+    let mut out = Vec::new();
+    for i in idx.overlapping(tl, cpu, a, b) {
+        let row = match sp.kind[i] {
+            SpanKind::Run if c.pid == Some(sp.tid[i]) => RowKind::Tasks,
+            SpanKind::Hardirq if c.irq.is_some_and(|q| q == sp.key[i]) => RowKind::Irq,
+            SpanKind::Softirq if vec_no == Some(sp.key[i]) => RowKind::Softirq,
+            _ => continue,
+        };
+        out.push((sp.start[i].max(a), sp.end[i].min(b), row));
+    }
+    out
+}
