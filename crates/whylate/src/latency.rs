@@ -115,6 +115,7 @@ pub(crate) fn read_timeline(
         each.event(&e, &strings);
     }
     if let Some(p) = &open.progress {
+        p.events.store(events, std::sync::atomic::Ordering::Relaxed);
         p.read_done
             .store(true, std::sync::atomic::Ordering::Relaxed);
     }

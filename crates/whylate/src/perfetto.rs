@@ -178,8 +178,16 @@ pub fn write<W: Write>(
             ),
         };
         let mut args = args;
-        if sp.flags[i] & (span::START_UNKNOWN | span::END_UNKNOWN | span::UNCERTAIN) != 0 {
-            args["uncertain"] = serde_json::Value::Bool(true);
+        // Say where the timeline guessed: the UI shows args on selection.
+        for (bit, what) in [
+            (span::START_UNKNOWN, "start_unknown"),
+            (span::END_UNKNOWN, "end_unknown"),
+            (span::UNCERTAIN, "crosses_lost_events"),
+            (span::INFERRED, "inferred"),
+        ] {
+            if sp.flags[i] & bit != 0 {
+                args[what] = serde_json::Value::Bool(true);
+            }
         }
         slices.push(Slice {
             cpu: sp.cpu[i],

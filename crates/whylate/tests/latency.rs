@@ -657,3 +657,62 @@ fn a_late_timer_under_one_long_syscall_is_an_inferred_irqs_off_section() {
     assert_eq!(c["culprit"]["caller"], "inside syscall 16()");
     assert_eq!(c["total_excess_ns"], 3_500_000u64);
 }
+
+/// The plots account for everything: every window is a column, every event drawn or
+/// counted as above the plot, every replied cycle in the histogram; and a read with a
+/// progress counter reports the whole file and every event.
+#[test]
+fn plots_account_for_every_cycle_and_event() {
+    use std::sync::atomic::Ordering::Relaxed;
+    use whylate::explain::{explain_then, Mode, Options, Same};
+    use whylate::selector::Selector;
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/pty-poll.ftrace.gz");
+    let progress = std::sync::Arc::new(whylate::read::Progress::default());
+    let open = OpenOptions {
+        progress: Some(progress.clone()),
+        ..Default::default()
+    };
+    let mode = Mode::Cycles(Options {
+        from: Selector::parse("sys_enter_write[comm=frobnicator,count=7]").unwrap(),
+        to: vec![Selector::parse("sys_exit_read[comm=frobnicator,ret>0]").unwrap()],
+        deadline_ns: Some(3_500_000),
+        same: Same::Thread,
+        arch: whylate::syscalls::Arch::X86_64,
+        top: 3,
+    });
+    let (r, plots) = explain_then(std::slice::from_ref(&path), &open, &mode, |r, tl, s| {
+        whylate::visual::build(r, tl, s, &whylate::visual::PlotOptions { lanes: 3 })
+    })
+    .unwrap();
+    assert_eq!(
+        progress.bytes.load(Relaxed),
+        std::fs::metadata(&path).unwrap().len()
+    );
+    assert_eq!(progress.events.load(Relaxed), r.events);
+    assert!(progress.read_done.load(Relaxed));
+    let ra = &plots.raster;
+    assert_eq!(ra.cycles.len() as u64, r.cycles.count);
+    assert_eq!(
+        ra.cycles.iter().filter(|c| c.miss).count() as u64,
+        r.cycles.misses
+    );
+    let merged: u64 = ra.marks.iter().map(|m| m.n as u64).sum();
+    assert_eq!(merged + ra.clipped, ra.events.iter().sum::<u64>());
+    assert!(ra.marks.iter().all(|m| m.off_ns <= ra.ymax_ns));
+    assert!(ra
+        .marks
+        .iter()
+        .all(|m| (m.label as usize) < ra.labels.len()));
+    let h = &plots.hist;
+    assert_eq!(h.counts.iter().sum::<u64>() + h.over, r.cycles.replied);
+    assert_eq!(plots.lanes.len(), r.misses.len().min(3));
+    for l in &plots.lanes {
+        // Every bar inside the window, on a row that exists; the first link's row is the
+        // miss's own CPU.
+        assert!(l.bars.iter().all(|b| b.start_ns >= l.from_ns
+            && b.end_ns <= l.to_ns
+            && (b.row as usize) < l.rows.len()));
+        assert!(l.rows.iter().any(|x| x.cpu == r.misses[l.miss].cpu));
+    }
+}
