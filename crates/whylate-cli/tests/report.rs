@@ -220,6 +220,40 @@ fn html_report_renders_in_chromium_with_every_cycle_drawn() {
     let shown = num(&dom2, "id=\"raster\"", "data-shown");
     let reply_points = num(&dom2, "class=\"kind\" data-kind=\"reply\"", "data-points");
     assert_eq!(shown, marks - reply_points);
+    // Hover: a mouse over a marker shows its cycle and its event.
+    let hovered = dir.path().join("hovered.html");
+    let probe = r#"<script>
+var s=document.getElementById('raster'),D=JSON.parse(document.getElementById('raster-data').textContent);
+var n=D.cycles.length/4,i=D.marks.length/5-1,c=D.marks[5*i],off=D.marks[5*i+1];
+var p=new DOMPoint(D.left+(c+0.5)*D.pw/n,D.top+D.ph-off/D.ymax*D.ph).matrixTransform(s.getScreenCTM());
+s.dispatchEvent(new MouseEvent('mousemove',{clientX:p.x,clientY:p.y,bubbles:true}));
+document.documentElement.setAttribute('data-tip',document.getElementById('tip').textContent);
+var at=[];for(var j=0;j<D.marks.length/5;j++){if(D.marks[5*j]==c&&Math.abs(D.marks[5*j+1]-off)/D.ymax*D.ph<1)at.push(D.labels[D.marks[5*j+3]]);}
+document.documentElement.setAttribute('data-want','cycle '+c+'|'+at.join('|'));
+</script></body>"#;
+    let html = std::fs::read_to_string(&page)
+        .unwrap()
+        .replace("</body>", probe);
+    std::fs::write(&hovered, html).unwrap();
+    let (dom3, log3) = render(browser, &hovered, None);
+    assert!(page_errors(&dom3, &log3).is_empty());
+    let tip = attr(&dom3, "<html", "data-tip").expect("no tooltip");
+    let want = attr(&dom3, "<html", "data-want").unwrap();
+    let unescape = |x: &str| {
+        x.replace("&gt;", ">")
+            .replace("&lt;", "<")
+            .replace("&amp;", "&")
+    };
+    let (tip, want) = (unescape(&tip), unescape(&want));
+    let mut parts = want.split('|');
+    let cycle = parts.next().unwrap();
+    assert!(tip.contains(cycle), "tooltip {tip:?} lacks {cycle}");
+    // One of the markers on that pixel (several kinds can share it) is named.
+    let labels: Vec<&str> = parts.collect();
+    assert!(
+        labels.iter().any(|l| tip.contains(l)),
+        "tooltip {tip:?} names none of {labels:?}"
+    );
     // A screenshot, as a user would see it.
     let shot = dir.path().join("frob.png");
     render(browser, &page, Some(&shot));
