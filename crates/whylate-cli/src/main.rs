@@ -897,13 +897,19 @@ fn with_progress(
                 let b = indicatif::ProgressBar::with_draw_target(
                     Some(total.max(1)),
                     indicatif::ProgressDrawTarget::stderr_with_hz(10),
-                );
+                )
+                .with_elapsed(t0.elapsed());
+                // Bytes give a bar for text inputs; a binary one (read out of order)
+                // shows its events and the time only.
+                let template = if p.binary.load(Relaxed) {
+                    "{spinner} {msg} {elapsed}"
+                } else {
+                    "{spinner} {msg} [{wide_bar}] {percent}% {elapsed}"
+                };
                 b.set_style(
-                    indicatif::ProgressStyle::with_template(
-                        "{spinner} {msg} [{bar:30}] {bytes}/{total_bytes} {elapsed}",
-                    )
-                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-                    .progress_chars("=> "),
+                    indicatif::ProgressStyle::with_template(template)
+                        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+                        .progress_chars("=> "),
                 );
                 b
             });

@@ -496,3 +496,56 @@ fn colour_follows_the_switch_and_no_color() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// The progress bar shows on a terminal once a read takes over a second, and `--quiet`
+/// silences it. The input is a FIFO fed in two halves a while apart, so the read is slow
+/// however fast the machine; `script` gives whylate a terminal for stderr.
+#[test]
+fn progress_bar_on_a_terminal_for_a_slow_read() {
+    if Command::new("script").arg("--version").output().is_err() {
+        skip("no script(1) (util-linux) to give whylate a terminal");
+        return;
+    }
+    let text = Command::new("zcat")
+        .arg(repo().join("examples/pty-poll.ftrace.gz"))
+        .output()
+        .unwrap()
+        .stdout;
+    let run = |quiet: bool| -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("trace.fifo");
+        assert!(Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let typescript = dir.path().join("typescript");
+        let cmd = format!(
+            "{} stats {}{} > /dev/null",
+            env!("CARGO_BIN_EXE_whylate"),
+            if quiet { "--quiet " } else { "" },
+            fifo.display()
+        );
+        let mut child = Command::new("script")
+            .args(["-qec", &cmd])
+            .arg(&typescript)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        {
+            use std::io::Write;
+            let mut w = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+            let half = text.len() / 2;
+            w.write_all(&text[..half]).unwrap();
+            w.flush().unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(1800));
+            w.write_all(&text[half..]).unwrap();
+        }
+        assert!(child.wait().unwrap().success());
+        String::from_utf8_lossy(&std::fs::read(&typescript).unwrap()).into_owned()
+    };
+    let shown = run(false);
+    assert!(shown.contains("reading:"), "no progress bar in {shown:?}");
+    let quiet = run(true);
+    assert!(!quiet.contains("reading:"), "--quiet still drew: {quiet:?}");
+}

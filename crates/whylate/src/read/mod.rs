@@ -422,9 +422,11 @@ pub struct OpenOptions {
 /// How far a read has got, updated by the readers and polled by a progress display.
 #[derive(Debug, Default)]
 pub struct Progress {
-    /// Bytes of the input files consumed (compressed bytes for compressed text inputs;
-    /// binary inputs count when they are opened).
+    /// Bytes of the input files consumed (compressed bytes for compressed text inputs).
     pub bytes: std::sync::atomic::AtomicU64,
+    /// A binary input (trace.dat, perf.data) is read: its bytes are not counted, as its
+    /// reader seeks around the file; progress is its events.
+    pub binary: std::sync::atomic::AtomicBool,
     /// Events read so far (updated every 64 Ki events).
     pub events: std::sync::atomic::AtomicU64,
     /// Reading is over (the analysis runs).
@@ -651,8 +653,7 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
         // through a window of at least PERF_WINDOW events.
         if let Some(p) = &opts.progress {
             // Binary readers seek around the file: their progress shows as events only.
-            let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-            p.bytes.fetch_add(len, std::sync::atomic::Ordering::Relaxed);
+            p.binary.store(true, std::sync::atomic::Ordering::Relaxed);
         }
         let kind = if dat {
             InputKind::Dat(Box::new(tracedat::TraceDat::open(path, file)?))
