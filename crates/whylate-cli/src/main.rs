@@ -362,7 +362,12 @@ fn main() -> ExitCode {
                     return ExitCode::SUCCESS;
                 }
             }
-            eprintln!("whylate: {e:#}");
+            // A read error names its file and cause in its own message; the chain would
+            // print the cause twice.
+            match e.downcast_ref::<ReadError>() {
+                Some(r) => eprintln!("whylate: {r}"),
+                None => eprintln!("whylate: {e:#}"),
+            }
             ExitCode::from(EXIT_BAD_INPUT)
         }
     }

@@ -549,3 +549,37 @@ fn progress_bar_on_a_terminal_for_a_slow_read() {
     let quiet = run(true);
     assert!(!quiet.contains("reading:"), "--quiet still drew: {quiet:?}");
 }
+
+#[test]
+fn an_unwritable_output_is_a_clear_error() {
+    for args in [
+        vec![
+            "explain",
+            "examples/frob.dat.zst",
+            "--html",
+            "/nonexistent/r.html",
+        ],
+        vec![
+            "report",
+            "examples/frob.dat.zst",
+            "-o",
+            "/nonexistent/r.html",
+        ],
+        vec![
+            "export",
+            "examples/frob.dat.zst",
+            "--perfetto",
+            "/nonexistent/t.json",
+        ],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_whylate"))
+            .args(&args)
+            .current_dir(repo())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("/nonexistent/"), "{err}");
+        assert_eq!(err.matches("No such file").count(), 1, "{err}");
+    }
+}

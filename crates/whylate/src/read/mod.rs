@@ -112,7 +112,8 @@ pub enum Compression {
 #[non_exhaustive]
 pub enum ReadError {
     /// I/O error (open, read, decompress).
-    // The cause is in the message, not chained: printed once.
+    // The cause is in the message; thiserror also chains a field named `source`, so
+    // printers show this error alone, not its chain.
     #[error("{path}: {source}")]
     Io {
         /// The input.
