@@ -54,7 +54,7 @@ struct DrawArgs {
     #[arg(long, value_name = "DIR")]
     svg: Option<PathBuf>,
     /// Misses drawn one by one (swimlanes), worst first.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = whylate::visual::DEFAULT_LANES)]
     lanes: usize,
 }
 
@@ -223,7 +223,7 @@ enum Cmd {
         #[arg(long, value_name = "DIR")]
         svg: Option<PathBuf>,
         /// Misses drawn one by one (swimlanes), worst first.
-        #[arg(long, default_value_t = 10)]
+        #[arg(long, default_value_t = whylate::visual::DEFAULT_LANES)]
         lanes: usize,
         #[command(flatten)]
         mode: ModeArgs,
@@ -399,7 +399,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 },
                 json: false,
                 draw: DrawArgs {
-                    lanes: 10,
+                    lanes: whylate::visual::DEFAULT_LANES,
                     ..Default::default()
                 },
                 input: InputArgs {

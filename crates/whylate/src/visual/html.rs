@@ -225,9 +225,14 @@ pub fn render(r: &ExplainReport, p: &Plots, title: &str) -> String {
     if !p.lanes.is_empty() {
         let _ = writeln!(
             o,
-            "<h2>The misses, one by one</h2>\n<p class=\"sub\">{} of {} misses, worst first. Per CPU: the chain's links (orange: over their usual time), the tasks, interrupts, softirqs and work items that ran; red outline: the time blamed; arrows: the hand-offs.</p>",
+            "<h2>The misses, one by one</h2>\n<p class=\"sub\">{} of {} misses, worst first{}. Per CPU: the chain's links (orange: over their usual time), the tasks, interrupts, softirqs and work items that ran; red outline: the time blamed; arrows: the hand-offs.</p>",
             p.lanes.len(),
-            r.misses.len()
+            r.misses.len(),
+            if p.lanes.len() < r.misses.len() {
+                " (--lanes N draws more; --json has every chain)"
+            } else {
+                ""
+            }
         );
     }
     for l in &p.lanes {

@@ -22,6 +22,10 @@ pub const RASTER_W: u32 = 1000;
 /// See [`RASTER_W`].
 pub const RASTER_H: u32 = 440;
 
+/// Misses drawn one by one unless asked otherwise: every miss of a usual trace, and a
+/// page that still opens at once when a trace has thousands.
+pub const DEFAULT_LANES: usize = 50;
+
 /// What the plots need besides the report.
 #[derive(Clone, Debug)]
 pub struct PlotOptions {
@@ -31,7 +35,9 @@ pub struct PlotOptions {
 
 impl Default for PlotOptions {
     fn default() -> Self {
-        PlotOptions { lanes: 10 }
+        PlotOptions {
+            lanes: DEFAULT_LANES,
+        }
     }
 }
 
