@@ -485,7 +485,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 html: draw.html,
                 svg: draw.svg,
                 lanes: draw.lanes,
-                perfetto: None,
             };
             let r = explain_with_outputs(&files, &open, &mode, &out);
             drop(_bar);
@@ -508,7 +507,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 html: Some(output),
                 svg,
                 lanes,
-                perfetto: None,
             };
             let r = explain_with_outputs(&files, &open, &mode, &out);
             drop(_bar);
@@ -944,7 +942,6 @@ struct Outputs {
     html: Option<PathBuf>,
     svg: Option<PathBuf>,
     lanes: usize,
-    perfetto: Option<PathBuf>,
 }
 
 /// Explains, and while the timeline is at hand draws what `out` asks for. Errors writing
@@ -955,7 +952,7 @@ fn explain_with_outputs(
     mode: &Mode,
     out: &Outputs,
 ) -> Result<whylate::explain::ExplainReport, ReadError> {
-    let drawn = out.html.is_some() || out.svg.is_some() || out.perfetto.is_some();
+    let drawn = out.html.is_some() || out.svg.is_some();
     let (r, written) = whylate::explain::explain_then(files, open, mode, |r, tl, s| {
         if !drawn {
             return Ok(());
@@ -1008,10 +1005,6 @@ fn explain_with_outputs(
                 files.len(),
                 dir.display()
             );
-        }
-        if let Some(path) = &out.perfetto {
-            let f = std::fs::File::create(path).map_err(io(path))?;
-            whylate::perfetto::write(std::io::BufWriter::new(f), r, tl, s).map_err(io(path))?;
         }
         Ok(())
     })?;

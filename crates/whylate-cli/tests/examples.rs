@@ -5,35 +5,10 @@
 //! `WHYLATE_BLESS=1 cargo test -p whylate-cli --test examples`).
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod common;
+use common::{repo, whylate, FROB};
 
-fn whylate(args: &[&str]) -> (String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_whylate"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .unwrap();
-    let (out, err) = (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    );
-    assert!(o.status.success(), "whylate {args:?}: {err}");
-    (out, err)
-}
-
-const FROB: [&str; 6] = [
-    "--from",
-    "sys_enter_write[comm=frobnicator,count=7]",
-    "--to",
-    "sys_exit_read[comm=frobnicator,ret>0]",
-    "--deadline",
-    "3.5ms",
-];
 const TIMER: [&str; 5] = ["--timer", "--task", "periodic", "--deadline", "300us"];
 
 /// (name, arguments after `explain FILE`, the file) of every checked example.

@@ -7,44 +7,11 @@
 
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn whylate(args: &[&str]) -> (String, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_whylate"))
-        .args(args)
-        .current_dir(repo())
-        .env_remove("NO_COLOR")
-        .output()
-        .unwrap();
-    let (out, err) = (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    );
-    assert!(o.status.success(), "whylate {args:?}: {err}");
-    (out, err)
-}
-
-fn skip(reason: &str) -> bool {
-    if std::env::var("WHYLATE_REQUIRE_LIVE").as_deref() == Ok("1") {
-        panic!("required (WHYLATE_REQUIRE_LIVE=1) but: {reason}");
-    }
-    eprintln!("SKIPPED: {reason}");
-    true
-}
-
-const FROB: [&str; 6] = [
-    "--from",
-    "sys_enter_write[comm=frobnicator,count=7]",
-    "--to",
-    "sys_exit_read[comm=frobnicator,ret>0]",
-    "--deadline",
-    "3.5ms",
-];
+mod common;
+use common::{repo, skip, whylate, FROB};
 
 /// frob's own log: (cycles, misses) — `cycle write reply latency missed`.
 fn frob_truth() -> (u64, u64) {

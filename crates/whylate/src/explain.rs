@@ -894,15 +894,7 @@ impl<'a> Engine<'a> {
     }
 
     fn task(&self, tid: i32) -> String {
-        if tid == 0 {
-            return "idle".into();
-        }
-        let c = self.s.get(self.tl.comm(tid));
-        if c.is_empty() {
-            format!("[{tid}]")
-        } else {
-            format!("{c}[{tid}]")
-        }
+        self.tl.task_name(self.s, tid)
     }
 
     fn ctx(&self, c: Ctx, tid: i32, cpu: u32, ts: u64) -> String {

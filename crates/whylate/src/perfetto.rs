@@ -121,14 +121,7 @@ pub fn write<W: Write>(
     s: &Interner,
 ) -> io::Result<ExportStats> {
     let sp = &tl.spans;
-    let task = |tid: i32| {
-        let c = s.get(tl.comm(tid));
-        if c.is_empty() {
-            format!("[{tid}]")
-        } else {
-            format!("{c}[{tid}]")
-        }
-    };
+    let task = |tid: i32| tl.task_name(s, tid);
     let mut slices: Vec<Slice> = Vec::with_capacity(sp.len() / 2);
     for i in 0..sp.len() {
         let track = match sp.kind[i] {

@@ -471,6 +471,19 @@ impl Timeline {
             .any(|w| w.from <= end && (cpu == u32::MAX || w.cpu == cpu || w.cpu == u32::MAX))
     }
 
+    /// `comm[tid]` as reports print a task (`idle` for tid 0, `[tid]` with no name known).
+    pub fn task_name(&self, s: &Interner, tid: i32) -> String {
+        if tid == 0 {
+            return "idle".into();
+        }
+        let c = s.get(self.comm(tid));
+        if c.is_empty() {
+            format!("[{tid}]")
+        } else {
+            format!("{c}[{tid}]")
+        }
+    }
+
     /// A syscall span's name (`read`), from its key and flags.
     pub fn syscall_name(&self, s: &Interner, key: u32, flags: u8) -> String {
         if flags & span::NAMED != 0 {

@@ -369,15 +369,7 @@ struct Labels<'a> {
 
 impl Labels<'_> {
     fn task(&self, tid: i32) -> String {
-        if tid == 0 {
-            return "idle".into();
-        }
-        let c = self.s.get(self.tl.comm(tid));
-        if c.is_empty() {
-            format!("[{tid}]")
-        } else {
-            format!("{c}[{tid}]")
-        }
+        self.tl.task_name(self.s, tid)
     }
     fn irq(&self, irq: u32) -> String {
         if irq == u32::MAX {
@@ -461,11 +453,6 @@ impl Labels<'_> {
                 self.sym(e.key),
                 e.from_cpu
             ),
-            EdgeKind::Softirq => format!(
-                "softirq {} raised on CPU{}",
-                Labels::vector(e.key),
-                e.from_cpu
-            ),
             _ => format!("{:?} on CPU{}", e.kind, e.from_cpu),
         }
     }
@@ -489,12 +476,7 @@ fn raster(r: &ExplainReport, tl: &Timeline, s: &Interner, ymax: u64) -> Raster {
         .collect();
     spans.sort_unstable_by_key(|&i| sp.start[i as usize]);
     let mut edges: Vec<u32> = (0..tl.edges.len() as u32)
-        .filter(|&i| {
-            matches!(
-                tl.edges[i as usize].kind,
-                EdgeKind::Wakeup | EdgeKind::Work | EdgeKind::Softirq
-            )
-        })
+        .filter(|&i| matches!(tl.edges[i as usize].kind, EdgeKind::Wakeup | EdgeKind::Work))
         .collect();
     edges.sort_unstable_by_key(|&i| tl.edges[i as usize].ts);
     let mut out = Raster {
@@ -568,16 +550,11 @@ fn raster(r: &ExplainReport, tl: &Timeline, s: &Interner, ymax: u64) -> Raster {
             if e.ts > b {
                 break;
             }
-            let kind = match e.kind {
-                EdgeKind::Wakeup => K_WAKEUP,
-                EdgeKind::Work => K_QUEUED,
-                _ => K_SOFTIRQ,
+            let kind = if e.kind == EdgeKind::Wakeup {
+                K_WAKEUP
+            } else {
+                K_QUEUED
             };
-            if kind == K_SOFTIRQ {
-                // The raise, not the run: drawn as a softirq mark only when it is the
-                // cycle's own start (softirq mode measures raise -> entry).
-                continue;
-            }
             add(&mut out, ci, e.ts - a, kind, &|| lab.edge(i as usize));
         }
         for l in tl.lost.iter().filter(|l| l.to >= a && l.from <= b) {
