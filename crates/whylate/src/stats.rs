@@ -2,7 +2,7 @@
 //! events were lost and which lines were not understood. One streaming pass; memory grows
 //! with distinct names, CPUs and tasks only.
 
-use crate::event::{Event, EventName, Interner, Kind};
+use crate::event::{Event, EventName, Interner, Kind, STATIC_NAMES};
 use crate::read::{self, Diag, EventSource, Merged, OpenOptions, OrderStats, ReadError};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -112,17 +112,31 @@ pub struct StatsReport {
     pub notes: Vec<String>,
 }
 
+/// Arrays this long have no derived `Default`.
+struct StaticCounts([u64; STATIC_NAMES.len()]);
+
+impl Default for StaticCounts {
+    fn default() -> Self {
+        StaticCounts([0; STATIC_NAMES.len()])
+    }
+}
+
 #[derive(Default)]
 struct Acc {
     events: u64,
     first: Option<u64>,
     last: Option<u64>,
+    /// Names fixed by the kind, indexed like [`STATIC_NAMES`]; the rest by name.
+    by_static: StaticCounts,
     by_name: FxHashMap<EventName, u64>,
     /// Indexed by CPU (dense and small); events without a CPU are counted apart.
     by_cpu: Vec<u64>,
     no_cpu: u64,
     cpu_last: Vec<Option<u64>>,
     tasks: FxHashMap<i32, (crate::event::Sym, u64)>,
+    /// Events of one thread in a row are counted here and added to `tasks` when the thread
+    /// changes: one map update per run instead of per event.
+    run: Option<(i32, crate::event::Sym, u64)>,
     names: FxHashMap<i32, crate::event::Sym>,
     last_learnt: Option<(i32, crate::event::Sym)>,
     lost: Lost,
@@ -139,7 +153,10 @@ impl Acc {
             self.first = Some(self.first.map_or(e.ts, |f| f.min(e.ts)));
             self.last = Some(self.last.map_or(e.ts, |l| l.max(e.ts)));
         }
-        *self.by_name.entry(e.name()).or_default() += 1;
+        match EventName::static_index(&e.kind) {
+            Some(i) => self.by_static.0[i] += 1,
+            None => *self.by_name.entry(e.name()).or_default() += 1,
+        }
         let cpu = (e.cpu < MAX_CPU).then_some(e.cpu as usize);
         match cpu {
             Some(c) => {
@@ -177,7 +194,14 @@ impl Acc {
             self.cpu_last[c] = Some(e.ts);
         }
         if e.tid >= 0 {
-            self.tasks.entry(e.tid).or_insert((e.comm, 0)).1 += 1;
+            match &mut self.run {
+                Some((tid, _, n)) if *tid == e.tid => *n += 1,
+                run => {
+                    if let Some((tid, comm, n)) = run.replace((e.tid, e.comm, 1)) {
+                        self.tasks.entry(tid).or_insert((comm, 0)).1 += n;
+                    }
+                }
+            }
             if self.last_learnt != Some((e.tid, e.comm)) {
                 self.last_learnt = Some((e.tid, e.comm));
                 self.learn(e.tid, e.comm, strings);
@@ -198,6 +222,13 @@ impl Acc {
                 self.learn(pid, comm, strings)
             }
             _ => {}
+        }
+    }
+
+    /// Adds the pending run of events to the per-thread counts.
+    fn flush_run(&mut self) {
+        if let Some((tid, comm, n)) = self.run.take() {
+            self.tasks.entry(tid).or_insert((comm, 0)).1 += n;
         }
     }
 
@@ -239,7 +270,7 @@ pub fn stats(paths: &[PathBuf], opts: &OpenOptions, top: usize) -> Result<StatsR
 }
 
 fn finish(
-    acc: Acc,
+    mut acc: Acc,
     sources: &[read::Input],
     paths: &[PathBuf],
     per_input: &[u64],
@@ -264,7 +295,13 @@ fn finish(
     } else {
         "mixed".to_string()
     };
+    acc.flush_run();
     let mut by_name: BTreeMap<String, u64> = BTreeMap::new();
+    for (i, n) in acc.by_static.0.iter().enumerate() {
+        if *n > 0 {
+            *by_name.entry(STATIC_NAMES[i].to_string()).or_default() += n;
+        }
+    }
     for (k, v) in &acc.by_name {
         *by_name.entry(k.render(strings)).or_default() += v;
     }

@@ -9,18 +9,58 @@ use crate::event::{
 
 /// Looks up `key=` in `b` and returns its value (to the next ` key=` or the end).
 fn field<'a>(b: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
-    let mut from = 0;
-    while let Some(off) = memchr::memmem::find(&b[from..], key) {
-        let at = from + off;
-        let vstart = at + key.len();
+    // Walk the `=` signs (a handful per event) rather than search for the key: a memmem
+    // searcher built per call cost more than the whole rest of the line.
+    for eq in memchr::memchr_iter(b'=', b) {
+        let Some(at) = eq.checked_sub(key.len()) else {
+            continue;
+        };
         let boundary_ok = at == 0 || matches!(b[at - 1], b' ' | b'\t' | b',' | b'(');
-        if boundary_ok && b.get(vstart) == Some(&b'=') {
-            let end = next_key_start(b, vstart + 1).unwrap_or(b.len());
-            return Some(trim(&b[vstart + 1..end]));
+        if boundary_ok && &b[at..eq] == key {
+            let end = next_key_start(b, eq + 1).unwrap_or(b.len());
+            return Some(trim(&b[eq + 1..end]));
         }
-        from = at + 1;
     }
     None
+}
+
+/// The first `needle` in `h`; for the short texts of one event, where a searcher's setup
+/// would dominate.
+fn find_short(h: &[u8], needle: &[u8]) -> Option<usize> {
+    let (&first, _) = needle.split_first()?;
+    let last = h.len().checked_sub(needle.len())?;
+    (0..=last).find(|&i| h[i] == first && &h[i..i + needle.len()] == needle)
+}
+
+/// A decimal (optionally negative) number at the start of `b`, and the rest.
+fn lead_int(b: &[u8]) -> Option<(i64, &[u8])> {
+    let neg = b.first() == Some(&b'-');
+    let digits = &b[neg as usize..];
+    let n = digits.iter().take_while(|c| c.is_ascii_digit()).count();
+    if n == 0 || n > 18 {
+        return None;
+    }
+    let v = parse_u64(&digits[..n])? as i64;
+    Some((if neg { -v } else { v }, &digits[n..]))
+}
+
+/// Index of the first byte of `b` that is not a space or tab. perf and ftrace right-align
+/// columns with runs of spaces, so this skips eight at a time.
+#[inline]
+pub(crate) fn skip_spaces(b: &[u8]) -> usize {
+    let mut i = 0;
+    while let Some(w) = b.get(i..i + 8) {
+        let x = u64::from_le_bytes(w.try_into().unwrap_or([0; 8])) ^ 0x2020_2020_2020_2020;
+        if x != 0 {
+            i += x.trailing_zeros() as usize / 8;
+            break;
+        }
+        i += 8;
+    }
+    while i < b.len() && (b[i] == b' ' || b[i] == b'\t') {
+        i += 1;
+    }
+    i
 }
 
 pub(crate) fn trim(mut b: &[u8]) -> &[u8] {
@@ -77,7 +117,59 @@ fn plugin_task(b: &[u8]) -> Option<(&[u8], i32, i32)> {
     Some((&who[..colon], pid, prio))
 }
 
+/// The kernel's own sched_switch format, read left to right:
+/// `prev_comm=C prev_pid=N prev_prio=N prev_state=S ==> next_comm=C next_pid=N next_prio=N`.
+/// Comms may hold spaces, so each ends at the next key. Any other layout returns None.
+fn switch_in_order(b: &[u8], s: &mut Interner) -> Option<Kind> {
+    let r = b.strip_prefix(b"prev_comm=")?;
+    let p = find_short(r, b" prev_pid=")?;
+    let prev_comm = &r[..p];
+    let (prev_pid, r) = lead_int(&r[p + 10..])?;
+    let (prev_prio, r) = lead_int(r.strip_prefix(b" prev_prio=")?)?;
+    let r = r.strip_prefix(b" prev_state=")?;
+    let sp = r.iter().position(|&c| c == b' ')?;
+    let prev_state = TaskState::parse(&r[..sp])?;
+    let r = r[sp..].strip_prefix(b" ==> next_comm=")?;
+    let p = find_short(r, b" next_pid=")?;
+    let next_comm = &r[..p];
+    let (next_pid, r) = lead_int(&r[p + 10..])?;
+    let (next_prio, r) = lead_int(r.strip_prefix(b" next_prio=")?)?;
+    if !trim(r).is_empty() {
+        return None;
+    }
+    Some(Kind::SchedSwitch {
+        prev_comm: s.intern_bytes(prev_comm),
+        prev_pid: prev_pid as i32,
+        prev_prio: prev_prio as i32,
+        prev_state,
+        next_comm: s.intern_bytes(next_comm),
+        next_pid: next_pid as i32,
+        next_prio: next_prio as i32,
+    })
+}
+
+/// The kernel's sched_waking/sched_wakeup format read left to right:
+/// `comm=C pid=N prio=N [success=1] target_cpu=N`. Any other layout returns None.
+fn wake_in_order(b: &[u8], s: &mut Interner) -> Option<(Sym, i32, i32, i32)> {
+    let r = b.strip_prefix(b"comm=")?;
+    let p = find_short(r, b" pid=")?;
+    let comm = &r[..p];
+    let (pid, r) = lead_int(&r[p + 5..])?;
+    let (prio, mut r) = lead_int(r.strip_prefix(b" prio=")?)?;
+    if let Some(x) = r.strip_prefix(b" success=") {
+        r = lead_int(x)?.1;
+    }
+    let (cpu, r) = lead_int(r.strip_prefix(b" target_cpu=")?)?;
+    if !trim(r).is_empty() {
+        return None;
+    }
+    Some((s.intern_bytes(comm), pid as i32, prio as i32, cpu as i32))
+}
+
 fn sched_switch(b: &[u8], s: &mut Interner) -> Option<Kind> {
+    if let Some(k) = switch_in_order(b, s) {
+        return Some(k);
+    }
     if let Some(pc) = field(b, b"prev_comm") {
         let prev_comm = s.intern_bytes(pc);
         let next_comm = s.intern_bytes(field(b, b"next_comm")?);
@@ -112,7 +204,9 @@ fn sched_switch(b: &[u8], s: &mut Interner) -> Option<Kind> {
 }
 
 fn wake(b: &[u8], s: &mut Interner, waking: bool, new: bool) -> Option<Kind> {
-    let (comm, pid, prio, target_cpu) = if let Some(c) = field(b, b"comm") {
+    let (comm, pid, prio, target_cpu) = if let Some(w) = wake_in_order(b, s) {
+        w
+    } else if let Some(c) = field(b, b"comm") {
         (
             s.intern_bytes(c),
             int(b, b"pid")? as i32,
@@ -171,41 +265,45 @@ fn sys_enter(b: &[u8]) -> Option<Kind> {
     let sp = rest.iter().position(|c| *c == b' ').unwrap_or(rest.len());
     let nr = parse_i64(&rest[..sp])?;
     let mut args = [0u64; 6];
-    // Hot path (a busy-polling reader makes millions of these): one pass, table-decoded.
+    // Hot path (a busy-polling reader makes millions of these): one pass over the bytes,
+    // table-decoded, `0x` prefixes and spaces allowed, exactly as many arguments as printed.
     if let Some(lp) = memchr::memchr(b'(', rest) {
-        let a = &rest[lp + 1..];
-        let mut i = 0;
         let mut k = 0;
-        loop {
-            while i < a.len() && a[i] == b' ' {
-                i += 1;
-            }
-            if a.get(i) == Some(&b')') && k == 0 {
-                break;
-            }
-            if a.get(i) == Some(&b'0') && a.get(i + 1) == Some(&b'x') {
-                i += 2;
-            }
-            let start = i;
-            let mut v: u64 = 0;
-            while i < a.len() {
-                let d = crate::event::HEX[a[i] as usize];
-                if d == 0xff {
-                    break;
-                }
+        let mut v: u64 = 0;
+        let mut digits = 0u32;
+        let mut closed = false;
+        for &c in &rest[lp + 1..] {
+            let d = crate::event::HEX[c as usize];
+            if d != 0xff {
                 v = (v << 4) | d as u64;
-                i += 1;
+                digits += 1;
+                continue;
             }
-            if i == start || i - start > 16 || k >= 6 {
-                return None;
-            }
-            args[k] = v;
-            k += 1;
-            match a.get(i) {
-                Some(b',') => i += 1,
-                Some(b')') => break,
+            match c {
+                b'x' if digits == 1 && v == 0 => digits = 0,
+                b' ' if digits == 0 => {}
+                b',' | b')' => {
+                    if c == b')' && digits == 0 && k == 0 {
+                        closed = true;
+                        break;
+                    }
+                    if digits == 0 || digits > 16 || k >= 6 {
+                        return None;
+                    }
+                    args[k] = v;
+                    k += 1;
+                    v = 0;
+                    digits = 0;
+                    if c == b')' {
+                        closed = true;
+                        break;
+                    }
+                }
                 _ => return None,
             }
+        }
+        if !closed {
+            return None;
         }
     }
     Some(Kind::SysEnter { nr, args })

@@ -36,18 +36,52 @@ pub(crate) enum StampKind {
 }
 
 /// `123.456789` → ns. Fraction of 1 to 9 digits.
+#[inline]
 pub(crate) fn parse_secs(t: &[u8]) -> Option<u64> {
-    let dot = memchr::memchr(b'.', t)?;
-    let secs = dec(&t[..dot])?;
-    let frac = &t[dot + 1..];
-    if frac.is_empty() || frac.len() > 9 {
+    // One pass, no overflow checks inside: at most 11 integer digits (u64 ns end at
+    // 18446744073 s) and 9 fraction digits cannot overflow before the final check.
+    const SCALE: [u64; 10] = [
+        1_000_000_000,
+        100_000_000,
+        10_000_000,
+        1_000_000,
+        100_000,
+        10_000,
+        1_000,
+        100,
+        10,
+        1,
+    ];
+    let mut i = 0;
+    let mut secs: u64 = 0;
+    while i < t.len() {
+        let d = t[i].wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        secs = secs * 10 + d as u64;
+        i += 1;
+        if i > 11 {
+            return None;
+        }
+    }
+    if i == 0 || t.get(i) != Some(&b'.') {
         return None;
     }
-    let mut f = dec(frac)?;
-    for _ in frac.len()..9 {
-        f *= 10;
+    let digits = t.len() - i - 1;
+    if digits == 0 || digits > 9 {
+        return None;
     }
-    secs.checked_mul(1_000_000_000)?.checked_add(f)
+    let mut f: u64 = 0;
+    for &c in &t[i + 1..] {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        f = f * 10 + d as u64;
+    }
+    secs.checked_mul(1_000_000_000)?
+        .checked_add(f * SCALE[digits])
 }
 
 /// Finds the time token: the first `:` whose preceding word is a number (`123.456:`,
@@ -568,8 +602,92 @@ fn event_at(p: &Prefix<'_>, comm: Sym, ts: u64, kind: Kind) -> Event {
     }
 }
 
+/// The standard ftrace line `comm-pid [(tgid)] [cpu] [flags] secs.frac: rest` in one
+/// right-to-left walk from the first `": "`; None sends the line to the general path.
+/// Strict on purpose: anything unusual (latency format, counter clocks, headers) fails
+/// here and is classified by [`FtraceParser::line`]'s full checks.
+fn fast(line: &[u8]) -> Option<(Prefix<'_>, u64, usize)> {
+    let mut from = 0;
+    let colon = loop {
+        let c = from + memchr::memchr(b':', &line[from..])?;
+        if line.get(c + 1) == Some(&b' ') {
+            break c;
+        }
+        from = c + 1;
+    };
+    let s = line[..colon]
+        .iter()
+        .rposition(|&c| c == b' ')
+        .map_or(0, |p| p + 1);
+    let ts = parse_secs(&line[s..colon])?;
+    let back = |mut e: usize| {
+        while e > 0 && line[e - 1] == b' ' {
+            e -= 1;
+        }
+        e
+    };
+    let mut e = back(s);
+    let mut flags = 0;
+    if e > 0 && line[e - 1] != b']' {
+        let f = line[..e].iter().rposition(|&c| c == b' ')? + 1;
+        flags = parse_flags(&line[f..e])?;
+        e = back(f);
+    }
+    if e == 0 || line[e - 1] != b']' {
+        return None;
+    }
+    let close = e - 1;
+    let open = line[..close].iter().rposition(|&c| c == b'[')? + 1;
+    let cpu = dec(&line[open..close])? as u32;
+    e = back(open - 1);
+    let mut tgid = -1;
+    if e > 0 && line[e - 1] == b')' {
+        let lp = line[..e - 1].iter().rposition(|&c| c == b'(')?;
+        let t = trim(&line[lp + 1..e - 1]);
+        if !t.iter().all(|c| *c == b'-') {
+            tgid = i32::try_from(parse_i64(t)?).ok()?;
+        }
+        e = back(lp);
+    }
+    let dash = line[..e].iter().rposition(|&c| c == b'-')?;
+    let pid = i32::try_from(parse_i64(&line[dash + 1..e])?).ok()?;
+    let start = super::body::skip_spaces(line);
+    // Lines the general path classifies by their start (comments, stack lines, headers)
+    // stay with it even if they hold a stamp.
+    if start > dash {
+        return None;
+    }
+    let head = &line[start..];
+    let special = match head[0] {
+        b'#' | b'[' => true,
+        b'=' => head.starts_with(b"=>"),
+        b'c' => head.starts_with(b"cpus="),
+        b'v' => head.starts_with(b"version = "),
+        b'C' => head.starts_with(b"CPU"),
+        _ => false,
+    };
+    if special {
+        return None;
+    }
+    Some((
+        Prefix {
+            comm: trim(&line[start..dash]),
+            pid,
+            tgid,
+            cpu: Some(cpu),
+            flags,
+        },
+        ts,
+        colon + 1,
+    ))
+}
+
 impl LineParser for FtraceParser {
     fn line(&mut self, line: &[u8], cx: &mut Cx<'_>) {
+        if let Some((p, ts, after)) = fast(line) {
+            self.in_stack = false;
+            return self.event(line, p, ts, after, cx);
+        }
         if line.is_empty() {
             return;
         }
@@ -639,8 +757,20 @@ impl LineParser for FtraceParser {
             StampKind::RelativeUs => cx.diag.relative_time = true,
             StampKind::Seconds => {}
         }
+        self.event(line, p, st.ts, st.after, cx);
+    }
+
+    fn finish(&mut self, cx: &mut Cx<'_>) {
+        let ts = self.last_ts;
+        self.flush_lost(ts, cx);
+    }
+}
+
+impl FtraceParser {
+    /// Everything after the time: `rest` starts at `line[after]`.
+    fn event(&mut self, line: &[u8], p: Prefix<'_>, ts: u64, after: usize, cx: &mut Cx<'_>) {
         let comm = cx.strings.intern_bytes(p.comm);
-        let rest = &line[st.after..];
+        let rest = &line[after..];
         if trim(rest) == b"<stack trace>" {
             self.in_stack = true;
             cx.diag.continuation_lines += 1;
@@ -652,8 +782,8 @@ impl LineParser for FtraceParser {
             if let Some(kinds) =
                 super::funcgraph::report_graph_body(&restt[colon + 1..], cx.strings)
             {
-                self.flush_lost(st.ts, cx);
-                self.last_ts = st.ts;
+                self.flush_lost(ts, cx);
+                self.last_ts = ts;
                 let n = kinds.len();
                 for (i, kind) in kinds.into_iter().enumerate() {
                     // A leaf's exit comes `duration` after its entry.
@@ -664,8 +794,8 @@ impl LineParser for FtraceParser {
                                 ..
                             },
                             true,
-                        ) => st.ts + d,
-                        _ => st.ts,
+                        ) => ts + d,
+                        _ => ts,
                     };
                     cx.out.push_back(event_at(&p, comm, ts, kind));
                 }
@@ -680,14 +810,9 @@ impl LineParser for FtraceParser {
             );
             return;
         };
-        self.flush_lost(st.ts, cx);
-        self.last_ts = st.ts;
-        cx.out.push_back(event_at(&p, comm, st.ts, kind));
-    }
-
-    fn finish(&mut self, cx: &mut Cx<'_>) {
-        let ts = self.last_ts;
         self.flush_lost(ts, cx);
+        self.last_ts = ts;
+        cx.out.push_back(event_at(&p, comm, ts, kind));
     }
 }
 

@@ -8,7 +8,7 @@
 //! The comm is unpadded with callchains, and may hold spaces; the pid is the last word before
 //! `[cpu]` (or before the time when the cpu column is off).
 
-use super::body::{dec, trim};
+use super::body::{dec, skip_spaces, trim};
 use super::ftrace::{find_stamp, typed_or_other, StampKind};
 use super::{Cx, LineParser};
 use crate::event::{parse_i64, Event, Kind};
@@ -33,11 +33,12 @@ fn fast(line: &[u8]) -> Option<(Head<'_>, u64, &[u8])> {
         }
         from = c + 1;
     };
-    // time token
-    let mut s = colon;
-    while s > 0 && line[s - 1] != b' ' {
-        s -= 1;
-    }
+    // time token. These spans are a few bytes: an iterator scan (no bounds checks) beats
+    // memchr's dispatch and setup.
+    let s = line[..colon]
+        .iter()
+        .rposition(|&c| c == b' ')
+        .map_or(0, |p| p + 1);
     let ts = super::ftrace::parse_secs(&line[s..colon])?;
     // `[cpu]`
     let mut e = s;
@@ -47,13 +48,7 @@ fn fast(line: &[u8]) -> Option<(Head<'_>, u64, &[u8])> {
     let mut cpu = None;
     if e > 0 && line[e - 1] == b']' {
         let close = e - 1;
-        let mut o = close;
-        while o > 0 && line[o - 1] != b'[' {
-            o -= 1;
-        }
-        if o == 0 {
-            return None;
-        }
+        let o = line[..close].iter().rposition(|&c| c == b'[')? + 1;
         cpu = Some(dec(&line[o..close])? as u32);
         e = o - 1;
         while e > 0 && line[e - 1] == b' ' {
@@ -61,20 +56,21 @@ fn fast(line: &[u8]) -> Option<(Head<'_>, u64, &[u8])> {
         }
     }
     // pid[/tid]
-    let mut ps = e;
-    while ps > 0 && line[ps - 1] != b' ' {
-        ps -= 1;
-    }
+    let ps = line[..e]
+        .iter()
+        .rposition(|&c| c == b' ')
+        .map_or(0, |p| p + 1);
     let ids = &line[ps..e];
-    let (pid, tid) = match ids.iter().position(|c| *c == b'/') {
+    let slash = ids.iter().position(|&c| c == b'/');
+    let (pid, tid) = match slash {
         Some(p) => (parse_i64(&ids[..p])?, parse_i64(&ids[p + 1..])?),
         None => {
             let v = parse_i64(ids)?;
             (v, v)
         }
     };
-    let comm = trim(&line[..ps]);
-    if comm.is_empty() {
+    let comm = trim(&line[skip_spaces(line)..ps]);
+    if comm.is_empty() || comm[0] == b'#' {
         return None;
     }
     Some((
@@ -82,7 +78,7 @@ fn fast(line: &[u8]) -> Option<(Head<'_>, u64, &[u8])> {
             comm,
             pid: pid as i32,
             tid: tid as i32,
-            has_tgid: ids.contains(&b'/'),
+            has_tgid: slash.is_some(),
             cpu,
         },
         ts,
@@ -127,20 +123,28 @@ pub(crate) fn probe(line: &[u8]) -> bool {
 }
 
 /// The event name after the time (skipping an optional period) and the text after it.
+#[inline]
 fn event_word(rest: &[u8]) -> Option<(&[u8], &[u8])> {
-    let mut r = trim(rest);
+    let mut r = rest;
     loop {
-        let end = r
-            .iter()
-            .position(|c| *c == b' ' || *c == b'\t')
-            .unwrap_or(r.len());
+        let mut i = 0;
+        while i < r.len() && (r[i] == b' ' || r[i] == b'\t') {
+            i += 1;
+        }
+        r = &r[i..];
+        // memchr's vector scan beats a byte loop over names as long as
+        // `raw_syscalls:sys_enter:`.
+        let end = match memchr::memchr2(b' ', b'\t', r) {
+            Some(e) => e,
+            None => r.len(),
+        };
         let w = &r[..end];
-        if w.len() > 1 && w.ends_with(b":") {
+        if w.len() > 1 && w[w.len() - 1] == b':' {
             return Some((&w[..w.len() - 1], trim(&r[end..])));
         }
         if !w.is_empty() && w.iter().all(|c| c.is_ascii_digit()) {
             // sample period
-            r = trim(&r[end..]);
+            r = &r[end..];
             continue;
         }
         return None;
@@ -149,7 +153,13 @@ fn event_word(rest: &[u8]) -> Option<(&[u8], &[u8])> {
 
 /// perf modifiers (`cycles:u`, `cpu-clock:ppp`) are not a `system:name` split.
 fn is_modifier(s: &[u8]) -> bool {
-    !s.is_empty() && s.iter().all(|c| b"ukhHGpPSDIW".contains(c))
+    !s.is_empty()
+        && s.iter().all(|c| {
+            matches!(
+                c,
+                b'u' | b'k' | b'h' | b'H' | b'G' | b'p' | b'P' | b'S' | b'D' | b'I' | b'W'
+            )
+        })
 }
 
 pub(crate) struct PerfScriptParser {
@@ -166,6 +176,10 @@ impl PerfScriptParser {
 
 impl LineParser for PerfScriptParser {
     fn line(&mut self, line: &[u8], cx: &mut Cx<'_>) {
+        // Nearly every line is a sample: try the one-pass parse before classifying.
+        if let Some((h, ts, after)) = fast(line) {
+            return self.sample(h, ts, after, line, cx);
+        }
         let t = trim(line);
         if t.is_empty() {
             self.in_callchain = false;
@@ -188,24 +202,24 @@ impl LineParser for PerfScriptParser {
             }
             return;
         }
-        let (h, ts, after) = match fast(line) {
-            Some(x) => x,
-            None => {
-                let Some(st) = find_stamp(line).filter(|s| s.kind == StampKind::Seconds) else {
-                    cx.diag.skipped_lines += 1;
-                    return;
-                };
-                let Some(h) = head(&line[..st.start]) else {
-                    cx.diag.bad(
-                        cx.lineno,
-                        line,
-                        "expected `comm pid[/tid] [cpu]` before the timestamp",
-                    );
-                    return;
-                };
-                (h, st.ts, &line[st.after..])
-            }
+        let Some(st) = find_stamp(line).filter(|s| s.kind == StampKind::Seconds) else {
+            cx.diag.skipped_lines += 1;
+            return;
         };
+        let Some(h) = head(&line[..st.start]) else {
+            cx.diag.bad(
+                cx.lineno,
+                line,
+                "expected `comm pid[/tid] [cpu]` before the timestamp",
+            );
+            return;
+        };
+        self.sample(h, st.ts, &line[st.after..], line, cx);
+    }
+}
+
+impl PerfScriptParser {
+    fn sample(&mut self, h: Head<'_>, ts: u64, after: &[u8], line: &[u8], cx: &mut Cx<'_>) {
         let Some((name, body)) = event_word(after) else {
             cx.diag
                 .bad(cx.lineno, line, "expected `event:` after the timestamp");
