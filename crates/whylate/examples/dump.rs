@@ -1,6 +1,6 @@
 //! Prints every event a reader yields, one per line in Rust debug form, then the reader's
 //! diagnostics: `dump FILE...`. For checking that a reader change keeps its output.
-#![allow(clippy::print_stdout)]
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 use std::io::Write;
 use whylate::event::Interner;
 use whylate::read::{self, EventSource, Merged};
