@@ -22,7 +22,7 @@ fn main() {
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::new(out.lock());
     loop {
-        match merged.next_indexed(&mut strings) {
+        match merged.next_ref(&mut strings) {
             Ok(Some((i, e))) => {
                 let _ = writeln!(out, "{i} {}", resolve(&format!("{e:?}"), &strings));
             }

@@ -107,12 +107,12 @@ pub(crate) fn read_timeline(
     let mut b = Builder::new();
     let mut per_input = vec![0u64; paths.len()];
     let mut events = 0;
-    while let Some((i, e)) = merged.next_indexed(&mut strings)? {
+    while let Some((i, e)) = merged.next_ref(&mut strings)? {
         per_input[i] += 1;
         events += 1;
         crate::read::Progress::tick(&open.progress, events);
-        b.push(&e, &strings);
-        each.event(&e, &strings);
+        b.push(e, &strings);
+        each.event(e, &strings);
     }
     if let Some(p) = &open.progress {
         p.events.store(events, std::sync::atomic::Ordering::Relaxed);

@@ -253,11 +253,11 @@ pub fn stats(paths: &[PathBuf], opts: &OpenOptions, top: usize) -> Result<StatsR
     let mut acc = Acc::default();
     let mut per_input = vec![0u64; paths.len()];
     let mut n = 0u64;
-    while let Some((i, e)) = merged.next_indexed(&mut strings)? {
+    while let Some((i, e)) = merged.next_ref(&mut strings)? {
         per_input[i] += 1;
         n += 1;
         read::Progress::tick(&opts.progress, n);
-        acc.add(&e, &strings);
+        acc.add(e, &strings);
     }
     Ok(finish(
         acc,

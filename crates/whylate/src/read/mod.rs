@@ -282,6 +282,21 @@ pub trait EventSource {
     fn diag(&self) -> &Diag;
     /// Reordering that was needed so far.
     fn order(&self) -> OrderStats;
+    /// Appends the next event(s) to `out`; false at the end. Text readers parse straight
+    /// into the caller's queue, saving two copies of every event on the hot path.
+    fn fill_into(
+        &mut self,
+        strings: &mut Interner,
+        out: &mut VecDeque<Event>,
+    ) -> Result<bool, ReadError> {
+        match self.next_event(strings)? {
+            Some(e) => {
+                out.push_back(e);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
 }
 
 /// How far the input was from time order.
@@ -350,8 +365,28 @@ impl TextReader {
             if let Some(e) = self.pending.pop_front() {
                 return Ok(Some(e));
             }
-            if self.done {
+            let mut pending = std::mem::take(&mut self.pending);
+            let more = self.fill(strings, &mut pending);
+            self.pending = pending;
+            if !more? && self.pending.is_empty() {
                 return Ok(None);
+            }
+        }
+    }
+
+    /// Parses lines until one adds an event to `out` or the input ends (false).
+    fn fill(
+        &mut self,
+        strings: &mut Interner,
+        out: &mut VecDeque<Event>,
+    ) -> Result<bool, ReadError> {
+        let before = out.len();
+        loop {
+            if out.len() > before {
+                return Ok(true);
+            }
+            if self.done {
+                return Ok(false);
             }
             let lineno = self.lines.line_number() + 1;
             let line = match self.lines.next_line() {
@@ -381,7 +416,7 @@ impl TextReader {
             };
             let mut cx = Cx {
                 strings,
-                out: &mut self.pending,
+                out: &mut *out,
                 diag: &mut self.diag,
                 lineno,
             };
@@ -464,7 +499,7 @@ impl Read for Counted {
 
 /// Default reorder window. Text tools already print in time order; what is left is
 /// small skew (trappy's unsorted sample, hand-merged captures). 4096 events (about 400 KB)
-/// stay in L2 cache; a larger window measurably slows the hot path. `--window` raises it.
+/// stay in L2 cache; a larger window measurably slows the hot path. `--reorder` raises it.
 pub const DEFAULT_WINDOW: usize = 1 << 12;
 
 /// Reorder window for perf.data: a perf round can hold tens of thousands of events.
@@ -500,6 +535,8 @@ fn decompress(path: &Path, f: Box<dyn Read>) -> io::Result<(Box<dyn Read>, Compr
 pub struct Input {
     kind: InputKind,
     compression: Compression,
+    /// The event [`Input::next_ref`] lends for readers without a queue of their own.
+    slot: Option<Event>,
 }
 
 enum InputKind {
@@ -565,6 +602,20 @@ impl Input {
         match &self.kind {
             InputKind::Dat(d) => Some(d.info()),
             _ => None,
+        }
+    }
+}
+
+impl Input {
+    /// The next event, lent (see [`Sorted::next_ref`]).
+    pub fn next_ref(&mut self, strings: &mut Interner) -> Result<Option<&Event>, ReadError> {
+        match &mut self.kind {
+            InputKind::Text(t) => t.next_ref(strings),
+            InputKind::Perf(d) => d.next_ref(strings),
+            InputKind::Dat(d) => {
+                self.slot = d.next_decoded(strings)?;
+                Ok(self.slot.as_ref())
+            }
         }
     }
 }
@@ -664,7 +715,11 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
                 opts.window.max(PERF_WINDOW),
             )))
         };
-        return Ok(Input { kind, compression });
+        return Ok(Input {
+            kind,
+            compression,
+            slot: None,
+        });
     }
     let format = match opts.format {
         Some(f) => f,
@@ -708,6 +763,7 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
             },
         ))),
         compression,
+        slot: None,
     })
 }
 
@@ -803,6 +859,10 @@ pub fn sniff(head: &[u8]) -> Option<Format> {
 pub struct Sorted<R> {
     inner: R,
     queue: VecDeque<Event>,
+    /// Events too late for their place, to go out before the queue.
+    late: VecDeque<Event>,
+    /// Which queue's front [`Sorted::next_ref`] lent out (released on the next call).
+    lent: Option<Lent>,
     window: usize,
     last_out: Option<u64>,
     order: OrderStats,
@@ -822,6 +882,8 @@ impl<R: EventSource> Sorted<R> {
         Sorted {
             inner,
             queue: VecDeque::new(),
+            late: VecDeque::new(),
+            lent: None,
             window: window.max(1),
             last_out: None,
             order: OrderStats {
@@ -833,27 +895,89 @@ impl<R: EventSource> Sorted<R> {
     }
 }
 
+impl<R: EventSource> Sorted<R> {
+    /// Puts the events `fill_into` appended from index `from` on in time order, with the
+    /// same rules as one event at a time: one no earlier than its predecessor stays; an
+    /// earlier one moves back to its place (after equal stamps, so ties keep input order),
+    /// unless its place was already emitted, in which case it goes out next, as it came.
+    fn settle(&mut self, from: usize) {
+        let mut i = from.max(1);
+        while i < self.queue.len() {
+            let ts = self.queue[i].ts;
+            if ts >= self.queue[i - 1].ts {
+                i += 1;
+                continue;
+            }
+            let Some(e) = self.queue.remove(i) else { break };
+            if self.last_out.is_some_and(|l| ts < l) {
+                self.order.unsorted += 1;
+                self.late.push_back(e);
+                continue;
+            }
+            self.order.reordered += 1;
+            // The events before `i` are in order: binary search among them.
+            let (mut lo, mut hi) = (0, i);
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                if self.queue[mid].ts <= ts {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            self.queue.insert(lo, e);
+            i += 1;
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Lent {
+    Queue,
+    Late,
+}
+
+impl<R: EventSource> Sorted<R> {
+    /// Drops the event lent by the last [`Sorted::next_ref`], then reads until the window
+    /// is full or something is due.
+    fn advance(&mut self, strings: &mut Interner) -> Result<(), ReadError> {
+        match self.lent.take() {
+            Some(Lent::Queue) => drop(self.queue.pop_front()),
+            Some(Lent::Late) => drop(self.late.pop_front()),
+            None => {}
+        }
+        while self.late.is_empty() && !self.eof && self.queue.len() <= self.window {
+            let before = self.queue.len();
+            if !self.inner.fill_into(strings, &mut self.queue)? {
+                self.eof = true;
+            }
+            self.settle(before);
+        }
+        Ok(())
+    }
+
+    /// The next event in time order, lent from the queue: the hot consumers read it in
+    /// place instead of moving it out through every layer.
+    pub fn next_ref(&mut self, strings: &mut Interner) -> Result<Option<&Event>, ReadError> {
+        self.advance(strings)?;
+        if !self.late.is_empty() {
+            self.lent = Some(Lent::Late);
+            return Ok(self.late.front());
+        }
+        let Some(ts) = self.queue.front().map(|e| e.ts) else {
+            return Ok(None);
+        };
+        self.last_out = Some(ts);
+        self.lent = Some(Lent::Queue);
+        Ok(self.queue.front())
+    }
+}
+
 impl<R: EventSource> EventSource for Sorted<R> {
     fn next_event(&mut self, strings: &mut Interner) -> Result<Option<Event>, ReadError> {
-        while !self.eof && self.queue.len() <= self.window {
-            match self.inner.next_event(strings)? {
-                Some(e) => {
-                    let newest = self.queue.back().map_or(0, |b| b.ts);
-                    if e.ts >= newest {
-                        self.queue.push_back(e);
-                    } else if self.last_out.is_some_and(|l| e.ts < l) {
-                        // Its place was already emitted: pass it on now.
-                        self.order.unsorted += 1;
-                        return Ok(Some(e));
-                    } else {
-                        self.order.reordered += 1;
-                        // After equal stamps, so ties keep input order.
-                        let at = self.queue.partition_point(|q| q.ts <= e.ts);
-                        self.queue.insert(at, e);
-                    }
-                }
-                None => self.eof = true,
-            }
+        self.advance(strings)?;
+        if let Some(e) = self.late.pop_front() {
+            return Ok(Some(e));
         }
         Ok(self.queue.pop_front().inspect(|e| {
             self.last_out = Some(e.ts);
@@ -871,6 +995,17 @@ impl EventSource for TextReader {
     fn next_event(&mut self, strings: &mut Interner) -> Result<Option<Event>, ReadError> {
         self.raw_next(strings)
     }
+    fn fill_into(
+        &mut self,
+        strings: &mut Interner,
+        out: &mut VecDeque<Event>,
+    ) -> Result<bool, ReadError> {
+        if !self.pending.is_empty() {
+            out.extend(self.pending.drain(..));
+            return Ok(true);
+        }
+        self.fill(strings, out)
+    }
     fn diag(&self) -> &Diag {
         &self.diag
     }
@@ -884,6 +1019,8 @@ pub struct Merged<S> {
     sources: Vec<S>,
     heads: Vec<Option<Event>>,
     primed: bool,
+    /// The event [`Merged::next_ref`] lends when it merges several inputs.
+    slot: Option<(usize, Event)>,
 }
 
 impl<S: EventSource> Merged<S> {
@@ -894,6 +1031,7 @@ impl<S: EventSource> Merged<S> {
             sources,
             heads: (0..n).map(|_| None).collect(),
             primed: false,
+            slot: None,
         }
     }
     /// The merged sources.
@@ -928,6 +1066,21 @@ impl<S: EventSource> Merged<S> {
         let e = self.heads[i].take();
         self.heads[i] = self.sources[i].next_event(strings)?;
         Ok(e.map(|e| (i, e)))
+    }
+}
+
+impl Merged<Input> {
+    /// Like [`Merged::next_indexed`], but the event is lent: with one input (the usual case)
+    /// it is read where the reader's queue holds it, never copied.
+    pub fn next_ref(
+        &mut self,
+        strings: &mut Interner,
+    ) -> Result<Option<(usize, &Event)>, ReadError> {
+        if self.sources.len() == 1 {
+            return Ok(self.sources[0].next_ref(strings)?.map(|e| (0, e)));
+        }
+        self.slot = self.next_indexed(strings)?;
+        Ok(self.slot.as_ref().map(|(i, e)| (*i, e)))
     }
 }
 
