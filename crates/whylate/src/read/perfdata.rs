@@ -162,18 +162,18 @@ impl PerfData {
         if self.attr_syms.len() != self.attr_names.len() {
             self.seed(s);
         }
-        let path = self.path.clone();
-        let err = |e: linux_perf_data::Error| ReadError::Corrupt {
-            path: path.clone(),
-            offset: 0,
-            why: format!("perf.data record: {e}"),
-        };
         loop {
+            // The error is built only when there is one: cloning the path per call showed
+            // up as an allocation per event.
             let Some(rec) = self
                 .rd
                 .record_iter
                 .next_record(&mut self.rd.perf_file)
-                .map_err(err)?
+                .map_err(|e| ReadError::Corrupt {
+                    path: self.path.clone(),
+                    offset: 0,
+                    why: format!("perf.data record: {e}"),
+                })?
             else {
                 return Ok(None);
             };
