@@ -592,6 +592,79 @@ pub(crate) fn dec(b: &[u8]) -> Option<u64> {
 mod tests {
     use super::*;
 
+    /// The in-order readers are shortcuts: for the kernel's layouts they must give what
+    /// the key lookup gives.
+    #[test]
+    fn in_order_switch_and_wake_match_the_key_lookup() {
+        let switches = [
+            "prev_comm=kworker/u8:2 prev_pid=4510 prev_prio=120 prev_state=I ==> next_comm=frobdev next_pid=7832 next_prio=120",
+            "prev_comm=Web Content prev_pid=2711 prev_prio=120 prev_state=R+ ==> next_comm=swapper/3 next_pid=0 next_prio=-51",
+            "prev_comm=a prev_pid=1 prev_prio=120 prev_state=D|K ==> next_comm= next_pid=2 next_prio=120",
+        ];
+        for b in switches {
+            let mut s1 = Interner::new();
+            let mut s2 = Interner::new();
+            let fast = switch_in_order(b.as_bytes(), &mut s1).expect(b);
+            let pc = s2.intern_bytes(field(b.as_bytes(), b"prev_comm").unwrap());
+            let nc = s2.intern_bytes(field(b.as_bytes(), b"next_comm").unwrap());
+            let Kind::SchedSwitch {
+                prev_comm,
+                prev_pid,
+                prev_prio,
+                prev_state,
+                next_comm,
+                next_pid,
+                next_prio,
+            } = fast
+            else {
+                panic!("{b}")
+            };
+            assert_eq!(s1.get(prev_comm), s2.get(pc), "{b}");
+            assert_eq!(s1.get(next_comm), s2.get(nc), "{b}");
+            assert_eq!(Some(prev_pid as i64), int(b.as_bytes(), b"prev_pid"));
+            assert_eq!(Some(prev_prio as i64), int(b.as_bytes(), b"prev_prio"));
+            assert_eq!(Some(next_pid as i64), int(b.as_bytes(), b"next_pid"));
+            assert_eq!(Some(next_prio as i64), int(b.as_bytes(), b"next_prio"));
+            let st = field(b.as_bytes(), b"prev_state").unwrap();
+            let st = TaskState::parse(st.split(|c| *c == b' ').next().unwrap()).unwrap();
+            assert_eq!(prev_state, st, "{b}");
+        }
+        for b in [
+            "comm=frobdev pid=7832 prio=120 target_cpu=000",
+            "comm=Web Content pid=2711 prio=120 success=1 target_cpu=003",
+        ] {
+            let mut s1 = Interner::new();
+            let (c, pid, prio, cpu) = wake_in_order(b.as_bytes(), &mut s1).expect(b);
+            assert_eq!(s1.get(c).as_bytes(), field(b.as_bytes(), b"comm").unwrap());
+            assert_eq!(Some(pid as i64), int(b.as_bytes(), b"pid"));
+            assert_eq!(Some(prio as i64), int(b.as_bytes(), b"prio"));
+            assert_eq!(Some(cpu as i64), int(b.as_bytes(), b"target_cpu"));
+        }
+        // Other layouts are left to the key lookup.
+        let mut s = Interner::new();
+        for b in [
+            "prev_comm=a prev_pid=1 prev_prio=120 prev_state=1 next_comm=b next_pid=2 next_prio=120",
+            "a:1 [120] S ==> b:2 [120]",
+            "prev_comm=a prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=b next_pid=2 next_prio=120 extra=1",
+        ] {
+            assert!(switch_in_order(b.as_bytes(), &mut s).is_none(), "{b}");
+            assert!(sched_switch(b.as_bytes(), &mut s).is_some(), "{b}");
+        }
+        assert!(wake_in_order(b"pid=1 comm=a prio=1 target_cpu=0", &mut s).is_none());
+    }
+
+    #[test]
+    fn field_finds_keys_at_boundaries_only() {
+        let b = b"xpid=9 comm=a b pid=3 (irq=4) ,vec=2";
+        // `xpid` is not `pid`: the key must start the text or follow a separator.
+        assert_eq!(int(b, b"pid"), Some(3));
+        assert_eq!(field(b, b"comm"), Some(&b"a b"[..]));
+        assert!(field(b, b"irq").is_some_and(|v| v.starts_with(b"4")));
+        assert_eq!(int(b, b"vec"), Some(2));
+        assert_eq!(field(b, b"nope"), None);
+        assert_eq!(field(b"=1 a=2", b"a"), Some(&b"2"[..]));
+    }
+
     fn k(name: &str, body: &str) -> (Kind, Interner) {
         let mut s = Interner::new();
         let kind = parse_body(name.as_bytes(), body.as_bytes(), &mut s).expect(body);

@@ -822,6 +822,70 @@ mod tests {
     use crate::read::Diag;
     use std::collections::VecDeque;
 
+    #[test]
+    fn parse_secs_edges() {
+        assert_eq!(parse_secs(b"0.5"), Some(500_000_000));
+        assert_eq!(parse_secs(b"36612.318705"), Some(36_612_318_705_000));
+        assert_eq!(parse_secs(b"155.726554299"), Some(155_726_554_299));
+        assert_eq!(parse_secs(b"18446744073.709551615"), Some(u64::MAX));
+        assert_eq!(parse_secs(b"18446744073.709551616"), None);
+        assert_eq!(parse_secs(b"123456789012.0"), None);
+        for bad in [
+            &b""[..],
+            b"12",
+            b"12.",
+            b".5",
+            b"1.2345678901",
+            b"1.2x",
+            b"a.1",
+            b"1..2",
+        ] {
+            assert_eq!(parse_secs(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    /// The one-pass walk must read a line exactly as the general path does, and leave
+    /// every line it is not sure of to it.
+    #[test]
+    fn fast_path_agrees_with_the_general_path() {
+        let lines = [
+            "          <idle>-0       [001] d.h2. 36612.318705: irq_handler_entry: irq=1 name=x",
+            "    kworker/u8:2-4510    [000] d..4. 36612.318705: sched_wakeup: comm=a pid=1",
+            "     Web Content-2711  ( 2650) [003] d..3 26186.336716: sched_switch: x",
+            "  Binder:2030_3-2053  (-------) [002] .... 93115.013234: print: y",
+            "            bash-123   [000]    12.5: foo: bar",
+            "  <...>-6462 [006] dNs1 14372.743619: hrtimer_cancel: hrtimer=0x1",
+            "  a b-c-77 [010] D..1. 1.000000001: e: f",
+        ];
+        for l in lines {
+            let (p, ts, after) = fast(l.as_bytes()).expect(l);
+            let st = find_stamp(l.as_bytes()).expect(l);
+            let g = parse_prefix(&l.as_bytes()[..st.start]).expect(l);
+            assert_eq!((ts, after), (st.ts, st.after), "{l}");
+            assert_eq!(
+                (p.comm, p.pid, p.tgid, p.cpu, p.flags),
+                (g.comm, g.pid, g.tgid, g.cpu, g.flags),
+                "{l}"
+            );
+        }
+        let general_only = [
+            "# tracer: nop",
+            "#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION",
+            "  <idle>-0       0d.h2  259us+: irq_handler_entry: irq=1",
+            "  <idle>-0 [001] 123456789: sched_switch: counter clock",
+            " => __schedule+0x1/0x2 bash-1 [000] 1.5: x: y",
+            "cpus=4 bash-1 [000] 1.5: x: y",
+            "version = 6 bash-1 [000] 1.5: x: y",
+            "CPU:3 [LOST 812 EVENTS]",
+            "##### CPU 2 buffer started ####",
+            "bash-1 [000 1.5: x: y",
+            "bash [000] 1.5: x: y",
+        ];
+        for l in general_only {
+            assert!(fast(l.as_bytes()).is_none(), "{l}");
+        }
+    }
+
     fn run(text: &str) -> (Vec<Event>, Diag, Interner) {
         let mut s = Interner::new();
         let mut out = VecDeque::new();

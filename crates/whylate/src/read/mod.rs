@@ -1141,6 +1141,144 @@ mod tests {
         assert_eq!(s.order().unsorted, 0);
     }
 
+    /// Hands out its stamps `batch` at a time through `fill_into`, like a text line that
+    /// makes several events.
+    struct Batches(Vec<u64>, usize, Diag, i32);
+    impl EventSource for Batches {
+        fn next_event(&mut self, _: &mut Interner) -> Result<Option<Event>, ReadError> {
+            Ok(None)
+        }
+        fn diag(&self) -> &Diag {
+            &self.2
+        }
+        fn order(&self) -> OrderStats {
+            OrderStats::default()
+        }
+        fn fill_into(
+            &mut self,
+            _: &mut Interner,
+            out: &mut VecDeque<Event>,
+        ) -> Result<bool, ReadError> {
+            if self.0.is_empty() {
+                return Ok(false);
+            }
+            let n = self.1.min(self.0.len());
+            for ts in self.0.drain(..n) {
+                let mut e = Event::lost(ts, 0, None);
+                // The input position, so the order of equal stamps is visible.
+                e.tid = self.3;
+                self.3 += 1;
+                out.push_back(e);
+            }
+            Ok(true)
+        }
+    }
+
+    /// The reorder rules written plainly, one event at a time: the model `Sorted` is
+    /// checked against.
+    fn reference_sort(input: &[u64], window: usize) -> (Vec<(u64, i32)>, OrderStats) {
+        let mut order = OrderStats {
+            window,
+            ..Default::default()
+        };
+        let mut queue: Vec<(u64, i32)> = vec![];
+        let mut out = vec![];
+        let mut last_out: Option<u64> = None;
+        let mut it = input.iter().copied().zip(0..);
+        loop {
+            let mut late = None;
+            while late.is_none() && queue.len() <= window {
+                let Some((ts, i)) = it.next() else { break };
+                match queue.last() {
+                    Some(&(newest, _)) if ts < newest => {
+                        if last_out.is_some_and(|l| ts < l) {
+                            order.unsorted += 1;
+                            late = Some((ts, i));
+                        } else {
+                            order.reordered += 1;
+                            let at = queue.partition_point(|q| q.0 <= ts);
+                            queue.insert(at, (ts, i));
+                        }
+                    }
+                    _ => queue.push((ts, i)),
+                }
+            }
+            if let Some(e) = late {
+                out.push(e);
+                continue;
+            }
+            if queue.is_empty() {
+                return (out, order);
+            }
+            let e = queue.remove(0);
+            last_out = Some(e.0);
+            out.push(e);
+        }
+    }
+
+    #[test]
+    fn batched_fill_settles_like_one_at_a_time() {
+        // Pseudo-random stamps with local disorder and many ties, some too late for a
+        // small window.
+        let mut x = 12345u64;
+        let stamps: Vec<u64> = (0..3000u64)
+            .map(|i| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (i / 3) * 10 + (x >> 60) * 4
+            })
+            .collect();
+        for window in [1, 3, 16, 4096] {
+            let (want, want_order) = reference_sort(&stamps, window);
+            let mut one = Sorted::new(Vecsrc(stamps.clone(), Diag::default()), window);
+            let want_ts: Vec<u64> = want.iter().map(|e| e.0).collect();
+            assert_eq!(drain(&mut one), want_ts, "window {window}");
+            assert_eq!(one.order(), want_order, "window {window}");
+            for batch in [1, 2, 5] {
+                let mut b = Sorted::new(Batches(stamps.clone(), batch, Diag::default(), 0), window);
+                let mut i = Interner::new();
+                let mut got = vec![];
+                // Lent and moved-out reads mixed: both release the event they handed out.
+                loop {
+                    if got.len() % 3 == 0 {
+                        match b.next_event(&mut i).unwrap() {
+                            Some(e) => got.push((e.ts, e.tid)),
+                            None => break,
+                        }
+                    } else {
+                        match b.next_ref(&mut i).unwrap() {
+                            Some(e) => got.push((e.ts, e.tid)),
+                            None => break,
+                        }
+                    }
+                }
+                assert_eq!(got.len(), stamps.len(), "window {window} batch {batch}");
+                let mut sorted = got.clone();
+                sorted.sort();
+                let mut all: Vec<(u64, i32)> = stamps.iter().copied().zip(0..).collect();
+                all.sort();
+                assert_eq!(
+                    sorted, all,
+                    "every event once, window {window} batch {batch}"
+                );
+                if batch == 1 {
+                    assert_eq!(got, want, "window {window}");
+                    assert_eq!(b.order(), want_order, "window {window}");
+                }
+                let inversions = got.windows(2).filter(|w| w[1].0 < w[0].0).count() as u64;
+                assert!(
+                    inversions <= b.order().unsorted,
+                    "window {window} batch {batch}"
+                );
+                if window == 4096 {
+                    assert_eq!(inversions, 0);
+                    assert_eq!(b.order().unsorted, 0);
+                }
+            }
+        }
+    }
+
     #[test]
     fn merge_interleaves() {
         let mut m = Merged::new(vec![
