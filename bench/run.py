@@ -183,7 +183,7 @@ def main():
     for name, n, size, t_w, t_cat, peer, rss in rows:
         mb = size / 1e6
         vs_cat = f"{t_w / t_cat:.1f}x" if t_cat else "-"
-        vs_peer = f"{peer[0]} {peer[1]:.2f}s = {peer[1] / t_w:.1f}x slower" if peer else "-"
+        vs_peer = f"{peer[0]} {peer[1]:.2f}s (whylate {peer[1] / t_w:.1f}x faster)" if peer else "-"
         print(f"{name:<24} {n:>10} {mb:>8.0f} {t_w:>10.3f} {mb / t_w:>7.0f} {vs_cat:>7} {vs_peer:>22} {rss / 1024:>8.1f}MB")
     print()
     print(f"{'latency (all measures)':<24} {'events':>10} {'stats s':>8} {'latency s':>10} {'ratio':>6} "
