@@ -602,11 +602,9 @@ fn event_at(p: &Prefix<'_>, comm: Sym, ts: u64, kind: Kind) -> Event {
     }
 }
 
-/// The standard ftrace line `comm-pid [(tgid)] [cpu] [flags] secs.frac: rest` in one
-/// right-to-left walk from the first `": "`; None sends the line to the general path.
-/// Strict on purpose: anything unusual (latency format, counter clocks, headers) fails
-/// here and is classified by [`FtraceParser::line`]'s full checks.
-fn fast(line: &[u8]) -> Option<(Prefix<'_>, u64, usize)> {
+/// The fast paths' stamp: the first `": "`, preceded by a `secs.frac` word. Returns the
+/// word's start, the colon's index and the time; None if that word is not such a time.
+pub(crate) fn secs_stamp(line: &[u8]) -> Option<(usize, usize, u64)> {
     let mut from = 0;
     let colon = loop {
         let c = from + memchr::memchr(b':', &line[from..])?;
@@ -615,11 +613,20 @@ fn fast(line: &[u8]) -> Option<(Prefix<'_>, u64, usize)> {
         }
         from = c + 1;
     };
+    // A few bytes: an iterator scan (no bounds checks) beats memchr's dispatch and setup.
     let s = line[..colon]
         .iter()
         .rposition(|&c| c == b' ')
         .map_or(0, |p| p + 1);
-    let ts = parse_secs(&line[s..colon])?;
+    Some((s, colon, parse_secs(&line[s..colon])?))
+}
+
+/// The standard ftrace line `comm-pid [(tgid)] [cpu] [flags] secs.frac: rest` in one
+/// right-to-left walk from the first `": "`; None sends the line to the general path.
+/// Strict on purpose: anything unusual (latency format, counter clocks, headers) fails
+/// here and is classified by [`FtraceParser::line`]'s full checks.
+fn fast(line: &[u8]) -> Option<(Prefix<'_>, u64, usize)> {
+    let (s, colon, ts) = secs_stamp(line)?;
     let back = |mut e: usize| {
         while e > 0 && line[e - 1] == b' ' {
             e -= 1;

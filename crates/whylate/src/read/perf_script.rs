@@ -25,21 +25,7 @@ struct Head<'a> {
 /// Fast path for the common sample line `comm pid[/tid] [cpu] secs.frac: [period] ev: body`,
 /// in one right-to-left walk from the first `": "`. None means "use the general path".
 fn fast(line: &[u8]) -> Option<(Head<'_>, u64, &[u8])> {
-    let mut from = 0;
-    let colon = loop {
-        let c = from + memchr::memchr(b':', &line[from..])?;
-        if line.get(c + 1) == Some(&b' ') {
-            break c;
-        }
-        from = c + 1;
-    };
-    // time token. These spans are a few bytes: an iterator scan (no bounds checks) beats
-    // memchr's dispatch and setup.
-    let s = line[..colon]
-        .iter()
-        .rposition(|&c| c == b' ')
-        .map_or(0, |p| p + 1);
-    let ts = super::ftrace::parse_secs(&line[s..colon])?;
+    let (s, colon, ts) = super::ftrace::secs_stamp(line)?;
     // `[cpu]`
     let mut e = s;
     while e > 0 && line[e - 1] == b' ' {
