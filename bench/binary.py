@@ -5,7 +5,8 @@ Workload: two `dd bs=1` copies, one per CPU: every byte is a read() and a write(
 four raw_syscalls events, plus the scheduler events around them.
 
 1. perf.data of >= --events tracepoint samples (perf record -a): time whylate reading it
-   (events decoded, one core) against `perf script` printing it.
+   (events decoded, one core) against `perf script` printing it; also the generic
+   (linux-perf-data) path the fast in-place one replaced.
 2. trace.dat recorded with `whylate record` (>= --events events): events/s recorded and
    events lost at the default buffer.
 3. Recorder CPU time: `whylate record --duration D` and `perf record -a -- sleep D` while
@@ -76,6 +77,7 @@ def main():
         t_script, _ = best(["perf", "script", "-i", pdata], repeat=2)
         t_read, out = best([SPEED, pdata], stdout=None)
         n_perf = int(out.split()[0])
+        t_generic, _ = best([SPEED, pdata, "--perf-generic"], stdout=None)
         t_stats, _ = best([WHYLATE, "stats", pdata])
         # 2. whylate record
         dat = os.path.join(work, "t.dat")
@@ -113,6 +115,7 @@ def main():
     print(f"  perf script            {t_script:8.3f} s")
     print(f"  whylate read (decode)  {t_read:8.3f} s  = {t_read / t_script:.3f}x perf script "
           f"({n_perf / t_read / 1e6:.1f} M events/s)")
+    print(f"  (linux-perf-data path) {t_generic:8.3f} s  = {t_generic / t_script:.3f}x perf script")
     print(f"  whylate stats          {t_stats:8.3f} s  = {t_stats / t_script:.3f}x perf script")
     print(f"whylate record, {r['events']} events in {r['duration_ns'] / 1e9:.2f} s: "
           f"{rate / 1e6:.2f} M events/s, {r['lost']} lost (buffer {r['cpus'] and 'default'})")

@@ -387,6 +387,33 @@ raw_syscalls:sys_exit,syscalls:sys_enter_write,syscalls:sys_exit_write";
     };
     let (mut va, mut vb) = (all(&mut bin), all(&mut txt));
     assert_eq!(va.len(), vb.len(), "both readers yield every event");
+    // The in-place path over the mapped file and linux-perf-data's record iterator (with
+    // its round sorter and a reorder window) yield the same events in the same order.
+    {
+        use whylate::read::perfdata::PerfData;
+        let open = |generic: bool| {
+            let f = std::fs::File::open(&data).unwrap();
+            let w = whylate::read::PERF_WINDOW;
+            match generic {
+                false => PerfData::open(&data, f, w).unwrap(),
+                true => PerfData::open_generic(&data, f, w).unwrap(),
+            }
+        };
+        let (mut fast, mut generic) = (open(false), open(true));
+        assert!(fast.is_fast(), "perf record -a output takes the fast path");
+        let mut n = 0;
+        loop {
+            let a = fast.next_decoded(&mut strings).unwrap();
+            let b = generic.next_decoded(&mut strings).unwrap();
+            assert_eq!(a, b, "perf.data event {n}: fast path vs linux-perf-data");
+            if a.is_none() {
+                break;
+            }
+            n += 1;
+        }
+        assert_eq!(n, va.len());
+        assert_eq!(fast.order().reordered, generic.order().reordered);
+    }
     let (ua, ub) = (bin.order().unsorted, txt.order().unsorted);
     if ua + ub > 0 {
         // perf's round sorting (in the file, or in perf script under load) can let an

@@ -1,33 +1,49 @@
-//! Reader throughput on one core, for bench/binary.py: `read_speed FILE [--raw]`.
+//! Reader throughput on one core, for bench/binary.py: `read_speed FILE [--raw|--perf-generic]`.
 //! Prints `events bytes seconds`. `--raw` (trace.dat only) walks the records without
-//! decoding them into events: the container and page-parsing cost alone.
+//! decoding them into events: the container and page-parsing cost alone. `--perf-generic`
+//! (perf.data only) reads through linux-perf-data's record iterator instead of the
+//! in-place path, for the comparison.
 #![allow(clippy::print_stdout)]
 use std::time::Instant;
 use whylate::event::Interner;
-use whylate::read::{self, tracedat, EventSource};
+use whylate::read::{self, perfdata::PerfData, tracedat};
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let path = std::path::PathBuf::from(args.next().expect("usage: read_speed FILE [--raw]"));
-    let raw = args.next().as_deref() == Some("--raw");
+    let path = std::path::PathBuf::from(
+        args.next()
+            .expect("usage: read_speed FILE [--raw|--perf-generic]"),
+    );
+    let flag = args.next();
     let t = Instant::now();
     let mut n = 0u64;
-    let bytes = if raw {
-        let f = std::fs::File::open(&path).expect("open");
-        let mut d = tracedat::TraceDat::open(&path, f).expect("a trace.dat");
-        while let Some(r) = d.next_raw().expect("read") {
-            if let tracedat::Raw::Record { data, .. } = r {
-                n += data.len().min(1) as u64;
+    let mut s = Interner::new();
+    let bytes = match flag.as_deref() {
+        Some("--raw") => {
+            let f = std::fs::File::open(&path).expect("open");
+            let mut d = tracedat::TraceDat::open(&path, f).expect("a trace.dat");
+            while let Some(r) = d.next_raw().expect("read") {
+                if let tracedat::Raw::Record { data, .. } = r {
+                    n += data.len().min(1) as u64;
+                }
             }
+            d.data_bytes()
         }
-        d.data_bytes()
-    } else {
-        let mut src = read::open(&path, &Default::default()).expect("open");
-        let mut s = Interner::new();
-        while src.next_event(&mut s).expect("read").is_some() {
-            n += 1;
+        Some("--perf-generic") => {
+            let f = std::fs::File::open(&path).expect("open");
+            let mut d = PerfData::open_generic(&path, f, read::PERF_WINDOW).expect("a perf.data");
+            while d.next_ref(&mut s).expect("read").is_some() {
+                n += 1;
+            }
+            d.bytes()
         }
-        std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0)
+        _ => {
+            let mut src = read::open(&path, &Default::default()).expect("open");
+            while src.next_ref(&mut s).expect("read").is_some() {
+                n += 1;
+            }
+            std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0)
+        }
     };
     println!("{n} {bytes} {:.6}", t.elapsed().as_secs_f64());
 }

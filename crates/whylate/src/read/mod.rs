@@ -542,7 +542,7 @@ pub struct Input {
 enum InputKind {
     Text(Box<Sorted<TextReader>>),
     Dat(Box<tracedat::TraceDat>),
-    Perf(Box<Sorted<perfdata::PerfData>>),
+    Perf(Box<perfdata::PerfData>),
 }
 
 impl EventSource for tracedat::TraceDat {
@@ -554,18 +554,6 @@ impl EventSource for tracedat::TraceDat {
     }
     fn order(&self) -> OrderStats {
         tracedat::TraceDat::order(self)
-    }
-}
-
-impl EventSource for perfdata::PerfData {
-    fn next_event(&mut self, strings: &mut Interner) -> Result<Option<Event>, ReadError> {
-        self.next_decoded(strings)
-    }
-    fn diag(&self) -> &Diag {
-        perfdata::PerfData::diag(self)
-    }
-    fn order(&self) -> OrderStats {
-        perfdata::PerfData::order(self)
     }
 }
 
@@ -587,7 +575,7 @@ impl Input {
         match &self.kind {
             InputKind::Text(t) => t.reader().bytes_read(),
             InputKind::Dat(d) => d.bytes(),
-            InputKind::Perf(d) => d.inner.bytes(),
+            InputKind::Perf(d) => d.bytes(),
         }
     }
     /// whylate's record-time snapshot, when the input carries one.
@@ -625,7 +613,7 @@ impl EventSource for Input {
         match &mut self.kind {
             InputKind::Text(t) => t.next_event(strings),
             InputKind::Dat(d) => d.next_decoded(strings),
-            InputKind::Perf(d) => d.next_event(strings),
+            InputKind::Perf(d) => d.next_decoded(strings),
         }
     }
     fn diag(&self) -> &Diag {
@@ -710,10 +698,11 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
         let kind = if dat {
             InputKind::Dat(Box::new(tracedat::TraceDat::open(path, file)?))
         } else {
-            InputKind::Perf(Box::new(Sorted::new(
-                perfdata::PerfData::open(path, file)?,
+            InputKind::Perf(Box::new(perfdata::PerfData::open(
+                path,
+                file,
                 opts.window.max(PERF_WINDOW),
-            )))
+            )?))
         };
         return Ok(Input {
             kind,

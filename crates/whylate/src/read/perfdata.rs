@@ -1,13 +1,22 @@
-//! `perf.data` read natively: the container (attrs, ids, records, FINISHED_ROUND ordering,
-//! `-z` compressed records) through `linux-perf-data`; tracepoint payloads (the RAW sample
-//! field, an ftrace record) through the same format code as trace.dat, with the formats
-//! from the file's TRACING_DATA section.
+//! `perf.data` read natively. Tracepoint payloads (the RAW sample field, an ftrace record)
+//! go through the same format code as trace.dat, with the formats from the file's
+//! TRACING_DATA section.
+//!
+//! Two ways through the data section:
+//! - **Fast** (the usual little-endian, uncompressed file of one sample layout): the file
+//!   is mapped, each round between FINISHED_ROUND records is scanned for (time, offset)
+//!   pairs only, sorted the way perf's ordered-events queue sorts them, and each sample is
+//!   decoded once, in place, when it is due. No record is copied.
+//! - **Generic** (`-z` compressed records, big-endian files, READ values before RAW, mixed
+//!   layouts, simpleperf): `linux-perf-data`'s record iterator and round sorter, behind a
+//!   reorder window. It is also the reference the fast path is tested against.
 
 use super::tep::{self, Decoder, Formats};
-use super::{Diag, ReadError};
+use super::{Diag, EventSource, OrderCheck, OrderStats, ReadError, Sorted};
 use crate::event::{Event, Interner, Kind, Sym};
-use linux_perf_data::linux_perf_event_reader::EventRecord;
+use linux_perf_data::linux_perf_event_reader::{Endianness, EventRecord};
 use linux_perf_data::{Feature, PerfFileReader, PerfFileRecord};
+use rustc_hash::FxHashMap;
 use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
@@ -32,25 +41,153 @@ pub struct PerfInfo {
 
 type Reader = PerfFileReader<BufReader<File>>;
 
-/// Reads a perf.data file.
+// perf header feature bits whose contents linux-perf-data parses at open or on our asking.
+const F_CMDLINE: usize = 11;
+const F_EVENT_DESC: usize = 12;
+
+/// linux-perf-data trusts the sizes and counts in the header and in the sections it parses
+/// (a corrupt one makes it allocate terabytes, which aborts, or divide by zero): check
+/// everything it will read against the file first. Errors carry the byte offset.
+fn check_layout(file: &File, flen: u64) -> Result<(), (u64, String)> {
+    use std::os::unix::fs::FileExt;
+    let mut h = [0u8; 104];
+    file.read_exact_at(&mut h, 0).map_err(|_| {
+        (
+            0,
+            format!("{flen} bytes: shorter than a perf.data header (104)"),
+        )
+    })?;
+    let be = h.starts_with(b"2ELIFREP");
+    let rd = |b: &[u8], o: usize, n: usize| uint(b, o, n, be);
+    let r64 = |o: usize| rd(&h, o, 8).unwrap_or(0);
+    if r64(8) != 104 {
+        return Err((8, format!("header size {}, expected 104", r64(8))));
+    }
+    let attr_size = r64(16);
+    if !(64..=4096).contains(&attr_size) {
+        return Err((16, format!("attr size {attr_size}, expected 64..4096")));
+    }
+    let section = |at: usize, what: &str| -> Result<(u64, u64), (u64, String)> {
+        let (off, size) = (r64(at), r64(at + 8));
+        match off.checked_add(size) {
+            Some(end) if end <= flen => Ok((off, size)),
+            _ => Err((
+                at as u64,
+                format!(
+                    "the {what} section ends at byte {} but the file has {flen} bytes: the file is cut short (perf.data keeps its event formats after the data, so a cut file cannot be decoded)",
+                    off as u128 + size as u128
+                ),
+            )),
+        }
+    };
+    section(24, "attrs")?;
+    let (doff, dsize) = section(40, "data")?;
+    section(56, "event types")?;
+    // The feature table follows the data: one (offset, size) per bit set, in bit order.
+    let mut table = doff + dsize;
+    for bit in 0..256 {
+        if h[72 + bit / 8] & (1 << (bit % 8)) == 0 {
+            continue;
+        }
+        let mut e = [0u8; 16];
+        file.read_exact_at(&mut e, table).map_err(|_| {
+            (
+                table,
+                "the feature table is cut short (the file ends inside it)".to_string(),
+            )
+        })?;
+        let (off, size) = (rd(&e, 0, 8).unwrap_or(0), rd(&e, 8, 8).unwrap_or(0));
+        if off.checked_add(size).is_none_or(|end| end > flen) {
+            return Err((
+                table,
+                format!("feature {bit}'s section ({size} bytes at {off}) runs past the end of the file ({flen} bytes)"),
+            ));
+        }
+        if bit == F_CMDLINE || bit == F_EVENT_DESC {
+            let mut b = vec![0u8; size as usize];
+            file.read_exact_at(&mut b, off)
+                .map_err(|e| (off, format!("feature {bit}: {e}")))?;
+            let ok = match bit {
+                F_CMDLINE => rd(&b, 0, 4).is_some_and(|n| n <= size / 4),
+                _ => event_desc_fits(&b, be),
+            };
+            if !ok {
+                return Err((
+                    off,
+                    format!("feature {bit}'s counts do not fit its {size} bytes"),
+                ));
+            }
+        }
+        table += 16;
+    }
+    Ok(())
+}
+
+/// The `n`-byte unsigned integer at `o`, in the file's byte order.
+fn uint(b: &[u8], o: usize, n: usize, be: bool) -> Option<u64> {
+    let b = b.get(o..o.checked_add(n)?)?;
+    let mut v = 0u64;
+    for i in 0..n {
+        v = v << 8 | b[if be { i } else { n - 1 - i }] as u64;
+    }
+    Some(v)
+}
+
+/// HEADER_EVENT_DESC: nr, attr_size, then per attr: attr, nr_ids, string (len + bytes), ids.
+fn event_desc_fits(b: &[u8], be: bool) -> bool {
+    let rd = |b: &[u8], o: usize, n: usize| uint(b, o, n, be);
+    let walk = || -> Option<()> {
+        let nr = rd(b, 0, 4)?;
+        let attr_size = rd(b, 4, 4)? as usize;
+        if attr_size < 64 {
+            return None;
+        }
+        let mut p = 8usize;
+        for _ in 0..nr {
+            p = p.checked_add(attr_size)?;
+            let ids = rd(b, p, 4)? as usize;
+            let len = rd(b, p + 4, 4)? as usize;
+            p = p.checked_add(8 + len)?.checked_add(ids.checked_mul(8)?)?;
+            if p > b.len() {
+                return None;
+            }
+        }
+        Some(())
+    };
+    walk().is_some()
+}
+
+/// Reads a perf.data file: events in perf's own (round-sorted) time order.
 pub struct PerfData {
     path: PathBuf,
-    rd: Reader,
-    fmts: Formats,
-    decoder: Decoder,
-    /// Per attr index: the attr's name as a symbol (for non-tracepoint samples).
-    attr_names: Vec<Option<String>>,
-    attr_syms: Vec<Sym>,
-    comms: super::comms::Comms,
-    diag: Diag,
     info: PerfInfo,
     bytes: u64,
-    order: super::OrderCheck,
+    mode: Mode,
+}
+
+enum Mode {
+    Fast(Box<Fast>),
+    Generic(Box<Sorted<Generic>>),
 }
 
 impl PerfData {
-    /// Opens `path`.
-    pub fn open(path: &Path, file: File) -> Result<PerfData, ReadError> {
+    /// Opens `path`; `window` is the reorder window of the generic path.
+    pub fn open(path: &Path, file: File, window: usize) -> Result<PerfData, ReadError> {
+        Self::open_with(path, file, window, true)
+    }
+
+    /// Opens `path` through `linux-perf-data` only, whatever the layout: the reference the
+    /// fast path is checked against.
+    pub fn open_generic(path: &Path, file: File, window: usize) -> Result<PerfData, ReadError> {
+        Self::open_with(path, file, window, false)
+    }
+
+    fn open_with(
+        path: &Path,
+        file: File,
+        window: usize,
+        allow_fast: bool,
+    ) -> Result<PerfData, ReadError> {
         let err = |why: String| ReadError::Corrupt {
             path: path.to_path_buf(),
             offset: 0,
@@ -74,6 +211,19 @@ impl PerfData {
                 "a pipe-mode perf.data (perf record -o -): convert it with `perf inject -i FILE -o FILE2` and read FILE2".into(),
             ));
         }
+        check_layout(&file, bytes).map_err(|(offset, why)| ReadError::Corrupt {
+            path: path.to_path_buf(),
+            offset,
+            why,
+        })?;
+        // SAFETY: the map is read-only and private to this reader. Another process
+        // truncating the file under us would fault (SIGBUS), as it would for perf itself,
+        // which maps perf.data the same way; a trace being analysed is not being rewritten.
+        let map = if allow_fast {
+            unsafe { memmap2::Mmap::map(&file) }.ok()
+        } else {
+            None
+        };
         let rd = PerfFileReader::parse_file(BufReader::with_capacity(1 << 20, file))
             .map_err(|e| err(format!("not a readable perf.data: {e}")))?;
         let pf = &rd.perf_file;
@@ -103,22 +253,36 @@ impl PerfData {
         // was recorded on this kernel (function pointers in workqueue and timer events).
         let here = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
         if fmts.kallsyms.is_empty() && info.os_release.as_deref() == Some(here.trim()) {
-            if let Ok(k) = std::fs::read("/proc/kallsyms") {
-                fmts.load_kallsyms(&k);
-            }
+            fmts.load_this_machines_kallsyms();
         }
-        Ok(PerfData {
-            path: path.to_path_buf(),
-            rd,
+        let smp = Samples {
             fmts,
             decoder: Decoder::new(),
             attr_names,
             attr_syms: Vec::new(),
             comms: super::comms::Comms::new(cmdlines, Vec::new()),
             diag: Diag::default(),
+            order: OrderCheck::default(),
+        };
+        let mode = match map.and_then(|m| Fast::new(&rd, m, window)) {
+            Some(mut f) => {
+                f.smp = smp;
+                Mode::Fast(Box::new(f))
+            }
+            None => Mode::Generic(Box::new(Sorted::new(
+                Generic {
+                    path: path.to_path_buf(),
+                    rd,
+                    smp,
+                },
+                window,
+            ))),
+        };
+        Ok(PerfData {
+            path: path.to_path_buf(),
             info,
             bytes,
-            order: super::OrderCheck::default(),
+            mode,
         })
     }
 
@@ -128,7 +292,7 @@ impl PerfData {
     }
     /// The event formats from TRACING_DATA.
     pub fn formats(&self) -> &Formats {
-        &self.fmts
+        &self.samples().fmts
     }
     /// File size.
     pub fn bytes(&self) -> u64 {
@@ -138,30 +302,152 @@ impl PerfData {
     pub fn path(&self) -> &Path {
         &self.path
     }
+    /// True when the data section is read by the in-place fast path.
+    pub fn is_fast(&self) -> bool {
+        matches!(self.mode, Mode::Fast(_))
+    }
+    fn samples(&self) -> &Samples {
+        match &self.mode {
+            Mode::Fast(f) => &f.smp,
+            Mode::Generic(g) => &g.inner.smp,
+        }
+    }
     /// What the reader noticed.
     pub fn diag(&self) -> &Diag {
-        &self.diag
+        &self.samples().diag
     }
-
-    /// Events that came earlier than one before them (a skewed clock between CPUs).
-    pub fn order(&self) -> super::OrderStats {
-        self.order.stats
+    /// How far the events were from time order: the fast path emits perf's own order and
+    /// counts what still came early; the generic one is behind a reorder window.
+    pub fn order(&self) -> OrderStats {
+        match &self.mode {
+            Mode::Fast(f) => OrderStats {
+                reordered: f.reordered,
+                unsorted: f.smp.order.stats.unsorted,
+                window: f.window,
+            },
+            Mode::Generic(g) => g.order(),
+        }
     }
-
-    fn seed(&mut self, s: &mut Interner) {
-        self.attr_syms = self
-            .attr_names
-            .iter()
-            .map(|n| s.intern(n.as_deref().unwrap_or("sample")))
-            .collect();
+    /// The next event in time order, lent.
+    pub fn next_ref(&mut self, s: &mut Interner) -> Result<Option<&Event>, ReadError> {
+        match &mut self.mode {
+            Mode::Fast(f) => Ok(f.next_ref(s)),
+            Mode::Generic(g) => g.next_ref(s),
+        }
     }
-
-    /// Next event in time order.
+    /// The next event in time order.
     pub fn next_decoded(&mut self, s: &mut Interner) -> Result<Option<Event>, ReadError> {
+        match &mut self.mode {
+            Mode::Fast(f) => {
+                let more = f.next_ref(s).is_some();
+                Ok(if more { f.slot.take() } else { None })
+            }
+            Mode::Generic(g) => g.next_event(s),
+        }
+    }
+}
+
+impl EventSource for PerfData {
+    fn next_event(&mut self, strings: &mut Interner) -> Result<Option<Event>, ReadError> {
+        self.next_decoded(strings)
+    }
+    fn diag(&self) -> &Diag {
+        PerfData::diag(self)
+    }
+    fn order(&self) -> OrderStats {
+        PerfData::order(self)
+    }
+}
+
+/// What turns one sample into an event, for both ways through the file.
+struct Samples {
+    fmts: Formats,
+    decoder: Decoder,
+    /// Per attr index: the attr's name (for non-tracepoint samples), and as a symbol.
+    attr_names: Vec<Option<String>>,
+    attr_syms: Vec<Sym>,
+    comms: super::comms::Comms,
+    diag: Diag,
+    order: OrderCheck,
+}
+
+impl Samples {
+    #[inline]
+    fn seed(&mut self, s: &mut Interner) {
         self.comms.seed(s);
         if self.attr_syms.len() != self.attr_names.len() {
-            self.seed(s);
+            self.attr_syms = self
+                .attr_names
+                .iter()
+                .map(|n| s.intern(n.as_deref().unwrap_or("sample")))
+                .collect();
         }
+    }
+
+    /// The event of one sample: its RAW payload decoded by the format its id names, or an
+    /// `Other` named after its attr. None (counted) when the payload does not decode.
+    #[allow(clippy::too_many_arguments)]
+    fn event(
+        &mut self,
+        s: &mut Interner,
+        ts: u64,
+        cpu: u32,
+        tid: i32,
+        tgid: i32,
+        raw: Option<&[u8]>,
+        attr: impl FnOnce() -> Option<usize>,
+    ) -> Option<Event> {
+        let (kind, flags) = match raw {
+            Some(data) if !self.fmts.is_empty() => {
+                let Some(c) = tep::common(data, self.fmts.endian) else {
+                    self.diag.unparsed += 1;
+                    return None;
+                };
+                let Some(fmt) = self.fmts.get(c.id) else {
+                    self.diag.bad(
+                        0,
+                        format!("sample at {ts} ns has event id {}", c.id).as_bytes(),
+                        "an event id with no format in TRACING_DATA",
+                    );
+                    return None;
+                };
+                (self.decoder.decode(&self.fmts, fmt, data, s), c.flags)
+            }
+            _ => (
+                Kind::Other {
+                    name: attr()
+                        .and_then(|i| self.attr_syms.get(i).copied())
+                        .unwrap_or(Sym::EMPTY),
+                    fields: "".into(),
+                },
+                0,
+            ),
+        };
+        self.comms.learn(&kind);
+        let comm = self.comms.get(tid);
+        self.order.see(ts);
+        Some(Event {
+            ts,
+            cpu,
+            tid,
+            tgid,
+            comm,
+            flags,
+            kind,
+        })
+    }
+}
+
+/// The data section through `linux-perf-data` (copies each record; sorts rounds itself).
+struct Generic {
+    path: PathBuf,
+    rd: Reader,
+    smp: Samples,
+}
+
+impl EventSource for Generic {
+    fn next_event(&mut self, s: &mut Interner) -> Result<Option<Event>, ReadError> {
+        self.smp.seed(s);
         loop {
             // The error is built only when there is one: cloning the path per call showed
             // up as an allocation per event.
@@ -180,71 +466,615 @@ impl PerfData {
             let PerfFileRecord::EventRecord { attr_index, record } = rec else {
                 continue;
             };
-            let parsed = match record.parse() {
-                Ok(p) => p,
-                Err(_) => {
-                    self.diag.unparsed += 1;
-                    continue;
-                }
+            let Ok(parsed) = record.parse() else {
+                self.smp.diag.unparsed += 1;
+                continue;
             };
             match parsed {
                 EventRecord::Comm(c) => {
                     let name = s.intern_bytes(&c.name.as_slice());
-                    self.comms.set(c.tid, name);
+                    self.smp.comms.set(c.tid, name);
                 }
                 EventRecord::Lost(l) => {
                     let ts = record.timestamp().unwrap_or(0);
                     return Ok(Some(Event::lost(ts, Event::NO_CPU, Some(l.count))));
                 }
                 EventRecord::Sample(smp) => {
-                    let ts = smp.timestamp.unwrap_or(0);
-                    let cpu = smp.cpu.unwrap_or(Event::NO_CPU);
-                    let tid = smp.tid.unwrap_or(-1);
-                    let tgid = smp.pid.unwrap_or(-1);
-                    let (kind, flags) = match &smp.raw {
-                        Some(raw) if !self.fmts.is_empty() => {
-                            let data = raw.as_slice();
-                            let e = self.fmts.endian;
-                            let Some(c) = tep::common(&data, e) else {
-                                self.diag.unparsed += 1;
-                                continue;
-                            };
-                            let Some(fmt) = self.fmts.get(c.id) else {
-                                self.diag.bad(
-                                    0,
-                                    format!("sample at {ts} ns has event id {}", c.id).as_bytes(),
-                                    "an event id with no format in TRACING_DATA",
-                                );
-                                continue;
-                            };
-                            (self.decoder.decode(&self.fmts, fmt, &data, s), c.flags)
-                        }
-                        _ => (
-                            Kind::Other {
-                                name: self
-                                    .attr_syms
-                                    .get(attr_index)
-                                    .copied()
-                                    .unwrap_or(Sym::EMPTY),
-                                fields: "".into(),
-                            },
-                            0,
-                        ),
-                    };
-                    self.comms.learn(&kind);
-                    let comm = self.comms.get(tid);
-                    self.order.see(ts);
-                    return Ok(Some(Event {
-                        ts,
-                        cpu,
-                        tid,
-                        tgid,
-                        comm,
-                        flags,
-                        kind,
-                    }));
+                    let raw = smp.raw.as_ref().map(|r| r.as_slice());
+                    if let Some(e) = self.smp.event(
+                        s,
+                        smp.timestamp.unwrap_or(0),
+                        smp.cpu.unwrap_or(Event::NO_CPU),
+                        smp.tid.unwrap_or(-1),
+                        smp.pid.unwrap_or(-1),
+                        raw.as_deref(),
+                        || Some(attr_index),
+                    ) {
+                        return Ok(Some(e));
+                    }
                 }
                 _ => {}
+            }
+        }
+    }
+    fn diag(&self) -> &Diag {
+        &self.smp.diag
+    }
+    fn order(&self) -> OrderStats {
+        self.smp.order.stats
+    }
+}
+
+// perf_event.h record types and sample_type bits the fast path reads.
+const REC_LOST: u32 = 2;
+const REC_COMM: u32 = 3;
+const REC_SAMPLE: u32 = 9;
+const REC_FINISHED_ROUND: u32 = 68;
+const REC_COMPRESSED: u32 = 81;
+const S_IP: u64 = 1 << 0;
+const S_TID: u64 = 1 << 1;
+const S_TIME: u64 = 1 << 2;
+const S_ADDR: u64 = 1 << 3;
+const S_READ: u64 = 1 << 4;
+const S_CALLCHAIN: u64 = 1 << 5;
+const S_ID: u64 = 1 << 6;
+const S_CPU: u64 = 1 << 7;
+const S_PERIOD: u64 = 1 << 8;
+const S_STREAM_ID: u64 = 1 << 9;
+const S_RAW: u64 = 1 << 10;
+const S_IDENTIFIER: u64 = 1 << 16;
+
+/// Where a sample's fields sit, from the attr's sample_type (offsets from the record start,
+/// header included), and where the time sits in other records' sample_id trailer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Layout {
+    id: Option<usize>,
+    tid: Option<usize>,
+    time: Option<usize>,
+    cpu: Option<usize>,
+    /// End of the fixed-size fields (CALLCHAIN and RAW follow).
+    fixed: usize,
+    callchain: bool,
+    raw: bool,
+    /// Bytes of the sample_id trailer of non-sample records (0 without sample_id_all).
+    trail: usize,
+    /// The time's offset inside that trailer.
+    trail_time: Option<usize>,
+}
+
+impl Layout {
+    /// None for layouts the fast path leaves to the generic one (READ values before RAW).
+    fn new(st: u64, id_all: bool) -> Option<Layout> {
+        if st & S_READ != 0 {
+            return None;
+        }
+        let has = |b: u64| st & b != 0;
+        let mut l = Layout {
+            id: None,
+            tid: None,
+            time: None,
+            cpu: None,
+            fixed: 8,
+            callchain: has(S_CALLCHAIN),
+            raw: has(S_RAW),
+            trail: 0,
+            trail_time: None,
+        };
+        let field = |on: bool, at: &mut Option<usize>, off: &mut usize| {
+            if on {
+                at.get_or_insert(*off);
+                *off += 8;
+            }
+        };
+        let mut off = 8;
+        let mut skip = None;
+        field(has(S_IDENTIFIER), &mut l.id, &mut off);
+        field(has(S_IP), &mut skip, &mut off);
+        field(has(S_TID), &mut l.tid, &mut off);
+        field(has(S_TIME), &mut l.time, &mut off);
+        field(has(S_ADDR), &mut skip, &mut off);
+        field(has(S_ID), &mut l.id, &mut off);
+        field(has(S_STREAM_ID), &mut skip, &mut off);
+        field(has(S_CPU), &mut l.cpu, &mut off);
+        field(has(S_PERIOD), &mut skip, &mut off);
+        l.fixed = off;
+        if id_all {
+            // struct sample_id: tid, time, id, stream_id, cpu, identifier.
+            let mut t = 0;
+            let mut skip = None;
+            field(has(S_TID), &mut skip, &mut t);
+            field(has(S_TIME), &mut l.trail_time, &mut t);
+            for b in [S_ID, S_STREAM_ID, S_CPU, S_IDENTIFIER] {
+                field(has(b), &mut skip, &mut t);
+            }
+            l.trail = t;
+        }
+        Some(l)
+    }
+}
+
+/// `held.partition_point(pred)`, searched from the back: the answer is almost always
+/// within the last round's records, and the held window is tens of thousands long.
+fn count_from_back<T>(held: &std::collections::VecDeque<T>, pred: impl Fn(&T) -> bool) -> usize {
+    let len = held.len();
+    let mut step = 1;
+    let mut hi = len;
+    // Gallop back until an element satisfies pred (or the front is reached).
+    loop {
+        let probe = len.saturating_sub(step);
+        if probe == 0 || pred(&held[probe]) {
+            let lo = probe;
+            let (mut lo, mut hi) = (lo, hi);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if pred(&held[mid]) {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            return lo;
+        }
+        hi = probe;
+        step *= 2;
+    }
+}
+
+#[inline]
+fn u32_at(d: &[u8], o: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(d.get(o..o + 4)?.try_into().ok()?))
+}
+#[inline]
+fn u64_at(d: &[u8], o: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(d.get(o..o + 8)?.try_into().ok()?))
+}
+
+/// The data section read in place from a map of the file.
+struct Fast {
+    map: memmap2::Mmap,
+    /// Next record to scan, and the end of the data section.
+    pos: usize,
+    end: usize,
+    /// One layout when every attr has the same; else one per attr (all have IDENTIFIER,
+    /// so a record's attr is found from its first or last u64).
+    lays: Vec<Layout>,
+    /// The scan can take every record's time from `lays[0]` without finding its attr.
+    scan_same: bool,
+    /// Sample id → attr index, when there are several attrs.
+    ids: FxHashMap<u64, usize>,
+    one_attr: bool,
+    /// (time, offset) of the records of the round being scanned.
+    round: Vec<(u64, usize)>,
+    /// Records scanned and not yet emitted, in time order (ties in file order).
+    held: std::collections::VecDeque<(u64, usize)>,
+    merge: Vec<(u64, usize)>,
+    /// How many of `held`'s first records may go out.
+    ready: usize,
+    /// perf's ordered-events rule: at each FINISHED_ROUND, what is no later than the
+    /// latest time seen by the round before goes out...
+    next_flush: u64,
+    max_ts: u64,
+    /// ...and the latest time perf's rule has let out: a record of a later round earlier
+    /// than this one is one perf itself would print out of order.
+    perf_last: u64,
+    /// ...so, like the generic path's window, at least this many records stay held: one
+    /// that comes after its round still finds its place.
+    window: usize,
+    reordered: u64,
+    eof: bool,
+    slot: Option<Event>,
+    smp: Samples,
+}
+
+impl Fast {
+    /// The fast path over `map`, or None when the file needs the generic one.
+    fn new(rd: &Reader, map: memmap2::Mmap, window: usize) -> Option<Fast> {
+        use linux_perf_data::linux_perf_event_reader::AttrFlags;
+        let pf = &rd.perf_file;
+        let attrs = pf.event_attributes();
+        let id_all = attrs.first()?.attr.flags.contains(AttrFlags::SAMPLE_ID_ALL);
+        let simple = pf.endian() == Endianness::LittleEndian
+            && !pf.features().has_feature(Feature::COMPRESSED)
+            && !pf.features().has_feature(Feature::SIMPLEPERF_META_INFO)
+            && attrs
+                .iter()
+                .all(|a| a.attr.flags.contains(AttrFlags::SAMPLE_ID_ALL) == id_all);
+        let mut lays = attrs
+            .iter()
+            .map(|a| Layout::new(a.attr.sample_format.bits(), id_all))
+            .collect::<Option<Vec<_>>>()?;
+        lays.dedup();
+        let mixed = lays.len() > 1;
+        let identifier = attrs
+            .iter()
+            .all(|a| a.attr.sample_format.bits() & S_IDENTIFIER != 0);
+        // Several attrs need an id in a known place: anywhere (the same layout) or first and
+        // last (IDENTIFIER, when layouts differ). perf adds a `dummy` tracking event with
+        // its own layout to every `record -a`, so the mixed case is the usual one.
+        if !simple || (mixed && !identifier) || (attrs.len() > 1 && lays[0].id.is_none()) {
+            return None;
+        }
+        if mixed {
+            lays = attrs
+                .iter()
+                .map(|a| Layout::new(a.attr.sample_format.bits(), id_all))
+                .collect::<Option<Vec<_>>>()?;
+        }
+        let scan_same = lays.iter().all(|l| {
+            (l.time, l.trail, l.trail_time) == (lays[0].time, lays[0].trail, lays[0].trail_time)
+        });
+        // perf_file_header: magic, size, attr_size, attrs {offset, size}, data {offset, size}.
+        let start = u64_at(&map, 40)? as usize;
+        let size = u64_at(&map, 48)? as usize;
+        let ids = attrs
+            .iter()
+            .enumerate()
+            .flat_map(|(i, a)| a.event_ids.iter().map(move |&id| (id, i)))
+            .collect();
+        let _ = map.advise(memmap2::Advice::Sequential);
+        Some(Fast {
+            pos: start,
+            end: start.saturating_add(size),
+            map,
+            lays,
+            scan_same,
+            ids,
+            one_attr: attrs.len() == 1,
+            round: Vec::new(),
+            held: Default::default(),
+            merge: Vec::new(),
+            ready: 0,
+            next_flush: 0,
+            max_ts: 0,
+            perf_last: 0,
+            window,
+            reordered: 0,
+            eof: false,
+            slot: None,
+            smp: Samples {
+                fmts: Formats::default(),
+                decoder: Decoder::new(),
+                attr_names: Vec::new(),
+                attr_syms: Vec::new(),
+                comms: super::comms::Comms::new(Vec::new(), Vec::new()),
+                diag: Diag::default(),
+                order: OrderCheck::default(),
+            },
+        })
+    }
+
+    /// The attr index of record `r` (a sample when `sample`): from the id in its body or,
+    /// for other records, IDENTIFIER, the last u64 of the sample_id trailer.
+    #[inline]
+    fn attr_of(&self, r: &[u8], sample: bool) -> Option<usize> {
+        if self.one_attr {
+            return Some(0);
+        }
+        let at = if sample {
+            self.lays[0].id?
+        } else {
+            r.len().checked_sub(8)?
+        };
+        self.ids.get(&u64_at(r, at)?).copied()
+    }
+
+    /// The layout of record `r`.
+    #[inline]
+    fn layout(&self, r: &[u8], sample: bool) -> Option<&Layout> {
+        match self.lays.len() {
+            1 => self.lays.first(),
+            _ => self.lays.get(self.attr_of(r, sample)?),
+        }
+    }
+
+    /// The time of record `r`: Some(None) for a record without one, None when it is too
+    /// short for its layout.
+    #[inline]
+    fn time_of(&self, r: &[u8], sample: bool) -> Option<Option<u64>> {
+        let l = if self.scan_same {
+            &self.lays[0]
+        } else {
+            self.layout(r, sample)?
+        };
+        let at = if sample {
+            l.time
+        } else {
+            l.trail_time
+                .map(|t| r.len().checked_sub(l.trail).map(|b| b + t))
+                .map(|o| o.unwrap_or(usize::MAX))
+        };
+        match at {
+            Some(o) => u64_at(r, o).map(Some),
+            None => Some(None),
+        }
+    }
+
+    /// Scans records up to the next FINISHED_ROUND (or the end) into `round`.
+    fn scan_round(&mut self) {
+        while self.pos + 8 <= self.end {
+            let off = self.pos;
+            let d = &self.map[..self.end];
+            let ty = u32_at(d, off).unwrap_or(0);
+            let size = d[off + 6] as usize | (d[off + 7] as usize) << 8;
+            if size < 8 || off + size > self.end {
+                self.smp.diag.truncated = Some(format!(
+                    "the record at byte {off} says it has {size} bytes, but the data section ends at byte {}: the rest of the file is unread",
+                    self.end
+                ));
+                self.pos = self.end;
+                break;
+            }
+            self.pos = off + size;
+            let r = &d[off..off + size];
+            match ty {
+                REC_SAMPLE | REC_COMM | REC_LOST => match self.time_of(r, ty == REC_SAMPLE) {
+                    Some(Some(ts)) => {
+                        self.max_ts = self.max_ts.max(ts);
+                        self.round.push((ts, off));
+                    }
+                    // perf delivers an untimed record as it comes: "now" in its order.
+                    Some(None) => self.round.push((self.perf_last, off)),
+                    None => self.smp.diag.bad(
+                        0,
+                        format!("record of type {ty} at byte {off}, {size} bytes").as_bytes(),
+                        "a record as long as its attr's sample_type says",
+                    ),
+                },
+                REC_FINISHED_ROUND => return self.finish_round(false),
+                REC_COMPRESSED => self.smp.diag.bad(
+                    0,
+                    format!("record at byte {off}").as_bytes(),
+                    "no compressed records in a file without the COMPRESSED feature",
+                ),
+                _ => {}
+            }
+        }
+        self.eof = true;
+        self.finish_round(true);
+    }
+
+    /// Puts the round's records in their place among those held and sets how many may go.
+    fn finish_round(&mut self, last: bool) {
+        // A round is a few sorted runs (one per CPU buffer): the stable sort merges runs.
+        // Offsets make keys unique, so equal times keep file order, as in perf.
+        self.round.sort();
+        let late = self.round.partition_point(|&(ts, _)| ts < self.perf_last);
+        self.reordered += late as u64;
+        if let Some(&first) = self.round.first() {
+            // Only the held records later than the round's first overlap it.
+            let at = count_from_back(&self.held, |&h| h < first);
+            self.merge.clear();
+            self.merge.extend(self.held.drain(at..));
+            let (mut a, mut b) = (self.merge.iter().peekable(), self.round.iter().peekable());
+            loop {
+                let next = match (a.peek(), b.peek()) {
+                    (Some(&&x), Some(&&y)) if x <= y => a.next(),
+                    (Some(_), Some(_)) | (None, Some(_)) => b.next(),
+                    (Some(_), None) => a.next(),
+                    (None, None) => break,
+                };
+                self.held.extend(next.copied());
+            }
+            self.round.clear();
+        }
+        let limit = self.next_flush;
+        self.next_flush = self.max_ts;
+        let n = count_from_back(&self.held, |&(ts, _)| ts <= limit);
+        if n > 0 {
+            self.perf_last = self.perf_last.max(self.held[n - 1].0);
+        }
+        self.ready = if last {
+            self.held.len()
+        } else {
+            n.min(self.held.len().saturating_sub(self.window))
+        };
+    }
+
+    /// The next due record decoded into the slot; None at the end.
+    fn next_ref(&mut self, s: &mut Interner) -> Option<&Event> {
+        self.smp.seed(s);
+        loop {
+            while self.ready > 0 {
+                self.ready -= 1;
+                let (ts, off) = self.held.pop_front()?;
+                if let Some(e) = self.decode(s, ts, off) {
+                    self.slot = Some(e);
+                    return self.slot.as_ref();
+                }
+            }
+            if self.eof {
+                return None;
+            }
+            self.scan_round();
+        }
+    }
+
+    /// Decodes the record at `off` (its size was checked by the scan).
+    fn decode(&mut self, s: &mut Interner, ts: u64, off: usize) -> Option<Event> {
+        let d = &self.map[..self.end];
+        let size = d[off + 6] as usize | (d[off + 7] as usize) << 8;
+        let r = &d[off..off + size];
+        match u32_at(r, 0)? {
+            REC_SAMPLE => {
+                let Some(l) = self.layout(r, true) else {
+                    self.smp.diag.bad(
+                        0,
+                        format!("sample record at byte {off}").as_bytes(),
+                        "a sample id listed in the file's attrs",
+                    );
+                    return None;
+                };
+                let (tgid, tid) = match l.tid {
+                    Some(o) => (u32_at(r, o)? as i32, u32_at(r, o + 4)? as i32),
+                    None => (-1, -1),
+                };
+                let cpu = match l.cpu {
+                    Some(o) => u32_at(r, o)?,
+                    None => Event::NO_CPU,
+                };
+                let mut p = l.fixed;
+                if l.callchain {
+                    let nr = u64_at(r, p).map(|n| n as usize);
+                    p = match nr.and_then(|n| n.checked_mul(8)) {
+                        Some(n) => p.saturating_add(8 + n),
+                        None => usize::MAX,
+                    };
+                }
+                let raw = if l.raw {
+                    let body =
+                        u32_at(r, p).and_then(|n| r.get(p + 4..(p + 4).checked_add(n as usize)?));
+                    if body.is_none() {
+                        self.smp.diag.bad(
+                            0,
+                            format!("sample record at byte {off}, {size} bytes").as_bytes(),
+                            "a RAW payload inside the sample",
+                        );
+                        return None;
+                    }
+                    body
+                } else {
+                    None
+                };
+                // Only samples without a decodable payload need their attr (for a name).
+                let (one, ids, id_at) = (self.one_attr, &self.ids, self.lays[0].id);
+                let attr = || match one {
+                    true => Some(0),
+                    false => ids.get(&u64_at(r, id_at?)?).copied(),
+                };
+                self.smp.event(s, ts, cpu, tid, tgid, raw, attr)
+            }
+            REC_COMM => {
+                let tid = u32_at(r, 12)? as i32;
+                let name = r.get(16..)?;
+                let name = &name[..memchr::memchr(0, name).unwrap_or(name.len())];
+                let name = s.intern_bytes(name);
+                self.smp.comms.set(tid, name);
+                None
+            }
+            REC_LOST => Some(Event::lost(ts, Event::NO_CPU, u64_at(r, 16))),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    /// examples/frob.perf.data.zst (a `perf record -a` on this project's VM), unpacked.
+    fn example(dir: &Path) -> (PathBuf, Vec<u8>) {
+        let zst = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/frob.perf.data.zst");
+        let f = File::open(zst).unwrap();
+        let mut d = ruzstd::decoding::StreamingDecoder::new(std::io::BufReader::new(f)).unwrap();
+        let mut bytes = Vec::new();
+        d.read_to_end(&mut bytes).unwrap();
+        let p = dir.join("frob.perf.data");
+        std::fs::write(&p, &bytes).unwrap();
+        (p, bytes)
+    }
+
+    fn tmp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("whylate-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn all(mut r: PerfData, s: &mut Interner) -> (Vec<Event>, PerfData) {
+        let mut v = Vec::new();
+        while let Ok(Some(e)) = r.next_decoded(s) {
+            v.push(e);
+        }
+        (v, r)
+    }
+
+    #[test]
+    fn fast_path_yields_what_linux_perf_data_yields() {
+        let dir = tmp("perf-fast");
+        let (p, _) = example(&dir);
+        let mut s = Interner::new();
+        let fast = PerfData::open(&p, File::open(&p).unwrap(), 1 << 16).unwrap();
+        assert!(
+            fast.is_fast(),
+            "a plain perf record -a file takes the fast path"
+        );
+        let generic = PerfData::open_generic(&p, File::open(&p).unwrap(), 1 << 16).unwrap();
+        assert!(!generic.is_fast());
+        let (a, fa) = all(fast, &mut s);
+        let (b, fb) = all(generic, &mut s);
+        assert!(a.len() > 10_000, "{}", a.len());
+        assert_eq!(a.len(), b.len());
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            assert_eq!(x, y, "event {i}");
+        }
+        assert_eq!(fa.order().reordered, fb.order().reordered);
+        assert_eq!(fa.order().unsorted, fb.order().unsorted);
+        assert_eq!(fa.diag().unparsed, 0);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// Flipped bytes in the data section: counted or cut short, never a panic, and the fast
+    /// path stops where the generic one does not understand either.
+    #[test]
+    fn corrupted_records_never_panic() {
+        let dir = tmp("perf-corrupt");
+        let (_, bytes) = example(&dir);
+        let start = u64::from_le_bytes(bytes[40..48].try_into().unwrap()) as usize;
+        let size = u64::from_le_bytes(bytes[48..56].try_into().unwrap()) as usize;
+        let p = dir.join("case");
+        let mut s = Interner::new();
+        for (k, at) in (start..start + size).step_by(size / 80).enumerate() {
+            let mut b = bytes.clone();
+            // Alternate a size field smash and a payload flip.
+            b[at] ^= if k % 2 == 0 { 0xff } else { 0x5a };
+            std::fs::write(&p, &b).unwrap();
+            for generic in [false, true] {
+                let f = File::open(&p).unwrap();
+                let r = match generic {
+                    false => PerfData::open(&p, f, 1 << 16),
+                    true => PerfData::open_generic(&p, f, 1 << 16),
+                };
+                if let Ok(r) = r {
+                    let (v, _) = all(r, &mut s);
+                    assert!(v.len() < 20_000);
+                }
+            }
+        }
+        // Cut anywhere: a clear error or a short read, never a panic.
+        for cut in (0..bytes.len()).step_by(bytes.len() / 41) {
+            std::fs::write(&p, &bytes[..cut]).unwrap();
+            match PerfData::open(&p, File::open(&p).unwrap(), 1 << 16) {
+                Ok(r) => drop(all(r, &mut s)),
+                Err(e) => assert!(!e.to_string().is_empty()),
+            }
+        }
+        // A data section that claims more than the file holds.
+        let mut b = bytes.clone();
+        b[48..56].copy_from_slice(&(bytes.len() as u64).to_le_bytes());
+        std::fs::write(&p, &b).unwrap();
+        let e = PerfData::open(&p, File::open(&p).unwrap(), 1 << 16)
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("cut short"), "{e}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn count_from_back_is_partition_point() {
+        let mut seed = 0x9e37_79b9_u64;
+        for len in 0..300usize {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let mut v: Vec<u64> = (0..len as u64).map(|i| i / 3).collect();
+            v.sort();
+            let q: std::collections::VecDeque<u64> = v.into();
+            for cut in [0, 1, (seed % 200), len as u64 / 3, u64::MAX] {
+                assert_eq!(
+                    count_from_back(&q, |&x| x < cut),
+                    q.partition_point(|&x| x < cut),
+                    "len {len} cut {cut}"
+                );
             }
         }
     }

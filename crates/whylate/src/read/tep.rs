@@ -729,7 +729,7 @@ pub struct Formats {
     /// Kernel `long` size: 4 or 8.
     pub long_size: u32,
     /// Kernel symbols (address, name), sorted by address, when the trace carries them.
-    pub kallsyms: Vec<(u64, Box<str>)>,
+    pub kallsyms: std::sync::Arc<[(u64, Box<str>)]>,
     /// Address of `_stext`, for `caller_offs`-style fields.
     pub stext: Option<u64>,
 }
@@ -793,7 +793,23 @@ impl Formats {
             v.push((addr, String::from_utf8_lossy(n).into()));
         }
         v.sort_by_key(|x| x.0);
-        self.kallsyms = v;
+        self.kallsyms = v.into();
+    }
+
+    /// Uses this machine's `/proc/kallsyms`, read once per process: the kernel takes tens
+    /// of ms to print it, and `diff` or a test opens many files.
+    pub fn load_this_machines_kallsyms(&mut self) {
+        type Syms = (std::sync::Arc<[(u64, Box<str>)]>, Option<u64>);
+        static HERE: std::sync::OnceLock<Syms> = std::sync::OnceLock::new();
+        let (k, stext) = HERE.get_or_init(|| {
+            let mut f = Formats::default();
+            if let Ok(t) = std::fs::read("/proc/kallsyms") {
+                f.load_kallsyms(&t);
+            }
+            (f.kallsyms, f.stext)
+        });
+        self.kallsyms = k.clone();
+        self.stext = self.stext.or(*stext);
     }
 
     /// The function containing `addr`, when the symbols are known and `addr` lies
