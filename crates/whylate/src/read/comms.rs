@@ -13,6 +13,8 @@ pub(crate) struct Comms {
     saved: Vec<(i32, String)>,
     tasks: Vec<crate::snapshot::Task>,
     seeded: bool,
+    /// Bumped whenever a pid's name changes, so callers may cache `get`.
+    pub generation: u64,
     unknown: Sym,
     idle: Sym,
 }
@@ -26,6 +28,7 @@ impl Comms {
             saved,
             tasks,
             seeded: false,
+            generation: 0,
             unknown: Sym::EMPTY,
             idle: Sym::EMPTY,
         }
@@ -53,7 +56,9 @@ impl Comms {
 
     /// Sets the name of `pid`.
     pub fn set(&mut self, pid: i32, comm: Sym) {
-        self.names.insert(pid, comm);
+        if self.names.insert(pid, comm) != Some(comm) {
+            self.generation += 1;
+        }
     }
 
     /// Learns the names `kind` carries; true when it named someone.
@@ -95,5 +100,28 @@ impl Comms {
     #[inline]
     pub fn tgid(&self, pid: i32) -> i32 {
         self.tgids.get(&pid).copied().unwrap_or(-1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Readers cache a pid's name per CPU while the generation stands: it must move when a
+    /// name changes (an exec seen on another CPU) and only then.
+    #[test]
+    fn generation_moves_only_when_a_name_changes() {
+        let mut s = Interner::new();
+        let mut c = Comms::new(vec![(7, "sh".into())], Vec::new());
+        c.seed(&mut s);
+        let g = c.generation;
+        c.set(7, s.intern("sh"));
+        assert_eq!(c.generation, g, "same name again");
+        c.set(7, s.intern("frob"));
+        assert!(c.generation > g, "renamed");
+        let g = c.generation;
+        c.set(8, s.intern("new"));
+        assert!(c.generation > g, "a new pid");
+        assert_eq!(s.get(c.get(7)), "frob");
     }
 }

@@ -535,8 +535,6 @@ fn decompress(path: &Path, f: Box<dyn Read>) -> io::Result<(Box<dyn Read>, Compr
 pub struct Input {
     kind: InputKind,
     compression: Compression,
-    /// The event [`Input::next_ref`] lends for readers without a queue of their own.
-    slot: Option<Event>,
 }
 
 enum InputKind {
@@ -600,10 +598,7 @@ impl Input {
         match &mut self.kind {
             InputKind::Text(t) => t.next_ref(strings),
             InputKind::Perf(d) => d.next_ref(strings),
-            InputKind::Dat(d) => {
-                self.slot = d.next_decoded(strings)?;
-                Ok(self.slot.as_ref())
-            }
+            InputKind::Dat(d) => d.next_ref(strings),
         }
     }
 }
@@ -704,11 +699,7 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
                 opts.window.max(PERF_WINDOW),
             )?))
         };
-        return Ok(Input {
-            kind,
-            compression,
-            slot: None,
-        });
+        return Ok(Input { kind, compression });
     }
     let format = match opts.format {
         Some(f) => f,
@@ -752,7 +743,6 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
             },
         ))),
         compression,
-        slot: None,
     })
 }
 

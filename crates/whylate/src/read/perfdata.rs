@@ -252,7 +252,7 @@ impl PerfData {
         // perf stores no kernel symbols; like perf script, use this machine's when the file
         // was recorded on this kernel (function pointers in workqueue and timer events).
         let here = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-        if fmts.kallsyms.is_empty() && info.os_release.as_deref() == Some(here.trim()) {
+        if !fmts.has_kallsyms() && info.os_release.as_deref() == Some(here.trim()) {
             fmts.load_this_machines_kallsyms();
         }
         let smp = Samples {

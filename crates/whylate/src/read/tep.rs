@@ -728,10 +728,48 @@ pub struct Formats {
     pub endian: Endian,
     /// Kernel `long` size: 4 or 8.
     pub long_size: u32,
-    /// Kernel symbols (address, name), sorted by address, when the trace carries them.
-    pub kallsyms: std::sync::Arc<[(u64, Box<str>)]>,
-    /// Address of `_stext`, for `caller_offs`-style fields.
-    pub stext: Option<u64>,
+    /// The trace's `/proc/kallsyms` text, parsed into `syms` on first use: most analyses
+    /// never ask for a symbol, and parsing 100k+ lines costs tens of ms.
+    kallsyms_text: Option<std::sync::Arc<[u8]>>,
+    syms: std::sync::OnceLock<Syms>,
+}
+
+/// Kernel symbols (address, name) sorted by address, and the address of `_stext` (for
+/// `caller_offs`-style fields).
+#[derive(Clone, Debug, Default)]
+struct Syms {
+    list: std::sync::Arc<[(u64, Box<str>)]>,
+    stext: Option<u64>,
+}
+
+impl Syms {
+    fn parse(text: &[u8]) -> Syms {
+        let mut v = Vec::new();
+        let mut stext = None;
+        for line in text.split(|c| *c == b'\n') {
+            let mut it = line.split(|c| *c == b' ');
+            let (Some(a), Some(t), Some(n)) = (it.next(), it.next(), it.next()) else {
+                continue;
+            };
+            let Some(addr) = crate::event::parse_hex(a) else {
+                continue;
+            };
+            // Only code: data symbols would shadow functions at equal addresses.
+            if !matches!(t, b"T" | b"t" | b"W" | b"w") || addr == 0 {
+                continue;
+            }
+            let n = n.split(|c| *c == b'\t').next().unwrap_or(n);
+            if n == b"_stext" {
+                stext = Some(addr);
+            }
+            v.push((addr, String::from_utf8_lossy(n).into()));
+        }
+        v.sort_by_key(|x| x.0);
+        Syms {
+            list: v.into(),
+            stext,
+        }
+    }
 }
 
 impl Formats {
@@ -771,59 +809,52 @@ impl Formats {
         self.list.is_empty()
     }
 
-    /// Parses `/proc/kallsyms` text (`ffffffff81000000 T _stext`).
+    /// Takes `/proc/kallsyms` text (`ffffffff81000000 T _stext`), parsed when first needed.
     pub fn load_kallsyms(&mut self, text: &[u8]) {
-        let mut v = Vec::new();
-        for line in text.split(|c| *c == b'\n') {
-            let mut it = line.split(|c| *c == b' ');
-            let (Some(a), Some(t), Some(n)) = (it.next(), it.next(), it.next()) else {
-                continue;
-            };
-            let Some(addr) = crate::event::parse_hex(a) else {
-                continue;
-            };
-            // Only code: data symbols would shadow functions at equal addresses.
-            if !matches!(t, b"T" | b"t" | b"W" | b"w") || addr == 0 {
-                continue;
-            }
-            let n = n.split(|c| *c == b'\t').next().unwrap_or(n);
-            if n == b"_stext" {
-                self.stext = Some(addr);
-            }
-            v.push((addr, String::from_utf8_lossy(n).into()));
-        }
-        v.sort_by_key(|x| x.0);
-        self.kallsyms = v.into();
+        self.kallsyms_text = Some(text.into());
+        self.syms = Default::default();
     }
 
     /// Uses this machine's `/proc/kallsyms`, read once per process: the kernel takes tens
     /// of ms to print it, and `diff` or a test opens many files.
     pub fn load_this_machines_kallsyms(&mut self) {
-        type Syms = (std::sync::Arc<[(u64, Box<str>)]>, Option<u64>);
         static HERE: std::sync::OnceLock<Syms> = std::sync::OnceLock::new();
-        let (k, stext) = HERE.get_or_init(|| {
-            let mut f = Formats::default();
-            if let Ok(t) = std::fs::read("/proc/kallsyms") {
-                f.load_kallsyms(&t);
-            }
-            (f.kallsyms, f.stext)
-        });
-        self.kallsyms = k.clone();
-        self.stext = self.stext.or(*stext);
+        let here =
+            HERE.get_or_init(|| Syms::parse(&std::fs::read("/proc/kallsyms").unwrap_or_default()));
+        self.kallsyms_text = None;
+        self.syms = here.clone().into();
+    }
+
+    /// True when the trace carries kernel code symbols (or this machine's were loaded).
+    pub fn has_kallsyms(&self) -> bool {
+        !self.syms().list.is_empty()
+    }
+
+    fn syms(&self) -> &Syms {
+        self.syms.get_or_init(|| match &self.kallsyms_text {
+            Some(t) => Syms::parse(t),
+            None => Syms::default(),
+        })
+    }
+
+    /// Address of `_stext`, when the symbols are known.
+    pub fn stext(&self) -> Option<u64> {
+        self.syms().stext
     }
 
     /// The function containing `addr`, when the symbols are known and `addr` lies
     /// within them.
     pub fn symbol(&self, addr: u64) -> Option<&str> {
-        let last = self.kallsyms.last()?.0;
+        let syms = &self.syms().list;
+        let last = syms.last()?.0;
         if addr == 0 || addr > last.saturating_add(1 << 16) {
             return None;
         }
-        let i = self.kallsyms.partition_point(|(a, _)| *a <= addr);
+        let i = syms.partition_point(|(a, _)| *a <= addr);
         if i == 0 {
             return None;
         }
-        Some(&self.kallsyms[i - 1].1)
+        Some(&syms[i - 1].1)
     }
 
     /// Renders a record's non-common fields as `name=value` pairs, as `trace-cmd report -R`.
@@ -1178,8 +1209,16 @@ impl Decoder {
                 if let Some(a) = &f[1] {
                     if let Some(b) = a.bytes(data, e) {
                         let w = (fmts.long_size as usize).max(4);
-                        for (k, slot) in args.iter_mut().enumerate() {
-                            *slot = e.uint(b, k * w, w).unwrap_or(0);
+                        if w == 8 && !e.big && b.len() >= 48 {
+                            // The usual 64-bit little-endian machine: no per-word dispatch
+                            // on size and byte order (sys_enter is the commonest event).
+                            for (slot, c) in args.iter_mut().zip(b.chunks_exact(8)) {
+                                *slot = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
+                            }
+                        } else {
+                            for (k, slot) in args.iter_mut().enumerate() {
+                                *slot = e.uint(b, k * w, w).unwrap_or(0);
+                            }
                         }
                     }
                 }
@@ -1258,7 +1297,7 @@ impl Decoder {
             },
             Plan::CallerParent(k, f) => {
                 let (k, c, p) = (*k, i(&f[0]), i(&f[1]));
-                let base = fmts.stext.unwrap_or(0);
+                let base = fmts.stext().unwrap_or(0);
                 let (caller, parent) = if base != 0 {
                     (
                         self.func(fmts, base.wrapping_add(c as u64), s),
@@ -1315,6 +1354,24 @@ impl Decoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kallsyms_parse_on_first_use() {
+        let mut f = Formats::default();
+        assert!(!f.has_kallsyms());
+        f.load_kallsyms(
+            b"ffffffff81000000 T _stext\nffffffff81001000 t do_one\tmod\nffffffff81002000 D data\nffffffff81003000 T two\n",
+        );
+        assert_eq!(f.stext(), Some(0xffffffff81000000));
+        assert_eq!(f.symbol(0xffffffff81001010), Some("do_one"));
+        // A data symbol does not shadow the function before it.
+        assert_eq!(f.symbol(0xffffffff81002010), Some("do_one"));
+        assert_eq!(f.symbol(0xffffffff81003004), Some("two"));
+        assert_eq!(f.symbol(0x1000), None);
+        assert!(f.has_kallsyms());
+        // A clone shares the parsed table.
+        assert_eq!(f.clone().symbol(0xffffffff81003000), Some("two"));
+    }
 
     const SWITCH: &str = "name: sched_switch
 ID: 316

@@ -189,8 +189,10 @@ struct CpuStream {
     /// A lost-events marker to emit before `head`: (ts, count).
     lost: Option<(u64, Option<u64>)>,
     done: bool,
-    /// (pid, comm) of this CPU's last record.
-    last_comm: (i32, Sym),
+    /// (pid, comm, tgid) of this CPU's last record, valid while the names' generation is
+    /// the one stored with it.
+    last_comm: (i32, Sym, i32),
+    comm_gen: u64,
 }
 
 /// Reads a trace.dat.
@@ -202,6 +204,10 @@ pub struct TraceDat {
     page_size: usize,
     codec: Option<Codec>,
     streams: Vec<CpuStream>,
+    /// The stream whose record was taken last, to move on at the next take.
+    stale: Option<usize>,
+    /// The event [`TraceDat::next_ref`] lends.
+    slot: Option<Event>,
     decoder: Decoder,
     comms: super::comms::Comms,
     /// Saved cmdlines until the comms are set up at the end of `open`.
@@ -247,11 +253,13 @@ const CHUNK: usize = 1 << 20;
 type Buffer = (String, Vec<(u32, u64, u64)>, u64);
 
 enum Taken {
+    /// A record at `start..end` of stream `i`'s buffer, valid until the next take.
     Record {
         ts: u64,
         cpu: u32,
         i: usize,
-        n: usize,
+        start: usize,
+        end: usize,
     },
     Lost {
         ts: u64,
@@ -330,6 +338,8 @@ impl TraceDat {
             page_size: page_size as usize,
             codec: None,
             streams: Vec::new(),
+            stale: None,
+            slot: None,
             decoder: Decoder::new(),
             comms: super::comms::Comms::new(Vec::new(), Vec::new()),
             cmdlines: Vec::new(),
@@ -520,7 +530,8 @@ impl TraceDat {
             head: None,
             lost: None,
             done: false,
-            last_comm: (-1, Sym::EMPTY),
+            last_comm: (-1, Sym::EMPTY, -1),
+            comm_gen: 0,
         });
     }
 
@@ -763,6 +774,9 @@ impl TraceDat {
     }
 
     /// Loads the next chunk of pages of stream `i`. False at the end of its data.
+    /// Never inlined: the decompressors need tens of KB of stack, which `advance`, called
+    /// once per record, would otherwise probe page by page on every call.
+    #[inline(never)]
     fn refill(&mut self, i: usize) -> Result<bool, ReadError> {
         let page = self.page_size;
         let codec = self.codec;
@@ -887,10 +901,13 @@ impl TraceDat {
         ts.wrapping_add(self.ts_offset as u64)
     }
 
-    /// Picks the stream with the earliest pending item and takes it: `Ok(Some((i, Ok(n))))`
-    /// = a record of `n` bytes now at the tail of stream `i`'s buffer; `Err(lost)` = a
-    /// lost-events marker.
+    /// Picks the stream with the earliest pending item and takes it. A taken record stays
+    /// where it is in its stream's buffer: the stream moves on (which may refill the
+    /// buffer) only at the next take, after the caller has read the record.
     fn take_next(&mut self) -> Result<Option<Taken>, ReadError> {
+        if let Some(i) = self.stale.take() {
+            self.advance(i)?;
+        }
         let mut best: Option<(u64, usize)> = None;
         for (i, s) in self.streams.iter().enumerate() {
             let t = match (s.lost, s.head) {
@@ -914,12 +931,13 @@ impl TraceDat {
             }));
         }
         let (ts, start, end) = self.streams[i].head.take().expect("head was checked");
-        self.advance_keep(i, (start, end))?;
+        self.stale = Some(i);
         Ok(Some(Taken::Record {
             ts: self.conv_ts(ts),
             cpu,
             i,
-            n: end - start,
+            start,
+            end,
         }))
     }
 
@@ -928,38 +946,18 @@ impl TraceDat {
         Ok(match self.take_next()? {
             None => None,
             Some(Taken::Lost { ts, cpu, count }) => Some(Raw::Lost { ts, cpu, count }),
-            Some(Taken::Record { ts, cpu, i, n }) => {
-                let s = &self.streams[i];
-                Some(Raw::Record {
-                    ts,
-                    cpu,
-                    data: &s.buf[s.len..s.len + n],
-                })
-            }
+            Some(Taken::Record {
+                ts,
+                cpu,
+                i,
+                start,
+                end,
+            }) => Some(Raw::Record {
+                ts,
+                cpu,
+                data: &self.streams[i].buf[start..end],
+            }),
         })
-    }
-
-    /// Advances stream `i` after copying record `r` past the end of its valid data, where
-    /// a refill cannot overwrite it before the caller has read it.
-    fn advance_keep(&mut self, i: usize, r: (usize, usize)) -> Result<(), ReadError> {
-        let mut tmp = [0u8; 512];
-        let n = r.1 - r.0;
-        let big;
-        let rec: &[u8] = if n <= tmp.len() {
-            tmp[..n].copy_from_slice(&self.streams[i].buf[r.0..r.1]);
-            &tmp[..n]
-        } else {
-            big = self.streams[i].buf[r.0..r.1].to_vec();
-            &big
-        };
-        self.advance(i)?;
-        let s = &mut self.streams[i];
-        if s.buf.len() < s.len + n {
-            s.buf.resize(s.len + n, 0);
-        }
-        let at = s.len;
-        s.buf[at..at + n].copy_from_slice(rec);
-        Ok(())
     }
 
     /// The event formats.
@@ -993,17 +991,39 @@ impl TraceDat {
 
     /// Next event, decoded.
     pub fn next_decoded(&mut self, s: &mut Interner) -> Result<Option<Event>, ReadError> {
+        Ok(match self.step(s)? {
+            true => self.slot.take(),
+            false => None,
+        })
+    }
+
+    /// Next event, decoded, lent: the hot consumers read it where it was built.
+    pub fn next_ref(&mut self, s: &mut Interner) -> Result<Option<&Event>, ReadError> {
+        Ok(match self.step(s)? {
+            true => self.slot.as_ref(),
+            false => None,
+        })
+    }
+
+    /// Decodes the next event into `slot`; false at the end.
+    fn step(&mut self, s: &mut Interner) -> Result<bool, ReadError> {
         self.comms.seed(s);
         loop {
-            let (ts, cpu, i, n) = match self.take_next()? {
-                None => return Ok(None),
+            let (ts, cpu, i, start, end) = match self.take_next()? {
+                None => return Ok(false),
                 Some(Taken::Lost { ts, cpu, count }) => {
-                    return Ok(Some(Event::lost(ts, cpu, count)))
+                    self.slot = Some(Event::lost(ts, cpu, count));
+                    return Ok(true);
                 }
-                Some(Taken::Record { ts, cpu, i, n }) => (ts, cpu, i, n),
+                Some(Taken::Record {
+                    ts,
+                    cpu,
+                    i,
+                    start,
+                    end,
+                }) => (ts, cpu, i, start, end),
             };
-            let st = &self.streams[i];
-            let data = &st.buf[st.len..st.len + n];
+            let data = &self.streams[i].buf[start..end];
             let e = self.fmts.endian;
             let Some(c) = tep::common(data, e) else {
                 self.diag.unparsed += 1;
@@ -1029,26 +1049,26 @@ impl TraceDat {
                 continue;
             };
             let kind = self.decoder.decode(&self.fmts, fmt, data, s);
-            let renamed = self.comms.learn(&kind);
+            self.comms.learn(&kind);
             let st = &mut self.streams[i];
-            // Consecutive records on a CPU are mostly the same task: skip the lookup.
-            let comm = if st.last_comm.0 == c.pid && !renamed {
-                st.last_comm.1
-            } else {
-                let sym = self.comms.get(c.pid);
-                st.last_comm = (c.pid, sym);
-                sym
-            };
+            // Consecutive records on a CPU are mostly the same task: skip the lookups
+            // unless some name changed since (any CPU's event may rename it).
+            if st.last_comm.0 != c.pid || st.comm_gen != self.comms.generation {
+                st.last_comm = (c.pid, self.comms.get(c.pid), self.comms.tgid(c.pid));
+                st.comm_gen = self.comms.generation;
+            }
+            let (_, comm, tgid) = st.last_comm;
             self.order.see(ts);
-            return Ok(Some(Event {
+            self.slot = Some(Event {
                 ts,
                 cpu,
                 tid: c.pid,
-                tgid: self.comms.tgid(c.pid),
+                tgid,
                 comm,
                 flags: c.flags,
                 kind,
-            }));
+            });
+            return Ok(true);
         }
     }
 
