@@ -470,7 +470,7 @@ pub struct Endian {
 
 impl Endian {
     /// Reads an unsigned integer of `size` (1, 2, 4, 8) bytes; None when out of range.
-    #[inline]
+    #[inline(always)]
     pub fn uint(self, d: &[u8], off: usize, size: usize) -> Option<u64> {
         // Fast path: one 8-byte load, then a shift, when 8 bytes are there to load. Fields
         // are read once or more per record; a jump on (size, order) cost ~40 instructions.
@@ -507,6 +507,25 @@ impl Endian {
     #[inline]
     pub fn u64(self, d: &[u8], off: usize) -> Option<u64> {
         self.uint(d, off, 8)
+    }
+}
+
+/// A planned field's integer value, 0 when the format lacks it. Always inlined into the
+/// decoder: as a call it cost about as much as the read itself.
+#[inline(always)]
+fn opt_int(f: &Option<Field>, data: &[u8], e: Endian) -> i64 {
+    match f {
+        Some(f) => f.int(data, e),
+        None => 0,
+    }
+}
+
+/// [`opt_int`] without sign extension.
+#[inline(always)]
+fn opt_uint(f: &Option<Field>, data: &[u8], e: Endian) -> u64 {
+    match f {
+        Some(f) => f.uint(data, e),
+        None => 0,
     }
 }
 
@@ -568,7 +587,7 @@ impl Field {
     }
 
     /// Integer value (sign-extended when signed); 0 when the record is too short.
-    #[inline]
+    #[inline(always)]
     pub fn int(&self, data: &[u8], e: Endian) -> i64 {
         let v = e
             .uint(data, self.offset as usize, self.size as usize)
@@ -581,7 +600,7 @@ impl Field {
     }
 
     /// Unsigned integer value.
-    #[inline]
+    #[inline(always)]
     pub fn uint(&self, data: &[u8], e: Endian) -> u64 {
         e.uint(data, self.offset as usize, self.size as usize)
             .unwrap_or(0)
@@ -1110,8 +1129,8 @@ impl Decoder {
         }
         // The plan is cloned out only for the rare kinds that need `self` again.
         let plan = self.plans[id].as_ref().expect("just planned");
-        let i = |f: &Option<Field>| f.as_ref().map_or(0, |f| f.int(data, e));
-        let u = |f: &Option<Field>| f.as_ref().map_or(0, |f| f.uint(data, e));
+        let i = |f: &Option<Field>| opt_int(f, data, e);
+        let u = |f: &Option<Field>| opt_uint(f, data, e);
         let st = |f: &Option<Field>, s: &mut Interner| {
             f.as_ref()
                 .map_or(Sym::EMPTY, |f| s.intern_bytes(f.str(data, e)))

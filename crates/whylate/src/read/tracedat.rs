@@ -904,6 +904,7 @@ impl TraceDat {
     /// Picks the stream with the earliest pending item and takes it. A taken record stays
     /// where it is in its stream's buffer: the stream moves on (which may refill the
     /// buffer) only at the next take, after the caller has read the record.
+    #[inline(always)]
     fn take_next(&mut self) -> Result<Option<Taken>, ReadError> {
         if let Some(i) = self.stale.take() {
             self.advance(i)?;
@@ -1006,6 +1007,7 @@ impl TraceDat {
     }
 
     /// Decodes the next event into `slot`; false at the end.
+    #[inline(always)]
     fn step(&mut self, s: &mut Interner) -> Result<bool, ReadError> {
         self.comms.seed(s);
         loop {
