@@ -683,9 +683,8 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
         };
         // trace.dat is time-ordered by construction (per-CPU merge): no reorder window (it
         // would copy every event twice); what a skewed clock still puts out of order is
-        // counted by the reader. perf.data's FINISHED_ROUND sorting (linux-perf-data) lets
-        // an event of the next round come out before a later one of this round, so it goes
-        // through a window of at least PERF_WINDOW events.
+        // counted by the reader. perf.data is sorted by its reader, round by round, with a
+        // hold of at least PERF_WINDOW events for what comes after its round.
         if let Some(p) = &opts.progress {
             // Binary readers seek around the file: their progress shows as events only.
             p.binary.store(true, std::sync::atomic::Ordering::Relaxed);

@@ -42,8 +42,8 @@ pub struct PerfInfo {
 type Reader = PerfFileReader<BufReader<File>>;
 
 // perf header feature bits whose contents linux-perf-data parses at open or on our asking.
-const F_CMDLINE: usize = 11;
-const F_EVENT_DESC: usize = 12;
+const F_CMDLINE: usize = Feature::CMDLINE.0 as usize;
+const F_EVENT_DESC: usize = Feature::EVENT_DESC.0 as usize;
 
 /// linux-perf-data trusts the sizes and counts in the header and in the sections it parses
 /// (a corrupt one makes it allocate terabytes, which aborts, or divide by zero): check
@@ -264,11 +264,8 @@ impl PerfData {
             diag: Diag::default(),
             order: OrderCheck::default(),
         };
-        let mode = match map.and_then(|m| Fast::new(&rd, m, window)) {
-            Some(mut f) => {
-                f.smp = smp;
-                Mode::Fast(Box::new(f))
-            }
+        let mode = match map.zip(Fast::layouts(&rd)) {
+            Some((m, lays)) => Mode::Fast(Box::new(Fast::new(&rd, m, lays, window, smp))),
             None => Mode::Generic(Box::new(Sorted::new(
                 Generic {
                     path: path.to_path_buf(),
@@ -505,24 +502,17 @@ impl EventSource for Generic {
     }
 }
 
-// perf_event.h record types and sample_type bits the fast path reads.
-const REC_LOST: u32 = 2;
-const REC_COMM: u32 = 3;
-const REC_SAMPLE: u32 = 9;
+use linux_perf_data::linux_perf_event_reader::constants::{
+    PERF_RECORD_COMM as REC_COMM, PERF_RECORD_LOST as REC_LOST, PERF_RECORD_SAMPLE as REC_SAMPLE,
+    PERF_SAMPLE_ADDR as S_ADDR, PERF_SAMPLE_CALLCHAIN as S_CALLCHAIN, PERF_SAMPLE_CPU as S_CPU,
+    PERF_SAMPLE_ID as S_ID, PERF_SAMPLE_IDENTIFIER as S_IDENTIFIER, PERF_SAMPLE_IP as S_IP,
+    PERF_SAMPLE_PERIOD as S_PERIOD, PERF_SAMPLE_RAW as S_RAW, PERF_SAMPLE_READ as S_READ,
+    PERF_SAMPLE_STREAM_ID as S_STREAM_ID, PERF_SAMPLE_TID as S_TID, PERF_SAMPLE_TIME as S_TIME,
+};
+// perf's own (user-type) records; linux-perf-data keeps its constants private.
 const REC_FINISHED_ROUND: u32 = 68;
 const REC_COMPRESSED: u32 = 81;
-const S_IP: u64 = 1 << 0;
-const S_TID: u64 = 1 << 1;
-const S_TIME: u64 = 1 << 2;
-const S_ADDR: u64 = 1 << 3;
-const S_READ: u64 = 1 << 4;
-const S_CALLCHAIN: u64 = 1 << 5;
-const S_ID: u64 = 1 << 6;
-const S_CPU: u64 = 1 << 7;
-const S_PERIOD: u64 = 1 << 8;
-const S_STREAM_ID: u64 = 1 << 9;
-const S_RAW: u64 = 1 << 10;
-const S_IDENTIFIER: u64 = 1 << 16;
+const REC_COMPRESSED2: u32 = 83;
 
 /// Where a sample's fields sit, from the attr's sample_type (offsets from the record start,
 /// header included), and where the time sits in other records' sample_id trailer.
@@ -590,6 +580,20 @@ impl Layout {
             l.trail = t;
         }
         Some(l)
+    }
+}
+
+/// The attr index of record `r` from the id at `at` (always 0 with a single attr).
+#[inline]
+fn attr_by_id(
+    ids: &FxHashMap<u64, usize>,
+    one_attr: bool,
+    r: &[u8],
+    at: Option<usize>,
+) -> Option<usize> {
+    match one_attr {
+        true => Some(0),
+        false => ids.get(&u64_at(r, at?)?).copied(),
     }
 }
 
@@ -667,52 +671,29 @@ struct Fast {
 }
 
 impl Fast {
-    /// The fast path over `map`, or None when the file needs the generic one.
-    fn new(rd: &Reader, map: memmap2::Mmap, window: usize) -> Option<Fast> {
-        use linux_perf_data::linux_perf_event_reader::AttrFlags;
-        let pf = &rd.perf_file;
-        let attrs = pf.event_attributes();
-        let id_all = attrs.first()?.attr.flags.contains(AttrFlags::SAMPLE_ID_ALL);
-        let simple = pf.endian() == Endianness::LittleEndian
-            && !pf.features().has_feature(Feature::COMPRESSED)
-            && !pf.features().has_feature(Feature::SIMPLEPERF_META_INFO)
-            && attrs
-                .iter()
-                .all(|a| a.attr.flags.contains(AttrFlags::SAMPLE_ID_ALL) == id_all);
-        let mut lays = attrs
-            .iter()
-            .map(|a| Layout::new(a.attr.sample_format.bits(), id_all))
-            .collect::<Option<Vec<_>>>()?;
-        lays.dedup();
-        let mixed = lays.len() > 1;
-        let identifier = attrs
-            .iter()
-            .all(|a| a.attr.sample_format.bits() & S_IDENTIFIER != 0);
-        // Several attrs need an id in a known place: anywhere (the same layout) or first and
-        // last (IDENTIFIER, when layouts differ). perf adds a `dummy` tracking event with
-        // its own layout to every `record -a`, so the mixed case is the usual one.
-        if !simple || (mixed && !identifier) || (attrs.len() > 1 && lays[0].id.is_none()) {
-            return None;
-        }
-        if mixed {
-            lays = attrs
-                .iter()
-                .map(|a| Layout::new(a.attr.sample_format.bits(), id_all))
-                .collect::<Option<Vec<_>>>()?;
-        }
+    /// The fast path over `map`, with the [`Fast::layouts`] of the file.
+    fn new(
+        rd: &Reader,
+        map: memmap2::Mmap,
+        lays: Vec<Layout>,
+        window: usize,
+        smp: Samples,
+    ) -> Fast {
+        let attrs = rd.perf_file.event_attributes();
+        // perf_file_header: magic, size, attr_size, attrs {offset, size}, data {offset, size}
+        // (`check_layout` saw the data section inside the file).
+        let start = u64_at(&map, 40).unwrap_or(0) as usize;
+        let size = u64_at(&map, 48).unwrap_or(0) as usize;
         let scan_same = lays.iter().all(|l| {
             (l.time, l.trail, l.trail_time) == (lays[0].time, lays[0].trail, lays[0].trail_time)
         });
-        // perf_file_header: magic, size, attr_size, attrs {offset, size}, data {offset, size}.
-        let start = u64_at(&map, 40)? as usize;
-        let size = u64_at(&map, 48)? as usize;
         let ids = attrs
             .iter()
             .enumerate()
             .flat_map(|(i, a)| a.event_ids.iter().map(move |&id| (id, i)))
             .collect();
         let _ = map.advise(memmap2::Advice::Sequential);
-        Some(Fast {
+        Fast {
             pos: start,
             end: start.saturating_add(size),
             map,
@@ -731,31 +712,50 @@ impl Fast {
             reordered: 0,
             eof: false,
             slot: None,
-            smp: Samples {
-                fmts: Formats::default(),
-                decoder: Decoder::new(),
-                attr_names: Vec::new(),
-                attr_syms: Vec::new(),
-                comms: super::comms::Comms::new(Vec::new(), Vec::new()),
-                diag: Diag::default(),
-                order: OrderCheck::default(),
-            },
-        })
+            smp,
+        }
+    }
+
+    /// The sample layouts (one when every attr has the same, else one per attr), or None
+    /// when the file needs the generic path.
+    fn layouts(rd: &Reader) -> Option<Vec<Layout>> {
+        use linux_perf_data::linux_perf_event_reader::AttrFlags;
+        let pf = &rd.perf_file;
+        let attrs = pf.event_attributes();
+        let id_all = attrs.first()?.attr.flags.contains(AttrFlags::SAMPLE_ID_ALL);
+        let simple = pf.endian() == Endianness::LittleEndian
+            && !pf.features().has_feature(Feature::COMPRESSED)
+            && !pf.features().has_feature(Feature::SIMPLEPERF_META_INFO)
+            && attrs
+                .iter()
+                .all(|a| a.attr.flags.contains(AttrFlags::SAMPLE_ID_ALL) == id_all);
+        let mut lays = attrs
+            .iter()
+            .map(|a| Layout::new(a.attr.sample_format.bits(), id_all))
+            .collect::<Option<Vec<_>>>()?;
+        if lays.iter().all(|l| *l == lays[0]) {
+            lays.truncate(1);
+        }
+        // Several attrs need an id in a known place: anywhere (the same layout) or first and
+        // last (IDENTIFIER, when layouts differ). perf adds a `dummy` tracking event with
+        // its own layout to every `record -a`, so the mixed case is the usual one.
+        let identifier = attrs
+            .iter()
+            .all(|a| a.attr.sample_format.bits() & S_IDENTIFIER != 0);
+        let mixed = lays.len() > 1;
+        let ok = simple && (!mixed || identifier) && (attrs.len() == 1 || lays[0].id.is_some());
+        ok.then_some(lays)
     }
 
     /// The attr index of record `r` (a sample when `sample`): from the id in its body or,
     /// for other records, IDENTIFIER, the last u64 of the sample_id trailer.
     #[inline]
     fn attr_of(&self, r: &[u8], sample: bool) -> Option<usize> {
-        if self.one_attr {
-            return Some(0);
-        }
-        let at = if sample {
-            self.lays[0].id?
-        } else {
-            r.len().checked_sub(8)?
+        let at = match sample {
+            true => self.lays[0].id,
+            false => r.len().checked_sub(8),
         };
-        self.ids.get(&u64_at(r, at)?).copied()
+        attr_by_id(&self.ids, self.one_attr, r, at)
     }
 
     /// The layout of record `r`.
@@ -821,7 +821,7 @@ impl Fast {
                     ),
                 },
                 REC_FINISHED_ROUND => return self.finish_round(false),
-                REC_COMPRESSED => self.smp.diag.bad(
+                REC_COMPRESSED | REC_COMPRESSED2 => self.smp.diag.bad(
                     0,
                     format!("record at byte {off}").as_bytes(),
                     "no compressed records in a file without the COMPRESSED feature",
@@ -936,12 +936,9 @@ impl Fast {
                     None
                 };
                 // Only samples without a decodable payload need their attr (for a name).
-                let (one, ids, id_at) = (self.one_attr, &self.ids, self.lays[0].id);
-                let attr = || match one {
-                    true => Some(0),
-                    false => ids.get(&u64_at(r, id_at?)?).copied(),
-                };
-                self.smp.event(s, ts, cpu, tid, tgid, raw, attr)
+                let (ids, one, at) = (&self.ids, self.one_attr, self.lays[0].id);
+                self.smp
+                    .event(s, ts, cpu, tid, tgid, raw, || attr_by_id(ids, one, r, at))
             }
             REC_COMM => {
                 let tid = u32_at(r, 12)? as i32;
