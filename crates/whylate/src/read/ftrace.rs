@@ -11,6 +11,7 @@
 //! its left are read right to left, so comms with spaces, dashes and colons stay whole.
 
 use super::body::{dec, ftrace_syscall, parse_body, trim};
+use super::memo::{NameMemo, PrefixMemo};
 use super::{Cx, LatencyHeader, LineParser};
 use crate::event::{flags, parse_hex, parse_i64, Event, Interner, Kind, Sym, TaskState};
 
@@ -315,6 +316,8 @@ pub(crate) struct FtraceParser {
     pending_lost: Vec<(u32, Option<u64>)>,
     last_ts: u64,
     in_stack: bool,
+    cols: PrefixMemo<Cols>,
+    names: NameMemo,
 }
 
 impl FtraceParser {
@@ -323,6 +326,8 @@ impl FtraceParser {
             pending_lost: Vec::new(),
             last_ts: 0,
             in_stack: false,
+            cols: PrefixMemo::new(),
+            names: NameMemo::new(),
         }
     }
 
@@ -589,15 +594,37 @@ fn raw_funcgraph(name: &[u8], body: &[u8], s: &mut Interner) -> Option<Kind> {
     }
 }
 
-/// The event of a line whose columns were `p`.
-fn event_at(p: &Prefix<'_>, comm: Sym, ts: u64, kind: Kind) -> Event {
+/// A line's columns left of the time, with the comm interned: what [`PrefixMemo`] keeps.
+#[derive(Clone, Copy)]
+struct Cols {
+    comm: Sym,
+    pid: i32,
+    tgid: i32,
+    cpu: u32,
+    flags: u16,
+}
+
+impl Cols {
+    fn of(p: &Prefix<'_>, s: &mut Interner) -> Cols {
+        Cols {
+            comm: s.intern_bytes(p.comm),
+            pid: p.pid,
+            tgid: p.tgid,
+            cpu: p.cpu.unwrap_or(Event::NO_CPU),
+            flags: p.flags,
+        }
+    }
+}
+
+/// The event of a line whose columns were `c`.
+fn event_at(c: &Cols, ts: u64, kind: Kind) -> Event {
     Event {
         ts,
-        cpu: p.cpu.unwrap_or(Event::NO_CPU),
-        tid: p.pid,
-        tgid: p.tgid,
-        comm,
-        flags: p.flags,
+        cpu: c.cpu,
+        tid: c.pid,
+        tgid: c.tgid,
+        comm: c.comm,
+        flags: c.flags,
         kind,
     }
 }
@@ -624,8 +651,10 @@ pub(crate) fn secs_stamp(line: &[u8]) -> Option<(usize, usize, u64)> {
 /// The standard ftrace line `comm-pid [(tgid)] [cpu] [flags] secs.frac: rest` in one
 /// right-to-left walk from the first `": "`; None sends the line to the general path.
 /// Strict on purpose: anything unusual (latency format, counter clocks, headers) fails
-/// here and is classified by [`FtraceParser::line`]'s full checks.
-fn fast(line: &[u8]) -> Option<(Prefix<'_>, u64, usize)> {
+/// here and is classified by [`FtraceParser::line`]'s full checks. Returns the columns,
+/// the time, the colon's index and where the time word starts; the columns depend on the
+/// bytes before that start alone (what [`PrefixMemo`] relies on).
+fn fast(line: &[u8]) -> Option<(Prefix<'_>, u64, usize, usize)> {
     let (s, colon, ts) = secs_stamp(line)?;
     let back = |mut e: usize| {
         while e > 0 && line[e - 1] == b' ' {
@@ -685,15 +714,22 @@ fn fast(line: &[u8]) -> Option<(Prefix<'_>, u64, usize)> {
             flags,
         },
         ts,
-        colon + 1,
+        colon,
+        s,
     ))
 }
 
 impl LineParser for FtraceParser {
     fn line(&mut self, line: &[u8], cx: &mut Cx<'_>) {
-        if let Some((p, ts, after)) = fast(line) {
+        if let Some((c, colon, ts)) = self.cols.hit(line) {
             self.in_stack = false;
-            return self.event(line, p, ts, after, cx);
+            return self.event(line, c, ts, colon + 1, cx);
+        }
+        if let Some((p, ts, colon, s)) = fast(line) {
+            self.in_stack = false;
+            let c = Cols::of(&p, cx.strings);
+            self.cols.set(&line[..s], c);
+            return self.event(line, c, ts, colon + 1, cx);
         }
         if line.is_empty() {
             return;
@@ -764,7 +800,8 @@ impl LineParser for FtraceParser {
             StampKind::RelativeUs => cx.diag.relative_time = true,
             StampKind::Seconds => {}
         }
-        self.event(line, p, st.ts, st.after, cx);
+        let c = Cols::of(&p, cx.strings);
+        self.event(line, c, st.ts, st.after, cx);
     }
 
     fn finish(&mut self, cx: &mut Cx<'_>) {
@@ -775,9 +812,23 @@ impl LineParser for FtraceParser {
 
 impl FtraceParser {
     /// Everything after the time: `rest` starts at `line[after]`.
-    fn event(&mut self, line: &[u8], p: Prefix<'_>, ts: u64, after: usize, cx: &mut Cx<'_>) {
-        let comm = cx.strings.intern_bytes(p.comm);
+    fn event(&mut self, line: &[u8], c: Cols, ts: u64, after: usize, cx: &mut Cx<'_>) {
         let rest = &line[after..];
+        // `name: fields`, the common case, straight to its typed parser. funcgraph
+        // records printed by trace-cmd take the graph path below.
+        if let Some(n) = self.names.split(rest) {
+            if !n.bare.starts_with(b"funcgraph_e") {
+                let kind = match n.parser.and_then(|f| f(n.body, cx.strings)) {
+                    Some(k) => k,
+                    None => typed_or_other(n.bare, n.body, cx),
+                };
+                self.flush_lost(ts, cx);
+                self.last_ts = ts;
+                cx.out.push_back(event_at(&c, ts, kind));
+                return;
+            }
+        }
+        let comm = c.comm;
         if trim(rest) == b"<stack trace>" {
             self.in_stack = true;
             cx.diag.continuation_lines += 1;
@@ -804,7 +855,7 @@ impl FtraceParser {
                         ) => ts + d,
                         _ => ts,
                     };
-                    cx.out.push_back(event_at(&p, comm, ts, kind));
+                    cx.out.push_back(event_at(&c, ts, kind));
                 }
                 return;
             }
@@ -819,7 +870,7 @@ impl FtraceParser {
         };
         self.flush_lost(ts, cx);
         self.last_ts = ts;
-        cx.out.push_back(event_at(&p, comm, ts, kind));
+        cx.out.push_back(event_at(&c, ts, kind));
     }
 }
 
@@ -865,10 +916,10 @@ mod tests {
             "  a b-c-77 [010] D..1. 1.000000001: e: f",
         ];
         for l in lines {
-            let (p, ts, after) = fast(l.as_bytes()).expect(l);
+            let (p, ts, colon, s) = fast(l.as_bytes()).expect(l);
             let st = find_stamp(l.as_bytes()).expect(l);
             let g = parse_prefix(&l.as_bytes()[..st.start]).expect(l);
-            assert_eq!((ts, after), (st.ts, st.after), "{l}");
+            assert_eq!((ts, colon + 1, s), (st.ts, st.after, st.start), "{l}");
             assert_eq!(
                 (p.comm, p.pid, p.tgid, p.cpu, p.flags),
                 (g.comm, g.pid, g.tgid, g.cpu, g.flags),

@@ -10,8 +10,9 @@
 
 use super::body::{dec, skip_spaces, trim};
 use super::ftrace::{find_stamp, typed_or_other, StampKind};
+use super::memo::{NameMemo, PrefixMemo};
 use super::{Cx, LineParser};
-use crate::event::{parse_i64, Event, Kind};
+use crate::event::{parse_i64, Event, Interner, Kind, Sym};
 
 struct Head<'a> {
     comm: &'a [u8],
@@ -24,7 +25,9 @@ struct Head<'a> {
 
 /// Fast path for the common sample line `comm pid[/tid] [cpu] secs.frac: [period] ev: body`,
 /// in one right-to-left walk from the first `": "`. None means "use the general path".
-fn fast(line: &[u8]) -> Option<(Head<'_>, u64, &[u8])> {
+/// Also returns where the time word starts: the head depends on the bytes before it alone
+/// (what [`PrefixMemo`] relies on).
+fn fast(line: &[u8]) -> Option<(Head<'_>, u64, &[u8], usize)> {
     let (s, colon, ts) = super::ftrace::secs_stamp(line)?;
     // `[cpu]`
     let mut e = s;
@@ -69,6 +72,7 @@ fn fast(line: &[u8]) -> Option<(Head<'_>, u64, &[u8])> {
         },
         ts,
         &line[colon + 1..],
+        s,
     ))
 }
 
@@ -148,14 +152,40 @@ fn is_modifier(s: &[u8]) -> bool {
         })
 }
 
+/// A sample's columns left of the time, with the comm interned: what [`PrefixMemo`] keeps.
+#[derive(Clone, Copy)]
+struct Cols {
+    comm: Sym,
+    pid: i32,
+    tid: i32,
+    has_tgid: bool,
+    cpu: Option<u32>,
+}
+
+impl Cols {
+    fn of(h: &Head<'_>, s: &mut Interner) -> Cols {
+        Cols {
+            comm: s.intern_bytes(h.comm),
+            pid: h.pid,
+            tid: h.tid,
+            has_tgid: h.has_tgid,
+            cpu: h.cpu,
+        }
+    }
+}
+
 pub(crate) struct PerfScriptParser {
     in_callchain: bool,
+    cols: PrefixMemo<Cols>,
+    names: NameMemo,
 }
 
 impl PerfScriptParser {
     pub fn new() -> Self {
         PerfScriptParser {
             in_callchain: false,
+            cols: PrefixMemo::new(),
+            names: NameMemo::new(),
         }
     }
 }
@@ -163,8 +193,13 @@ impl PerfScriptParser {
 impl LineParser for PerfScriptParser {
     fn line(&mut self, line: &[u8], cx: &mut Cx<'_>) {
         // Nearly every line is a sample: try the one-pass parse before classifying.
-        if let Some((h, ts, after)) = fast(line) {
-            return self.sample(h, ts, after, line, cx);
+        if let Some((c, colon, ts)) = self.cols.hit(line) {
+            return self.sample(c, ts, &line[colon + 1..], line, cx);
+        }
+        if let Some((h, ts, after, s)) = fast(line) {
+            let c = Cols::of(&h, cx.strings);
+            self.cols.set(&line[..s], c);
+            return self.sample(c, ts, after, line, cx);
         }
         let t = trim(line);
         if t.is_empty() {
@@ -200,35 +235,55 @@ impl LineParser for PerfScriptParser {
             );
             return;
         };
-        self.sample(h, st.ts, &line[st.after..], line, cx);
+        let c = Cols::of(&h, cx.strings);
+        self.sample(c, st.ts, &line[st.after..], line, cx);
     }
 }
 
 impl PerfScriptParser {
-    fn sample(&mut self, h: Head<'_>, ts: u64, after: &[u8], line: &[u8], cx: &mut Cx<'_>) {
-        let Some((name, body)) = event_word(after) else {
-            cx.diag
-                .bad(cx.lineno, line, "expected `event:` after the timestamp");
-            return;
+    fn sample(&mut self, h: Cols, ts: u64, after: &[u8], line: &[u8], cx: &mut Cx<'_>) {
+        let kind = match self.names.split(after) {
+            // `system:name: fields`, the common case, straight to its typed parser.
+            Some(n) if n.system && !is_modifier(n.bare) => {
+                match n.parser.and_then(|f| f(n.body, cx.strings)) {
+                    Some(k) => k,
+                    None => typed_or_other(n.bare, n.body, cx),
+                }
+            }
+            _ => {
+                let Some(k) = self.kind(after, line, cx) else {
+                    return;
+                };
+                k
+            }
         };
         self.in_callchain = true;
-        let comm = cx.strings.intern_bytes(h.comm);
-        let kind = match memchr::memrchr(b':', name) {
-            Some(p) if !is_modifier(&name[p + 1..]) => typed_or_other(&name[p + 1..], body, cx),
-            _ => Kind::Other {
-                name: cx.strings.intern_bytes(name),
-                fields: String::from_utf8_lossy(body).into(),
-            },
-        };
         cx.out.push_back(Event {
             ts,
             cpu: h.cpu.unwrap_or(Event::NO_CPU),
             tid: h.tid,
             tgid: if h.has_tgid { h.pid } else { -1 },
-            comm,
+            comm: h.comm,
             flags: 0,
             kind,
         });
+    }
+
+    /// The general path: a sample period before the name, names without a system,
+    /// modifiers (`cycles:u`).
+    fn kind(&mut self, after: &[u8], line: &[u8], cx: &mut Cx<'_>) -> Option<Kind> {
+        let Some((name, body)) = event_word(after) else {
+            cx.diag
+                .bad(cx.lineno, line, "expected `event:` after the timestamp");
+            return None;
+        };
+        Some(match memchr::memrchr(b':', name) {
+            Some(p) if !is_modifier(&name[p + 1..]) => typed_or_other(&name[p + 1..], body, cx),
+            _ => Kind::Other {
+                name: cx.strings.intern_bytes(name),
+                fields: String::from_utf8_lossy(body).into(),
+            },
+        })
     }
 }
 
