@@ -23,8 +23,23 @@ impl Sym {
 pub struct Interner {
     map: FxHashMap<Box<str>, Sym>,
     strs: Vec<Box<str>>,
-    /// Consecutive events usually share a comm: one compare saves a hash lookup.
-    last: Sym,
+    /// Recently interned byte strings, one per slot picked by length and end bytes: a busy
+    /// trace names a few tasks over and over (every sched_switch names two), and one
+    /// compare saves the UTF-8 check and the hash lookup.
+    recent: [Sym; RECENT],
+}
+
+const RECENT: usize = 64;
+
+/// The [`Interner::recent`] slot of `b`.
+#[inline(always)]
+fn recent_slot(b: &[u8]) -> usize {
+    let (first, last) = match b {
+        [] => (0, 0),
+        [f, .., l] => (*f as usize, *l as usize),
+        [f] => (*f as usize, *f as usize),
+    };
+    (b.len().wrapping_mul(31) ^ first.wrapping_mul(7) ^ last.wrapping_mul(13)) % RECENT
 }
 
 impl Default for Interner {
@@ -32,7 +47,7 @@ impl Default for Interner {
         let mut i = Interner {
             map: FxHashMap::default(),
             strs: Vec::new(),
-            last: Sym::EMPTY,
+            recent: [Sym::EMPTY; RECENT],
         };
         i.intern("");
         i
@@ -58,14 +73,17 @@ impl Interner {
 
     /// Interns raw bytes; invalid UTF-8 is replaced, not rejected (comms are arbitrary bytes).
     pub fn intern_bytes(&mut self, b: &[u8]) -> Sym {
-        if self.strs[self.last.0 as usize].as_bytes() == b {
-            return self.last;
+        let slot = recent_slot(b);
+        let r = self.recent[slot];
+        if self.strs[r.0 as usize].as_bytes() == b {
+            return r;
         }
         let sym = match std::str::from_utf8(b) {
             Ok(s) => self.intern(s),
             Err(_) => self.intern(&String::from_utf8_lossy(b)),
         };
-        self.last = sym;
+        // Invalid UTF-8 interns its replacement, whose bytes differ: never a false hit.
+        self.recent[slot] = sym;
         sym
     }
 
@@ -786,6 +804,34 @@ pub fn parse_num(s: &[u8]) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The recent-strings slots never change what a string interns to: many strings per
+    /// slot, repeats in every order, invalid UTF-8 next to its replacement.
+    #[test]
+    fn intern_bytes_is_intern() {
+        let mut words: Vec<Vec<u8>> = (0..300)
+            .map(|i| format!("task-{}", i % 150).into_bytes())
+            .collect();
+        words.push(b"bad\xff".to_vec());
+        words.push("bad\u{fffd}".as_bytes().to_vec());
+        words.push(b"".to_vec());
+        words.push(b"x".to_vec());
+        let mut a = Interner::new();
+        let mut b = Interner::new();
+        for round in 0..3 {
+            for (i, w) in words.iter().enumerate() {
+                let w = if round == 1 {
+                    &words[words.len() - 1 - i]
+                } else {
+                    w
+                };
+                let sa = a.intern_bytes(w);
+                let sb = b.intern(&String::from_utf8_lossy(w));
+                assert_eq!(sa, sb, "{w:?}");
+                assert_eq!(a.get(sa), String::from_utf8_lossy(w));
+            }
+        }
+    }
 
     #[test]
     fn fields_keep_spaces_in_values() {
