@@ -75,7 +75,7 @@ impl Interner {
     pub fn intern_bytes(&mut self, b: &[u8]) -> Sym {
         let slot = recent_slot(b);
         let r = self.recent[slot];
-        if self.strs[r.0 as usize].as_bytes() == b {
+        if crate::read::same_bytes(self.strs[r.0 as usize].as_bytes(), b) {
             return r;
         }
         let sym = match std::str::from_utf8(b) {

@@ -138,9 +138,21 @@ struct Acc {
     /// changes: one map update per run instead of per event.
     run: Option<(i32, crate::event::Sym, u64)>,
     names: FxHashMap<i32, crate::event::Sym>,
-    last_learnt: Option<(i32, crate::event::Sym)>,
+    /// What `names` holds for recently learnt threads, one slot per tid: a busy trace
+    /// names the same few threads in every sched event, and a hit skips the map.
+    learnt: Learnt,
     lost: Lost,
     open_lost: FxHashMap<u32, Vec<usize>>,
+}
+
+const LEARNT: usize = 64;
+
+struct Learnt([Option<(i32, crate::event::Sym)>; LEARNT]);
+
+impl Default for Learnt {
+    fn default() -> Self {
+        Learnt([None; LEARNT])
+    }
 }
 
 /// CPUs beyond this are counted as "unknown" rather than growing the vectors.
@@ -202,10 +214,7 @@ impl Acc {
                     }
                 }
             }
-            if self.last_learnt != Some((e.tid, e.comm)) {
-                self.last_learnt = Some((e.tid, e.comm));
-                self.learn(e.tid, e.comm, strings);
-            }
+            self.learn(e.tid, e.comm, strings);
         }
         match e.kind {
             Kind::SchedSwitch {
@@ -235,9 +244,16 @@ impl Acc {
     /// The latest real name of a thread wins (exec renames it); `<...>` means the kernel
     /// did not know the name then, so it never replaces one.
     fn learn(&mut self, tid: i32, comm: crate::event::Sym, strings: &Interner) {
+        let slot = &mut self.learnt.0[tid as usize % LEARNT];
+        if *slot == Some((tid, comm)) {
+            return;
+        }
         let c = strings.get(comm);
         if tid > 0 && !c.is_empty() && c != "<...>" {
             self.names.insert(tid, comm);
+            // Every insert for `tid` passes here and overwrites its slot, so a slot
+            // always agrees with the map.
+            *slot = Some((tid, comm));
         }
     }
 }

@@ -33,14 +33,27 @@ fn find_short(h: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 /// A decimal (optionally negative) number at the start of `b`, and the rest.
+#[inline]
 fn lead_int(b: &[u8]) -> Option<(i64, &[u8])> {
     let neg = b.first() == Some(&b'-');
     let digits = &b[neg as usize..];
-    let n = digits.iter().take_while(|c| c.is_ascii_digit()).count();
-    if n == 0 || n > 18 {
+    // One pass; 18 digits cannot overflow an i64.
+    let mut v: i64 = 0;
+    let mut n = 0;
+    while let Some(&c) = digits.get(n) {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        v = v * 10 + d as i64;
+        n += 1;
+        if n > 18 {
+            return None;
+        }
+    }
+    if n == 0 {
         return None;
     }
-    let v = parse_u64(&digits[..n])? as i64;
     Some((if neg { -v } else { v }, &digits[n..]))
 }
 
@@ -354,8 +367,21 @@ fn sys_enter_general(b: &[u8]) -> Option<Kind> {
     Some(Kind::SysEnter { nr, args })
 }
 
+/// `NR 1 = 2` exactly as the kernel prints it, in one pass; None hands anything else
+/// (signs, extra spaces, 19-digit values) to [`sys_exit_general`].
+#[inline]
+fn sys_exit_exact(b: &[u8]) -> Option<Kind> {
+    let (nr, r) = lead_int(b.strip_prefix(b"NR ")?)?;
+    let (ret, r) = lead_int(r.strip_prefix(b" = ")?)?;
+    r.is_empty().then_some(Kind::SysExit { nr, ret })
+}
+
 /// `NR 1 = 2`.
 fn sys_exit(b: &[u8]) -> Option<Kind> {
+    sys_exit_exact(b).or_else(|| sys_exit_general(b))
+}
+
+fn sys_exit_general(b: &[u8]) -> Option<Kind> {
     let rest = trim(b).strip_prefix(b"NR ")?;
     // Short text, millions of calls: a plain scan beats building a memmem finder.
     let sp = rest.iter().position(|c| *c == b' ')?;
@@ -650,6 +676,35 @@ pub(crate) fn dec(b: &[u8]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sys_exit_exact_agrees_with_the_general_parse() {
+        let nums = [
+            "0",
+            "-0",
+            "1",
+            "-2",
+            "+3",
+            "123456789012345678",
+            "1234567890123456789",
+            "",
+        ];
+        let mut exact = 0;
+        for nr in nums {
+            for ret in nums {
+                for sep in [" = ", " =  ", "= ", " = "] {
+                    for tail in ["", " ", "x"] {
+                        let t = format!("NR {nr}{sep}{ret}{tail}");
+                        if let Some(k) = sys_exit_exact(t.as_bytes()) {
+                            exact += 1;
+                            assert_eq!(Some(k), sys_exit_general(t.as_bytes()), "{t}");
+                        }
+                    }
+                }
+            }
+        }
+        assert!(exact > 20);
+    }
 
     /// The eight-digits-at-a-time path reads what the general loop reads, on generated
     /// argument lists of every shape: lengths 0-18, both cases, odd separators, `0x`.

@@ -371,7 +371,16 @@ impl FtraceParser {
         self.pending_lost.push((cpu, count));
     }
 
+    /// Called for every event: the check stays inline, the rare work does not.
+    #[inline(always)]
     fn flush_lost(&mut self, ts: u64, cx: &mut Cx<'_>) {
+        if !self.pending_lost.is_empty() {
+            self.push_lost(ts, cx);
+        }
+    }
+
+    #[inline(never)]
+    fn push_lost(&mut self, ts: u64, cx: &mut Cx<'_>) {
         for (cpu, count) in self.pending_lost.drain(..) {
             cx.out.push_back(Event::lost(ts, cpu, count));
         }

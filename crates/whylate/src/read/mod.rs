@@ -27,6 +27,7 @@ pub mod tracedat;
 
 pub use body::{ftrace_syscall, parse_body, softirq_name};
 pub use lines::LineReader;
+pub(crate) use swar::same as same_bytes;
 
 use crate::event::{Event, Interner};
 use std::collections::VecDeque;
