@@ -463,7 +463,243 @@ fn v7_files_read_like_the_v6_they_were_converted_from() {
         assert_eq!(r.events.len(), 3724);
         assert_eq!(r.diag.header.version, Some(7));
     }
+    // zlib: trace-cmd's uncompressed v7 recompressed by the system zlib in its layout.
+    let zlib = tmp.join("zlib.dat");
+    let (bytes, chunk) = v7_plain_to_zlib(&std::fs::read(tmp.join("none.dat")).unwrap());
+    std::fs::write(&zlib, &bytes).unwrap();
+    assert_eq!(dat_raw_lines(&zlib), want, "v7 zlib");
+    let r = read_all(&zlib);
+    assert_eq!(r.events.len(), 3724);
+    let src = whylate::read::open(&zlib, &Default::default()).unwrap();
+    let info = src.dat_info().unwrap();
+    assert_eq!(info.compression.as_deref(), Some("zlib"));
+    // A damaged zlib chunk is an error that names the offset, not a panic or silence.
+    let mut bad = bytes.clone();
+    for b in &mut bad[chunk + 100..chunk + 164] {
+        *b ^= 0x5a;
+    }
+    let broken = tmp.join("zlib-broken.dat");
+    std::fs::write(&broken, &bad).unwrap();
+    let err = match whylate::read::open(&broken, &Default::default()) {
+        Err(e) => e.to_string(),
+        Ok(mut s) => {
+            let mut strings = whylate::event::Interner::new();
+            loop {
+                match whylate::read::EventSource::next_event(&mut s, &mut strings) {
+                    Ok(Some(_)) => continue,
+                    Ok(None) => panic!("a damaged chunk read without an error"),
+                    Err(e) => break e.to_string(),
+                }
+            }
+        }
+    };
+    assert!(err.contains("byte") || err.contains("offset"), "{err}");
     std::fs::remove_dir_all(&tmp).ok();
+}
+
+/// Compresses each blob with the system zlib (Python's `zlib.compress`, what trace-cmd's
+/// `compress2` call produces), so the reader's zlib path meets bytes neither flate2 nor
+/// whylate wrote.
+fn system_zlib(blobs: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    use std::io::Write;
+    let script = "import sys, zlib, struct\n\
+        i = sys.stdin.buffer.read(); o = sys.stdout.buffer; p = 0\n\
+        while p < len(i):\n\
+        \x20   n = struct.unpack_from('<I', i, p)[0]; c = zlib.compress(i[p + 4:p + 4 + n]); p += 4 + n\n\
+        \x20   o.write(struct.pack('<I', len(c)) + c)\n";
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 (for the system zlib)");
+    let mut input = vec![];
+    for b in blobs {
+        input.extend_from_slice(&(b.len() as u32).to_le_bytes());
+        input.extend_from_slice(b);
+    }
+    let mut stdin = child.stdin.take().unwrap();
+    let feed = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().unwrap();
+    feed.join().unwrap().unwrap();
+    assert!(out.status.success());
+    let mut res = vec![];
+    let mut p = 0;
+    while p < out.stdout.len() {
+        let n = u32::from_le_bytes(out.stdout[p..p + 4].try_into().unwrap()) as usize;
+        res.push(out.stdout[p + 4..p + 4 + n].to_vec());
+        p += 4 + n;
+    }
+    assert_eq!(res.len(), blobs.len());
+    res
+}
+
+/// An options section: its description string id and its (option id, data) entries.
+type OptionsSection = (u32, Vec<(u16, Vec<u8>)>);
+
+/// The trace-cmd here is built without zlib, so no tool at hand writes a zlib trace.dat.
+/// This turns trace-cmd's own uncompressed v7 (`--compression none`, little-endian) into
+/// the layout its compressing writer produces, as its zstd output shows: metadata sections
+/// compressed (u32 compressed size, u32 size, data), options sections plain, each CPU's
+/// data page-aligned as a u32 chunk count and chunks of ten pages, the CPU size counting
+/// the chunks without the count, the flyrecord section spanning to the last CPU's end.
+/// Also returns where the first CPU chunk's compressed data starts.
+fn v7_plain_to_zlib(src: &[u8]) -> (Vec<u8>, usize) {
+    let u16_at = |p: usize| u16::from_le_bytes(src[p..p + 2].try_into().unwrap());
+    let u32_at = |p: usize| u32::from_le_bytes(src[p..p + 4].try_into().unwrap());
+    let u64_at = |p: usize| u64::from_le_bytes(src[p..p + 8].try_into().unwrap()) as usize;
+    let cstr_end = |p: usize| p + src[p..].iter().position(|&c| c == 0).unwrap() + 1;
+    // Header: magic, "7\0", endian, long size, page size, compression name and version.
+    let p = cstr_end(10);
+    assert_eq!(src[p], 0, "little-endian input expected");
+    let page = u32_at(p + 2) as usize;
+    let comp = cstr_end(p + 6);
+    assert_eq!(&src[p + 6..comp], b"none\0");
+    let first = u64_at(cstr_end(comp));
+    // Options sections in chain order, each as (string id, entries).
+    let mut chain: Vec<OptionsSection> = vec![];
+    let mut off = first;
+    while off != 0 {
+        assert_eq!(
+            (u16_at(off), u16_at(off + 2)),
+            (0, 0),
+            "plain options section"
+        );
+        let (strid, end) = (u32_at(off + 4), off + 16 + u64_at(off + 8));
+        let mut q = off + 16;
+        let mut entries = vec![];
+        off = 0;
+        while q < end {
+            let (id, n) = (u16_at(q), u32_at(q + 2) as usize);
+            entries.push((id, src[q + 6..q + 6 + n].to_vec()));
+            if id == 0 {
+                off = u64_at(q + 6);
+                break;
+            }
+            q += 6 + n;
+        }
+        chain.push((strid, entries));
+    }
+    // Every payload to compress: sections 16-21, then each CPU's ten-page chunks.
+    let mut blobs = vec![];
+    let mut cpu_chunks: Vec<(u32, usize)> = vec![]; // (cpu, chunk count)
+    for (_, entries) in &chain {
+        for (id, data) in entries {
+            match id {
+                16..=21 => {
+                    let so = u64::from_le_bytes(data[..8].try_into().unwrap()) as usize;
+                    assert_eq!((u16_at(so), u16_at(so + 2)), (*id, 0));
+                    blobs.push(src[so + 16..so + 16 + u64_at(so + 8)].to_vec());
+                }
+                3 => {
+                    let mut r = 8;
+                    r = r + data[r..].iter().position(|&c| c == 0).unwrap() + 1;
+                    r = r + data[r..].iter().position(|&c| c == 0).unwrap() + 1;
+                    let n = u32::from_le_bytes(data[r + 4..r + 8].try_into().unwrap());
+                    r += 8;
+                    for _ in 0..n {
+                        let cpu = u32::from_le_bytes(data[r..r + 4].try_into().unwrap());
+                        let o = u64::from_le_bytes(data[r + 4..r + 12].try_into().unwrap());
+                        let sz = u64::from_le_bytes(data[r + 12..r + 20].try_into().unwrap());
+                        let cpu_data = &src[o as usize..(o + sz) as usize];
+                        let chunks: Vec<Vec<u8>> =
+                            cpu_data.chunks(10 * page).map(<[u8]>::to_vec).collect();
+                        cpu_chunks.push((cpu, chunks.len()));
+                        blobs.extend(chunks);
+                        r += 20;
+                    }
+                }
+                0 | 1 | 2 | 4..=15 => {}
+                other => panic!("option {other} may hold offsets; not handled"),
+            }
+        }
+    }
+    let raw_sizes: Vec<usize> = blobs.iter().map(Vec::len).collect();
+    let mut packed = system_zlib(&blobs).into_iter().zip(raw_sizes);
+    // Write: header, sections, flyrecord, options sections last to first.
+    let mut out = src[..p + 6].to_vec();
+    out.extend_from_slice(b"zlib\0");
+    out.extend_from_slice(b"1.2.13\0");
+    let first_at = out.len();
+    out.extend_from_slice(&[0; 8]);
+    let mut first_chunk = 0;
+    let mut patched: Vec<OptionsSection> = vec![];
+    for (strid, entries) in &chain {
+        let mut new_entries = vec![];
+        for (id, data) in entries {
+            let mut data = data.clone();
+            match id {
+                16..=21 => {
+                    let so = u64::from_le_bytes(data[..8].try_into().unwrap()) as usize;
+                    let (c, n) = packed.next().unwrap();
+                    data[..8].copy_from_slice(&(out.len() as u64).to_le_bytes());
+                    out.extend_from_slice(&id.to_le_bytes());
+                    out.extend_from_slice(&1u16.to_le_bytes());
+                    out.extend_from_slice(&u32_at(so + 4).to_le_bytes());
+                    out.extend_from_slice(&(8 + c.len() as u64).to_le_bytes());
+                    out.extend_from_slice(&(c.len() as u32).to_le_bytes());
+                    out.extend_from_slice(&(n as u32).to_le_bytes());
+                    out.extend_from_slice(&c);
+                }
+                3 => {
+                    let fly = u64::from_le_bytes(data[..8].try_into().unwrap()) as usize;
+                    let fly_at = out.len();
+                    data[..8].copy_from_slice(&(fly_at as u64).to_le_bytes());
+                    out.extend_from_slice(&3u16.to_le_bytes());
+                    out.extend_from_slice(&1u16.to_le_bytes());
+                    out.extend_from_slice(&u32_at(fly + 4).to_le_bytes());
+                    out.extend_from_slice(&[0; 8]);
+                    let mut r = 8;
+                    r = r + data[r..].iter().position(|&c| c == 0).unwrap() + 1;
+                    r = r + data[r..].iter().position(|&c| c == 0).unwrap() + 1;
+                    r += 8;
+                    first_chunk = out.len().div_ceil(page) * page + 12;
+                    for &(cpu, nchunks) in &cpu_chunks {
+                        assert_eq!(u32::from_le_bytes(data[r..r + 4].try_into().unwrap()), cpu);
+                        out.resize(out.len().div_ceil(page) * page, 0);
+                        let at = out.len();
+                        out.extend_from_slice(&(nchunks as u32).to_le_bytes());
+                        for _ in 0..nchunks {
+                            let (c, n) = packed.next().unwrap();
+                            out.extend_from_slice(&(c.len() as u32).to_le_bytes());
+                            out.extend_from_slice(&(n as u32).to_le_bytes());
+                            out.extend_from_slice(&c);
+                        }
+                        let size = (out.len() - at - 4) as u64;
+                        data[r + 4..r + 12].copy_from_slice(&(at as u64).to_le_bytes());
+                        data[r + 12..r + 20].copy_from_slice(&size.to_le_bytes());
+                        r += 20;
+                    }
+                    let span = (out.len() - fly_at - 16) as u64;
+                    out[fly_at + 8..fly_at + 16].copy_from_slice(&span.to_le_bytes());
+                }
+                _ => {}
+            }
+            new_entries.push((*id, data));
+        }
+        patched.push((*strid, new_entries));
+    }
+    assert!(packed.next().is_none());
+    let mut next = 0u64;
+    for (strid, entries) in patched.into_iter().rev() {
+        let mut body = vec![];
+        for (id, mut data) in entries {
+            if id == 0 {
+                data[..8].copy_from_slice(&next.to_le_bytes());
+            }
+            body.extend_from_slice(&id.to_le_bytes());
+            body.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            body.extend_from_slice(&data);
+        }
+        next = out.len() as u64;
+        out.extend_from_slice(&0u16.to_le_bytes());
+        out.extend_from_slice(&0u16.to_le_bytes());
+        out.extend_from_slice(&strid.to_le_bytes());
+        out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        out.extend_from_slice(&body);
+    }
+    out[first_at..first_at + 8].copy_from_slice(&next.to_le_bytes());
+    (out, first_chunk)
 }
 
 #[test]
