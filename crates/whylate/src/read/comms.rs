@@ -35,11 +35,16 @@ impl Comms {
     }
 
     /// Interns the saved names; cheap after the first call.
-    #[inline]
+    #[inline(always)]
     pub fn seed(&mut self, s: &mut Interner) {
-        if self.seeded {
-            return;
+        // Asked before every event: the check stays inline, the work runs once.
+        if !self.seeded {
+            self.seed_now(s);
         }
+    }
+
+    #[inline(never)]
+    fn seed_now(&mut self, s: &mut Interner) {
         self.seeded = true;
         self.unknown = s.intern("<...>");
         self.idle = s.intern("<idle>");
@@ -62,6 +67,7 @@ impl Comms {
     }
 
     /// Learns the names `kind` carries; true when it named someone.
+    #[inline]
     pub fn learn(&mut self, kind: &Kind) -> bool {
         match kind {
             Kind::SchedSwitch {
