@@ -39,8 +39,13 @@ pub(crate) enum StampKind {
 /// `123.456789` → ns. Fraction of 1 to 9 digits.
 #[inline]
 pub(crate) fn parse_secs(t: &[u8]) -> Option<u64> {
-    // One pass, no overflow checks inside: at most 11 integer digits (u64 ns end at
-    // 18446744073 s) and 9 fraction digits cannot overflow before the final check.
+    secs_prefix(t).and_then(|(ns, n)| (n == t.len()).then_some(ns))
+}
+
+/// The `secs.frac` that `t` starts with (1 to 11 integer digits, 1 to 9 fraction digits,
+/// the runs taken whole): its ns and its length.
+#[inline(always)]
+pub(crate) fn secs_prefix(t: &[u8]) -> Option<(u64, usize)> {
     const SCALE: [u64; 10] = [
         1_000_000_000,
         100_000_000,
@@ -53,36 +58,28 @@ pub(crate) fn parse_secs(t: &[u8]) -> Option<u64> {
         10,
         1,
     ];
-    let mut i = 0;
-    let mut secs: u64 = 0;
-    while i < t.len() {
-        let d = t[i].wrapping_sub(b'0');
-        if d > 9 {
-            break;
+    // Decimal digits from `i`: their value and where they end. No overflow checks
+    // inside: the callers stop at 11 and 9 digits (u64 ns end at 18446744073 s).
+    let digits = |mut i: usize, max: usize| {
+        let (start, mut v) = (i, 0u64);
+        while let Some(d) = t.get(i).map(|c| c.wrapping_sub(b'0')).filter(|d| *d <= 9) {
+            if i - start == max {
+                return None;
+            }
+            v = v * 10 + d as u64;
+            i += 1;
         }
-        secs = secs * 10 + d as u64;
-        i += 1;
-        if i > 11 {
-            return None;
-        }
-    }
-    if i == 0 || t.get(i) != Some(&b'.') {
+        (i > start).then_some((v, i))
+    };
+    let (secs, dot) = digits(0, 11)?;
+    if t.get(dot) != Some(&b'.') {
         return None;
     }
-    let digits = t.len() - i - 1;
-    if digits == 0 || digits > 9 {
-        return None;
-    }
-    let mut f: u64 = 0;
-    for &c in &t[i + 1..] {
-        let d = c.wrapping_sub(b'0');
-        if d > 9 {
-            return None;
-        }
-        f = f * 10 + d as u64;
-    }
-    secs.checked_mul(1_000_000_000)?
-        .checked_add(f * SCALE[digits])
+    let (frac, end) = digits(dot + 1, 9)?;
+    let ns = secs
+        .checked_mul(1_000_000_000)?
+        .checked_add(frac * SCALE[end - dot - 1])?;
+    Some((ns, end))
 }
 
 /// Finds the time token: the first `:` whose preceding word is a number (`123.456:`,
@@ -827,10 +824,7 @@ impl FtraceParser {
         // records printed by trace-cmd take the graph path below.
         if let Some(n) = self.names.split(rest) {
             if !n.bare.starts_with(b"funcgraph_e") {
-                let kind = match n.parser.and_then(|f| f(n.body, cx.strings)) {
-                    Some(k) => k,
-                    None => typed_or_other(n.bare, n.body, cx),
-                };
+                let kind = n.kind(cx);
                 self.flush_lost(ts, cx);
                 self.last_ts = ts;
                 cx.out.push_back(event_at(&c, ts, kind));

@@ -7,7 +7,10 @@
 use super::body::{hot_parser, trim, BodyParser};
 #[cfg(test)]
 use super::ftrace::parse_secs;
+use super::ftrace::{secs_prefix, typed_or_other};
 use super::swar::{blank8, same};
+use super::Cx;
+use crate::event::Kind;
 
 /// The columns left of a line's time (`T`), keyed by their bytes. Two entries, most
 /// recent first: perf script text alternates between two tasks often enough that one
@@ -68,56 +71,12 @@ impl<T: Copy> PrefixMemo<T> {
     }
 }
 
-/// `secs.frac: ` at `line[s..]`: the colon's index and the time. The same digits
-/// [`parse_secs`] takes (1 to 11 before the dot, 1 to 9 after), in one pass.
+/// `secs.frac: ` at `line[s..]`: the colon's index and the time, read as
+/// [`parse_secs`] reads the word before the colon.
 #[inline(always)]
 fn stamp_at(line: &[u8], s: usize) -> Option<(usize, u64)> {
-    const SCALE: [u64; 10] = [
-        1_000_000_000,
-        100_000_000,
-        10_000_000,
-        1_000_000,
-        100_000,
-        10_000,
-        1_000,
-        100,
-        10,
-        1,
-    ];
-    let mut j = s;
-    let mut secs = 0u64;
-    while let Some(&c) = line.get(j) {
-        let d = c.wrapping_sub(b'0');
-        if d > 9 {
-            break;
-        }
-        secs = secs * 10 + d as u64;
-        j += 1;
-    }
-    if j == s || j - s > 11 || line.get(j) != Some(&b'.') {
-        return None;
-    }
-    j += 1;
-    let f0 = j;
-    let mut frac = 0u64;
-    while let Some(&c) = line.get(j) {
-        let d = c.wrapping_sub(b'0');
-        if d > 9 {
-            break;
-        }
-        frac = frac * 10 + d as u64;
-        j += 1;
-        if j - f0 > 9 {
-            return None;
-        }
-    }
-    if j == f0 || line.get(j..j + 2) != Some(b": ") {
-        return None;
-    }
-    let ts = secs
-        .checked_mul(1_000_000_000)?
-        .checked_add(frac * SCALE[j - f0])?;
-    Some((j, ts))
+    let (ts, n) = secs_prefix(&line[s..])?;
+    (line.get(s + n..s + n + 2) == Some(b": ")).then_some((s + n, ts))
 }
 
 /// The event name words (`sys_enter:`, `raw_syscalls:sys_enter:`) after the time, keyed by
@@ -151,6 +110,18 @@ pub(crate) struct Named<'a> {
     pub parser: Option<BodyParser>,
     /// The name had a `system:` part (perf prints `raw_syscalls:sys_enter`).
     pub system: bool,
+}
+
+impl Named<'_> {
+    /// The event's kind: the memoised typed parser, else the general rule (which also
+    /// counts a known event whose fields it cannot read).
+    #[inline]
+    pub fn kind(&self, cx: &mut Cx<'_>) -> Kind {
+        match self.parser.and_then(|f| f(self.body, cx.strings)) {
+            Some(k) => k,
+            None => typed_or_other(self.bare, self.body, cx),
+        }
+    }
 }
 
 impl NameMemo {

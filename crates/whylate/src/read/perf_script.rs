@@ -244,14 +244,9 @@ impl PerfScriptParser {
     fn sample(&mut self, h: Cols, ts: u64, after: &[u8], line: &[u8], cx: &mut Cx<'_>) {
         let kind = match self.names.split(after) {
             // `system:name: fields`, the common case, straight to its typed parser.
-            Some(n) if n.system && !is_modifier(n.bare) => {
-                match n.parser.and_then(|f| f(n.body, cx.strings)) {
-                    Some(k) => k,
-                    None => typed_or_other(n.bare, n.body, cx),
-                }
-            }
+            Some(n) if n.system && !is_modifier(n.bare) => n.kind(cx),
             _ => {
-                let Some(k) = self.kind(after, line, cx) else {
+                let Some(k) = general_kind(after, line, cx) else {
                     return;
                 };
                 k
@@ -268,23 +263,23 @@ impl PerfScriptParser {
             kind,
         });
     }
+}
 
-    /// The general path: a sample period before the name, names without a system,
-    /// modifiers (`cycles:u`).
-    fn kind(&mut self, after: &[u8], line: &[u8], cx: &mut Cx<'_>) -> Option<Kind> {
-        let Some((name, body)) = event_word(after) else {
-            cx.diag
-                .bad(cx.lineno, line, "expected `event:` after the timestamp");
-            return None;
-        };
-        Some(match memchr::memrchr(b':', name) {
-            Some(p) if !is_modifier(&name[p + 1..]) => typed_or_other(&name[p + 1..], body, cx),
-            _ => Kind::Other {
-                name: cx.strings.intern_bytes(name),
-                fields: String::from_utf8_lossy(body).into(),
-            },
-        })
-    }
+/// The general path: a sample period before the name, names without a system,
+/// modifiers (`cycles:u`).
+fn general_kind(after: &[u8], line: &[u8], cx: &mut Cx<'_>) -> Option<Kind> {
+    let Some((name, body)) = event_word(after) else {
+        cx.diag
+            .bad(cx.lineno, line, "expected `event:` after the timestamp");
+        return None;
+    };
+    Some(match memchr::memrchr(b':', name) {
+        Some(p) if !is_modifier(&name[p + 1..]) => typed_or_other(&name[p + 1..], body, cx),
+        _ => Kind::Other {
+            name: cx.strings.intern_bytes(name),
+            fields: String::from_utf8_lossy(body).into(),
+        },
+    })
 }
 
 #[cfg(test)]
