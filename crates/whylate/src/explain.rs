@@ -2003,29 +2003,27 @@ pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainR
         Some(crate::measure::TaskSel::Pid(p)) => tid == *p,
         Some(crate::measure::TaskSel::Comm(g)) => crate::measure::glob(g, s.get(tl.comm(tid))),
     };
-    // Trace clock minus timer clock: the smallest difference (see measure::timer).
-    let offset = tl
-        .edges
-        .iter()
-        .filter(|e| e.kind == EdgeKind::Timer && e.val2 != u64::MAX)
-        .map(|e| e.at as i128 - e.val2 as i128)
-        .min();
+    let clock = crate::timeline::TimerClock::new(tl);
     // The runnable spans of the timers' tasks, for periods the task overran.
     let mut runnable: FxHashMap<i32, Vec<u32>> = FxHashMap::default();
     let mut samples: Vec<TimerSample> = Vec::new();
-    for e in &tl.edges {
+    for (ei, e) in tl.edges.iter().enumerate() {
         if e.kind != EdgeKind::Timer || e.val == u64::MAX || e.val2 == u64::MAX || e.to_tid <= 0 {
             continue;
         }
         if !keep(e.to_tid) {
             continue;
         }
-        let late = e.val2.saturating_sub(e.val);
-        let armed = offset
-            .filter(|_| e.ts != 0)
-            .map(|off| (e.ts as i128 - off).max(0) as u64);
-        let armed_late = armed.is_some_and(|a| a > e.val);
-        let irq_late = match armed {
+        // From the expiry on the trace clock to the callback, as `latency --measure timer`
+        // counts expiry to running: a callback's wait behind others in the same interrupt
+        // (or a stalled vCPU there) is part of the period's lateness.
+        let due = clock
+            .due(tl, ei)
+            .unwrap_or(e.at.saturating_sub(e.val2.saturating_sub(e.val)))
+            .min(e.at);
+        let late = e.at - due;
+        let armed_late = clock.armed(tl, ei).is_some_and(|a| a > e.val);
+        let irq_late = match clock.armed(tl, ei) {
             Some(a) if armed_late => e.val2.saturating_sub(a),
             _ => late,
         };
@@ -2040,7 +2038,7 @@ pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainR
                 )
             });
         samples.push(TimerSample {
-            expiry: e.at.saturating_sub(late),
+            expiry: due,
             fired: e.at,
             irq_late,
             late,
@@ -2049,7 +2047,7 @@ pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainR
             function: s.get(Sym(e.key)).to_string(),
             wait,
             armed_late,
-            armed,
+            armed: (e.ts != 0).then_some(e.ts),
         });
     }
     for r in &tl.reported {
@@ -2079,7 +2077,9 @@ pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainR
             v.sort_by_key(|&i| sp.start[i as usize]);
         }
     }
-    let total = |x: &TimerSample| x.late + x.wait.map_or(0, |w| w.1 - w.0);
+    // Expiry to running, as `latency --measure timer` counts it: the callback's own few us
+    // before the wakeup belong to the period too.
+    let total = |x: &TimerSample| x.late + x.wait.map_or(0, |w| w.1.saturating_sub(x.fired));
     let mut totals: Vec<u64> = samples.iter().map(total).collect();
     totals.sort_unstable();
     let (deadline, source) = match o.deadline_ns {

@@ -6,7 +6,7 @@
 use crate::event::{Interner, Sym, SOFTIRQ_NAMES};
 use crate::stats::{dur, secs};
 use crate::timeline::{
-    span, Cause, Ctx, EdgeKind, KindClass, OccupantKind, SpanKind, Timeline, NONE,
+    span, Cause, Ctx, EdgeKind, KindClass, OccupantKind, SpanKind, Timeline, TimerClock, NONE,
 };
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -1642,14 +1642,7 @@ fn timer(cx: &Cx<'_>, o: &Options) -> MeasureReport {
     let tl = cx.tl;
     let mut coll = Collector::new();
     let mut unknown = 0u64;
-    // Trace clock minus the timers' clock: `now` is read when the timer interrupt starts,
-    // the expire_entry event comes after, so the smallest difference is the best estimate.
-    let offset = tl
-        .edges
-        .iter()
-        .filter(|e| e.kind == EdgeKind::Timer && e.val2 != u64::MAX)
-        .map(|e| e.at as i128 - e.val2 as i128)
-        .min();
+    let clock = TimerClock::new(tl);
     for (ei, e) in tl.edges.iter().enumerate() {
         if e.kind != EdgeKind::Timer {
             continue;
@@ -1662,14 +1655,18 @@ fn timer(cx: &Cx<'_>, o: &Options) -> MeasureReport {
         // A timer armed for a time already past (its task overran the period) fires at
         // once: that is the task's lateness, not the timer's. Measure the timer from when
         // it could first have fired.
-        let armed = offset
-            .filter(|_| e.ts != 0)
-            .map(|o| (e.ts as i128 - o).max(0) as u64);
+        let armed = clock.armed(tl, ei);
         let armed_late = armed.is_some_and(|a| a > e.val);
         let late = match armed {
             Some(a) if armed_late => e.val2.saturating_sub(a),
             _ => full,
         };
+        // Due time in trace time: from there to the task running is the period's
+        // lateness, including the callback's wait behind earlier ones in its interrupt.
+        let due = clock
+            .due(tl, ei)
+            .unwrap_or(e.at.saturating_sub(full))
+            .min(e.at);
         let key = timer_key(cx, e);
         let r = Raw {
             ts: e.at.saturating_sub(late),
@@ -1689,8 +1686,8 @@ fn timer(cx: &Cx<'_>, o: &Options) -> MeasureReport {
         sl.count("armed_after_expiry", Tally::Plain, u64::from(armed_late));
         sl.push(cx, r);
         let r = Raw {
-            ts: e.at.saturating_sub(full),
-            value: full,
+            ts: due,
+            value: e.at - due,
             ..r
         };
         if e.link == NONE && e.to_tid > 0 {
@@ -1707,7 +1704,9 @@ fn timer(cx: &Cx<'_>, o: &Options) -> MeasureReport {
                     r2.value = wait;
                     coll.add(cx, key.clone(), "wakeup-after-expiry", r2);
                     let mut r3 = r;
-                    r3.value = full + (sp.end[si] - e.at);
+                    r3.value = sp.end[si].saturating_sub(due);
+                    // Its end is the wait's: inferred when the switch-in was not traced.
+                    r3.uncertain = r2.uncertain;
                     r3.end = sp.end[si];
                     coll.add(cx, key, "expiry-to-running", r3);
                 }
@@ -1740,7 +1739,7 @@ fn timer(cx: &Cx<'_>, o: &Options) -> MeasureReport {
     let mut rep = finish_report(
         cx,
         Measure::Timer,
-        "hrtimer lateness (expire_entry now minus the requested expiry, softexpires) per timer function and owner, and the woken task's wait after it",
+        "hrtimer lateness (expire_entry now minus the requested expiry, softexpires) per timer function and owner, the woken task's wait after it, and expiry to running (from the expiry on the trace clock, so a callback's wait behind others in its interrupt counts)",
         "ns",
         coll,
         o.top,
