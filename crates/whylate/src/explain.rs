@@ -843,6 +843,8 @@ fn norm_comm(c: &str) -> String {
 struct Engine<'a> {
     tl: &'a Timeline,
     s: &'a Interner,
+    /// Where each hrtimer expiry falls on the trace clock.
+    clock: crate::timeline::TimerClock,
     /// Runnable spans by start.
     runnable: Vec<u32>,
     /// Wakeup, work and timer edges by cause time.
@@ -883,6 +885,7 @@ impl<'a> Engine<'a> {
             .collect();
         syscalls.sort_by_key(|&i| sp.start[i as usize]);
         Engine {
+            clock: crate::timeline::TimerClock::new(tl),
             tl,
             s,
             syscalls,
@@ -975,12 +978,17 @@ impl<'a> Engine<'a> {
                     });
                 }
                 EdgeKind::Timer if e.val != u64::MAX && e.val2 != u64::MAX => {
-                    let late = e.val2.saturating_sub(e.val);
                     let f = self.s.get(Sym(e.key)).to_string();
+                    // From the expiry on the trace clock, as `--timer` and `latency` count it.
+                    let due = self
+                        .clock
+                        .due(tl, ei as usize)
+                        .unwrap_or(e.at.saturating_sub(e.val2.saturating_sub(e.val)))
+                        .min(e.at);
                     links.push(RawLink {
                         kind: LinkKind::Timer,
                         key: key(LinkKind::Timer, f.clone()),
-                        start: e.at.saturating_sub(late),
+                        start: due,
                         end: e.at,
                         cpu: e.to_cpu,
                         tid: e.to_tid,
@@ -1996,6 +2004,7 @@ struct TimerSample {
 /// Explains late timers on a built timeline.
 pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainReport {
     let eng = Engine::new(tl, s);
+    let clock = &eng.clock;
     let mut notes = Vec::new();
     let sp = &tl.spans;
     let keep = |tid: i32| match &o.task {
@@ -2003,7 +2012,6 @@ pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainR
         Some(crate::measure::TaskSel::Pid(p)) => tid == *p,
         Some(crate::measure::TaskSel::Comm(g)) => crate::measure::glob(g, s.get(tl.comm(tid))),
     };
-    let clock = crate::timeline::TimerClock::new(tl);
     // The runnable spans of the timers' tasks, for periods the task overran.
     let mut runnable: FxHashMap<i32, Vec<u32>> = FxHashMap::default();
     let mut samples: Vec<TimerSample> = Vec::new();
