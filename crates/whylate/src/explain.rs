@@ -980,11 +980,7 @@ impl<'a> Engine<'a> {
                 EdgeKind::Timer if e.val != u64::MAX && e.val2 != u64::MAX => {
                     let f = self.s.get(Sym(e.key)).to_string();
                     // From the expiry on the trace clock, as `--timer` and `latency` count it.
-                    let due = self
-                        .clock
-                        .due(tl, ei as usize)
-                        .unwrap_or(e.at.saturating_sub(e.val2.saturating_sub(e.val)))
-                        .min(e.at);
+                    let due = self.clock.due(tl, ei as usize).unwrap_or(e.at);
                     links.push(RawLink {
                         kind: LinkKind::Timer,
                         key: key(LinkKind::Timer, f.clone()),
@@ -2025,16 +2021,11 @@ pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainR
         // From the expiry on the trace clock to the callback, as `latency --measure timer`
         // counts expiry to running: a callback's wait behind others in the same interrupt
         // (or a stalled vCPU there) is part of the period's lateness.
-        let due = clock
-            .due(tl, ei)
-            .unwrap_or(e.at.saturating_sub(e.val2.saturating_sub(e.val)))
-            .min(e.at);
+        let due = clock.due(tl, ei).unwrap_or(e.at);
         let late = e.at - due;
-        let armed_late = clock.armed(tl, ei).is_some_and(|a| a > e.val);
-        let irq_late = match clock.armed(tl, ei) {
-            Some(a) if armed_late => e.val2.saturating_sub(a),
-            _ => late,
-        };
+        let from_armed = clock.armed_late(tl, ei);
+        let armed_late = from_armed.is_some();
+        let irq_late = from_armed.unwrap_or(late);
         let wait = (e.link != NONE)
             .then(|| tl.edges[e.link as usize].span)
             .filter(|&si| si != NONE && sp.flags[si as usize] & span::END_UNKNOWN == 0)

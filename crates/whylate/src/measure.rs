@@ -1655,18 +1655,11 @@ fn timer(cx: &Cx<'_>, o: &Options) -> MeasureReport {
         // A timer armed for a time already past (its task overran the period) fires at
         // once: that is the task's lateness, not the timer's. Measure the timer from when
         // it could first have fired.
-        let armed = clock.armed(tl, ei);
-        let armed_late = armed.is_some_and(|a| a > e.val);
-        let late = match armed {
-            Some(a) if armed_late => e.val2.saturating_sub(a),
-            _ => full,
-        };
+        let armed_late = clock.armed_late(tl, ei);
+        let late = armed_late.unwrap_or(full);
         // Due time in trace time: from there to the task running is the period's
         // lateness, including the callback's wait behind earlier ones in its interrupt.
-        let due = clock
-            .due(tl, ei)
-            .unwrap_or(e.at.saturating_sub(full))
-            .min(e.at);
+        let due = clock.due(tl, ei).unwrap_or(e.at);
         let key = timer_key(cx, e);
         let r = Raw {
             ts: e.at.saturating_sub(late),
@@ -1683,7 +1676,11 @@ fn timer(cx: &Cx<'_>, o: &Options) -> MeasureReport {
             continue;
         }
         let sl = coll.get(key.clone(), "lateness");
-        sl.count("armed_after_expiry", Tally::Plain, u64::from(armed_late));
+        sl.count(
+            "armed_after_expiry",
+            Tally::Plain,
+            u64::from(armed_late.is_some()),
+        );
         sl.push(cx, r);
         let r = Raw {
             ts: due,

@@ -465,8 +465,7 @@ impl TimerClock {
                     .filter(|p| p.0.abs_diff(at) <= CLOCK_WINDOW_NS)
                     .map(|p| p.1)
                     .filter(|&x| x <= d && x >= d.saturating_sub(CLOCK_BAND_NS))
-                    .min()
-                    .unwrap_or(d);
+                    .fold(d, i64::min);
                 (idx, off)
             })
             .collect();
@@ -475,7 +474,7 @@ impl TimerClock {
     }
 
     /// Trace time minus timer time around edge `ei`.
-    pub fn offset(&self, ei: usize) -> Option<i64> {
+    fn offset(&self, ei: usize) -> Option<i64> {
         let i = self
             .offsets
             .binary_search_by_key(&(ei as u32), |p| p.0)
@@ -484,22 +483,26 @@ impl TimerClock {
     }
 
     /// When timer edge `ei` was due, in trace time (its softexpires moved to the trace
-    /// clock), if it has `now` and its expiry.
+    /// clock, never after the callback), if it has `now` and its expiry.
     pub fn due(&self, tl: &Timeline, ei: usize) -> Option<u64> {
         let e = &tl.edges[ei];
         if e.val == u64::MAX {
             return None;
         }
-        Some((e.val as i64).saturating_add(self.offset(ei)?).max(0) as u64)
+        let due = (e.val as i64).saturating_add(self.offset(ei)?).max(0) as u64;
+        Some(due.min(e.at))
     }
 
-    /// Timer edge `ei`'s arming time in the timers' clock, if known.
-    pub fn armed(&self, tl: &Timeline, ei: usize) -> Option<u64> {
+    /// For a timer armed for a time already past (its task overran the period): its
+    /// lateness from when it could first have fired, the arming, rather than from its
+    /// expiry. `None` for a timer armed in time or whose arming is unknown.
+    pub fn armed_late(&self, tl: &Timeline, ei: usize) -> Option<u64> {
         let e = &tl.edges[ei];
         if e.ts == 0 {
             return None;
         }
-        Some((e.ts as i64).saturating_sub(self.offset(ei)?).max(0) as u64)
+        let armed = (e.ts as i64).saturating_sub(self.offset(ei)?).max(0) as u64;
+        (armed > e.val).then(|| e.val2.saturating_sub(armed))
     }
 }
 
