@@ -70,16 +70,27 @@ struct InputArgs {
     /// Reorder window in events, for traces whose timestamps are out of order.
     #[arg(long, default_value_t = whylate::read::DEFAULT_WINDOW)]
     reorder: usize,
+    /// The recording machine's /proc/kallsyms (plain or compressed): names work functions
+    /// and timer callbacks in a perf.data (which stores no symbols) or replaces a
+    /// trace.dat's own. Without it a perf.data uses this machine's symbols only when it
+    /// runs the same kernel build at the same address.
+    #[arg(long, value_name = "FILE")]
+    kallsyms: Option<PathBuf>,
 }
 
 impl InputArgs {
-    fn open(&self) -> OpenOptions {
-        OpenOptions {
+    fn open(&self) -> Result<OpenOptions, ReadError> {
+        let kallsyms = match &self.kallsyms {
+            Some(p) => Some((p.display().to_string(), whylate::read::ksyms::load_file(p)?)),
+            None => None,
+        };
+        Ok(OpenOptions {
             format: self.format.map(Into::into),
             strict: self.strict,
             window: self.reorder,
             progress: None,
-        }
+            kallsyms,
+        })
     }
 }
 
@@ -406,6 +417,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     strict: false,
                     format: None,
                     reorder: whylate::read::DEFAULT_WINDOW,
+                    kallsyms: None,
                 },
             }),
             files: Vec::new(),
@@ -464,7 +476,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             top,
             input,
         } => {
-            let (open, bar) = with_progress(input.open(), &files, cli.quiet);
+            let (open, bar) = with_progress(input.open()?, &files, cli.quiet);
             let r = whylate::stats::stats(&files, &open, top);
             drop(bar);
             emit(r, json, color, |r| r.render_text())
@@ -480,7 +492,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Ok(m) => m,
                 Err(e) => return usage(&e),
             };
-            let (open, _bar) = with_progress(input.open(), &files, cli.quiet);
+            let (open, _bar) = with_progress(input.open()?, &files, cli.quiet);
             let out = Outputs {
                 html: draw.html,
                 svg: draw.svg,
@@ -502,7 +514,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Ok(m) => m,
                 Err(e) => return usage(&e),
             };
-            let (open, _bar) = with_progress(input.open(), &files, cli.quiet);
+            let (open, _bar) = with_progress(input.open()?, &files, cli.quiet);
             let out = Outputs {
                 html: Some(output),
                 svg,
@@ -528,7 +540,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Ok(m) => m,
                 Err(e) => return usage(&e),
             };
-            let (open, _bar) = with_progress(input.open(), &files, cli.quiet);
+            let (open, _bar) = with_progress(input.open()?, &files, cli.quiet);
             let r = whylate::explain::explain_then(&files, &open, &mode, |r, tl, s| {
                 let f = std::fs::File::create(&perfetto)?;
                 let st = whylate::perfetto::write(std::io::BufWriter::new(f), r, tl, s)?;
@@ -571,7 +583,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
             input,
         } => {
-            let open = input.open();
+            let open = input.open()?;
             let mode = match mode.parse() {
                 Ok(m) => m,
                 Err(e) => return usage(&e),
@@ -597,7 +609,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             expect,
             input,
         } => {
-            let open = input.open();
+            let open = input.open()?;
             let measures = match whylate::latency::parse_measures(&measure.join(",")) {
                 Ok(m) => m,
                 Err(e) => return usage(&e),

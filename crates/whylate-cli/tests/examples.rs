@@ -15,7 +15,16 @@ const TIMER: [&str; 5] = ["--timer", "--task", "periodic", "--deadline", "300us"
 fn examples() -> Vec<(&'static str, &'static str, Vec<&'static str>)> {
     vec![
         ("frob", "examples/frob.dat.zst", FROB.to_vec()),
-        ("frob.perf", "examples/frob.perf.data.zst", FROB.to_vec()),
+        // perf.data stores no kernel symbols: the recording machine's ride beside it.
+        (
+            "frob.perf",
+            "examples/frob.perf.data.zst",
+            [
+                &FROB[..],
+                &["--kallsyms", "examples/frob.perf.kallsyms.zst"],
+            ]
+            .concat(),
+        ),
         ("timer", "examples/timer.dat.zst", TIMER.to_vec()),
         ("softirq", "examples/softirq.dat.zst", TIMER.to_vec()),
         (

@@ -47,10 +47,12 @@ fn s(p: &Path) -> String {
     p.display().to_string()
 }
 
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("whylate-live-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A temporary directory, removed when the test ends (also when it fails).
+fn tmpdir(tag: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("whylate-live-{tag}-"))
+        .tempdir()
+        .unwrap()
 }
 
 /// Top-level tracefs state that must be the same after a test as before.
@@ -204,7 +206,8 @@ fn tracefs_text_matches_the_kernels_own_counts() {
     }
     let before = tracefs_snapshot();
     let was_mounted = Path::new(TRACEFS).join("instances").exists();
-    let dir = tmpdir("ftrace");
+    let tmp = tmpdir("ftrace");
+    let dir = tmp.path();
     let trace = dir.join("trace.txt");
     {
         let inst = match Instance::new("ftrace") {
@@ -283,7 +286,6 @@ fn tracefs_text_matches_the_kernels_own_counts() {
         "the workload busy-polls read()"
     );
     assert!(ours.get("workqueue_execute_start").copied().unwrap_or(0) > 0);
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -303,7 +305,8 @@ fn perf_script_matches_perf_itself() {
     // perf mounts tracefs itself to read event formats: unmount it again if it was not
     // mounted before, also when an assertion fails.
     let _mount = MountGuard::new();
-    let dir = tmpdir("perf");
+    let tmp = tmpdir("perf");
+    let dir = tmp.path();
     let data = dir.join("perf.data");
     let events = "sched:sched_switch,sched:sched_waking,sched:sched_wakeup,irq:irq_handler_entry,\
 irq:irq_handler_exit,irq:softirq_entry,irq:softirq_exit,workqueue:workqueue_queue_work,\
@@ -315,7 +318,7 @@ raw_syscalls:sys_exit,syscalls:sys_enter_write,syscalls:sys_exit_write";
         .arg("--")
         .args(workload(&["--duration", "0.3", "--hog"]).get_args())
         .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .current_dir(&dir)
+        .current_dir(dir)
         .status();
     let st = match st {
         Ok(s) => s,
@@ -458,7 +461,6 @@ raw_syscalls:sys_exit,syscalls:sys_enter_write,syscalls:sys_exit_write";
         }
     }
     assert_eq!(n as u64, names.values().sum::<u64>());
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// Builds a lab C program into `dir`; None (with the reason) when there is no compiler.
@@ -706,8 +708,9 @@ fn timer_latency_matches_the_periodic_threads_own_log() {
     if !is_root() && skip("not root: tracefs needs root") {
         return;
     }
-    let dir = tmpdir("periodic");
-    let (periodic, hog) = match (build_lab("periodic", &dir), build_lab("hog", &dir)) {
+    let tmp = tmpdir("periodic");
+    let dir = tmp.path();
+    let (periodic, hog) = match (build_lab("periodic", dir), build_lab("hog", dir)) {
         (Ok(p), Ok(h)) => (p, h),
         (Err(e), _) | (_, Err(e)) => {
             skip(&e);
@@ -808,7 +811,6 @@ fn timer_latency_matches_the_periodic_threads_own_log() {
         "wakeup {} vs timer waits {after}",
         w["count"]
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// `perf sched timehist` on the same perf.data is the oracle for run and wait times.
@@ -833,8 +835,9 @@ fn runqueue_and_run_times_match_perf_sched_timehist() {
         return;
     }
     let _mount = MountGuard::new();
-    let dir = tmpdir("timehist");
-    let (periodic, hog) = match (build_lab("periodic", &dir), build_lab("hog", &dir)) {
+    let tmp = tmpdir("timehist");
+    let dir = tmp.path();
+    let (periodic, hog) = match (build_lab("periodic", dir), build_lab("hog", dir)) {
         (Ok(p), Ok(h)) => (p, h),
         (Err(e), _) | (_, Err(e)) => {
             skip(&e);
@@ -855,7 +858,7 @@ fn runqueue_and_run_times_match_perf_sched_timehist() {
         .arg("-o")
         .arg(&data)
         .args(["--", "sh", "-c", &script])
-        .current_dir(&dir)
+        .current_dir(dir)
         .status();
     match st {
         Ok(s) if s.success() => {}
@@ -1041,7 +1044,6 @@ fn runqueue_and_run_times_match_perf_sched_timehist() {
         big >= 2,
         "the hog and the periodic thread must be among them; busy threads left out (tid, inferred switches, partial): {big_left:?}"
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// Restores the unbound-workqueue CPU mask on drop.
@@ -1165,8 +1167,9 @@ fn explain_frob_lab_counts_the_misses_and_names_the_hog() {
     if !Path::new(WQ_MASK).exists() && skip("no unbound workqueue cpumask to pin the tty work") {
         return;
     }
-    let dir = tmpdir("frob");
-    let frob = match build_lab("frob", &dir) {
+    let tmp = tmpdir("frob");
+    let dir = tmp.path();
+    let frob = match build_lab("frob", dir) {
         Ok(p) => p,
         Err(e) => {
             skip(&e);
@@ -1174,7 +1177,7 @@ fn explain_frob_lab_counts_the_misses_and_names_the_hog() {
         }
     };
     let before = std::fs::read_to_string(WQ_MASK).unwrap();
-    let (trace, lat, timeouts) = match record_frob(&dir, &frob, true) {
+    let (trace, lat, timeouts) = match record_frob(dir, &frob, true) {
         Ok(x) => x,
         Err(e) => {
             skip(&e);
@@ -1303,7 +1306,6 @@ fn explain_frob_lab_counts_the_misses_and_names_the_hog() {
         let j = explain_frob(&trace, false);
         assert_eq!(j["deadline_ns"], 3_500_000u64, "{}", j["deadline_source"]);
     }
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// The same without the hog: misses, if any, are not blamed on a task that was not there.
@@ -1316,15 +1318,16 @@ fn explain_frob_lab_without_hog_blames_no_absent_task() {
     if !Path::new(WQ_MASK).exists() && skip("no unbound workqueue cpumask to pin the tty work") {
         return;
     }
-    let dir = tmpdir("frob-nohog");
-    let frob = match build_lab("frob", &dir) {
+    let tmp = tmpdir("frob-nohog");
+    let dir = tmp.path();
+    let frob = match build_lab("frob", dir) {
         Ok(p) => p,
         Err(e) => {
             skip(&e);
             return;
         }
     };
-    let (trace, lat, _) = match record_frob(&dir, &frob, false) {
+    let (trace, lat, _) = match record_frob(dir, &frob, false) {
         Ok(x) => x,
         Err(e) => {
             skip(&e);
@@ -1352,7 +1355,6 @@ fn explain_frob_lab_without_hog_blames_no_absent_task() {
             .collect::<Vec<_>>()
             .join("; ")
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// Records lab/periodic on CPU1 beside lab/hog; returns the trace.
@@ -1431,8 +1433,9 @@ fn explain_timer_blames_the_hog_and_fifo_clears_it() {
     if !is_root() && skip("not root: tracefs needs root") {
         return;
     }
-    let dir = tmpdir("explain-timer");
-    let other = match record_periodic(&dir, false, 1000) {
+    let tmp = tmpdir("explain-timer");
+    let dir = tmp.path();
+    let other = match record_periodic(dir, false, 1000) {
         Ok(t) => t,
         Err(e) => {
             skip(&e);
@@ -1478,7 +1481,7 @@ fn explain_timer_blames_the_hog_and_fifo_clears_it() {
         "{}",
         task_causes[0]
     );
-    let fifo = record_periodic(&dir, true, 1000).unwrap();
+    let fifo = record_periodic(dir, true, 1000).unwrap();
     let j = explain_timer_json(&fifo);
     for c in j["causes"].as_array().unwrap() {
         assert!(
@@ -1490,7 +1493,6 @@ fn explain_timer_blames_the_hog_and_fifo_clears_it() {
         "timer, SCHED_FIFO: {} late periods (none caused by a task)",
         j["cycles"]["misses"]
     );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[path = "../../whylate/tests/common/report.rs"]
@@ -1532,7 +1534,8 @@ fn record_writes_what_trace_cmd_reports() {
     // trace-cmd mounts tracefs to look around: unmount it again if it was not mounted.
     let _mount = MountGuard::new();
     let before = tracefs_state();
-    let dir = tmpdir("record");
+    let tmp = tmpdir("record");
+    let dir = tmp.path();
     let dat = dir.join("t.dat");
     // Sleeps, pipes and forks: sched, syscalls, timers, softirqs; exit code 3 comes back.
     let out = Command::new(whylate())
@@ -1604,7 +1607,6 @@ fn record_writes_what_trace_cmd_reports() {
     );
     assert!(!snap.irqs.is_empty() && snap.tasks.len() > 10);
     assert!(snap.fds.iter().any(|f| f.path.starts_with("/dev/")));
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -1614,7 +1616,8 @@ fn record_restores_tracefs_after_sigint_a_bad_event_and_a_kill() {
         return;
     }
     let before = tracefs_state();
-    let dir = tmpdir("record-stop");
+    let tmp = tmpdir("record-stop");
+    let dir = tmp.path();
     // Ctrl-C while recording with no command.
     let dat = dir.join("int.dat");
     let child = Command::new(whylate())
@@ -1691,11 +1694,10 @@ fn record_restores_tracefs_after_sigint_a_bad_event_and_a_kill() {
     };
     drop(_m);
     assert_eq!(before, tracefs_state(), "after a kill and --reset");
-    for f in std::fs::read_dir(&dir).unwrap().flatten() {
+    for f in std::fs::read_dir(dir).unwrap().flatten() {
         let n = f.file_name().to_string_lossy().to_string();
         assert!(!n.starts_with(".whylate-"), "spool file {n} left behind");
     }
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// Issue 5's own example on a `whylate record` trace.dat of the frob lab: `path` names the
@@ -1708,8 +1710,9 @@ fn explain_path_on_a_whylate_recording_of_frob() {
     if !is_root() && skip("not root: tracefs needs root") {
         return;
     }
-    let dir = tmpdir("path");
-    let frob = match build_lab("frob", &dir) {
+    let tmp = tmpdir("path");
+    let dir = tmp.path();
+    let frob = match build_lab("frob", dir) {
         Ok(p) => p,
         Err(e) => {
             skip(&e);
@@ -1794,7 +1797,6 @@ fn explain_path_on_a_whylate_recording_of_frob() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("rett > 0") && err.contains("ret"), "{err}");
     assert_eq!(before, tracefs_state(), "after a refused filter");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 fn demo_json(args: &[&str]) -> serde_json::Value {
@@ -1881,7 +1883,8 @@ fn demo_scenarios_match_their_programs_and_mitigation_helps() {
     let before = tracefs_state();
     let mask = std::fs::read_to_string(WQ_MASK).ok();
     let rps = std::fs::read_to_string(LO_RPS).ok();
-    let dir = tmpdir("demo");
+    let tmp = tmpdir("demo");
+    let dir = tmp.path();
     for scenario in ["frob", "timer", "softirq"] {
         let (a, b) = (
             dir.join(format!("{scenario}.dat")),

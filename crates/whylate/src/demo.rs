@@ -143,26 +143,20 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// Builds the lab programs (once per source version) and returns their directory.
-pub fn build_lab() -> Result<PathBuf, DemoError> {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    LAB.hash(&mut h);
-    let dir = std::env::temp_dir().join(format!("whylate-lab-{:016x}", h.finish()));
-    fs::create_dir_all(&dir).map_err(|e| DemoError::Io(dir.clone(), e))?;
+/// Builds the lab programs into a fresh temporary directory, removed when the returned
+/// handle is dropped (a C compile of each takes a fraction of a second).
+pub fn build_lab() -> Result<tempfile::TempDir, DemoError> {
+    let dir = tempfile::Builder::new()
+        .prefix("whylate-lab-")
+        .tempdir()
+        .map_err(|e| DemoError::Io(std::env::temp_dir(), e))?;
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     for (name, src) in LAB {
-        let bin = dir.join(name);
-        if bin.is_file() {
-            continue;
-        }
-        let c = dir.join(format!("{name}.c"));
+        let c = dir.path().join(format!("{name}.c"));
         fs::write(&c, src).map_err(|e| DemoError::Io(c.clone(), e))?;
-        // Built under a temporary name: an interrupted build never leaves a broken binary.
-        let tmp = dir.join(format!(".{name}.{}", std::process::id()));
         let out = Command::new(&cc)
             .args(["-O2", "-o"])
-            .arg(&tmp)
+            .arg(dir.path().join(name))
             .arg(&c)
             .output()
             .map_err(|e| DemoError::NoCompiler(format!("{cc}: {e}")))?;
@@ -172,7 +166,6 @@ pub fn build_lab() -> Result<PathBuf, DemoError> {
                 String::from_utf8_lossy(&out.stderr).trim()
             )));
         }
-        fs::rename(&tmp, &bin).map_err(|e| DemoError::Io(bin.clone(), e))?;
     }
     Ok(dir)
 }
@@ -244,11 +237,11 @@ pub fn run(o: &DemoOptions) -> Result<DemoResult, DemoError> {
         return Err(DemoError::NotRoot);
     }
     let lab = build_lab()?;
-    let work = std::env::temp_dir().join(format!("whylate-demo-{}", std::process::id()));
-    fs::create_dir_all(&work).map_err(|e| DemoError::Io(work.clone(), e))?;
-    let r = run_in(o, &lab, &work);
-    let _ = fs::remove_dir_all(&work);
-    r
+    let work = tempfile::Builder::new()
+        .prefix("whylate-demo-")
+        .tempdir()
+        .map_err(|e| DemoError::Io(std::env::temp_dir(), e))?;
+    run_in(o, lab.path(), work.path())
 }
 
 fn run_in(o: &DemoOptions, lab: &Path, work: &Path) -> Result<DemoResult, DemoError> {

@@ -9,9 +9,8 @@
 //! # Example
 //! ```
 //! use whylate::{event::Interner, read::{self, EventSource}};
-//! # let dir = std::env::temp_dir().join(format!("whylate-doc-{}", std::process::id()));
-//! # std::fs::create_dir_all(&dir).unwrap();
-//! let path = dir.join("t.txt");
+//! # let dir = tempfile::tempdir().unwrap();
+//! let path = dir.path().join("t.txt");
 //! std::fs::write(&path, "  bash-42 [001] d..2. 10.000001: sched_waking: comm=cat pid=7 prio=120 target_cpu=001\n").unwrap();
 //! let mut src = read::open(&path, &Default::default()).unwrap();
 //! let mut strings = Interner::new();

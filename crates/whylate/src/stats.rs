@@ -438,6 +438,14 @@ pub(crate) fn describe_inputs(
                 "{path}: {t}; the analysis is blind after that point"
             ));
         }
+        if let Some(c) = r.binary_cut() {
+            notes.push(format!(
+                "{path}: {c}; the trace is read up to there and the analysis is blind after it"
+            ));
+        }
+        if let Some(n) = r.symbol_note() {
+            notes.push(format!("{path}: {n}"));
+        }
         if d.untyped_known > 0 {
             notes.push(format!(
                 "{path}: {} known events had an unexpected layout and are kept untyped",

@@ -435,8 +435,8 @@ fn v7_files_read_like_the_v6_they_were_converted_from() {
     let _restore = Unmount(tracefs_mounted());
     let v6 = dir.join("ARM-software__lisa__sched_load_trace.dat");
     let want = dat_raw_lines(&v6);
-    let tmp = std::env::temp_dir().join(format!("whylate-v7-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap();
+    let tmp_dir = tempfile::tempdir().unwrap();
+    let tmp = tmp_dir.path();
     for comp in ["zstd", "none"] {
         let out = tmp.join(format!("{comp}.dat"));
         let st = std::process::Command::new("trace-cmd")
@@ -494,7 +494,6 @@ fn v7_files_read_like_the_v6_they_were_converted_from() {
         }
     };
     assert!(err.contains("byte") || err.contains("offset"), "{err}");
-    std::fs::remove_dir_all(&tmp).ok();
 }
 
 /// Compresses each blob with the system zlib (Python's `zlib.compress`, what trace-cmd's
@@ -706,7 +705,8 @@ fn v7_plain_to_zlib(src: &[u8]) -> (Vec<u8>, usize) {
 fn a_cut_or_damaged_dat_gives_errors_and_notes_not_panics() {
     let Some(dir) = corpus() else { return };
     let full = std::fs::read(dir.join("ARM-software__lisa__sched_load_trace.dat")).unwrap();
-    let tmp = std::env::temp_dir().join(format!("whylate-cut-{}.dat", std::process::id()));
+    let tmp_dir = tempfile::tempdir().unwrap();
+    let tmp = tmp_dir.path().join("cut.dat");
     // Cut inside the header: an error naming the byte offset and what was expected.
     for n in [13usize, 300, 100_000] {
         std::fs::write(&tmp, &full[..n]).unwrap();
@@ -729,5 +729,4 @@ fn a_cut_or_damaged_dat_gives_errors_and_notes_not_panics() {
     std::fs::write(&tmp, &bad).unwrap();
     let r = read_all(&tmp);
     assert!(r.diag.unparsed > 0);
-    std::fs::remove_file(&tmp).ok();
 }

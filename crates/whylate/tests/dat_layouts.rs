@@ -168,8 +168,8 @@ fn build(big: bool, long: usize) -> Vec<u8> {
 
 #[test]
 fn big_endian_and_32_bit_trace_dat() {
-    let dir = std::env::temp_dir().join(format!("whylate-datlayouts-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let trace_cmd = Command::new("trace-cmd").arg("version").output().is_ok();
     for (big, long) in [(false, 8), (true, 8), (false, 4), (true, 4)] {
         let what = format!(
@@ -266,5 +266,4 @@ fn big_endian_and_32_bit_trace_dat() {
             }
         }
     }
-    std::fs::remove_dir_all(&dir).ok();
 }

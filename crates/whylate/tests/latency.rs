@@ -61,12 +61,11 @@ fn seed(name: &str) -> PathBuf {
     common::data("seeds").join(name)
 }
 
-fn tmp(name: &str, text: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("whylate-lat-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    let p = d.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
+/// `text` in a temporary file named like `name`, removed when the value is dropped.
+fn tmp(name: &str, text: &str) -> tempfile::TempPath {
+    let f = tempfile::Builder::new().suffix(name).tempfile().unwrap();
+    std::fs::write(f.path(), text).unwrap();
+    f.into_temp_path()
 }
 
 const MS: u64 = 1_000_000;
@@ -361,8 +360,8 @@ fn a_wakeup_racing_the_switch_out_starts_the_wait_at_the_switch() {
 /// measure: whatever the readers make of them, no panic.
 #[test]
 fn cut_and_corrupted_inputs_go_through_every_measure() {
-    let dir = std::env::temp_dir().join(format!("whylate-latcut-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     for src in [
         "seed000-perf-script.txt",
         "seed002-latency-dump.txt",
@@ -389,7 +388,6 @@ fn cut_and_corrupted_inputs_go_through_every_measure() {
             let _ = latency(&[p], &OpenOptions::default(), &opts, None);
         }
     }
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 fn explain_json(path: &Path, from: &str, to: &str, deadline: Option<u64>) -> Value {
@@ -639,8 +637,9 @@ fn a_late_timer_under_one_long_syscall_is_an_inferred_irqs_off_section() {
  busy-9 [001] d..2. 1.004020: sched_switch: prev_comm=busy prev_pid=9 prev_prio=120 prev_state=R ==> next_comm=p next_pid=7 next_prio=120
 ";
     use whylate::explain::{explain_timers, TimerOptions};
+    let p = tmp("inferred.txt", t);
     let r = explain_timers(
-        &[tmp("inferred.txt", t)],
+        &[p.to_path_buf()],
         &OpenOptions::default(),
         &TimerOptions {
             deadline_ns: Some(1_000_000),

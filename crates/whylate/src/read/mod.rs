@@ -12,8 +12,10 @@
 
 mod body;
 mod comms;
+pub mod decompress;
 mod ftrace;
 mod funcgraph;
+pub mod ksyms;
 mod lines;
 mod memo;
 mod perf_script;
@@ -26,6 +28,7 @@ pub mod tep;
 pub mod tracedat;
 
 pub use body::{ftrace_syscall, parse_body, softirq_name};
+pub use decompress::Compression;
 pub use lines::LineReader;
 pub(crate) use swar::same as same_bytes;
 
@@ -33,7 +36,7 @@ use crate::event::{Event, Interner};
 use std::collections::VecDeque;
 use std::fmt;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 /// The input formats whylate reads.
@@ -96,20 +99,6 @@ impl fmt::Display for Format {
     }
 }
 
-/// Compression detected on an input.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Compression {
-    /// Plain.
-    None,
-    /// gzip (`.gz`).
-    Gzip,
-    /// Zstandard (`.zst`).
-    Zstd,
-    /// xz (`.xz`).
-    Xz,
-}
-
 /// Why an input could not be read.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -125,14 +114,23 @@ pub enum ReadError {
         source: io::Error,
     },
     /// The input matches no known format.
-    #[error("{path}: not a trace whylate can read (tried: {tried}); first line: {first_line:?}")]
+    #[error("{path}: not a trace whylate can read (tried: {tried}); it starts with {start}")]
     UnknownFormat {
         /// The input.
         path: PathBuf,
         /// Formats that were tried.
         tried: String,
-        /// The first line, shortened.
-        first_line: String,
+        /// How it starts: its first line quoted (shortened), or its first bytes in hex
+        /// when they are not text.
+        start: String,
+    },
+    /// The input holds nothing (0 bytes, or nothing after decompression).
+    #[error("{path}: empty file{what}")]
+    Empty {
+        /// The input.
+        path: PathBuf,
+        /// " (nothing after gzip decompression)" for a compressed one, else "".
+        what: String,
     },
     /// A binary input is malformed at `offset`.
     #[error("{path}: byte {offset}: {why}")]
@@ -344,6 +342,7 @@ pub struct TextReader {
     done: bool,
     format: Format,
     compression: Compression,
+    cut: decompress::Cut,
 }
 
 impl TextReader {
@@ -392,31 +391,16 @@ impl TextReader {
                 return Ok(false);
             }
             let lineno = self.lines.line_number() + 1;
-            let line = match self.lines.next_line() {
-                Ok(l) => l,
-                // A cut .gz/.zst/.xz (a copy interrupted, a disk full) is a normal real-world
-                // trace: keep what was read and say where it stops.
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::UnexpectedEof
-                            | io::ErrorKind::InvalidData
-                            | io::ErrorKind::Other
-                    ) && self.compression != Compression::None =>
-                {
-                    self.diag.truncated = Some(format!(
-                        "input ends abruptly after {} decompressed bytes ({e})",
-                        self.lines.offset()
-                    ));
-                    None
+            // A cut .gz/.zst/.xz ends the stream (see `decompress`): say where.
+            let line = self.lines.next_line().map_err(|source| ReadError::Io {
+                path: self.path.clone(),
+                source,
+            })?;
+            if line.is_none() {
+                if let Some(c) = self.cut.get() {
+                    self.diag.truncated = Some(c.clone());
                 }
-                Err(source) => {
-                    return Err(ReadError::Io {
-                        path: self.path.clone(),
-                        source,
-                    })
-                }
-            };
+            }
             let mut cx = Cx {
                 strings,
                 out: &mut *out,
@@ -456,6 +440,9 @@ pub struct OpenOptions {
     pub window: usize,
     /// Where a long read reports how far it got (a progress bar polls it).
     pub progress: Option<std::sync::Arc<Progress>>,
+    /// The recording machine's `/proc/kallsyms` (`--kallsyms FILE`, read by
+    /// [`ksyms::load_file`]): names code addresses in binary traces, over any other source.
+    pub kallsyms: Option<perfdata::Given>,
 }
 
 /// How far a read has got, updated by the readers and polled by a progress display.
@@ -486,7 +473,7 @@ impl Progress {
 
 /// A file whose reads are counted into a [`Progress`].
 struct Counted {
-    f: File,
+    f: Box<dyn Read>,
     p: std::sync::Arc<Progress>,
 }
 
@@ -508,36 +495,11 @@ pub const DEFAULT_WINDOW: usize = 1 << 12;
 /// Reorder window for perf.data: a perf round can hold tens of thousands of events.
 pub const PERF_WINDOW: usize = 1 << 16;
 
-fn decompress(path: &Path, f: Box<dyn Read>) -> io::Result<(Box<dyn Read>, Compression)> {
-    let mut br = BufReader::with_capacity(1 << 16, f);
-    let head = br.fill_buf()?;
-    Ok(if head.starts_with(&[0x1f, 0x8b]) {
-        (
-            Box::new(flate2::bufread::MultiGzDecoder::new(br)),
-            Compression::Gzip,
-        )
-    } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-        let d = ruzstd::decoding::StreamingDecoder::new(br).map_err(|e| {
-            io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("{}: bad zstd frame: {e}", path.display()),
-            )
-        })?;
-        (Box::new(d), Compression::Zstd)
-    } else if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
-        (
-            Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(br)),
-            Compression::Xz,
-        )
-    } else {
-        (Box::new(br), Compression::None)
-    })
-}
-
 /// One opened input: a text reader behind its reorder window, or a binary reader.
 pub struct Input {
     kind: InputKind,
     compression: Compression,
+    cut: decompress::Cut,
 }
 
 enum InputKind {
@@ -586,6 +548,33 @@ impl Input {
             _ => None,
         }
     }
+    /// Says when the trace's kernel code addresses (work functions, timer callbacks,
+    /// tasklets) stay unresolved, why, and how to resolve them.
+    pub fn symbol_note(&self) -> Option<String> {
+        let InputKind::Perf(p) = &self.kind else {
+            return None;
+        };
+        let info = p.info();
+        let Some(ksyms::SymbolSource::Unresolved(why)) = &info.symbols else {
+            return None;
+        };
+        let needs = info.events.iter().any(|e| {
+            e.starts_with("workqueue:") || e.starts_with("timer:") || e.contains("tasklet")
+        });
+        needs.then(|| {
+            format!(
+                "kernel code addresses (work functions, timer callbacks) are shown in hex: {why}; pass the recording machine's /proc/kallsyms with --kallsyms FILE"
+            )
+        })
+    }
+    /// Where a compressed binary input's stream was cut (its reader reads the part
+    /// before; text readers say it in their [`Diag::truncated`]).
+    pub fn binary_cut(&self) -> Option<&str> {
+        match self.kind {
+            InputKind::Text(_) => None,
+            _ => self.cut.get().map(String::as_str),
+        }
+    }
     /// trace.dat header facts.
     pub fn dat_info(&self) -> Option<&tracedat::DatInfo> {
         match &self.kind {
@@ -630,85 +619,77 @@ impl EventSource for Input {
     }
 }
 
-/// Copies a decompressed stream into an unlinked temporary file, for binary formats that
-/// need random access.
+/// Copies a decompressed stream into an unnamed temporary file (gone when closed, also
+/// when whylate is killed), for binary formats that need random access.
 fn spool(path: &Path, mut rd: Box<dyn Read>) -> Result<File, ReadError> {
     let io_err = |source| ReadError::Io {
         path: path.to_path_buf(),
         source,
     };
-    let dir = std::env::temp_dir();
-    for n in 0..100u32 {
-        let p = dir.join(format!(".whylate-{}-{n}", std::process::id()));
-        match std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&p)
-        {
-            Ok(mut f) => {
-                let _ = std::fs::remove_file(&p);
-                io::copy(&mut rd, &mut f).map_err(io_err)?;
-                // Readers that stream (perf.data) start from the file position.
-                io::Seek::rewind(&mut f).map_err(io_err)?;
-                return Ok(f);
-            }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(io_err(e)),
-        }
-    }
-    Err(io_err(io::Error::other("no free temporary file name")))
+    let mut f = tempfile::tempfile().map_err(io_err)?;
+    io::copy(&mut rd, &mut f).map_err(io_err)?;
+    // Readers that stream (perf.data) start from the file position.
+    io::Seek::rewind(&mut f).map_err(io_err)?;
+    Ok(f)
 }
 
-/// Opens `path`, decompresses and sniffs it, and returns an event source in time order.
+/// Opens `path` (`-` = standard input), decompresses and sniffs it, and returns an event
+/// source in time order.
 pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
     let io_err = |source| ReadError::Io {
         path: path.to_path_buf(),
         source,
     };
-    let f = File::open(path).map_err(io_err)?;
+    let stdin = path.as_os_str() == "-";
+    let f: Box<dyn Read> = if stdin {
+        Box::new(io::stdin())
+    } else {
+        Box::new(File::open(path).map_err(io_err)?)
+    };
     let f: Box<dyn Read> = match &opts.progress {
         Some(p) => Box::new(Counted { f, p: p.clone() }),
-        None => Box::new(f),
+        None => f,
     };
-    let (rd, compression) = decompress(path, f).map_err(io_err)?;
+    let (rd, compression, cut) = decompress::open(path, f).map_err(io_err)?;
     let mut lines = LineReader::new(rd);
     let head = lines.peek(256 * 1024).map_err(io_err)?.to_vec();
+    if head.is_empty() {
+        return Err(ReadError::Empty {
+            path: path.to_path_buf(),
+            what: match (compression, cut.get()) {
+                (Compression::None, _) => String::new(),
+                (_, Some(c)) => format!(" after decompression: {c}"),
+                (c, None) => format!(" (nothing after {c:?} decompression)").to_lowercase(),
+            },
+        });
+    }
     let dat = tracedat::sniff(&head) || opts.format == Some(Format::TraceDat);
     let perf = perfdata::sniff(&head) || opts.format == Some(Format::PerfData);
     if dat || perf {
-        // Binary formats need random access: a compressed one is spooled to a temp file.
-        let file = if compression == Compression::None {
+        // Binary formats need random access: a compressed one (or stdin) is spooled.
+        let file = if compression == Compression::None && !stdin {
             File::open(path).map_err(io_err)?
         } else {
             let (buffered, rest) = lines.into_inner();
             spool(path, Box::new(io::Cursor::new(buffered).chain(rest)))?
         };
-        // trace.dat is time-ordered by construction (per-CPU merge): no reorder window (it
-        // would copy every event twice); what a skewed clock still puts out of order is
-        // counted by the reader. perf.data is sorted by its reader, round by round, with a
-        // hold of at least PERF_WINDOW events for what comes after its round.
         if let Some(p) = &opts.progress {
             // Binary readers seek around the file: their progress shows as events only.
             p.binary.store(true, std::sync::atomic::Ordering::Relaxed);
         }
-        let kind = if dat {
-            InputKind::Dat(Box::new(tracedat::TraceDat::open(path, file)?))
-        } else {
-            InputKind::Perf(Box::new(perfdata::PerfData::open(
-                path,
-                file,
-                opts.window.max(PERF_WINDOW),
-            )?))
-        };
-        return Ok(Input { kind, compression });
+        let kind = open_binary(path, file, dat, opts).map_err(|e| with_cut(e, &cut))?;
+        return Ok(Input {
+            kind,
+            compression,
+            cut,
+        });
     }
     let format = match opts.format {
         Some(f) => f,
         None => sniff(&head).ok_or_else(|| ReadError::UnknownFormat {
             path: path.to_path_buf(),
             tried: Format::ALL.map(|f| f.name()).join(", "),
-            first_line: first_line(&head),
+            start: describe_start(&head),
         })?,
     };
     let parser: Box<dyn LineParser> = match format {
@@ -734,6 +715,7 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
         done: false,
         format,
         compression,
+        cut: cut.clone(),
     };
     Ok(Input {
         kind: InputKind::Text(Box::new(Sorted::new(
@@ -745,12 +727,62 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
             },
         ))),
         compression,
+        cut,
     })
 }
 
-fn first_line(head: &[u8]) -> String {
-    let end = memchr::memchr(b'\n', head).unwrap_or(head.len()).min(120);
-    String::from_utf8_lossy(&head[..end]).into_owned()
+/// Opens a (seekable) trace.dat or perf.data, with `--kallsyms` symbols when given.
+fn open_binary(
+    path: &Path,
+    file: File,
+    dat: bool,
+    opts: &OpenOptions,
+) -> Result<InputKind, ReadError> {
+    // trace.dat is time-ordered by construction (per-CPU merge): no reorder window (it
+    // would copy every event twice); what a skewed clock still puts out of order is
+    // counted by the reader. perf.data is sorted by its reader, round by round, with a
+    // hold of at least PERF_WINDOW events for what comes after its round.
+    Ok(if dat {
+        let mut d = tracedat::TraceDat::open(path, file)?;
+        if let Some((name, text)) = &opts.kallsyms {
+            d.use_kallsyms(name, text);
+        }
+        InputKind::Dat(Box::new(d))
+    } else {
+        InputKind::Perf(Box::new(perfdata::PerfData::open_with_kallsyms(
+            path,
+            file,
+            opts.window.max(PERF_WINDOW),
+            opts.kallsyms.as_ref(),
+        )?))
+    })
+}
+
+/// A binary input that fails to open because its compressed stream was cut says so.
+fn with_cut(e: ReadError, cut: &decompress::Cut) -> ReadError {
+    match (e, cut.get()) {
+        (ReadError::Corrupt { path, offset, why }, Some(c)) => ReadError::Corrupt {
+            path,
+            offset,
+            why: format!("{why} ({c})"),
+        },
+        (e, _) => e,
+    }
+}
+
+/// How an unreadable input starts, for the error: its first line quoted when it is text,
+/// else its first bytes in hex (a binary's first "line" can be hundreds of bytes of noise).
+fn describe_start(head: &[u8]) -> String {
+    let end = memchr::memchr(b'\n', head).unwrap_or(head.len());
+    let line = &head[..end];
+    let text = std::str::from_utf8(line)
+        .is_ok_and(|t| !t.chars().any(|c| c.is_control() && c != '\t' && c != '\r'));
+    if text {
+        let t: String = String::from_utf8_lossy(line).chars().take(120).collect();
+        return format!("the line {t:?}");
+    }
+    let hex: Vec<String> = head.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    format!("the bytes {} (not text)", hex.join(" "))
 }
 
 /// Picks the format of a file from its first bytes. Header lines decide when present;

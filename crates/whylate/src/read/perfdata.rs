@@ -11,6 +11,7 @@
 //!   layouts, simpleperf): `linux-perf-data`'s record iterator and round sorter, behind a
 //!   reorder window. It is also the reference the fast path is tested against.
 
+use super::ksyms::{self, KernelId, SymbolSource};
 use super::tep::{self, Decoder, Formats};
 use super::{Diag, EventSource, OrderCheck, OrderStats, ReadError, Sorted};
 use crate::event::{Event, Interner, Kind, Sym};
@@ -37,9 +38,78 @@ pub struct PerfInfo {
     pub os_release: Option<String>,
     /// Pipe-mode file (`perf record -o -`).
     pub pipe: bool,
+    /// Where the kernel symbols that name work functions and timer callbacks came from.
+    pub symbols: Option<super::ksyms::SymbolSource>,
 }
 
 type Reader = PerfFileReader<BufReader<File>>;
+
+/// Symbols given by the user: the file's name (for notes) and its text.
+pub type Given = (String, std::sync::Arc<[u8]>);
+
+/// Picks the kernel symbols for a perf.data, which stores none of its own: the ones given,
+/// else this machine's when it runs the recording kernel image at the same address (see
+/// [`super::ksyms`]), else none (addresses stay hex, and the source says why).
+fn choose_symbols(
+    fmts: &mut Formats,
+    rd: &Reader,
+    file: &File,
+    given: Option<&Given>,
+) -> SymbolSource {
+    if let Some((name, text)) = given {
+        fmts.load_kallsyms(text);
+        return SymbolSource::Given(name.clone());
+    }
+    if fmts.has_kallsyms() {
+        return SymbolSource::Trace;
+    }
+    let build_id = rd.perf_file.build_ids().ok().and_then(|ids| {
+        let k = ids.get(&linux_perf_data::DsoKey::Kernel)?;
+        Some(
+            k.build_id
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>(),
+        )
+    });
+    let here = KernelId::here();
+    let mut rec = KernelId {
+        build_id,
+        text: None,
+    };
+    // The load address costs a scan of the first records: only when the build matches.
+    if rec.build_id.is_some() && rec.build_id == here.build_id {
+        rec.text = kernel_text_address(file);
+    }
+    match ksyms::host_may_resolve(&rec, here) {
+        Ok(()) => {
+            fmts.load_this_machines_kallsyms();
+            SymbolSource::ThisMachine
+        }
+        Err(why) => SymbolSource::Unresolved(why),
+    }
+}
+
+/// Where the kernel's text was mapped when the trace was recorded: perf's synthesized
+/// `[kernel.kallsyms]_text` MMAP record, near the start of the data section. Read through
+/// a second open file description so the main reader's position is untouched.
+fn kernel_text_address(file: &File) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    let f = File::open(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()?;
+    let mut rd = PerfFileReader::parse_file(BufReader::new(f)).ok()?;
+    for _ in 0..100_000 {
+        let rec = rd.record_iter.next_record(&mut rd.perf_file).ok()??;
+        let PerfFileRecord::EventRecord { record, .. } = rec else {
+            continue;
+        };
+        if let Ok(EventRecord::Mmap(m)) = record.parse() {
+            if m.pid == -1 && m.path.as_slice().starts_with(b"[kernel.kallsyms]") {
+                return Some(m.address);
+            }
+        }
+    }
+    None
+}
 
 // perf header feature bits whose contents linux-perf-data parses at open or on our asking.
 const F_CMDLINE: usize = Feature::CMDLINE.0 as usize;
@@ -173,13 +243,24 @@ enum Mode {
 impl PerfData {
     /// Opens `path`; `window` is the reorder window of the generic path.
     pub fn open(path: &Path, file: File, window: usize) -> Result<PerfData, ReadError> {
-        Self::open_with(path, file, window, true)
+        Self::open_with(path, file, window, true, None)
+    }
+
+    /// Opens `path` with the recording machine's symbols (`--kallsyms FILE`), which win
+    /// over any other source.
+    pub fn open_with_kallsyms(
+        path: &Path,
+        file: File,
+        window: usize,
+        kallsyms: Option<&Given>,
+    ) -> Result<PerfData, ReadError> {
+        Self::open_with(path, file, window, true, kallsyms)
     }
 
     /// Opens `path` through `linux-perf-data` only, whatever the layout: the reference the
     /// fast path is checked against.
     pub fn open_generic(path: &Path, file: File, window: usize) -> Result<PerfData, ReadError> {
-        Self::open_with(path, file, window, false)
+        Self::open_with(path, file, window, false, None)
     }
 
     fn open_with(
@@ -187,6 +268,7 @@ impl PerfData {
         file: File,
         window: usize,
         allow_fast: bool,
+        kallsyms: Option<&Given>,
     ) -> Result<PerfData, ReadError> {
         let err = |why: String| ReadError::Corrupt {
             path: path.to_path_buf(),
@@ -224,6 +306,11 @@ impl PerfData {
         } else {
             None
         };
+        // A second descriptor of the same file, for the symbol check's own scan.
+        let file_again = file.try_clone().map_err(|e| ReadError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        })?;
         let rd = PerfFileReader::parse_file(BufReader::with_capacity(1 << 20, file))
             .map_err(|e| err(format!("not a readable perf.data: {e}")))?;
         let pf = &rd.perf_file;
@@ -236,6 +323,7 @@ impl PerfData {
             cmdline: pf.cmdline().ok().flatten().map(|v| v.join(" ")),
             os_release: pf.os_release().ok().flatten().map(str::to_string),
             pipe,
+            symbols: None,
         };
         info.events.dedup();
         let attr_names = attrs.iter().map(|a| a.name().map(str::to_string)).collect();
@@ -249,12 +337,7 @@ impl PerfData {
             })?,
             None => (Formats::default(), Vec::new()),
         };
-        // perf stores no kernel symbols; like perf script, use this machine's when the file
-        // was recorded on this kernel (function pointers in workqueue and timer events).
-        let here = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-        if !fmts.has_kallsyms() && info.os_release.as_deref() == Some(here.trim()) {
-            fmts.load_this_machines_kallsyms();
-        }
+        info.symbols = Some(choose_symbols(&mut fmts, &rd, &file_again, kallsyms));
         let smp = Samples {
             fmts,
             decoder: Decoder::new(),
@@ -963,7 +1046,7 @@ mod tests {
     fn example(dir: &Path) -> (PathBuf, Vec<u8>) {
         let zst = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/frob.perf.data.zst");
         let f = File::open(zst).unwrap();
-        let mut d = ruzstd::decoding::StreamingDecoder::new(std::io::BufReader::new(f)).unwrap();
+        let mut d = zstd::stream::read::Decoder::new(f).unwrap();
         let mut bytes = Vec::new();
         d.read_to_end(&mut bytes).unwrap();
         let p = dir.join("frob.perf.data");
@@ -971,10 +1054,8 @@ mod tests {
         (p, bytes)
     }
 
-    fn tmp(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("whylate-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        d
+    fn tmp() -> tempfile::TempDir {
+        tempfile::tempdir().unwrap()
     }
 
     fn all(mut r: PerfData, s: &mut Interner) -> (Vec<Event>, PerfData) {
@@ -987,8 +1068,9 @@ mod tests {
 
     #[test]
     fn fast_path_yields_what_linux_perf_data_yields() {
-        let dir = tmp("perf-fast");
-        let (p, _) = example(&dir);
+        let tmp = tmp();
+        let dir = tmp.path();
+        let (p, _) = example(dir);
         let mut s = Interner::new();
         let fast = PerfData::open(&p, File::open(&p).unwrap(), 1 << 16).unwrap();
         assert!(
@@ -1007,15 +1089,15 @@ mod tests {
         assert_eq!(fa.order().reordered, fb.order().reordered);
         assert_eq!(fa.order().unsorted, fb.order().unsorted);
         assert_eq!(fa.diag().unparsed, 0);
-        std::fs::remove_dir_all(&dir).ok();
     }
 
     /// Flipped bytes in the data section: counted or cut short, never a panic, and the fast
     /// path stops where the generic one does not understand either.
     #[test]
     fn corrupted_records_never_panic() {
-        let dir = tmp("perf-corrupt");
-        let (_, bytes) = example(&dir);
+        let tmp = tmp();
+        let dir = tmp.path();
+        let (_, bytes) = example(dir);
         let start = u64::from_le_bytes(bytes[40..48].try_into().unwrap()) as usize;
         let size = u64::from_le_bytes(bytes[48..56].try_into().unwrap()) as usize;
         let p = dir.join("case");
@@ -1053,7 +1135,6 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.to_string().contains("cut short"), "{e}");
-        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]

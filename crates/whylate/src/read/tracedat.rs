@@ -57,6 +57,8 @@ pub struct DatInfo {
     pub unknown_options: Vec<u16>,
     /// Per-CPU statistics text trace-cmd stored (`CPU: 0\nentries: ...`).
     pub cpu_stats: Option<String>,
+    /// The `--kallsyms` file used instead of the file's own symbols.
+    pub kallsyms_from: Option<String>,
 }
 
 // v7 option/section ids.
@@ -623,9 +625,7 @@ impl TraceDat {
                 flate2::read::ZlibDecoder::new(data).read_to_end(&mut out)?;
             }
             Some(Codec::Zstd) => {
-                ruzstd::decoding::StreamingDecoder::new(data)
-                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?
-                    .read_to_end(&mut out)?;
+                zstd::stream::read::Decoder::with_buffer(data)?.read_to_end(&mut out)?;
             }
             None => {
                 return Err(io::Error::new(
@@ -831,8 +831,7 @@ impl TraceDat {
                     Some(Codec::Zlib) => flate2::read::ZlibDecoder::new(&data[..])
                         .read_to_end(&mut out)
                         .map(|_| ()),
-                    Some(Codec::Zstd) => ruzstd::decoding::StreamingDecoder::new(&data[..])
-                        .map_err(|x| io::Error::new(io::ErrorKind::InvalidData, x.to_string()))
+                    Some(Codec::Zstd) => zstd::stream::read::Decoder::with_buffer(&data[..])
                         .and_then(|mut d| d.read_to_end(&mut out).map(|_| ())),
                     None => Ok(()),
                 };
@@ -959,6 +958,13 @@ impl TraceDat {
                 data: &self.streams[i].buf[start..end],
             }),
         })
+    }
+
+    /// Resolves code addresses with `text` (`--kallsyms FILE`, named `name`) instead of
+    /// the symbols the file carries.
+    pub fn use_kallsyms(&mut self, name: &str, text: &[u8]) {
+        self.fmts.load_kallsyms(text);
+        self.info.kallsyms_from = Some(name.to_string());
     }
 
     /// The event formats.

@@ -1,0 +1,182 @@
+//! Transparent decompression (gzip, zstd, xz) that survives a cut file.
+//!
+//! A compressed trace cut short (a copy interrupted, a disk full, a recorder killed) is a
+//! normal real-world input: the decompressor's error at the cut becomes the end of the
+//! stream, and the place is remembered so the output can say where the analysis goes
+//! blind.
+
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+/// The compression of an input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    /// Plain.
+    None,
+    /// gzip.
+    Gzip,
+    /// zstd.
+    Zstd,
+    /// xz.
+    Xz,
+}
+
+impl Compression {
+    fn name(self) -> &'static str {
+        match self {
+            Compression::None => "plain",
+            Compression::Gzip => "gzip",
+            Compression::Zstd => "zstd",
+            Compression::Xz => "xz",
+        }
+    }
+}
+
+/// Where a compressed stream stopped early, once it has: "the zstd stream is cut after N
+/// decompressed bytes (...)". Shared between the stream and whoever reports on it.
+pub type Cut = Arc<OnceLock<String>>;
+
+/// A decompressor whose failure ends the stream (see the module doc).
+struct Tolerant {
+    inner: Box<dyn Read>,
+    kind: Compression,
+    out: u64,
+    cut: Cut,
+}
+
+impl Read for Tolerant {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.cut.get().is_some() {
+            return Ok(0);
+        }
+        match self.inner.read(buf) {
+            Ok(n) => {
+                self.out += n as u64;
+                Ok(n)
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Err(e),
+            // The decompressor's own failure (cut or damaged data): the end of what can
+            // be read. Errors of the file underneath (EIO...) stay errors.
+            Err(e) if is_data_error(&e) => {
+                let _ = self.cut.set(format!(
+                    "the {} stream is cut after {} decompressed bytes ({})",
+                    self.kind.name(),
+                    self.out,
+                    why(&e)
+                ));
+                Ok(0)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn is_data_error(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::UnexpectedEof | io::ErrorKind::InvalidData | io::ErrorKind::Other
+    )
+}
+
+/// The decompressor's error in a few words: "ends mid-block" for a cut, else its text.
+fn why(e: &io::Error) -> String {
+    let text = e.to_string();
+    if e.kind() == io::ErrorKind::UnexpectedEof
+        || text.contains("UnexpectedEof")
+        || text.contains("unexpected end")
+    {
+        return "the compressed data ends mid-block".into();
+    }
+    let mut t: String = text.chars().take(100).collect();
+    if t.len() < text.len() {
+        t.push('…');
+    }
+    format!("damaged data: {t}")
+}
+
+/// Wraps `f` in the decompressor its first bytes call for. Returns the stream, its
+/// compression and where it was cut (set once the stream ends early).
+pub fn open(path: &Path, f: Box<dyn Read>) -> io::Result<(Box<dyn Read>, Compression, Cut)> {
+    let mut br = BufReader::with_capacity(1 << 16, f);
+    let head = br.fill_buf()?;
+    let cut = Cut::default();
+    let (inner, kind): (Box<dyn Read>, _) = if head.starts_with(&[0x1f, 0x8b]) {
+        (
+            Box::new(flate2::bufread::MultiGzDecoder::new(br)),
+            Compression::Gzip,
+        )
+    } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        // libzstd streams: every byte before a cut comes out (a block-at-a-time decoder
+        // keeps the last window back and loses it at the cut). Windows up to 2 GiB
+        // (`zstd --long=31`) are accepted; memory follows the frame's own window.
+        let mut d = zstd::stream::read::Decoder::with_buffer(br).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}: not a readable zstd stream: {e}", path.display()),
+            )
+        })?;
+        d.window_log_max(31)?;
+        (Box::new(d), Compression::Zstd)
+    } else if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
+        (
+            Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(br)),
+            Compression::Xz,
+        )
+    } else {
+        return Ok((Box::new(br), Compression::None, cut));
+    };
+    let rd = Tolerant {
+        inner,
+        kind,
+        out: 0,
+        cut: cut.clone(),
+    };
+    Ok((Box::new(rd), kind, cut))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zstd_of(data: &[u8]) -> Vec<u8> {
+        // One raw block frame: magic, descriptor (single segment, 1-byte size), block
+        // header (last, raw, size), the bytes. Enough to test a cut without an encoder.
+        let mut f = vec![0x28, 0xb5, 0x2f, 0xfd, 0x20, data.len() as u8];
+        let bh = 1u32 | ((data.len() as u32) << 3);
+        f.extend(&bh.to_le_bytes()[..3]);
+        f.extend(data);
+        f
+    }
+
+    #[test]
+    fn a_cut_zstd_stream_ends_and_says_where() {
+        let whole = zstd_of(b"0123456789abcdef0123456789abcdef");
+        let (mut rd, kind, cut) = open(Path::new("t"), Box::new(io::Cursor::new(whole))).unwrap();
+        let mut out = Vec::new();
+        rd.read_to_end(&mut out).unwrap();
+        assert_eq!((out.len(), kind), (32, Compression::Zstd));
+        assert!(cut.get().is_none());
+
+        let cut_file = zstd_of(b"0123456789abcdef0123456789abcdef")[..12].to_vec();
+        let (mut rd, _, cut) = open(Path::new("t"), Box::new(io::Cursor::new(cut_file))).unwrap();
+        let mut out = Vec::new();
+        rd.read_to_end(&mut out).unwrap();
+        let said = cut.get().expect("the cut is remembered");
+        assert!(said.starts_with("the zstd stream is cut after"), "{said}");
+        assert!(!said.contains("BlockContentReadError"), "{said}");
+    }
+
+    #[test]
+    fn plain_input_passes_through() {
+        let (mut rd, kind, cut) =
+            open(Path::new("t"), Box::new(io::Cursor::new(b"abc".to_vec()))).unwrap();
+        let mut s = String::new();
+        rd.read_to_string(&mut s).unwrap();
+        assert_eq!(
+            (s.as_str(), kind, cut.get()),
+            ("abc", Compression::None, None)
+        );
+    }
+}
