@@ -16,10 +16,10 @@ use whylate::syscalls::Arch;
 /// whylate: find out why something on Linux was late, from a kernel trace.
 #[derive(Parser)]
 #[command(
+    name = "whylate",
     version,
     about = "whylate: find out why something on Linux was late, from a kernel trace"
 )]
-#[command(args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
     cmd: Option<Cmd>,
@@ -360,8 +360,11 @@ impl From<FormatArg> for Format {
     }
 }
 
-/// Exit codes: 0 ok, 1 a command-specific "found nothing", 2 unusable input or usage.
+/// Exit codes (README, "Exit codes"): 0 ok, 2 unusable input or usage, 130 Ctrl-C while
+/// `record` traced a command; `record -- CMD` otherwise exits with CMD's own status.
 const EXIT_BAD_INPUT: u8 = 2;
+/// 128 + SIGINT, the shell's status for a Ctrl-C.
+const EXIT_INTERRUPTED: u8 = 130;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -395,10 +398,26 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
     };
     let Some(cmd) = cli.cmd else {
+        use clap::CommandFactory;
         if cli.files.is_empty() {
-            use clap::CommandFactory;
             Cli::command().print_help()?;
             return Ok(ExitCode::from(EXIT_BAD_INPUT));
+        }
+        // `whylate FILE` is explain's shorthand, so a mistyped command arrives as a file.
+        let first = &cli.files[0];
+        if !first.exists() && first.as_os_str() != "-" {
+            let word = first.to_string_lossy();
+            let cmds: Vec<String> = Cli::command()
+                .get_subcommands()
+                .map(|c| c.get_name().to_string())
+                .collect();
+            let close = whylate::suggest::closest(&word, cmds.iter().map(String::as_str), 3);
+            if !close.is_empty() {
+                return usage(&format!(
+                    "`{word}` is neither a file nor a command{}",
+                    whylate::suggest::did_you_mean(&close)
+                ));
+            }
         }
         return run(Cli {
             cmd: Some(Cmd::Explain {
@@ -622,14 +641,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Ok(w) => w.unwrap_or((None, None)),
                 Err(e) => return usage(&e),
             };
-            let interval_ns = match parse_duration(&interval) {
-                Some(v) if v > 0 => v,
-                _ => {
-                    return usage(&format!(
-                        "--interval {interval:?}: expected a duration like 1s, 100ms, 500us"
-                    ))
-                }
-            };
+            let interval_ns =
+                match duration_opt("--interval", &interval, "an interval must be longer than 0") {
+                    Ok(v) => v,
+                    Err(e) => return usage(&e),
+                };
             if field.is_some() && event.is_none() {
                 return usage("--field needs --event");
             }
@@ -683,15 +699,25 @@ fn record(
             Err(e) => usage(&e.to_string()),
         };
     }
-    let duration = match duration.as_deref().map(parse_duration) {
+    let duration = match duration.as_deref().map(|d| {
+        duration_opt(
+            "--duration",
+            d,
+            "a recording must last longer than 0 (or leave --duration out: until Ctrl-C)",
+        )
+    }) {
         None => None,
-        Some(Some(ns)) if ns > 0 => Some(std::time::Duration::from_nanos(ns)),
-        Some(_) => return usage("--duration: expected a time like 10s or 500ms"),
+        Some(Ok(ns)) => Some(std::time::Duration::from_nanos(ns)),
+        Some(Err(e)) => return usage(&e),
     };
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())?;
     }
+    // Ctrl-C while tracing a command exits 130 as the shell's own convention, whatever
+    // the command made of its SIGINT (without a command Ctrl-C is the normal stop: 0).
+    let interrupted = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGINT, interrupted.clone())?;
     let opts = RecordOptions {
         events,
         duration,
@@ -734,7 +760,9 @@ fn record(
             println!("  {s}");
         }
     }
+    let ctrl_c = interrupted.load(std::sync::atomic::Ordering::Acquire);
     Ok(match r.exit_code {
+        Some(_) if ctrl_c => ExitCode::from(EXIT_INTERRUPTED),
         Some(c) => ExitCode::from(c.clamp(0, 255) as u8),
         None => ExitCode::SUCCESS,
     })
@@ -804,20 +832,49 @@ fn parse_duration(s: &str) -> Option<u64> {
     (v.is_finite() && v >= 0.0).then(|| (v * mul).round() as u64)
 }
 
-/// Prints a report (terminal text or JSON), or the input error with exit code 2.
+/// The longest duration accepted: beyond it a value is a typo (a unit forgotten), and
+/// cutting it to fit would hide that.
+const MAX_DURATION_NS: u64 = 365 * 86_400 * 1_000_000_000;
+
+/// Reads option `opt`'s duration `s`, refusing what cannot be meant: no unit, a negative
+/// or absurd value, and 0 (`zero` says why 0 is no use there).
+fn duration_opt(opt: &str, s: &str, zero: &str) -> Result<u64, String> {
+    let number = s
+        .trim()
+        .trim_end_matches(|c: char| c.is_alphabetic() || c == 'µ');
+    if number.trim().parse::<f64>() == Ok(0.0) {
+        return Err(format!("{opt} {s:?}: {zero}"));
+    }
+    let Some(ns) = parse_duration(s) else {
+        return Err(format!(
+            "{opt} {s:?}: expected a number and a unit (ns, us, ms, s), e.g. 3.5ms or 500us"
+        ));
+    };
+    if ns >= MAX_DURATION_NS {
+        return Err(format!(
+            "{opt} {s:?}: longer than a year; refused rather than cut to fit (a unit missing?)"
+        ));
+    }
+    if ns == 0 {
+        return Err(format!("{opt} {s:?}: shorter than a nanosecond"));
+    }
+    Ok(ns)
+}
+
 impl ModeArgs {
     /// The explain mode these arguments ask for, or what is wrong with them.
     fn parse(self) -> Result<Mode, String> {
-        let deadline_ns = match self.deadline.as_deref().map(parse_duration) {
-            None => None,
-            Some(Some(d)) if d > 0 => Some(d),
-            Some(_) => {
-                return Err(format!(
-                    "--deadline {:?}: expected a duration like 3.5ms, 500us",
-                    self.deadline.unwrap_or_default()
-                ))
-            }
-        };
+        let deadline_ns = self
+            .deadline
+            .as_deref()
+            .map(|d| {
+                duration_opt(
+                    "--deadline",
+                    d,
+                    "a zero deadline makes every cycle a miss; give the longest time that is still on time, e.g. 3.5ms",
+                )
+            })
+            .transpose()?;
         let top = self.top;
         if let Some(vector) = self.softirq {
             return Ok(Mode::Softirq {

@@ -448,3 +448,166 @@ fn path_without_a_snapshot_matches_nothing_and_says_so() {
     let notes = j["notes"].to_string();
     assert!(notes.contains("filters on `path`"), "{notes}");
 }
+
+/// Runs whylate with `stdin` fed to it.
+fn run_with_stdin(args: &[&str], stdin: &[u8]) -> Output {
+    use std::io::Write;
+    let mut c = Command::new(env!("CARGO_BIN_EXE_whylate"))
+        .args(args)
+        .current_dir(repo())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.stdin.take().unwrap().write_all(stdin).unwrap();
+    c.wait_with_output().unwrap()
+}
+
+/// A bad input is one line on stderr naming what is wrong, exit 2.
+fn refused(o: &Output) -> String {
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stdout));
+    let err = text(&o.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    err
+}
+
+#[test]
+fn selectors_the_trace_cannot_match_are_refused_with_its_closest_names() {
+    let cycle = |from: &str| {
+        run(&[
+            "explain",
+            "examples/pty-poll.ftrace.gz",
+            "--from",
+            from,
+            "--to",
+            "sys_exit_read[comm=frobnicator,ret>0]",
+        ])
+    };
+    let e = refused(&cycle("sys_enter_wrte[comm=frobnicator]"));
+    assert!(
+        e.contains("no `sys_enter_wrte` event; did you mean sys_enter_write"),
+        "{e}"
+    );
+    let e = refused(&cycle("sys_enter_write[cmm=frobnicator]"));
+    assert!(e.contains("no field `cmm`; did you mean comm?"), "{e}");
+    let e = refused(&cycle("sys_enter_write[count=seven]"));
+    assert!(e.contains("`count` is a number"), "{e}");
+    let e = refused(&cycle("sys_enter_write[comm=a,,count=7]"));
+    assert!(e.contains("condition 2 is empty"), "{e}");
+    // A selector the trace could match but does not is an answer, not an error.
+    let o = cycle("sys_enter_write[comm=nobody]");
+    assert!(o.status.success());
+    assert!(text(&o.stdout).starts_with("0 cycles"));
+}
+
+#[test]
+fn durations_that_cannot_be_meant_are_refused_with_the_reason() {
+    let e = |d: &str| {
+        refused(&run(&[
+            "explain",
+            "examples/pty-poll.ftrace.gz",
+            "--timer",
+            "--deadline",
+            d,
+        ]))
+    };
+    assert!(e("0").contains("a zero deadline makes every cycle a miss"));
+    assert!(e("3").contains("expected a number and a unit"));
+    assert!(e("99999999999s").contains("longer than a year"));
+    let e = refused(&run(&[
+        "latency",
+        "examples/pty-poll.ftrace.gz",
+        "-m",
+        "throughput",
+        "--event",
+        "x",
+        "--interval",
+        "0s",
+    ]));
+    assert!(e.contains("an interval must be longer than 0"), "{e}");
+}
+
+#[test]
+fn empty_binary_and_cut_inputs_say_what_they_are() {
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tmp.path().join("empty.txt");
+    std::fs::write(&empty, "").unwrap();
+    let e = refused(&run(&["stats", empty.to_str().unwrap()]));
+    assert!(e.trim_end().ends_with("empty.txt: empty file"), "{e}");
+    // Random bytes: their first bytes in hex, not a 300-byte "first line".
+    let noise = tmp.path().join("noise.bin");
+    let bytes: Vec<u8> = (0..4000u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    std::fs::write(&noise, &bytes).unwrap();
+    let e = refused(&run(&["stats", noise.to_str().unwrap()]));
+    assert!(e.contains("(not text)") && e.len() < 400, "{e}");
+    // A trace.dat.zst cut short: what is there is read, and the cut is said.
+    let whole = std::fs::read(repo().join("examples/frob.dat.zst")).unwrap();
+    let cut = tmp.path().join("cut.dat.zst");
+    std::fs::write(&cut, &whole[..whole.len() - 10_000]).unwrap();
+    let o = run(&["stats", cut.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.contains("the zstd stream is cut after"), "{out}");
+}
+
+#[test]
+fn a_dash_reads_standard_input() {
+    let gz = std::fs::read(repo().join("examples/pty-poll.ftrace.gz")).unwrap();
+    let o = run_with_stdin(&["stats", "-"], &gz);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).starts_with("105283 events, ftrace format"));
+    // A binary format too (spooled, as it needs to seek).
+    let dat = std::fs::read(repo().join("examples/frob.dat.zst")).unwrap();
+    let o = run_with_stdin(&["stats", "-"], &dat);
+    assert!(
+        text(&o.stdout).contains("trace.dat format"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn version_names_the_command_and_typos_get_did_you_mean() {
+    let o = run(&["--version"]);
+    assert!(
+        text(&o.stdout).starts_with("whylate "),
+        "{}",
+        text(&o.stdout)
+    );
+    let e = refused(&run(&["explian", "examples/pty-poll.ftrace.gz"]));
+    assert!(e.contains("did you mean explain?"), "{e}");
+    // Global options before the command.
+    let o = run(&["-q", "stats", "examples/pty-poll.ftrace.gz"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+}
+
+#[test]
+fn kallsyms_names_a_perf_data_recorded_on_another_kernel() {
+    let args = |extra: &[&str]| {
+        let mut a = vec![
+            "explain",
+            "examples/frob.perf.data.zst",
+            "--from",
+            "sys_enter_write[comm=frobnicator,count=7]",
+            "--to",
+            "sys_exit_read[comm=frobnicator,ret>0]",
+            "--deadline",
+            "3.5ms",
+            "--json",
+        ];
+        a.extend(extra);
+        run(&a)
+    };
+    let o = args(&["--kallsyms", "examples/frob.perf.kallsyms.zst"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("flush_to_ldisc"));
+    // A file that is not a symbol table is refused with its line.
+    let e = refused(&args(&["--kallsyms", "examples/README.md"]));
+    assert!(
+        e.contains("README.md:1: expected a /proc/kallsyms line"),
+        "{e}"
+    );
+}

@@ -1658,6 +1658,62 @@ fn record_restores_tracefs_after_sigint_a_bad_event_and_a_kill() {
     );
     assert!(!dir.join("bad.dat").exists());
     assert_eq!(before, tracefs_state(), "after a bad event");
+    // A typo gets the kernel's closest event names.
+    let out = Command::new(whylate())
+        .args(["record", "-e", "sched_swich", "-o"])
+        .arg(dir.join("typo.dat"))
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("did you mean sched:sched_switch"), "{err}");
+    // An output in a directory that does not exist is named, before tracefs is touched.
+    let out = Command::new(whylate())
+        .args([
+            "record",
+            "-o",
+            "/nonexistent-whylate-dir/x.dat",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "/nonexistent-whylate-dir/x.dat: its directory /nonexistent-whylate-dir does not exist"
+        ),
+        "{err}"
+    );
+    assert_eq!(before, tracefs_state(), "after a bad output path");
+    // Ctrl-C while tracing a command: the terminal's SIGINT reaches the whole process
+    // group (recorder and command), and the recorder exits 130.
+    let child = Command::new("setsid")
+        .arg(whylate())
+        .args(["record", "-e", "sched", "-o"])
+        .arg(dir.join("cmd.dat"))
+        .args(["--", "sleep", "30"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // setsid execs whylate in a new session: its pid is the process group id.
+    let st = Command::new("kill")
+        .args(["-INT", "--", &format!("-{}", child.id())])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(before, tracefs_state(), "after Ctrl-C of record -- CMD");
     // SIGKILL cannot be caught: the instance stays, and --reset removes it.
     let child = Command::new(whylate())
         .args(["record", "-e", "sched", "-o"])

@@ -23,7 +23,7 @@
 use crate::event::{Event, Interner, Kind, Sym, SOFTIRQ_NAMES};
 use crate::fdpath::FdPaths;
 use crate::read::{OpenOptions, ReadError};
-use crate::selector::Selector;
+use crate::selector::{Names, Seen, Selector};
 use crate::stats::{dur, secs, InputInfo};
 use crate::syscalls::Arch;
 use crate::timeline::{
@@ -94,6 +94,10 @@ pub struct Cycles {
     write_name: Option<Sym>,
     /// Descriptor names, when a selector filters on `path`.
     paths: Option<FdPaths>,
+    /// What the selectors met, to say why they selected nothing.
+    seen_from: Seen,
+    seen_to: Vec<Seen>,
+    names: Names,
 }
 
 impl Cycles {
@@ -108,7 +112,30 @@ impl Cycles {
             cycles: Vec::new(),
             write_name: None,
             paths: (o.from.uses("path") || o.to.iter().any(|t| t.uses("path"))).then(FdPaths::new),
+            seen_from: Seen::default(),
+            seen_to: o.to.iter().map(|_| Seen::default()).collect(),
+            names: Names::default(),
         }
+    }
+
+    /// Why the selectors cut no cycle, or none that ends, when the trace shows they
+    /// cannot (an event or field it does not have): the one-line error for the user.
+    pub fn why_nothing(&self, s: &Interner) -> Option<String> {
+        let say = |sel: &Selector, seen: &Seen| {
+            sel.why_nothing(seen, &self.names, s, self.arch)
+                .map(|w| format!("selector {:?}: {w}", sel.text()))
+        };
+        if self.cycles.is_empty() {
+            return say(&self.from, &self.seen_from);
+        }
+        if self.cycles.iter().all(|c| c.end_ns.is_none()) {
+            return self
+                .to
+                .iter()
+                .zip(&self.seen_to)
+                .find_map(|(t, seen)| say(t, seen));
+        }
+        None
     }
 
     /// Names descriptors from a recording's snapshot.
@@ -134,6 +161,11 @@ impl Cycles {
 
     /// Feeds one event.
     pub fn push(&mut self, e: &Event, s: &Interner) {
+        self.names.observe(e);
+        self.seen_from.observe(&self.from, e, s, self.arch);
+        for (t, seen) in self.to.iter().zip(&mut self.seen_to) {
+            seen.observe(t, e, s, self.arch);
+        }
         if let Some(p) = self.paths.as_mut() {
             p.observe(e, s, self.arch);
         }
@@ -535,6 +567,9 @@ pub fn explain_then<T>(
         Mode::Cycles(o) => {
             let mut cy = cy.expect("a cutter for cycles");
             cy.finish(tl.last_ts);
+            if let Some(why) = cy.why_nothing(&strings) {
+                return Err(ReadError::NoMatch { why });
+            }
             let blind = cy.paths_unknown();
             let mut r = analyze(&tl, &strings, o, cy.cycles);
             if blind {

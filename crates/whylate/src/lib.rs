@@ -33,6 +33,7 @@ pub mod record;
 pub mod selector;
 pub mod snapshot;
 pub mod stats;
+pub mod suggest;
 pub mod syscalls;
 pub mod timeline;
 pub mod visual;

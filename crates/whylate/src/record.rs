@@ -461,23 +461,50 @@ fn resolve_events(root: &Path, names: &[String]) -> Result<Vec<Wanted>, RecordEr
     Ok(out)
 }
 
+/// The directory the output (and the per-CPU spool files beside it) goes to; an error
+/// naming the output when it does not exist.
+fn output_dir(output: &Path) -> Result<PathBuf, RecordError> {
+    let dir = output
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    if dir.is_dir() {
+        return Ok(dir);
+    }
+    Err(RecordError::Io {
+        path: output.to_path_buf(),
+        source: io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("its directory {} does not exist", dir.display()),
+        ),
+    })
+}
+
 fn unknown_event(events: &Path, name: &str, kernel: &str) -> RecordError {
     let bare = name.rsplit([':', '/']).next().unwrap_or(name);
-    let mut close = Vec::new();
+    let mut all = Vec::new();
     if let Ok(rd) = fs::read_dir(events) {
         for s in rd.flatten() {
             if let Ok(evs) = fs::read_dir(s.path()) {
                 for e in evs.flatten() {
-                    let n = e.file_name().to_string_lossy().to_string();
-                    if n.contains(bare) || (bare.len() > 4 && bare.contains(&n)) {
-                        close.push(format!("{}:{n}", s.file_name().to_string_lossy()));
+                    if e.path().is_dir() {
+                        let n = e.file_name().to_string_lossy().to_string();
+                        all.push((n, s.file_name().to_string_lossy().to_string()));
                     }
                 }
             }
         }
     }
-    close.sort();
-    close.truncate(5);
+    let names: Vec<&str> = all.iter().map(|(n, _)| n.as_str()).collect();
+    let close: Vec<String> = crate::suggest::closest(bare, names, 5)
+        .into_iter()
+        .filter_map(|n| {
+            all.iter()
+                .find(|(e, _)| *e == n)
+                .map(|(e, s)| format!("{s}:{e}"))
+        })
+        .collect();
     let hint = if close.is_empty() {
         format!(
             "; presets: {}, {DEFAULT_PRESET}; all events: ls {}",
@@ -601,6 +628,8 @@ fn cpu_time_ns() -> u64 {
 /// Records until `stop` is set, the duration passes, or the command exits.
 pub fn record(opts: &RecordOptions, stop: Arc<AtomicBool>) -> Result<RecordResult, RecordError> {
     check_root()?;
+    // Checked before tracefs is touched: a typo in -o must not cost a recording.
+    let out_dir = output_dir(&opts.output)?;
     let mount = mount_tracefs()?;
     let mut session = Session {
         mount,
@@ -676,12 +705,6 @@ pub fn record(opts: &RecordOptions, stop: Arc<AtomicBool>) -> Result<RecordResul
     let mut rescan = Rescan::new(&snapshot);
     let mut scanned = Instant::now();
     let mut scan_every = Duration::from_millis(50);
-    let out_dir = opts
-        .output
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-        .to_path_buf();
     let reader_stop = Arc::new(AtomicBool::new(false));
     let mut handles = Vec::new();
     for &cpu in &cpus {

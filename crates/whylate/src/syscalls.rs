@@ -43,6 +43,11 @@ impl Arch {
         }
     }
 
+    /// Every syscall name of this architecture.
+    pub fn names(self) -> impl Iterator<Item = &'static str> {
+        self.table().iter().copied().filter(|n| !n.is_empty())
+    }
+
     /// The name of syscall `nr`.
     pub fn name(self, nr: i64) -> Option<&'static str> {
         let t = self.table();

@@ -124,6 +124,13 @@ pub enum ReadError {
         /// when they are not text.
         start: String,
     },
+    /// A selector cannot select anything in these inputs (an event or a field they do
+    /// not have), said with the closest names they do have.
+    #[error("{why}")]
+    NoMatch {
+        /// What is missing, and what is close.
+        why: String,
+    },
     /// The input holds nothing (0 bytes, or nothing after decompression).
     #[error("{path}: empty file{what}")]
     Empty {

@@ -8,6 +8,9 @@
 //! name (raw syscalls: names of common syscalls, or `arg0`..`arg5`) and `ret` on exit;
 //! `path`, the file behind the event's `fd` (see [`crate::fdpath`]).
 
+mod check;
+pub use check::{Names, Seen};
+
 use crate::event::{fields, parse_num, Event, Interner, Kind, SOFTIRQ_NAMES};
 use crate::fdpath::FdPaths;
 use crate::syscalls::{arg_names, Arch};
@@ -121,7 +124,16 @@ impl Selector {
             Target::Name(bare.to_string())
         };
         let mut out = Vec::new();
-        for c in conds.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+        let pieces: Vec<&str> = conds.split(',').map(str::trim).collect();
+        if !conds.trim().is_empty() {
+            if let Some(i) = pieces.iter().position(|c| c.is_empty()) {
+                return Err(err(format!(
+                    "condition {} is empty (two commas, or a comma at an end): expected FIELD OP VALUE",
+                    i + 1
+                )));
+            }
+        }
+        for c in pieces.into_iter().filter(|c| !c.is_empty()) {
             let name_end = c
                 .find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_' || ch == '.'))
                 .ok_or_else(|| {
@@ -193,7 +205,12 @@ impl Selector {
 
     /// True when `e` is selected; `paths` names descriptors for the `path` field.
     pub fn matches_in(&self, e: &Event, s: &Interner, arch: Arch, paths: Option<&FdPaths>) -> bool {
-        let ok = match (&self.target, &e.kind) {
+        self.is_target(e, s, arch) && self.conds.iter().all(|c| cond(c, e, s, arch, paths))
+    }
+
+    /// True when `e` is the selector's event, whatever its conditions say.
+    fn is_target(&self, e: &Event, s: &Interner, arch: Arch) -> bool {
+        match (&self.target, &e.kind) {
             (Target::Marker, Kind::Print { .. }) => true,
             (Target::SysEnter(n), Kind::SyscallEnter { name, .. }) => s.get(*name) == n,
             (Target::SysEnter(n), Kind::SysEnter { nr, .. }) => arch.name(*nr) == Some(n),
@@ -201,8 +218,7 @@ impl Selector {
             (Target::SysExit(n), Kind::SysExit { nr, .. }) => arch.name(*nr) == Some(n),
             (Target::Name(n), _) => name_is(e, n, s),
             _ => false,
-        };
-        ok && self.conds.iter().all(|c| cond(c, e, s, arch, paths))
+        }
     }
 }
 
@@ -395,6 +411,8 @@ mod tests {
             .why
             .contains("operator"));
         assert!(Selector::parse("a b").is_err());
+        let e = Selector::parse("sys_enter_write[comm=a,,count=7]").unwrap_err();
+        assert!(e.why.starts_with("condition 2 is empty"), "{}", e.why);
     }
 
     #[test]
