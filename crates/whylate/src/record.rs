@@ -615,6 +615,42 @@ fn read_cpu(
     Ok(r)
 }
 
+/// A reader thread's first step: its tid (to keep its syscalls out of the trace), and
+/// SCHED_BATCH: at its fair share of CPU it drains the buffers as fast as at nice 0, but
+/// its wakeup never preempts the task that is running (a traced workload's), it waits for
+/// that task's slice to end.
+fn reader_thread_setup() -> i32 {
+    let p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: valid param; 0 = the calling thread. Best effort: a failure leaves nice 0.
+    unsafe {
+        libc::sched_setscheduler(0, libc::SCHED_BATCH, &p);
+        libc::gettid()
+    }
+}
+
+/// Keeps the recorder's own syscalls (page reads, /proc rescans) out of the syscall
+/// events: each page read would otherwise write events into the next page, and a /proc
+/// rescan thousands. Only syscall events are filtered: the recorder's scheduling and the
+/// interrupts that land on it stay traced, so its cost to the workload is measured.
+fn exclude_own_syscalls(inst: &Path, events: &[Wanted], own: &[i32]) {
+    let not_us = own
+        .iter()
+        .map(|t| format!("common_pid != {t}"))
+        .collect::<Vec<_>>()
+        .join(" && ");
+    for (sys, ev, filter) in events {
+        if sys != "syscalls" && sys != "raw_syscalls" {
+            continue;
+        }
+        let f = match filter {
+            Some(f) => format!("({f}) && {not_us}"),
+            None => not_us.clone(),
+        };
+        // Best effort: the user's own filter was checked when it was set.
+        let _ = fs::write(inst.join(format!("events/{sys}/{ev}/filter")), f);
+    }
+}
+
 fn cpu_time_ns() -> u64 {
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: valid out pointer.
@@ -707,6 +743,7 @@ pub fn record(opts: &RecordOptions, stop: Arc<AtomicBool>) -> Result<RecordResul
     let mut scan_every = Duration::from_millis(50);
     let reader_stop = Arc::new(AtomicBool::new(false));
     let mut handles = Vec::new();
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
     for &cpu in &cpus {
         let spool_path = out_dir.join(format!(".whylate-{}-cpu{cpu}", std::process::id()));
         let spool = OpenOptions::new()
@@ -728,10 +765,18 @@ pub fn record(opts: &RecordOptions, stop: Arc<AtomicBool>) -> Result<RecordResul
         };
         let pipe = inst.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
         let st = reader_stop.clone();
+        let tx = tid_tx.clone();
         handles.push(std::thread::spawn(move || {
+            let _ = tx.send(reader_thread_setup());
             read_cpu(pipe, r, page, layout, st)
         }));
     }
+    drop(tid_tx);
+    // SAFETY: gettid has no preconditions.
+    let mut own = vec![unsafe { libc::gettid() }];
+    // Each reader sends its tid first thing (and keeps its sender: take, not drain).
+    own.extend(tid_rx.iter().take(handles.len()));
+    exclude_own_syscalls(&inst, &events, &own);
     let started = Instant::now();
     let start_res = w("tracing_on", "1");
     let mut exit_code = None;
