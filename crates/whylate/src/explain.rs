@@ -1502,20 +1502,21 @@ fn quantile(sorted: &[u64], q: f64) -> u64 {
 }
 
 /// Where a thread's timeout complaints cluster, from their offsets into their cycles
-/// (sorted): the earliest offset with at least 3 writes, and a tenth of them, within 2%
-/// (or 20 us) above it. The earliest, not the median: a complaint is written after the
+/// (sorted): the earliest offset with at least 2 writes, and a tenth of them, within 2%
+/// (or 20 us) above it (two writes of a thread within microseconds of each other, at the
+/// same offset of two cycles, are a timer, not chance). The earliest, not the median: a complaint is written after the
 /// deadline passed, and on a busy CPU the writer is often preempted first, so late ones
 /// spread upwards (by up to a scheduler slice) while the deadline stays at the bottom,
 /// where the complaints of a writer that was running at the deadline sit within a few
 /// microseconds of each other. Returns (the cluster's median, its size).
 fn complaint_offset(w: &[u64]) -> Option<(u64, usize)> {
-    if w.len() < 3 {
+    if w.len() < 2 {
         return None;
     }
     (0..w.len()).find_map(|i| {
         let top = w[i] + (w[i] / 50).max(20_000);
         let n = w[i..].iter().take_while(|&&x| x <= top).count();
-        (n >= 3 && n * 10 >= w.len()).then(|| (w[i + n / 2], n))
+        (n >= 2 && n * 10 >= w.len()).then(|| (w[i + n / 2], n))
     })
 }
 
@@ -3636,5 +3637,9 @@ mod tests {
         // A spread with no cluster infers nothing.
         let spread: Vec<u64> = (1..=12).map(|i| i * 700 * US).collect();
         assert_eq!(complaint_offset(&spread), None);
+        // Two complaints at one offset among delayed ones are enough; one is not.
+        let two = [3_452 * US, 3_460 * US, 5_100 * US, 6_900 * US, 7_400 * US];
+        assert_eq!(complaint_offset(&two), Some((3_460 * US, 2)));
+        assert_eq!(complaint_offset(&two[1..]), None);
     }
 }

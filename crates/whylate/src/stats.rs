@@ -75,6 +75,9 @@ pub struct InputInfo {
     pub diag: Diag,
     /// Reordering.
     pub order: OrderStats,
+    /// Binary inputs: where the kernel symbols naming code addresses came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub symbols: Option<read::ksyms::SymbolSource>,
 }
 
 /// The result of `whylate stats`.
@@ -460,6 +463,7 @@ pub(crate) fn describe_inputs(
             events: per_input[i],
             diag: d,
             order,
+            symbols: r.symbols(),
         });
     }
     Inputs {

@@ -555,6 +555,19 @@ impl Input {
             _ => None,
         }
     }
+    /// Where a binary input's kernel symbols came from (None for text: the kernel printed
+    /// names already).
+    pub fn symbols(&self) -> Option<ksyms::SymbolSource> {
+        match &self.kind {
+            InputKind::Text(_) => None,
+            InputKind::Perf(p) => p.info().symbols.clone(),
+            InputKind::Dat(d) => Some(match &d.info().kallsyms_from {
+                Some(f) => ksyms::SymbolSource::Given(f.clone()),
+                None if d.formats().carries_kallsyms() => ksyms::SymbolSource::Trace,
+                None => ksyms::SymbolSource::Unresolved("the trace.dat carries no symbols".into()),
+            }),
+        }
+    }
     /// Says when the trace's kernel code addresses (work functions, timer callbacks,
     /// tasklets) stay unresolved, why, and how to resolve them.
     pub fn symbol_note(&self) -> Option<String> {

@@ -859,6 +859,14 @@ impl Formats {
         self.syms = here.clone().into();
     }
 
+    /// True when symbols were loaded, without parsing them (which costs tens of ms).
+    pub fn carries_kallsyms(&self) -> bool {
+        match self.syms.get() {
+            Some(s) => !s.list.is_empty(),
+            None => self.kallsyms_text.as_ref().is_some_and(|t| !t.is_empty()),
+        }
+    }
+
     /// True when the trace carries kernel code symbols (or this machine's were loaded).
     pub fn has_kallsyms(&self) -> bool {
         !self.syms().list.is_empty()
