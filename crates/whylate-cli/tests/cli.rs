@@ -3,6 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod common;
+use common::FROB;
+
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -587,17 +590,8 @@ fn version_names_the_command_and_typos_get_did_you_mean() {
 #[test]
 fn kallsyms_names_a_perf_data_recorded_on_another_kernel() {
     let args = |extra: &[&str]| {
-        let mut a = vec![
-            "explain",
-            "examples/frob.perf.data.zst",
-            "--from",
-            "sys_enter_write[comm=frobnicator,count=7]",
-            "--to",
-            "sys_exit_read[comm=frobnicator,ret>0]",
-            "--deadline",
-            "3.5ms",
-            "--json",
-        ];
+        let mut a = vec!["explain", "examples/frob.perf.data.zst", "--json"];
+        a.extend(FROB);
         a.extend(extra);
         run(&a)
     };

@@ -1303,10 +1303,18 @@ fn explain_frob_lab_counts_the_misses_and_names_the_hog() {
             assert!(!l["cpu"].is_null() && l["duration_ns"].as_u64().is_some());
         }
     }
-    // Without --deadline, the client's complaint writes give it away.
+    // Without --deadline, the client's complaint writes give it away, unless on a busy CPU
+    // the client was preempted before each but one: then whylate says it could not infer
+    // one, and never infers a wrong one.
     if timeouts >= 3 {
         let j = explain_frob(&trace, false);
-        assert_eq!(j["deadline_ns"], 3_500_000u64, "{}", j["deadline_source"]);
+        let source = j["deadline_source"].as_str().unwrap();
+        eprintln!("frob: without --deadline: {source}");
+        if source.starts_with("inferred: the thread wrote") {
+            assert_eq!(j["deadline_ns"], 3_500_000u64, "{source}");
+        } else {
+            assert!(source.starts_with("none given or inferred"), "{source}");
+        }
     }
 }
 

@@ -1501,23 +1501,20 @@ fn quantile(sorted: &[u64], q: f64) -> u64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
-/// Where a thread's timeout complaints cluster, from their offsets into their cycles
-/// (sorted): the earliest offset with at least 2 writes, and a tenth of them, within 2%
-/// (or 20 us) above it (two writes of a thread within microseconds of each other, at the
-/// same offset of two cycles, are a timer, not chance). The earliest, not the median: a complaint is written after the
-/// deadline passed, and on a busy CPU the writer is often preempted first, so late ones
-/// spread upwards (by up to a scheduler slice) while the deadline stays at the bottom,
-/// where the complaints of a writer that was running at the deadline sit within a few
-/// microseconds of each other. Returns (the cluster's median, its size).
+/// Where a thread's timeout complaints put the deadline, from their offsets into their
+/// cycles (sorted): at the earliest, when at least one other (and a tenth of them) lies
+/// within 2% (or 20 us) above it. A complaint is written after the deadline passed, and on
+/// a busy CPU the writer is often preempted first, so late ones spread upwards (and can
+/// bunch at scheduler-tick phases) while the deadline stays at the bottom, where the
+/// complaints of a writer that was running at the deadline sit within microseconds of
+/// each other. When the earliest write has no such partner the data cannot tell a stray
+/// write from the deadline: nothing is inferred rather than a guess. Returns (the
+/// cluster's median, its size).
 fn complaint_offset(w: &[u64]) -> Option<(u64, usize)> {
-    if w.len() < 2 {
-        return None;
-    }
-    (0..w.len()).find_map(|i| {
-        let top = w[i] + (w[i] / 50).max(20_000);
-        let n = w[i..].iter().take_while(|&&x| x <= top).count();
-        (n >= 2 && n * 10 >= w.len()).then(|| (w[i + n / 2], n))
-    })
+    let first = *w.first()?;
+    let top = first + (first / 50).max(20_000);
+    let n = w.iter().take_while(|&&x| x <= top).count();
+    (n >= 2 && n * 10 >= w.len()).then(|| (w[n / 2], n))
 }
 
 /// The deadline the data shows, if any: the thread writes (a complaint) at one offset in
@@ -3625,8 +3622,8 @@ mod tests {
     fn complaints_cluster_at_the_bottom_when_the_writer_is_preempted() {
         // A client on a loaded CPU: 4 complaints written right at 3.45 ms, 16 delayed by
         // preemption, 8 of those bunched at the end of a 3.8 ms slice (7.3 ms, as seen
-        // live), one unrelated early write.
-        let mut w: Vec<u64> = vec![1_000 * US];
+        // live).
+        let mut w: Vec<u64> = Vec::new();
         w.extend((0..4).map(|i| 3_445 * US + i * 3 * US));
         w.extend([3_700, 4_200, 5_000, 6_000, 8_000, 9_000, 10_000, 11_000].map(|x| x * US));
         w.extend((0..8).map(|i| 7_250 * US + i * 40 * US));
@@ -3637,9 +3634,12 @@ mod tests {
         // A spread with no cluster infers nothing.
         let spread: Vec<u64> = (1..=12).map(|i| i * 700 * US).collect();
         assert_eq!(complaint_offset(&spread), None);
-        // Two complaints at one offset among delayed ones are enough; one is not.
+        // Two complaints at one offset among delayed ones are enough; one is not, even
+        // with delayed ones bunched above it: a guess is not an inference.
         let two = [3_452 * US, 3_460 * US, 5_100 * US, 6_900 * US, 7_400 * US];
         assert_eq!(complaint_offset(&two), Some((3_460 * US, 2)));
         assert_eq!(complaint_offset(&two[1..]), None);
+        let lone = [3_452 * US, 7_300 * US, 7_310 * US, 9_000 * US];
+        assert_eq!(complaint_offset(&lone), None);
     }
 }
