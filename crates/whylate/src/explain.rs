@@ -161,7 +161,10 @@ impl Cycles {
 
     /// Feeds one event.
     pub fn push(&mut self, e: &Event, s: &Interner) {
-        self.names.observe(e);
+        // The trace's names only serve a selector that never met its event.
+        if !self.seen_from.met() || !self.seen_to.iter().all(Seen::met) {
+            self.names.observe(e);
+        }
         self.seen_from.observe(&self.from, e, s, self.arch);
         for (t, seen) in self.to.iter().zip(&mut self.seen_to) {
             seen.observe(t, e, s, self.arch);

@@ -31,6 +31,11 @@ impl Names {
 }
 
 impl Seen {
+    /// True once the selector's event was seen (conditions aside).
+    pub fn met(&self) -> bool {
+        self.target > 0
+    }
+
     /// Notes what `e` tells about `sel`.
     pub fn observe(&mut self, sel: &Selector, e: &Event, s: &Interner, arch: Arch) {
         if !sel.is_target(e, s, arch) {
