@@ -403,21 +403,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Cli::command().print_help()?;
             return Ok(ExitCode::from(EXIT_BAD_INPUT));
         }
-        // `whylate FILE` is explain's shorthand, so a mistyped command arrives as a file.
-        let first = &cli.files[0];
-        if !first.exists() && first.as_os_str() != "-" {
-            let word = first.to_string_lossy();
-            let cmds: Vec<String> = Cli::command()
-                .get_subcommands()
-                .map(|c| c.get_name().to_string())
-                .collect();
-            let close = whylate::suggest::closest(&word, cmds.iter().map(String::as_str), 3);
-            if !close.is_empty() {
-                return usage(&format!(
-                    "`{word}` is neither a file nor a command{}",
-                    whylate::suggest::did_you_mean(&close)
-                ));
-            }
+        if let Some(msg) = mistyped_command(&cli.files[0]) {
+            return usage(&msg);
         }
         return run(Cli {
             cmd: Some(Cmd::Explain {
@@ -765,6 +752,27 @@ fn record(
         Some(_) if ctrl_c => ExitCode::from(EXIT_INTERRUPTED),
         Some(c) => ExitCode::from(c.clamp(0, 255) as u8),
         None => ExitCode::SUCCESS,
+    })
+}
+
+/// `whylate FILE` is explain's shorthand, so a mistyped command arrives as a file: when
+/// `first` is no file but close to a command's name, the error that says so.
+fn mistyped_command(first: &std::path::Path) -> Option<String> {
+    use clap::CommandFactory;
+    if first.exists() || first.as_os_str() == "-" {
+        return None;
+    }
+    let word = first.to_string_lossy();
+    let cmds: Vec<String> = Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    let close = whylate::suggest::closest(&word, cmds.iter().map(String::as_str), 3);
+    (!close.is_empty()).then(|| {
+        format!(
+            "`{word}` is neither a file nor a command{}",
+            whylate::suggest::did_you_mean(&close)
+        )
     })
 }
 

@@ -615,6 +615,56 @@ fn read_cpu(
     Ok(r)
 }
 
+/// A running reader: it hands its `Reader` back when joined.
+type ReaderThread = std::thread::JoinHandle<io::Result<Reader>>;
+
+/// One reader thread per CPU, each moving its CPU's pages to an unlinked spool file in
+/// `out_dir`; returns their handles and the recorder's thread ids (this thread first).
+fn spawn_readers(
+    cpus: &[u32],
+    out_dir: &Path,
+    inst: &Path,
+    page: usize,
+    layout: PageLayout,
+    reader_stop: &Arc<AtomicBool>,
+) -> Result<(Vec<ReaderThread>, Vec<i32>), RecordError> {
+    let mut handles = Vec::new();
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    for &cpu in cpus {
+        let spool_path = out_dir.join(format!(".whylate-{}-cpu{cpu}", std::process::id()));
+        let spool = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&spool_path)
+            .map_err(ioe(&spool_path))?;
+        // Unlinked at once: the open file is all we need, and a killed run leaves nothing.
+        let _ = fs::remove_file(&spool_path);
+        let r = Reader {
+            cpu,
+            spool,
+            spool_path,
+            pages: 0,
+            events: 0,
+        };
+        let pipe = inst.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
+        let st = reader_stop.clone();
+        let tx = tid_tx.clone();
+        handles.push(std::thread::spawn(move || {
+            let _ = tx.send(reader_thread_setup());
+            read_cpu(pipe, r, page, layout, st)
+        }));
+    }
+    drop(tid_tx);
+    // SAFETY: gettid has no preconditions.
+    let mut own = vec![unsafe { libc::gettid() }];
+    // Each reader sends its tid first thing (and keeps its sender: take, not drain).
+    own.extend(tid_rx.iter().take(handles.len()));
+    Ok((handles, own))
+}
+
 /// A reader thread's first step: its tid (to keep its syscalls out of the trace), and
 /// SCHED_BATCH: at its fair share of CPU it drains the buffers as fast as at nice 0, but
 /// its wakeup never preempts the task that is running (a traced workload's), it waits for
@@ -742,40 +792,7 @@ pub fn record(opts: &RecordOptions, stop: Arc<AtomicBool>) -> Result<RecordResul
     let mut scanned = Instant::now();
     let mut scan_every = Duration::from_millis(50);
     let reader_stop = Arc::new(AtomicBool::new(false));
-    let mut handles = Vec::new();
-    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
-    for &cpu in &cpus {
-        let spool_path = out_dir.join(format!(".whylate-{}-cpu{cpu}", std::process::id()));
-        let spool = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&spool_path)
-            .map_err(ioe(&spool_path))?;
-        // Unlinked at once: the open file is all we need, and a killed run leaves nothing.
-        let _ = fs::remove_file(&spool_path);
-        let r = Reader {
-            cpu,
-            spool,
-            spool_path,
-            pages: 0,
-            events: 0,
-        };
-        let pipe = inst.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
-        let st = reader_stop.clone();
-        let tx = tid_tx.clone();
-        handles.push(std::thread::spawn(move || {
-            let _ = tx.send(reader_thread_setup());
-            read_cpu(pipe, r, page, layout, st)
-        }));
-    }
-    drop(tid_tx);
-    // SAFETY: gettid has no preconditions.
-    let mut own = vec![unsafe { libc::gettid() }];
-    // Each reader sends its tid first thing (and keeps its sender: take, not drain).
-    own.extend(tid_rx.iter().take(handles.len()));
+    let (handles, own) = spawn_readers(&cpus, &out_dir, &inst, page, layout, &reader_stop)?;
     exclude_own_syscalls(&inst, &events, &own);
     let started = Instant::now();
     let start_res = w("tracing_on", "1");
