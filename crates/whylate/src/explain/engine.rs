@@ -1,0 +1,557 @@
+//! The engine: a cycle's chain of hand-offs from the timeline's causal edges, each
+//! link's usual duration, and what held each link's CPU (the blame categories).
+
+use super::report::{Culprit, Hold};
+use crate::event::{Interner, Sym, SOFTIRQ_NAMES};
+use crate::timeline::{
+    span, Cause as RunCause, Ctx, EdgeKind, OccupantKind, SpanKind, Timeline, NONE,
+};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+/// Rescales holds so they add up to `ex`: the excess is split in proportion to what held
+/// the CPU.
+pub(super) fn scale(held: &mut [Hold], ex: u64) {
+    let sum: u64 = held.iter().map(|h| h.ns).sum::<u64>().max(1);
+    for h in held {
+        h.ns = (h.ns as u128 * ex as u128 / sum as u128) as u64;
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum LinkKind {
+    Run,
+    Work,
+    Timer,
+}
+
+/// A hand-off inside a cycle.
+#[derive(Clone, Debug)]
+pub(super) struct RawLink {
+    pub(super) kind: LinkKind,
+    /// Template key: kind, normalised name, and its order among links with that name.
+    pub(super) key: (LinkKind, String, u32),
+    pub(super) start: u64,
+    pub(super) end: u64,
+    pub(super) cpu: u32,
+    /// The waiting task.
+    pub(super) tid: i32,
+    pub(super) what: String,
+    pub(super) preempted: bool,
+    /// Work queued from this hardirq (or from outside the chain: `Some(u32::MAX)`).
+    pub(super) irq: Option<u32>,
+}
+
+/// `kworker/u8:1` → `kworker/u8:*`: workers of a pool are interchangeable.
+pub(super) fn norm_comm(c: &str) -> String {
+    if c.starts_with("kworker/") {
+        if let Some(i) = c.rfind(':') {
+            return format!("{}:*", &c[..i]);
+        }
+    }
+    c.to_string()
+}
+
+pub(super) struct Engine<'a> {
+    pub(super) tl: &'a Timeline,
+    pub(super) s: &'a Interner,
+    /// Where each hrtimer expiry falls on the trace clock.
+    pub(super) clock: crate::timeline::TimerClock,
+    /// Runnable spans by start.
+    pub(super) runnable: Vec<u32>,
+    /// Wakeup, work and timer edges by cause time.
+    pub(super) edges: Vec<u32>,
+    pub(super) irqsoff_by_cpu: Vec<Vec<u32>>,
+    /// Syscall spans by start.
+    pub(super) syscalls: Vec<u32>,
+    /// Trace-wide median per link key (name), for links good cycles lack.
+    pub(super) trace_median: std::cell::RefCell<FxHashMap<(LinkKind, String), u64>>,
+}
+
+impl<'a> Engine<'a> {
+    pub(super) fn new(tl: &'a Timeline, s: &'a Interner) -> Engine<'a> {
+        let sp = &tl.spans;
+        let mut runnable: Vec<u32> = (0..sp.len() as u32)
+            .filter(|&i| sp.kind[i as usize] == SpanKind::Runnable)
+            .collect();
+        runnable.sort_by_key(|&i| sp.start[i as usize]);
+        let mut edges: Vec<u32> = (0..tl.edges.len() as u32)
+            .filter(|&i| {
+                matches!(
+                    tl.edges[i as usize].kind,
+                    EdgeKind::Wakeup | EdgeKind::Work | EdgeKind::Timer
+                )
+            })
+            .collect();
+        edges.sort_by_key(|&i| tl.edges[i as usize].ts);
+        let mut irqsoff_by_cpu = vec![Vec::new(); tl.cpus as usize];
+        for i in 0..sp.len() {
+            if sp.kind[i] == SpanKind::IrqsOff {
+                if let Some(l) = irqsoff_by_cpu.get_mut(sp.cpu[i] as usize) {
+                    l.push(i as u32);
+                }
+            }
+        }
+        let mut syscalls: Vec<u32> = (0..sp.len() as u32)
+            .filter(|&i| sp.kind[i as usize] == SpanKind::Syscall)
+            .collect();
+        syscalls.sort_by_key(|&i| sp.start[i as usize]);
+        Engine {
+            clock: crate::timeline::TimerClock::new(tl),
+            tl,
+            s,
+            syscalls,
+            runnable,
+            edges,
+            irqsoff_by_cpu,
+            trace_median: Default::default(),
+        }
+    }
+
+    pub(super) fn task(&self, tid: i32) -> String {
+        self.tl.task_name(self.s, tid)
+    }
+
+    pub(super) fn ctx(&self, c: Ctx, tid: i32, cpu: u32, ts: u64) -> String {
+        match self.tl.resolve(c, cpu, ts) {
+            Ctx::Task { tid } => self.task(tid),
+            Ctx::Hardirq { irq } if irq != u32::MAX => match self.tl.irq_names.get(&irq) {
+                Some(n) => format!("irq {irq} ({})", self.s.get(*n)),
+                None => format!("irq {irq}"),
+            },
+            Ctx::Hardirq { .. } => "a hardirq".into(),
+            Ctx::Softirq { vec } => format!(
+                "softirq {}",
+                SOFTIRQ_NAMES.get(vec as usize).copied().unwrap_or("?")
+            ),
+            Ctx::Timer { edge } => {
+                format!(
+                    "hrtimer {}",
+                    self.s.get(Sym(self.tl.edges[edge as usize].key))
+                )
+            }
+            Ctx::Unknown => self.task(tid),
+        }
+    }
+
+    /// The links of the chain that starts with `tid` at `s`, up to `h`.
+    pub(super) fn chain(&self, tid: i32, s: u64, h: u64) -> (Vec<RawLink>, FxHashSet<i32>) {
+        let tl = self.tl;
+        let mut chain: FxHashSet<i32> = FxHashSet::default();
+        chain.insert(tid);
+        let mut links = Vec::new();
+        let mut nth: FxHashMap<(LinkKind, String), u32> = FxHashMap::default();
+        let mut key = |k: LinkKind, name: String| {
+            let n = nth.entry((k, name.clone())).or_default();
+            *n += 1;
+            (k, name, *n)
+        };
+        let first = self.edges.partition_point(|&i| tl.edges[i as usize].ts < s);
+        for &ei in &self.edges[first..] {
+            let e = &tl.edges[ei as usize];
+            if e.ts > h {
+                break;
+            }
+            let from_chain = match e.from {
+                Ctx::Task { tid } => chain.contains(&tid),
+                // A timer callback acts for whoever armed the timer.
+                Ctx::Timer { edge } => {
+                    let t = &tl.edges[edge as usize];
+                    matches!(t.from, Ctx::Task { tid } if chain.contains(&tid))
+                }
+                _ => false,
+            };
+            if !from_chain {
+                continue;
+            }
+            match e.kind {
+                EdgeKind::Wakeup => {
+                    chain.insert(e.to_tid);
+                }
+                EdgeKind::Work => {
+                    chain.insert(e.to_tid);
+                    let f = self.s.get(Sym(e.key)).to_string();
+                    links.push(RawLink {
+                        kind: LinkKind::Work,
+                        key: key(LinkKind::Work, f.clone()),
+                        start: e.ts,
+                        end: e.at,
+                        cpu: e.to_cpu,
+                        tid: e.to_tid,
+                        what: format!(
+                            "work {f} queued by {} on CPU{}, started in {} on CPU{}",
+                            self.ctx(e.from, e.from_tid, e.from_cpu, e.ts),
+                            e.from_cpu,
+                            self.task(e.to_tid),
+                            e.to_cpu
+                        ),
+                        preempted: false,
+                        irq: None,
+                    });
+                }
+                EdgeKind::Timer if e.val != u64::MAX && e.val2 != u64::MAX => {
+                    let f = self.s.get(Sym(e.key)).to_string();
+                    // From the expiry on the trace clock, as `--timer` and `latency` count it.
+                    let due = self.clock.due(tl, ei as usize).unwrap_or(e.at);
+                    links.push(RawLink {
+                        kind: LinkKind::Timer,
+                        key: key(LinkKind::Timer, f.clone()),
+                        start: due,
+                        end: e.at,
+                        cpu: e.to_cpu,
+                        tid: e.to_tid,
+                        what: format!("hrtimer {f} fired on CPU{}", e.to_cpu),
+                        preempted: false,
+                        irq: None,
+                    });
+                }
+                _ => {}
+            }
+        }
+        // Waits for a CPU of every task on the chain.
+        let sp = &tl.spans;
+        let first = self.runnable.partition_point(|&i| sp.start[i as usize] < s);
+        for &ri in &self.runnable[first..] {
+            let i = ri as usize;
+            if sp.start[i] > h {
+                break;
+            }
+            if !chain.contains(&sp.tid[i]) || sp.flags[i] & span::END_UNKNOWN != 0 {
+                continue;
+            }
+            let name = norm_comm(self.s.get(self.tl.comm(sp.tid[i])));
+            let cause = RunCause::from_key(sp.key[i]);
+            let by = if sp.aux[i] != NONE {
+                let e = &tl.edges[sp.aux[i] as usize];
+                format!(
+                    " (woken by {})",
+                    self.ctx(e.from, e.from_tid, e.from_cpu, e.ts)
+                )
+            } else if cause == RunCause::Preempted {
+                " (preempted)".into()
+            } else {
+                String::new()
+            };
+            links.push(RawLink {
+                kind: LinkKind::Run,
+                key: key(LinkKind::Run, name),
+                start: sp.start[i],
+                end: sp.end[i],
+                cpu: sp.cpu[i],
+                tid: sp.tid[i],
+                what: format!(
+                    "{} runnable on CPU{}{by}, then ran",
+                    self.task(sp.tid[i]),
+                    sp.cpu[i]
+                ),
+                preempted: cause == RunCause::Preempted,
+                irq: None,
+            });
+        }
+        links.sort_by_key(|l| (l.start, l.end));
+        (links, chain)
+    }
+
+    /// System calls the chain's other tasks made in `[s, h]` (the responder's write...):
+    /// steps of the chain, shown, not blamed.
+    pub(super) fn syscall_steps(
+        &self,
+        chain: &FxHashSet<i32>,
+        me: i32,
+        s: u64,
+        h: u64,
+    ) -> Vec<(u64, u64, u32, String)> {
+        let tl = self.tl;
+        let sp = &tl.spans;
+        let mut seen: FxHashMap<(i32, u32), u32> = FxHashMap::default();
+        let mut out = Vec::new();
+        let first = self.syscalls.partition_point(|&i| sp.start[i as usize] < s);
+        for &si in &self.syscalls[first..] {
+            let i = si as usize;
+            if sp.start[i] > h {
+                break;
+            }
+            let tid = sp.tid[i];
+            if tid == me || !chain.contains(&tid) {
+                continue;
+            }
+            let n = seen.entry((tid, sp.key[i])).or_default();
+            *n += 1;
+            if *n > 2 {
+                continue;
+            }
+            let name = if sp.flags[i] & span::NAMED != 0 {
+                self.s.get(Sym(sp.key[i])).to_string()
+            } else {
+                tl.syscall_names
+                    .get(&sp.key[i])
+                    .map(|x| self.s.get(*x).to_string())
+                    .unwrap_or_else(|| format!("syscall {}", sp.key[i]))
+            };
+            out.push((
+                sp.start[i],
+                sp.end[i] - sp.start[i],
+                sp.cpu[i],
+                format!("{} {name}() on CPU{}", self.task(tid), sp.cpu[i]),
+            ));
+        }
+        out
+    }
+
+    /// All waits in `[s, h]`, whoever they belong to: for cycles whose chain the trace
+    /// does not connect (device interrupts, untraced hand-offs).
+    pub(super) fn all_waits(&self, s: u64, h: u64) -> Vec<RawLink> {
+        let tl = self.tl;
+        let sp = &tl.spans;
+        let mut links = Vec::new();
+        let first = self.edges.partition_point(|&i| tl.edges[i as usize].ts < s);
+        for &ei in &self.edges[first..] {
+            let e = &tl.edges[ei as usize];
+            if e.ts > h {
+                break;
+            }
+            if e.kind == EdgeKind::Work {
+                let f = self.s.get(Sym(e.key)).to_string();
+                links.push(RawLink {
+                    kind: LinkKind::Work,
+                    key: (LinkKind::Work, f.clone(), 1),
+                    start: e.ts,
+                    end: e.at,
+                    cpu: e.to_cpu,
+                    tid: e.to_tid,
+                    what: format!(
+                        "work {f} queued by {} on CPU{}, started in {} on CPU{}",
+                        self.ctx(e.from, e.from_tid, e.from_cpu, e.ts),
+                        e.from_cpu,
+                        self.task(e.to_tid),
+                        e.to_cpu
+                    ),
+                    preempted: false,
+                    irq: Some(match tl.resolve(e.from, e.from_cpu, e.ts) {
+                        Ctx::Hardirq { irq } => irq,
+                        _ => u32::MAX,
+                    }),
+                });
+            }
+        }
+        let first = self.runnable.partition_point(|&i| sp.start[i as usize] < s);
+        for &ri in &self.runnable[first..] {
+            let i = ri as usize;
+            if sp.start[i] > h {
+                break;
+            }
+            if sp.tid[i] <= 0 || sp.flags[i] & span::END_UNKNOWN != 0 {
+                continue;
+            }
+            let cause = RunCause::from_key(sp.key[i]);
+            links.push(RawLink {
+                kind: LinkKind::Run,
+                key: (
+                    LinkKind::Run,
+                    norm_comm(self.s.get(self.tl.comm(sp.tid[i]))),
+                    1,
+                ),
+                start: sp.start[i],
+                end: sp.end[i],
+                cpu: sp.cpu[i],
+                tid: sp.tid[i],
+                what: {
+                    let by = if sp.aux[i] != NONE {
+                        let e = &tl.edges[sp.aux[i] as usize];
+                        format!(
+                            " (woken by {})",
+                            self.ctx(e.from, e.from_tid, e.from_cpu, e.ts)
+                        )
+                    } else if cause == RunCause::Preempted {
+                        " (preempted)".into()
+                    } else {
+                        String::new()
+                    };
+                    format!(
+                        "{} runnable on CPU{}{by}, then ran",
+                        self.task(sp.tid[i]),
+                        sp.cpu[i]
+                    )
+                },
+                preempted: cause == RunCause::Preempted,
+                irq: None,
+            });
+        }
+        links.sort_by_key(|l| (l.start, l.end));
+        links
+    }
+
+    /// Median of this link kind and name over the whole trace.
+    pub(super) fn usual_in_trace(&self, kind: LinkKind, name: &str) -> u64 {
+        if let Some(v) = self.trace_median.borrow().get(&(kind, name.to_string())) {
+            return *v;
+        }
+        let tl = self.tl;
+        let mut v: Vec<u64> = match kind {
+            LinkKind::Run => {
+                let sp = &tl.spans;
+                self.runnable
+                    .iter()
+                    .map(|&i| i as usize)
+                    .filter(|&i| {
+                        sp.flags[i] & span::END_UNKNOWN == 0
+                            && norm_comm(self.s.get(tl.comm(sp.tid[i]))) == name
+                    })
+                    .map(|i| sp.end[i] - sp.start[i])
+                    .collect()
+            }
+            LinkKind::Work => tl
+                .edges
+                .iter()
+                .filter(|e| e.kind == EdgeKind::Work && self.s.get(Sym(e.key)) == name)
+                .map(|e| e.at - e.ts)
+                .collect(),
+            LinkKind::Timer => tl
+                .edges
+                .iter()
+                .filter(|e| {
+                    e.kind == EdgeKind::Timer
+                        && e.val != u64::MAX
+                        && e.val2 != u64::MAX
+                        && self.s.get(Sym(e.key)) == name
+                })
+                .map(|e| e.val2.saturating_sub(e.val))
+                .collect(),
+        };
+        v.sort_unstable();
+        // Few samples: the fastest is the best guess of "usual" (the slow one may be the
+        // very miss being explained).
+        let m = if v.len() < 3 {
+            v.first().copied().unwrap_or(0)
+        } else {
+            v[(v.len() - 1) / 2]
+        };
+        self.trace_median
+            .borrow_mut()
+            .insert((kind, name.to_string()), m);
+        m
+    }
+
+    /// What held `cpu` during `[a, b)` while `waiter` waited: categories and culprits.
+    pub(super) fn holds(&self, l: &RawLink, a: u64, b: u64) -> Vec<Hold> {
+        let tl = self.tl;
+        if b <= a || l.cpu == u32::MAX {
+            return Vec::new();
+        }
+        if !tl.lost.is_empty() && tl.crosses_loss(l.cpu, a, b) {
+            return vec![Hold::on_cpu("unknown-lost-events", l.cpu, b - a)];
+        }
+        let mut out = Vec::new();
+        // An irqs-off section over a late timer is the reason the interrupt came late.
+        if l.kind == LinkKind::Timer {
+            let sp = &tl.spans;
+            if let Some(list) = self.irqsoff_by_cpu.get(l.cpu as usize) {
+                for &j in list {
+                    let j = j as usize;
+                    let ov = sp.end[j].min(b).saturating_sub(sp.start[j].max(a));
+                    if ov > 0 {
+                        out.push(Hold {
+                            category: "irqs-off".into(),
+                            culprit: Culprit {
+                                caller: Some(
+                                    self.s
+                                        .get(Sym(sp.key[j]))
+                                        .split('+')
+                                        .next()
+                                        .unwrap_or("")
+                                        .to_string(),
+                                ),
+                                cpu: Some(l.cpu),
+                                ..Default::default()
+                            },
+                            ns: ov,
+                        });
+                    }
+                }
+            }
+            if !out.is_empty() {
+                return out;
+            }
+            // A CPU idle throughout woke late for its timer: idle exit, or on a VM a host
+            // that did not run the vCPU in time.
+            let occ = tl.occupants(l.cpu, a, b);
+            if occ.len() == 1 && occ[0].what == OccupantKind::Task && occ[0].id == 0 {
+                return vec![Hold::on_cpu("cpu-idle", l.cpu, b - a)];
+            }
+            // A running task does not delay a hard timer interrupt; with no irqs-off section
+            // in the trace the reason is not visible (preemptirq events would show it).
+            return vec![Hold::on_cpu("timer-irq-late", l.cpu, b - a)];
+        }
+        for o in tl.occupants(l.cpu, a, b) {
+            let (category, culprit) = match o.what {
+                OccupantKind::Task if o.id == l.tid as i64 => continue,
+                OccupantKind::Task if o.id == 0 => (
+                    "cpu-idle",
+                    Culprit {
+                        cpu: Some(l.cpu),
+                        ..Default::default()
+                    },
+                ),
+                // A lower-priority task cannot hold a real-time one off the CPU, except by
+                // being inside code that cannot be preempted: that is the kernel's delay.
+                OccupantKind::Task
+                    if matches!(
+                        (tl.prios.get(&l.tid), tl.prios.get(&(o.id as i32))),
+                        (Some(&w), Some(&p)) if w < 100 && w < p
+                    ) =>
+                {
+                    (
+                        "preemption-delay",
+                        Culprit {
+                            caller: Some(format!(
+                                "non-preemptible kernel code while {}[{}] ran",
+                                self.s.get(tl.comm(o.id as i32)),
+                                o.id
+                            )),
+                            cpu: Some(l.cpu),
+                            ..Default::default()
+                        },
+                    )
+                }
+                OccupantKind::Task => (
+                    if l.preempted {
+                        "preempted-by"
+                    } else {
+                        "runqueue-wait"
+                    },
+                    Culprit {
+                        comm: Some(self.s.get(tl.comm(o.id as i32)).to_string())
+                            .filter(|c| !c.is_empty())
+                            .or(Some(self.s.get(o.name).to_string())),
+                        pid: Some(o.id as i32),
+                        prio: tl.prios.get(&(o.id as i32)).copied(),
+                        cpu: Some(l.cpu),
+                        ..Default::default()
+                    },
+                ),
+                OccupantKind::Hardirq => (
+                    "hardirq",
+                    Culprit {
+                        irq: Some(o.id as u32),
+                        irq_name: Some(self.s.get(o.name).to_string()).filter(|n| !n.is_empty()),
+                        cpu: Some(l.cpu),
+                        ..Default::default()
+                    },
+                ),
+                OccupantKind::Softirq => (
+                    "softirq",
+                    Culprit {
+                        vector: SOFTIRQ_NAMES.get(o.id as usize).map(|s| s.to_string()),
+                        cpu: Some(l.cpu),
+                        ..Default::default()
+                    },
+                ),
+            };
+            out.push(Hold {
+                category: category.into(),
+                culprit,
+                ns: o.ns,
+            });
+        }
+        out
+    }
+}

@@ -1,0 +1,157 @@
+//! The recording machine, from `whylate record`'s snapshot: IRQ placement, irqbalance,
+//! and the recorder's own share of the blame.
+
+use super::report::{CauseRow, ExplainReport};
+use crate::stats::dur;
+use rustc_hash::FxHashSet;
+use serde::Serialize;
+
+/// An IRQ line the report mentions, as the record-time snapshot saw it.
+#[derive(Clone, Debug, Serialize)]
+pub struct IrqPlacement {
+    /// IRQ number.
+    pub irq: i32,
+    /// Device action names (`virtio0-input.0`).
+    pub name: String,
+    /// CPUs it may run on (`smp_affinity_list`).
+    pub affinity: Option<String>,
+    /// CPUs the kernel routed it to (`effective_affinity_list`).
+    pub effective: Option<String>,
+}
+
+/// The recording machine, from `whylate record`'s snapshot.
+#[derive(Clone, Debug, Serialize)]
+pub struct Machine {
+    /// Kernel release.
+    pub kernel: String,
+    /// Online CPUs.
+    pub online_cpus: String,
+    /// An irqbalance daemon was running.
+    pub irqbalance: bool,
+    /// The IRQ lines named in the context, causes or advice.
+    pub irqs: Vec<IrqPlacement>,
+}
+
+/// `irq 11 virtio0` → 11.
+pub(super) fn irq_number(label: &str) -> Option<i32> {
+    label.strip_prefix("irq ")?.split(' ').next()?.parse().ok()
+}
+
+/// Fills in IRQ names and placement, and irqbalance's real state, from a snapshot.
+pub(super) fn add_machine(r: &mut ExplainReport, snap: &crate::snapshot::Snapshot) {
+    let mut wanted: Vec<i32> = Vec::new();
+    for cx in &mut r.context {
+        for (label, _) in &mut cx.irqs {
+            let Some(n) = irq_number(label) else {
+                continue;
+            };
+            wanted.push(n);
+            if let Some(i) = snap.irq(n) {
+                if label.trim() == format!("irq {n}") && !i.actions.is_empty() {
+                    *label = format!("irq {n} {}", i.actions);
+                }
+                if let Some(to) = i.effective.as_ref().or(i.affinity.as_ref()) {
+                    label.push_str(&format!(" (→ CPU {to})"));
+                }
+            }
+        }
+    }
+    wanted.extend(
+        r.causes
+            .iter()
+            .filter_map(|c| c.culprit.irq.map(|n| n as i32)),
+    );
+    for a in &mut r.advice {
+        if let Some(n) = a
+            .command
+            .split("/proc/irq/")
+            .nth(1)
+            .and_then(|t| t.split('/').next())
+            .and_then(|t| t.parse::<i32>().ok())
+        {
+            wanted.push(n);
+        }
+        if a.cost.contains("irqbalance may move") {
+            let known = if snap.irqbalance {
+                "irqbalance runs on this machine and will move it back: stop it (systemctl stop irqbalance) or ban the IRQ (IRQBALANCE_BANNED_CPULIST)"
+            } else {
+                "irqbalance was not running when this was recorded, so the setting holds until reboot or the driver reloads"
+            };
+            let head = a
+                .cost
+                .split("; irqbalance")
+                .next()
+                .unwrap_or("")
+                .to_string();
+            a.cost = format!("{head}; {known}");
+        }
+    }
+    wanted.sort_unstable();
+    wanted.dedup();
+    recorder_blame(r, snap);
+    r.machine = Some(Machine {
+        kernel: snap.kernel.clone(),
+        online_cpus: snap.online_cpus.clone(),
+        irqbalance: snap.irqbalance,
+        irqs: wanted
+            .into_iter()
+            .filter_map(|n| snap.irq(n))
+            .map(|i| IrqPlacement {
+                irq: i.irq,
+                name: i.actions.clone(),
+                affinity: i.affinity.clone(),
+                effective: i.effective.clone(),
+            })
+            .collect(),
+    });
+}
+
+/// The recorder's own threads among the culprits: the measurement disturbed what it
+/// measured. Says so, and drops advice aimed at the recorder as if it were the workload.
+pub(super) fn recorder_blame(r: &mut ExplainReport, snap: &crate::snapshot::Snapshot) {
+    let Some(rec) = snap.recorder else {
+        return;
+    };
+    let tids: FxHashSet<i32> = snap
+        .tasks
+        .iter()
+        .filter(|t| t.tgid == rec)
+        .map(|t| t.tid)
+        .chain([rec])
+        .collect();
+    let total: u64 = r.causes.iter().map(|c| c.total_excess_ns).sum();
+    let mine: Vec<&CauseRow> = r
+        .causes
+        .iter()
+        .filter(|c| c.culprit.pid.is_some_and(|p| tids.contains(&p)))
+        .collect();
+    if mine.is_empty() {
+        return;
+    }
+    let ns: u64 = mine.iter().map(|c| c.total_excess_ns).sum();
+    let comms: FxHashSet<String> = mine.iter().filter_map(|c| c.culprit.comm.clone()).collect();
+    let pids: Vec<String> = mine
+        .iter()
+        .filter_map(|c| c.culprit.pid)
+        .map(|p| format!(" {p}"))
+        .collect();
+    r.notes.push(format!(
+        "the recorder itself ({}) holds {} ({:.0}%) of the blamed excess: its reader threads ran on the CPUs the chain needed. Record fewer events (filter the busiest, e.g. -e 'syscalls:sys_exit_read[ret > 0]' for a polling read loop) to measure the workload undisturbed",
+        mine.iter()
+            .map(|c| c.culprit.label())
+            .collect::<FxHashSet<_>>()
+            .into_iter()
+            .collect::<Vec<_>>()
+            .join(", "),
+        dur(ns),
+        ns as f64 * 100.0 / total.max(1) as f64
+    ));
+    r.advice.retain(|a| {
+        !pids
+            .iter()
+            .any(|p| a.command.ends_with(p.as_str()) && a.action.starts_with("Move"))
+            && !comms
+                .iter()
+                .any(|c| a.action.contains(&format!("so {c} cannot")))
+    });
+}

@@ -1,0 +1,211 @@
+//! `whylate explain`: request/response cycles, their deadline misses, and why.
+//!
+//! 1. **Cycles** are cut from the event stream while it is read: a `--from` match opens one
+//!    for its thread (or thread group, or anyone), the first later `--to` match by the same
+//!    closes it. A new `from` or the trace's end before any `to` = no reply.
+//! 2. **Chain**: from the cycle's thread, follow the causal edges the timeline built, in time
+//!    order: work it queued (and the worker that ran it), tasks it woke, timers it armed and
+//!    the tasks they woke, and so on. Every hand-off is a *link* with a wait: a runnable task
+//!    waiting for its CPU, a work item waiting for its worker, a timer firing late.
+//! 3. **Template**: the same links in the good cycles (matched by kind, name and order) give
+//!    each link its usual duration. A link's *excess* in a miss is its duration above that.
+//!    Busy-polling readers and device interrupts leave no explicit edge; they need no edge
+//!    here either: the read's return is the cycle's end and the links before it carry the
+//!    time.
+//! 4. **Blame**: each excess is split over what held the waiting link's CPU meanwhile
+//!    (tasks, irq handlers, softirqs, irqs-off sections), each with a category
+//!    (`runqueue-wait`, `preempted-by`, `hardirq`, `softirq`, `irqs-off`, `cpu-idle`,
+//!    `unknown-lost-events`). A cycle with no reply is explained by where its chain stood
+//!    at the deadline: the links still pending then.
+//! 5. **Causes** rank the culprits over all misses; **advice** turns the top ones into
+//!    commands for this machine, with what each costs.
+
+use crate::event::{Event, Interner};
+use crate::read::{OpenOptions, ReadError};
+use crate::timeline::Timeline;
+use std::path::PathBuf;
+mod advice;
+mod auto;
+mod blame;
+mod cycles;
+mod dist;
+mod driver;
+mod engine;
+mod machine;
+mod render;
+mod report;
+mod softirq;
+mod timer;
+
+pub use auto::*;
+pub use cycles::*;
+use machine::add_machine;
+pub use machine::{IrqPlacement, Machine};
+pub use report::*;
+pub use softirq::*;
+pub use timer::*;
+
+/// What `explain` is asked to explain: the modes of the command line.
+#[derive(Clone, Debug)]
+pub enum Mode {
+    /// Request/response cycles between two selectors.
+    Cycles(Options),
+    /// Late timer periods.
+    Timer(TimerOptions),
+    /// Slow services of one softirq vector.
+    Softirq {
+        /// Vector name or number.
+        vector: String,
+        /// Services slower than this are misses.
+        deadline_ns: Option<u64>,
+        /// Misses shown in full.
+        top: usize,
+    },
+    /// The worst outliers across all measures.
+    Auto {
+        /// Outliers shown in full.
+        top: usize,
+    },
+}
+
+impl Mode {
+    /// The deadline given, if the mode has one.
+    pub fn deadline_ns(&self) -> Option<u64> {
+        match self {
+            Mode::Cycles(o) => o.deadline_ns,
+            Mode::Timer(o) => o.deadline_ns,
+            Mode::Softirq { deadline_ns, .. } => *deadline_ns,
+            Mode::Auto { .. } => None,
+        }
+    }
+    /// The same mode with this deadline (the automatic mode has none).
+    pub fn with_deadline(&self, d: Option<u64>) -> Mode {
+        let mut m = self.clone();
+        match &mut m {
+            Mode::Cycles(o) => o.deadline_ns = d,
+            Mode::Timer(o) => o.deadline_ns = d,
+            Mode::Softirq { deadline_ns, .. } => *deadline_ns = d,
+            Mode::Auto { .. } => {}
+        }
+        m
+    }
+}
+
+/// Explains `paths` in the given mode.
+pub fn explain_mode(
+    paths: &[PathBuf],
+    open: &OpenOptions,
+    mode: &Mode,
+) -> Result<ExplainReport, ReadError> {
+    explain_then(paths, open, mode, |_, _, _| ()).map(|(r, ())| r)
+}
+
+/// Explains `paths` in the given mode, then hands the report and the timeline it came
+/// from to `then` (plots and exports need both; the timeline is dropped after).
+pub fn explain_then<T>(
+    paths: &[PathBuf],
+    open: &OpenOptions,
+    mode: &Mode,
+    then: impl FnOnce(&ExplainReport, &Timeline, &Interner) -> T,
+) -> Result<(ExplainReport, T), ReadError> {
+    let mut cy = match mode {
+        Mode::Cycles(o) => Some(Cycles::new(o)),
+        _ => None,
+    };
+    let (tl, strings, meta) = read_all(paths, open, cy.as_mut())?;
+    let r = match mode {
+        Mode::Cycles(o) => {
+            let mut cy = cy.expect("a cutter for cycles");
+            cy.finish(tl.last_ts);
+            if let Some(why) = cy.why_nothing(&strings) {
+                return Err(ReadError::NoMatch { why });
+            }
+            let blind = cy.paths_unknown();
+            let mut r = analyze(&tl, &strings, o, cy.cycles);
+            if blind {
+                r.notes.push(
+                    "a selector filters on `path`, but no input names its descriptors (a `whylate record` trace.dat does): that condition matched nothing".into(),
+                );
+            }
+            r
+        }
+        Mode::Timer(o) => analyze_timers(&tl, &strings, o),
+        Mode::Softirq {
+            vector,
+            deadline_ns,
+            top,
+        } => analyze_softirq(&tl, &strings, vector, *deadline_ns, *top),
+        Mode::Auto { top } => analyze_auto(&tl, &strings, *top),
+    };
+    let r = with_inputs(r, meta, &tl, &strings);
+    let t = then(&r, &tl, &strings);
+    Ok((r, t))
+}
+
+/// Reads the inputs, cuts cycles and explains the misses.
+pub fn explain(
+    paths: &[PathBuf],
+    open: &OpenOptions,
+    o: &Options,
+) -> Result<ExplainReport, ReadError> {
+    explain_mode(paths, open, &Mode::Cycles(o.clone()))
+}
+
+/// What a pass learnt besides the timeline.
+struct ReadMeta {
+    inputs: crate::stats::Inputs,
+    events: u64,
+    /// The first input's record-time snapshot.
+    snapshot: Option<crate::snapshot::Snapshot>,
+}
+
+/// One pass over the inputs: the timeline, and the cycles when a cutter is given.
+fn read_all(
+    paths: &[PathBuf],
+    open: &OpenOptions,
+    cycles: Option<&mut Cycles>,
+) -> Result<(Timeline, Interner, ReadMeta), ReadError> {
+    struct Feed<'a>(Option<&'a mut Cycles>, Option<crate::snapshot::Snapshot>);
+    impl crate::latency::Sink for Feed<'_> {
+        fn snapshot(&mut self, snap: &crate::snapshot::Snapshot) {
+            if let Some(c) = self.0.as_deref_mut() {
+                c.add_snapshot(snap);
+            }
+            if self.1.is_none() {
+                self.1 = Some(snap.clone());
+            }
+        }
+        fn event(&mut self, e: &Event, s: &Interner) {
+            if let Some(c) = self.0.as_deref_mut() {
+                c.push(e, s);
+            }
+        }
+    }
+    let mut feed = Feed(cycles, None);
+    let p = crate::latency::read_timeline(paths, open, &mut feed)?;
+    let meta = ReadMeta {
+        inputs: p.inputs,
+        events: p.events,
+        snapshot: feed.1,
+    };
+    Ok((p.tl, p.strings, meta))
+}
+
+/// Puts what the readers said in front of the report's own notes, and what the
+/// record-time snapshot knows about the machine into the context and advice.
+fn with_inputs(mut r: ExplainReport, meta: ReadMeta, tl: &Timeline, s: &Interner) -> ExplainReport {
+    r.cpus = crate::diff::profile(tl, s);
+    r.inputs = meta.inputs.inputs;
+    r.events = meta.events;
+    let mut notes = meta.inputs.notes;
+    notes.append(&mut r.notes);
+    r.notes = notes;
+    match &meta.snapshot {
+        Some(snap) => add_machine(&mut r, snap),
+        None if !r.context.is_empty() || !r.advice.is_empty() => r.notes.push(
+            "IRQ affinity and irqbalance are not in this trace (a `whylate record` trace.dat carries them)".into(),
+        ),
+        None => {}
+    }
+    r
+}

@@ -1,0 +1,275 @@
+//! The explain report: causes, misses with their chains, context and advice (the JSON
+//! schema in docs/json.md).
+
+use super::machine::Machine;
+use crate::stats::InputInfo;
+use serde::Serialize;
+use std::fmt::Write as _;
+
+/// Who a cause names.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct Culprit {
+    /// Task name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm: Option<String>,
+    /// Task id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<i32>,
+    /// Kernel priority (0-99 RT, 100-139 normal), when the trace said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prio: Option<i32>,
+    /// Irq number.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub irq: Option<u32>,
+    /// Irq name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub irq_name: Option<String>,
+    /// Softirq vector name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vector: Option<String>,
+    /// Code that disabled interrupts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
+    /// CPU where it held the chain up.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u32>,
+}
+
+impl Hold {
+    /// `category` held `cpu` for `ns`, with no culprit but the CPU (lost events, an idle
+    /// or stalled CPU, a late interrupt with no visible reason).
+    pub(super) fn on_cpu(category: &str, cpu: u32, ns: u64) -> Hold {
+        Hold {
+            category: category.into(),
+            culprit: Culprit {
+                cpu: Some(cpu),
+                ..Default::default()
+            },
+            ns,
+        }
+    }
+}
+
+impl Culprit {
+    /// `comm[pid] (prio ...)`, `irq 16 (ehci)`, `softirq NET_RX`, `console_unlock`.
+    pub fn label(&self) -> String {
+        if let Some(c) = &self.comm {
+            let mut s = format!("{c}[{}]", self.pid.unwrap_or(-1));
+            if let Some(p) = self.prio {
+                let _ = write!(s, " {}", policy(p));
+            }
+            return s;
+        }
+        if let Some(i) = self.irq {
+            return match &self.irq_name {
+                Some(n) => format!("irq {i} ({n})"),
+                None => format!("irq {i}"),
+            };
+        }
+        if let Some(v) = &self.vector {
+            return format!("softirq {v}");
+        }
+        if let Some(c) = &self.caller {
+            return c.clone();
+        }
+        "-".to_string()
+    }
+}
+
+/// `SCHED_OTHER nice 0` / `RT prio 50` from a kernel prio.
+pub(super) fn policy(prio: i32) -> String {
+    if prio < 100 {
+        format!("(RT {})", 99 - prio)
+    } else {
+        format!("(nice {})", prio - 120)
+    }
+}
+
+/// A ranked cause over all misses.
+#[derive(Clone, Debug, Serialize)]
+pub struct CauseRow {
+    /// `runqueue-wait`, `preempted-by`, `hardirq`, `softirq`, `irqs-off`, `cpu-idle`,
+    /// `unknown-lost-events`, `unknown`.
+    pub category: String,
+    /// Who.
+    pub culprit: Culprit,
+    /// Misses it contributed to.
+    pub count: u64,
+    /// Excess time it accounts for, all misses.
+    pub total_excess_ns: u64,
+    /// Per miss it contributed to.
+    pub mean_excess_ns: u64,
+    /// Share of all blamed excess.
+    pub share: f64,
+}
+
+/// One link of a chain.
+#[derive(Clone, Debug, Serialize)]
+pub struct Link {
+    /// Offset of its start from the cycle start.
+    pub offset_ns: u64,
+    /// Absolute start.
+    pub ts_ns: u64,
+    /// CPU where it waited or ran.
+    pub cpu: Option<u32>,
+    /// `from`, `work`, `wakeup`, `timer`, `to`, `deadline`.
+    pub kind: String,
+    /// What happened, in words.
+    pub what: String,
+    /// How long it took.
+    pub duration_ns: u64,
+    /// Its usual duration in good cycles (or in the whole trace).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usual_ns: Option<u64>,
+    /// Time above usual.
+    pub excess_ns: u64,
+    /// Still pending when the deadline passed.
+    pub pending_at_deadline: bool,
+    /// What held it up, largest first: category, culprit, time.
+    pub held_by: Vec<Hold>,
+    /// The task that waited (the woken task, the worker).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiter: Option<Culprit>,
+    /// Work queued from an interrupt: its irq (`u32::MAX`: from outside the cycle's chain,
+    /// most likely an interrupt the trace did not record).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queued_in_irq: Option<u32>,
+}
+
+/// One part of a link's time.
+#[derive(Clone, Debug, Serialize)]
+pub struct Hold {
+    /// Category.
+    pub category: String,
+    /// Who.
+    pub culprit: Culprit,
+    /// Time held.
+    pub ns: u64,
+}
+
+/// One missed cycle.
+#[derive(Clone, Debug, Serialize)]
+pub struct Miss {
+    /// Cycle start.
+    pub start_ns: u64,
+    /// Duration, null when no reply came.
+    pub duration_ns: Option<u64>,
+    /// Thread.
+    pub tid: i32,
+    /// CPU of the `from` event.
+    pub cpu: u32,
+    /// Time over the deadline (no reply: until the cycle was abandoned).
+    pub late_ns: u64,
+    /// Excess blamed on causes.
+    pub blamed_ns: u64,
+    /// The chain, in time order.
+    pub chain: Vec<Link>,
+}
+
+/// Cycle statistics.
+#[derive(Clone, Debug, Serialize, Default)]
+pub struct CycleStats {
+    /// Cycles.
+    pub count: u64,
+    /// Cycles with a reply.
+    pub replied: u64,
+    /// Cycles without.
+    pub no_reply: u64,
+    /// Misses (over the deadline, or no reply).
+    pub misses: u64,
+    /// Quantiles of replied cycles.
+    pub min_ns: u64,
+    /// Median.
+    pub p50_ns: u64,
+    /// 90th.
+    pub p90_ns: u64,
+    /// 99th.
+    pub p99_ns: u64,
+    /// Max.
+    pub max_ns: u64,
+    /// Log histogram of replied durations.
+    pub histogram: Vec<crate::measure::Bucket>,
+}
+
+/// A CPU the causes point at.
+#[derive(Clone, Debug, Serialize)]
+pub struct CpuContext {
+    /// The CPU.
+    pub cpu: u32,
+    /// Why it matters.
+    pub role: String,
+    /// Share of the trace's time each busy task ran there, largest first.
+    pub busy: Vec<(String, f64)>,
+    /// Irqs handled there, by count.
+    pub irqs: Vec<(String, u64)>,
+}
+
+/// One piece of advice.
+#[derive(Clone, Debug, Serialize)]
+pub struct Advice {
+    /// What to do.
+    pub action: String,
+    /// The command, for this machine.
+    pub command: String,
+    /// What it costs or breaks.
+    pub cost: String,
+}
+
+/// The result.
+#[derive(Clone, Debug, Serialize)]
+pub struct ExplainReport {
+    /// Inputs.
+    pub inputs: Vec<InputInfo>,
+    /// Events read.
+    pub events: u64,
+    /// The selectors.
+    pub from: String,
+    /// See `from`.
+    pub to: Vec<String>,
+    /// The deadline used.
+    pub deadline_ns: Option<u64>,
+    /// `given`, `inferred: ...`, or `none: ...`.
+    pub deadline_source: String,
+    /// Cycle statistics.
+    pub cycles: CycleStats,
+    /// Causes, largest total excess first.
+    pub causes: Vec<CauseRow>,
+    /// Every miss with its chain (worst first).
+    pub misses: Vec<Miss>,
+    /// CPUs behind the causes.
+    pub context: Vec<CpuContext>,
+    /// What to do.
+    pub advice: Vec<Advice>,
+    /// Where the analysis is blind or approximate.
+    pub notes: Vec<String>,
+    /// The machine as `whylate record` saw it (null for other inputs).
+    pub machine: Option<Machine>,
+    /// What every CPU spent the trace on.
+    pub cpus: Vec<crate::diff::CpuProfile>,
+    /// Every measured cycle (period, service), in start order: what the plots draw.
+    #[serde(skip)]
+    pub windows: Vec<Window>,
+    /// How many misses the terminal shows in full.
+    #[serde(skip)]
+    pub top: usize,
+    /// What a cycle is called in the terminal (`cycles`, `timer periods`).
+    #[serde(skip)]
+    pub noun: &'static str,
+}
+
+/// One measured cycle (request/response cycle, timer period, softirq service, outlier).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// Start (the `from` event, the timer's requested expiry, the raise).
+    pub start_ns: u64,
+    /// End, when it came (the reply, the woken task running, the handler entry).
+    pub end_ns: Option<u64>,
+    /// Without an end: when the cycle stopped waiting.
+    pub horizon_ns: u64,
+    /// The thread it measured (-1: none).
+    pub tid: i32,
+    /// CPU where it started.
+    pub cpu: u32,
+    /// Over the deadline (or no reply).
+    pub miss: bool,
+}
