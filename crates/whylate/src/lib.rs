@@ -22,6 +22,7 @@
 
 pub mod demo;
 pub mod diff;
+pub mod dist;
 pub mod event;
 pub mod explain;
 pub mod fdpath;

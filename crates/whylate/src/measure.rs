@@ -3,6 +3,7 @@
 //! function...) with count, quantiles, a log-bucket histogram and the worst samples, each
 //! with its absolute time, CPU and task so the user can find it in the trace.
 
+use crate::dist::{log_histogram, Dist};
 use crate::event::{Interner, Sym, SOFTIRQ_NAMES};
 use crate::stats::{dur, secs};
 use crate::timeline::{
@@ -178,16 +179,7 @@ pub struct Holder {
     pub ns: u64,
 }
 
-/// A histogram bucket `[lo, hi)`.
-#[derive(Clone, Debug, Serialize)]
-pub struct Bucket {
-    /// Lower bound (ns or rate).
-    pub lo: u64,
-    /// Upper bound.
-    pub hi: u64,
-    /// Samples in it.
-    pub count: u64,
-}
+pub use crate::dist::Bucket;
 
 /// One group of a measure.
 #[derive(Clone, Debug, Serialize)]
@@ -691,50 +683,6 @@ fn func_of(caller: &str) -> &str {
     caller.split('+').next().unwrap_or(caller)
 }
 
-/// Nearest-rank quantile of sorted values.
-fn quantile(sorted: &[u64], q: f64) -> u64 {
-    if sorted.is_empty() {
-        return 0;
-    }
-    let rank = (q * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-/// Bucket bounds 1-2-5 per decade, from `base` (1 µs for durations, 1 for rates): easier
-/// to read in a terminal than powers of two, and as fine.
-fn bucket_of(v: u64, base: u64) -> (u64, u64) {
-    if v < base {
-        return (0, base);
-    }
-    let mut decade = base;
-    loop {
-        for (l, h) in [(1u64, 2u64), (2, 5), (5, 10)] {
-            let hi = decade.saturating_mul(h);
-            if v < hi || hi == u64::MAX {
-                return (decade.saturating_mul(l), hi);
-            }
-        }
-        decade = decade.saturating_mul(10);
-    }
-}
-
-/// A 1-2-5 log histogram of sorted values, from `base` (1000 for ns: buckets from 1 µs).
-pub fn log_histogram(sorted: &[u64], base: u64) -> Vec<Bucket> {
-    histogram(sorted, base)
-}
-
-fn histogram(sorted: &[u64], base: u64) -> Vec<Bucket> {
-    let mut out: Vec<Bucket> = Vec::new();
-    for &v in sorted {
-        let (lo, hi) = bucket_of(v, base);
-        match out.last_mut() {
-            Some(l) if l.lo == lo => l.count += 1,
-            _ => out.push(Bucket { lo, hi, count: 1 }),
-        }
-    }
-    out
-}
-
 fn group(
     cx: &Cx<'_>,
     mut s: Series,
@@ -747,8 +695,7 @@ fn group(
     // u64s, and select the worst samples without sorting them all.
     let mut vals: Vec<u64> = s.raw.iter().map(|r| r.value).collect();
     vals.sort_unstable();
-    let total: u64 = vals.iter().fold(0u64, |a, &v| a.saturating_add(v));
-    let n = vals.len() as u64;
+    let d = Dist::of_sorted(&vals);
     let samples = raw.then(|| {
         let mut v: Vec<[u64; 2]> = s
             .raw
@@ -774,17 +721,17 @@ fn group(
     Group {
         key: s.key,
         metric: s.metric.to_string(),
-        count: n,
-        min_ns: vals.first().copied().unwrap_or(0),
-        p50_ns: quantile(&vals, 0.5),
-        p90_ns: quantile(&vals, 0.9),
-        p99_ns: quantile(&vals, 0.99),
-        p999_ns: quantile(&vals, 0.999),
-        max_ns: vals.last().copied().unwrap_or(0),
-        total_ns: total,
-        mean_ns: total.checked_div(n).unwrap_or(0),
+        count: d.count,
+        min_ns: d.min,
+        p50_ns: d.p50,
+        p90_ns: d.p90,
+        p99_ns: d.p99,
+        p999_ns: d.p999,
+        max_ns: d.max,
+        total_ns: d.total,
+        mean_ns: d.mean(),
         uncertain: s.raw.iter().filter(|r| r.tag & SLIM_UNCERTAIN != 0).count() as u64,
-        histogram: histogram(&vals, base),
+        histogram: log_histogram(&vals, base),
         worst,
         extra: s.extra,
         samples,
@@ -2112,32 +2059,6 @@ pub fn compute(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn quantiles_nearest_rank() {
-        let v: Vec<u64> = (1..=100).collect();
-        assert_eq!(quantile(&v, 0.5), 50);
-        assert_eq!(quantile(&v, 0.99), 99);
-        assert_eq!(quantile(&v, 0.999), 100);
-        assert_eq!(quantile(&[7], 0.5), 7);
-    }
-
-    #[test]
-    fn log_buckets() {
-        let h = histogram(&[0, 999, 1000, 2500, 2600, 7000, 10_000, 2_686_000], 1000);
-        let got: Vec<(u64, u64, u64)> = h.iter().map(|b| (b.lo, b.hi, b.count)).collect();
-        assert_eq!(
-            got,
-            vec![
-                (0, 1000, 2),
-                (1000, 2000, 1),
-                (2000, 5000, 2),
-                (5000, 10_000, 1),
-                (10_000, 20_000, 1),
-                (2_000_000, 5_000_000, 1)
-            ]
-        );
-    }
 
     #[test]
     fn globbing() {

@@ -1,7 +1,7 @@
 //! Time no link explains: the gaps between a cycle's links and what the chain was doing
 //! then (on-cpu, blocked-on, device/external).
 
-use super::cycles::Cycle;
+use super::cutter::Cycle;
 use super::engine::{Engine, RawLink};
 use super::report::Culprit;
 use crate::stats::dur;

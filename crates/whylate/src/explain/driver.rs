@@ -1,11 +1,162 @@
-//! The steps every mode shares once its misses are explained: causes tallied and
-//! ranked.
+//! The one analysis driver. Every mode (cycles, timer, softirq, automatic) is the same
+//! steps: its samples -> its deadline policy -> misses -> each miss explained by the engine
+//! -> causes tallied and ranked, cycle statistics, CPU context, advice -> the report. A mode
+//! supplies the samples, the policy and the explained misses ([`Findings`]); this module
+//! does the rest once.
 
-use super::report::{CauseRow, Culprit};
-use rustc_hash::FxHashMap;
+use super::advice::{advise, context};
+use super::report::{CauseRow, Culprit, CycleStats, ExplainReport, Hold, Miss, Window};
+use crate::dist::Dist;
+use crate::event::Interner;
+use crate::timeline::Timeline;
+use rustc_hash::{FxHashMap, FxHashSet};
 
-/// Causes as rows, largest total first.
-pub(super) fn rank(causes: FxHashMap<(String, Culprit), (u64, u64)>) -> Vec<CauseRow> {
+/// A cause: (category, culprit).
+pub(super) type CauseKey = (String, Culprit);
+
+/// Blame over all misses: per cause (misses it contributed to, excess ns), and per CPU
+/// the excess the chain lost there (what the context section looks at).
+#[derive(Default)]
+pub(super) struct Tally {
+    causes: FxHashMap<CauseKey, (u64, u64)>,
+    cpus: FxHashMap<u32, u64>,
+}
+
+impl Tally {
+    /// One miss's blame, per cause: each cause counts once for the miss.
+    pub(super) fn add_miss(&mut self, per: PerMiss) {
+        for (k, ns) in per.0 {
+            let e = self.causes.entry(k).or_default();
+            e.0 += 1;
+            e.1 += ns;
+        }
+    }
+
+    /// An explained miss's holds, chain order: each cause counts once for the miss, and
+    /// the CPU each culprit held takes the time (automatic mode, whose misses come
+    /// explained from several analyses).
+    pub(super) fn add_chain(&mut self, m: &Miss) {
+        let mut seen: FxHashSet<CauseKey> = FxHashSet::default();
+        for h in m.chain.iter().flat_map(|l| &l.held_by) {
+            let k = (h.category.clone(), h.culprit.clone());
+            let first = seen.insert(k.clone());
+            let e = self.causes.entry(k).or_default();
+            e.0 += u64::from(first);
+            e.1 += h.ns;
+            if let Some(c) = h.culprit.cpu {
+                self.blame_cpu(c, h.ns);
+            }
+        }
+    }
+
+    /// `ns` of excess lost on `cpu`.
+    pub(super) fn blame_cpu(&mut self, cpu: u32, ns: u64) {
+        *self.cpus.entry(cpu).or_default() += ns;
+    }
+}
+
+/// One miss's blame, per cause, before it joins the [`Tally`].
+#[derive(Default)]
+pub(super) struct PerMiss(pub(super) FxHashMap<CauseKey, u64>);
+
+impl PerMiss {
+    /// Adds each hold to its cause.
+    pub(super) fn add_holds(&mut self, holds: &[Hold]) {
+        for h in holds {
+            self.add(h.category.clone(), h.culprit.clone(), h.ns);
+        }
+    }
+
+    /// Adds `ns` to one cause.
+    pub(super) fn add(&mut self, category: String, culprit: Culprit, ns: u64) {
+        *self.0.entry((category, culprit)).or_default() += ns;
+    }
+
+    /// All blamed time.
+    pub(super) fn total(&self) -> u64 {
+        self.0.values().sum()
+    }
+}
+
+/// What the report says the mode measured.
+pub(super) struct Framing {
+    /// What opens a sample, in words.
+    pub(super) from: String,
+    /// What closes it.
+    pub(super) to: Vec<String>,
+    /// The deadline the mode's policy chose.
+    pub(super) deadline_ns: Option<u64>,
+    /// Why that deadline.
+    pub(super) deadline_source: String,
+    /// Misses shown in full.
+    pub(super) top: usize,
+    /// What a sample is called (`cycles`, `timer periods`).
+    pub(super) noun: &'static str,
+}
+
+/// What a mode found: its explained misses (in the order the report lists them) and the
+/// facts the statistics need.
+pub(super) struct Findings {
+    /// Cycle statistics.
+    pub(super) stats: CycleStats,
+    /// The explained misses, worst first.
+    pub(super) misses: Vec<Miss>,
+    /// Their blame.
+    pub(super) tally: Tally,
+    /// Where the analysis is blind or approximate.
+    pub(super) notes: Vec<String>,
+    /// Every sample, in start order (what the plots draw).
+    pub(super) windows: Vec<Window>,
+}
+
+impl CycleStats {
+    /// Statistics of the samples: `sorted` holds the measured durations, in order.
+    pub(super) fn of(sorted: &[u64], count: u64, no_reply: u64, misses: u64) -> CycleStats {
+        let d = Dist::of_sorted(sorted);
+        CycleStats {
+            count,
+            replied: sorted.len() as u64,
+            no_reply,
+            misses,
+            min_ns: d.min,
+            p50_ns: d.p50,
+            p90_ns: d.p90,
+            p99_ns: d.p99,
+            max_ns: d.max,
+            histogram: crate::dist::log_histogram(sorted, 1000),
+        }
+    }
+}
+
+/// The shared tail: ranks the causes, finds the CPUs behind them, advises, and assembles
+/// the report (inputs and machine facts are added by the caller that read the trace).
+pub(super) fn assemble(tl: &Timeline, s: &Interner, frame: Framing, f: Findings) -> ExplainReport {
+    let causes = rank(f.tally.causes);
+    let context = context(tl, s, &causes, &f.tally.cpus);
+    let advice = advise(tl, s, &causes, &f.misses);
+    ExplainReport {
+        inputs: Vec::new(),
+        events: 0,
+        from: frame.from,
+        to: frame.to,
+        deadline_ns: frame.deadline_ns,
+        deadline_source: frame.deadline_source,
+        cycles: f.stats,
+        causes,
+        misses: f.misses,
+        context,
+        advice,
+        notes: f.notes,
+        machine: None,
+        cpus: Vec::new(),
+        windows: f.windows,
+        top: frame.top,
+        noun: frame.noun,
+    }
+}
+
+/// Causes as rows, largest total first (ties by culprit, so the order is stable).
+fn rank(causes: FxHashMap<CauseKey, (u64, u64)>) -> Vec<CauseRow> {
     let sum: u64 = causes.values().map(|v| v.1).sum::<u64>().max(1);
     let mut rows: Vec<CauseRow> = causes
         .into_iter()

@@ -24,12 +24,16 @@ pub(super) enum LinkKind {
     Timer,
 }
 
+/// A link's template key: kind, normalised name, and its order among links with that
+/// name (the same hand-off in every cycle).
+pub(super) type LinkKey = (LinkKind, String, u32);
+
 /// A hand-off inside a cycle.
 #[derive(Clone, Debug)]
 pub(super) struct RawLink {
     pub(super) kind: LinkKind,
     /// Template key: kind, normalised name, and its order among links with that name.
-    pub(super) key: (LinkKind, String, u32),
+    pub(super) key: LinkKey,
     pub(super) start: u64,
     pub(super) end: u64,
     pub(super) cpu: u32,
@@ -39,6 +43,24 @@ pub(super) struct RawLink {
     pub(super) preempted: bool,
     /// Work queued from this hardirq (or from outside the chain: `Some(u32::MAX)`).
     pub(super) irq: Option<u32>,
+}
+
+impl RawLink {
+    /// A wait of `tid` on `cpu` over `[start, end]` that is not part of a chain (a timer
+    /// period's wakeup, an outlier): no template name, no words.
+    pub(super) fn wait(kind: LinkKind, start: u64, end: u64, cpu: u32, tid: i32) -> RawLink {
+        RawLink {
+            kind,
+            key: (kind, String::new(), 1),
+            start,
+            end,
+            cpu,
+            tid,
+            what: String::new(),
+            preempted: false,
+            irq: None,
+        }
+    }
 }
 
 /// `kworker/u8:1` → `kworker/u8:*`: workers of a pool are interchangeable.

@@ -27,8 +27,9 @@ use std::path::PathBuf;
 mod advice;
 mod auto;
 mod blame;
+mod cutter;
+mod cycle_miss;
 mod cycles;
-mod dist;
 mod driver;
 mod engine;
 mod machine;
@@ -38,6 +39,7 @@ mod softirq;
 mod timer;
 
 pub use auto::*;
+pub use cutter::*;
 pub use cycles::*;
 use machine::add_machine;
 pub use machine::{IrqPlacement, Machine};

@@ -2,7 +2,9 @@
 //! schema in docs/json.md).
 
 use super::machine::Machine;
+use crate::event::Interner;
 use crate::stats::InputInfo;
+use crate::timeline::Timeline;
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -73,6 +75,40 @@ impl Culprit {
             return c.clone();
         }
         "-".to_string()
+    }
+}
+
+impl Culprit {
+    /// Task `tid` as the trace names it, on `cpu`.
+    pub(super) fn task(tl: &Timeline, s: &Interner, tid: i32, cpu: u32) -> Culprit {
+        Culprit {
+            comm: Some(s.get(tl.comm(tid)).to_string()),
+            pid: Some(tid),
+            prio: tl.prios.get(&tid).copied(),
+            cpu: Some(cpu),
+            ..Default::default()
+        }
+    }
+}
+
+impl Link {
+    /// A point in a chain (`from`, `to`, `deadline`) at `ts`, in a cycle that began at
+    /// `start`: no duration, no blame; struct update fills in the rest for real links.
+    pub(super) fn mark(kind: &str, start: u64, ts: u64, cpu: Option<u32>, what: String) -> Link {
+        Link {
+            offset_ns: ts - start,
+            ts_ns: ts,
+            cpu,
+            kind: kind.into(),
+            what,
+            duration_ns: 0,
+            usual_ns: None,
+            excess_ns: 0,
+            pending_at_deadline: false,
+            held_by: Vec::new(),
+            waiter: None,
+            queued_in_irq: None,
+        }
     }
 }
 

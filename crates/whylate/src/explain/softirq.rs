@@ -1,17 +1,15 @@
 //! `--softirq VEC`: raise-to-entry services of one softirq vector (or tasklets) over
 //! the deadline, and who held the CPU meanwhile.
 
-use super::advice::{advise, context};
-use super::dist::quantile;
-use super::driver::rank;
+use super::driver::{assemble, Findings, Framing, PerMiss, Tally};
 use super::engine::{scale, Engine, LinkKind, RawLink};
 use super::report::{Culprit, CycleStats, ExplainReport, Link, Miss, Window};
 use super::{explain_mode, Mode};
+use crate::dist::quantile;
 use crate::event::{Interner, SOFTIRQ_NAMES};
 use crate::read::{OpenOptions, ReadError};
 use crate::stats::secs;
-use crate::timeline::{span, EdgeKind, Timeline};
-use rustc_hash::FxHashMap;
+use crate::timeline::{span, Edge, EdgeKind, Timeline};
 use std::path::PathBuf;
 
 /// `--softirq VEC`: raise → service outliers of one softirq vector (and tasklets, for
@@ -35,6 +33,40 @@ pub fn explain_softirq(
     )
 }
 
+/// The softirq deadline policy: the one given; else the slowest 1% (p99) when there are
+/// 100 services or more; else 100 us.
+fn deadline_policy(given: Option<u64>, sorted: &[u64]) -> (u64, String) {
+    match given {
+        Some(d) => (d, "given".to_string()),
+        None if sorted.len() >= 100 => (
+            quantile(sorted, 0.99),
+            "none given: the services above p99 are explained".to_string(),
+        ),
+        None => (
+            100_000,
+            "none given and too few samples for a p99: 100 us assumed".to_string(),
+        ),
+    }
+}
+
+/// The edges (raise -> entry, or tasklet schedule -> run) of vector `want`, by raise time.
+fn services(tl: &Timeline, want: Option<u32>) -> Vec<usize> {
+    // Tasklets ride the TASKLET vector: their schedule → run timing is a sample only
+    // when the trace has no softirq_raise/entry for the vector itself (function tracer
+    // dumps such as seed 002's).
+    let tasklet =
+        want == Some(6) && !(tl.edges.iter()).any(|e| e.kind == EdgeKind::Softirq && e.key == 6);
+    let mut samples: Vec<usize> = (tl.edges.iter().enumerate())
+        .filter(|(_, e)| {
+            (e.kind == EdgeKind::Softirq && Some(e.key) == want)
+                || (tasklet && e.kind == EdgeKind::Tasklet)
+        })
+        .map(|(i, _)| i)
+        .collect();
+    samples.sort_by_key(|&i| tl.edges[i].ts);
+    samples
+}
+
 /// The `--softirq` analysis on a built timeline. `vector`: a name (`NET_RX`) or number.
 pub fn analyze_softirq(
     tl: &Timeline,
@@ -44,182 +76,25 @@ pub fn analyze_softirq(
     top: usize,
 ) -> ExplainReport {
     let eng = Engine::new(tl, s);
-    let sp = &tl.spans;
-    let want: Option<u32> = SOFTIRQ_NAMES
-        .iter()
+    let want: Option<u32> = (SOFTIRQ_NAMES.iter())
         .position(|n| n.eq_ignore_ascii_case(vector))
         .map(|i| i as u32)
         .or_else(|| vector.parse().ok());
-    // Tasklets ride the TASKLET vector: their schedule → run timing is a sample only
-    // when the trace has no softirq_raise/entry for the vector itself (function tracer
-    // dumps such as seed 002's).
-    let tasklet = want == Some(6)
-        && !tl
-            .edges
-            .iter()
-            .any(|e| e.kind == EdgeKind::Softirq && e.key == 6);
-    let mut samples: Vec<usize> = tl
-        .edges
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| {
-            (e.kind == EdgeKind::Softirq && Some(e.key) == want)
-                || (tasklet && e.kind == EdgeKind::Tasklet)
-        })
-        .map(|(i, _)| i)
-        .collect();
-    samples.sort_by_key(|&i| tl.edges[i].ts);
-    let mut lat: Vec<u64> = samples
-        .iter()
+    let samples = services(tl, want);
+    let mut lat: Vec<u64> = (samples.iter())
         .map(|&i| tl.edges[i].at - tl.edges[i].ts)
         .collect();
     lat.sort_unstable();
-    let (deadline, source) = match deadline_ns {
-        Some(d) => (d, "given".to_string()),
-        None if lat.len() >= 100 => (
-            quantile(&lat, 0.99),
-            "none given: the services above p99 are explained".to_string(),
-        ),
-        None => (
-            100_000,
-            "none given and too few samples for a p99: 100 us assumed".to_string(),
-        ),
-    };
+    let (deadline, source) = deadline_policy(deadline_ns, &lat);
     // Usual = the median of the services within the deadline (0 when all were late).
     let good: Vec<u64> = lat.iter().copied().filter(|&d| d <= deadline).collect();
-    let usual = good
-        .get(good.len().saturating_sub(1) / 2)
-        .copied()
-        .unwrap_or(0);
-    let mut misses = Vec::new();
-    let mut causes: FxHashMap<(String, Culprit), (u64, u64)> = FxHashMap::default();
-    let mut cpus: FxHashMap<u32, u64> = FxHashMap::default();
-    for &ei in &samples {
-        let e = &tl.edges[ei];
-        let d = e.at - e.ts;
-        if d <= deadline {
-            continue;
-        }
-        // Deferred: a ksoftirqd of this CPU was waiting for it meanwhile.
-        // Waits sorted by start: the latest ones that began before the entry, backwards
-        // (a ksoftirqd wait covering the raise began shortly before or after it).
-        let upto = eng
-            .runnable
-            .partition_point(|&i| sp.start[i as usize] < e.at);
-        let ksoftirqd = eng.runnable[..upto]
-            .iter()
-            .rev()
-            .take(4096)
-            .map(|&i| i as usize)
-            .find(|&i| {
-                sp.cpu[i] == e.to_cpu
-                    && sp.end[i] > e.ts
-                    && s.get(tl.comm(sp.tid[i])).starts_with("ksoftirqd")
-            });
-        let waiter = ksoftirqd.map_or(-1, |i| sp.tid[i]);
-        let l = RawLink {
-            kind: LinkKind::Work,
-            key: (LinkKind::Work, String::new(), 1),
-            start: e.ts,
-            end: e.at,
-            cpu: e.to_cpu,
-            tid: waiter,
-            what: String::new(),
-            preempted: false,
-            irq: None,
-        };
-        let ex = d.saturating_sub(usual);
-        let mut held = eng.holds(&l, e.at - ex, e.at);
-        scale(&mut held, ex);
-        for h in &mut held {
-            if h.category == "runqueue-wait" || h.category == "preempted-by" {
-                h.category = if ksoftirqd.is_some() {
-                    "deferred-to-ksoftirqd"
-                } else {
-                    "softirq-pending"
-                }
-                .into();
-            }
-        }
-        let mut per: FxHashMap<(String, Culprit), u64> = FxHashMap::default();
-        for h in &held {
-            *per.entry((h.category.clone(), h.culprit.clone()))
-                .or_default() += h.ns;
-            *cpus.entry(e.to_cpu).or_default() += h.ns;
-        }
-        let name = if e.kind == EdgeKind::Tasklet {
-            "tasklet (scheduled -> run)".to_string()
-        } else {
-            format!(
-                "softirq {}",
-                SOFTIRQ_NAMES.get(e.key as usize).copied().unwrap_or("?")
-            )
-        };
-        let served = if e.kind == EdgeKind::Softirq {
-            format!(", served in {}", {
-                let f = e.val as u8;
-                if f & span::KSOFTIRQD != 0 {
-                    "ksoftirqd".to_string()
-                } else if f & span::IN_TASK != 0 {
-                    format!("task context ({})", eng.task(e.to_tid))
-                } else {
-                    format!("irq exit ({})", eng.task(e.to_tid))
-                }
-            })
-        } else {
-            String::new()
-        };
-        let deferred = ksoftirqd
-            .map(|i| {
-                format!(
-                    "; deferred to {} (runnable from {})",
-                    eng.task(sp.tid[i]),
-                    secs(sp.start[i])
-                )
-            })
-            .unwrap_or_default();
-        let what = format!(
-            "{name} raised in {} on CPU{}{served}{deferred}",
-            eng.ctx(e.from, e.from_tid, e.from_cpu, e.ts),
-            e.from_cpu
-        );
-        let blamed = held.iter().map(|h| h.ns).sum();
-        for (k, ns) in per {
-            let c = causes.entry(k).or_default();
-            c.0 += 1;
-            c.1 += ns;
-        }
-        misses.push(Miss {
-            start_ns: e.ts,
-            duration_ns: Some(d),
-            tid: e.to_tid,
-            cpu: e.to_cpu,
-            late_ns: d - deadline,
-            blamed_ns: blamed,
-            chain: vec![Link {
-                offset_ns: 0,
-                ts_ns: e.ts,
-                cpu: Some(e.to_cpu),
-                kind: "softirq".into(),
-                what,
-                duration_ns: d,
-                usual_ns: Some(usual),
-                excess_ns: ex,
-                pending_at_deadline: false,
-                held_by: held,
-                waiter: ksoftirqd.map(|i| Culprit {
-                    comm: Some(s.get(tl.comm(sp.tid[i])).to_string()),
-                    pid: Some(sp.tid[i]),
-                    prio: tl.prios.get(&sp.tid[i]).copied(),
-                    cpu: Some(e.to_cpu),
-                    ..Default::default()
-                }),
-                queued_in_irq: None,
-            }],
-        });
-    }
+    let usual = (good.get(good.len().saturating_sub(1) / 2).copied()).unwrap_or(0);
+    let mut tally = Tally::default();
+    let mut misses: Vec<Miss> = (samples.iter())
+        .filter(|&&ei| tl.edges[ei].at - tl.edges[ei].ts > deadline)
+        .map(|&ei| service(&eng, ei, usual, deadline, &mut tally))
+        .collect();
     misses.sort_by_key(|m| std::cmp::Reverse(m.late_ns));
-    let causes = rank(causes);
     let mut notes = Vec::new();
     if want.is_none() {
         notes.push(format!(
@@ -229,22 +104,8 @@ pub fn analyze_softirq(
     } else if samples.is_empty() {
         notes.push("no raise of that vector was followed by its entry in this trace: record irq:softirq_raise and irq:softirq_entry/exit".into());
     }
-    let st = CycleStats {
-        count: samples.len() as u64,
-        replied: samples.len() as u64,
-        no_reply: 0,
-        misses: misses.len() as u64,
-        min_ns: lat.first().copied().unwrap_or(0),
-        p50_ns: quantile(&lat, 0.5),
-        p90_ns: quantile(&lat, 0.9),
-        p99_ns: quantile(&lat, 0.99),
-        max_ns: lat.last().copied().unwrap_or(0),
-        histogram: crate::measure::log_histogram(&lat, 1000),
-    };
-    let context = context(tl, s, &causes, &cpus);
-    let advice = advise(tl, s, &causes, &misses);
-    let windows = samples
-        .iter()
+    let stats = CycleStats::of(&lat, samples.len() as u64, 0, misses.len() as u64);
+    let windows = (samples.iter())
         .map(|&i| {
             let e = &tl.edges[i];
             Window {
@@ -257,23 +118,132 @@ pub fn analyze_softirq(
             }
         })
         .collect();
-    ExplainReport {
-        inputs: Vec::new(),
-        events: 0,
+    let frame = Framing {
         from: format!("softirq_raise {vector}"),
         to: vec!["softirq_entry (or tasklet run)".into()],
         deadline_ns: Some(deadline),
         deadline_source: source,
-        cycles: st,
-        causes,
-        misses,
-        context,
-        advice,
-        notes,
-        machine: None,
-        cpus: Vec::new(),
-        windows,
         top,
         noun: "softirq services",
+    };
+    let found = Findings {
+        stats,
+        misses,
+        tally,
+        notes,
+        windows,
+    };
+    assemble(tl, s, frame, found)
+}
+
+/// The ksoftirqd of the service's CPU that was waiting for it meanwhile, if any: the
+/// runnable spans that began before the entry, latest first (a ksoftirqd wait covering
+/// the raise began shortly before or after it).
+fn ksoftirqd_waiting(eng: &Engine<'_>, e: &Edge) -> Option<usize> {
+    let (tl, sp) = (eng.tl, &eng.tl.spans);
+    let upto = (eng.runnable).partition_point(|&i| sp.start[i as usize] < e.at);
+    eng.runnable[..upto]
+        .iter()
+        .rev()
+        .take(4096)
+        .map(|&i| i as usize)
+        .find(|&i| {
+            sp.cpu[i] == e.to_cpu
+                && sp.end[i] > e.ts
+                && eng.s.get(tl.comm(sp.tid[i])).starts_with("ksoftirqd")
+        })
+}
+
+/// One slow service explained: where it was served, whether it was deferred, and who
+/// held the CPU while it waited.
+fn service(eng: &Engine<'_>, ei: usize, usual: u64, deadline: u64, tally: &mut Tally) -> Miss {
+    let (tl, sp) = (eng.tl, &eng.tl.spans);
+    let e = &tl.edges[ei];
+    let d = e.at - e.ts;
+    let ksoftirqd = ksoftirqd_waiting(eng, e);
+    let waiter = ksoftirqd.map_or(-1, |i| sp.tid[i]);
+    let l = RawLink::wait(LinkKind::Work, e.ts, e.at, e.to_cpu, waiter);
+    let ex = d.saturating_sub(usual);
+    let mut held = eng.holds(&l, e.at - ex, e.at);
+    scale(&mut held, ex);
+    for h in &mut held {
+        if h.category == "runqueue-wait" || h.category == "preempted-by" {
+            h.category = if ksoftirqd.is_some() {
+                "deferred-to-ksoftirqd"
+            } else {
+                "softirq-pending"
+            }
+            .into();
+        }
     }
+    let mut per = PerMiss::default();
+    per.add_holds(&held);
+    for h in &held {
+        tally.blame_cpu(e.to_cpu, h.ns);
+    }
+    let blamed = held.iter().map(|h| h.ns).sum();
+    tally.add_miss(per);
+    let link = Link {
+        duration_ns: d,
+        usual_ns: Some(usual),
+        excess_ns: ex,
+        held_by: held,
+        waiter: ksoftirqd.map(|i| Culprit::task(tl, eng.s, sp.tid[i], e.to_cpu)),
+        ..Link::mark(
+            "softirq",
+            e.ts,
+            e.ts,
+            Some(e.to_cpu),
+            service_words(eng, e, ksoftirqd),
+        )
+    };
+    Miss {
+        start_ns: e.ts,
+        duration_ns: Some(d),
+        tid: e.to_tid,
+        cpu: e.to_cpu,
+        late_ns: d - deadline,
+        blamed_ns: blamed,
+        chain: vec![link],
+    }
+}
+
+/// `softirq NET_RX raised in ... on CPU1, served in ksoftirqd; deferred to ...`.
+fn service_words(eng: &Engine<'_>, e: &Edge, ksoftirqd: Option<usize>) -> String {
+    let sp = &eng.tl.spans;
+    let name = if e.kind == EdgeKind::Tasklet {
+        "tasklet (scheduled -> run)".to_string()
+    } else {
+        format!(
+            "softirq {}",
+            SOFTIRQ_NAMES.get(e.key as usize).copied().unwrap_or("?")
+        )
+    };
+    let served = if e.kind == EdgeKind::Softirq {
+        let f = e.val as u8;
+        let place = if f & span::KSOFTIRQD != 0 {
+            "ksoftirqd".to_string()
+        } else if f & span::IN_TASK != 0 {
+            format!("task context ({})", eng.task(e.to_tid))
+        } else {
+            format!("irq exit ({})", eng.task(e.to_tid))
+        };
+        format!(", served in {place}")
+    } else {
+        String::new()
+    };
+    let deferred = ksoftirqd
+        .map(|i| {
+            format!(
+                "; deferred to {} (runnable from {})",
+                eng.task(sp.tid[i]),
+                secs(sp.start[i])
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "{name} raised in {} on CPU{}{served}{deferred}",
+        eng.ctx(e.from, e.from_tid, e.from_cpu, e.ts),
+        e.from_cpu
+    )
 }

@@ -1,15 +1,15 @@
 //! `--timer`: late hrtimer periods (requested expiry to the woken task running), the
 //! timer deadline policy, and why the interrupt or the wakeup came late.
 
-use super::advice::{advise, context};
-use super::dist::quantile;
-use super::driver::rank;
+use super::driver::{assemble, Findings, Framing, PerMiss, Tally};
 use super::engine::{scale, Engine, LinkKind, RawLink};
 use super::report::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss, Window};
 use super::{explain_mode, Mode};
+use crate::dist::quantile;
 use crate::event::{Interner, Sym};
 use crate::read::{OpenOptions, ReadError};
 use crate::stats::dur;
+use crate::timeline::Cause as RunCause;
 use crate::timeline::{span, EdgeKind, OccupantKind, SpanKind, Timeline, NONE};
 use rustc_hash::FxHashMap;
 use std::path::PathBuf;
@@ -54,20 +54,28 @@ pub(super) struct TimerSample {
     pub(super) armed: Option<u64>,
 }
 
-/// Explains late timers on a built timeline.
-pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainReport {
-    let eng = Engine::new(tl, s);
-    let clock = &eng.clock;
-    let mut notes = Vec::new();
-    let sp = &tl.spans;
-    let keep = |tid: i32| match &o.task {
-        None => true,
-        Some(crate::measure::TaskSel::Pid(p)) => tid == *p,
-        Some(crate::measure::TaskSel::Comm(g)) => crate::measure::glob(g, s.get(tl.comm(tid))),
-    };
-    // The runnable spans of the timers' tasks, for periods the task overran.
-    let mut runnable: FxHashMap<i32, Vec<u32>> = FxHashMap::default();
-    let mut samples: Vec<TimerSample> = Vec::new();
+/// The timer deadline policy: the one given; else the slowest 1% (p99) when there are 100
+/// periods or more; else 1 ms.
+fn deadline_policy(o: &TimerOptions, sorted: &[u64]) -> (Option<u64>, String) {
+    match o.deadline_ns {
+        Some(d) => (Some(d), "given".to_string()),
+        None if sorted.len() >= 100 => (
+            Some(quantile(sorted, 0.99)),
+            "none given: the periods above p99 are explained".to_string(),
+        ),
+        None if !sorted.is_empty() => (
+            Some(1_000_000),
+            "none given and too few periods for a p99: 1 ms assumed".to_string(),
+        ),
+        None => (None, "none".to_string()),
+    }
+}
+
+/// Every period of a timer that woke a task (`keep` says which tasks), and the periods
+/// programs reported late themselves.
+fn samples(eng: &Engine<'_>, o: &TimerOptions, keep: &dyn Fn(i32) -> bool) -> Vec<TimerSample> {
+    let (tl, s, sp) = (eng.tl, eng.s, &eng.tl.spans);
+    let mut out: Vec<TimerSample> = Vec::new();
     for (ei, e) in tl.edges.iter().enumerate() {
         if e.kind != EdgeKind::Timer || e.val == u64::MAX || e.val2 == u64::MAX || e.to_tid <= 0 {
             continue;
@@ -78,31 +86,26 @@ pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainR
         // From the expiry on the trace clock to the callback, as `latency --measure timer`
         // counts expiry to running: a callback's wait behind others in the same interrupt
         // (or a stalled vCPU there) is part of the period's lateness.
-        let due = clock.due(tl, ei).unwrap_or(e.at);
+        let due = eng.clock.due(tl, ei).unwrap_or(e.at);
         let late = e.at - due;
-        let from_armed = clock.armed_late(tl, ei);
-        let armed_late = from_armed.is_some();
-        let irq_late = from_armed.unwrap_or(late);
+        let from_armed = eng.clock.armed_late(tl, ei);
         let wait = (e.link != NONE)
             .then(|| tl.edges[e.link as usize].span)
             .filter(|&si| si != NONE && sp.flags[si as usize] & span::END_UNKNOWN == 0)
             .map(|si| {
-                (
-                    sp.start[si as usize],
-                    sp.end[si as usize],
-                    sp.cpu[si as usize],
-                )
+                let si = si as usize;
+                (sp.start[si], sp.end[si], sp.cpu[si])
             });
-        samples.push(TimerSample {
+        out.push(TimerSample {
             expiry: due,
             fired: e.at,
-            irq_late,
+            irq_late: from_armed.unwrap_or(late),
             late,
             cpu: e.to_cpu,
             tid: e.to_tid,
             function: s.get(Sym(e.key)).to_string(),
             wait,
-            armed_late,
+            armed_late: from_armed.is_some(),
             armed: (e.ts != 0).then_some(e.ts),
         });
     }
@@ -110,7 +113,7 @@ pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainR
         if o.task.is_some() && !keep(r.tid) {
             continue;
         }
-        samples.push(TimerSample {
+        out.push(TimerSample {
             expiry: r.ts.saturating_sub(r.late_ns),
             fired: r.ts,
             irq_late: r.late_ns,
@@ -123,245 +126,65 @@ pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainR
             armed: None,
         });
     }
-    if samples.iter().any(|x| x.armed_late) {
-        for i in 0..sp.len() {
-            if matches!(sp.kind[i], SpanKind::Runnable | SpanKind::Sleep) && keep(sp.tid[i]) {
-                runnable.entry(sp.tid[i]).or_default().push(i as u32);
-            }
-        }
-        for v in runnable.values_mut() {
-            v.sort_by_key(|&i| sp.start[i as usize]);
-        }
+    out
+}
+
+impl TimerSample {
+    /// Expiry to running, as `latency --measure timer` counts it: the callback's own few
+    /// us before the wakeup belong to the period too.
+    fn total(&self) -> u64 {
+        self.late + self.wait.map_or(0, |w| w.1.saturating_sub(self.fired))
     }
-    // Expiry to running, as `latency --measure timer` counts it: the callback's own few us
-    // before the wakeup belong to the period too.
-    let total = |x: &TimerSample| x.late + x.wait.map_or(0, |w| w.1.saturating_sub(x.fired));
-    let mut totals: Vec<u64> = samples.iter().map(total).collect();
-    totals.sort_unstable();
-    let (deadline, source) = match o.deadline_ns {
-        Some(d) => (Some(d), "given".to_string()),
-        None if totals.len() >= 100 => (
-            Some(quantile(&totals, 0.99)),
-            "none given: the periods above p99 are explained".to_string(),
-        ),
-        None if !totals.is_empty() => (
-            Some(1_000_000),
-            "none given and too few periods for a p99: 1 ms assumed".to_string(),
-        ),
-        None => (None, "none".to_string()),
+}
+
+/// What explaining a late period needs: the engine, the usual interrupt lateness and
+/// wakeup wait of the periods in time, and the runnable spans of tasks that overran.
+struct PeriodCx<'a> {
+    eng: &'a Engine<'a>,
+    usual_irq: u64,
+    usual_wait: u64,
+    /// Runnable and sleep spans per task, by start (only when a period overran).
+    runnable: FxHashMap<i32, Vec<u32>>,
+}
+
+/// Explains late timers on a built timeline.
+pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainReport {
+    let eng = Engine::new(tl, s);
+    let (frame, found) = timer_findings(&eng, o);
+    assemble(tl, s, frame, found)
+}
+
+/// The timer mode up to the shared tail: also what automatic mode takes its late timers
+/// from.
+pub(super) fn timer_findings(eng: &Engine<'_>, o: &TimerOptions) -> (Framing, Findings) {
+    let (tl, s) = (eng.tl, eng.s);
+    let keep = |tid: i32| match &o.task {
+        None => true,
+        Some(crate::measure::TaskSel::Pid(p)) => tid == *p,
+        Some(crate::measure::TaskSel::Comm(g)) => crate::measure::glob(g, s.get(tl.comm(tid))),
     };
-    let is_miss = |x: &TimerSample| deadline.is_some_and(|d| total(x) > d);
-    let mut irq_lates: Vec<u64> = samples
-        .iter()
-        .filter(|x| !is_miss(x))
-        .map(|x| x.irq_late)
+    let samples = samples(eng, o, &keep);
+    let mut totals: Vec<u64> = samples.iter().map(TimerSample::total).collect();
+    totals.sort_unstable();
+    let (deadline, source) = deadline_policy(o, &totals);
+    let is_miss = |x: &TimerSample| deadline.is_some_and(|d| x.total() > d);
+    let good = || samples.iter().filter(|x| !is_miss(x));
+    let cx = PeriodCx {
+        eng,
+        usual_irq: median_upper(good().map(|x| x.irq_late).collect()),
+        usual_wait: median_upper(good().filter_map(|x| x.wait.map(|w| w.1 - w.0)).collect()),
+        runnable: if samples.iter().any(|x| x.armed_late) {
+            runnable_of(tl, &keep)
+        } else {
+            FxHashMap::default()
+        },
+    };
+    let mut tally = Tally::default();
+    let mut misses: Vec<Miss> = (samples.iter().filter(|x| is_miss(x)))
+        .map(|x| cx.explain(x, deadline, &mut tally))
         .collect();
-    irq_lates.sort_unstable();
-    let usual_irq = irq_lates.get(irq_lates.len() / 2).copied().unwrap_or(0);
-    let mut waits: Vec<u64> = samples
-        .iter()
-        .filter(|x| !is_miss(x))
-        .filter_map(|x| x.wait.map(|w| w.1 - w.0))
-        .collect();
-    waits.sort_unstable();
-    let usual_wait = waits.get(waits.len() / 2).copied().unwrap_or(0);
-    let mut causes: FxHashMap<(String, Culprit), (u64, u64)> = FxHashMap::default();
-    let mut cpus_blamed: FxHashMap<u32, u64> = FxHashMap::default();
-    let mut misses = Vec::new();
-    for x in samples.iter().filter(|x| is_miss(x)) {
-        let mut per: FxHashMap<(String, Culprit), u64> = FxHashMap::default();
-        let mut chain = vec![Link {
-            offset_ns: 0,
-            ts_ns: x.expiry,
-            cpu: Some(x.cpu),
-            kind: "from".into(),
-            what: format!("hrtimer {} due, for {}", x.function, eng.task(x.tid)),
-            duration_ns: 0,
-            usual_ns: None,
-            excess_ns: 0,
-            pending_at_deadline: false,
-            held_by: Vec::new(),
-            waiter: None,
-            queued_in_irq: None,
-        }];
-        // 0. A task still busy with an earlier period when this one was due: what kept it
-        // from coming back (waits for its CPU, its own running) is this period's lateness.
-        if let Some(armed) = x.armed.filter(|_| x.armed_late) {
-            let (a, b) = (x.expiry, armed.min(x.fired));
-            let mut parts: Vec<Hold> = Vec::new();
-            let (mut waited, mut slept) = (0, 0);
-            if let Some(list) = runnable.get(&x.tid) {
-                let first = list.partition_point(|&i| sp.end[i as usize] <= a);
-                for &i in &list[first..] {
-                    let i = i as usize;
-                    if sp.start[i] >= b {
-                        break;
-                    }
-                    let (ra, rb) = (sp.start[i].max(a), sp.end[i].min(b));
-                    if rb <= ra {
-                        continue;
-                    }
-                    if sp.kind[i] == SpanKind::Sleep {
-                        // Asleep on its earlier period's timer: what made that one late.
-                        slept += rb - ra;
-                        parts.extend(timer_holds(&eng, x.cpu, ra, rb, rb - ra));
-                        continue;
-                    }
-                    waited += rb - ra;
-                    let l = RawLink {
-                        kind: LinkKind::Run,
-                        key: (LinkKind::Run, String::new(), 1),
-                        start: sp.start[i],
-                        end: sp.end[i],
-                        cpu: sp.cpu[i],
-                        tid: x.tid,
-                        what: String::new(),
-                        preempted: crate::timeline::Cause::from_key(sp.key[i])
-                            == crate::timeline::Cause::Preempted,
-                        irq: None,
-                    };
-                    parts.extend(eng.holds(&l, ra, rb));
-                }
-            }
-            // One entry per (category, culprit) over all the pieces.
-            let mut held: Vec<Hold> = Vec::new();
-            for h in parts {
-                match held
-                    .iter_mut()
-                    .find(|o| o.category == h.category && o.culprit == h.culprit)
-                {
-                    Some(o) => o.ns += h.ns,
-                    None => held.push(h),
-                }
-            }
-            held.sort_by_key(|h| std::cmp::Reverse(h.ns));
-            held.truncate(4);
-            for h in &held {
-                *per.entry((h.category.clone(), h.culprit.clone()))
-                    .or_default() += h.ns;
-            }
-            *cpus_blamed.entry(x.cpu).or_default() += waited + slept;
-            chain.push(Link {
-                offset_ns: 0,
-                ts_ns: a,
-                cpu: Some(x.cpu),
-                kind: "overrun".into(),
-                what: format!(
-                    "{} was still on an earlier period: it armed this timer {} after its expiry ({} waiting for a CPU, {} for the earlier period's late timer)",
-                    eng.task(x.tid),
-                    dur(b - a),
-                    dur(waited),
-                    dur(slept)
-                ),
-                duration_ns: b - a,
-                usual_ns: Some(0),
-                excess_ns: waited + slept,
-                pending_at_deadline: false,
-                held_by: held,
-                waiter: None,
-                queued_in_irq: None,
-            });
-        }
-        // 1. The interrupt itself.
-        let ex = x.irq_late.saturating_sub(usual_irq);
-        let mut held = Vec::new();
-        if ex > 10_000 {
-            let (a, b) = (x.fired - ex, x.fired);
-            held = timer_holds(&eng, x.cpu, a, b, ex);
-            for h in &held {
-                *per.entry((h.category.clone(), h.culprit.clone()))
-                    .or_default() += h.ns;
-            }
-            *cpus_blamed.entry(x.cpu).or_default() += ex;
-        }
-        chain.push(Link {
-            offset_ns: 0,
-            ts_ns: x.expiry,
-            cpu: Some(x.cpu),
-            kind: "timer".into(),
-            what: format!(
-                "the timer interrupt fired on CPU{}{}",
-                x.cpu,
-                if x.armed_late {
-                    " (armed after its expiry: the task overran its period)"
-                } else {
-                    ""
-                }
-            ),
-            duration_ns: x.late,
-            usual_ns: Some(usual_irq),
-            excess_ns: if ex > 10_000 { ex } else { 0 },
-            pending_at_deadline: false,
-            held_by: held,
-            waiter: None,
-            queued_in_irq: None,
-        });
-        // 2. The woken task's wait for its CPU.
-        if let Some((ws, we, wcpu)) = x.wait {
-            let ex = (we - ws).saturating_sub(usual_wait);
-            let mut held = Vec::new();
-            if ex > 10_000 {
-                let l = RawLink {
-                    kind: LinkKind::Run,
-                    key: (LinkKind::Run, String::new(), 1),
-                    start: ws,
-                    end: we,
-                    cpu: wcpu,
-                    tid: x.tid,
-                    what: String::new(),
-                    preempted: false,
-                    irq: None,
-                };
-                held = eng.holds(&l, we - ex, we);
-                scale(&mut held, ex);
-                for h in &held {
-                    *per.entry((h.category.clone(), h.culprit.clone()))
-                        .or_default() += h.ns;
-                }
-                *cpus_blamed.entry(wcpu).or_default() += ex;
-            }
-            chain.push(Link {
-                offset_ns: ws.saturating_sub(x.expiry),
-                ts_ns: ws,
-                cpu: Some(wcpu),
-                kind: "wakeup".into(),
-                what: format!(
-                    "{} woken by the timer, runnable on CPU{wcpu}, then ran",
-                    eng.task(x.tid)
-                ),
-                duration_ns: we - ws,
-                usual_ns: Some(usual_wait),
-                excess_ns: if ex > 10_000 { ex } else { 0 },
-                pending_at_deadline: false,
-                held_by: held,
-                waiter: Some(Culprit {
-                    comm: Some(s.get(tl.comm(x.tid)).to_string()),
-                    pid: Some(x.tid),
-                    prio: tl.prios.get(&x.tid).copied(),
-                    cpu: Some(wcpu),
-                    ..Default::default()
-                }),
-                queued_in_irq: None,
-            });
-        }
-        let blamed: u64 = per.values().sum();
-        for (k, ns) in per {
-            let e = causes.entry(k).or_default();
-            e.0 += 1;
-            e.1 += ns;
-        }
-        misses.push(Miss {
-            start_ns: x.expiry,
-            duration_ns: Some(total(x)),
-            tid: x.tid,
-            cpu: x.cpu,
-            late_ns: total(x).saturating_sub(deadline.unwrap_or(0)),
-            blamed_ns: blamed,
-            chain,
-        });
-    }
     misses.sort_by_key(|m| std::cmp::Reverse(m.late_ns));
-    let causes = rank(causes);
+    let mut notes = Vec::new();
     let overran = samples
         .iter()
         .filter(|x| x.armed_late && is_miss(x))
@@ -376,52 +199,196 @@ pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainR
             "no hrtimer expiry that woke a task (or self-reported lateness) matched: record timer:hrtimer_start, timer:hrtimer_expire_entry/exit and sched:sched_waking/sched_switch".into(),
         );
     }
-    let mut st = CycleStats {
-        count: samples.len() as u64,
-        replied: samples.len() as u64,
-        no_reply: 0,
-        misses: misses.len() as u64,
-        min_ns: totals.first().copied().unwrap_or(0),
-        p50_ns: quantile(&totals, 0.5),
-        p90_ns: quantile(&totals, 0.9),
-        p99_ns: quantile(&totals, 0.99),
-        max_ns: totals.last().copied().unwrap_or(0),
-        histogram: Vec::new(),
-    };
-    st.histogram = crate::measure::log_histogram(&totals, 1000);
-    let context = context(tl, s, &causes, &cpus_blamed);
-    let advice = advise(tl, s, &causes, &misses);
+    let stats = CycleStats::of(&totals, samples.len() as u64, 0, misses.len() as u64);
     let mut windows: Vec<Window> = samples
         .iter()
         .map(|x| Window {
             start_ns: x.expiry,
-            end_ns: Some(x.expiry + total(x)),
-            horizon_ns: x.expiry + total(x),
+            end_ns: Some(x.expiry + x.total()),
+            horizon_ns: x.expiry + x.total(),
             tid: x.tid,
             cpu: x.cpu,
             miss: is_miss(x),
         })
         .collect();
     windows.sort_by_key(|w| w.start_ns);
-    ExplainReport {
-        inputs: Vec::new(),
-        events: 0,
+    let frame = Framing {
         from: "hrtimer expiry (requested time)".into(),
         to: vec!["the woken task runs".into()],
         deadline_ns: deadline,
         deadline_source: source,
-        cycles: st,
-        causes,
-        misses,
-        context,
-        advice,
-        notes,
-        machine: None,
-        cpus: Vec::new(),
-        windows,
         top: o.top,
         noun: "timer periods",
+    };
+    let found = Findings {
+        stats,
+        misses,
+        tally,
+        notes,
+        windows,
+    };
+    (frame, found)
+}
+
+/// The upper median of unsorted values (0 when empty).
+fn median_upper(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
+/// The runnable and sleep spans of the kept tasks, per task by start.
+fn runnable_of(tl: &Timeline, keep: &dyn Fn(i32) -> bool) -> FxHashMap<i32, Vec<u32>> {
+    let sp = &tl.spans;
+    let mut runnable: FxHashMap<i32, Vec<u32>> = FxHashMap::default();
+    for i in 0..sp.len() {
+        if matches!(sp.kind[i], SpanKind::Runnable | SpanKind::Sleep) && keep(sp.tid[i]) {
+            runnable.entry(sp.tid[i]).or_default().push(i as u32);
+        }
     }
+    for v in runnable.values_mut() {
+        v.sort_by_key(|&i| sp.start[i as usize]);
+    }
+    runnable
+}
+
+impl PeriodCx<'_> {
+    /// One late period: what kept an overrunning task from coming back, the interrupt's
+    /// own lateness, and the woken task's wait for its CPU.
+    fn explain(&self, x: &TimerSample, deadline: Option<u64>, tally: &mut Tally) -> Miss {
+        let mut per = PerMiss::default();
+        let what = format!("hrtimer {} due, for {}", x.function, self.eng.task(x.tid));
+        let mut chain = vec![Link::mark("from", x.expiry, x.expiry, Some(x.cpu), what)];
+        chain.extend(self.overrun(x, &mut per, tally));
+        chain.push(self.interrupt(x, &mut per, tally));
+        chain.extend(self.wakeup(x, &mut per, tally));
+        let blamed = per.total();
+        tally.add_miss(per);
+        Miss {
+            start_ns: x.expiry,
+            duration_ns: Some(x.total()),
+            tid: x.tid,
+            cpu: x.cpu,
+            late_ns: x.total().saturating_sub(deadline.unwrap_or(0)),
+            blamed_ns: blamed,
+            chain,
+        }
+    }
+
+    /// A task still busy with an earlier period when this one was due: what kept it from
+    /// coming back (waits for its CPU, its own running) is this period's lateness.
+    fn overrun(&self, x: &TimerSample, per: &mut PerMiss, tally: &mut Tally) -> Option<Link> {
+        let armed = x.armed.filter(|_| x.armed_late)?;
+        let (eng, sp) = (self.eng, &self.eng.tl.spans);
+        let (a, b) = (x.expiry, armed.min(x.fired));
+        let mut parts: Vec<Hold> = Vec::new();
+        let (mut waited, mut slept) = (0, 0);
+        let list = self.runnable.get(&x.tid).map_or(&[][..], |v| &v[..]);
+        let first = list.partition_point(|&i| sp.end[i as usize] <= a);
+        for &i in &list[first..] {
+            let i = i as usize;
+            if sp.start[i] >= b {
+                break;
+            }
+            let (ra, rb) = (sp.start[i].max(a), sp.end[i].min(b));
+            if rb <= ra {
+                continue;
+            }
+            if sp.kind[i] == SpanKind::Sleep {
+                // Asleep on its earlier period's timer: what made that one late.
+                slept += rb - ra;
+                parts.extend(timer_holds(eng, x.cpu, ra, rb, rb - ra));
+                continue;
+            }
+            waited += rb - ra;
+            let mut l = RawLink::wait(LinkKind::Run, sp.start[i], sp.end[i], sp.cpu[i], x.tid);
+            l.preempted = RunCause::from_key(sp.key[i]) == RunCause::Preempted;
+            parts.extend(eng.holds(&l, ra, rb));
+        }
+        let held = merge_holds(parts, 4);
+        per.add_holds(&held);
+        tally.blame_cpu(x.cpu, waited + slept);
+        let what = format!(
+            "{} was still on an earlier period: it armed this timer {} after its expiry ({} waiting for a CPU, {} for the earlier period's late timer)",
+            eng.task(x.tid),
+            dur(b - a),
+            dur(waited),
+            dur(slept)
+        );
+        Some(Link {
+            duration_ns: b - a,
+            usual_ns: Some(0),
+            excess_ns: waited + slept,
+            held_by: held,
+            ..Link::mark("overrun", a, a, Some(x.cpu), what)
+        })
+    }
+
+    /// The timer interrupt's own lateness above usual, and why.
+    fn interrupt(&self, x: &TimerSample, per: &mut PerMiss, tally: &mut Tally) -> Link {
+        let ex = x.irq_late.saturating_sub(self.usual_irq);
+        let mut held = Vec::new();
+        if ex > 10_000 {
+            held = timer_holds(self.eng, x.cpu, x.fired - ex, x.fired, ex);
+            per.add_holds(&held);
+            tally.blame_cpu(x.cpu, ex);
+        }
+        let overran = if x.armed_late {
+            " (armed after its expiry: the task overran its period)"
+        } else {
+            ""
+        };
+        let what = format!("the timer interrupt fired on CPU{}{overran}", x.cpu);
+        Link {
+            duration_ns: x.late,
+            usual_ns: Some(self.usual_irq),
+            excess_ns: if ex > 10_000 { ex } else { 0 },
+            held_by: held,
+            ..Link::mark("timer", x.expiry, x.expiry, Some(x.cpu), what)
+        }
+    }
+
+    /// The woken task's wait for its CPU above usual, and who held the CPU.
+    fn wakeup(&self, x: &TimerSample, per: &mut PerMiss, tally: &mut Tally) -> Option<Link> {
+        let (ws, we, wcpu) = x.wait?;
+        let eng = self.eng;
+        let ex = (we - ws).saturating_sub(self.usual_wait);
+        let mut held = Vec::new();
+        if ex > 10_000 {
+            let l = RawLink::wait(LinkKind::Run, ws, we, wcpu, x.tid);
+            held = eng.holds(&l, we - ex, we);
+            scale(&mut held, ex);
+            per.add_holds(&held);
+            tally.blame_cpu(wcpu, ex);
+        }
+        let what = format!(
+            "{} woken by the timer, runnable on CPU{wcpu}, then ran",
+            eng.task(x.tid)
+        );
+        // A wakeup before the expiry (a self-reported period) sits at offset 0.
+        let at = Link::mark("wakeup", ws.min(x.expiry), ws, Some(wcpu), what);
+        Some(Link {
+            duration_ns: we - ws,
+            usual_ns: Some(self.usual_wait),
+            excess_ns: if ex > 10_000 { ex } else { 0 },
+            held_by: held,
+            waiter: Some(Culprit::task(eng.tl, eng.s, x.tid, wcpu)),
+            ..at
+        })
+    }
+}
+
+/// One hold per (category, culprit) over all the pieces, the largest `n`.
+fn merge_holds(parts: Vec<Hold>, n: usize) -> Vec<Hold> {
+    let mut held: Vec<Hold> = Vec::new();
+    for h in parts {
+        match (held.iter_mut()).find(|o| o.category == h.category && o.culprit == h.culprit) {
+            Some(o) => o.ns += h.ns,
+            None => held.push(h),
+        }
+    }
+    held.sort_by_key(|h| std::cmp::Reverse(h.ns));
+    held.truncate(n);
+    held
 }
 
 /// Why a timer interrupt came late on `cpu` during `[a, b]`: irqs-off sections, a stalled

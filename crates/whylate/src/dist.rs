@@ -1,0 +1,142 @@
+//! Distribution summaries: nearest-rank quantiles and the 1-2-5 log histogram, shared by
+//! explain's cycle statistics and the measures' groups (so both say the same p99 for the
+//! same values).
+
+use serde::Serialize;
+
+/// A histogram bucket `[lo, hi)`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Bucket {
+    /// Lower bound (ns or rate).
+    pub lo: u64,
+    /// Upper bound.
+    pub hi: u64,
+    /// Samples in it.
+    pub count: u64,
+}
+
+/// The summary of a set of values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Dist {
+    /// Values.
+    pub count: u64,
+    /// Smallest (0 when empty).
+    pub min: u64,
+    /// Median.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile.
+    pub p999: u64,
+    /// Largest.
+    pub max: u64,
+    /// Sum (saturating).
+    pub total: u64,
+}
+
+impl Dist {
+    /// The summary of values sorted ascending.
+    pub fn of_sorted(sorted: &[u64]) -> Dist {
+        Dist {
+            count: sorted.len() as u64,
+            min: sorted.first().copied().unwrap_or(0),
+            p50: quantile(sorted, 0.5),
+            p90: quantile(sorted, 0.9),
+            p99: quantile(sorted, 0.99),
+            p999: quantile(sorted, 0.999),
+            max: sorted.last().copied().unwrap_or(0),
+            total: sorted.iter().fold(0u64, |a, &v| a.saturating_add(v)),
+        }
+    }
+
+    /// The mean (0 when empty).
+    pub fn mean(&self) -> u64 {
+        self.total.checked_div(self.count).unwrap_or(0)
+    }
+}
+
+/// Nearest-rank quantile of sorted values (0 when empty): always a value that occurred.
+pub fn quantile(sorted: &[u64], q: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// The median of unsorted values (the lower one of an even count; 0 when empty).
+pub fn median(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v.get(v.len().saturating_sub(1) / 2).copied().unwrap_or(0)
+}
+
+/// Bucket bounds 1-2-5 per decade, from `base` (1 µs for durations, 1 for rates): easier
+/// to read in a terminal than powers of two, and as fine.
+fn bucket_of(v: u64, base: u64) -> (u64, u64) {
+    if v < base {
+        return (0, base);
+    }
+    let mut decade = base;
+    loop {
+        for (l, h) in [(1u64, 2u64), (2, 5), (5, 10)] {
+            let hi = decade.saturating_mul(h);
+            if v < hi || hi == u64::MAX {
+                return (decade.saturating_mul(l), hi);
+            }
+        }
+        decade = decade.saturating_mul(10);
+    }
+}
+
+/// A 1-2-5 log histogram of sorted values, from `base` (1000 for ns: buckets from 1 µs).
+pub fn log_histogram(sorted: &[u64], base: u64) -> Vec<Bucket> {
+    let mut out: Vec<Bucket> = Vec::new();
+    for &v in sorted {
+        let (lo, hi) = bucket_of(v, base);
+        match out.last_mut() {
+            Some(l) if l.lo == lo => l.count += 1,
+            _ => out.push(Bucket { lo, hi, count: 1 }),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_nearest_rank() {
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(quantile(&v, 0.5), 50);
+        assert_eq!(quantile(&v, 0.99), 99);
+        assert_eq!(quantile(&v, 0.999), 100);
+        assert_eq!(quantile(&[7], 0.5), 7);
+        let d = Dist::of_sorted(&v);
+        assert_eq!(
+            (d.min, d.p90, d.max, d.total, d.mean()),
+            (1, 90, 100, 5050, 50)
+        );
+        assert_eq!(median(vec![4, 1, 3, 2]), 2);
+        assert_eq!(Dist::of_sorted(&[]), Dist::default());
+    }
+
+    #[test]
+    fn log_buckets() {
+        let h = log_histogram(&[0, 999, 1000, 2500, 2600, 7000, 10_000, 2_686_000], 1000);
+        let got: Vec<(u64, u64, u64)> = h.iter().map(|b| (b.lo, b.hi, b.count)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, 1000, 2),
+                (1000, 2000, 1),
+                (2000, 5000, 2),
+                (5000, 10_000, 1),
+                (10_000, 20_000, 1),
+                (2_000_000, 5_000_000, 1)
+            ]
+        );
+    }
+}

@@ -1,0 +1,315 @@
+//! One missed request/response cycle explained: its chain of hand-offs, each link's
+//! excess over the usual chain and what held it up, CPUs that recorded nothing, the time
+//! no link covers, and where the chain stood at the deadline when no reply came.
+
+use super::blame::{gap_cause, uncovered};
+use super::cutter::{Cycle, Options};
+use super::cycles::Template;
+use super::driver::{PerMiss, Tally};
+use super::engine::{scale, Engine, LinkKind, RawLink};
+use super::report::{Culprit, Hold, Link, Miss};
+use rustc_hash::FxHashSet;
+
+/// What explaining a missed cycle needs: the engine, the options, the deadline and the
+/// usual chain.
+pub(super) struct MissCx<'a> {
+    pub(super) eng: &'a Engine<'a>,
+    pub(super) o: &'a Options,
+    pub(super) deadline: Option<u64>,
+    pub(super) template: &'a Template,
+}
+
+/// One miss's blame so far: the waits counted (cpu, start, stop), so a wait nested in a
+/// longer one on the same CPU is not counted twice, and the blamed time per cause.
+#[derive(Default)]
+struct Blamed {
+    counted: Vec<(u32, u64, u64)>,
+    ns: u64,
+    per: PerMiss,
+}
+
+/// The span of a missed cycle being explained: start, deadline, end and horizon.
+struct Span {
+    /// The deadline in trace time.
+    dl: Option<u64>,
+    /// The reply, or where the cycle stopped waiting.
+    end: u64,
+    /// Where the chain is followed to: the deadline when no reply came (where the chain
+    /// stood then), else the end.
+    h: u64,
+}
+
+impl MissCx<'_> {
+    /// Explains missed cycle `c`, adding its blame to `tally`. Also says whether the trace
+    /// connects the chain to the cycle's thread.
+    pub(super) fn explain(&self, c: &Cycle, tally: &mut Tally) -> (Miss, bool) {
+        let eng = self.eng;
+        let dl = self.deadline.map(|d| c.start_ns + d);
+        let end = c.end_ns.unwrap_or(c.horizon_ns);
+        let h = match (c.end_ns, dl) {
+            (None, Some(d)) => d.min(end),
+            _ => end,
+        };
+        let sp = Span { dl, end, h };
+        let (mut links, chain_set) = eng.chain(c.tid, c.start_ns, h);
+        let connected = links.iter().any(|l| l.end > l.start);
+        if !connected {
+            // The trace does not connect the chain (device interrupt, untraced hand-off):
+            // every wait inside the cycle is a suspect.
+            links = eng.all_waits(c.start_ns, h);
+        }
+        let what = format!("{} by {}", self.o.from.text(), eng.task(c.tid));
+        let mut chain = vec![Link::mark(
+            "from",
+            c.start_ns,
+            c.start_ns,
+            Some(c.cpu),
+            what,
+        )];
+        let mut b = Blamed::default();
+        let weighed = self.weigh_links(c, &sp, &links, &mut b, tally);
+        chain.extend(self.stalls(c, &sp, &links, &mut b, tally));
+        if connected {
+            chain.extend(self.syscalls(c, &sp, &chain_set));
+        }
+        if self.template.good > 0 {
+            chain.extend(self.gap(c, &sp, &links, &chain_set, connected, &mut b));
+        }
+        // Unconnected cycles list only the waits that matter.
+        chain.extend(
+            weighed
+                .into_iter()
+                .flatten()
+                .filter(|l| connected || l.excess_ns > 0 || l.pending_at_deadline),
+        );
+        chain.extend(self.end_mark(c, &sp));
+        chain.sort_by_key(|l| (l.offset_ns, l.kind == "to" || l.kind == "deadline"));
+        let late = match (c.end_ns, self.deadline) {
+            (Some(e), Some(d)) => (e - c.start_ns).saturating_sub(d),
+            (None, _) => c.horizon_ns - c.start_ns,
+            _ => 0,
+        };
+        tally.add_miss(b.per);
+        let miss = Miss {
+            start_ns: c.start_ns,
+            duration_ns: c.end_ns.map(|e| e - c.start_ns),
+            tid: c.tid,
+            cpu: c.cpu,
+            late_ns: late,
+            blamed_ns: b.ns,
+            chain,
+        };
+        (miss, connected)
+    }
+
+    /// Each link's time above its usual duration, split over what held its CPU: longest
+    /// link first, so a wait nested in a longer one on the same CPU is counted once.
+    /// Returns the links in their original order.
+    fn weigh_links(
+        &self,
+        c: &Cycle,
+        sp: &Span,
+        links: &[RawLink],
+        b: &mut Blamed,
+        tally: &mut Tally,
+    ) -> Vec<Option<Link>> {
+        let mut order: Vec<usize> = (0..links.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(links[i].end - links[i].start));
+        let mut out: Vec<Option<Link>> = vec![None; links.len()];
+        for i in order {
+            out[i] = Some(self.weigh(c, sp, &links[i], b, tally));
+        }
+        out
+    }
+
+    /// One link weighed (see `weigh_links`).
+    fn weigh(&self, c: &Cycle, sp: &Span, l: &RawLink, b: &mut Blamed, t: &mut Tally) -> Link {
+        let (eng, tl) = (self.eng, self.eng.tl);
+        let pending = sp.dl.is_some_and(|d| l.start <= d && l.end > d) || l.end > sp.end;
+        // No reply: the link counts up to the deadline (where the chain stood then).
+        let stop = match c.end_ns {
+            None => sp.dl.unwrap_or(l.end).min(l.end).max(l.start),
+            Some(_) => l.end,
+        };
+        let d = stop - l.start;
+        let u = (self.template.links.get(&l.key).copied())
+            .unwrap_or_else(|| eng.usual_in_trace(l.kind, &l.key.1));
+        // Time a CPU stall already accounts for is not this link's (see `stalls`).
+        let stalled: u64 = if tl.ticks > 0 {
+            (tl.silences.iter().filter(|x| x.cpu == l.cpu))
+                .map(|x| x.to.min(stop).saturating_sub(x.from.max(l.start)))
+                .sum()
+        } else {
+            0
+        };
+        let excess = d.saturating_sub(u).saturating_sub(stalled);
+        let nested = b.counted.iter().any(|&(cpu, a, e)| {
+            cpu == l.cpu
+                && ((l.kind == LinkKind::Run && l.start >= a && stop <= e)
+                    || (l.kind != LinkKind::Run && a >= l.start && e <= stop))
+        });
+        // Significant: above 10 us and a tenth of the cycle's lateness.
+        let late = match (c.end_ns, self.deadline) {
+            (Some(e), Some(dd)) => (e - c.start_ns).saturating_sub(dd),
+            _ => d,
+        };
+        let significant = excess > 10_000 && excess * 10 >= late.min(excess * 10);
+        let mut held = Vec::new();
+        if significant {
+            // The part above usual, split over what held the CPU meanwhile.
+            let mut hs = eng.holds(l, stop - excess, stop);
+            if hs.iter().map(|h| h.ns).sum::<u64>() == 0 {
+                hs = vec![Hold::on_cpu("unknown", l.cpu, excess)];
+            }
+            scale(&mut hs, excess);
+            hs.sort_by_key(|h| std::cmp::Reverse(h.ns));
+            if !nested {
+                b.counted.push((l.cpu, l.start, stop));
+                b.ns += excess;
+                b.per.add_holds(&hs);
+                t.blame_cpu(l.cpu, excess);
+            }
+            held = hs;
+        }
+        let kind = match l.kind {
+            LinkKind::Run => "wakeup",
+            LinkKind::Work => "work",
+            LinkKind::Timer => "timer",
+        };
+        Link {
+            duration_ns: l.end - l.start,
+            usual_ns: Some(u),
+            excess_ns: if significant { excess } else { 0 },
+            pending_at_deadline: pending,
+            held_by: held,
+            waiter: (l.tid > 0).then(|| Culprit::task(tl, eng.s, l.tid, l.cpu)),
+            queued_in_irq: l.irq,
+            ..Link::mark(kind, c.start_ns, l.start, Some(l.cpu), l.what.clone())
+        }
+    }
+
+    /// A CPU of the chain that recorded nothing, not even its tick: time no tracer in the
+    /// machine could see, blamed as `cpu-stalled`.
+    fn stalls(
+        &self,
+        c: &Cycle,
+        sp: &Span,
+        links: &[RawLink],
+        b: &mut Blamed,
+        tally: &mut Tally,
+    ) -> Vec<Link> {
+        let (eng, tl) = (self.eng, self.eng.tl);
+        if tl.ticks == 0 {
+            return Vec::new();
+        }
+        let mut cpus: Vec<u32> = links.iter().map(|l| l.cpu).collect();
+        cpus.push(c.cpu);
+        let mut out = Vec::new();
+        for sil in &tl.silences {
+            let ov = sil.to.min(sp.end).saturating_sub(sil.from.max(c.start_ns));
+            if ov == 0 || !cpus.contains(&sil.cpu) {
+                continue;
+            }
+            let hold = Hold::on_cpu("cpu-stalled", sil.cpu, ov);
+            b.ns += ov;
+            b.per.add(hold.category.clone(), hold.culprit.clone(), ov);
+            tally.blame_cpu(sil.cpu, ov);
+            let what = format!(
+                "CPU{} recorded nothing, not even its timer tick, while {} was on it: the (virtual) CPU did not run (host preemption, steal time) or events were lost",
+                sil.cpu,
+                eng.task(sil.tid)
+            );
+            let at = sil.from.max(c.start_ns);
+            out.push(Link {
+                duration_ns: sil.to - sil.from,
+                usual_ns: Some(0),
+                excess_ns: ov,
+                held_by: vec![hold],
+                ..Link::mark("stall", c.start_ns, at, Some(sil.cpu), what)
+            });
+        }
+        out
+    }
+
+    /// The system calls the chain's tasks made, as steps of the chain.
+    fn syscalls(&self, c: &Cycle, sp: &Span, chain_set: &FxHashSet<i32>) -> Vec<Link> {
+        (self.eng.syscall_steps(chain_set, c.tid, c.start_ns, sp.h))
+            .into_iter()
+            .map(|(ts, d, cpu, what)| Link {
+                duration_ns: d,
+                ..Link::mark("syscall", c.start_ns, ts, Some(cpu), what)
+            })
+            .collect()
+    }
+
+    /// Time no wait explains, compared with the good cycles: the excess goes to what the
+    /// chain was doing then — computing (on-cpu), asleep until woken (blocked-on), or,
+    /// before anything on the chain moved, the device or peer (device/external).
+    fn gap(
+        &self,
+        c: &Cycle,
+        sp: &Span,
+        links: &[RawLink],
+        chain_set: &FxHashSet<i32>,
+        connected: bool,
+        b: &mut Blamed,
+    ) -> Option<Link> {
+        let tl = self.eng.tl;
+        let gaps = uncovered(links, c.start_ns, sp.h);
+        let stalled: u64 = if tl.ticks > 0 {
+            (tl.silences.iter())
+                .map(|x| {
+                    (gaps.iter())
+                        .map(|&(a, b)| x.to.min(b).saturating_sub(x.from.max(a)))
+                        .sum::<u64>()
+                })
+                .sum()
+        } else {
+            0
+        };
+        let total: u64 = gaps.iter().map(|(a, b)| b - a).sum::<u64>();
+        let ex = total
+            .saturating_sub(stalled)
+            .saturating_sub(self.template.gap);
+        let lateness = (sp.h - c.start_ns).saturating_sub(self.deadline.unwrap_or(0));
+        if ex <= 10_000 || ex * 10 < lateness {
+            return None;
+        }
+        let &(a, e) = gaps.iter().max_by_key(|(a, b)| b - a)?;
+        let (category, culprit, what) = gap_cause(self.eng, links, chain_set, c, a, e, connected);
+        b.per.add(category.to_string(), culprit.clone(), ex);
+        b.ns += ex;
+        let hold = Hold {
+            category: category.into(),
+            culprit,
+            ns: ex,
+        };
+        Some(Link {
+            duration_ns: e - a,
+            usual_ns: Some(self.template.gap),
+            excess_ns: ex,
+            held_by: vec![hold],
+            ..Link::mark("gap", c.start_ns, a, None, what)
+        })
+        .map(|mut l| {
+            l.cpu = l.held_by[0].culprit.cpu;
+            l
+        })
+    }
+
+    /// The chain's last point: the reply, or the deadline passing with none.
+    fn end_mark(&self, c: &Cycle, sp: &Span) -> Option<Link> {
+        match c.end_ns {
+            Some(e) => {
+                let to: Vec<&str> = self.o.to.iter().map(|t| t.text()).collect();
+                let what = format!("{} (reply)", to.join(" | "));
+                Some(Link::mark("to", c.start_ns, e, None, what))
+            }
+            None => {
+                let d = sp.dl?;
+                let what = "deadline passed with no reply".to_string();
+                Some(Link::mark("deadline", c.start_ns, d, None, what))
+            }
+        }
+    }
+}
