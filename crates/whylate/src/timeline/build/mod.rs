@@ -1,0 +1,468 @@
+//! The one streaming pass that builds the timeline: `Builder::push` keeps each CPU's
+//! and task's state and dispatches each event to the tracker of its topic (one file
+//! each); `finish` closes what is still open.
+
+use super::*;
+
+mod hrtimer;
+mod irq;
+mod irqsoff;
+mod lost;
+mod sched;
+mod syscall;
+mod work;
+
+/// Where an event happened, as every topic handler needs it.
+#[derive(Clone, Copy)]
+struct At {
+    /// CPU index.
+    c: usize,
+    /// The same, as the trace numbers it.
+    cpu: u32,
+    /// Timestamp, never before the previous event's.
+    ts: u64,
+    /// The context the event ran in.
+    ctx: Ctx,
+    /// Task on the CPU.
+    curr: i32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum St {
+    Unknown,
+    Running,
+    Runnable,
+    Sleeping,
+    Dead,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Sys {
+    key: u32,
+    named: bool,
+    raw: bool,
+    start: u64,
+    migrations: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Work {
+    start: u64,
+    work: u64,
+    function: Sym,
+    edge: u32,
+    cpu: u32,
+}
+
+#[derive(Clone, Debug)]
+struct Task {
+    state: St,
+    since: u64,
+    /// Span flags carried into the span that closes the current state.
+    sflags: u8,
+    cause: Cause,
+    edge: u32,
+    sleep_bits: u16,
+    cpu: u32,
+    sys: Option<Sys>,
+    /// Time and type (true = raw) of the last syscall exit, to drop the twin exit event.
+    last_sys_exit: (u64, bool),
+    work: Option<Work>,
+    /// The current wait began with a sched_waking (not a sched_wakeup).
+    by_waking: bool,
+    /// A sched_waking seen while the task still ran: (ts, ctx, waker cpu, waker tid,
+    /// target cpu). If its next switch-out is to sleep, that wakeup raced the switch.
+    raced: Option<(u64, Ctx, u32, i32, u32)>,
+}
+
+impl Task {
+    fn new(cpu: u32) -> Task {
+        Task {
+            state: St::Unknown,
+            since: 0,
+            sflags: 0,
+            cause: Cause::Woken,
+            edge: NONE,
+            sleep_bits: 0,
+            cpu,
+            sys: None,
+            last_sys_exit: (u64::MAX, false),
+            work: None,
+            by_waking: false,
+            raced: None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum FrameKind {
+    Irq(u32),
+    Softirq(u8, u32, u8),
+    Timer(u32, Sym),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    kind: FrameKind,
+    start: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BhOrigin {
+    IrqExit,
+    Task,
+}
+
+#[derive(Clone, Debug)]
+struct CpuState {
+    /// Running task, -1 when unknown.
+    curr: i32,
+    curr_since: u64,
+    curr_comm: Sym,
+    curr_flags: u8,
+    frames: Vec<Frame>,
+    pending: [Option<(u64, Ctx, i32)>; 10],
+    irqsoff: Option<(u64, Sym)>,
+    preemptoff: Option<(u64, Sym)>,
+    tasklet: Option<(u64, Sym)>,
+    tasklet_sched: Option<(u64, Ctx, i32)>,
+    last_ts: u64,
+    seen: bool,
+    origin: BhOrigin,
+    /// Since when the flags say hardirq (softirq) context but the entry is not in the
+    /// trace; an exit without entry then names the context retroactively.
+    anon_hard: Option<u64>,
+    anon_soft: Option<u64>,
+}
+
+impl CpuState {
+    fn new() -> CpuState {
+        CpuState {
+            curr: -1,
+            curr_since: 0,
+            curr_comm: Sym::EMPTY,
+            curr_flags: 0,
+            frames: Vec::new(),
+            pending: [None; 10],
+            irqsoff: None,
+            preemptoff: None,
+            tasklet: None,
+            tasklet_sched: None,
+            last_ts: 0,
+            seen: false,
+            origin: BhOrigin::Task,
+            anon_hard: None,
+            anon_soft: None,
+        }
+    }
+
+    fn ctx(&self, e_flags: u16) -> Ctx {
+        match self.frames.last() {
+            Some(f) => match f.kind {
+                FrameKind::Irq(irq) => Ctx::Hardirq { irq },
+                FrameKind::Softirq(vec, ..) => Ctx::Softirq { vec },
+                FrameKind::Timer(edge, _) => Ctx::Timer { edge },
+            },
+            None if e_flags & flags::KNOWN != 0 && e_flags & flags::HARDIRQ != 0 => {
+                Ctx::Hardirq { irq: u32::MAX }
+            }
+            None if e_flags & flags::KNOWN != 0 && e_flags & flags::SOFTIRQ != 0 => {
+                Ctx::Softirq { vec: u8::MAX }
+            }
+            None if self.curr >= 0 => Ctx::Task { tid: self.curr },
+            None => Ctx::Unknown,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Armed {
+    ts: u64,
+    cpu: u32,
+    tid: i32,
+    ctx: Ctx,
+    function: Sym,
+    soft: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Queued {
+    ts: u64,
+    cpu: u32,
+    tid: i32,
+    ctx: Ctx,
+    function: Sym,
+    activated: u64,
+}
+
+/// CPUs above this are ignored (a corrupt line must not allocate gigabytes).
+const MAX_CPUS: u32 = 1 << 14;
+
+/// Builds a [`Timeline`] from events pushed in time order.
+pub struct Builder {
+    tl: Timeline,
+    cpus: Vec<CpuState>,
+    tasks: FxHashMap<i32, Task>,
+    armed: FxHashMap<u64, Armed>,
+    queued: FxHashMap<u64, Queued>,
+    ksoftirqd: FxHashMap<Sym, bool>,
+    overrun_name: Sym,
+    last_reported: Option<usize>,
+    last_comm: (i32, Sym),
+    tick_last: Vec<u64>,
+    tick_gaps: Vec<u64>,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Builder {
+    /// An empty builder.
+    pub fn new() -> Builder {
+        Builder {
+            tl: Timeline::default(),
+            cpus: Vec::new(),
+            tasks: FxHashMap::default(),
+            armed: FxHashMap::default(),
+            queued: FxHashMap::default(),
+            ksoftirqd: FxHashMap::default(),
+            overrun_name: Sym::EMPTY,
+            last_reported: None,
+            last_comm: (-1, Sym::EMPTY),
+            tick_last: Vec::new(),
+            tick_gaps: Vec::new(),
+        }
+    }
+
+    fn cpu(&mut self, cpu: u32) -> Option<usize> {
+        if cpu >= MAX_CPUS {
+            return None;
+        }
+        let c = cpu as usize;
+        if c >= self.cpus.len() {
+            self.cpus.resize_with(c + 1, CpuState::new);
+            self.tl.runs_by_cpu.resize_with(c + 1, Vec::new);
+            self.tick_last.resize(c + 1, 0);
+            self.tl.irqs_by_cpu.resize_with(c + 1, Vec::new);
+        }
+        Some(c)
+    }
+
+    fn is_ksoftirqd(&mut self, comm: Sym, strings: &Interner) -> bool {
+        *self
+            .ksoftirqd
+            .entry(comm)
+            .or_insert_with(|| strings.get(comm).starts_with("ksoftirqd"))
+    }
+
+    /// Feeds one event. Events must come in time order (the readers' [`crate::read::Sorted`]
+    /// makes sure of it); a late event is still handled, with its timestamp clamped.
+    pub fn push(&mut self, e: &Event, strings: &Interner) {
+        let tl = &mut self.tl;
+        tl.seen[KindClass::of(&e.kind) as usize] += 1;
+        if tl.first_ts.is_none() {
+            tl.first_ts = Some(e.ts);
+        }
+        let ts = e.ts.max(tl.last_ts);
+        tl.last_ts = ts;
+        // Consecutive events mostly come from the same thread: one compare, no lookup.
+        if e.tid > 0 && (e.tid, e.comm) != self.last_comm {
+            self.last_comm = (e.tid, e.comm);
+            // `<...>` never replaces a real name.
+            if e.comm != Sym::EMPTY && !strings.get(e.comm).starts_with('<') {
+                tl.comms.insert(e.tid, e.comm);
+            }
+        }
+        let Some(c) = self.cpu(e.cpu) else {
+            self.push_cpuless(e, ts, strings);
+            return;
+        };
+        if let Kind::Lost { count } = e.kind {
+            self.lost(c, ts, count);
+            return;
+        }
+        self.silence(c, ts);
+        if !matches!(e.kind, Kind::SchedSwitch { .. }) && e.tid >= 0 && self.cpus[c].curr != e.tid {
+            self.implicit_switch(c, e.tid, e.comm, ts);
+        }
+        let cpu = c as u32;
+        self.drop_stale_frames(c, e);
+        let ctx = self.cpus[c].ctx(e.flags);
+        let curr = self.cpus[c].curr;
+        let at = At {
+            c,
+            cpu,
+            ts,
+            ctx,
+            curr,
+        };
+        match &e.kind {
+            Kind::SchedSwitch { .. }
+            | Kind::SchedWaking { .. }
+            | Kind::SchedWakeup { .. }
+            | Kind::SchedFork { .. }
+            | Kind::SchedExit { .. }
+            | Kind::SchedExec { .. } => self.on_sched(at, e, strings),
+            Kind::IrqEntry { .. } | Kind::IrqExit { .. } => self.on_irq(at, e, strings),
+            Kind::SoftirqRaise { .. }
+            | Kind::SoftirqEntry { .. }
+            | Kind::SoftirqExit { .. }
+            | Kind::TaskletEntry { .. }
+            | Kind::TaskletExit { .. }
+            | Kind::Function { .. } => self.on_softirq(at, e, strings),
+            Kind::WorkQueue { .. }
+            | Kind::WorkActivate { .. }
+            | Kind::WorkStart { .. }
+            | Kind::WorkEnd { .. } => self.on_work(at, e, strings),
+            Kind::SysEnter { .. }
+            | Kind::SyscallEnter { .. }
+            | Kind::SysExit { .. }
+            | Kind::SyscallExit { .. } => self.on_syscall(at, e, strings),
+            Kind::HrtimerStart { .. }
+            | Kind::HrtimerCancel { .. }
+            | Kind::HrtimerExpireEntry { .. }
+            | Kind::HrtimerExpireExit { .. }
+            | Kind::Other { .. }
+            | Kind::Print { .. } => self.on_hrtimer(at, e, strings),
+            Kind::IrqDisable { .. }
+            | Kind::IrqEnable { .. }
+            | Kind::PreemptDisable { .. }
+            | Kind::PreemptEnable { .. } => self.on_irqsoff(at, e, strings),
+            _ => {}
+        }
+        self.note_context(c, ts, e);
+    }
+
+    fn push_cpuless(&mut self, e: &Event, ts: u64, _strings: &Interner) {
+        // Formats without a CPU column (some function_graph dumps) can still feed
+        // self-reported lateness; nothing per-CPU can be rebuilt from them.
+        match &e.kind {
+            Kind::Other { name, fields } => self.reported(*name, fields, ts, u32::MAX, e.tid),
+            Kind::Print { name, msg } => self.reported(*name, msg, ts, u32::MAX, e.tid),
+            _ => {}
+        }
+    }
+
+    fn learn(&mut self, pid: i32, comm: Sym, strings: &Interner) {
+        if pid > 0 && comm != Sym::EMPTY && !strings.get(comm).starts_with('<') {
+            self.tl.comms.insert(pid, comm);
+        }
+    }
+
+    fn edge(&mut self, e: Edge) -> u32 {
+        self.tl.edges.push(e);
+        (self.tl.edges.len() - 1) as u32
+    }
+
+    fn loss_flag(&self, cpu: u32, start: u64, end: u64) -> u8 {
+        if !self.tl.lost.is_empty() && self.tl.crosses_loss(cpu, start, end) {
+            span::UNCERTAIN
+        } else {
+            0
+        }
+    }
+
+    /// Ends the pass: states still open become spans flagged [`span::END_UNKNOWN`].
+    pub fn finish(mut self) -> Timeline {
+        let end = self.tl.last_ts;
+        for c in 0..self.cpus.len() {
+            let cs = &self.cpus[c];
+            if cs.curr >= 0 {
+                let (curr, since, comm, fl) = (cs.curr, cs.curr_since, cs.curr_comm, cs.curr_flags);
+                let i = self.tl.spans.push(
+                    SpanKind::Run,
+                    c as u32,
+                    curr,
+                    comm,
+                    since,
+                    end,
+                    prio_key(&self.tl, curr),
+                    NONE,
+                    fl | span::END_UNKNOWN,
+                );
+                self.tl.runs_by_cpu[c].push(i);
+            }
+        }
+        for c in 0..self.cpus.len() {
+            let frames = std::mem::take(&mut self.cpus[c].frames);
+            let (curr, comm) = (self.cpus[c].curr, self.cpus[c].curr_comm);
+            for f in frames.into_iter().rev() {
+                let (kind, key, aux) = match f.kind {
+                    FrameKind::Irq(irq) => (SpanKind::Hardirq, irq, NONE),
+                    FrameKind::Softirq(v, edge, _) => (SpanKind::Softirq, v as u32, edge),
+                    FrameKind::Timer(edge, func) => (SpanKind::TimerCb, func.0, edge),
+                };
+                let i = self.tl.spans.push(
+                    kind,
+                    c as u32,
+                    curr,
+                    comm,
+                    f.start,
+                    end,
+                    key,
+                    aux,
+                    span::END_UNKNOWN,
+                );
+                if kind != SpanKind::TimerCb {
+                    self.tl.irqs_by_cpu[c].push(i);
+                }
+            }
+        }
+        let mut open: Vec<(i32, Task)> = self.tasks.drain().collect();
+        open.sort_by_key(|(tid, _)| *tid);
+        for (tid, t) in open {
+            if t.state == St::Runnable {
+                let comm = self.tl.comm(tid);
+                let i = self.tl.spans.push(
+                    SpanKind::Runnable,
+                    t.cpu,
+                    tid,
+                    comm,
+                    t.since,
+                    end,
+                    t.cause as u32,
+                    t.edge,
+                    t.sflags | span::END_UNKNOWN,
+                );
+                if t.edge != NONE {
+                    self.tl.edges[t.edge as usize].span = i;
+                }
+            }
+        }
+        self.tl.cpus = self.cpus.len() as u32;
+        let tick = if self.tick_gaps.len() >= 8 {
+            self.tick_gaps.sort_unstable();
+            // Idle CPUs skip ticks (NO_HZ): the lower quartile is a busy CPU's period.
+            Some(self.tick_gaps[self.tick_gaps.len() / 4])
+        } else {
+            None
+        };
+        self.tl.tick_ns = tick;
+        let limit = tick.map_or(8_000_000, |t| (t * 3 / 2).max(SILENCE_NS));
+        self.tl.silences.retain(|x| x.to - x.from > limit);
+        self.tl
+    }
+}
+
+fn pick(a: Sym, b: Sym) -> Sym {
+    if a != Sym::EMPTY {
+        a
+    } else {
+        b
+    }
+}
+
+fn prio_key(tl: &Timeline, tid: i32) -> u32 {
+    tl.prios.get(&tid).map_or(1000, |&p| p.max(0) as u32)
+}
+
+/// Pops the innermost frame matching `want`; frames above it (whose exits were lost) go.
+fn pop_frame(cs: &mut CpuState, want: impl Fn(FrameKind) -> bool) -> Option<Frame> {
+    let pos = cs.frames.iter().rposition(|f| want(f.kind))?;
+    let f = cs.frames[pos];
+    cs.frames.truncate(pos);
+    Some(f)
+}

@@ -1,0 +1,86 @@
+//! System call entries and exits.
+
+use super::*;
+
+impl Builder {
+    /// System call entries and exits.
+    pub(super) fn on_syscall(&mut self, at: At, e: &Event, _strings: &Interner) {
+        let At { cpu, ts, .. } = at;
+        match &e.kind {
+            Kind::SysEnter { nr, .. } => self.sys_enter(e.tid, cpu, ts, *nr as u32, false),
+            Kind::SyscallEnter { name, .. } => self.sys_enter(e.tid, cpu, ts, name.0, true),
+            Kind::SysExit { .. } => self.sys_exit(e.tid, e.comm, cpu, ts, false),
+            Kind::SyscallExit { .. } => self.sys_exit(e.tid, e.comm, cpu, ts, true),
+            _ => {}
+        }
+    }
+
+    pub(super) fn sys_enter(&mut self, tid: i32, cpu: u32, ts: u64, key: u32, named: bool) {
+        if tid <= 0 {
+            return;
+        }
+        let t = self.tasks.entry(tid).or_insert_with(|| Task::new(cpu));
+        if let Some(s) = t.sys.as_mut() {
+            // raw_syscalls and syscalls:* fire as twins for one call: merge them.
+            let twin = if named { !s.named } else { !s.raw };
+            if twin && ts.saturating_sub(s.start) < 1_000_000 {
+                if named {
+                    if s.raw {
+                        self.tl.syscall_names.insert(s.key, Sym(key));
+                    }
+                    s.key = key;
+                    s.named = true;
+                } else {
+                    if s.named {
+                        self.tl.syscall_names.insert(key, Sym(s.key));
+                    }
+                    s.raw = true;
+                }
+                return;
+            }
+            self.tl.anomalies.syscalls_without_exit += 1;
+        }
+        t.sys = Some(Sys {
+            key,
+            named,
+            raw: !named,
+            start: ts,
+            migrations: 0,
+        });
+    }
+
+    pub(super) fn sys_exit(&mut self, tid: i32, comm: Sym, cpu: u32, ts: u64, named: bool) {
+        if tid <= 0 {
+            return;
+        }
+        let Some(t) = self.tasks.get_mut(&tid) else {
+            self.tl.anomalies.unmatched_exits += 1;
+            return;
+        };
+        match t.sys.take() {
+            Some(s) => {
+                t.last_sys_exit = (ts, !named);
+                let fl =
+                    if s.named { span::NAMED } else { 0 } | self.loss_flag(u32::MAX, s.start, ts);
+                self.tl.spans.push(
+                    SpanKind::Syscall,
+                    cpu,
+                    tid,
+                    comm,
+                    s.start,
+                    ts,
+                    s.key,
+                    s.migrations,
+                    fl,
+                );
+            }
+            None => {
+                let (lts, lraw) = t.last_sys_exit;
+                let twin = lts != u64::MAX && lraw == named && ts.saturating_sub(lts) < 1_000_000;
+                if !twin {
+                    self.tl.anomalies.unmatched_exits += 1;
+                }
+            }
+        }
+    }
+}
