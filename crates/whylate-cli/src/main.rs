@@ -112,8 +112,8 @@ struct ModeArgs {
     #[arg(long, conflicts_with_all = ["from", "to"])]
     timer: bool,
     /// With --timer: only timers that wake this task (pid, or comm with * ? globs).
-    #[arg(long, requires = "timer")]
-    task: Option<String>,
+    #[arg(long, requires = "timer", value_parser = TaskSel::parse)]
+    task: Option<TaskSel>,
     /// Explain slow services of this softirq vector (NET_RX, TASKLET, TIMER... or its
     /// number): raise to entry, deferral to ksoftirqd, who held the CPU meanwhile.
     #[arg(long, value_name = "VEC", conflicts_with_all = ["from", "to", "timer"])]
@@ -288,8 +288,8 @@ enum Cmd {
         #[arg(long, short, value_delimiter = ',')]
         measure: Vec<String>,
         /// Only samples of this task: a pid, or a comm (`*`/`?` glob).
-        #[arg(long)]
-        task: Option<String>,
+        #[arg(long, value_parser = TaskSel::parse)]
+        task: Option<TaskSel>,
         /// Only samples on this CPU.
         #[arg(long)]
         cpu: Option<u32>,
@@ -620,10 +620,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Ok(m) => m,
                 Err(e) => return usage(&e),
             };
-            let task = task.map(|t| match t.parse::<i32>() {
-                Ok(p) => TaskSel::Pid(p),
-                Err(_) => TaskSel::Comm(t),
-            });
             let window = match window.as_deref().map(parse_window).transpose() {
                 Ok(w) => w.unwrap_or((None, None)),
                 Err(e) => return usage(&e),
@@ -733,7 +729,7 @@ fn record(
             "{}: {} events in {}, {} lost, {} bytes ({} clock, {} tracepoints)",
             r.output.display(),
             r.events,
-            whylate::stats::dur(r.duration_ns),
+            whylate::units::dur(r.duration_ns),
             r.lost,
             r.bytes,
             r.clock,
@@ -742,7 +738,7 @@ fn record(
         for c in &r.cpus {
             println!("  cpu {}: {} events, {} lost", c.cpu, c.events, c.lost);
         }
-        println!("  recorder CPU time {}", whylate::stats::dur(r.cpu_time_ns));
+        println!("  recorder CPU time {}", whylate::units::dur(r.cpu_time_ns));
         if let Some(s) = &r.suggestion {
             println!("  {s}");
         }
@@ -893,10 +889,7 @@ impl ModeArgs {
         }
         if self.timer {
             return Ok(Mode::Timer(whylate::explain::TimerOptions {
-                task: self.task.map(|t| match t.parse::<i32>() {
-                    Ok(p) => TaskSel::Pid(p),
-                    Err(_) => TaskSel::Comm(t),
-                }),
+                task: self.task,
                 deadline_ns,
                 top,
             }));

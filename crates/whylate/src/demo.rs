@@ -411,7 +411,7 @@ fn periodic(
     c.extend(policy.iter().map(|a| a.to_string()));
     let result = rec("sched,irq,timer", c)?;
     let opts = TimerOptions {
-        task: Some(TaskSel::Comm("periodic".into())),
+        task: TaskSel::parse("periodic").ok(),
         deadline_ns: Some(deadline as u64),
         top: o.top,
     };
@@ -463,7 +463,7 @@ impl DemoResult {
             self.story,
             self.truth.misses,
             self.truth.count,
-            crate::stats::dur(self.truth.deadline_ns),
+            crate::units::dur(self.truth.deadline_ns),
             self.recorded_events,
             self.lost_events,
             r.cycles.misses,

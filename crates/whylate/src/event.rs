@@ -75,7 +75,7 @@ impl Interner {
     pub fn intern_bytes(&mut self, b: &[u8]) -> Sym {
         let slot = recent_slot(b);
         let r = self.recent[slot];
-        if crate::read::same_bytes(self.strs[r.0 as usize].as_bytes(), b) {
+        if crate::swar::same(self.strs[r.0 as usize].as_bytes(), b) {
             return r;
         }
         let sym = match std::str::from_utf8(b) {
@@ -751,23 +751,6 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
     }
 }
 
-/// Value of each byte as a hex digit, 0xff when it is not one.
-pub(crate) const HEX: [u8; 256] = {
-    let mut t = [0xffu8; 256];
-    let mut i = 0;
-    while i < 10 {
-        t[b'0' as usize + i] = i as u8;
-        i += 1;
-    }
-    let mut i = 0;
-    while i < 6 {
-        t[b'a' as usize + i] = 10 + i as u8;
-        t[b'A' as usize + i] = 10 + i as u8;
-        i += 1;
-    }
-    t
-};
-
 /// Hex u64 without prefix.
 pub fn parse_hex(s: &[u8]) -> Option<u64> {
     if s.is_empty() || s.len() > 16 {
@@ -775,7 +758,7 @@ pub fn parse_hex(s: &[u8]) -> Option<u64> {
     }
     let mut v: u64 = 0;
     for &c in s {
-        let d = HEX[c as usize];
+        let d = crate::swar::HEX[c as usize];
         if d == 0xff {
             return None;
         }

@@ -1,10 +1,12 @@
 //! `whylate latency`: read the trace once, build the timeline, compute the measures.
 
 use crate::event::Interner;
-use crate::measure::{self, Measure, MeasureReport, Options, Throughput, TracerSample};
-use crate::read::{self, EventSource, Merged, OpenOptions, ReadError};
-use crate::stats::{describe_inputs, dur, secs, InputInfo, Unparsed};
-use crate::timeline::{Anomalies, Builder, LostWindow, Spans, Timeline};
+use crate::measure::{self, Measure, MeasureReport, Options, Throughput};
+use crate::pipeline::{self, Pass};
+use crate::read::inputs::{InputInfo, Unparsed};
+use crate::read::{OpenOptions, ReadError};
+use crate::timeline::{Anomalies, LostWindow, Spans};
+use crate::units::{dur, secs};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -45,105 +47,8 @@ pub fn latency(
     opts: &Options,
     tput: Option<measure::ThroughputOpts>,
 ) -> Result<LatencyReport, ReadError> {
-    let (tl, strings, reader) = build(paths, open, tput)?;
-    let report = report(&tl, &strings, opts, reader);
-    Ok(report)
-}
-
-/// What the read left besides the timeline.
-pub struct ReadSide {
-    inputs: crate::stats::Inputs,
-    tracers: Vec<TracerSample>,
-    events: u64,
-    tput: Option<Throughput>,
-}
-
-/// Everything one pass over the inputs gives: the timeline, the strings, what the readers
-/// said, the events read, and latency-tracer dump headers.
-pub(crate) struct Pass {
-    /// The timeline.
-    pub tl: Timeline,
-    /// Its strings.
-    pub strings: Interner,
-    /// Per-input facts and notes.
-    pub inputs: crate::stats::Inputs,
-    /// Events read.
-    pub events: u64,
-    /// Latency-tracer dump headers, as samples.
-    pub tracers: Vec<TracerSample>,
-}
-
-/// Reads `paths` (merged by time) into a timeline, handing every event to `each` as well:
-/// the one reading loop of `latency` and `explain`.
-/// What a pass over the inputs feeds, besides the timeline.
-pub(crate) trait Sink {
-    /// A recording's snapshot, before any event.
-    fn snapshot(&mut self, _: &crate::snapshot::Snapshot) {}
-    /// Each event, in time order.
-    fn event(&mut self, e: &crate::event::Event, s: &Interner);
-}
-
-impl<F: FnMut(&crate::event::Event, &Interner)> Sink for F {
-    fn event(&mut self, e: &crate::event::Event, s: &Interner) {
-        self(e, s)
-    }
-}
-
-pub(crate) fn read_timeline(
-    paths: &[PathBuf],
-    open: &OpenOptions,
-    each: &mut impl Sink,
-) -> Result<Pass, ReadError> {
-    let mut sources = Vec::new();
-    for p in paths {
-        let src = read::open(p, open)?;
-        if let Some(s) = src.snapshot() {
-            each.snapshot(s);
-        }
-        sources.push(src);
-    }
-    let mut strings = Interner::new();
-    let mut merged = Merged::new(sources);
-    let mut b = Builder::new();
-    let mut per_input = vec![0u64; paths.len()];
-    let mut events = 0;
-    while let Some((i, e)) = merged.next_ref(&mut strings)? {
-        per_input[i] += 1;
-        events += 1;
-        crate::read::Progress::tick(&open.progress, events);
-        b.push(e, &strings);
-        each.event(e, &strings);
-    }
-    if let Some(p) = &open.progress {
-        p.events.store(events, std::sync::atomic::Ordering::Relaxed);
-        p.read_done
-            .store(true, std::sync::atomic::Ordering::Relaxed);
-    }
-    let tl = b.finish();
-    let mut tracers = Vec::new();
-    for (i, s) in merged.sources().iter().enumerate() {
-        let d = s.diag();
-        if let Some(h) = &d.header.latency {
-            tracers.push(TracerSample {
-                tracer: d.header.tracer.clone().unwrap_or_else(|| "latency".into()),
-                latency_ns: h.latency_us * 1000,
-                cpu: h.cpu,
-                task: h.task.clone(),
-                pid: h.pid,
-                started_at: h.started_at.clone(),
-                ended_at: h.ended_at.clone(),
-                file: paths[i].display().to_string(),
-            });
-        }
-    }
-    let inputs = describe_inputs(merged.sources(), paths, &per_input);
-    Ok(Pass {
-        tl,
-        strings,
-        inputs,
-        events,
-        tracers,
-    })
+    let (pass, tput) = build(paths, open, tput)?;
+    Ok(report(&pass, opts, tput.as_ref()))
 }
 
 /// Reads the inputs into a timeline, counting throughput on the way.
@@ -151,29 +56,21 @@ pub fn build(
     paths: &[PathBuf],
     open: &OpenOptions,
     tput: Option<measure::ThroughputOpts>,
-) -> Result<(Timeline, Interner, ReadSide), ReadError> {
+) -> Result<(Pass, Option<Throughput>), ReadError> {
     let mut t = tput.map(Throughput::new);
-    let p = read_timeline(paths, open, &mut |e: &crate::event::Event, s: &Interner| {
+    let p = pipeline::read(paths, open, &mut |e: &crate::event::Event, s: &Interner| {
         if let Some(t) = t.as_mut() {
             t.push(e, s);
         }
     })?;
-    Ok((
-        p.tl,
-        p.strings,
-        ReadSide {
-            inputs: p.inputs,
-            tracers: p.tracers,
-            events: p.events,
-            tput: t,
-        },
-    ))
+    Ok((p, t))
 }
 
 /// Computes the measures on a built timeline.
-pub fn report(tl: &Timeline, strings: &Interner, opts: &Options, side: ReadSide) -> LatencyReport {
-    let measures = measure::compute(tl, strings, opts, &side.tracers, side.tput.as_ref());
-    let mut notes = side.inputs.notes;
+pub fn report(pass: &Pass, opts: &Options, tput: Option<&Throughput>) -> LatencyReport {
+    let (tl, strings) = (&pass.tl, &pass.strings);
+    let measures = measure::compute(tl, strings, opts, &pass.tracers, tput);
+    let mut notes = pass.inputs.notes.clone();
     let a = &tl.anomalies;
     if a.implicit_switches > 0 {
         notes.push(format!(
@@ -201,8 +98,8 @@ pub fn report(tl: &Timeline, strings: &Interner, opts: &Options, side: ReadSide)
         ));
     }
     LatencyReport {
-        inputs: side.inputs.inputs,
-        events: side.events,
+        inputs: pass.inputs.inputs.clone(),
+        events: pass.events,
         first_ns: tl.first_ts,
         last_ns: tl.first_ts.map(|_| tl.last_ts),
         spans: tl.spans.len() as u64,
@@ -210,8 +107,8 @@ pub fn report(tl: &Timeline, strings: &Interner, opts: &Options, side: ReadSide)
         measures,
         lost: tl.lost.clone(),
         anomalies: tl.anomalies.clone(),
-        unparsed: side.inputs.unparsed,
-        unparsed_samples: side.inputs.samples,
+        unparsed: pass.inputs.unparsed,
+        unparsed_samples: pass.inputs.samples.clone(),
         notes,
     }
 }

@@ -5,10 +5,11 @@
 
 use crate::dist::{log_histogram, Dist};
 use crate::event::{Interner, Sym, SOFTIRQ_NAMES};
-use crate::stats::{dur, secs};
+use crate::glob::Glob;
 use crate::timeline::{
     span, Cause, Ctx, EdgeKind, KindClass, OccupantKind, SpanKind, Timeline, TimerClock, NONE,
 };
+use crate::units::{dur, secs};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -77,8 +78,26 @@ impl Measure {
 pub enum TaskSel {
     /// A thread id (or the thread group, when the trace knows it).
     Pid(i32),
-    /// A comm; `*` and `?` glob.
-    Comm(String),
+    /// A comm pattern (`*`, `?`, `[...]`).
+    Comm(Glob),
+}
+
+impl TaskSel {
+    /// A pid when `s` is a number, else a comm pattern.
+    pub fn parse(s: &str) -> Result<TaskSel, String> {
+        match s.parse::<i32>() {
+            Ok(p) => Ok(TaskSel::Pid(p)),
+            Err(_) => Glob::new(s).map(TaskSel::Comm),
+        }
+    }
+
+    /// Whether task `tid`, named `comm`, is selected.
+    pub fn matches(&self, tid: i32, comm: &str) -> bool {
+        match self {
+            TaskSel::Pid(p) => tid == *p,
+            TaskSel::Comm(g) => g.is_match(comm),
+        }
+    }
 }
 
 /// A bound of `--window`.
@@ -256,26 +275,7 @@ pub struct MeasureReport {
     pub notes: Vec<String>,
 }
 
-/// A latency-tracer dump header, as a sample source.
-#[derive(Clone, Debug)]
-pub struct TracerSample {
-    /// `irqsoff`, `preemptoff`, `preemptirqsoff`, `wakeup`, `wakeup_rt`...
-    pub tracer: String,
-    /// The measured latency, ns.
-    pub latency_ns: u64,
-    /// CPU.
-    pub cpu: Option<u32>,
-    /// `comm-pid` of the task.
-    pub task: Option<String>,
-    /// Pid.
-    pub pid: Option<i32>,
-    /// `started at` function.
-    pub started_at: Option<String>,
-    /// `ended at` function.
-    pub ended_at: Option<String>,
-    /// The file.
-    pub file: String,
-}
+pub use crate::read::inputs::TracerSample;
 
 /// Throughput accumulator, fed during the event pass.
 #[derive(Debug)]
@@ -526,7 +526,7 @@ impl Cx<'_> {
                 } else {
                     self.tl.comm(tid)
                 };
-                glob(g, self.s.get(name)) || glob(g, self.s.get(self.tl.comm(tid)))
+                g.is_match(self.s.get(name)) || g.is_match(self.s.get(self.tl.comm(tid)))
             }
         }
     }
@@ -663,19 +663,6 @@ fn vec_name(v: u32) -> String {
     SOFTIRQ_NAMES
         .get(v as usize)
         .map_or_else(|| format!("vec {v}"), |s| s.to_string())
-}
-
-/// `*` and `?` globbing; a pattern without them must match exactly.
-pub fn glob(pat: &str, s: &str) -> bool {
-    fn rec(p: &[u8], s: &[u8]) -> bool {
-        match p.first() {
-            None => s.is_empty(),
-            Some(b'*') => (0..=s.len()).any(|i| rec(&p[1..], &s[i..])),
-            Some(b'?') => !s.is_empty() && rec(&p[1..], &s[1..]),
-            Some(&c) => s.first() == Some(&c) && rec(&p[1..], &s[1..]),
-        }
-    }
-    rec(pat.as_bytes(), s.as_bytes())
 }
 
 /// Strips `+0x1c/0x40` from a kernel caller.
@@ -2054,16 +2041,4 @@ pub fn compute(
         out.push(r);
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn globbing() {
-        assert!(glob("kworker/*", "kworker/0:1"));
-        assert!(glob("frob?icator", "frobnicator"));
-        assert!(!glob("frob", "frobnicator"));
-    }
 }

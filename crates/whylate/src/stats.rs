@@ -3,11 +3,13 @@
 //! with distinct names, CPUs and tasks only.
 
 use crate::event::{Event, EventName, Interner, Kind, STATIC_NAMES};
-use crate::read::{self, Diag, EventSource, Merged, OpenOptions, OrderStats, ReadError};
+use crate::read::inputs::{describe_inputs, InputInfo, Inputs, Unparsed};
+use crate::read::{self, Merged, OpenOptions, ReadError};
+use crate::units::{dur, secs};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// One window in which a CPU lost events.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -42,42 +44,6 @@ pub struct TaskCount {
     pub comm: String,
     /// Events recorded in its context.
     pub events: u64,
-}
-
-/// A line not understood, with its file.
-#[derive(Clone, Debug, Serialize)]
-pub struct Unparsed {
-    /// The input.
-    pub file: String,
-    /// 1-based line.
-    pub line: u64,
-    /// What was expected.
-    pub why: String,
-    /// The line.
-    pub text: String,
-}
-
-/// Per-input facts.
-#[derive(Clone, Debug, Serialize)]
-pub struct InputInfo {
-    /// Path as given.
-    pub path: String,
-    /// Detected format.
-    pub format: read::Format,
-    /// Detected compression.
-    pub compression: read::Compression,
-    /// Decompressed bytes read.
-    pub bytes: u64,
-    /// Events read from this input.
-    pub events: u64,
-    /// Reader diagnostics.
-    #[serde(flatten)]
-    pub diag: Diag,
-    /// Reordering.
-    pub order: OrderStats,
-    /// Binary inputs: where the kernel symbols naming code addresses came from.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub symbols: Option<read::ksyms::SymbolSource>,
 }
 
 /// The result of `whylate stats`.
@@ -364,138 +330,6 @@ fn finish(
         unparsed_samples: samples,
         skipped,
         notes,
-    }
-}
-
-/// What the readers said about each input, and the notes that follow from it.
-pub(crate) struct Inputs {
-    pub inputs: Vec<InputInfo>,
-    pub unparsed: u64,
-    pub skipped: u64,
-    pub samples: Vec<Unparsed>,
-    pub notes: Vec<String>,
-}
-
-pub(crate) fn describe_inputs(
-    sources: &[read::Input],
-    paths: &[PathBuf],
-    per_input: &[u64],
-) -> Inputs {
-    let mut inputs = Vec::new();
-    let mut unparsed = 0;
-    let mut skipped = 0;
-    let mut samples = Vec::new();
-    let mut notes = Vec::new();
-    for (i, s) in sources.iter().enumerate() {
-        let r = s;
-        let d = s.diag().clone();
-        let path = display(&paths[i]);
-        unparsed += d.unparsed;
-        skipped += d.skipped_lines;
-        for b in &d.unparsed_samples {
-            samples.push(Unparsed {
-                file: path.clone(),
-                line: b.line,
-                why: b.why.to_string(),
-                text: b.text.clone(),
-            });
-        }
-        let order = s.order();
-        if order.reordered > 0 {
-            notes.push(format!(
-                "{path}: {} events were out of timestamp order and were sorted (window {} events)",
-                order.reordered, order.window
-            ));
-        }
-        if order.unsorted > 0 {
-            notes.push(format!(
-                "{path}: {} events arrived too late for the {}-event reorder window and stay out of order; pass per-CPU captures as separate files to merge them",
-                order.unsorted, order.window
-            ));
-        }
-        if d.raw_clock {
-            notes.push(format!(
-                "{path}: timestamps are raw counter ticks (counter/x86-tsc clock), not ns"
-            ));
-        }
-        if d.relative_time {
-            notes.push(format!(
-                "{path}: timestamps are relative to the trace start"
-            ));
-        }
-        if d.no_timestamps {
-            notes.push(format!(
-                "{path}: function_graph without the abstime column: no timestamps, only durations"
-            ));
-        }
-        if let (Some(b), Some(w)) = (d.header.entries_in_buffer, d.header.entries_written) {
-            if b < w {
-                notes.push(format!(
-                    "{path}: the ring buffer overran: {} of {w} entries were overwritten before the trace was read",
-                    w - b
-                ));
-            }
-        }
-        if let Some(t) = &d.truncated {
-            notes.push(format!(
-                "{path}: {t}; the analysis is blind after that point"
-            ));
-        }
-        if let Some(c) = r.binary_cut() {
-            notes.push(format!(
-                "{path}: {c}; the trace is read up to there and the analysis is blind after it"
-            ));
-        }
-        if let Some(n) = r.symbol_note() {
-            notes.push(format!("{path}: {n}"));
-        }
-        if d.untyped_known > 0 {
-            notes.push(format!(
-                "{path}: {} known events had an unexpected layout and are kept untyped",
-                d.untyped_known
-            ));
-        }
-        inputs.push(InputInfo {
-            path,
-            format: r.format(),
-            compression: r.compression(),
-            bytes: r.bytes_read(),
-            events: per_input[i],
-            diag: d,
-            order,
-            symbols: r.symbols(),
-        });
-    }
-    Inputs {
-        inputs,
-        unparsed,
-        skipped,
-        samples,
-        notes,
-    }
-}
-
-fn display(p: &Path) -> String {
-    p.display().to_string()
-}
-
-/// Formats ns as seconds with 6 decimals (the way ftrace prints them).
-pub fn secs(ns: u64) -> String {
-    format!("{}.{:06}", ns / 1_000_000_000, (ns % 1_000_000_000) / 1000)
-}
-
-/// Formats a duration in the most readable unit.
-pub fn dur(ns: u64) -> String {
-    if ns >= 10_000_000_000 {
-        format!("{:.1} s", ns as f64 / 1e9)
-    } else if ns >= 1_000_000_000 {
-        format!("{:.3} s", ns as f64 / 1e9)
-    } else if ns >= 1_000_000 {
-        format!("{:.3} ms", ns as f64 / 1e6)
-    } else if ns >= 1_000 {
-        format!("{:.1} us", ns as f64 / 1e3)
-    } else {
-        format!("{ns} ns")
     }
 }
 

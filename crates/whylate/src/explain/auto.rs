@@ -6,24 +6,10 @@ use super::driver::{assemble, Findings, Framing, Tally};
 use super::engine::{scale, Engine, LinkKind, RawLink};
 use super::report::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss, Window};
 use super::timer::{timer_findings, TimerOptions};
-use super::{explain_mode, Mode};
 use crate::dist::median;
 use crate::event::{Interner, Sym, SOFTIRQ_NAMES};
-use crate::read::{OpenOptions, ReadError};
 use crate::timeline::{span, Cause as RunCause, EdgeKind, SpanKind, Timeline, NONE};
 use rustc_hash::FxHashMap;
-use std::path::PathBuf;
-
-/// `whylate explain FILE` without selectors: the worst outliers across the measures —
-/// waits for a CPU (real-time tasks first), long irq handlers, irqs-off sections, softirqs
-/// deferred to ksoftirqd, late timers, slow work items — each explained by the same engine.
-pub fn explain_auto(
-    paths: &[PathBuf],
-    open: &OpenOptions,
-    top: usize,
-) -> Result<ExplainReport, ReadError> {
-    explain_mode(paths, open, &Mode::Auto { top })
-}
 
 /// `l` as the one link of an outlier's chain.
 fn one_link_miss(start: u64, dur_ns: u64, tid: i32, cpu: u32, late: u64, mut l: Link) -> Miss {

@@ -4,8 +4,8 @@
 use super::cutter::Cycle;
 use super::engine::{Engine, RawLink};
 use super::report::Culprit;
-use crate::stats::dur;
 use crate::timeline::{OccupantKind, NONE};
+use crate::units::dur;
 use rustc_hash::FxHashSet;
 
 /// `[s, h]` minus the union of the links' intervals: time no wait explains (the chain's

@@ -4,10 +4,10 @@
 
 use super::blame::{gap_cause, uncovered};
 use super::cutter::{Cycle, Options};
-use super::cycles::Template;
 use super::driver::{PerMiss, Tally};
 use super::engine::{scale, Engine, LinkKind, RawLink};
 use super::report::{Culprit, Hold, Link, Miss};
+use super::template::Template;
 use rustc_hash::FxHashSet;
 
 /// What explaining a missed cycle needs: the engine, the options, the deadline and the

@@ -2,17 +2,16 @@
 //! or a pile-up, else the slowest 1%), the usual chain learnt from good cycles, and the
 //! analysis of every missed one (`cycle_miss`).
 
-use super::blame::uncovered;
 use super::cutter::{Cycle, Options};
 use super::cycle_miss::MissCx;
 use super::driver::{assemble, Findings, Framing, Tally};
-use super::engine::{Engine, LinkKey};
+use super::engine::Engine;
 use super::report::{CycleStats, ExplainReport, Window};
-use crate::dist::{median, quantile};
+use super::template::Template;
+use crate::dist::quantile;
 use crate::event::Interner;
-use crate::stats::dur;
 use crate::timeline::Timeline;
-use rustc_hash::FxHashMap;
+use crate::units::dur;
 
 /// The deadline for cycles: the one given; else one the data shows (`infer_deadline`);
 /// else none, and the slowest 1% (above p99) are explained as outliers.
@@ -82,53 +81,6 @@ pub(super) fn infer_deadline(cycles: &[Cycle]) -> (Option<u64>, String) {
         }
     }
     (None, String::new())
-}
-
-/// The usual chain, learnt from the good cycles (those within the deadline).
-pub(super) struct Template {
-    /// Each link's median duration, by its template key.
-    pub(super) links: FxHashMap<LinkKey, u64>,
-    /// The median time no link covers.
-    pub(super) gap: u64,
-    /// Good cycles there were.
-    pub(super) good: usize,
-}
-
-impl Template {
-    /// Learns from up to ~400 good cycles spread over the trace.
-    fn learn(eng: &Engine<'_>, good: &[&Cycle]) -> Template {
-        let mut usual: FxHashMap<LinkKey, Vec<u64>> = FxHashMap::default();
-        let step = (good.len() / 400).max(1);
-        let mut gaps: Vec<u64> = Vec::new();
-        for c in good.iter().step_by(step) {
-            let h = c.end_ns.unwrap_or(c.horizon_ns);
-            let (links, _) = eng.chain(c.tid, c.start_ns, h);
-            gaps.push(
-                uncovered(&links, c.start_ns, h)
-                    .iter()
-                    .map(|(a, b)| b - a)
-                    .sum(),
-            );
-            for l in links {
-                usual
-                    .entry(l.key.clone())
-                    .or_default()
-                    .push(l.end - l.start);
-            }
-        }
-        let links = usual
-            .into_iter()
-            .map(|(k, mut v)| {
-                v.sort_unstable();
-                (k, v[v.len() / 2])
-            })
-            .collect();
-        Template {
-            links,
-            gap: median(gaps),
-            good: good.len(),
-        }
-    }
 }
 
 /// Explains the cycles on a built timeline.

@@ -1,36 +1,9 @@
 //! The recording machine, from `whylate record`'s snapshot: IRQ placement, irqbalance,
 //! and the recorder's own share of the blame.
 
-use super::report::{CauseRow, ExplainReport};
-use crate::stats::dur;
+use super::report::{CauseRow, ExplainReport, IrqPlacement, Machine};
+use crate::units::dur;
 use rustc_hash::FxHashSet;
-use serde::Serialize;
-
-/// An IRQ line the report mentions, as the record-time snapshot saw it.
-#[derive(Clone, Debug, Serialize)]
-pub struct IrqPlacement {
-    /// IRQ number.
-    pub irq: i32,
-    /// Device action names (`virtio0-input.0`).
-    pub name: String,
-    /// CPUs it may run on (`smp_affinity_list`).
-    pub affinity: Option<String>,
-    /// CPUs the kernel routed it to (`effective_affinity_list`).
-    pub effective: Option<String>,
-}
-
-/// The recording machine, from `whylate record`'s snapshot.
-#[derive(Clone, Debug, Serialize)]
-pub struct Machine {
-    /// Kernel release.
-    pub kernel: String,
-    /// Online CPUs.
-    pub online_cpus: String,
-    /// An irqbalance daemon was running.
-    pub irqbalance: bool,
-    /// The IRQ lines named in the context, causes or advice.
-    pub irqs: Vec<IrqPlacement>,
-}
 
 /// `irq 11 virtio0` → 11.
 pub(super) fn irq_number(label: &str) -> Option<i32> {

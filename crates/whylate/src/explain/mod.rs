@@ -21,6 +21,7 @@
 //!    commands for this machine, with what each costs.
 
 use crate::event::{Event, Interner};
+use crate::pipeline::{self, Pass, Sink};
 use crate::read::{OpenOptions, ReadError};
 use crate::timeline::Timeline;
 use std::path::PathBuf;
@@ -36,13 +37,13 @@ mod machine;
 mod render;
 mod report;
 mod softirq;
+mod template;
 mod timer;
 
 pub use auto::*;
 pub use cutter::*;
 pub use cycles::*;
 use machine::add_machine;
-pub use machine::{IrqPlacement, Machine};
 pub use report::*;
 pub use softirq::*;
 pub use timer::*;
@@ -114,16 +115,17 @@ pub fn explain_then<T>(
         Mode::Cycles(o) => Some(Cycles::new(o)),
         _ => None,
     };
-    let (tl, strings, meta) = read_all(paths, open, cy.as_mut())?;
+    let pass = read_all(paths, open, cy.as_mut())?;
+    let (tl, strings) = (&pass.tl, &pass.strings);
     let r = match mode {
         Mode::Cycles(o) => {
             let mut cy = cy.expect("a cutter for cycles");
             cy.finish(tl.last_ts);
-            if let Some(why) = cy.why_nothing(&strings) {
+            if let Some(why) = cy.why_nothing(strings) {
                 return Err(ReadError::NoMatch { why });
             }
             let blind = cy.paths_unknown();
-            let mut r = analyze(&tl, &strings, o, cy.cycles);
+            let mut r = analyze(tl, strings, o, cy.cycles);
             if blind {
                 r.notes.push(
                     "a selector filters on `path`, but no input names its descriptors (a `whylate record` trace.dat does): that condition matched nothing".into(),
@@ -131,16 +133,16 @@ pub fn explain_then<T>(
             }
             r
         }
-        Mode::Timer(o) => analyze_timers(&tl, &strings, o),
+        Mode::Timer(o) => analyze_timers(tl, strings, o),
         Mode::Softirq {
             vector,
             deadline_ns,
             top,
-        } => analyze_softirq(&tl, &strings, vector, *deadline_ns, *top),
-        Mode::Auto { top } => analyze_auto(&tl, &strings, *top),
+        } => analyze_softirq(tl, strings, vector, *deadline_ns, *top),
+        Mode::Auto { top } => analyze_auto(tl, strings, *top),
     };
-    let r = with_inputs(r, meta, &tl, &strings);
-    let t = then(&r, &tl, &strings);
+    let r = with_inputs(r, &pass);
+    let t = then(&r, tl, strings);
     Ok((r, t))
 }
 
@@ -153,28 +155,17 @@ pub fn explain(
     explain_mode(paths, open, &Mode::Cycles(o.clone()))
 }
 
-/// What a pass learnt besides the timeline.
-struct ReadMeta {
-    inputs: crate::stats::Inputs,
-    events: u64,
-    /// The first input's record-time snapshot.
-    snapshot: Option<crate::snapshot::Snapshot>,
-}
-
 /// One pass over the inputs: the timeline, and the cycles when a cutter is given.
 fn read_all(
     paths: &[PathBuf],
     open: &OpenOptions,
     cycles: Option<&mut Cycles>,
-) -> Result<(Timeline, Interner, ReadMeta), ReadError> {
-    struct Feed<'a>(Option<&'a mut Cycles>, Option<crate::snapshot::Snapshot>);
-    impl crate::latency::Sink for Feed<'_> {
+) -> Result<Pass, ReadError> {
+    struct Feed<'a>(Option<&'a mut Cycles>);
+    impl Sink for Feed<'_> {
         fn snapshot(&mut self, snap: &crate::snapshot::Snapshot) {
             if let Some(c) = self.0.as_deref_mut() {
                 c.add_snapshot(snap);
-            }
-            if self.1.is_none() {
-                self.1 = Some(snap.clone());
             }
         }
         fn event(&mut self, e: &Event, s: &Interner) {
@@ -183,26 +174,19 @@ fn read_all(
             }
         }
     }
-    let mut feed = Feed(cycles, None);
-    let p = crate::latency::read_timeline(paths, open, &mut feed)?;
-    let meta = ReadMeta {
-        inputs: p.inputs,
-        events: p.events,
-        snapshot: feed.1,
-    };
-    Ok((p.tl, p.strings, meta))
+    pipeline::read(paths, open, &mut Feed(cycles))
 }
 
 /// Puts what the readers said in front of the report's own notes, and what the
 /// record-time snapshot knows about the machine into the context and advice.
-fn with_inputs(mut r: ExplainReport, meta: ReadMeta, tl: &Timeline, s: &Interner) -> ExplainReport {
-    r.cpus = crate::diff::profile(tl, s);
-    r.inputs = meta.inputs.inputs;
-    r.events = meta.events;
-    let mut notes = meta.inputs.notes;
+fn with_inputs(mut r: ExplainReport, pass: &Pass) -> ExplainReport {
+    r.cpus = crate::timeline::profile(&pass.tl, &pass.strings);
+    r.inputs = pass.inputs.inputs.clone();
+    r.events = pass.events;
+    let mut notes = pass.inputs.notes.clone();
     notes.append(&mut r.notes);
     r.notes = notes;
-    match &meta.snapshot {
+    match &pass.snapshot {
         Some(snap) => add_machine(&mut r, snap),
         None if !r.context.is_empty() || !r.advice.is_empty() => r.notes.push(
             "IRQ affinity and irqbalance are not in this trace (a `whylate record` trace.dat carries them)".into(),
@@ -210,4 +194,45 @@ fn with_inputs(mut r: ExplainReport, meta: ReadMeta, tl: &Timeline, s: &Interner
         None => {}
     }
     r
+}
+
+/// `whylate explain FILE` without selectors: the worst outliers across the measures —
+/// waits for a CPU (real-time tasks first), long irq handlers, irqs-off sections, softirqs
+/// deferred to ksoftirqd, late timers, slow work items — each explained by the same engine.
+pub fn explain_auto(
+    paths: &[PathBuf],
+    open: &OpenOptions,
+    top: usize,
+) -> Result<ExplainReport, ReadError> {
+    explain_mode(paths, open, &Mode::Auto { top })
+}
+
+/// `--softirq VEC`: raise → service outliers of one softirq vector (and tasklets, for
+/// TASKLET), each explained: where it was served, whether it was deferred to ksoftirqd,
+/// and who held the CPU meanwhile (seed 002).
+pub fn explain_softirq(
+    paths: &[PathBuf],
+    open: &OpenOptions,
+    vector: &str,
+    deadline_ns: Option<u64>,
+    top: usize,
+) -> Result<ExplainReport, ReadError> {
+    explain_mode(
+        paths,
+        open,
+        &Mode::Softirq {
+            vector: vector.to_string(),
+            deadline_ns,
+            top,
+        },
+    )
+}
+
+/// `whylate explain --timer`: late hrtimer expiries and the wakeups after them (seed 004).
+pub fn explain_timers(
+    paths: &[PathBuf],
+    open: &OpenOptions,
+    o: &TimerOptions,
+) -> Result<ExplainReport, ReadError> {
+    explain_mode(paths, open, &Mode::Timer(o.clone()))
 }

@@ -1,7 +1,7 @@
 //! The terminal rendering of an explain report.
 
 use super::report::ExplainReport;
-use crate::stats::{dur, secs};
+use crate::units::{dur, secs};
 use std::fmt::Write as _;
 
 impl ExplainReport {

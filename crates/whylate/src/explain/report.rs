@@ -1,9 +1,8 @@
 //! The explain report: causes, misses with their chains, context and advice (the JSON
 //! schema in docs/json.md).
 
-use super::machine::Machine;
 use crate::event::Interner;
-use crate::stats::InputInfo;
+use crate::read::inputs::InputInfo;
 use crate::timeline::Timeline;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -281,7 +280,7 @@ pub struct ExplainReport {
     /// The machine as `whylate record` saw it (null for other inputs).
     pub machine: Option<Machine>,
     /// What every CPU spent the trace on.
-    pub cpus: Vec<crate::diff::CpuProfile>,
+    pub cpus: Vec<crate::timeline::CpuProfile>,
     /// Every measured cycle (period, service), in start order: what the plots draw.
     #[serde(skip)]
     pub windows: Vec<Window>,
@@ -308,4 +307,30 @@ pub struct Window {
     pub cpu: u32,
     /// Over the deadline (or no reply).
     pub miss: bool,
+}
+
+/// An IRQ line the report mentions, as the record-time snapshot saw it.
+#[derive(Clone, Debug, Serialize)]
+pub struct IrqPlacement {
+    /// IRQ number.
+    pub irq: i32,
+    /// Device action names (`virtio0-input.0`).
+    pub name: String,
+    /// CPUs it may run on (`smp_affinity_list`).
+    pub affinity: Option<String>,
+    /// CPUs the kernel routed it to (`effective_affinity_list`).
+    pub effective: Option<String>,
+}
+
+/// The recording machine, from `whylate record`'s snapshot.
+#[derive(Clone, Debug, Serialize)]
+pub struct Machine {
+    /// Kernel release.
+    pub kernel: String,
+    /// Online CPUs.
+    pub online_cpus: String,
+    /// An irqbalance daemon was running.
+    pub irqbalance: bool,
+    /// The IRQ lines named in the context, causes or advice.
+    pub irqs: Vec<IrqPlacement>,
 }

@@ -4,34 +4,10 @@
 use super::driver::{assemble, Findings, Framing, PerMiss, Tally};
 use super::engine::{scale, Engine, LinkKind, RawLink};
 use super::report::{Culprit, CycleStats, ExplainReport, Link, Miss, Window};
-use super::{explain_mode, Mode};
 use crate::dist::quantile;
 use crate::event::{Interner, SOFTIRQ_NAMES};
-use crate::read::{OpenOptions, ReadError};
-use crate::stats::secs;
 use crate::timeline::{span, Edge, EdgeKind, Timeline};
-use std::path::PathBuf;
-
-/// `--softirq VEC`: raise → service outliers of one softirq vector (and tasklets, for
-/// TASKLET), each explained: where it was served, whether it was deferred to ksoftirqd,
-/// and who held the CPU meanwhile (seed 002).
-pub fn explain_softirq(
-    paths: &[PathBuf],
-    open: &OpenOptions,
-    vector: &str,
-    deadline_ns: Option<u64>,
-    top: usize,
-) -> Result<ExplainReport, ReadError> {
-    explain_mode(
-        paths,
-        open,
-        &Mode::Softirq {
-            vector: vector.to_string(),
-            deadline_ns,
-            top,
-        },
-    )
-}
+use crate::units::secs;
 
 /// The softirq deadline policy: the one given; else the slowest 1% (p99) when there are
 /// 100 services or more; else 100 us.

@@ -4,15 +4,12 @@
 use super::driver::{assemble, Findings, Framing, PerMiss, Tally};
 use super::engine::{scale, Engine, LinkKind, RawLink};
 use super::report::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss, Window};
-use super::{explain_mode, Mode};
 use crate::dist::quantile;
 use crate::event::{Interner, Sym};
-use crate::read::{OpenOptions, ReadError};
-use crate::stats::dur;
 use crate::timeline::Cause as RunCause;
 use crate::timeline::{span, EdgeKind, OccupantKind, SpanKind, Timeline, NONE};
+use crate::units::dur;
 use rustc_hash::FxHashMap;
-use std::path::PathBuf;
 
 /// What `--timer` explains.
 #[derive(Clone, Debug, Default)]
@@ -24,15 +21,6 @@ pub struct TimerOptions {
     pub deadline_ns: Option<u64>,
     /// Misses shown in full.
     pub top: usize,
-}
-
-/// `whylate explain --timer`: late hrtimer expiries and the wakeups after them (seed 004).
-pub fn explain_timers(
-    paths: &[PathBuf],
-    open: &OpenOptions,
-    o: &TimerOptions,
-) -> Result<ExplainReport, ReadError> {
-    explain_mode(paths, open, &Mode::Timer(o.clone()))
 }
 
 pub(super) struct TimerSample {
@@ -158,11 +146,7 @@ pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainR
 /// from.
 pub(super) fn timer_findings(eng: &Engine<'_>, o: &TimerOptions) -> (Framing, Findings) {
     let (tl, s) = (eng.tl, eng.s);
-    let keep = |tid: i32| match &o.task {
-        None => true,
-        Some(crate::measure::TaskSel::Pid(p)) => tid == *p,
-        Some(crate::measure::TaskSel::Comm(g)) => crate::measure::glob(g, s.get(tl.comm(tid))),
-    };
+    let keep = |tid: i32| (o.task.as_ref()).is_none_or(|t| t.matches(tid, s.get(tl.comm(tid))));
     let samples = samples(eng, o, &keep);
     let mut totals: Vec<u64> = samples.iter().map(TimerSample::total).collect();
     totals.sort_unstable();

@@ -1045,7 +1045,7 @@ impl TraceDat {
                         0,
                         format!(
                             "record at {} on CPU {cpu} has event id {}",
-                            crate::stats::secs(ts),
+                            crate::units::secs(ts),
                             c.id
                         )
                         .as_bytes(),

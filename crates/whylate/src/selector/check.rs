@@ -2,7 +2,7 @@
 //! does not have, a value of the wrong type. Watched while the events go by (a few
 //! compares per event), told after the pass with the closest names the trace does have.
 
-use super::{field, FVal, Selector, Target};
+use super::expr::{field, FVal, Selector, Target};
 use crate::event::{fields, Event, EventName, Interner, Kind};
 use crate::suggest::{closest, did_you_mean};
 use crate::syscalls::{arg_names, Arch};
@@ -111,7 +111,7 @@ impl Selector {
                     have.join(", ")
                 ));
             }
-            let wants_number = !matches!(c.op, super::Op::Glob);
+            let wants_number = !matches!(c.op, super::expr::Op::Glob);
             if wants_number && numeric == present && c.num.is_none() {
                 return Some(format!(
                     "`{}` is a number in `{event}` events, and {:?} is not one",

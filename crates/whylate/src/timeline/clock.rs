@@ -1,7 +1,7 @@
 //! Where each hrtimer expiry falls on the trace clock: timers run on their base's clock,
 //! traces on another; the offset is learnt from nearby expiries.
 
-use super::{EdgeKind, Timeline};
+use super::model::{EdgeKind, Timeline};
 
 /// Trace clock minus the timers' clock, per hrtimer expiry: where in trace time each
 /// timer was due. `now` of hrtimer_expire_entry is read when the timer interrupt starts and

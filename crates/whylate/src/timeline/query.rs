@@ -1,6 +1,8 @@
 //! Queries on a built timeline: names, contexts, who occupied a CPU over a window.
 
-use super::*;
+use super::model::*;
+use crate::event::{Interner, Sym};
+use rustc_hash::FxHashMap;
 
 impl Timeline {
     /// Events of class `c` seen.

@@ -6,7 +6,7 @@
 use super::svg::{self, esc, LEFT, TOP};
 use super::{Plots, KINDS, RASTER_H, RASTER_W};
 use crate::explain::ExplainReport;
-use crate::stats::dur;
+use crate::units::dur;
 use std::fmt::Write as _;
 
 const STYLE: &str = r#"

@@ -13,8 +13,8 @@ pub mod svg;
 
 use crate::event::{Interner, Sym, SOFTIRQ_NAMES};
 use crate::explain::{ExplainReport, Hold};
-use crate::stats::dur;
 use crate::timeline::{span, EdgeKind, SpanKind, Timeline};
+use crate::units::dur;
 use rustc_hash::FxHashMap;
 
 /// Raster plot area, pixels: markers are merged per pixel of this grid.
@@ -780,7 +780,7 @@ fn swimlane(r: &ExplainReport, tl: &Timeline, s: &Interner, idx: &ByCpu, mi: usi
         title: format!(
             "miss {}: at {} (tid {}, CPU{}), {}, {} blamed",
             mi + 1,
-            crate::stats::secs(m.start_ns),
+            crate::units::secs(m.start_ns),
             m.tid,
             m.cpu,
             m.duration_ns

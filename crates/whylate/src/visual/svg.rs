@@ -2,7 +2,7 @@
 //! report gets exactly what the page shows.
 
 use super::{Histogram, Raster, RowKind, Swimlane, KINDS, RASTER_H, RASTER_W};
-use crate::stats::dur;
+use crate::units::dur;
 use std::fmt::Write as _;
 
 pub(crate) const LEFT: f64 = 64.0;

@@ -2,7 +2,9 @@
 //! and task's state and dispatches each event to the tracker of its topic (one file
 //! each); `finish` closes what is still open.
 
-use super::*;
+use super::model::*;
+use crate::event::{flags, Event, Interner, Kind, Sym, TaskState};
+use rustc_hash::FxHashMap;
 
 mod hrtimer;
 mod irq;
@@ -258,8 +260,8 @@ impl Builder {
             .or_insert_with(|| strings.get(comm).starts_with("ksoftirqd"))
     }
 
-    /// Feeds one event. Events must come in time order (the readers' [`crate::read::Sorted`]
-    /// makes sure of it); a late event is still handled, with its timestamp clamped.
+    /// Feeds one event. Events must come in time order (the readers' reorder
+    /// window makes sure of it); a late event is still handled, with its timestamp clamped.
     pub fn push(&mut self, e: &Event, strings: &Interner) {
         let tl = &mut self.tl;
         tl.seen[KindClass::of(&e.kind) as usize] += 1;

@@ -293,7 +293,7 @@ fn sys_enter_exact(b: &[u8]) -> Option<Kind> {
     let mut args = [0u64; 6];
     let mut at = i + 2;
     for arg in &mut args {
-        let (v, n) = super::swar::hex_run(r, at)?;
+        let (v, n) = crate::swar::hex_run(r, at)?;
         if n == 0 {
             return None;
         }
@@ -331,7 +331,7 @@ fn sys_enter_general(b: &[u8]) -> Option<Kind> {
         let mut digits = 0u32;
         let mut closed = false;
         for &c in &rest[lp + 1..] {
-            let d = crate::event::HEX[c as usize];
+            let d = crate::swar::HEX[c as usize];
             if d != 0xff {
                 v = (v << 4) | d as u64;
                 digits += 1;

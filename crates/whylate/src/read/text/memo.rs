@@ -6,11 +6,11 @@
 
 use super::body::{hot_parser, trim, BodyParser};
 #[cfg(test)]
-use super::ftrace::parse_secs;
-use super::ftrace::{secs_prefix, typed_or_other};
-use super::swar::{blank8, same};
-use super::Cx;
+use super::grammar::parse_secs;
+use super::grammar::{secs_prefix, typed_or_other};
+use super::reader::Cx;
 use crate::event::Kind;
+use crate::swar::{blank8, same};
 
 /// The columns left of a line's time (`T`), keyed by their bytes. Two entries, most
 /// recent first: perf script text alternates between two tasks often enough that one
@@ -138,7 +138,7 @@ impl NameMemo {
 
     /// Splits `rest` (the text after the time's colon) into `name: body` when its first
     /// word is one name ending in `:` (no `(`, as ftrace's own syscall format has), else
-    /// None. The split is the one [`super::ftrace::event_kind`] makes.
+    /// None. The split is the one [`crate::read::text::ftrace::event_kind`] makes.
     #[inline]
     pub fn split<'a>(&mut self, rest: &'a [u8]) -> Option<Named<'a>> {
         let mut i = 0;

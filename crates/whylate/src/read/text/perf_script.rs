@@ -9,9 +9,9 @@
 //! `[cpu]` (or before the time when the cpu column is off).
 
 use super::body::{dec, skip_spaces, trim};
-use super::ftrace::{find_stamp, typed_or_other, StampKind};
+use super::grammar::{find_stamp, typed_or_other, StampKind};
 use super::memo::{NameMemo, PrefixMemo};
-use super::{Cx, LineParser};
+use super::reader::{Cx, LineParser};
 use crate::event::{parse_i64, Event, Interner, Kind, Sym};
 
 struct Head<'a> {
@@ -28,7 +28,7 @@ struct Head<'a> {
 /// Also returns where the time word starts: the head depends on the bytes before it alone
 /// (what [`PrefixMemo`] relies on).
 fn fast(line: &[u8]) -> Option<(Head<'_>, u64, &[u8], usize)> {
-    let (s, colon, ts) = super::ftrace::secs_stamp(line)?;
+    let (s, colon, ts) = super::grammar::secs_stamp(line)?;
     // `[cpu]`
     let mut e = s;
     while e > 0 && line[e - 1] == b' ' {

@@ -101,7 +101,7 @@ impl<R: Read> LineReader<R> {
                     continue;
                 }
                 self.line_no += 1;
-                return Ok(Some(super::chomp(&self.buf[s..e])));
+                return Ok(Some(super::reader::chomp(&self.buf[s..e])));
             }
             scanned = self.end - self.start;
             if self.eof {
@@ -115,7 +115,7 @@ impl<R: Read> LineReader<R> {
                     return Ok(None);
                 }
                 self.line_no += 1;
-                return Ok(Some(super::chomp(&self.buf[s..self.end])));
+                return Ok(Some(super::reader::chomp(&self.buf[s..self.end])));
             }
             if scanned >= MAX_LINE {
                 let s = self.start;

@@ -7,8 +7,8 @@
 //! whose `prev_state` is unknown (sysdig does not record it).
 
 use super::body::{dec, trim};
-use super::ftrace::parse_secs;
-use super::{Cx, LineParser};
+use super::grammar::parse_secs;
+use super::reader::{Cx, LineParser};
 use crate::event::{parse_num, Event, Kind, Sym, TaskState};
 
 struct Line<'a> {

@@ -1,6 +1,24 @@
-//! Eight bytes at a time in a `u64` ("SIMD within a register") for the text readers'
-//! hottest scans: hex arguments of `sys_enter` and the end of a word. Portable, no
-//! unsafe; each helper has a byte-at-a-time twin in the tests that it must agree with.
+//! Eight bytes at a time in a `u64` ("SIMD within a register") for the hottest scans of
+//! the text readers and the string interner: hex arguments of `sys_enter`, the end of a
+//! word, short key compares. Portable, no unsafe; each helper has a byte-at-a-time twin
+//! in the tests that it must agree with.
+
+/// Value of each byte as a hex digit, 0xff when it is not one.
+pub(crate) const HEX: [u8; 256] = {
+    let mut t = [0xffu8; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        t[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
 
 const LO: u64 = 0x0101_0101_0101_0101;
 const HI: u64 = 0x8080_8080_8080_8080;
@@ -94,10 +112,7 @@ pub(crate) fn hex_run(b: &[u8], at: usize) -> Option<(u64, usize)> {
         return hex_bytes(b, at + 8, hi, 8);
     };
     let m = (!hex_flags(y) & HI).trailing_zeros() as usize / 8;
-    if m == 8
-        && b.get(at + 16)
-            .is_some_and(|&c| crate::event::HEX[c as usize] != 0xff)
-    {
+    if m == 8 && b.get(at + 16).is_some_and(|&c| HEX[c as usize] != 0xff) {
         return None;
     }
     Some(((hi << (4 * m)) | hex_value(y, m), 8 + m))
@@ -107,7 +122,7 @@ pub(crate) fn hex_run(b: &[u8], at: usize) -> Option<(u64, usize)> {
 #[cold]
 fn hex_bytes(b: &[u8], at: usize, mut v: u64, mut n: usize) -> Option<(u64, usize)> {
     for &c in b.get(at..)? {
-        let d = crate::event::HEX[c as usize];
+        let d = HEX[c as usize];
         if d == 0xff {
             break;
         }

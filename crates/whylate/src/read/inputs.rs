@@ -1,0 +1,179 @@
+//! What the readers said about each input (format, compression, bytes, diagnostics,
+//! ordering, symbols), and the notes that follow from it: shared by every command's
+//! report.
+
+use crate::read::{self, Diag, EventSource, OrderStats};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// A line not understood, with its file.
+#[derive(Clone, Debug, Serialize)]
+pub struct Unparsed {
+    /// The input.
+    pub file: String,
+    /// 1-based line.
+    pub line: u64,
+    /// What was expected.
+    pub why: String,
+    /// The line.
+    pub text: String,
+}
+
+/// Per-input facts.
+#[derive(Clone, Debug, Serialize)]
+pub struct InputInfo {
+    /// Path as given.
+    pub path: String,
+    /// Detected format.
+    pub format: read::Format,
+    /// Detected compression.
+    pub compression: read::Compression,
+    /// Decompressed bytes read.
+    pub bytes: u64,
+    /// Events read from this input.
+    pub events: u64,
+    /// Reader diagnostics.
+    #[serde(flatten)]
+    pub diag: Diag,
+    /// Reordering.
+    pub order: OrderStats,
+    /// Binary inputs: where the kernel symbols naming code addresses came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub symbols: Option<read::ksyms::SymbolSource>,
+}
+
+/// What the readers said about each input, and the notes that follow from it.
+#[derive(Clone, Debug, Default)]
+pub struct Inputs {
+    /// Per input.
+    pub inputs: Vec<InputInfo>,
+    /// Lines not understood, all inputs.
+    pub unparsed: u64,
+    /// Lines skipped (headers, comments), all inputs.
+    pub skipped: u64,
+    /// The first lines not understood.
+    pub samples: Vec<Unparsed>,
+    /// Where the analysis is blind or approximate, per input.
+    pub notes: Vec<String>,
+}
+
+/// Describes the merged `sources` (opened from `paths`, `per_input` events each).
+pub fn describe_inputs(sources: &[read::Input], paths: &[PathBuf], per_input: &[u64]) -> Inputs {
+    let mut inputs = Vec::new();
+    let mut unparsed = 0;
+    let mut skipped = 0;
+    let mut samples = Vec::new();
+    let mut notes = Vec::new();
+    for (i, s) in sources.iter().enumerate() {
+        let r = s;
+        let d = s.diag().clone();
+        let path = display(&paths[i]);
+        unparsed += d.unparsed;
+        skipped += d.skipped_lines;
+        for b in &d.unparsed_samples {
+            samples.push(Unparsed {
+                file: path.clone(),
+                line: b.line,
+                why: b.why.to_string(),
+                text: b.text.clone(),
+            });
+        }
+        let order = s.order();
+        if order.reordered > 0 {
+            notes.push(format!(
+                "{path}: {} events were out of timestamp order and were sorted (window {} events)",
+                order.reordered, order.window
+            ));
+        }
+        if order.unsorted > 0 {
+            notes.push(format!(
+                "{path}: {} events arrived too late for the {}-event reorder window and stay out of order; pass per-CPU captures as separate files to merge them",
+                order.unsorted, order.window
+            ));
+        }
+        if d.raw_clock {
+            notes.push(format!(
+                "{path}: timestamps are raw counter ticks (counter/x86-tsc clock), not ns"
+            ));
+        }
+        if d.relative_time {
+            notes.push(format!(
+                "{path}: timestamps are relative to the trace start"
+            ));
+        }
+        if d.no_timestamps {
+            notes.push(format!(
+                "{path}: function_graph without the abstime column: no timestamps, only durations"
+            ));
+        }
+        if let (Some(b), Some(w)) = (d.header.entries_in_buffer, d.header.entries_written) {
+            if b < w {
+                notes.push(format!(
+                    "{path}: the ring buffer overran: {} of {w} entries were overwritten before the trace was read",
+                    w - b
+                ));
+            }
+        }
+        if let Some(t) = &d.truncated {
+            notes.push(format!(
+                "{path}: {t}; the analysis is blind after that point"
+            ));
+        }
+        if let Some(c) = r.binary_cut() {
+            notes.push(format!(
+                "{path}: {c}; the trace is read up to there and the analysis is blind after it"
+            ));
+        }
+        if let Some(n) = r.symbol_note() {
+            notes.push(format!("{path}: {n}"));
+        }
+        if d.untyped_known > 0 {
+            notes.push(format!(
+                "{path}: {} known events had an unexpected layout and are kept untyped",
+                d.untyped_known
+            ));
+        }
+        inputs.push(InputInfo {
+            path,
+            format: r.format(),
+            compression: r.compression(),
+            bytes: r.bytes_read(),
+            events: per_input[i],
+            diag: d,
+            order,
+            symbols: r.symbols(),
+        });
+    }
+    Inputs {
+        inputs,
+        unparsed,
+        skipped,
+        samples,
+        notes,
+    }
+}
+
+fn display(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// A latency-tracer dump header, as a sample source.
+#[derive(Clone, Debug)]
+pub struct TracerSample {
+    /// `irqsoff`, `preemptoff`, `preemptirqsoff`, `wakeup`, `wakeup_rt`...
+    pub tracer: String,
+    /// The measured latency, ns.
+    pub latency_ns: u64,
+    /// CPU.
+    pub cpu: Option<u32>,
+    /// `comm-pid` of the task.
+    pub task: Option<String>,
+    /// Pid.
+    pub pid: Option<i32>,
+    /// `started at` function.
+    pub started_at: Option<String>,
+    /// `ended at` function.
+    pub ended_at: Option<String>,
+    /// The file.
+    pub file: String,
+}

@@ -1,0 +1,456 @@
+//! Opening an input: decompression, format sniffing from the first bytes, and the reader
+//! for that format ([`Input`]), with the options and progress every reader shares.
+
+use crate::event::{Event, Interner};
+use crate::read::decompress::Compression;
+use crate::read::merge::Sorted;
+use crate::read::source::{Diag, EventSource, Format, OrderStats, ReadError};
+use crate::read::text::lines::LineReader;
+use crate::read::text::reader::{LineParser, TextReader};
+use crate::read::text::{body, ftrace, funcgraph, perf_script, sysdig, systrace};
+use crate::read::{decompress, ksyms, perfdata, tracedat};
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+/// Options for opening an input.
+#[derive(Clone, Debug, Default)]
+pub struct OpenOptions {
+    /// Force a format instead of sniffing.
+    pub format: Option<Format>,
+    /// Fail on the first line that does not parse.
+    pub strict: bool,
+    /// Reorder window in events (0 = default).
+    pub window: usize,
+    /// Where a long read reports how far it got (a progress bar polls it).
+    pub progress: Option<std::sync::Arc<Progress>>,
+    /// The recording machine's `/proc/kallsyms` (`--kallsyms FILE`, read by
+    /// [`ksyms::load_file`]): names code addresses in binary traces, over any other source.
+    pub kallsyms: Option<perfdata::Given>,
+}
+
+/// How far a read has got, updated by the readers and polled by a progress display.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Bytes of the input files consumed (compressed bytes for compressed text inputs).
+    pub bytes: std::sync::atomic::AtomicU64,
+    /// A binary input (trace.dat, perf.data) is read: its bytes are not counted, as its
+    /// reader seeks around the file; progress is its events.
+    pub binary: std::sync::atomic::AtomicBool,
+    /// Events read so far (updated every 64 Ki events).
+    pub events: std::sync::atomic::AtomicU64,
+    /// Reading is over (the analysis runs).
+    pub read_done: std::sync::atomic::AtomicBool,
+}
+
+impl Progress {
+    /// Publishes the event count every 64 Ki events: cheap enough for the hot loop.
+    #[inline]
+    pub fn tick(p: &Option<std::sync::Arc<Progress>>, events: u64) {
+        if events & 0xffff == 0 {
+            if let Some(p) = p {
+                p.events.store(events, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// A file whose reads are counted into a [`Progress`].
+struct Counted {
+    f: Box<dyn Read>,
+    p: std::sync::Arc<Progress>,
+}
+
+impl Read for Counted {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.f.read(buf)?;
+        self.p
+            .bytes
+            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// Default reorder window. Text tools already print in time order; what is left is
+/// small skew (trappy's unsorted sample, hand-merged captures). 4096 events (about 400 KB)
+/// stay in L2 cache; a larger window measurably slows the hot path. `--reorder` raises it.
+pub const DEFAULT_WINDOW: usize = 1 << 12;
+
+/// Reorder window for perf.data: a perf round can hold tens of thousands of events.
+pub const PERF_WINDOW: usize = 1 << 16;
+
+/// One opened input: a text reader behind its reorder window, or a binary reader.
+pub struct Input {
+    kind: InputKind,
+    compression: Compression,
+    cut: decompress::Cut,
+}
+
+enum InputKind {
+    Text(Box<Sorted<TextReader>>),
+    Dat(Box<tracedat::TraceDat>),
+    Perf(Box<perfdata::PerfData>),
+}
+
+impl EventSource for tracedat::TraceDat {
+    fn next_event(&mut self, strings: &mut Interner) -> Result<Option<Event>, ReadError> {
+        self.next_decoded(strings)
+    }
+    fn diag(&self) -> &Diag {
+        tracedat::TraceDat::diag(self)
+    }
+    fn order(&self) -> OrderStats {
+        tracedat::TraceDat::order(self)
+    }
+}
+
+impl Input {
+    /// The detected format.
+    pub fn format(&self) -> Format {
+        match &self.kind {
+            InputKind::Text(t) => t.reader().format(),
+            InputKind::Dat(_) => Format::TraceDat,
+            InputKind::Perf(_) => Format::PerfData,
+        }
+    }
+    /// The detected compression.
+    pub fn compression(&self) -> Compression {
+        self.compression
+    }
+    /// Bytes consumed from the (decompressed) input so far; a binary file's whole size.
+    pub fn bytes_read(&self) -> u64 {
+        match &self.kind {
+            InputKind::Text(t) => t.reader().bytes_read(),
+            InputKind::Dat(d) => d.bytes(),
+            InputKind::Perf(d) => d.bytes(),
+        }
+    }
+    /// whylate's record-time snapshot, when the input carries one.
+    pub fn snapshot(&self) -> Option<&crate::snapshot::Snapshot> {
+        match &self.kind {
+            InputKind::Dat(d) => d.snapshot(),
+            _ => None,
+        }
+    }
+    /// Where a binary input's kernel symbols came from (None for text: the kernel printed
+    /// names already).
+    pub fn symbols(&self) -> Option<ksyms::SymbolSource> {
+        match &self.kind {
+            InputKind::Text(_) => None,
+            InputKind::Perf(p) => p.info().symbols.clone(),
+            InputKind::Dat(d) => Some(match &d.info().kallsyms_from {
+                Some(f) => ksyms::SymbolSource::Given(f.clone()),
+                None if d.formats().carries_kallsyms() => ksyms::SymbolSource::Trace,
+                None => ksyms::SymbolSource::Unresolved("the trace.dat carries no symbols".into()),
+            }),
+        }
+    }
+    /// Says when the trace's kernel code addresses (work functions, timer callbacks,
+    /// tasklets) stay unresolved, why, and how to resolve them.
+    pub fn symbol_note(&self) -> Option<String> {
+        let InputKind::Perf(p) = &self.kind else {
+            return None;
+        };
+        let info = p.info();
+        let Some(ksyms::SymbolSource::Unresolved(why)) = &info.symbols else {
+            return None;
+        };
+        let needs = info.events.iter().any(|e| {
+            e.starts_with("workqueue:") || e.starts_with("timer:") || e.contains("tasklet")
+        });
+        needs.then(|| {
+            format!(
+                "kernel code addresses (work functions, timer callbacks) are shown in hex: {why}; pass the recording machine's /proc/kallsyms with --kallsyms FILE"
+            )
+        })
+    }
+    /// Where a compressed binary input's stream was cut (its reader reads the part
+    /// before; text readers say it in their [`Diag::truncated`]).
+    pub fn binary_cut(&self) -> Option<&str> {
+        match self.kind {
+            InputKind::Text(_) => None,
+            _ => self.cut.get().map(String::as_str),
+        }
+    }
+    /// trace.dat header facts.
+    pub fn dat_info(&self) -> Option<&tracedat::DatInfo> {
+        match &self.kind {
+            InputKind::Dat(d) => Some(d.info()),
+            _ => None,
+        }
+    }
+}
+
+impl Input {
+    /// The next event, lent (see [`Sorted::next_ref`]).
+    pub fn next_ref(&mut self, strings: &mut Interner) -> Result<Option<&Event>, ReadError> {
+        match &mut self.kind {
+            InputKind::Text(t) => t.next_ref(strings),
+            InputKind::Perf(d) => d.next_ref(strings),
+            InputKind::Dat(d) => d.next_ref(strings),
+        }
+    }
+}
+
+impl EventSource for Input {
+    fn next_event(&mut self, strings: &mut Interner) -> Result<Option<Event>, ReadError> {
+        match &mut self.kind {
+            InputKind::Text(t) => t.next_event(strings),
+            InputKind::Dat(d) => d.next_decoded(strings),
+            InputKind::Perf(d) => d.next_decoded(strings),
+        }
+    }
+    fn diag(&self) -> &Diag {
+        match &self.kind {
+            InputKind::Text(t) => t.diag(),
+            InputKind::Dat(d) => d.diag(),
+            InputKind::Perf(d) => d.diag(),
+        }
+    }
+    fn order(&self) -> OrderStats {
+        match &self.kind {
+            InputKind::Text(t) => t.order(),
+            InputKind::Dat(d) => d.order(),
+            InputKind::Perf(d) => d.order(),
+        }
+    }
+}
+
+/// Copies a decompressed stream into an unnamed temporary file (gone when closed, also
+/// when whylate is killed), for binary formats that need random access.
+fn spool(path: &Path, mut rd: Box<dyn Read>) -> Result<File, ReadError> {
+    let io_err = |source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut f = tempfile::tempfile().map_err(io_err)?;
+    io::copy(&mut rd, &mut f).map_err(io_err)?;
+    // Readers that stream (perf.data) start from the file position.
+    io::Seek::rewind(&mut f).map_err(io_err)?;
+    Ok(f)
+}
+
+/// Opens `path` (`-` = standard input), decompresses and sniffs it, and returns an event
+/// source in time order.
+pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
+    let io_err = |source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let stdin = path.as_os_str() == "-";
+    let f: Box<dyn Read> = if stdin {
+        Box::new(io::stdin())
+    } else {
+        Box::new(File::open(path).map_err(io_err)?)
+    };
+    let f: Box<dyn Read> = match &opts.progress {
+        Some(p) => Box::new(Counted { f, p: p.clone() }),
+        None => f,
+    };
+    let (rd, compression, cut) = decompress::open(path, f).map_err(io_err)?;
+    let mut lines = LineReader::new(rd);
+    let head = lines.peek(256 * 1024).map_err(io_err)?.to_vec();
+    if head.is_empty() {
+        return Err(ReadError::Empty {
+            path: path.to_path_buf(),
+            what: match (compression, cut.get()) {
+                (Compression::None, _) => String::new(),
+                (_, Some(c)) => format!(" after decompression: {c}"),
+                (c, None) => format!(" (nothing after {c:?} decompression)").to_lowercase(),
+            },
+        });
+    }
+    let dat = tracedat::sniff(&head) || opts.format == Some(Format::TraceDat);
+    let perf = perfdata::sniff(&head) || opts.format == Some(Format::PerfData);
+    if dat || perf {
+        // Binary formats need random access: a compressed one (or stdin) is spooled.
+        let file = if compression == Compression::None && !stdin {
+            File::open(path).map_err(io_err)?
+        } else {
+            let (buffered, rest) = lines.into_inner();
+            spool(path, Box::new(io::Cursor::new(buffered).chain(rest)))?
+        };
+        if let Some(p) = &opts.progress {
+            // Binary readers seek around the file: their progress shows as events only.
+            p.binary.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        let kind = open_binary(path, file, dat, opts).map_err(|e| with_cut(e, &cut))?;
+        return Ok(Input {
+            kind,
+            compression,
+            cut,
+        });
+    }
+    let format = match opts.format {
+        Some(f) => f,
+        None => sniff(&head).ok_or_else(|| ReadError::UnknownFormat {
+            path: path.to_path_buf(),
+            tried: Format::ALL.map(|f| f.name()).join(", "),
+            start: describe_start(&head),
+        })?,
+    };
+    let parser: Box<dyn LineParser> = match format {
+        Format::Ftrace | Format::TraceCmdReport | Format::LatencyTracer => {
+            Box::new(ftrace::FtraceParser::new())
+        }
+        Format::FunctionGraph => Box::new(funcgraph::FuncGraphParser::new()),
+        Format::PerfScript => Box::new(perf_script::PerfScriptParser::new()),
+        Format::Sysdig => Box::new(sysdig::SysdigParser::new()),
+        Format::Systrace => Box::new(systrace::SystraceParser::new(&head)),
+        Format::TraceDat | Format::PerfData => unreachable!("binary formats return above"),
+    };
+    let diag = Diag::strict(opts.strict);
+    let r = TextReader::new(
+        path,
+        lines,
+        parser,
+        diag,
+        (format, compression),
+        cut.clone(),
+    );
+    Ok(Input {
+        kind: InputKind::Text(Box::new(Sorted::new(
+            r,
+            if opts.window == 0 {
+                DEFAULT_WINDOW
+            } else {
+                opts.window
+            },
+        ))),
+        compression,
+        cut,
+    })
+}
+
+/// Opens a (seekable) trace.dat or perf.data, with `--kallsyms` symbols when given.
+fn open_binary(
+    path: &Path,
+    file: File,
+    dat: bool,
+    opts: &OpenOptions,
+) -> Result<InputKind, ReadError> {
+    // trace.dat is time-ordered by construction (per-CPU merge): no reorder window (it
+    // would copy every event twice); what a skewed clock still puts out of order is
+    // counted by the reader. perf.data is sorted by its reader, round by round, with a
+    // hold of at least PERF_WINDOW events for what comes after its round.
+    Ok(if dat {
+        let mut d = tracedat::TraceDat::open(path, file)?;
+        if let Some((name, text)) = &opts.kallsyms {
+            d.use_kallsyms(name, text);
+        }
+        InputKind::Dat(Box::new(d))
+    } else {
+        InputKind::Perf(Box::new(perfdata::PerfData::open_with_kallsyms(
+            path,
+            file,
+            opts.window.max(PERF_WINDOW),
+            opts.kallsyms.as_ref(),
+        )?))
+    })
+}
+
+/// A binary input that fails to open because its compressed stream was cut says so.
+fn with_cut(e: ReadError, cut: &decompress::Cut) -> ReadError {
+    match (e, cut.get()) {
+        (ReadError::Corrupt { path, offset, why }, Some(c)) => ReadError::Corrupt {
+            path,
+            offset,
+            why: format!("{why} ({c})"),
+        },
+        (e, _) => e,
+    }
+}
+
+/// How an unreadable input starts, for the error: its first line quoted when it is text,
+/// else its first bytes in hex (a binary's first "line" can be hundreds of bytes of noise).
+fn describe_start(head: &[u8]) -> String {
+    let end = memchr::memchr(b'\n', head).unwrap_or(head.len());
+    let line = &head[..end];
+    let text = std::str::from_utf8(line)
+        .is_ok_and(|t| !t.chars().any(|c| c.is_control() && c != '\t' && c != '\r'));
+    if text {
+        let t: String = String::from_utf8_lossy(line).chars().take(120).collect();
+        return format!("the line {t:?}");
+    }
+    let hex: Vec<String> = head.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    format!("the bytes {} (not text)", hex.join(" "))
+}
+
+/// Picks the format of a file from its first bytes. Header lines decide when present;
+/// otherwise each line parser votes on the first data lines.
+pub fn sniff(head: &[u8]) -> Option<Format> {
+    if systrace::sniff(head) {
+        return Some(Format::Systrace);
+    }
+    let mut tracer: Option<&[u8]> = None;
+    let mut latency_hdr = false;
+    let mut graph_hdr = false;
+    let mut report_hdr = false;
+    let mut votes = [0u32; 5]; // ftrace-like, latency-line, perf, sysdig, funcgraph
+    let mut data = 0;
+    // Ignore a possibly cut last line.
+    let usable = memchr::memrchr(b'\n', head).map_or(head, |p| &head[..p]);
+    for raw in usable.split(|c| *c == b'\n').take(4000) {
+        let line = raw.strip_suffix(b"\r").unwrap_or(raw);
+        if let Some(c) = line.strip_prefix(b"#") {
+            let c = body::trim(c);
+            if let Some(t) = c.strip_prefix(b"tracer:") {
+                tracer = Some(body::trim(t));
+            }
+            if c.starts_with(b"latency:") {
+                latency_hdr = true;
+            }
+            if memchr::memmem::find(c, b"FUNCTION CALLS").is_some() {
+                graph_hdr = true;
+            }
+            continue;
+        }
+        if line.starts_with(b"cpus=") || line.starts_with(b"version = ") {
+            report_hdr = true;
+            continue;
+        }
+        if body::trim(line).is_empty() {
+            continue;
+        }
+        data += 1;
+        if ftrace::probe(line) {
+            votes[0] += 1;
+        }
+        if ftrace::probe_latency_line(line) {
+            votes[1] += 1;
+        }
+        if perf_script::probe(line) {
+            votes[2] += 1;
+        }
+        if sysdig::probe(line) {
+            votes[3] += 1;
+        }
+        if funcgraph::probe(line) {
+            votes[4] += 1;
+        }
+        if data >= 200 {
+            break;
+        }
+    }
+    if graph_hdr || tracer == Some(b"function_graph") {
+        return Some(Format::FunctionGraph);
+    }
+    if latency_hdr {
+        return Some(Format::LatencyTracer);
+    }
+    let best = (0..5).max_by_key(|&i| (votes[i], std::cmp::Reverse(i)))?;
+    if votes[best] == 0 {
+        return (tracer.is_some() || report_hdr).then_some(if report_hdr {
+            Format::TraceCmdReport
+        } else {
+            Format::Ftrace
+        });
+    }
+    Some(match best {
+        0 if report_hdr => Format::TraceCmdReport,
+        0 => Format::Ftrace,
+        1 => Format::LatencyTracer,
+        2 => Format::PerfScript,
+        3 => Format::Sysdig,
+        _ => Format::FunctionGraph,
+    })
+}

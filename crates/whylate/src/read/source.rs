@@ -1,0 +1,302 @@
+//! What every reader is: an [`EventSource`] of time-ordered events, with the formats it
+//! may detect, the errors it may return, and the diagnostics it keeps ([`Diag`]) about
+//! lines not understood, lost events and ordering.
+
+use crate::event::{Event, Interner};
+use std::collections::VecDeque;
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+/// The input formats whylate reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    /// ftrace `trace` / `trace_pipe` text.
+    Ftrace,
+    /// `trace-cmd report` text (any of its layouts).
+    TraceCmdReport,
+    /// A latency-tracer dump (irqsoff, preemptoff, preemptirqsoff, wakeup, wakeup_rt...).
+    LatencyTracer,
+    /// function_graph tracer text.
+    FunctionGraph,
+    /// `perf script` text.
+    PerfScript,
+    /// sysdig text output.
+    Sysdig,
+    /// Legacy systrace (HTML or the JS payload) holding ftrace text.
+    Systrace,
+    /// trace-cmd's binary trace.dat (v6, v7).
+    #[serde(rename = "trace.dat")]
+    TraceDat,
+    /// perf's binary perf.data.
+    #[serde(rename = "perf.data")]
+    PerfData,
+}
+
+impl Format {
+    /// All formats, in sniffing order.
+    pub const ALL: [Format; 7] = [
+        Format::Systrace,
+        Format::FunctionGraph,
+        Format::LatencyTracer,
+        Format::TraceCmdReport,
+        Format::Ftrace,
+        Format::PerfScript,
+        Format::Sysdig,
+    ];
+
+    /// Human name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Ftrace => "ftrace",
+            Format::TraceCmdReport => "trace-cmd-report",
+            Format::LatencyTracer => "latency-tracer",
+            Format::FunctionGraph => "function-graph",
+            Format::PerfScript => "perf-script",
+            Format::Sysdig => "sysdig",
+            Format::Systrace => "systrace",
+            Format::TraceDat => "trace.dat",
+            Format::PerfData => "perf.data",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why an input could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// I/O error (open, read, decompress).
+    // The cause is in the message; thiserror also chains a field named `source`, so
+    // printers show this error alone, not its chain.
+    #[error("{path}: {source}")]
+    Io {
+        /// The input.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+    /// The input matches no known format.
+    #[error("{path}: not a trace whylate can read (tried: {tried}); it starts with {start}")]
+    UnknownFormat {
+        /// The input.
+        path: PathBuf,
+        /// Formats that were tried.
+        tried: String,
+        /// How it starts: its first line quoted (shortened), or its first bytes in hex
+        /// when they are not text.
+        start: String,
+    },
+    /// A selector cannot select anything in these inputs (an event or a field they do
+    /// not have), said with the closest names they do have.
+    #[error("{why}")]
+    NoMatch {
+        /// What is missing, and what is close.
+        why: String,
+    },
+    /// The input holds nothing (0 bytes, or nothing after decompression).
+    #[error("{path}: empty file{what}")]
+    Empty {
+        /// The input.
+        path: PathBuf,
+        /// " (nothing after gzip decompression)" for a compressed one, else "".
+        what: String,
+    },
+    /// A binary input is malformed at `offset`.
+    #[error("{path}: byte {offset}: {why}")]
+    Corrupt {
+        /// The input.
+        path: PathBuf,
+        /// Byte offset (in the decompressed input) where the problem is.
+        offset: u64,
+        /// What was expected and what was found.
+        why: String,
+    },
+    /// `--strict` and a line did not parse.
+    #[error("{path}:{line}: {why}: {text:?}")]
+    Strict {
+        /// The input.
+        path: PathBuf,
+        /// 1-based line number.
+        line: u64,
+        /// What was expected.
+        why: String,
+        /// The line, shortened.
+        text: String,
+    },
+}
+
+/// A line that looked like trace data but did not parse.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct BadLine {
+    /// 1-based line number.
+    pub line: u64,
+    /// What was expected.
+    pub why: &'static str,
+    /// The line (shortened to 200 bytes).
+    pub text: String,
+}
+
+/// Metadata some formats carry in their headers.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Header {
+    /// ftrace `# tracer: X`.
+    pub tracer: Option<String>,
+    /// ftrace `entries-in-buffer/entries-written: E/W`.
+    pub entries_in_buffer: Option<u64>,
+    /// See `entries_in_buffer`.
+    pub entries_written: Option<u64>,
+    /// `#P:N` or trace-cmd `cpus=N`.
+    pub cpus: Option<u32>,
+    /// trace-cmd `version = N`.
+    pub version: Option<u32>,
+    /// Latency-tracer dump header.
+    pub latency: Option<LatencyHeader>,
+}
+
+/// The header of a latency-tracer dump (`# latency: 259 us, #4/4, CPU#2 | ...`).
+#[derive(Clone, Debug, Default, serde::Serialize, PartialEq)]
+pub struct LatencyHeader {
+    /// The measured latency, µs.
+    pub latency_us: u64,
+    /// Entries shown.
+    pub entries: u64,
+    /// Entries recorded.
+    pub entries_total: u64,
+    /// CPU of the section.
+    pub cpu: Option<u32>,
+    /// Preemption model as printed (opaque).
+    pub model: Option<String>,
+    /// `task: comm-pid`.
+    pub task: Option<String>,
+    /// Task pid.
+    pub pid: Option<i32>,
+    /// `=> started at: X`.
+    pub started_at: Option<String>,
+    /// `=> ended at: X`.
+    pub ended_at: Option<String>,
+}
+
+/// What a reader noticed about its input besides the events.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Diag {
+    /// Lines read.
+    pub lines: u64,
+    /// Header/comment lines.
+    pub comment_lines: u64,
+    /// Lines that are not trace data (prose, prompts, elisions), skipped.
+    pub skipped_lines: u64,
+    /// Lines belonging to a previous record (stack traces, callchains, banners).
+    pub continuation_lines: u64,
+    /// Trace-data lines that did not parse.
+    pub unparsed: u64,
+    /// The first few of those.
+    pub unparsed_samples: Vec<BadLine>,
+    /// Known events whose text did not have the expected fields (kept as `Other`).
+    pub untyped_known: u64,
+    /// Header metadata.
+    pub header: Header,
+    /// Timestamps are raw counter ticks, not ns (`counter`/`x86-tsc` clocks).
+    pub raw_clock: bool,
+    /// Timestamps are relative to the trace start (latency dumps, sysdig -tr).
+    pub relative_time: bool,
+    /// The format has no timestamps at all (function_graph without abstime).
+    pub no_timestamps: bool,
+    /// The input ended abruptly (a cut compressed stream): what was read is kept.
+    pub truncated: Option<String>,
+    /// Set when `strict` and the first unparsed line was seen.
+    #[serde(skip)]
+    pub strict_error: Option<BadLine>,
+    #[serde(skip)]
+    strict: bool,
+}
+
+const MAX_SAMPLES: usize = 10;
+
+impl Diag {
+    /// Diagnostics that fail on the first line not understood when `strict`.
+    pub(crate) fn strict(strict: bool) -> Diag {
+        Diag {
+            strict,
+            ..Diag::default()
+        }
+    }
+
+    /// Records a trace line that did not parse.
+    pub fn bad(&mut self, line: u64, text: &[u8], why: &'static str) {
+        self.unparsed += 1;
+        let t = BadLine {
+            line,
+            why,
+            text: String::from_utf8_lossy(&text[..text.len().min(200)]).into_owned(),
+        };
+        if self.strict && self.strict_error.is_none() {
+            self.strict_error = Some(t.clone());
+        }
+        if self.unparsed_samples.len() < MAX_SAMPLES {
+            self.unparsed_samples.push(t);
+        }
+    }
+}
+
+/// A source of events.
+pub trait EventSource {
+    /// The next event in time order, or None at the end.
+    fn next_event(&mut self, strings: &mut Interner) -> Result<Option<Event>, ReadError>;
+    /// What the reader noticed so far.
+    fn diag(&self) -> &Diag;
+    /// Reordering that was needed so far.
+    fn order(&self) -> OrderStats;
+    /// Appends the next event(s) to `out`; false at the end. Text readers parse straight
+    /// into the caller's queue, saving two copies of every event on the hot path.
+    fn fill_into(
+        &mut self,
+        strings: &mut Interner,
+        out: &mut VecDeque<Event>,
+    ) -> Result<bool, ReadError> {
+        match self.next_event(strings)? {
+            Some(e) => {
+                out.push_back(e);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+}
+
+/// How far the input was from time order.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, PartialEq, Eq)]
+pub struct OrderStats {
+    /// Events that arrived earlier than an event before them and were put back in order.
+    pub reordered: u64,
+    /// Events too late for the reorder window: emitted out of order.
+    pub unsorted: u64,
+    /// The reorder window, in events.
+    pub window: usize,
+}
+
+/// Counts events that come earlier than one before them, for readers that cannot reorder
+/// (a binary file's own order is the one it was written in).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct OrderCheck {
+    last_ts: u64,
+    /// What was seen.
+    pub stats: OrderStats,
+}
+
+impl OrderCheck {
+    /// Notes one event's timestamp.
+    #[inline]
+    pub fn see(&mut self, ts: u64) {
+        if ts < self.last_ts {
+            self.stats.unsorted += 1;
+        } else {
+            self.last_ts = ts;
+        }
+    }
+}

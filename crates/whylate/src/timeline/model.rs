@@ -1,0 +1,406 @@
+//! The timeline's tables: spans (what each CPU and task was doing, in columns), causal
+//! edges, lost windows, silences, self-reported lateness, and what had to be inferred.
+
+use crate::event::{Kind, Sym};
+use rustc_hash::FxHashMap;
+
+/// "No index" for span and edge references.
+pub const NONE: u32 = u32::MAX;
+
+/// What a span is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[repr(u8)]
+pub enum SpanKind {
+    /// A task (or the idle task, tid 0) on a CPU. `key`: prio (+ 1000 when unknown).
+    Run,
+    /// A task runnable but not running. `key`: a [`Cause`]; `aux`: the wakeup edge.
+    Runnable,
+    /// A task blocked. `key`: the `TaskState` letter bits it slept in.
+    Sleep,
+    /// A hard interrupt handler. `key`: irq number (`u32::MAX` when the trace has no
+    /// irq_handler event for it, e.g. the local timer). `tid`: the interrupted task.
+    Hardirq,
+    /// A softirq handler run. `key`: vector; `aux`: the raise edge; flags say where it ran.
+    Softirq,
+    /// A tasklet. `key`: its function.
+    Tasklet,
+    /// A work item executing. `key`: work function; `aux`: the queue edge; `tid`: worker.
+    Work,
+    /// A system call. `key`: syscall number, or name symbol with [`span::NAMED`];
+    /// `aux`: CPU migrations during the call.
+    Syscall,
+    /// An hrtimer callback. `key`: function; `aux`: the timer edge.
+    TimerCb,
+    /// Interrupts disabled. `key`: caller that disabled them; `aux`: caller that enabled.
+    IrqsOff,
+    /// Preemption disabled. `key`/`aux` as for [`SpanKind::IrqsOff`].
+    PreemptOff,
+}
+
+/// Why a task was runnable (the `key` of a [`SpanKind::Runnable`] span).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[repr(u32)]
+pub enum Cause {
+    /// Woken (sched_waking / sched_wakeup); `aux` is the wakeup edge.
+    Woken = 0,
+    /// Preempted: switched out while still runnable.
+    Preempted = 1,
+    /// A new task (sched_wakeup_new).
+    New = 2,
+}
+
+impl Cause {
+    /// From a span key.
+    pub fn from_key(k: u32) -> Cause {
+        match k {
+            1 => Cause::Preempted,
+            2 => Cause::New,
+            _ => Cause::Woken,
+        }
+    }
+}
+
+/// Span flag bits.
+pub mod span {
+    /// The span began before the trace (or before a loss): its start is when we first saw it.
+    pub const START_UNKNOWN: u8 = 1;
+    /// Still open when the trace ended: its end is the last timestamp.
+    pub const END_UNKNOWN: u8 = 2;
+    /// Crosses a lost-events window: events inside it may be missing.
+    pub const UNCERTAIN: u8 = 4;
+    /// An endpoint was inferred (no sched_switch recorded where one must have happened).
+    pub const INFERRED: u8 = 8;
+    /// Softirq run by ksoftirqd.
+    pub const KSOFTIRQD: u8 = 16;
+    /// Softirq run in task context (local_bh_enable), neither irq exit nor ksoftirqd.
+    pub const IN_TASK: u8 = 32;
+    /// Syscall key is a name symbol, not a number.
+    pub const NAMED: u8 = 64;
+    /// Runnable: the wakeup came while the task was still switching out (the waker's
+    /// try_to_wake_up waited for it to leave the CPU); the wait starts at the switch.
+    pub const RACED: u8 = 128;
+}
+
+/// Spans in columnar form: index `i` of every vector is span `i`. Spans are pushed when they
+/// close, so per CPU they are in order of their end.
+#[derive(Debug, Default)]
+pub struct Spans {
+    /// What each span is.
+    pub kind: Vec<SpanKind>,
+    /// CPU (`u32::MAX` when unknown).
+    pub cpu: Vec<u32>,
+    /// Task: the running/waiting task, the worker, the interrupted task.
+    pub tid: Vec<i32>,
+    /// The task's name at the time.
+    pub comm: Vec<Sym>,
+    /// Start, ns.
+    pub start: Vec<u64>,
+    /// End, ns.
+    pub end: Vec<u64>,
+    /// Kind-specific key (see [`SpanKind`]).
+    pub key: Vec<u32>,
+    /// Kind-specific reference (see [`SpanKind`]).
+    pub aux: Vec<u32>,
+    /// [`span`] flag bits.
+    pub flags: Vec<u8>,
+}
+
+impl Spans {
+    /// Memory per span.
+    pub const BYTES_PER_SPAN: usize = 1 + 4 + 4 + 4 + 8 + 8 + 4 + 4 + 1;
+
+    /// Number of spans.
+    pub fn len(&self) -> usize {
+        self.kind.len()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.kind.is_empty()
+    }
+
+    /// Duration of span `i`.
+    pub fn dur(&self, i: u32) -> u64 {
+        let i = i as usize;
+        self.end[i].saturating_sub(self.start[i])
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn push(
+        &mut self,
+        kind: SpanKind,
+        cpu: u32,
+        tid: i32,
+        comm: Sym,
+        start: u64,
+        end: u64,
+        key: u32,
+        aux: u32,
+        flags: u8,
+    ) -> u32 {
+        let i = self.kind.len() as u32;
+        self.kind.push(kind);
+        self.cpu.push(cpu);
+        self.tid.push(tid);
+        self.comm.push(comm);
+        self.start.push(start);
+        self.end.push(end.max(start));
+        self.key.push(key);
+        self.aux.push(aux);
+        self.flags.push(flags);
+        i
+    }
+}
+
+/// The context an event happened in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Ctx {
+    /// A task (tid; 0 is idle).
+    Task {
+        /// Thread id.
+        tid: i32,
+    },
+    /// A hard interrupt handler.
+    Hardirq {
+        /// Irq number, `u32::MAX` when only the flags said "hardirq".
+        irq: u32,
+    },
+    /// A softirq handler.
+    Softirq {
+        /// Vector.
+        vec: u8,
+    },
+    /// An hrtimer callback; the timer edge.
+    Timer {
+        /// Edge index of the timer expiry.
+        edge: u32,
+    },
+    /// Unknown (no state for this CPU yet).
+    Unknown,
+}
+
+/// What an edge links.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EdgeKind {
+    /// `from` woke `to_tid` at `ts`; `span` is the runnable span that followed.
+    Wakeup,
+    /// Work queued at `ts` by `from`, executed from `at` by worker `to_tid`; `key` function,
+    /// `val` activation time (0: not seen); `span` the work span.
+    Work,
+    /// Softirq `key` raised at `ts` by `from`, entered at `at`; `span` the softirq span;
+    /// `val` the [`span`] flags saying where it ran.
+    Softirq,
+    /// hrtimer armed at `ts` by `from` (0 when armed before the trace), callback entered
+    /// at `at`; `val` requested expiry (softexpires) and `val2` the timer clock at expiry,
+    /// both in the timer's clock base; `to_tid` the task the callback woke.
+    Timer,
+    /// Tasklet scheduled at `ts` (function tracer `__tasklet_schedule`), run from `at`.
+    Tasklet,
+}
+
+/// A causal link.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Edge {
+    /// What it links.
+    pub kind: EdgeKind,
+    /// When the cause happened.
+    pub ts: u64,
+    /// When the effect started (wakeup: = `ts`).
+    pub at: u64,
+    /// CPU of the cause.
+    pub from_cpu: u32,
+    /// Task current on that CPU at the time.
+    pub from_tid: i32,
+    /// The cause's context.
+    pub from: Ctx,
+    /// Task affected.
+    pub to_tid: i32,
+    /// CPU affected (wakeup target, worker CPU, timer CPU).
+    pub to_cpu: u32,
+    /// Kind-specific key.
+    pub key: u32,
+    /// Kind-specific value.
+    pub val: u64,
+    /// Kind-specific value.
+    pub val2: u64,
+    /// The span this edge led to, or [`NONE`].
+    pub span: u32,
+    /// Timer edges: the wakeup edge of the task the callback woke, or [`NONE`] (with
+    /// `to_tid` set: the task was still on the CPU and did not wait).
+    pub link: u32,
+}
+
+/// A window in which a CPU lost events.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct LostWindow {
+    /// The CPU (`u32::MAX`: unknown, counts for all).
+    pub cpu: u32,
+    /// Last event before the loss on that CPU (0: nothing before).
+    pub from: u64,
+    /// The marker's time.
+    pub to: u64,
+    /// Events lost, when said.
+    pub count: Option<u64>,
+}
+
+/// Silences shorter than this are not kept. The ones kept at the end are those longer than
+/// 1.5 scheduler ticks (the tick period is measured in the trace; 8 ms when it cannot be).
+pub const SILENCE_NS: u64 = 2_000_000;
+
+/// A CPU that recorded nothing while a task was on it.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Silence {
+    /// The CPU.
+    pub cpu: u32,
+    /// Its last event before.
+    pub from: u64,
+    /// Its next event.
+    pub to: u64,
+    /// The task that was on it.
+    pub tid: i32,
+}
+
+/// A timer lateness the traced code reported itself (trace_printk/marker text with `now`
+/// and an expected expiry, as seed 004's test module printed).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReportedLate {
+    /// Event time.
+    pub ts: u64,
+    /// CPU.
+    pub cpu: u32,
+    /// Task current.
+    pub tid: i32,
+    /// Event name.
+    pub name: Sym,
+    /// Lateness, ns.
+    pub late_ns: u64,
+    /// Overruns reported right after (`N overruns`).
+    pub overruns: Option<u64>,
+}
+
+/// Things the pass noticed that limit what it can say.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Anomalies {
+    /// Tasks switched in with no sched_switch (implicit switch-ins).
+    pub implicit_switches: u64,
+    /// sched_switch whose prev was not the task we thought was running.
+    pub switch_mismatch: u64,
+    /// Switch-ins of a task we last saw sleeping, with no wakeup in between.
+    pub switch_in_without_wakeup: u64,
+    /// Exits (irq, softirq, syscall, work, timer) with no matching entry.
+    pub unmatched_exits: u64,
+    /// Syscall entries whose exit never came (a new entry came first).
+    pub syscalls_without_exit: u64,
+    /// Lost-event markers.
+    pub lost_markers: u64,
+    /// Wakeups of a task we believed already runnable: it ran and slept unseen.
+    pub rewoken_while_runnable: u64,
+    /// Handler frames (irq, softirq, hrtimer callback) dropped because their exit never
+    /// came (the event's flags, or the next callback, showed they had ended).
+    pub stale_frames: u64,
+}
+
+/// The result of the pass.
+#[derive(Debug, Default)]
+pub struct Timeline {
+    /// All spans.
+    pub spans: Spans,
+    /// All edges.
+    pub edges: Vec<Edge>,
+    /// Lost-event windows in time order.
+    pub lost: Vec<LostWindow>,
+    /// Per CPU: indices of run spans, in time order.
+    pub runs_by_cpu: Vec<Vec<u32>>,
+    /// Per CPU: indices of hardirq and softirq spans, in order of their end.
+    pub irqs_by_cpu: Vec<Vec<u32>>,
+    /// Irq number → name from irq_handler_entry.
+    pub irq_names: FxHashMap<u32, Sym>,
+    /// Syscall number → name, learnt where raw and per-syscall events pair up.
+    pub syscall_names: FxHashMap<u32, Sym>,
+    /// Thread → last known name.
+    pub comms: FxHashMap<i32, Sym>,
+    /// Thread → priority seen last (sched events).
+    pub prios: FxHashMap<i32, i32>,
+    /// Self-reported timer lateness.
+    pub reported: Vec<ReportedLate>,
+    /// Thread → times a fork created it (a pid reused in the trace has several).
+    pub forks: FxHashMap<i32, Vec<u64>>,
+    /// What limits the analysis.
+    pub anomalies: Anomalies,
+    /// Events seen per [`KindClass`].
+    pub seen: [u64; KindClass::COUNT],
+    /// First and last timestamps.
+    pub first_ts: Option<u64>,
+    /// See `first_ts`.
+    pub last_ts: u64,
+    /// CPUs seen (highest + 1).
+    pub cpus: u32,
+    /// Silences: a CPU recorded no event for longer than [`SILENCE_NS`] while a task (not
+    /// idle) was on it. With the scheduler tick traced, that means the CPU did not run at
+    /// all (a virtual CPU preempted by its host) or events were lost.
+    pub silences: Vec<Silence>,
+    /// hrtimer expiries of the scheduler tick seen (`tick_*` functions).
+    pub ticks: u64,
+    /// The scheduler tick period measured in the trace.
+    pub tick_ns: Option<u64>,
+    /// Contexts named after the fact: `(cpu, from, to, ctx)` where the flags said hardirq
+    /// or softirq but the entry preceded the trace, and a later exit named it.
+    pub retro: Vec<(u32, u64, u64, Ctx)>,
+}
+
+/// Coarse classes of events, to say which measures a trace can feed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+#[allow(missing_docs)]
+pub enum KindClass {
+    SchedSwitch,
+    SchedWaking,
+    SchedWakeup,
+    IrqHandler,
+    SoftirqRaise,
+    SoftirqEntry,
+    Tasklet,
+    WorkQueue,
+    WorkExecute,
+    RawSyscall,
+    Syscall,
+    HrtimerStart,
+    HrtimerExpire,
+    IrqToggle,
+    PreemptToggle,
+    Function,
+    Other,
+}
+
+impl KindClass {
+    /// Number of classes.
+    pub const COUNT: usize = 17;
+
+    /// The class of `k`.
+    pub fn of(k: &Kind) -> KindClass {
+        use Kind::*;
+        match k {
+            SchedSwitch { .. } => KindClass::SchedSwitch,
+            SchedWaking { .. } => KindClass::SchedWaking,
+            SchedWakeup { .. } => KindClass::SchedWakeup,
+            IrqEntry { .. } | IrqExit { .. } => KindClass::IrqHandler,
+            SoftirqRaise { .. } => KindClass::SoftirqRaise,
+            SoftirqEntry { .. } | SoftirqExit { .. } => KindClass::SoftirqEntry,
+            TaskletEntry { .. } | TaskletExit { .. } => KindClass::Tasklet,
+            WorkQueue { .. } | WorkActivate { .. } => KindClass::WorkQueue,
+            WorkStart { .. } | WorkEnd { .. } => KindClass::WorkExecute,
+            SysEnter { .. } | SysExit { .. } => KindClass::RawSyscall,
+            SyscallEnter { .. } | SyscallExit { .. } => KindClass::Syscall,
+            HrtimerStart { .. } => KindClass::HrtimerStart,
+            HrtimerExpireEntry { .. } | HrtimerExpireExit { .. } => KindClass::HrtimerExpire,
+            IrqDisable { .. } | IrqEnable { .. } => KindClass::IrqToggle,
+            PreemptDisable { .. } | PreemptEnable { .. } => KindClass::PreemptToggle,
+            Function { .. } | FuncEntry { .. } | FuncExit { .. } => KindClass::Function,
+            _ => KindClass::Other,
+        }
+    }
+}

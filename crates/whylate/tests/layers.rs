@@ -1,0 +1,262 @@
+//! The crate's module graph, read from the source: data flows one way (read -> timeline ->
+//! measure -> explain -> report), so every top-level module may use only modules of a
+//! lower layer, and inside a directory module the files form no import cycle (a child
+//! never uses its parent's own items; the parent only declares and re-exports).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Top-level modules, lowest layer first. A module may use only modules of lower layers.
+const LAYERS: &[&[&str]] = &[
+    &[
+        "units",
+        "dist",
+        "glob",
+        "suggest",
+        "syscalls",
+        "syscalls_table",
+        "snapshot",
+        "swar",
+    ],
+    &["event"],
+    &["read", "fdpath"],
+    &["timeline"],
+    &["pipeline", "selector"],
+    &["measure"],
+    &["explain", "latency", "stats"],
+    &["diff"],
+    &["report", "visual", "perfetto"],
+    &["record"],
+    &["demo"],
+];
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// The code of a file without its comments (doc links are not imports) and its unit
+/// tests (they may use anything).
+fn code(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    let text = match text.find("#[cfg(test)]\nmod tests") {
+        Some(i) => &text[..i],
+        None => &text[..],
+    };
+    text.lines()
+        .map(|l| match l.find("//") {
+            Some(i) if !l[..i].contains('"') => &l[..i],
+            _ => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The first path segments that follow `prefix::` in `code`, brace groups expanded
+/// (`super::{a::X, b}` gives `a` and `b`).
+fn segments(code: &str, prefix: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let pat = format!("{prefix}::");
+    let mut at = 0;
+    while let Some(i) = code[at..].find(&pat) {
+        let start = at + i;
+        at = start + pat.len();
+        let before = code[..start].chars().last();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+            continue;
+        }
+        let rest = &code[at..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let end = group.find('}').unwrap_or(group.len());
+            for item in group[..end].split(',') {
+                let name: String = item
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() {
+                    out.insert(name);
+                }
+            }
+        } else {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                out.insert(name);
+            }
+        }
+    }
+    out
+}
+
+/// Whether `code` has a path that starts with `name::` (not `x::name::`).
+fn starts_path(code: &str, name: &str) -> bool {
+    let pat = format!("{name}::");
+    code.match_indices(&pat).any(|(i, _)| {
+        let before = code[..i].chars().last();
+        !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':')
+    })
+}
+
+/// Every `.rs` file under `dir`.
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(files(&p));
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Top-level module name -> the files it is made of.
+fn top_modules() -> BTreeMap<String, Vec<PathBuf>> {
+    let mut m = BTreeMap::new();
+    for e in std::fs::read_dir(src()).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_stem().unwrap().to_string_lossy().to_string();
+        if name == "lib" || name == "main" {
+            continue;
+        }
+        let fs = if p.is_dir() { files(&p) } else { vec![p] };
+        m.insert(name, fs);
+    }
+    m
+}
+
+#[test]
+fn modules_use_only_lower_layers() {
+    let layer = |m: &str| LAYERS.iter().position(|l| l.contains(&m));
+    let mut wrong = Vec::new();
+    for (name, fs) in top_modules() {
+        let Some(mine) = layer(&name) else {
+            wrong.push(format!("{name}: not in LAYERS (tests/layers.rs): place it"));
+            continue;
+        };
+        for f in &fs {
+            for dep in segments(&code(f), "crate") {
+                if dep == name {
+                    continue;
+                }
+                match layer(&dep) {
+                    Some(l) if l < mine => {}
+                    _ => wrong.push(format!(
+                        "{}: uses crate::{dep}, which is not below {name}",
+                        f.strip_prefix(src()).unwrap().display()
+                    )),
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "upward imports:\n{}", wrong.join("\n"));
+}
+
+/// Edges between the children of directory module `dir` (and `mod` for its mod.rs).
+fn child_graph(dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let children: BTreeSet<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir() || p.extension().is_some_and(|x| x == "rs"))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().to_string())
+        .collect();
+    let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for child in &children {
+        let path = dir.join(format!("{child}.rs"));
+        let sub = dir.join(child).join("mod.rs");
+        let edges = g.entry(child.clone()).or_default();
+        if child == "mod" {
+            // The parent uses a child when it names it in a path (`use cycles::analyze`).
+            let text = code(&path);
+            for c in children.iter().filter(|c| *c != "mod") {
+                if starts_path(&text, c) {
+                    edges.insert(c.clone());
+                }
+            }
+            continue;
+        }
+        let fs = if sub.exists() {
+            files(&dir.join(child))
+        } else {
+            vec![path]
+        };
+        for f in fs {
+            // Only this child's own `super::` (a nested file's `super` is the child).
+            if f.parent() != Some(dir) && !f.ends_with(format!("{child}/mod.rs")) {
+                continue;
+            }
+            for s in segments(&code(&f), "super") {
+                if children.contains(&s) && s != "mod" {
+                    edges.insert(s);
+                } else if s != "*" {
+                    edges.insert("mod".into());
+                }
+            }
+            if code(&f).contains("use super::*") {
+                edges.insert("mod".into());
+            }
+        }
+        edges.remove(child);
+    }
+    g
+}
+
+/// A cycle in `g`, if there is one.
+fn cycle(g: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        n: &str,
+        g: &BTreeMap<String, BTreeSet<String>>,
+        state: &mut BTreeMap<String, u8>,
+        path: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        match state.get(n) {
+            Some(1) => {
+                let i = path.iter().position(|x| x == n).unwrap();
+                let mut c = path[i..].to_vec();
+                c.push(n.to_string());
+                return Some(c);
+            }
+            Some(2) => return None,
+            _ => {}
+        }
+        state.insert(n.to_string(), 1);
+        path.push(n.to_string());
+        for d in g.get(n).into_iter().flatten() {
+            if let Some(c) = visit(d, g, state, path) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        state.insert(n.to_string(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for n in g.keys() {
+        if let Some(c) = visit(n, g, &mut state, &mut Vec::new()) {
+            return Some(c);
+        }
+    }
+    None
+}
+
+#[test]
+fn directory_modules_have_no_import_cycles() {
+    let mut found = Vec::new();
+    for f in files(&src()) {
+        if f.file_name().is_some_and(|n| n == "mod.rs") {
+            let dir = f.parent().unwrap();
+            if let Some(c) = cycle(&child_graph(dir)) {
+                found.push(format!(
+                    "{}: {}",
+                    dir.strip_prefix(src()).unwrap().display(),
+                    c.join(" -> ")
+                ));
+            }
+        }
+    }
+    assert!(found.is_empty(), "import cycles:\n{}", found.join("\n"));
+}
