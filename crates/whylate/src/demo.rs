@@ -454,13 +454,17 @@ fn column(log: &Path, i: usize) -> Result<Vec<i64>, DemoError> {
 
 impl DemoResult {
     /// The terminal text: the program's own count, then whylate's explanation.
-    pub fn render_text(&self) -> String {
+    pub fn render_text(&self, p: &crate::report::Paint) -> String {
         let r = &self.explain;
-        format!(
-            "whylate demo {}{}: {}\n\nthe program itself measured: {} of {} over {} ({} events recorded, {} lost)\nwhylate, from the trace alone:  {} of {} over it\n\n{}\nexplain it again: {}\n",
+        let title = format!(
+            "whylate demo {}{}: {}",
             self.scenario.name(),
             if self.mitigate { " --mitigate" } else { "" },
-            self.story,
+            self.story
+        );
+        format!(
+            "{}\n\nthe program itself measured: {} of {} over {} ({} events recorded, {} lost)\nwhylate, from the trace alone:  {} of {} over it\n\n{}\nexplain it again: {}\n",
+            p.heading(&title),
             self.truth.misses,
             self.truth.count,
             crate::units::dur(self.truth.deadline_ns),
@@ -468,7 +472,7 @@ impl DemoResult {
             self.lost_events,
             r.cycles.misses,
             r.cycles.count,
-            r.render_text(),
+            r.render_text(p),
             self.explain_command
         )
     }

@@ -681,7 +681,7 @@ fn plots_account_for_every_cycle_and_event() {
         top: 3,
     });
     let (r, plots) = explain_then(std::slice::from_ref(&path), &open, &mode, |r, tl, s| {
-        whylate::visual::build(r, tl, s, &whylate::visual::PlotOptions { lanes: 3 })
+        whylate::report::plot::build(r, tl, s, &whylate::report::plot::PlotOptions { lanes: 3 })
     })
     .unwrap();
     assert_eq!(

@@ -34,7 +34,6 @@ mod cycles;
 mod driver;
 mod engine;
 mod machine;
-mod render;
 mod report;
 mod softirq;
 mod template;

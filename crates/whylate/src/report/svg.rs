@@ -1,7 +1,7 @@
 //! The plots as standalone SVG: the same drawings the HTML report embeds, so a paper or a bug
 //! report gets exactly what the page shows.
 
-use super::{Histogram, Raster, RowKind, Swimlane, KINDS, RASTER_H, RASTER_W};
+use super::plot::{Histogram, Raster, RowKind, Swimlane, KINDS, RASTER_H, RASTER_W};
 use crate::units::dur;
 use std::fmt::Write as _;
 

@@ -3,8 +3,8 @@
 //! the advice and the context tables. No network at view time: styles, script and data are
 //! inline, the plots are the SVG of [`super::svg`].
 
+use super::plot::{Plots, KINDS, RASTER_H, RASTER_W};
 use super::svg::{self, esc, LEFT, TOP};
-use super::{Plots, KINDS, RASTER_H, RASTER_W};
 use crate::explain::ExplainReport;
 use crate::units::dur;
 use std::fmt::Write as _;
@@ -98,7 +98,7 @@ pub fn render(r: &ExplainReport, p: &Plots, title: &str) -> String {
     let _ = writeln!(o, "<h1>whylate: {}</h1>", esc(title));
     let c = &r.cycles;
     let headline = r
-        .render_text()
+        .render_text(&crate::report::Paint::plain())
         .lines()
         .next()
         .unwrap_or_default()
@@ -321,7 +321,7 @@ pub fn render(r: &ExplainReport, p: &Plots, title: &str) -> String {
         );
     }
     o.push_str("</table>\n<details><summary>The terminal report</summary><pre>");
-    o.push_str(&esc(&r.render_text()));
+    o.push_str(&esc(&r.render_text(&crate::report::Paint::plain())));
     let _ = write!(
         o,
         "</pre></details>\n<div id=\"tip\"></div>\n<script>{SCRIPT}</script>\n</body></html>\n"

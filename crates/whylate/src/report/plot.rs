@@ -3,13 +3,10 @@
 //! and a per-CPU swimlane of each explained miss with its chain and the blamed time.
 //!
 //! [`build`] turns a report and the timeline it came from into [`Plots`], plain data with
-//! every coordinate decided; [`svg`] draws them as standalone SVG and [`html`] assembles the
+//! every coordinate decided; `report::svg` draws them as standalone SVG and `report::html` assembles the
 //! single-file report. The raster is bounded by its pixels, not by the trace: events that
 //! land on the same pixel of the same kind become one marker with a count, so a trace of
 //! millions of events still gives a page that opens at once.
-
-pub mod html;
-pub mod svg;
 
 use crate::event::{Interner, Sym, SOFTIRQ_NAMES};
 use crate::explain::{ExplainReport, Hold};

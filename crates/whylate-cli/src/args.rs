@@ -1,0 +1,636 @@
+//! The command line: every command and option, with values checked while parsing
+//! (durations with units, measures, selectors' architecture, formats, scenarios), so a
+//! command module gets typed values and only runs.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use whylate::explain::{Mode, Options as ExplainOptions, Same};
+use whylate::measure::{Bound, Measure, TaskSel};
+use whylate::read::{Format, OpenOptions, ReadError};
+use whylate::selector::Selector;
+use whylate::syscalls::Arch;
+
+/// whylate: find out why something on Linux was late, from a kernel trace.
+#[derive(Parser)]
+#[command(
+    name = "whylate",
+    version,
+    about = "whylate: find out why something on Linux was late, from a kernel trace"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub cmd: Option<Cmd>,
+    /// `whylate FILE...` = `whylate explain FILE...` in automatic mode.
+    pub files: Vec<PathBuf>,
+    /// Colour in the terminal output: auto (when stdout is a terminal and NO_COLOR is
+    /// unset), always, never.
+    #[arg(long, global = true, value_enum, default_value = "auto")]
+    pub color: ColorArg,
+    /// No progress bar on stderr (it only shows on a terminal, for reads over a second).
+    #[arg(long, short = 'q', global = true)]
+    pub quiet: bool,
+}
+
+/// `--color`.
+#[derive(Clone, Copy, Default, ValueEnum)]
+pub enum ColorArg {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Subcommand)]
+pub enum Cmd {
+    /// Record a trace (root): drives tracefs in an instance of its own and writes a
+    /// trace.dat that whylate and trace-cmd read. Traces CMD while it runs (`-- CMD ARGS`),
+    /// else until Ctrl-C or --duration.
+    Record(RecordArgs),
+    /// See whylate work on this machine (root): a lab program reproduces a seed's
+    /// mechanism, whylate records and explains it, and prints the program's own count of
+    /// misses beside its explanation.
+    Demo(DemoArgs),
+    /// What is in a trace: format, time span, events by name, CPU and task, lost events,
+    /// lines not understood. Several files are merged by timestamp.
+    Stats(StatsArgs),
+    /// Explain request/response cycles: from a `--from` event to the first later `--to`
+    /// event of the same thread; the cycles over `--deadline` (or with no reply) are misses,
+    /// and each is explained: the chain of hand-offs, what held it up, ranked causes over all
+    /// misses, and what to do. `--timer` explains late timer periods instead; with neither,
+    /// the worst outliers across all measures are explained (automatic mode).
+    Explain(ExplainArgs),
+    /// Write the HTML report of a trace (automatic mode unless --from/--to, --timer or
+    /// --softirq say what to explain): the same analysis as `explain`, as one
+    /// self-contained page that opens in any browser without network.
+    Report(ReportArgs),
+    /// Export the timeline for other viewers. `--perfetto FILE`: Chrome trace-event JSON
+    /// that ui.perfetto.dev and chrome://tracing open: per CPU, tracks of tasks, hard
+    /// irqs, softirqs, work items, hrtimers and lost events, and the explained misses'
+    /// chains as flow arrows (automatic mode unless a mode option is given).
+    Export(ExportArgs),
+    /// Compare two traces of the same workload (before/after a fix, old/new kernel),
+    /// explained the same way: distributions side by side, causes that appeared, vanished
+    /// or changed (keyed without pids), CPU time and interrupt placement that moved, and a
+    /// one-line verdict. Without --deadline, B is judged by the deadline chosen for A.
+    Diff(DiffArgs),
+    /// Measure latencies: wakeup, runqueue, irq, softirq, work, syscall, timer, throughput,
+    /// irqsoff. Per group: count, min/p50/p90/p99/p99.9/max, a histogram and the worst
+    /// samples with time, CPU and task (and who held the CPU meanwhile).
+    Latency(LatencyArgs),
+}
+
+/// `whylate record`.
+#[derive(clap::Args)]
+pub struct RecordArgs {
+    /// Presets (sched, irq, wq, syscalls, timer, latency = all of them) and/or
+    /// tracepoints (`sched_switch`, `irq:irq_handler_entry`), comma separated.
+    /// `EVENT[FILTER]` sets the kernel's event filter (`'sys_exit_read[ret > 0]'`).
+    #[arg(short = 'e', long = "events")]
+    pub events: Vec<String>,
+    /// Stop after this long (`10s`, `500ms`).
+    #[arg(long, value_parser = record_duration)]
+    pub duration: Option<u64>,
+    /// Ring buffer per CPU, KiB.
+    #[arg(long, default_value_t = whylate::record::DEFAULT_BUFFER_KB)]
+    pub buffer_kb: u32,
+    /// Output file (written 0600: traces hold command names and paths).
+    #[arg(short = 'o', long, default_value = "trace.dat")]
+    pub output: PathBuf,
+    /// Remove tracefs instances left by killed whylate runs, then exit.
+    #[arg(long)]
+    pub reset: bool,
+    /// Machine-readable summary.
+    #[arg(long)]
+    pub json: bool,
+    /// The command to trace.
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+/// `whylate demo`.
+#[derive(clap::Args)]
+pub struct DemoArgs {
+    /// frob (seed 000: a pty reply behind CPU hogs), timer (seed 004: a periodic
+    /// thread beside a hog) or softirq (seeds 002/003: a UDP flood's NET_RX softirq
+    /// beside a real-time thread).
+    #[arg(value_enum, default_value = "frob")]
+    pub scenario: ScenarioArg,
+    /// Run the fixed variant (frob: SCHED_IDLE hogs; timer: a SCHED_FIFO victim;
+    /// softirq: the flood received on its own CPU).
+    #[arg(long)]
+    pub mitigate: bool,
+    /// Keep the recording here (the program's ground truth goes beside it, .truth).
+    #[arg(long)]
+    pub keep: Option<PathBuf>,
+    /// Misses shown in full.
+    #[arg(long, default_value_t = 2)]
+    pub top: usize,
+    /// Machine-readable result.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `whylate stats`.
+#[derive(clap::Args)]
+pub struct StatsArgs {
+    /// Trace files (ftrace, trace-cmd report, latency/function_graph dumps, perf script,
+    /// sysdig, systrace, trace.dat, perf.data; .gz/.zst/.xz are decompressed).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Machine-readable output (schema: docs/json.md).
+    #[arg(long)]
+    pub json: bool,
+    /// How many tasks to list.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    #[command(flatten)]
+    pub input: InputArgs,
+}
+
+/// `whylate explain`.
+#[derive(clap::Args)]
+pub struct ExplainArgs {
+    /// Trace files, merged by timestamp.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub mode: ModeArgs,
+    /// Machine-readable output (schema: docs/json.md).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub draw: DrawArgs,
+    #[command(flatten)]
+    pub input: InputArgs,
+}
+
+/// `whylate report`.
+#[derive(clap::Args)]
+pub struct ReportArgs {
+    /// Trace files, merged by timestamp.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// The HTML file.
+    #[arg(short = 'o', long, default_value = "whylate-report.html")]
+    pub output: PathBuf,
+    /// Also write the plots as standalone SVG files in DIR.
+    #[arg(long, value_name = "DIR")]
+    pub svg: Option<PathBuf>,
+    /// Misses drawn one by one (swimlanes), worst first.
+    #[arg(long, default_value_t = whylate::report::plot::DEFAULT_LANES)]
+    pub lanes: usize,
+    #[command(flatten)]
+    pub mode: ModeArgs,
+    #[command(flatten)]
+    pub input: InputArgs,
+}
+
+/// `whylate export`.
+#[derive(clap::Args)]
+pub struct ExportArgs {
+    /// Trace files, merged by timestamp.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// The JSON file to write.
+    #[arg(long, value_name = "FILE", required = true)]
+    pub perfetto: PathBuf,
+    #[command(flatten)]
+    pub mode: ModeArgs,
+    /// Print what was written as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub input: InputArgs,
+}
+
+/// `whylate diff`.
+#[derive(clap::Args)]
+pub struct DiffArgs {
+    /// The trace before.
+    pub a: PathBuf,
+    /// The trace after.
+    pub b: PathBuf,
+    #[command(flatten)]
+    pub mode: ModeArgs,
+    /// Machine-readable output (schema: docs/json.md).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub input: InputArgs,
+}
+
+/// `whylate latency`.
+#[derive(clap::Args)]
+pub struct LatencyArgs {
+    /// Trace files, merged by timestamp.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Measures, comma-separated (default: every measure the trace has events for).
+    #[arg(long, short, value_delimiter = ',', value_parser = measure)]
+    pub measure: Vec<Measure>,
+    /// Only samples of this task: a pid, or a comm (`*`/`?` glob).
+    #[arg(long, value_parser = TaskSel::parse)]
+    pub task: Option<TaskSel>,
+    /// Only samples on this CPU.
+    #[arg(long)]
+    pub cpu: Option<u32>,
+    /// Only samples starting in A..B: seconds as the trace prints them, or +S for
+    /// seconds after the first event; either side may be empty.
+    #[arg(long, value_name = "A..B", value_parser = window)]
+    pub window: Option<Window>,
+    /// Worst samples listed per measure, and groups shown in the terminal.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// Machine-readable output (schema: docs/json.md).
+    #[arg(long)]
+    pub json: bool,
+    /// With --json: every sample as [ts_ns, value_ns].
+    #[arg(long)]
+    pub samples: bool,
+    /// throughput: the event to count (`console`, `sched_switch`, `tracing_mark_write`).
+    #[arg(long)]
+    pub event: Option<String>,
+    /// throughput: sum this numeric field instead of counting (`len` = message bytes).
+    #[arg(long)]
+    pub field: Option<String>,
+    /// throughput: interval (`1s`, `100ms`).
+    #[arg(long, default_value = "1s", value_parser = interval)]
+    pub interval: u64,
+    /// throughput: expected rate per second (115200 baud 8N1 = 11520 bytes/s).
+    #[arg(long)]
+    pub expect: Option<f64>,
+    #[command(flatten)]
+    pub input: InputArgs,
+}
+
+/// Pictures of an explanation, besides the terminal report.
+#[derive(clap::Args, Default)]
+pub struct DrawArgs {
+    /// Also write the report as one self-contained HTML file: verdict, causes, histogram,
+    /// per-cycle raster, a swimlane per explained miss, advice and context.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Also write the plots as standalone SVG files in DIR (histogram.svg, raster.svg,
+    /// miss-N.svg).
+    #[arg(long, value_name = "DIR")]
+    pub svg: Option<PathBuf>,
+    /// Misses drawn one by one (swimlanes), worst first.
+    #[arg(long, default_value_t = whylate::report::plot::DEFAULT_LANES)]
+    pub lanes: usize,
+}
+
+/// How the inputs are read, for every command that reads traces.
+#[derive(clap::Args, Default)]
+pub struct InputArgs {
+    /// Fail (exit 2) on the first line that does not parse.
+    #[arg(long)]
+    pub strict: bool,
+    /// Read as this format instead of guessing.
+    #[arg(long, value_enum)]
+    pub format: Option<FormatArg>,
+    /// Reorder window in events, for traces whose timestamps are out of order.
+    #[arg(long, default_value_t = whylate::read::DEFAULT_WINDOW)]
+    pub reorder: usize,
+    /// The recording machine's /proc/kallsyms (plain or compressed): names work functions
+    /// and timer callbacks in a perf.data (which stores no symbols) or replaces a
+    /// trace.dat's own. Without it a perf.data uses this machine's symbols only when it
+    /// runs the same kernel build at the same address.
+    #[arg(long, value_name = "FILE")]
+    pub kallsyms: Option<PathBuf>,
+}
+
+impl InputArgs {
+    /// The reader options (loads and checks `--kallsyms`).
+    pub fn open(&self) -> Result<OpenOptions, ReadError> {
+        let kallsyms = match &self.kallsyms {
+            Some(p) => Some((p.display().to_string(), whylate::read::ksyms::load_file(p)?)),
+            None => None,
+        };
+        Ok(OpenOptions {
+            format: self.format.map(Into::into),
+            strict: self.strict,
+            window: self.reorder,
+            progress: None,
+            kallsyms,
+        })
+    }
+}
+
+/// What `explain`, `report`, `export` and `diff` explain: cycles between selectors, late
+/// timers, one softirq vector, or (with none of them) the worst outliers.
+#[derive(clap::Args, Default)]
+pub struct ModeArgs {
+    /// Event that opens a cycle: EVENT[FIELD OP VALUE,...], e.g.
+    /// 'sys_enter_write[comm=frobnicator,count=7]'.
+    #[arg(long, requires = "to")]
+    pub from: Option<String>,
+    /// Event that closes it (repeat for alternatives), e.g.
+    /// 'sys_exit_read[comm=frobnicator,ret>0]'.
+    #[arg(long, requires = "from")]
+    pub to: Vec<String>,
+    /// Explain late timers instead of cycles: hrtimer expiries that woke a task (and
+    /// self-reported lateness), split into "the interrupt came late" and "the woken
+    /// task waited"; a miss is a period later than --deadline (else the slowest 1%).
+    #[arg(long, conflicts_with_all = ["from", "to"])]
+    pub timer: bool,
+    /// With --timer: only timers that wake this task (pid, or comm with * ? globs).
+    #[arg(long, requires = "timer", value_parser = TaskSel::parse)]
+    pub task: Option<TaskSel>,
+    /// Explain slow services of this softirq vector (NET_RX, TASKLET, TIMER... or its
+    /// number): raise to entry, deferral to ksoftirqd, who held the CPU meanwhile.
+    #[arg(long, value_name = "VEC", conflicts_with_all = ["from", "to", "timer"])]
+    pub softirq: Option<String>,
+    /// Cycles longer than this are misses (`3.5ms`); inferred from the data when absent.
+    #[arg(long, value_parser = deadline)]
+    pub deadline: Option<u64>,
+    /// Who may close a cycle: the same thread, any thread of its process, anyone.
+    #[arg(long, value_enum, default_value = "thread")]
+    pub same: SameArg,
+    /// Syscall table for raw_syscalls events.
+    #[arg(long, value_enum, default_value = "x86_64")]
+    pub arch: ArchArg,
+    /// Misses whose chain is shown.
+    #[arg(long, default_value_t = 3)]
+    pub top: usize,
+}
+
+impl ModeArgs {
+    /// The automatic mode, as `whylate FILE` runs it.
+    pub fn auto() -> ModeArgs {
+        ModeArgs {
+            top: 3,
+            ..Default::default()
+        }
+    }
+
+    /// The explain mode these arguments ask for, or what is wrong with a selector.
+    pub fn mode(self) -> Result<Mode, String> {
+        let (deadline_ns, top) = (self.deadline, self.top);
+        if let Some(vector) = self.softirq {
+            return Ok(Mode::Softirq {
+                vector,
+                deadline_ns,
+                top,
+            });
+        }
+        if self.timer {
+            return Ok(Mode::Timer(whylate::explain::TimerOptions {
+                task: self.task,
+                deadline_ns,
+                top,
+            }));
+        }
+        let Some(from) = self.from else {
+            return Ok(Mode::Auto { top });
+        };
+        let from = Selector::parse(&from).map_err(|e| format!("--from: {e}"))?;
+        let mut to = Vec::new();
+        for t in &self.to {
+            to.push(Selector::parse(t).map_err(|e| format!("--to: {e}"))?);
+        }
+        Ok(Mode::Cycles(ExplainOptions {
+            from,
+            to,
+            deadline_ns,
+            same: self.same.into(),
+            arch: self.arch.into(),
+            top,
+        }))
+    }
+}
+
+/// `--same`.
+#[derive(Clone, Copy, Default, ValueEnum)]
+pub enum SameArg {
+    #[default]
+    Thread,
+    Tgid,
+    Any,
+}
+
+impl From<SameArg> for Same {
+    fn from(s: SameArg) -> Same {
+        match s {
+            SameArg::Thread => Same::Thread,
+            SameArg::Tgid => Same::Tgid,
+            SameArg::Any => Same::Any,
+        }
+    }
+}
+
+/// `--arch`.
+#[derive(Clone, Copy, Default, ValueEnum)]
+pub enum ArchArg {
+    #[default]
+    #[value(name = "x86_64", alias = "amd64", alias = "x86-64")]
+    X86_64,
+    #[value(name = "aarch64", alias = "arm64")]
+    Aarch64,
+}
+
+impl From<ArchArg> for Arch {
+    fn from(a: ArchArg) -> Arch {
+        match a {
+            ArchArg::X86_64 => Arch::X86_64,
+            ArchArg::Aarch64 => Arch::Aarch64,
+        }
+    }
+}
+
+/// `demo SCENARIO`.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ScenarioArg {
+    Frob,
+    Timer,
+    Softirq,
+}
+
+impl From<ScenarioArg> for whylate::demo::Scenario {
+    fn from(s: ScenarioArg) -> whylate::demo::Scenario {
+        use whylate::demo::Scenario;
+        match s {
+            ScenarioArg::Frob => Scenario::Frob,
+            ScenarioArg::Timer => Scenario::Timer,
+            ScenarioArg::Softirq => Scenario::Softirq,
+        }
+    }
+}
+
+/// `--format`.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum FormatArg {
+    Ftrace,
+    TraceCmdReport,
+    LatencyTracer,
+    FunctionGraph,
+    PerfScript,
+    Sysdig,
+    Systrace,
+    TraceDat,
+    PerfData,
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Format {
+        match f {
+            FormatArg::Ftrace => Format::Ftrace,
+            FormatArg::TraceCmdReport => Format::TraceCmdReport,
+            FormatArg::LatencyTracer => Format::LatencyTracer,
+            FormatArg::FunctionGraph => Format::FunctionGraph,
+            FormatArg::PerfScript => Format::PerfScript,
+            FormatArg::Sysdig => Format::Sysdig,
+            FormatArg::Systrace => Format::Systrace,
+            FormatArg::TraceDat => Format::TraceDat,
+            FormatArg::PerfData => Format::PerfData,
+        }
+    }
+}
+
+/// `--window A..B`: each side absolute, relative to the first event, or open.
+pub type Window = (Option<Bound>, Option<Bound>);
+
+/// One `--measure` name.
+fn measure(s: &str) -> Result<Measure, String> {
+    Measure::parse(s.trim()).ok_or_else(|| {
+        let all: Vec<&str> = Measure::ALL.iter().map(|m| m.name()).collect();
+        let close = whylate::suggest::closest(s, all.iter().copied(), 3);
+        format!(
+            "unknown measure{}; known: {}",
+            whylate::suggest::did_you_mean(&close),
+            all.join(", ")
+        )
+    })
+}
+
+/// `--deadline`.
+fn deadline(s: &str) -> Result<u64, String> {
+    duration(
+        s,
+        "a zero deadline makes every cycle a miss; give the longest time that is still on time, e.g. 3.5ms",
+    )
+}
+
+/// `--interval`.
+fn interval(s: &str) -> Result<u64, String> {
+    duration(s, "an interval must be longer than 0")
+}
+
+/// `record --duration`.
+fn record_duration(s: &str) -> Result<u64, String> {
+    duration(
+        s,
+        "a recording must last longer than 0 (or leave --duration out: until Ctrl-C)",
+    )
+}
+
+/// Seconds as a trace prints them (`93115.324019`) to ns, exactly.
+pub fn parse_secs(s: &str) -> Option<u64> {
+    let (i, f) = s.split_once('.').unwrap_or((s, ""));
+    if f.len() > 9 || !f.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let i: u64 = if i.is_empty() { 0 } else { i.parse().ok()? };
+    let mut frac: u64 = if f.is_empty() { 0 } else { f.parse().ok()? };
+    for _ in f.len()..9 {
+        frac *= 10;
+    }
+    i.checked_mul(1_000_000_000)?.checked_add(frac)
+}
+
+fn bound(s: &str) -> Result<Option<Bound>, String> {
+    let s = s.trim();
+    if s.is_empty() {
+        return Ok(None);
+    }
+    let (rel, body) = match s.strip_prefix('+') {
+        Some(b) => (true, b),
+        None => (false, s),
+    };
+    let ns = parse_duration(body)
+        .filter(|_| body.ends_with('s'))
+        .or_else(|| parse_secs(body))
+        .ok_or_else(|| format!("{s:?} is not a time in seconds (e.g. 93115.3240 or +1.5)"))?;
+    Ok(Some(if rel { Bound::Rel(ns) } else { Bound::Abs(ns) }))
+}
+
+/// `--window A..B`.
+pub fn window(s: &str) -> Result<Window, String> {
+    let (a, b) = s.split_once("..").ok_or("expected A..B")?;
+    Ok((bound(a)?, bound(b)?))
+}
+
+/// `1s`, `100ms`, `500us`, `250ns`, `1.5ms`.
+pub fn parse_duration(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (num, mul) = if let Some(n) = s.strip_suffix("ns") {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix("us") {
+        (n, 1e3)
+    } else if let Some(n) = s.strip_suffix("µs") {
+        (n, 1e3)
+    } else if let Some(n) = s.strip_suffix("ms") {
+        (n, 1e6)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1e9)
+    } else {
+        return None;
+    };
+    let v: f64 = num.trim().parse().ok()?;
+    (v.is_finite() && v >= 0.0).then(|| (v * mul).round() as u64)
+}
+
+/// The longest duration accepted: beyond it a value is a typo (a unit forgotten), and
+/// cutting it to fit would hide that.
+const MAX_DURATION_NS: u64 = 365 * 86_400 * 1_000_000_000;
+
+/// A duration with its unit, refusing what cannot be meant: no unit, a negative or absurd
+/// value, and 0 (`zero` says why 0 is no use there).
+fn duration(s: &str, zero: &str) -> Result<u64, String> {
+    let number = s
+        .trim()
+        .trim_end_matches(|c: char| c.is_alphabetic() || c == 'µ');
+    if number.trim().parse::<f64>() == Ok(0.0) {
+        return Err(zero.to_string());
+    }
+    let Some(ns) = parse_duration(s) else {
+        return Err(
+            "expected a number and a unit (ns, us, ms, s), e.g. 3.5ms or 500us".to_string(),
+        );
+    };
+    if ns >= MAX_DURATION_NS {
+        return Err("longer than a year; refused rather than cut to fit (a unit missing?)".into());
+    }
+    if ns == 0 {
+        return Err("shorter than a nanosecond".into());
+    }
+    Ok(ns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_windows() {
+        assert_eq!(parse_duration("1.5ms"), Some(1_500_000));
+        assert_eq!(parse_duration("3"), None);
+        assert_eq!(parse_secs("93115.324019"), Some(93_115_324_019_000));
+        assert_eq!(
+            window("+1.5..").unwrap(),
+            (Some(Bound::Rel(1_500_000_000)), None)
+        );
+        assert_eq!(
+            window("10.5..11").unwrap(),
+            (
+                Some(Bound::Abs(10_500_000_000)),
+                Some(Bound::Abs(11_000_000_000))
+            )
+        );
+        assert!(window("x..y").is_err());
+        assert!(deadline("0").unwrap_err().contains("zero deadline"));
+        assert!(deadline("3").unwrap_err().contains("a number and a unit"));
+        assert!(measure("runqeue")
+            .unwrap_err()
+            .contains("did you mean runqueue"));
+    }
+}

@@ -1,0 +1,30 @@
+//! `whylate demo`.
+
+use crate::args::DemoArgs;
+use crate::output::{Out, EXIT_BAD_INPUT};
+use std::process::ExitCode;
+use whylate::demo::{DemoError, DemoOptions};
+
+/// A lab program, recorded and explained beside its own count.
+pub fn run(a: DemoArgs, out: &Out) -> anyhow::Result<ExitCode> {
+    let r = whylate::demo::run(&DemoOptions {
+        scenario: a.scenario.into(),
+        mitigate: a.mitigate,
+        keep: a.keep,
+        top: a.top,
+    });
+    let r = match r {
+        Ok(r) => r,
+        Err(e @ DemoError::NotRoot) => {
+            eprintln!("whylate: {e}");
+            return Ok(ExitCode::from(EXIT_BAD_INPUT));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if a.json {
+        out.json(&r)?;
+    } else {
+        out.text(&r.render_text(&out.paint()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,87 @@
+//! `whylate explain`, `report` and `export`: one analysis, shown in the terminal, as an
+//! HTML page, or as a Perfetto trace.
+
+use super::draw::{explain_with_outputs, Outputs};
+use crate::args::{ExplainArgs, ExportArgs, ReportArgs};
+use crate::output::{usage, Out};
+use crate::progress::with_progress;
+use std::process::ExitCode;
+
+/// Explains, and draws what --html/--svg ask for.
+pub fn explain(a: ExplainArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode> {
+    let mode = match a.mode.mode() {
+        Ok(m) => m,
+        Err(e) => return usage(&e),
+    };
+    let (open, bar) = with_progress(a.input.open()?, &a.files, quiet);
+    let outputs = Outputs {
+        html: a.draw.html,
+        svg: a.draw.svg,
+        lanes: a.draw.lanes,
+    };
+    let r = explain_with_outputs(&a.files, &open, &mode, &outputs);
+    drop(bar);
+    out.emit(r, a.json, |r, p| r.render_text(p))
+}
+
+/// Writes the HTML report; the terminal gets the verdict line.
+pub fn report(a: ReportArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode> {
+    let mode = match a.mode.mode() {
+        Ok(m) => m,
+        Err(e) => return usage(&e),
+    };
+    let (open, bar) = with_progress(a.input.open()?, &a.files, quiet);
+    let outputs = Outputs {
+        html: Some(a.output),
+        svg: a.svg,
+        lanes: a.lanes,
+    };
+    let r = explain_with_outputs(&a.files, &open, &mode, &outputs);
+    drop(bar);
+    out.emit(r, false, |r, p| {
+        let text = r.render_text(p);
+        let mut head = text.lines().next().unwrap_or_default().to_string();
+        head.push('\n');
+        head
+    })
+}
+
+/// Writes the Perfetto (Chrome trace-event JSON) export.
+pub fn export(a: ExportArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode> {
+    let mode = match a.mode.mode() {
+        Ok(m) => m,
+        Err(e) => return usage(&e),
+    };
+    let perfetto = a.perfetto;
+    let (open, bar) = with_progress(a.input.open()?, &a.files, quiet);
+    let r = whylate::explain::explain_then(&a.files, &open, &mode, |r, tl, s| {
+        let f = std::fs::File::create(&perfetto)?;
+        let st = whylate::report::perfetto::write(std::io::BufWriter::new(f), r, tl, s)?;
+        eprintln!(
+            "whylate: wrote {} ({} slices, {} chains as flows, {} bytes): open it in ui.perfetto.dev",
+            perfetto.display(),
+            st.total_slices,
+            st.flows,
+            st.bytes
+        );
+        Ok::<_, std::io::Error>(st)
+    });
+    drop(bar);
+    let r = match r {
+        Ok((_, Ok(st))) => Ok(st),
+        Ok((_, Err(e))) => {
+            let what = format!("writing {}", perfetto.display());
+            return Err(anyhow::Error::new(e).context(what));
+        }
+        Err(e) => Err(e),
+    };
+    out.emit(r, a.json, |st, _| {
+        let kinds: Vec<String> = st.slices.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        format!(
+            "{} slices ({}), {} flows\n",
+            st.total_slices,
+            kinds.join(", "),
+            st.flows
+        )
+    })
+}

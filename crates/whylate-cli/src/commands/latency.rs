@@ -1,0 +1,41 @@
+//! `whylate latency`.
+
+use crate::args::LatencyArgs;
+use crate::output::{usage, Out};
+use crate::progress::with_progress;
+use std::process::ExitCode;
+use whylate::measure::{Filter, Measure, Options, ThroughputOpts};
+
+/// The measures, per group.
+pub fn run(a: LatencyArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode> {
+    let open = a.input.open()?;
+    if a.field.is_some() && a.event.is_none() {
+        return usage("--field needs --event");
+    }
+    if a.measure.contains(&Measure::Throughput) && a.event.is_none() {
+        return usage(
+            "--measure throughput needs --event NAME (and optionally --field, --interval, --expect)",
+        );
+    }
+    let tput = a.event.map(|event| ThroughputOpts {
+        event,
+        field: a.field,
+        interval_ns: a.interval,
+        expect_per_s: a.expect,
+    });
+    let opts = Options {
+        measures: a.measure,
+        filter: Filter {
+            task: a.task,
+            cpu: a.cpu,
+            window: a.window.unwrap_or((None, None)),
+        },
+        top: a.top,
+        raw_samples: a.samples,
+        throughput: None,
+    };
+    let (open, bar) = with_progress(open, &a.files, quiet);
+    let r = whylate::latency::latency(&a.files, &open, &opts, tput);
+    drop(bar);
+    out.emit(r, a.json, |r, p| r.render_text(a.top, p))
+}

@@ -1,0 +1,10 @@
+//! One module per command: each takes its typed arguments and the output, runs the
+//! library, and prints.
+
+pub mod demo;
+pub mod diff;
+mod draw;
+pub mod explain;
+pub mod latency;
+pub mod record;
+pub mod stats;

@@ -1,0 +1,91 @@
+//! `whylate record`.
+
+use crate::args::RecordArgs;
+use crate::output::{usage, EXIT_INTERRUPTED};
+use std::process::ExitCode;
+
+/// Records until the command ends, --duration passes or Ctrl-C.
+pub fn run(a: RecordArgs) -> anyhow::Result<ExitCode> {
+    let RecordArgs {
+        events,
+        duration,
+        buffer_kb,
+        output,
+        reset,
+        json,
+        command,
+    } = a;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    use whylate::record::{self, RecordOptions};
+    if reset {
+        return match record::reset() {
+            Ok(v) if v.is_empty() => {
+                println!("no instance left by a killed whylate run");
+                Ok(ExitCode::SUCCESS)
+            }
+            Ok(v) => {
+                println!("removed {}", v.join(", "));
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(e) => usage(&e.to_string()),
+        };
+    }
+    let duration = duration.map(std::time::Duration::from_nanos);
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    // Ctrl-C while tracing a command exits 130 as the shell's own convention, whatever
+    // the command made of its SIGINT (without a command Ctrl-C is the normal stop: 0).
+    let interrupted = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGINT, interrupted.clone())?;
+    let opts = RecordOptions {
+        events,
+        duration,
+        buffer_kb,
+        output,
+        command,
+        command_stdout: None,
+    };
+    if opts.command.is_empty() && opts.duration.is_none() && !json {
+        eprintln!("whylate: recording until Ctrl-C");
+    }
+    let r = match record::record(&opts, stop) {
+        Ok(r) => r,
+        Err(e) => return usage(&e.to_string()),
+    };
+    if json {
+        serde_json::to_writer_pretty(std::io::stdout().lock(), &r)?;
+        println!();
+    } else {
+        for s in &r.stale_instances {
+            eprintln!(
+                "whylate: tracefs instance {s} was left by a killed run; `whylate record --reset` removes it"
+            );
+        }
+        println!(
+            "{}: {} events in {}, {} lost, {} bytes ({} clock, {} tracepoints)",
+            r.output.display(),
+            r.events,
+            whylate::units::dur(r.duration_ns),
+            r.lost,
+            r.bytes,
+            r.clock,
+            r.tracepoints.len()
+        );
+        for c in &r.cpus {
+            println!("  cpu {}: {} events, {} lost", c.cpu, c.events, c.lost);
+        }
+        println!("  recorder CPU time {}", whylate::units::dur(r.cpu_time_ns));
+        if let Some(s) = &r.suggestion {
+            println!("  {s}");
+        }
+    }
+    let ctrl_c = interrupted.load(std::sync::atomic::Ordering::Acquire);
+    Ok(match r.exit_code {
+        Some(_) if ctrl_c => ExitCode::from(EXIT_INTERRUPTED),
+        Some(c) => ExitCode::from(c.clamp(0, 255) as u8),
+        None => ExitCode::SUCCESS,
+    })
+}

@@ -1,0 +1,14 @@
+//! `whylate stats`.
+
+use crate::args::StatsArgs;
+use crate::output::Out;
+use crate::progress::with_progress;
+use std::process::ExitCode;
+
+/// What is in the traces.
+pub fn run(a: StatsArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode> {
+    let (open, bar) = with_progress(a.input.open()?, &a.files, quiet);
+    let r = whylate::stats::stats(&a.files, &open, a.top);
+    drop(bar);
+    out.emit(r, a.json, |r, p| r.render_text(p))
+}

@@ -1,0 +1,162 @@
+//! The terminal rendering of a diff report: the verdict first, then the evidence.
+
+use crate::diff::*;
+use crate::report::Paint;
+use crate::units::dur;
+use std::fmt::Write;
+
+impl DiffReport {
+    /// The terminal text: the verdict first, then the evidence.
+    pub fn render_text(&self, p: &Paint) -> String {
+        let mut o = String::new();
+        let _ = writeln!(o, "{}", p.heading(&self.verdict));
+        let _ = writeln!(
+            o,
+            "\nA: {} ({} events)\nB: {} ({} events)",
+            self.a.path.display(),
+            self.a.events,
+            self.b.path.display(),
+            self.b.events
+        );
+        let dl = |s: &Side| s.deadline_ns.map_or("none".to_string(), dur);
+        let _ = writeln!(
+            o,
+            "deadline: A {} ({}), B {} ({})\n",
+            dl(&self.a),
+            self.a.deadline_source,
+            dl(&self.b),
+            self.b.deadline_source
+        );
+        let (a, b) = (&self.a.cycles, &self.b.cycles);
+        let rate = |m: u64, n: u64| {
+            if n == 0 {
+                String::new()
+            } else {
+                format!(" ({})", pct(m as f64 / n as f64))
+            }
+        };
+        let rows: [(&str, String, String); 7] = [
+            (self.noun, a.count.to_string(), b.count.to_string()),
+            (
+                "misses",
+                format!("{}{}", a.misses, rate(a.misses, a.count)),
+                format!("{}{}", b.misses, rate(b.misses, b.count)),
+            ),
+            ("no reply", a.no_reply.to_string(), b.no_reply.to_string()),
+            ("p50", dur(a.p50_ns), dur(b.p50_ns)),
+            ("p90", dur(a.p90_ns), dur(b.p90_ns)),
+            ("p99", dur(a.p99_ns), dur(b.p99_ns)),
+            ("max", dur(a.max_ns), dur(b.max_ns)),
+        ];
+        let _ = writeln!(o, "  {:<16} {:>16} {:>16}", "", "A", "B");
+        for (k, x, y) in rows {
+            let _ = writeln!(o, "  {k:<16} {x:>16} {y:>16}");
+        }
+        if !self.histogram.is_empty() {
+            let _ = writeln!(
+                o,
+                "\nhistogram:                       A                      B"
+            );
+            let max = self
+                .histogram
+                .iter()
+                .map(|p| p.a.max(p.b))
+                .max()
+                .unwrap_or(1)
+                .max(1);
+            let bar = |n: u64| {
+                let w = if n == 0 {
+                    0
+                } else {
+                    ((n * 16).div_ceil(max)) as usize
+                };
+                "#".repeat(w)
+            };
+            let dl = self.a.deadline_ns.or(self.b.deadline_ns);
+            for p in &self.histogram {
+                let mark = match dl {
+                    Some(d) if p.lo >= d => "  <- over the deadline",
+                    Some(d) if p.hi > d => "  <- deadline inside",
+                    _ => "",
+                };
+                let _ = writeln!(
+                    o,
+                    "  [{:>9}, {:>9}) {:>6} {:<16} {:>6} {:<16}{mark}",
+                    dur(p.lo),
+                    dur(p.hi),
+                    p.a,
+                    bar(p.a),
+                    p.b,
+                    bar(p.b)
+                );
+            }
+        }
+        if !self.causes.is_empty() {
+            let _ = writeln!(o, "\n{}", p.heading("causes (misses, excess; A → B):"));
+            let side = |s: &Option<CauseSide>| match s {
+                Some(x) => format!("{} {}", x.misses, dur(x.total_excess_ns)),
+                None => "-".into(),
+            };
+            for d in &self.causes {
+                let _ = writeln!(
+                    o,
+                    "  {:<9} {:<56} {:>18} → {}",
+                    d.status,
+                    cause_name(d),
+                    side(&d.a),
+                    side(&d.b)
+                );
+            }
+        }
+        if !self.cpus.is_empty() {
+            let _ = writeln!(
+                o,
+                "\n{}",
+                p.heading("CPU time that moved (share of the trace, A → B):")
+            );
+            for c in &self.cpus {
+                let b = |x: Option<f64>| x.map_or("-".into(), pct);
+                let _ = write!(o, "  CPU{} busy {} → {}", c.cpu, b(c.busy_a), b(c.busy_b));
+                let parts: Vec<String> = c
+                    .changes
+                    .iter()
+                    .take(6)
+                    .map(|x| format!("{} {} → {}", x.what, pct(x.a), pct(x.b)))
+                    .collect();
+                if !parts.is_empty() {
+                    let _ = write!(o, ": {}", parts.join(", "));
+                }
+                o.push('\n');
+            }
+        }
+        if !self.irqs.is_empty() {
+            let _ = writeln!(
+                o,
+                "\n{}",
+                p.heading("interrupts handled elsewhere (CPU ×runs, A → B):")
+            );
+            let list = |v: &[(u32, u64)]| {
+                v.iter()
+                    .map(|(c, n)| format!("CPU{c} ×{n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            for m in &self.irqs {
+                let _ = writeln!(o, "  {}: {} → {}", m.irq, list(&m.a), list(&m.b));
+            }
+        }
+        if !self.machine.is_empty() {
+            let _ = writeln!(o, "\n{}", p.heading("machine:"));
+            for m in &self.machine {
+                let _ = writeln!(o, "  {m}");
+            }
+        }
+        if !self.notes.is_empty() {
+            let _ = writeln!(o, "\n{}", p.heading("notes:"));
+            for n in &self.notes {
+                let _ = writeln!(o, "  - {n}");
+            }
+        }
+        o
+    }
+}

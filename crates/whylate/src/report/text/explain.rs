@@ -1,0 +1,379 @@
+//! The terminal rendering of an explain report: the verdict, the histogram, the ranked
+//! causes, the worst misses with their chains, the CPUs behind them, advice and notes.
+
+use crate::explain::{ExplainReport, Link, Miss};
+use crate::report::Paint;
+use crate::units::{dur, secs};
+use std::fmt::Write as _;
+
+impl ExplainReport {
+    /// Terminal rendering: the verdict first.
+    pub fn render_text(&self, p: &Paint) -> String {
+        let mut o = String::new();
+        verdict(&mut o, self, p);
+        histogram(&mut o, self, p);
+        causes(&mut o, self, p);
+        for m in self.misses.iter().take(self.top) {
+            miss(&mut o, self, m, p);
+        }
+        if self.misses.len() > self.top {
+            let _ = writeln!(
+                o,
+                "\n... {} more {} (--top, --json)",
+                self.misses.len() - self.top,
+                self.plural()
+            );
+        }
+        context(&mut o, self, p);
+        advice_and_notes(&mut o, self, p);
+        o
+    }
+
+    /// What the misses are called: `outliers` or `misses`.
+    fn plural(&self) -> &'static str {
+        if self.noun == "outliers" {
+            "outliers"
+        } else {
+            "misses"
+        }
+    }
+}
+
+/// The first line (counts, deadline, quantiles), where the deadline came from, the cycle.
+fn verdict(o: &mut String, r: &ExplainReport, p: &Paint) {
+    let c = &r.cycles;
+    let dl = r.deadline_ns.map_or("no deadline".to_string(), |d| {
+        format!("deadline {}", dur(d))
+    });
+    let q = if c.replied > 0 {
+        format!(
+            "; p50 {}, p99 {}, max {}",
+            dur(c.p50_ns),
+            dur(c.p99_ns),
+            dur(c.max_ns)
+        )
+    } else {
+        String::new()
+    };
+    let first = if r.noun == "outliers" {
+        format!("{} outliers across the measures{q}", c.count)
+    } else {
+        format!(
+            "{} {}, {} missed ({} no reply), {dl}{q}",
+            c.count, r.noun, c.misses, c.no_reply
+        )
+    };
+    let _ = writeln!(o, "{}", p.heading(&first));
+    if r.deadline_source != "given" && r.noun != "outliers" {
+        let _ = writeln!(o, "  deadline {}", r.deadline_source);
+    }
+    if !r.to.is_empty() {
+        let _ = writeln!(o, "  cycle: {} -> {}", r.from, r.to.join(" | "));
+    }
+    if c.count == 0 && !r.to.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nno cycle: nothing matched {:?} (check the selector: event name, field names, values)",
+            r.from
+        );
+    }
+}
+
+/// The duration histogram, with the deadline's bucket marked.
+fn histogram(o: &mut String, r: &ExplainReport, p: &Paint) {
+    let h = &r.cycles.histogram;
+    if h.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "\n{}", p.heading("duration histogram (replied):"));
+    let max = h.iter().map(|b| b.count).max().unwrap_or(1).max(1);
+    for b in h {
+        let mark = match r.deadline_ns {
+            Some(d) if b.lo >= d => p.bad(" <- over the deadline"),
+            Some(d) if b.hi > d => p.bad(" <- deadline inside"),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            o,
+            "  [{:>9}, {:>9}) {:>6} |{}{mark}",
+            dur(b.lo),
+            dur(b.hi),
+            b.count,
+            "#".repeat(((b.count as f64 / max as f64) * 40.0).ceil() as usize)
+        );
+    }
+}
+
+/// The ten largest causes over all misses.
+fn causes(o: &mut String, r: &ExplainReport, p: &Paint) {
+    if r.causes.is_empty() {
+        return;
+    }
+    let title = format!(
+        "why the {} {} were late (excess over the usual):",
+        r.cycles.misses,
+        r.plural()
+    );
+    let _ = writeln!(o, "\n{}", p.heading(&title));
+    let _ = writeln!(
+        o,
+        "  {:<20} {:<36} {:>6} {:>11} {:>10} {:>6}",
+        "category", "culprit", "misses", "total", "mean", "share"
+    );
+    for c in r.causes.iter().take(10) {
+        let mut who = c.culprit.label();
+        if let Some(cpu) = c.culprit.cpu {
+            let _ = write!(who, " on CPU{cpu}");
+        }
+        let _ = writeln!(
+            o,
+            "  {:<20} {:<36} {:>6} {:>11} {:>10} {:>5.0}%",
+            c.category,
+            who,
+            c.count,
+            dur(c.total_excess_ns),
+            dur(c.mean_excess_ns),
+            c.share * 100.0
+        );
+    }
+}
+
+/// One miss: its title, then its chain link by link with what held each up.
+fn miss(o: &mut String, r: &ExplainReport, m: &Miss, p: &Paint) {
+    let d = (m.duration_ns).map_or("no reply".to_string(), |d| format!("took {}", dur(d)));
+    let what = if r.noun == "outliers" {
+        "outlier"
+    } else {
+        "miss"
+    };
+    let title = format!(
+        "{what} at {} (tid {}, CPU{}): {d}, {} blamed",
+        secs(m.start_ns),
+        m.tid,
+        m.cpu,
+        dur(m.blamed_ns)
+    );
+    let _ = writeln!(o, "\n{}", p.alarm(&title));
+    for l in &m.chain {
+        link(o, l, p);
+    }
+}
+
+/// One link of a chain and its three largest holds.
+fn link(o: &mut String, l: &Link, p: &Paint) {
+    let cpu = l.cpu.map_or("    ".to_string(), |c| format!("cpu{c}"));
+    let dur_s = if l.duration_ns > 0 {
+        dur(l.duration_ns)
+    } else {
+        String::new()
+    };
+    let flag = if l.excess_ns > 0 {
+        p.bad(&format!(
+            "  <- {} over usual {}",
+            dur(l.excess_ns),
+            dur(l.usual_ns.unwrap_or(0))
+        ))
+    } else {
+        String::new()
+    };
+    let pend = if l.pending_at_deadline {
+        format!(" {}", p.warn("[pending at the deadline]"))
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        o,
+        "  +{:>10} {cpu:>5} {:<8} {}{} {dur_s}{flag}",
+        dur(l.offset_ns),
+        l.kind,
+        l.what,
+        pend
+    );
+    for h in l.held_by.iter().take(3) {
+        let _ = writeln!(
+            o,
+            "  {:>12} {:>5}   {} {} {}",
+            "",
+            "",
+            h.category,
+            h.culprit.label(),
+            dur(h.ns)
+        );
+    }
+}
+
+/// The CPUs behind the causes, and the recording machine's IRQ placement.
+fn context(o: &mut String, r: &ExplainReport, p: &Paint) {
+    if !r.context.is_empty() {
+        let _ = writeln!(o, "\n{}", p.heading("context:"));
+        for cx in &r.context {
+            let busy: Vec<String> = (cx.busy.iter())
+                .map(|(t, f)| format!("{t} {:.0}%", f * 100.0))
+                .collect();
+            let _ = writeln!(o, "  CPU{}: {}; busy: {}", cx.cpu, cx.role, busy.join(", "));
+            if !cx.irqs.is_empty() {
+                let irqs: Vec<String> = cx.irqs.iter().map(|(i, n)| format!("{i} x{n}")).collect();
+                let _ = writeln!(o, "        irqs handled there: {}", irqs.join(", "));
+            }
+        }
+    }
+    let Some(m) = &r.machine else {
+        return;
+    };
+    let irqs: Vec<String> = (m.irqs.iter())
+        .map(|i| {
+            let to = match (&i.effective, &i.affinity) {
+                (Some(e), Some(a)) if e != a => format!("CPU {e} (allowed {a})"),
+                (Some(e), _) => format!("CPU {e}"),
+                (None, Some(a)) => format!("CPU {a}"),
+                (None, None) => "?".into(),
+            };
+            format!("{} {} → {to}", i.irq, i.name)
+        })
+        .collect();
+    let _ = writeln!(
+        o,
+        "  machine: {}, CPUs {}, irqbalance {}{}",
+        m.kernel,
+        m.online_cpus,
+        if m.irqbalance {
+            "running"
+        } else {
+            "not running"
+        },
+        if irqs.is_empty() {
+            String::new()
+        } else {
+            format!("; IRQ {}", irqs.join(", IRQ "))
+        }
+    );
+}
+
+/// What to do, and where the analysis is blind.
+fn advice_and_notes(o: &mut String, r: &ExplainReport, p: &Paint) {
+    if !r.advice.is_empty() {
+        let _ = writeln!(o, "\n{}", p.heading("advice:"));
+        for a in &r.advice {
+            let _ = writeln!(
+                o,
+                "  - {}\n      {}\n      cost: {}",
+                a.action, a.command, a.cost
+            );
+        }
+    }
+    if !r.notes.is_empty() {
+        let _ = writeln!(o, "\n{}", p.heading("notes:"));
+        for n in &r.notes {
+            let _ = writeln!(o, "  - {n}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::explain::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss};
+    use crate::report::Paint;
+
+    fn link(kind: &str, offset: u64, excess: u64, pending: bool) -> Link {
+        Link {
+            offset_ns: offset,
+            ts_ns: 1_000_000_000 + offset,
+            cpu: Some(1),
+            kind: kind.into(),
+            what: format!("{kind} step"),
+            duration_ns: 2_000_000,
+            usual_ns: Some(50_000),
+            excess_ns: excess,
+            pending_at_deadline: pending,
+            held_by: vec![Hold {
+                category: "runqueue-wait".into(),
+                culprit: Culprit {
+                    comm: Some("hog".into()),
+                    pid: Some(42),
+                    cpu: Some(1),
+                    ..Default::default()
+                },
+                ns: excess,
+            }],
+            waiter: None,
+            queued_in_irq: None,
+        }
+    }
+
+    #[test]
+    fn a_chain_reads_link_by_link_with_its_excess_and_holds() {
+        let mut o = String::new();
+        super::link(
+            &mut o,
+            &link("wakeup", 120_000, 1_950_000, true),
+            &Paint::plain(),
+        );
+        assert_eq!(
+            o,
+            "  +  120.0 us  cpu1 wakeup   wakeup step [pending at the deadline] 2.000 ms  <- 1.950 ms over usual 50.0 us\n               runqueue-wait hog[42] 1.950 ms\n"
+        );
+        // Styled, the excess is red and the pending mark yellow; the words stay.
+        let mut s = String::new();
+        super::link(
+            &mut s,
+            &link("wakeup", 120_000, 1_950_000, true),
+            &Paint::new(true),
+        );
+        assert!(s.contains("\x1b[31m  <- 1.950 ms over usual 50.0 us\x1b[0m"));
+        assert!(s.contains("\x1b[33m[pending at the deadline]\x1b[0m"));
+    }
+
+    #[test]
+    fn the_verdict_comes_first() {
+        let miss = |start: u64, d: Option<u64>| Miss {
+            start_ns: start,
+            duration_ns: d,
+            tid: 7,
+            cpu: 1,
+            late_ns: 8_500_000,
+            blamed_ns: 1_950_000,
+            chain: vec![link("wakeup", 120_000, 1_950_000, false)],
+        };
+        let r = ExplainReport {
+            inputs: Vec::new(),
+            events: 1000,
+            from: "sys_enter_write".into(),
+            to: vec!["sys_exit_read".into()],
+            deadline_ns: Some(3_500_000),
+            deadline_source: "given".into(),
+            cycles: CycleStats {
+                count: 100,
+                replied: 99,
+                no_reply: 1,
+                misses: 3,
+                p50_ns: 1_200_000,
+                p99_ns: 9_000_000,
+                max_ns: 12_000_000,
+                ..Default::default()
+            },
+            causes: Vec::new(),
+            misses: vec![
+                miss(1_000_120_000, Some(12_000_000)),
+                miss(2_000_000_000, None),
+            ],
+            context: Vec::new(),
+            advice: Vec::new(),
+            notes: Vec::new(),
+            machine: None,
+            cpus: Vec::new(),
+            windows: Vec::new(),
+            top: 1,
+            noun: "cycles",
+        };
+        let text = r.render_text(&Paint::plain());
+        let first = text.lines().next().unwrap();
+        assert_eq!(
+            first,
+            "100 cycles, 3 missed (1 no reply), deadline 3.500 ms; p50 1.200 ms, p99 9.000 ms, max 12.000 ms"
+        );
+        assert!(
+            text.contains("\nmiss at 1.000120 (tid 7, CPU1): took 12.000 ms, 1.950 ms blamed\n")
+        );
+        assert!(text.contains("\n... 1 more misses (--top, --json)\n"));
+    }
+}
