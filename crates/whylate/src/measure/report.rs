@@ -1,0 +1,266 @@
+//! The measures' options and results: which measures, the sample filter, and per measure its groups (count, quantiles, histogram, worst samples) and what the trace lacked.
+
+pub use crate::dist::Bucket;
+use crate::glob::Glob;
+pub use crate::read::inputs::TracerSample;
+use crate::timeline::OccupantKind;
+use serde::Serialize;
+
+/// The measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Measure {
+    /// Waking → running, per task.
+    Wakeup,
+    /// Runnable time (woken or preempted) per task and per CPU.
+    Runqueue,
+    /// Hard irq handler durations.
+    Irq,
+    /// Softirq raise → entry latency, run time; tasklets.
+    Softirq,
+    /// Work queue → start latency, run time.
+    Work,
+    /// Syscall durations.
+    Syscall,
+    /// hrtimer lateness and the wakeup after it.
+    Timer,
+    /// Events (or a field's sum) per interval.
+    Throughput,
+    /// Irqs-off and preempt-off sections.
+    Irqsoff,
+}
+
+impl Measure {
+    /// All measures, in report order.
+    pub const ALL: [Measure; 9] = [
+        Measure::Wakeup,
+        Measure::Runqueue,
+        Measure::Irq,
+        Measure::Softirq,
+        Measure::Work,
+        Measure::Syscall,
+        Measure::Timer,
+        Measure::Throughput,
+        Measure::Irqsoff,
+    ];
+
+    /// Name as used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Measure::Wakeup => "wakeup",
+            Measure::Runqueue => "runqueue",
+            Measure::Irq => "irq",
+            Measure::Softirq => "softirq",
+            Measure::Work => "work",
+            Measure::Syscall => "syscall",
+            Measure::Timer => "timer",
+            Measure::Throughput => "throughput",
+            Measure::Irqsoff => "irqsoff",
+        }
+    }
+
+    /// Parses a name.
+    pub fn parse(s: &str) -> Option<Measure> {
+        Measure::ALL.into_iter().find(|m| m.name() == s)
+    }
+}
+
+/// Which task a sample must belong to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TaskSel {
+    /// A thread id (or the thread group, when the trace knows it).
+    Pid(i32),
+    /// A comm pattern (`*`, `?`, `[...]`).
+    Comm(Glob),
+}
+
+impl TaskSel {
+    /// A pid when `s` is a number, else a comm pattern.
+    pub fn parse(s: &str) -> Result<TaskSel, String> {
+        match s.parse::<i32>() {
+            Ok(p) => Ok(TaskSel::Pid(p)),
+            Err(_) => Glob::new(s).map(TaskSel::Comm),
+        }
+    }
+
+    /// Whether task `tid`, named `comm`, is selected.
+    pub fn matches(&self, tid: i32, comm: &str) -> bool {
+        match self {
+            TaskSel::Pid(p) => tid == *p,
+            TaskSel::Comm(g) => g.is_match(comm),
+        }
+    }
+}
+
+/// A bound of `--window`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Bound {
+    /// Absolute trace time, ns.
+    Abs(u64),
+    /// ns after the first event.
+    Rel(u64),
+}
+
+/// Sample filter.
+#[derive(Clone, Debug, Default)]
+pub struct Filter {
+    /// Only this task.
+    pub task: Option<TaskSel>,
+    /// Only this CPU.
+    pub cpu: Option<u32>,
+    /// Only samples starting in this window.
+    pub window: (Option<Bound>, Option<Bound>),
+}
+
+/// What to count for `throughput`.
+#[derive(Clone, Debug)]
+pub struct ThroughputOpts {
+    /// Bare event name (`console`, `sched_switch`, `tracing_mark_write`...).
+    pub event: String,
+    /// Sum this numeric field instead of counting (`len` = message bytes + 1 for the
+    /// newline, for console and trace_marker events).
+    pub field: Option<String>,
+    /// Interval, ns.
+    pub interval_ns: u64,
+    /// Expected rate per second, e.g. 11520 for 115200 baud 8N1.
+    pub expect_per_s: Option<f64>,
+}
+
+/// Options of [`compute`].
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Measures to compute (all that the trace can feed when empty).
+    pub measures: Vec<Measure>,
+    /// Sample filter.
+    pub filter: Filter,
+    /// Worst samples to keep per group and per measure.
+    pub top: usize,
+    /// Keep every sample (JSON `samples`).
+    pub raw_samples: bool,
+    /// Throughput parameters.
+    pub throughput: Option<ThroughputOpts>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            measures: Vec::new(),
+            filter: Filter::default(),
+            top: 10,
+            raw_samples: false,
+            throughput: None,
+        }
+    }
+}
+
+/// One sample, as reported.
+#[derive(Clone, Debug, Serialize)]
+pub struct Sample {
+    /// When it started (ns, trace clock).
+    pub ts_ns: u64,
+    /// When it ended.
+    pub end_ns: u64,
+    /// CPU.
+    pub cpu: Option<u32>,
+    /// Task.
+    pub tid: i32,
+    /// Its name.
+    pub comm: String,
+    /// The value (ns; for throughput the rate per second).
+    pub value_ns: u64,
+    /// The group it belongs to.
+    pub group: String,
+    /// What surrounded it, in words.
+    pub detail: String,
+    /// Who had the CPU meanwhile (waiting samples).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cpu_held_by: Vec<Holder>,
+    /// Crosses a lost-events window, or an endpoint was inferred.
+    pub uncertain: bool,
+}
+
+/// One occupant of a CPU during a sample.
+#[derive(Clone, Debug, Serialize)]
+pub struct Holder {
+    /// `task`, `hardirq` or `softirq`.
+    pub what: OccupantKind,
+    /// `comm[tid]`, `irq N (name)` or the vector name.
+    pub name: String,
+    /// Overlap, ns.
+    pub ns: u64,
+}
+
+/// One group of a measure.
+#[derive(Clone, Debug, Serialize)]
+pub struct Group {
+    /// What the group is (task `comm[tid]`, `irq 16 (ehci_hcd:usb1)`, `NET_RX`, function).
+    pub key: String,
+    /// What is measured (`wakeup`, `raise-to-entry`, `run`, `lateness`...).
+    pub metric: String,
+    /// Samples.
+    pub count: u64,
+    /// Smallest.
+    pub min_ns: u64,
+    /// Median.
+    pub p50_ns: u64,
+    /// 90th percentile.
+    pub p90_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+    /// 99.9th percentile.
+    pub p999_ns: u64,
+    /// Largest.
+    pub max_ns: u64,
+    /// Sum.
+    pub total_ns: u64,
+    /// Mean.
+    pub mean_ns: u64,
+    /// Samples flagged uncertain (crossing lost events, inferred endpoints).
+    pub uncertain: u64,
+    /// Log2 histogram.
+    pub histogram: Vec<Bucket>,
+    /// Worst samples, largest first.
+    pub worst: Vec<Sample>,
+    /// Measure-specific facts.
+    #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+    /// Every sample as `[ts_ns, value_ns]` (with `--json --samples`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub samples: Option<Vec<[u64; 2]>>,
+}
+
+/// Events a measure needs that the trace lacks.
+#[derive(Clone, Debug, Serialize)]
+pub struct Missing {
+    /// The measure.
+    pub measure: Measure,
+    /// What part of it cannot be computed.
+    pub part: String,
+    /// Events to record for it.
+    pub needs: Vec<String>,
+}
+
+/// The result of one measure.
+#[derive(Clone, Debug, Serialize)]
+pub struct MeasureReport {
+    /// The measure.
+    pub measure: Measure,
+    /// One line on what it measures.
+    pub description: String,
+    /// `ns`, or `per_s` for throughput.
+    pub unit: String,
+    /// Groups, largest p99 first... (ordered by max value).
+    pub groups: Vec<Group>,
+    /// The worst samples over all groups.
+    pub worst: Vec<Sample>,
+    /// Samples left out because they were open at the trace's start or end.
+    pub open: u64,
+    /// Threads whose switch-in or switch-out the trace lacks (inferred from their other
+    /// events): their totals are partial (runqueue only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub partial_tids: Vec<i32>,
+    /// What the trace lacks for it.
+    pub missing_events: Vec<Missing>,
+    /// Caveats.
+    pub notes: Vec<String>,
+}

@@ -1,0 +1,133 @@
+//! `runqueue`: time runnable but not running, per task, with who held the CPU.
+
+use super::cx::{life_key, Cx};
+use super::report::{Measure, MeasureReport, Options};
+use super::series::{
+    add_u64, base_sample, finish_report, merge_worst, needs, span_raw, Collector, Tally,
+};
+use super::wakeup::wake_detail;
+use super::{Input, Measurer};
+use crate::event::Sym;
+use crate::timeline::{span, Cause, KindClass, SpanKind};
+use rustc_hash::FxHashMap;
+
+pub(super) fn runqueue(cx: &Cx<'_>, o: &Options) -> MeasureReport {
+    let tl = cx.tl;
+    let sp = &tl.spans;
+    let mut coll = Collector::new();
+    let mut open = 0;
+    // Runs and waits with an endpoint inferred (a switch the trace lacks), per thread.
+    let mut inferred: FxHashMap<i32, u64> = FxHashMap::default();
+    for i in 0..sp.len() {
+        match sp.kind[i] {
+            // Runs too, per thread: waiting means little without the running beside it
+            // (perf sched timehist's view). A run whose start the trace lacks is no sample.
+            SpanKind::Run if sp.tid[i] > 0 => {
+                if sp.flags[i] & span::INFERRED != 0 {
+                    *inferred.entry(sp.tid[i]).or_default() += 1;
+                }
+                if sp.flags[i] & span::START_UNKNOWN != 0 {
+                    continue;
+                }
+                if sp.flags[i] & span::END_UNKNOWN != 0 {
+                    open += 1;
+                    continue;
+                }
+                let r = span_raw(tl, i);
+                if cx.keep(r.ts, r.cpu, r.tid, r.comm) {
+                    let (id, label) = life_key(cx, r.tid, r.ts);
+                    coll.at(id, "run", label).push(cx, r);
+                }
+            }
+            SpanKind::Runnable => {
+                if sp.flags[i] & span::END_UNKNOWN != 0 {
+                    open += 1;
+                    continue;
+                }
+                let r = span_raw(tl, i);
+                if !cx.keep(r.ts, r.cpu, r.tid, r.comm) {
+                    continue;
+                }
+                let cause = match Cause::from_key(sp.key[i]) {
+                    Cause::Preempted => "preempted",
+                    Cause::New => "new",
+                    Cause::Woken => "woken",
+                };
+                if sp.flags[i] & span::INFERRED != 0 {
+                    *inferred.entry(r.tid).or_default() += 1;
+                }
+                let (id, label) = life_key(cx, r.tid, r.ts);
+                let s = coll.at(id, "runnable", label);
+                s.count("by_cause_ns", Tally::Str(cause), r.value);
+                if sp.flags[i] & span::RACED != 0 {
+                    s.count("woken_during_switch_out_ns", Tally::Plain, r.value);
+                }
+                s.push(cx, r);
+                if r.cpu != u32::MAX {
+                    let s = coll.at((r.cpu as u64, 1), "runnable-on-cpu", || {
+                        format!("cpu {}", r.cpu)
+                    });
+                    s.push(cx, r);
+                }
+            }
+            _ => {}
+        }
+    }
+    for s in coll.series.iter_mut() {
+        if s.metric == "runnable" || s.metric == "run" {
+            if let Some(tid) = s.raw.first().map(|x| s.expand(cx, x).tid) {
+                add_u64(&mut s.extra, "tid", tid.max(0) as u64);
+                add_u64(
+                    &mut s.extra,
+                    "inferred",
+                    inferred.get(&tid).copied().unwrap_or(0),
+                );
+            }
+        }
+    }
+    let mut rep = finish_report(
+        cx,
+        Measure::Runqueue,
+        "runqueue wait: time runnable but not running (after a wakeup or a preemption), per task and per CPU",
+        "ns",
+        coll,
+        o.top,
+        o.raw_samples,
+        &|cx, r| {
+            if cx.tl.spans.kind[r.idx as usize] == SpanKind::Run {
+                let d = format!("ran on CPU{}", r.cpu);
+                return base_sample(cx, r, cx.task(r.tid, Sym::EMPTY), d);
+            }
+            wake_detail(cx, r)
+        },
+    );
+    rep.open = open;
+    // Waits first: they are what this measure is about.
+    let rank = |m: &str| match m {
+        "runnable" => 0,
+        "runnable-on-cpu" => 1,
+        _ => 2,
+    };
+    rep.groups.sort_by_key(|g| rank(&g.metric));
+    rep.worst = merge_worst(&rep.groups, o.top, |g| g.metric != "run");
+    let mut partial: Vec<i32> = inferred.keys().copied().collect();
+    partial.sort_unstable();
+    rep.partial_tids = partial;
+    if tl.saw(KindClass::SchedSwitch) == 0 {
+        rep.missing_events.push(needs(
+            Measure::Runqueue,
+            "runqueue wait",
+            &["sched:sched_switch", "sched:sched_waking"],
+        ));
+    }
+    rep
+}
+
+/// The `runqueue` measure.
+pub(super) struct Runqueue;
+
+impl Measurer for Runqueue {
+    fn measure(&self, i: &Input<'_>) -> MeasureReport {
+        runqueue(i.cx, i.o)
+    }
+}

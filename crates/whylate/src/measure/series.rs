@@ -1,0 +1,415 @@
+//! Samples collected into named series, and a series summarised into a group (quantiles, histogram, the worst samples in detail).
+
+use super::cx::Cx;
+use super::report::{Group, Measure, MeasureReport, Missing, Sample};
+use crate::dist::{log_histogram, Dist};
+use crate::event::Sym;
+use crate::timeline::{span, Timeline};
+use rustc_hash::FxHashMap;
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Raw {
+    pub(super) ts: u64,
+    pub(super) end: u64,
+    pub(super) value: u64,
+    pub(super) cpu: u32,
+    pub(super) tid: i32,
+    pub(super) comm: Sym,
+    /// Span or edge index (see `src`).
+    pub(super) idx: u32,
+    pub(super) src: Src,
+    pub(super) uncertain: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Src {
+    Span,
+    Edge,
+    None,
+}
+
+/// A stored sample: 16 bytes. Where the rest of a [`Raw`] follows from the span or edge it
+/// points at, only the value and the index are kept; other samples are kept whole in the
+/// series' `synth` and `idx` points there. Millions of samples stay cheap this way.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Slim {
+    pub(super) value: u64,
+    pub(super) idx: u32,
+    /// 0 span, 1 edge, 2 synth; bit 7: uncertain.
+    pub(super) tag: u8,
+}
+
+pub(super) const SLIM_SYNTH: u8 = 2;
+
+pub(super) const SLIM_UNCERTAIN: u8 = 0x80;
+
+pub(super) struct Series {
+    pub(super) key: String,
+    pub(super) metric: &'static str,
+    pub(super) raw: Vec<Slim>,
+    pub(super) synth: Vec<Raw>,
+    pub(super) extra: serde_json::Map<String, serde_json::Value>,
+    /// Counters bumped per sample, turned into `extra` once at the end (formatting and
+    /// JSON maps per sample would cost more than the measure itself).
+    pub(super) tally: Vec<(&'static str, Tally, u64)>,
+}
+
+/// The sub-key of a per-sample counter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Tally {
+    /// `field: n`.
+    Plain,
+    /// `field: {name: n}`.
+    Str(&'static str),
+    /// `field: {comm[tid]: n}`.
+    Task(i32, Sym),
+}
+
+/// The sample a span or edge gives without changes.
+pub(super) fn derived(cx: &Cx<'_>, src: Src, idx: u32) -> Raw {
+    match src {
+        Src::Span => span_raw(cx.tl, idx as usize),
+        Src::Edge => {
+            let e = &cx.tl.edges[idx as usize];
+            Raw {
+                ts: e.ts,
+                end: e.at,
+                value: e.at.saturating_sub(e.ts),
+                cpu: e.to_cpu,
+                tid: e.to_tid,
+                comm: Sym::EMPTY,
+                idx,
+                src,
+                uncertain: false,
+            }
+        }
+        Src::None => unreachable!("synthetic samples are stored whole"),
+    }
+}
+
+impl Series {
+    pub(super) fn push(&mut self, cx: &Cx<'_>, r: Raw) {
+        let unc = if r.uncertain { SLIM_UNCERTAIN } else { 0 };
+        if r.src != Src::None {
+            let d = derived(cx, r.src, r.idx);
+            if (d.ts, d.end, d.cpu, d.tid, d.comm) == (r.ts, r.end, r.cpu, r.tid, r.comm) {
+                let tag = if r.src == Src::Span { 0 } else { 1 };
+                self.raw.push(Slim {
+                    value: r.value,
+                    idx: r.idx,
+                    tag: tag | unc,
+                });
+                return;
+            }
+        }
+        self.synth.push(r);
+        self.raw.push(Slim {
+            value: r.value,
+            idx: (self.synth.len() - 1) as u32,
+            tag: SLIM_SYNTH | unc,
+        });
+    }
+
+    pub(super) fn expand(&self, cx: &Cx<'_>, x: &Slim) -> Raw {
+        let mut r = match x.tag & !SLIM_UNCERTAIN {
+            0 => derived(cx, Src::Span, x.idx),
+            1 => derived(cx, Src::Edge, x.idx),
+            _ => self.synth[x.idx as usize],
+        };
+        r.value = x.value;
+        r.uncertain = x.tag & SLIM_UNCERTAIN != 0;
+        r
+    }
+
+    pub(super) fn count(&mut self, field: &'static str, sub: Tally, by: u64) {
+        // Few distinct counters per series: a scan beats hashing the field name.
+        match self
+            .tally
+            .iter_mut()
+            .find(|(f, s, _)| std::ptr::eq(*f, field) && *s == sub)
+        {
+            Some(e) => e.2 += by,
+            None => self.tally.push((field, sub, by)),
+        }
+    }
+}
+
+pub(super) fn group(
+    cx: &Cx<'_>,
+    mut s: Series,
+    top: usize,
+    raw: bool,
+    base: u64,
+    detail: &dyn Fn(&Cx<'_>, &Raw) -> Sample,
+) -> Group {
+    // Quantiles need the values in order, the worst list only the top few: sort plain
+    // u64s, and select the worst samples without sorting them all.
+    let mut vals: Vec<u64> = s.raw.iter().map(|r| r.value).collect();
+    vals.sort_unstable();
+    let d = Dist::of_sorted(&vals);
+    let samples = raw.then(|| {
+        let mut v: Vec<[u64; 2]> = s
+            .raw
+            .iter()
+            .map(|x| [s.expand(cx, x).ts, x.value])
+            .collect();
+        v.sort_unstable();
+        v
+    });
+    let rank = |r: &Slim| (std::cmp::Reverse(r.value), r.tag, r.idx);
+    let k = top.min(s.raw.len());
+    if k > 0 && k < s.raw.len() {
+        s.raw.select_nth_unstable_by_key(k - 1, rank);
+    }
+    s.raw[..k].sort_unstable_by_key(rank);
+    let worst = s.raw[..k]
+        .iter()
+        .map(|x| Sample {
+            group: s.key.clone(),
+            ..detail(cx, &s.expand(cx, x))
+        })
+        .collect();
+    Group {
+        key: s.key,
+        metric: s.metric.to_string(),
+        count: d.count,
+        min_ns: d.min,
+        p50_ns: d.p50,
+        p90_ns: d.p90,
+        p99_ns: d.p99,
+        p999_ns: d.p999,
+        max_ns: d.max,
+        total_ns: d.total,
+        mean_ns: d.mean(),
+        uncertain: s.raw.iter().filter(|r| r.tag & SLIM_UNCERTAIN != 0).count() as u64,
+        histogram: log_histogram(&vals, base),
+        worst,
+        extra: s.extra,
+        samples,
+    }
+}
+
+/// Collects samples into named series.
+pub(super) struct Collector {
+    pub(super) series: Vec<Series>,
+    /// (group id, metric) → series. Ids are cheap numbers; labels are made once.
+    pub(super) index: FxHashMap<(u64, u64, &'static str), usize>,
+    /// For the few groups keyed by their label.
+    pub(super) by_label: FxHashMap<(String, &'static str), usize>,
+}
+
+impl Collector {
+    pub(super) fn new() -> Collector {
+        Collector {
+            series: Vec::new(),
+            index: FxHashMap::default(),
+            by_label: FxHashMap::default(),
+        }
+    }
+
+    pub(super) fn new_series(&mut self, key: String, metric: &'static str) -> usize {
+        self.series.push(Series {
+            key,
+            metric,
+            raw: Vec::new(),
+            synth: Vec::new(),
+            extra: serde_json::Map::new(),
+            tally: Vec::new(),
+        });
+        self.series.len() - 1
+    }
+
+    /// The series of group `id`, labelled by `label()` the first time.
+    pub(super) fn at(
+        &mut self,
+        id: (u64, u64),
+        metric: &'static str,
+        label: impl FnOnce() -> String,
+    ) -> &mut Series {
+        let i = match self.index.get(&(id.0, id.1, metric)) {
+            Some(&i) => i,
+            None => {
+                let i = self.new_series(label(), metric);
+                self.index.insert((id.0, id.1, metric), i);
+                i
+            }
+        };
+        &mut self.series[i]
+    }
+
+    pub(super) fn get(&mut self, key: String, metric: &'static str) -> &mut Series {
+        let i = match self.by_label.get(&(key.clone(), metric)) {
+            Some(&i) => i,
+            None => {
+                let i = self.new_series(key.clone(), metric);
+                self.by_label.insert((key, metric), i);
+                i
+            }
+        };
+        &mut self.series[i]
+    }
+
+    pub(super) fn add(&mut self, cx: &Cx<'_>, key: String, metric: &'static str, r: Raw) {
+        self.get(key, metric).push(cx, r);
+    }
+}
+
+pub(super) fn add_u64(
+    extra: &mut serde_json::Map<String, serde_json::Value>,
+    field: &str,
+    by: u64,
+) {
+    let v = extra
+        .entry(field.to_string())
+        .or_insert(serde_json::Value::from(0u64));
+    *v = serde_json::Value::from(v.as_u64().unwrap_or(0) + by);
+}
+
+/// Turns a series' counters into its JSON `extra`.
+pub(super) fn settle(cx: &Cx<'_>, s: &mut Series) {
+    let mut t = std::mem::take(&mut s.tally);
+    t.sort_by_key(|(f, _, _)| *f);
+    for (field, sub, n) in t {
+        match sub {
+            Tally::Plain => add_u64(&mut s.extra, field, n),
+            Tally::Str(_) | Tally::Task(..) => {
+                let name = match sub {
+                    Tally::Str(x) => x.to_string(),
+                    Tally::Task(tid, comm) => cx.task(tid, comm),
+                    Tally::Plain => unreachable!(),
+                };
+                let obj = s
+                    .extra
+                    .entry(field.to_string())
+                    .or_insert_with(|| serde_json::Value::Object(Default::default()));
+                if let serde_json::Value::Object(m) = obj {
+                    let v = m.entry(name).or_insert(serde_json::Value::from(0u64));
+                    *v = serde_json::Value::from(v.as_u64().unwrap_or(0) + n);
+                }
+            }
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn finish_report(
+    cx: &Cx<'_>,
+    measure: Measure,
+    description: &str,
+    unit: &str,
+    coll: Collector,
+    top: usize,
+    raw: bool,
+    detail: &dyn Fn(&Cx<'_>, &Raw) -> Sample,
+) -> MeasureReport {
+    let mut coll = coll;
+    let mut used = rustc_hash::FxHashSet::default();
+    for s in coll.series.iter_mut() {
+        settle(cx, s);
+        if let Some(rest) = s.key.strip_prefix('\u{1}') {
+            // Named by the thread's name at its latest sample (exec renames threads).
+            let (tid, life) = rest.split_once('#').unwrap_or((rest, "0"));
+            let tid: i32 = tid.parse().unwrap_or(-1);
+            let comm = s
+                .raw
+                .iter()
+                .map(|x| s.expand(cx, x))
+                .max_by_key(|r| r.ts)
+                .map_or(Sym::EMPTY, |r| r.comm);
+            let mut name = cx.task(tid, comm);
+            if !used.insert((name.clone(), s.metric)) {
+                name = format!("{name}#{life}");
+            }
+            s.key = name;
+        }
+    }
+    let mut groups: Vec<Group> = coll
+        .series
+        .into_iter()
+        .filter(|s| !s.raw.is_empty())
+        .map(|s| group(cx, s, top, raw, if unit == "ns" { 1000 } else { 1 }, detail))
+        .collect();
+    groups.sort_by(|a, b| {
+        b.max_ns
+            .cmp(&a.max_ns)
+            .then(b.count.cmp(&a.count))
+            .then(a.key.cmp(&b.key))
+    });
+    let worst = merge_worst(&groups, top, |_| true);
+    MeasureReport {
+        measure,
+        description: description.to_string(),
+        unit: unit.to_string(),
+        groups,
+        worst,
+        open: 0,
+        partial_tids: Vec::new(),
+        missing_events: Vec::new(),
+        notes: Vec::new(),
+    }
+}
+
+/// The worst samples over the groups `pick` accepts, each listed once.
+pub(super) fn merge_worst(
+    groups: &[Group],
+    top: usize,
+    pick: impl Fn(&Group) -> bool,
+) -> Vec<Sample> {
+    let mut worst: Vec<Sample> = groups
+        .iter()
+        .filter(|g| pick(g))
+        .flat_map(|g| g.worst.iter().cloned())
+        .collect();
+    worst.sort_by(|a, b| b.value_ns.cmp(&a.value_ns).then(a.ts_ns.cmp(&b.ts_ns)));
+    // A sample can sit in two groups (runqueue: per task and per CPU): list it once.
+    worst.dedup_by(|a, b| {
+        (a.ts_ns, a.end_ns, a.tid, a.value_ns) == (b.ts_ns, b.end_ns, b.tid, b.value_ns)
+    });
+    worst.truncate(top);
+    worst
+}
+
+pub(super) fn span_raw(tl: &Timeline, i: usize) -> Raw {
+    let sp = &tl.spans;
+    Raw {
+        ts: sp.start[i],
+        end: sp.end[i],
+        value: sp.end[i] - sp.start[i],
+        cpu: sp.cpu[i],
+        tid: sp.tid[i],
+        comm: sp.comm[i],
+        idx: i as u32,
+        src: Src::Span,
+        uncertain: sp.flags[i] & (span::UNCERTAIN | span::INFERRED) != 0,
+    }
+}
+
+pub(super) fn base_sample(cx: &Cx<'_>, r: &Raw, group: String, detail: String) -> Sample {
+    Sample {
+        ts_ns: r.ts,
+        end_ns: r.end,
+        cpu: (r.cpu != u32::MAX).then_some(r.cpu),
+        tid: r.tid,
+        comm: cx
+            .s
+            .get(if r.comm != Sym::EMPTY {
+                r.comm
+            } else {
+                cx.tl.comm(r.tid)
+            })
+            .to_string(),
+        value_ns: r.value,
+        group,
+        detail,
+        cpu_held_by: Vec::new(),
+        uncertain: r.uncertain,
+    }
+}
+
+pub(super) fn needs(m: Measure, part: &str, ev: &[&str]) -> Missing {
+    Missing {
+        measure: m,
+        part: part.to_string(),
+        needs: ev.iter().map(|s| s.to_string()).collect(),
+    }
+}
