@@ -6,6 +6,8 @@ use crate::event::Interner;
 use crate::timeline::Timeline;
 use rustc_hash::{FxHashMap, FxHashSet};
 
+/// The (at most two) CPUs where the chain lost the most time, with what ran there and the
+/// interrupts handled there.
 pub(super) fn context(
     tl: &Timeline,
     s: &Interner,
@@ -69,62 +71,67 @@ pub(super) fn context(
         .collect()
 }
 
+/// Advice for the top causes, first cause first, and for work that interrupts queued on
+/// a busy CPU; the same command is given once.
 pub(super) fn advise(
     tl: &Timeline,
     s: &Interner,
     causes: &[CauseRow],
     misses: &[Miss],
 ) -> Vec<Advice> {
-    let mut out: Vec<Advice> = Vec::new();
-    let ncpu = tl.cpus.max(1);
-    let others = |cpu: u32| -> String {
-        let v: Vec<String> = (0..ncpu)
-            .filter(|&c| c != cpu)
-            .map(|c| c.to_string())
-            .collect();
-        if v.is_empty() {
-            "<another cpu>".into()
-        } else {
-            v.join(",")
-        }
-    };
-    // Which waiting tasks the top causes held up: the links they were found in.
-    let waiters = |c: &CauseRow| -> Vec<(String, i32)> {
-        let mut v: Vec<(String, i32)> = Vec::new();
-        for m in misses {
-            for l in &m.chain {
-                if !l
-                    .held_by
-                    .iter()
-                    .any(|h| h.category == c.category && h.culprit == c.culprit)
-                {
-                    continue;
-                }
-                if let Some(w) = &l.waiter {
-                    let name = w.comm.clone().unwrap_or_default();
-                    let pid = w.pid.unwrap_or(-1);
-                    if !v.iter().any(|x| x.1 == pid) {
-                        v.push((name, pid));
-                    }
-                }
-            }
-        }
-        v
-    };
-    // Work the chain waited for that an interrupt queued: its irq placement matters.
-    let mut irq_work: Vec<(Option<u32>, String, u32)> = Vec::new();
-    for m in misses {
-        for l in &m.chain {
-            if let (Some(irq), true) = (l.queued_in_irq, l.excess_ns > 0) {
-                let f = l.what.split(' ').nth(1).unwrap_or("").to_string();
-                let cpu = l.cpu.unwrap_or(0);
-                let irq = (irq != u32::MAX).then_some(irq);
-                if !irq_work.iter().any(|x| x.0 == irq && x.1 == f) {
-                    irq_work.push((irq, f, cpu));
-                }
+    let mut out = irq_work(tl, s, misses);
+    for c in causes.iter().take(3) {
+        out.extend(for_cause(tl, c, misses));
+    }
+    // Two causes can lead to the same command; once is enough.
+    let mut seen = FxHashSet::default();
+    out.retain(|a| seen.insert(a.command.clone()));
+    out
+}
+
+/// The CPUs other than `cpu`, as a cpu list.
+fn others(ncpu: u32, cpu: u32) -> String {
+    let v: Vec<String> = (0..ncpu)
+        .filter(|&c| c != cpu)
+        .map(|c| c.to_string())
+        .collect();
+    if v.is_empty() {
+        "<another cpu>".into()
+    } else {
+        v.join(",")
+    }
+}
+
+/// Which waiting tasks cause `c` held up: the links it was found in.
+fn waiters(misses: &[Miss], c: &CauseRow) -> Vec<(String, i32)> {
+    let mut v: Vec<(String, i32)> = Vec::new();
+    for l in misses.iter().flat_map(|m| &m.chain) {
+        let held = (l.held_by.iter()).any(|h| h.category == c.category && h.culprit == c.culprit);
+        if let (true, Some(w)) = (held, &l.waiter) {
+            let name = w.comm.clone().unwrap_or_default();
+            let pid = w.pid.unwrap_or(-1);
+            if !v.iter().any(|x| x.1 == pid) {
+                v.push((name, pid));
             }
         }
     }
+    v
+}
+
+/// Work the chain waited for that an interrupt queued: its irq placement matters.
+fn irq_work(tl: &Timeline, s: &Interner, misses: &[Miss]) -> Vec<Advice> {
+    let mut irq_work: Vec<(Option<u32>, String, u32)> = Vec::new();
+    for l in misses.iter().flat_map(|m| &m.chain) {
+        if let (Some(irq), true) = (l.queued_in_irq, l.excess_ns > 0) {
+            let f = l.what.split(' ').nth(1).unwrap_or("").to_string();
+            let cpu = l.cpu.unwrap_or(0);
+            let irq = (irq != u32::MAX).then_some(irq);
+            if !irq_work.iter().any(|x| x.0 == irq && x.1 == f) {
+                irq_work.push((irq, f, cpu));
+            }
+        }
+    }
+    let mut out = Vec::new();
     for (irq, f, cpu) in irq_work.iter().take(2) {
         let (what, target) = match irq {
             Some(n) => (
@@ -144,129 +151,138 @@ pub(super) fn advise(
             cost: "that CPU takes the device's interrupt load; irqbalance may move the IRQ back (stop irqbalance, or ban the IRQ from it)".into(),
         });
     }
-    for c in causes.iter().take(3) {
-        let cpu = c.culprit.cpu.unwrap_or(0);
-        match c.category.as_str() {
-            "runqueue-wait" | "preempted-by" => {
-                let (comm, pid) = (
-                    c.culprit.comm.clone().unwrap_or_default(),
-                    c.culprit.pid.unwrap_or(-1),
-                );
-                for (w, wpid) in waiters(c).into_iter().take(2) {
-                    if w.starts_with("kworker/") {
-                        out.push(Advice {
-                            action: format!(
-                                "Give the worker that carries the chain a real-time priority so {comm} cannot delay it"
-                            ),
-                            command: format!("chrt -f -p 50 {wpid}"),
-                            cost: format!(
-                                "{w} is a pool worker: the setting is lost when another worker picks the work up (unbound pools rotate workers); a SCHED_FIFO kworker also preempts everything else on CPU{cpu}"
-                            ),
-                        });
-                    } else {
-                        out.push(Advice {
-                            action: format!("Run {w} as SCHED_FIFO so {comm} cannot keep it waiting"),
-                            command: format!("chrt -f -p 50 {wpid}"),
-                            cost: "a SCHED_FIFO thread that spins or loops starves every normal task on its CPU; keep its work bounded (sched_rt_runtime_us still reserves 5% for others)".into(),
-                        });
-                    }
-                }
-                out.push(Advice {
-                    action: format!("Move {comm} off CPU{cpu}, where the chain runs"),
-                    command: format!("taskset -pc {} {pid}", others(cpu)),
-                    cost: format!(
-                        "{comm} loses CPU{cpu}: on a {ncpu}-CPU machine that is {}% of its capacity; to keep CPU{cpu} for the latency path for good, isolate it (isolcpus= or a cpuset), which costs a CPU",
-                        100 / ncpu
-                    ),
-                });
-            }
-            "hardirq" => {
-                let irq = c.culprit.irq.unwrap_or(0);
-                out.push(Advice {
-                    action: format!("Steer {} away from CPU{cpu}", c.culprit.label()),
-                    command: format!("echo {} > /proc/irq/{irq}/smp_affinity_list", others(cpu)),
-                    cost: "that CPU then takes all of this interrupt's load; irqbalance may move it back (stop irqbalance or ban the IRQ with IRQBALANCE_BANNED_CPULIST)".into(),
-                });
-                out.push(Advice {
-                    action: "Run interrupt handlers as threads so a long one can be preempted".into(),
-                    command: "boot with threadirqs".into(),
-                    cost: "every interrupt pays a context switch; throughput drops slightly".into(),
-                });
-            }
-            "deferred-to-ksoftirqd" => out.push(Advice {
+    out
+}
+
+/// A task that kept the chain's tasks from their CPU: raise the waiters' priority, or
+/// move the culprit.
+fn scheduling(c: &CauseRow, misses: &[Miss], ncpu: u32) -> Vec<Advice> {
+    let cpu = c.culprit.cpu.unwrap_or(0);
+    let (comm, pid) = (
+        c.culprit.comm.clone().unwrap_or_default(),
+        c.culprit.pid.unwrap_or(-1),
+    );
+    let mut out = Vec::new();
+    for (w, wpid) in waiters(misses, c).into_iter().take(2) {
+        if w.starts_with("kworker/") {
+            out.push(Advice {
                 action: format!(
-                    "The softirq was handed to ksoftirqd/{cpu}, which then waited behind {}: let ksoftirqd preempt it",
-                    c.culprit.label()
+                    "Give the worker that carries the chain a real-time priority so {comm} cannot delay it"
                 ),
-                command: format!(
-                    "chrt -f -p 1 $(pgrep -x ksoftirqd/{cpu})   (or move {} off CPU{cpu}: taskset -pc {} {})",
-                    c.culprit.comm.clone().unwrap_or_default(),
-                    others(cpu),
-                    c.culprit.pid.unwrap_or(-1)
+                command: format!("chrt -f -p 50 {wpid}"),
+                cost: format!(
+                    "{w} is a pool worker: the setting is lost when another worker picks the work up (unbound pools rotate workers); a SCHED_FIFO kworker also preempts everything else on CPU{cpu}"
                 ),
-                cost: "a real-time ksoftirqd runs network/timer bottom halves ahead of every normal task on that CPU: bursts of softirq work then delay applications instead".into(),
-            }),
-            "softirq" => out.push(Advice {
-                action: format!(
-                    "Move the interrupt that raises {} off CPU{cpu}, or let its softirq run in a thread",
-                    c.culprit.label()
-                ),
-                command: format!(
-                    "echo {} > /proc/irq/<N>/smp_affinity_list   (N: the device irq in the context table)",
-                    others(cpu)
-                ),
-                cost: "the other CPU takes the network/block load".into(),
-            }),
-            "irqs-off" => {
-                let caller = c.culprit.caller.clone().unwrap_or_default();
-                if caller.contains("console") || caller.contains("printk") {
-                    out.push(Advice {
-                        action: format!(
-                            "Stop printk from writing to the slow console with interrupts off ({caller})"
-                        ),
-                        command: "dmesg -n 1   (or boot with loglevel=1 / quiet)".into(),
-                        cost: "kernel messages no longer reach the console as they happen (they stay in the log buffer: dmesg, journal)".into(),
-                    });
-                } else {
-                    out.push(Advice {
-                        action: format!("Shorten or move the irqs-off section in {caller}"),
-                        command: format!("keep the work that calls {caller} off CPU{cpu} (taskset) or fix it in the driver"),
-                        cost: "needs the code owner".into(),
-                    });
-                }
-            }
-            "cpu-stalled" => out.push(Advice {
-                action: format!(
-                    "CPU{cpu} stopped recording (not even its tick) while busy: on a VM the host did not run this vCPU"
-                ),
-                command: "grep '^cpu ' /proc/stat   (8th number: steal time; on the host, pin the vCPUs to dedicated cores)".into(),
-                cost: "dedicated host cores for the guest".into(),
-            }),
-            "timer-irq-late" => out.push(Advice {
-                action: format!(
-                    "The timer interrupt came late on CPU{cpu} and the trace does not show why: record the sections with interrupts off"
-                ),
-                command: "whylate record -e latency,preemptirq:irq_disable,preemptirq:irq_enable   (needs CONFIG_PREEMPTIRQ_TRACEPOINTS)".into(),
-                cost: "preemptirq events are frequent: a bigger buffer, more overhead while tracing".into(),
-            }),
-            "preemption-delay" => out.push(Advice {
-                action: format!(
-                    "A real-time task waited on CPU{cpu} for non-preemptible kernel code to finish"
-                ),
-                command: "boot with preempt=full (PREEMPT_DYNAMIC kernels), or a PREEMPT_RT kernel".into(),
-                cost: "more preemption points: some throughput".into(),
-            }),
-            "cpu-idle" => out.push(Advice {
-                action: format!("CPU{cpu} sat idle while the chain waited: idle exit or host (VM) latency"),
-                command: "cpupower idle-set -D 10   (or boot with idle=poll; on a VM check the host's steal time)".into(),
-                cost: "shallower idle states burn power; idle=poll keeps the CPU at full power".into(),
-            }),
-            _ => {}
+            });
+        } else {
+            out.push(Advice {
+                action: format!("Run {w} as SCHED_FIFO so {comm} cannot keep it waiting"),
+                command: format!("chrt -f -p 50 {wpid}"),
+                cost: "a SCHED_FIFO thread that spins or loops starves every normal task on its CPU; keep its work bounded (sched_rt_runtime_us still reserves 5% for others)".into(),
+            });
         }
     }
-    let _ = s;
-    // Two causes can lead to the same command; once is enough.
-    let mut seen = FxHashSet::default();
-    out.retain(|a| seen.insert(a.command.clone()));
+    out.push(Advice {
+        action: format!("Move {comm} off CPU{cpu}, where the chain runs"),
+        command: format!("taskset -pc {} {pid}", others(ncpu, cpu)),
+        cost: format!(
+            "{comm} loses CPU{cpu}: on a {ncpu}-CPU machine that is {}% of its capacity; to keep CPU{cpu} for the latency path for good, isolate it (isolcpus= or a cpuset), which costs a CPU",
+            100 / ncpu
+        ),
+    });
+    out
+}
+
+/// The advice for one cause, by its category.
+fn for_cause(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
+    let ncpu = tl.cpus.max(1);
+    let others = |cpu: u32| others(ncpu, cpu);
+    let cpu = c.culprit.cpu.unwrap_or(0);
+    let mut out = Vec::new();
+    match c.category.as_str() {
+        "runqueue-wait" | "preempted-by" => out.extend(scheduling(c, misses, ncpu)),
+        "hardirq" => {
+            let irq = c.culprit.irq.unwrap_or(0);
+            out.push(Advice {
+                action: format!("Steer {} away from CPU{cpu}", c.culprit.label()),
+                command: format!("echo {} > /proc/irq/{irq}/smp_affinity_list", others(cpu)),
+                cost: "that CPU then takes all of this interrupt's load; irqbalance may move it back (stop irqbalance or ban the IRQ with IRQBALANCE_BANNED_CPULIST)".into(),
+            });
+            out.push(Advice {
+                action: "Run interrupt handlers as threads so a long one can be preempted".into(),
+                command: "boot with threadirqs".into(),
+                cost: "every interrupt pays a context switch; throughput drops slightly".into(),
+            });
+        }
+        "deferred-to-ksoftirqd" => out.push(Advice {
+            action: format!(
+                "The softirq was handed to ksoftirqd/{cpu}, which then waited behind {}: let ksoftirqd preempt it",
+                c.culprit.label()
+            ),
+            command: format!(
+                "chrt -f -p 1 $(pgrep -x ksoftirqd/{cpu})   (or move {} off CPU{cpu}: taskset -pc {} {})",
+                c.culprit.comm.clone().unwrap_or_default(),
+                others(cpu),
+                c.culprit.pid.unwrap_or(-1)
+            ),
+            cost: "a real-time ksoftirqd runs network/timer bottom halves ahead of every normal task on that CPU: bursts of softirq work then delay applications instead".into(),
+        }),
+        "softirq" => out.push(Advice {
+            action: format!(
+                "Move the interrupt that raises {} off CPU{cpu}, or let its softirq run in a thread",
+                c.culprit.label()
+            ),
+            command: format!(
+                "echo {} > /proc/irq/<N>/smp_affinity_list   (N: the device irq in the context table)",
+                others(cpu)
+            ),
+            cost: "the other CPU takes the network/block load".into(),
+        }),
+        "irqs-off" => {
+            let caller = c.culprit.caller.clone().unwrap_or_default();
+            if caller.contains("console") || caller.contains("printk") {
+                out.push(Advice {
+                    action: format!(
+                        "Stop printk from writing to the slow console with interrupts off ({caller})"
+                    ),
+                    command: "dmesg -n 1   (or boot with loglevel=1 / quiet)".into(),
+                    cost: "kernel messages no longer reach the console as they happen (they stay in the log buffer: dmesg, journal)".into(),
+                });
+            } else {
+                out.push(Advice {
+                    action: format!("Shorten or move the irqs-off section in {caller}"),
+                    command: format!("keep the work that calls {caller} off CPU{cpu} (taskset) or fix it in the driver"),
+                    cost: "needs the code owner".into(),
+                });
+            }
+        }
+        "cpu-stalled" => out.push(Advice {
+            action: format!(
+                "CPU{cpu} stopped recording (not even its tick) while busy: on a VM the host did not run this vCPU"
+            ),
+            command: "grep '^cpu ' /proc/stat   (8th number: steal time; on the host, pin the vCPUs to dedicated cores)".into(),
+            cost: "dedicated host cores for the guest".into(),
+        }),
+        "timer-irq-late" => out.push(Advice {
+            action: format!(
+                "The timer interrupt came late on CPU{cpu} and the trace does not show why: record the sections with interrupts off"
+            ),
+            command: "whylate record -e latency,preemptirq:irq_disable,preemptirq:irq_enable   (needs CONFIG_PREEMPTIRQ_TRACEPOINTS)".into(),
+            cost: "preemptirq events are frequent: a bigger buffer, more overhead while tracing".into(),
+        }),
+        "preemption-delay" => out.push(Advice {
+            action: format!(
+                "A real-time task waited on CPU{cpu} for non-preemptible kernel code to finish"
+            ),
+            command: "boot with preempt=full (PREEMPT_DYNAMIC kernels), or a PREEMPT_RT kernel".into(),
+            cost: "more preemption points: some throughput".into(),
+        }),
+        "cpu-idle" => out.push(Advice {
+            action: format!("CPU{cpu} sat idle while the chain waited: idle exit or host (VM) latency"),
+            command: "cpupower idle-set -D 10   (or boot with idle=poll; on a VM check the host's steal time)".into(),
+            cost: "shallower idle states burn power; idle=poll keeps the CPU at full power".into(),
+        }),
+        _ => {}
+    }
     out
 }

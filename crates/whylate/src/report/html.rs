@@ -89,6 +89,18 @@ fn pct(x: f64) -> String {
 /// The report page. `title` names the trace(s).
 pub fn render(r: &ExplainReport, p: &Plots, title: &str) -> String {
     let mut o = String::with_capacity(1 << 20);
+    head(&mut o, r, title);
+    causes(&mut o, r);
+    histogram(&mut o, r, p);
+    raster(&mut o, r, p);
+    lanes(&mut o, r, p);
+    advice_notes_inputs(&mut o, r);
+    o
+}
+
+/// The page head, the title and the verdict with the first cause.
+fn head(o: &mut String, r: &ExplainReport, title: &str) {
+    let c = &r.cycles;
     let _ = write!(
         o,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"generator\" content=\"whylate {}\"><title>whylate: {}</title><style>{STYLE}</style><script>{GUARD}</script></head><body>\n",
@@ -96,7 +108,6 @@ pub fn render(r: &ExplainReport, p: &Plots, title: &str) -> String {
         esc(title)
     );
     let _ = writeln!(o, "<h1>whylate: {}</h1>", esc(title));
-    let c = &r.cycles;
     let headline = r
         .render_text(&crate::report::Paint::plain())
         .lines()
@@ -143,6 +154,10 @@ pub fn render(r: &ExplainReport, p: &Plots, title: &str) -> String {
         )
     };
     let _ = writeln!(o, "<p class=\"sub\">{what}. {} events read.</p>", r.events);
+}
+
+/// The ranked causes over all misses.
+fn causes(o: &mut String, r: &ExplainReport) {
     if !r.causes.is_empty() {
         o.push_str("<h2>Causes, over all misses</h2>\n<table id=\"causes\"><tr><th>category</th><th>culprit</th><th>misses</th><th>total excess</th><th>mean</th><th>share</th></tr>\n");
         for row in &r.causes {
@@ -164,6 +179,11 @@ pub fn render(r: &ExplainReport, p: &Plots, title: &str) -> String {
         }
         o.push_str("</table>\n");
     }
+}
+
+/// The duration histogram.
+fn histogram(o: &mut String, r: &ExplainReport, p: &Plots) {
+    let c = &r.cycles;
     let _ = writeln!(
         o,
         "<h2>Histogram</h2>\n<p class=\"sub\">p50 {}, p90 {}, p99 {}, max {}; red bars are over the deadline.</p>",
@@ -173,6 +193,10 @@ pub fn render(r: &ExplainReport, p: &Plots, title: &str) -> String {
         dur(c.max_ns)
     );
     o.push_str(&svg::histogram(&p.hist));
+}
+
+/// The per-cycle raster of kernel events, its legend and its hover data.
+fn raster(o: &mut String, r: &ExplainReport, p: &Plots) {
     let _ = writeln!(
         o,
         "<h2>Every {} and its kernel events</h2>\n<p class=\"sub\">One column per {}, in order; each marker is a kernel event at its time since the start (events on the same pixel merged, hover to see them). Missed ones have a red band. Untick a kind to hide it.</p>\n<div id=\"legend\">",
@@ -222,6 +246,10 @@ pub fn render(r: &ExplainReport, p: &Plots, title: &str) -> String {
         "<script type=\"application/json\" id=\"raster-data\">{}</script>",
         script_safe(data.to_string())
     );
+}
+
+/// Each drawn miss: its chain as a table and its swimlane.
+fn lanes(o: &mut String, r: &ExplainReport, p: &Plots) {
     if !p.lanes.is_empty() {
         let _ = writeln!(
             o,
@@ -243,41 +271,7 @@ pub fn render(r: &ExplainReport, p: &Plots, title: &str) -> String {
             l.miss + 1,
             esc(&l.title)
         );
-        o.push_str("<table class=\"chain\"><tr><th>at</th><th>CPU</th><th>link</th><th>what</th><th>took</th><th>over usual</th><th>held by</th></tr>\n");
-        for k in &m.chain {
-            let held: Vec<String> = k
-                .held_by
-                .iter()
-                .take(3)
-                .map(|h| format!("{} {} {}", h.category, h.culprit.label(), dur(h.ns)))
-                .collect();
-            let _ = writeln!(
-                o,
-                "<tr><td class=\"n\">+{}</td><td>{}</td><td>{}</td><td>{}{}</td><td class=\"n\">{}</td><td class=\"n{}\">{}</td><td>{}</td></tr>",
-                dur(k.offset_ns),
-                k.cpu.map_or(String::new(), |c| c.to_string()),
-                esc(&k.kind),
-                esc(&k.what),
-                if k.pending_at_deadline {
-                    " <i>(pending at the deadline)</i>"
-                } else {
-                    ""
-                },
-                if k.duration_ns > 0 {
-                    dur(k.duration_ns)
-                } else {
-                    String::new()
-                },
-                if k.excess_ns > 0 { " late" } else { "" },
-                if k.excess_ns > 0 {
-                    dur(k.excess_ns)
-                } else {
-                    String::new()
-                },
-                esc(&held.join("; "))
-            );
-        }
-        o.push_str("</table>\n");
+        chain_table(o, m);
         o.push_str(&svg::swimlane(l, &format!("lane-{}", l.miss + 1)));
         if l.hidden > 0 {
             let _ = writeln!(
@@ -288,6 +282,49 @@ pub fn render(r: &ExplainReport, p: &Plots, title: &str) -> String {
         }
         o.push_str("</section>\n");
     }
+}
+
+/// One miss's chain as a table.
+fn chain_table(o: &mut String, m: &crate::explain::Miss) {
+    o.push_str("<table class=\"chain\"><tr><th>at</th><th>CPU</th><th>link</th><th>what</th><th>took</th><th>over usual</th><th>held by</th></tr>\n");
+    for k in &m.chain {
+        let held: Vec<String> = k
+            .held_by
+            .iter()
+            .take(3)
+            .map(|h| format!("{} {} {}", h.category, h.culprit.label(), dur(h.ns)))
+            .collect();
+        let _ = writeln!(
+            o,
+            "<tr><td class=\"n\">+{}</td><td>{}</td><td>{}</td><td>{}{}</td><td class=\"n\">{}</td><td class=\"n{}\">{}</td><td>{}</td></tr>",
+            dur(k.offset_ns),
+            k.cpu.map_or(String::new(), |c| c.to_string()),
+            esc(&k.kind),
+            esc(&k.what),
+            if k.pending_at_deadline {
+                " <i>(pending at the deadline)</i>"
+            } else {
+                ""
+            },
+            if k.duration_ns > 0 {
+                dur(k.duration_ns)
+            } else {
+                String::new()
+            },
+            if k.excess_ns > 0 { " late" } else { "" },
+            if k.excess_ns > 0 {
+                dur(k.excess_ns)
+            } else {
+                String::new()
+            },
+            esc(&held.join("; "))
+        );
+    }
+    o.push_str("</table>\n");
+}
+
+/// Advice, the CPU context, blind spots, the inputs and the terminal report.
+fn advice_notes_inputs(o: &mut String, r: &ExplainReport) {
     if !r.advice.is_empty() {
         o.push_str("<h2>What to do</h2>\n<ul class=\"advice\">\n");
         for a in &r.advice {
@@ -301,7 +338,7 @@ pub fn render(r: &ExplainReport, p: &Plots, title: &str) -> String {
         }
         o.push_str("</ul>\n");
     }
-    context(&mut o, r);
+    context(o, r);
     if !r.notes.is_empty() {
         o.push_str("<h2>Where the analysis is blind</h2>\n<ul>\n");
         for n in &r.notes {
@@ -326,7 +363,6 @@ pub fn render(r: &ExplainReport, p: &Plots, title: &str) -> String {
         o,
         "</pre></details>\n<div id=\"tip\"></div>\n<script>{SCRIPT}</script>\n</body></html>\n"
     );
-    o
 }
 
 /// CPU busy shares, interrupt placement and the machine.

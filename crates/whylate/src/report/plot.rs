@@ -590,8 +590,6 @@ fn color_of(kind: RowKind, key: i64) -> u32 {
 
 fn swimlane(r: &ExplainReport, tl: &Timeline, s: &Interner, idx: &ByCpu, mi: usize) -> Swimlane {
     let m = &r.misses[mi];
-    let sp = &tl.spans;
-    let lab = Labels { tl, s };
     let t0 = m.start_ns;
     let mut end = t0
         + m.duration_ns
@@ -601,177 +599,26 @@ fn swimlane(r: &ExplainReport, tl: &Timeline, s: &Interner, idx: &ByCpu, mi: usi
     }
     let len = (end - t0).max(10_000);
     let (from, to) = (t0.saturating_sub(len / 20), end + len / 20);
-    // CPUs the chain or its blame touched, and the cycle's own.
-    let mut cpus: Vec<u32> = vec![m.cpu];
-    for l in &m.chain {
-        cpus.extend(l.cpu);
-        cpus.extend(l.held_by.iter().filter_map(|h| h.culprit.cpu));
+    let mut lane = Lane {
+        tl,
+        idx,
+        lab: Labels { tl, s },
+        from,
+        to,
+        rows: Vec::new(),
+        bars: Vec::new(),
+        hidden: 0,
+        link_row: vec![None; m.chain.len()],
+    };
+    for cpu in lane_cpus(m) {
+        lane.chain_rows(m, cpu);
+        lane.occupant_rows(cpu);
     }
-    cpus.retain(|&c| c != u32::MAX);
-    cpus.sort_unstable();
-    cpus.dedup();
-    let mut rows: Vec<Row> = Vec::new();
-    let mut bars: Vec<Bar> = Vec::new();
-    let mut hidden = 0u64;
-    let px_ns = (to - from) as f64 / 1000.0;
-    // Row of each chain link: links on a CPU that overlap go on rows of their own.
-    let mut link_row: Vec<Option<u32>> = vec![None; m.chain.len()];
-    for &cpu in &cpus {
-        let mut ends: Vec<u64> = Vec::new();
-        let first_row = rows.len() as u32;
-        for (li, l) in m
-            .chain
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| l.cpu == Some(cpu))
-        {
-            let (a, b) = (l.ts_ns, l.ts_ns + l.duration_ns);
-            let sub = match ends.iter().position(|&e| e <= a) {
-                Some(k) => k,
-                None if ends.len() < 4 => {
-                    ends.push(0);
-                    rows.push(Row {
-                        cpu,
-                        kind: RowKind::Chain,
-                    });
-                    ends.len() - 1
-                }
-                // More than four overlapping: the least busy row takes it.
-                None => (0..ends.len()).min_by_key(|&k| ends[k]).unwrap_or(0),
-            };
-            ends[sub] = ends[sub].max(b);
-            let row = first_row + sub as u32;
-            link_row[li] = Some(row);
-            bars.push(Bar {
-                row,
-                start_ns: a.max(from),
-                end_ns: b.min(to).max(a.max(from)),
-                label: l.kind.clone(),
-                title: format!(
-                    "+{} {}: {} ({}{})",
-                    dur(l.offset_ns),
-                    l.kind,
-                    l.what,
-                    dur(l.duration_ns),
-                    if l.excess_ns > 0 {
-                        format!(", {} over usual", dur(l.excess_ns))
-                    } else {
-                        String::new()
-                    }
-                ),
-                color: 0,
-                late: l.excess_ns > 0,
-            });
-        }
-        for kind in [
-            RowKind::Tasks,
-            RowKind::Irq,
-            RowKind::Softirq,
-            RowKind::Work,
-        ] {
-            let row = rows.len() as u32;
-            let before = bars.len();
-            for i in idx.overlapping(tl, cpu, from, to) {
-                let key: i64 = match (kind, sp.kind[i]) {
-                    (RowKind::Tasks, SpanKind::Run) if sp.tid[i] > 0 => sp.tid[i] as i64,
-                    (RowKind::Irq, SpanKind::Hardirq) => sp.key[i] as i64,
-                    (RowKind::Softirq, SpanKind::Softirq) => sp.key[i] as i64,
-                    (RowKind::Work, SpanKind::Work) => sp.key[i] as i64,
-                    _ => continue,
-                };
-                let (a, b) = (sp.start[i].max(from), sp.end[i].min(to));
-                // Interrupts are short and matter: always drawn. Task runs under a tenth
-                // of a pixel are not.
-                if kind == RowKind::Tasks && ((b - a) as f64) < px_ns / 10.0 {
-                    hidden += 1;
-                    continue;
-                }
-                let (title, label) = lab.span(i);
-                bars.push(Bar {
-                    row,
-                    start_ns: a,
-                    end_ns: b,
-                    label,
-                    title: format!("{title}: {}", dur(sp.end[i] - sp.start[i])),
-                    color: color_of(kind, key),
-                    late: false,
-                });
-            }
-            if bars.len() > before || kind == RowKind::Tasks {
-                rows.push(Row { cpu, kind });
-            }
-        }
-    }
-    // Hand-offs: each link to the next, in the chain's order.
-    let placed: Vec<(u64, u32)> = m
-        .chain
-        .iter()
-        .zip(&link_row)
-        .filter_map(|(l, r)| r.map(|r| (l.ts_ns, r)))
-        .collect();
-    let arrows: Vec<Arrow> = placed
-        .windows(2)
-        .filter(|w| w[0] != w[1])
-        .map(|w| Arrow {
-            from: w[0],
-            to: w[1],
-        })
-        .collect();
-    // Blamed time: the culprit's own spans inside the link's late part, else the late part.
-    let mut blame = Vec::new();
-    for l in &m.chain {
-        if l.excess_ns == 0 {
-            continue;
-        }
-        let (la, lb) = (
-            l.ts_ns + l.duration_ns - l.excess_ns,
-            l.ts_ns + l.duration_ns,
-        );
-        for h in &l.held_by {
-            let cpu = h.culprit.cpu.or(l.cpu);
-            let found = blamed_spans(tl, idx, h, cpu, la, lb);
-            let title = format!(
-                "blamed: {} {} {} (of {}'s {} over usual)",
-                h.category,
-                h.culprit.label(),
-                dur(h.ns),
-                l.kind,
-                dur(l.excess_ns)
-            );
-            let target = |kind: RowKind| {
-                rows.iter()
-                    .position(|r| Some(r.cpu) == cpu && r.kind == kind)
-                    .map(|r| r as u32)
-            };
-            if found.is_empty() {
-                if let Some(row) = target(RowKind::Chain).or_else(|| target(RowKind::Tasks)) {
-                    blame.push(Bar {
-                        row,
-                        start_ns: la.max(from),
-                        end_ns: lb.min(to),
-                        label: String::new(),
-                        title,
-                        color: 0,
-                        late: true,
-                    });
-                }
-                continue;
-            }
-            for (a, b, kind) in found {
-                if let Some(row) = target(kind) {
-                    blame.push(Bar {
-                        row,
-                        start_ns: a.max(from),
-                        end_ns: b.min(to),
-                        label: String::new(),
-                        title: title.clone(),
-                        color: 0,
-                        late: true,
-                    });
-                }
-            }
-        }
-    }
+    let arrows = hand_offs(m, &lane.link_row);
+    let blame = lane.blame(m);
+    let Lane {
+        rows, bars, hidden, ..
+    } = lane;
     Swimlane {
         miss: mi,
         title: format!(
@@ -793,6 +640,213 @@ fn swimlane(r: &ExplainReport, tl: &Timeline, s: &Interner, idx: &ByCpu, mi: usi
         blame,
         arrows,
         hidden,
+    }
+}
+
+/// A swimlane while it is laid out: its window, rows and bars so far.
+struct Lane<'a> {
+    tl: &'a Timeline,
+    idx: &'a ByCpu,
+    lab: Labels<'a>,
+    from: u64,
+    to: u64,
+    rows: Vec<Row>,
+    bars: Vec<Bar>,
+    /// Task runs too short to draw.
+    hidden: u64,
+    /// The row of each chain link.
+    link_row: Vec<Option<u32>>,
+}
+
+/// CPUs the chain or its blame touched, and the cycle's own.
+fn lane_cpus(m: &crate::explain::Miss) -> Vec<u32> {
+    let mut cpus: Vec<u32> = vec![m.cpu];
+    for l in &m.chain {
+        cpus.extend(l.cpu);
+        cpus.extend(l.held_by.iter().filter_map(|h| h.culprit.cpu));
+    }
+    cpus.retain(|&c| c != u32::MAX);
+    cpus.sort_unstable();
+    cpus.dedup();
+    cpus
+}
+
+/// The hand-offs: each placed link to the next, in the chain's order.
+fn hand_offs(m: &crate::explain::Miss, link_row: &[Option<u32>]) -> Vec<Arrow> {
+    let placed: Vec<(u64, u32)> = m
+        .chain
+        .iter()
+        .zip(link_row)
+        .filter_map(|(l, r)| r.map(|r| (l.ts_ns, r)))
+        .collect();
+    placed
+        .windows(2)
+        .filter(|w| w[0] != w[1])
+        .map(|w| Arrow {
+            from: w[0],
+            to: w[1],
+        })
+        .collect()
+}
+
+impl Lane<'_> {
+    /// The chain's links on `cpu`: links that overlap go on rows of their own (four at
+    /// most; then the least busy row takes one).
+    fn chain_rows(&mut self, m: &crate::explain::Miss, cpu: u32) {
+        let (from, to) = (self.from, self.to);
+        let mut ends: Vec<u64> = Vec::new();
+        let first_row = self.rows.len() as u32;
+        for (li, l) in m
+            .chain
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.cpu == Some(cpu))
+        {
+            let (a, b) = (l.ts_ns, l.ts_ns + l.duration_ns);
+            let sub = match ends.iter().position(|&e| e <= a) {
+                Some(k) => k,
+                None if ends.len() < 4 => {
+                    ends.push(0);
+                    self.rows.push(Row {
+                        cpu,
+                        kind: RowKind::Chain,
+                    });
+                    ends.len() - 1
+                }
+                // More than four overlapping: the least busy row takes it.
+                None => (0..ends.len()).min_by_key(|&k| ends[k]).unwrap_or(0),
+            };
+            ends[sub] = ends[sub].max(b);
+            let row = first_row + sub as u32;
+            self.link_row[li] = Some(row);
+            self.bars.push(Bar {
+                row,
+                start_ns: a.max(from),
+                end_ns: b.min(to).max(a.max(from)),
+                label: l.kind.clone(),
+                title: format!(
+                    "+{} {}: {} ({}{})",
+                    dur(l.offset_ns),
+                    l.kind,
+                    l.what,
+                    dur(l.duration_ns),
+                    if l.excess_ns > 0 {
+                        format!(", {} over usual", dur(l.excess_ns))
+                    } else {
+                        String::new()
+                    }
+                ),
+                color: 0,
+                late: l.excess_ns > 0,
+            });
+        }
+    }
+
+    /// What ran on `cpu` in the window: tasks, irq handlers, softirqs, work items, one
+    /// row each (the task row always).
+    fn occupant_rows(&mut self, cpu: u32) {
+        let (tl, from, to) = (self.tl, self.from, self.to);
+        let sp = &tl.spans;
+        let px_ns = (to - from) as f64 / 1000.0;
+        for kind in [
+            RowKind::Tasks,
+            RowKind::Irq,
+            RowKind::Softirq,
+            RowKind::Work,
+        ] {
+            let row = self.rows.len() as u32;
+            let before = self.bars.len();
+            for i in self.idx.overlapping(tl, cpu, from, to) {
+                let key: i64 = match (kind, sp.kind[i]) {
+                    (RowKind::Tasks, SpanKind::Run) if sp.tid[i] > 0 => sp.tid[i] as i64,
+                    (RowKind::Irq, SpanKind::Hardirq) => sp.key[i] as i64,
+                    (RowKind::Softirq, SpanKind::Softirq) => sp.key[i] as i64,
+                    (RowKind::Work, SpanKind::Work) => sp.key[i] as i64,
+                    _ => continue,
+                };
+                let (a, b) = (sp.start[i].max(from), sp.end[i].min(to));
+                // Interrupts are short and matter: always drawn. Task runs under a tenth
+                // of a pixel are not.
+                if kind == RowKind::Tasks && ((b - a) as f64) < px_ns / 10.0 {
+                    self.hidden += 1;
+                    continue;
+                }
+                let (title, label) = self.lab.span(i);
+                self.bars.push(Bar {
+                    row,
+                    start_ns: a,
+                    end_ns: b,
+                    label,
+                    title: format!("{title}: {}", dur(sp.end[i] - sp.start[i])),
+                    color: color_of(kind, key),
+                    late: false,
+                });
+            }
+            if self.bars.len() > before || kind == RowKind::Tasks {
+                self.rows.push(Row { cpu, kind });
+            }
+        }
+    }
+
+    /// Blamed time: the culprit's own spans inside the link's late part, else the late
+    /// part itself.
+    fn blame(&self, m: &crate::explain::Miss) -> Vec<Bar> {
+        let (tl, idx, from, to, rows) = (self.tl, self.idx, self.from, self.to, &self.rows);
+        let mut blame = Vec::new();
+        for l in &m.chain {
+            if l.excess_ns == 0 {
+                continue;
+            }
+            let (la, lb) = (
+                l.ts_ns + l.duration_ns - l.excess_ns,
+                l.ts_ns + l.duration_ns,
+            );
+            for h in &l.held_by {
+                let cpu = h.culprit.cpu.or(l.cpu);
+                let found = blamed_spans(tl, idx, h, cpu, la, lb);
+                let title = format!(
+                    "blamed: {} {} {} (of {}'s {} over usual)",
+                    h.category,
+                    h.culprit.label(),
+                    dur(h.ns),
+                    l.kind,
+                    dur(l.excess_ns)
+                );
+                let target = |kind: RowKind| {
+                    rows.iter()
+                        .position(|r| Some(r.cpu) == cpu && r.kind == kind)
+                        .map(|r| r as u32)
+                };
+                if found.is_empty() {
+                    if let Some(row) = target(RowKind::Chain).or_else(|| target(RowKind::Tasks)) {
+                        blame.push(Bar {
+                            row,
+                            start_ns: la.max(from),
+                            end_ns: lb.min(to),
+                            label: String::new(),
+                            title,
+                            color: 0,
+                            late: true,
+                        });
+                    }
+                    continue;
+                }
+                for (a, b, kind) in found {
+                    if let Some(row) = target(kind) {
+                        blame.push(Bar {
+                            row,
+                            start_ns: a.max(from),
+                            end_ns: b.min(to),
+                            label: String::new(),
+                            title: title.clone(),
+                            color: 0,
+                            late: true,
+                        });
+                    }
+                }
+            }
+        }
+        blame
     }
 }
 
