@@ -120,78 +120,204 @@ pub fn write<W: Write>(
     tl: &Timeline,
     s: &Interner,
 ) -> io::Result<ExportStats> {
+    let mut slices: Vec<Slice> = Vec::with_capacity(tl.spans.len() / 2);
+    slices.extend((0..tl.spans.len()).filter_map(|i| span_slice(tl, s, i)));
+    lost_slices(tl, &mut slices);
+    let flows = chain_slices(r, &mut slices);
+    slices.sort_by_key(|x| (x.start, x.track, x.cpu));
+    let mut w = Events {
+        w: Counting { w: out, n: 0 },
+        first: true,
+    };
+    let mut st = ExportStats::default();
+    let mut lanes = Lanes::default();
+    w.w.write_all(b"{\"displayTimeUnit\":\"ns\",\"otherData\":")?;
+    serde_json::to_writer(
+        &mut w.w,
+        &serde_json::json!({
+            "generator": concat!("whylate ", env!("CARGO_PKG_VERSION")),
+            "explained": r.from,
+            "misses": r.misses.len(),
+        }),
+    )?;
+    w.w.write_all(b",\n\"traceEvents\":[\n")?;
+    for x in &slices {
+        w.slice(x, &mut lanes, &mut st)?;
+    }
+    w.track_names(&lanes)?;
+    w.w.write_all(b"\n]}\n")?;
+    w.w.flush()?;
+    st.flows = flows;
+    st.bytes = w.w.n;
+    Ok(st)
+}
+
+/// The event array as it is written: a separator before every event but the first.
+struct Events<W: Write> {
+    w: Counting<W>,
+    first: bool,
+}
+
+impl<W: Write> Events<W> {
+    fn sep(&mut self) -> io::Result<()> {
+        if !self.first {
+            self.w.write_all(b",\n")?;
+        }
+        self.first = false;
+        Ok(())
+    }
+
+    /// One slice, on the first free sub-track of its CPU and track.
+    fn slice(&mut self, x: &Slice, lanes: &mut Lanes, st: &mut ExportStats) -> io::Result<()> {
+        let (sub, start, clipped) = lanes.place(x.cpu, x.track, x.start, x.end);
+        st.clipped += u64::from(clipped);
+        self.sep()?;
+        let mut ev = serde_json::json!({
+            "ph": "X",
+            "name": x.name,
+            "cat": TRACKS[x.track],
+            "pid": PID_BASE + x.cpu as u64,
+            "tid": tid_of(x.cpu, x.track, sub),
+            "args": x.args,
+        });
+        if let Some((id, out, inn)) = x.flow {
+            ev["bind_id"] = id.into();
+            if out {
+                ev["flow_out"] = true.into();
+            }
+            if inn {
+                ev["flow_in"] = true.into();
+            }
+        }
+        // ts/dur as exact decimals: serde_json would round through f64.
+        let body = ev.to_string();
+        write!(
+            self.w,
+            "{{\"ts\":{},\"dur\":{},{}",
+            us(start),
+            us(x.end.saturating_sub(start)),
+            &body[1..]
+        )?;
+        *st.slices.entry(TRACKS[x.track].to_string()).or_default() += 1;
+        st.total_slices += 1;
+        Ok(())
+    }
+
+    /// Names and order of the tracks that were used.
+    fn track_names(&mut self, lanes: &Lanes) -> io::Result<()> {
+        let mut named = std::collections::BTreeSet::new();
+        for (&(cpu, track), &n) in &lanes.used {
+            if named.insert(cpu) {
+                self.sep()?;
+                serde_json::to_writer(
+                    &mut self.w,
+                    &serde_json::json!({"ph": "M", "name": "process_name", "pid": PID_BASE + cpu as u64, "args": {"name": format!("CPU {cpu}")}}),
+                )?;
+                self.sep()?;
+                serde_json::to_writer(
+                    &mut self.w,
+                    &serde_json::json!({"ph": "M", "name": "process_sort_index", "pid": PID_BASE + cpu as u64, "args": {"sort_index": cpu}}),
+                )?;
+            }
+            for sub in 0..n {
+                let tid = tid_of(cpu, track, sub);
+                let name = if sub == 0 {
+                    TRACKS[track].to_string()
+                } else {
+                    format!("{} ({})", TRACKS[track], sub + 1)
+                };
+                self.sep()?;
+                serde_json::to_writer(
+                    &mut self.w,
+                    &serde_json::json!({"ph": "M", "name": "thread_name", "pid": PID_BASE + cpu as u64, "tid": tid, "args": {"name": name}}),
+                )?;
+                self.sep()?;
+                serde_json::to_writer(
+                    &mut self.w,
+                    &serde_json::json!({"ph": "M", "name": "thread_sort_index", "pid": PID_BASE + cpu as u64, "tid": tid, "args": {"sort_index": track * SUBS + sub}}),
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Span `i` as a slice, if it is drawn (task runs, irq handlers, softirqs, work items,
+/// timer callbacks).
+fn span_slice(tl: &Timeline, s: &Interner, i: usize) -> Option<Slice> {
     let sp = &tl.spans;
     let task = |tid: i32| tl.task_name(s, tid);
-    let mut slices: Vec<Slice> = Vec::with_capacity(sp.len() / 2);
-    for i in 0..sp.len() {
-        let track = match sp.kind[i] {
-            SpanKind::Run if sp.tid[i] > 0 => T_TASKS,
-            SpanKind::Hardirq => T_IRQ,
-            SpanKind::Softirq => T_SOFTIRQ,
-            SpanKind::Work => T_WORK,
-            SpanKind::TimerCb => T_TIMER,
-            _ => continue,
-        };
-        if sp.cpu[i] == u32::MAX {
-            continue;
-        }
-        let (name, args) = match track {
-            T_TASKS => (
-                task(sp.tid[i]),
-                serde_json::json!({"tid": sp.tid[i], "prio": sp.key[i] % 1000}),
-            ),
-            T_IRQ => {
-                let irq = sp.key[i];
-                let n = tl.irq_names.get(&irq).map(|x| s.get(*x)).unwrap_or("");
-                (
-                    if irq == u32::MAX {
-                        "irq (no handler event)".to_string()
-                    } else if n.is_empty() {
-                        format!("irq {irq}")
-                    } else {
-                        format!("irq {irq} {n}")
-                    },
-                    serde_json::json!({"interrupted": task(sp.tid[i])}),
-                )
-            }
-            T_SOFTIRQ => (
-                SOFTIRQ_NAMES
-                    .get(sp.key[i] as usize)
-                    .copied()
-                    .unwrap_or("softirq")
-                    .to_string(),
-                serde_json::json!({
-                    "in_ksoftirqd": sp.flags[i] & span::KSOFTIRQD != 0,
-                    "in_task": sp.flags[i] & span::IN_TASK != 0,
-                }),
-            ),
-            _ => (
-                s.get(Sym(sp.key[i])).to_string(),
-                serde_json::json!({"task": task(sp.tid[i])}),
-            ),
-        };
-        let mut args = args;
-        // Say where the timeline guessed: the UI shows args on selection.
-        for (bit, what) in [
-            (span::START_UNKNOWN, "start_unknown"),
-            (span::END_UNKNOWN, "end_unknown"),
-            (span::UNCERTAIN, "crosses_lost_events"),
-            (span::INFERRED, "inferred"),
-        ] {
-            if sp.flags[i] & bit != 0 {
-                args[what] = serde_json::Value::Bool(true);
-            }
-        }
-        slices.push(Slice {
-            cpu: sp.cpu[i],
-            track,
-            start: sp.start[i],
-            end: sp.end[i],
-            name,
-            args,
-            flow: None,
-        });
+    let track = match sp.kind[i] {
+        SpanKind::Run if sp.tid[i] > 0 => T_TASKS,
+        SpanKind::Hardirq => T_IRQ,
+        SpanKind::Softirq => T_SOFTIRQ,
+        SpanKind::Work => T_WORK,
+        SpanKind::TimerCb => T_TIMER,
+        _ => return None,
+    };
+    if sp.cpu[i] == u32::MAX {
+        return None;
     }
+    let (name, args) = match track {
+        T_TASKS => (
+            task(sp.tid[i]),
+            serde_json::json!({"tid": sp.tid[i], "prio": sp.key[i] % 1000}),
+        ),
+        T_IRQ => {
+            let irq = sp.key[i];
+            let n = tl.irq_names.get(&irq).map(|x| s.get(*x)).unwrap_or("");
+            (
+                if irq == u32::MAX {
+                    "irq (no handler event)".to_string()
+                } else if n.is_empty() {
+                    format!("irq {irq}")
+                } else {
+                    format!("irq {irq} {n}")
+                },
+                serde_json::json!({"interrupted": task(sp.tid[i])}),
+            )
+        }
+        T_SOFTIRQ => (
+            SOFTIRQ_NAMES
+                .get(sp.key[i] as usize)
+                .copied()
+                .unwrap_or("softirq")
+                .to_string(),
+            serde_json::json!({
+                "in_ksoftirqd": sp.flags[i] & span::KSOFTIRQD != 0,
+                "in_task": sp.flags[i] & span::IN_TASK != 0,
+            }),
+        ),
+        _ => (
+            s.get(Sym(sp.key[i])).to_string(),
+            serde_json::json!({"task": task(sp.tid[i])}),
+        ),
+    };
+    let mut args = args;
+    // Say where the timeline guessed: the UI shows args on selection.
+    for (bit, what) in [
+        (span::START_UNKNOWN, "start_unknown"),
+        (span::END_UNKNOWN, "end_unknown"),
+        (span::UNCERTAIN, "crosses_lost_events"),
+        (span::INFERRED, "inferred"),
+    ] {
+        if sp.flags[i] & bit != 0 {
+            args[what] = serde_json::Value::Bool(true);
+        }
+    }
+    Some(Slice {
+        cpu: sp.cpu[i],
+        track,
+        start: sp.start[i],
+        end: sp.end[i],
+        name,
+        args,
+        flow: None,
+    })
+}
+
+/// Lost-event windows, on their CPU (or on every CPU when the trace does not say which).
+fn lost_slices(tl: &Timeline, slices: &mut Vec<Slice>) {
     for l in &tl.lost {
         let cpus: Vec<u32> = if l.cpu == u32::MAX {
             (0..tl.cpus).collect()
@@ -210,6 +336,11 @@ pub fn write<W: Write>(
             });
         }
     }
+}
+
+/// The explained misses' chains, one flow per miss that has two placed links or more.
+/// Returns the flows.
+fn chain_slices(r: &ExplainReport, slices: &mut Vec<Slice>) -> u64 {
     let mut flows = 0;
     for (k, m) in r.misses.iter().enumerate() {
         let placed: Vec<_> = m.chain.iter().filter(|l| l.cpu.is_some()).collect();
@@ -235,98 +366,5 @@ pub fn write<W: Write>(
             });
         }
     }
-    slices.sort_by_key(|x| (x.start, x.track, x.cpu));
-    let mut w = Counting { w: out, n: 0 };
-    let mut st = ExportStats::default();
-    let mut lanes = Lanes::default();
-    w.write_all(b"{\"displayTimeUnit\":\"ns\",\"otherData\":")?;
-    serde_json::to_writer(
-        &mut w,
-        &serde_json::json!({
-            "generator": concat!("whylate ", env!("CARGO_PKG_VERSION")),
-            "explained": r.from,
-            "misses": r.misses.len(),
-        }),
-    )?;
-    w.write_all(b",\n\"traceEvents\":[\n")?;
-    let mut first = true;
-    let mut sep = |w: &mut Counting<W>| -> io::Result<()> {
-        if !first {
-            w.write_all(b",\n")?;
-        }
-        first = false;
-        Ok(())
-    };
-    for x in &slices {
-        let (sub, start, clipped) = lanes.place(x.cpu, x.track, x.start, x.end);
-        st.clipped += u64::from(clipped);
-        sep(&mut w)?;
-        let mut ev = serde_json::json!({
-            "ph": "X",
-            "name": x.name,
-            "cat": TRACKS[x.track],
-            "pid": PID_BASE + x.cpu as u64,
-            "tid": tid_of(x.cpu, x.track, sub),
-            "args": x.args,
-        });
-        if let Some((id, out, inn)) = x.flow {
-            ev["bind_id"] = id.into();
-            if out {
-                ev["flow_out"] = true.into();
-            }
-            if inn {
-                ev["flow_in"] = true.into();
-            }
-        }
-        // ts/dur as exact decimals: serde_json would round through f64.
-        let body = ev.to_string();
-        write!(
-            w,
-            "{{\"ts\":{},\"dur\":{},{}",
-            us(start),
-            us(x.end.saturating_sub(start)),
-            &body[1..]
-        )?;
-        *st.slices.entry(TRACKS[x.track].to_string()).or_default() += 1;
-        st.total_slices += 1;
-    }
-    // Names and order of the tracks that were used.
-    let mut named = std::collections::BTreeSet::new();
-    for (&(cpu, track), &n) in &lanes.used {
-        if named.insert(cpu) {
-            sep(&mut w)?;
-            serde_json::to_writer(
-                &mut w,
-                &serde_json::json!({"ph": "M", "name": "process_name", "pid": PID_BASE + cpu as u64, "args": {"name": format!("CPU {cpu}")}}),
-            )?;
-            sep(&mut w)?;
-            serde_json::to_writer(
-                &mut w,
-                &serde_json::json!({"ph": "M", "name": "process_sort_index", "pid": PID_BASE + cpu as u64, "args": {"sort_index": cpu}}),
-            )?;
-        }
-        for sub in 0..n {
-            let tid = tid_of(cpu, track, sub);
-            let name = if sub == 0 {
-                TRACKS[track].to_string()
-            } else {
-                format!("{} ({})", TRACKS[track], sub + 1)
-            };
-            sep(&mut w)?;
-            serde_json::to_writer(
-                &mut w,
-                &serde_json::json!({"ph": "M", "name": "thread_name", "pid": PID_BASE + cpu as u64, "tid": tid, "args": {"name": name}}),
-            )?;
-            sep(&mut w)?;
-            serde_json::to_writer(
-                &mut w,
-                &serde_json::json!({"ph": "M", "name": "thread_sort_index", "pid": PID_BASE + cpu as u64, "tid": tid, "args": {"sort_index": track * SUBS + sub}}),
-            )?;
-        }
-    }
-    w.write_all(b"\n]}\n")?;
-    w.flush()?;
-    st.flows = flows;
-    st.bytes = w.n;
-    Ok(st)
+    flows
 }
