@@ -380,8 +380,8 @@ pub fn swimlane(l: &Swimlane, id: &str) -> String {
     let top = TOP + 6.0;
     let w = left + pw + 24.0;
     let h = top + rh * l.rows.len() as f64 + 40.0;
-    let span = (l.to_ns - l.from_ns).max(1) as f64;
-    let x = |t: u64| left + (t.saturating_sub(l.from_ns)) as f64 / span * pw;
+    let g = LaneGeo { left, pw, top, rh };
+    let x = |t: u64| g.x(l, t);
     let mut o = String::new();
     open(
         &mut o,
@@ -405,7 +405,7 @@ pub fn swimlane(l: &Swimlane, id: &str) -> String {
         "<text x=\"8\" y=\"16\" font-weight=\"bold\">{}</text>",
         esc(&l.title)
     );
-    let row_y = |r: u32| top + r as f64 * rh;
+    let row_y = |r: u32| g.row_y(r);
     let mut last_cpu = u32::MAX;
     for (i, r) in l.rows.iter().enumerate() {
         let y = row_y(i as u32);
@@ -435,6 +435,58 @@ pub fn swimlane(l: &Swimlane, id: &str) -> String {
             }
         );
     }
+    lane_bars(&mut o, l, &g);
+    for b in &l.blame {
+        let (x0, x1) = (x(b.start_ns), x(b.end_ns));
+        let y = row_y(b.row) + 1.0;
+        let _ = writeln!(
+            o,
+            "<rect class=\"blame\" x=\"{x0:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#d62728\" fill-opacity=\"0.18\" stroke=\"#d62728\" stroke-width=\"2\"><title>{}</title></rect>",
+            (x1 - x0).max(2.0),
+            rh - 2.0,
+            esc(&b.title)
+        );
+    }
+    for a in &l.arrows {
+        let (x0, y0) = (x(a.from.0), row_y(a.from.1) + rh / 2.0);
+        let (x1, y1) = (x(a.to.0), row_y(a.to.1) + rh / 2.0);
+        let mx = (x0 + x1) / 2.0 + 12.0;
+        let _ = writeln!(
+            o,
+            "<path class=\"handoff\" d=\"M{x0:.1} {y0:.1}C{mx:.1} {y0:.1} {mx:.1} {y1:.1} {x1:.1} {y1:.1}\" fill=\"none\" stroke=\"#222\" stroke-width=\"1.2\" marker-end=\"url(#{id}-head)\"/>"
+        );
+    }
+    lane_axis(&mut o, l, &g);
+    o.push_str("</svg>\n");
+    o
+}
+
+/// Where a swimlane's plot area is: its left edge and width, its top, the row height.
+struct LaneGeo {
+    left: f64,
+    pw: f64,
+    top: f64,
+    rh: f64,
+}
+
+impl LaneGeo {
+    /// The x of time `t`.
+    fn x(&self, l: &Swimlane, t: u64) -> f64 {
+        let span = (l.to_ns - l.from_ns).max(1) as f64;
+        self.left + (t.saturating_sub(l.from_ns)) as f64 / span * self.pw
+    }
+
+    /// The top of row `r`.
+    fn row_y(&self, r: u32) -> f64 {
+        self.top + r as f64 * self.rh
+    }
+}
+
+/// The bars: chain links (orange when late) and what ran on each CPU.
+fn lane_bars(o: &mut String, l: &Swimlane, g: &LaneGeo) {
+    let rh = g.rh;
+    let x = |t: u64| g.x(l, t);
+    let row_y = |r: u32| g.row_y(r);
     for b in &l.bars {
         let (x0, x1) = (x(b.start_ns), x(b.end_ns));
         let bw = (x1 - x0).max(1.0);
@@ -465,26 +517,14 @@ pub fn swimlane(l: &Swimlane, id: &str) -> String {
         }
         o.push_str("</g>\n");
     }
-    for b in &l.blame {
-        let (x0, x1) = (x(b.start_ns), x(b.end_ns));
-        let y = row_y(b.row) + 1.0;
-        let _ = writeln!(
-            o,
-            "<rect class=\"blame\" x=\"{x0:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#d62728\" fill-opacity=\"0.18\" stroke=\"#d62728\" stroke-width=\"2\"><title>{}</title></rect>",
-            (x1 - x0).max(2.0),
-            rh - 2.0,
-            esc(&b.title)
-        );
-    }
-    for a in &l.arrows {
-        let (x0, y0) = (x(a.from.0), row_y(a.from.1) + rh / 2.0);
-        let (x1, y1) = (x(a.to.0), row_y(a.to.1) + rh / 2.0);
-        let mx = (x0 + x1) / 2.0 + 12.0;
-        let _ = writeln!(
-            o,
-            "<path class=\"handoff\" d=\"M{x0:.1} {y0:.1}C{mx:.1} {y0:.1} {mx:.1} {y1:.1} {x1:.1} {y1:.1}\" fill=\"none\" stroke=\"#222\" stroke-width=\"1.2\" marker-end=\"url(#{id}-head)\"/>"
-        );
-    }
+}
+
+/// The time axis (ms since the miss's start), the start line and the deadline.
+fn lane_axis(o: &mut String, l: &Swimlane, g: &LaneGeo) {
+    let (left, pw, top) = (g.left, g.pw, g.top);
+    let span = (l.to_ns - l.from_ns).max(1) as f64;
+    let x = |t: u64| g.x(l, t);
+    let row_y = |r: u32| g.row_y(r);
     let y_end = row_y(l.rows.len() as u32);
     // Time axis relative to the miss's start.
     let lo = l.from_ns as f64 - l.t0_ns as f64;
@@ -522,6 +562,4 @@ pub fn swimlane(l: &Swimlane, id: &str) -> String {
             );
         }
     }
-    o.push_str("</svg>\n");
-    o
 }

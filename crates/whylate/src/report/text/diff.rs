@@ -91,6 +91,12 @@ impl DiffReport {
                 );
             }
         }
+        self.evidence(&mut o, p);
+        o
+    }
+
+    /// What changed: causes, CPU time, interrupt placement, the machine; and notes.
+    fn evidence(&self, o: &mut String, p: &Paint) {
         if !self.causes.is_empty() {
             let _ = writeln!(o, "\n{}", p.heading("causes (misses, excess; A → B):"));
             let side = |s: &Option<CauseSide>| match s {
@@ -157,6 +163,5 @@ impl DiffReport {
                 let _ = writeln!(o, "  - {n}");
             }
         }
-        o
     }
 }
