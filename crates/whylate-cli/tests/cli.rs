@@ -1,14 +1,9 @@
 //! The `whylate` command as a user runs it.
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod common;
-use common::FROB;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use common::{repo, FROB};
 
 fn run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_whylate"))

@@ -6,6 +6,8 @@
 //! They skip with a reason when tracing is unavailable; with WHYLATE_REQUIRE_LIVE=1 (CI) a
 //! skip is a failure. tracefs is restored by a guard, also when an assertion fails.
 
+mod common;
+use common::repo;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -33,10 +35,6 @@ fn is_root() -> bool {
                 .map(|l| l.split_whitespace().nth(2) == Some("0"))
         })
         .unwrap_or(false)
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 fn whylate() -> PathBuf {

@@ -131,3 +131,31 @@ pub fn parse_measures(s: &str) -> Result<Vec<Measure>, String> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::measure::{Measure, Options};
+    use crate::read::OpenOptions;
+    use crate::testkit;
+
+    #[test]
+    fn runqueue_waits_per_task() {
+        // The worker waits 8 us in five cycles and 3 ms behind hog in one.
+        let f = testkit::file(&testkit::three_cpu_chain(6, &[4], 3_000));
+        let o = Options {
+            measures: vec![Measure::Runqueue],
+            ..Default::default()
+        };
+        let r = super::latency(&[f.to_path_buf()], &OpenOptions::default(), &o, None).unwrap();
+        let m = &r.measures[0];
+        let g = (m.groups.iter())
+            .find(|g| g.key.starts_with("kworker/1:1[40]"))
+            .unwrap_or_else(|| panic!("{:?}", m.groups.iter().map(|g| &g.key).collect::<Vec<_>>()));
+        assert_eq!(
+            (g.count, g.min_ns, g.p50_ns, g.max_ns),
+            (6, 8_000, 8_000, 3_000_000)
+        );
+        assert_eq!(g.worst[0].value_ns, 3_000_000);
+        assert_eq!(g.worst[0].cpu, Some(1));
+    }
+}

@@ -39,5 +39,7 @@ pub mod stats;
 pub mod suggest;
 mod swar;
 pub mod syscalls;
+#[cfg(test)]
+mod testkit;
 pub mod timeline;
 pub mod units;

@@ -331,3 +331,25 @@ fn finish(
         notes,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::read::OpenOptions;
+    use crate::testkit;
+
+    #[test]
+    fn counts_by_name_cpu_and_task() {
+        // Two quiet cycles: 9 lines each (write, queue, waking, switch, start, end,
+        // switch, read on CPU0/1; getpid on CPU2), and the bystander's switch-in.
+        let f = testkit::file(&testkit::three_cpu_chain(2, &[], 0));
+        let r = super::stats(&[f.to_path_buf()], &OpenOptions::default(), 10).unwrap();
+        assert_eq!(r.events, 19);
+        assert_eq!(r.by_name["sched_switch"], 5);
+        assert_eq!(r.by_name["workqueue_queue_work"], 2);
+        let cpus: Vec<(&str, u64)> = r.by_cpu.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        assert_eq!(cpus, [("0", 8), ("1", 8), ("2", 3)]);
+        assert_eq!(r.span_ns, Some(1_001_100_000 - 999_000_000));
+        assert_eq!(r.unparsed, 0);
+        assert_eq!(r.top_tasks[0].comm, "c");
+    }
+}

@@ -15,7 +15,11 @@ use crate::units::dur;
 
 /// The deadline for cycles: the one given; else one the data shows (`infer_deadline`);
 /// else none, and the slowest 1% (above p99) are explained as outliers.
-fn deadline_policy(o: &Options, cycles: &[Cycle], sorted: &[u64]) -> (Option<u64>, String) {
+pub(super) fn deadline_policy(
+    o: &Options,
+    cycles: &[Cycle],
+    sorted: &[u64],
+) -> (Option<u64>, String) {
     if let Some(d) = o.deadline_ns {
         return (Some(d), "given".to_string());
     }

@@ -37,6 +37,8 @@ mod machine;
 mod report;
 mod softirq;
 mod template;
+#[cfg(test)]
+mod tests;
 mod timer;
 
 pub use auto::*;

@@ -11,7 +11,7 @@ use crate::units::secs;
 
 /// The softirq deadline policy: the one given; else the slowest 1% (p99) when there are
 /// 100 services or more; else 100 us.
-fn deadline_policy(given: Option<u64>, sorted: &[u64]) -> (u64, String) {
+pub(super) fn deadline_policy(given: Option<u64>, sorted: &[u64]) -> (u64, String) {
     match given {
         Some(d) => (d, "given".to_string()),
         None if sorted.len() >= 100 => (

@@ -44,7 +44,7 @@ pub(super) struct TimerSample {
 
 /// The timer deadline policy: the one given; else the slowest 1% (p99) when there are 100
 /// periods or more; else 1 ms.
-fn deadline_policy(o: &TimerOptions, sorted: &[u64]) -> (Option<u64>, String) {
+pub(super) fn deadline_policy(o: &TimerOptions, sorted: &[u64]) -> (Option<u64>, String) {
     match o.deadline_ns {
         Some(d) => (Some(d), "given".to_string()),
         None if sorted.len() >= 100 => (

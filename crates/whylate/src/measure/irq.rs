@@ -1,9 +1,9 @@
 //! `irq`: hard irq handler durations, per irq, with what they delayed.
 
 use super::cx::Cx;
+use super::measurer::{Input, Measurer};
 use super::report::{Measure, MeasureReport, Options, Sample};
 use super::series::{base_sample, finish_report, needs, span_raw, Collector, Raw};
-use super::{Input, Measurer};
 use crate::timeline::{span, KindClass, SpanKind};
 use crate::units::dur;
 use std::fmt::Write as _;

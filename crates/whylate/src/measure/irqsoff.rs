@@ -1,10 +1,10 @@
 //! `irqsoff`: irqs-off and preempt-off sections per caller that opened them.
 
 use super::cx::{func_of, Cx};
+use super::measurer::{Input, Measurer};
 use super::report::TracerSample;
 use super::report::{Measure, MeasureReport, Options};
 use super::series::{base_sample, finish_report, needs, span_raw, Collector, Raw, Src};
-use super::{Input, Measurer};
 use crate::event::Sym;
 use crate::timeline::{span, KindClass, SpanKind, NONE};
 

@@ -6,6 +6,8 @@
 mod cx;
 mod irq;
 mod irqsoff;
+mod measurer;
+mod rate;
 mod report;
 mod runqueue;
 mod series;
@@ -16,26 +18,13 @@ mod timer;
 mod wakeup;
 mod work;
 
+pub use rate::Throughput;
 pub use report::*;
-pub use throughput::Throughput;
 
 use crate::event::Interner;
 use crate::timeline::Timeline;
 use cx::Cx;
-
-/// What a measure is computed from.
-struct Input<'a> {
-    cx: &'a Cx<'a>,
-    o: &'a Options,
-    tracers: &'a [TracerSample],
-    tput: Option<&'a Throughput>,
-}
-
-/// One measure: its samples from the timeline, grouped into a report. Each lives in a
-/// file of its own.
-trait Measurer {
-    fn measure(&self, i: &Input<'_>) -> MeasureReport;
-}
+use measurer::{Input, Measurer};
 
 /// The implementation of `m`.
 fn measurer(m: Measure) -> &'static dyn Measurer {

@@ -1,12 +1,12 @@
 //! `runqueue`: time runnable but not running, per task, with who held the CPU.
 
 use super::cx::{life_key, Cx};
+use super::measurer::{Input, Measurer};
 use super::report::{Measure, MeasureReport, Options};
 use super::series::{
     add_u64, base_sample, finish_report, merge_worst, needs, span_raw, Collector, Tally,
 };
 use super::wakeup::wake_detail;
-use super::{Input, Measurer};
 use crate::event::Sym;
 use crate::timeline::{span, Cause, KindClass, SpanKind};
 use rustc_hash::FxHashMap;

@@ -1,9 +1,9 @@
 //! `softirq`: raise to entry and run time per vector, where it was served.
 
 use super::cx::{vec_name, Cx};
+use super::measurer::{Input, Measurer};
 use super::report::{Measure, MeasureReport, Options, Sample};
 use super::series::{base_sample, finish_report, needs, span_raw, Collector, Raw, Src, Tally};
-use super::{Input, Measurer};
 use crate::event::Sym;
 use crate::timeline::{span, EdgeKind, KindClass, SpanKind};
 use crate::units::{dur, secs};

@@ -1,9 +1,9 @@
 //! `syscall`: system call durations, per syscall and task.
 
 use super::cx::Cx;
+use super::measurer::{Input, Measurer};
 use super::report::{Measure, MeasureReport, Options};
 use super::series::{base_sample, finish_report, needs, span_raw, Collector, Tally};
-use super::{Input, Measurer};
 use crate::timeline::{span, KindClass, SpanKind};
 
 pub(super) fn syscall_name(cx: &Cx<'_>, key: u32, flags: u8) -> String {

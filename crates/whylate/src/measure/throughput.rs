@@ -1,93 +1,12 @@
 //! `throughput`: events (or a field summed) per interval against an expected rate.
 
 use super::cx::Cx;
-use super::report::{Measure, MeasureReport, Options, ThroughputOpts};
+use super::measurer::{Input, Measurer};
+use super::rate::Throughput;
+use super::report::{Measure, MeasureReport, Options};
 use super::series::{add_u64, base_sample, finish_report, needs, Collector, Raw, Src};
-use super::{Input, Measurer};
-use crate::event::{Interner, Sym};
+use crate::event::Sym;
 use crate::timeline::NONE;
-
-/// Throughput accumulator, fed during the event pass.
-#[derive(Debug)]
-pub struct Throughput {
-    opts: ThroughputOpts,
-    name: Option<Sym>,
-    start: Option<u64>,
-    /// (events, sum) per interval.
-    buckets: Vec<(u64, u64)>,
-    unsummable: u64,
-}
-
-impl Throughput {
-    /// A new accumulator.
-    pub fn new(opts: ThroughputOpts) -> Throughput {
-        Throughput {
-            opts,
-            name: None,
-            start: None,
-            buckets: Vec::new(),
-            unsummable: 0,
-        }
-    }
-
-    /// Feeds one event.
-    pub fn push(&mut self, e: &crate::event::Event, strings: &Interner) {
-        use crate::event::{EventName, Kind};
-        let matches = match e.name() {
-            EventName::Static(s) => s == self.opts.event,
-            EventName::Other(s) => {
-                if self.name.is_none() && strings.get(s) == self.opts.event {
-                    self.name = Some(s);
-                }
-                self.name == Some(s)
-            }
-            n @ (EventName::SysEnter(_) | EventName::SysExit(_)) => {
-                n.render(strings) == self.opts.event
-            }
-        };
-        if !matches {
-            return;
-        }
-        let start = *self.start.get_or_insert(e.ts);
-        let i = (e.ts.saturating_sub(start) / self.opts.interval_ns.max(1)) as usize;
-        if i >= 10_000_000 {
-            return;
-        }
-        if i >= self.buckets.len() {
-            self.buckets.resize(i + 1, (0, 0));
-        }
-        let v = match self.opts.field.as_deref() {
-            None => 1,
-            Some("len") => match &e.kind {
-                Kind::Console { msg } => msg.len() as u64 + 1,
-                Kind::Print { msg, .. } => msg.len() as u64 + 1,
-                _ => {
-                    self.unsummable += 1;
-                    0
-                }
-            },
-            Some(f) => match &e.kind {
-                Kind::Other { fields, .. } => crate::event::fields(fields)
-                    .find(|(k, _)| *k == f)
-                    .and_then(|(_, v)| crate::event::parse_num(v.as_bytes()))
-                    .map_or_else(
-                        || {
-                            self.unsummable += 1;
-                            0
-                        },
-                        |v| v.max(0) as u64,
-                    ),
-                _ => {
-                    self.unsummable += 1;
-                    0
-                }
-            },
-        };
-        let b = &mut self.buckets[i];
-        b.0 += 1;
-        b.1 += v;
-    }
-}
 
 pub(super) fn throughput(cx: &Cx<'_>, o: &Options, t: Option<&Throughput>) -> MeasureReport {
     let mut coll = Collector::new();

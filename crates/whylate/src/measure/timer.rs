@@ -1,9 +1,9 @@
 //! `timer`: hrtimer lateness, expiry to callback to the woken task running.
 
 use super::cx::Cx;
+use super::measurer::{Input, Measurer};
 use super::report::{Measure, MeasureReport, Options, Sample};
 use super::series::{base_sample, finish_report, needs, span_raw, Collector, Raw, Src, Tally};
-use super::{Input, Measurer};
 use crate::event::Sym;
 use crate::timeline::{span, Ctx, EdgeKind, KindClass, TimerClock, NONE};
 use crate::units::secs;

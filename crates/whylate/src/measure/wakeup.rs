@@ -1,10 +1,10 @@
 //! `wakeup`: waking to running, per task (and latency-tracer dumps' own worst case).
 
 use super::cx::{life_key, Cx};
+use super::measurer::{Input, Measurer};
 use super::report::TracerSample;
 use super::report::{Measure, MeasureReport, Options, Sample};
 use super::series::{base_sample, finish_report, needs, span_raw, Collector, Raw, Src};
-use super::{Input, Measurer};
 use crate::event::Sym;
 use crate::timeline::{span, Cause, KindClass, SpanKind, NONE};
 use std::fmt::Write as _;

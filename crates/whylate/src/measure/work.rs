@@ -1,9 +1,9 @@
 //! `work`: workqueue items, queued to started and run time, per function.
 
 use super::cx::Cx;
+use super::measurer::{Input, Measurer};
 use super::report::{Measure, MeasureReport, Options, Sample};
 use super::series::{base_sample, finish_report, needs, span_raw, Collector, Raw, Src, Tally};
-use super::{Input, Measurer};
 use crate::event::Sym;
 use crate::timeline::{span, EdgeKind, KindClass, SpanKind};
 

@@ -368,3 +368,44 @@ fn chain_slices(r: &ExplainReport, slices: &mut Vec<Slice>) -> u64 {
     }
     flows
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::explain::{explain_then, Mode};
+    use crate::read::OpenOptions;
+    use crate::testkit;
+
+    #[test]
+    fn slices_per_track_and_one_flow_per_explained_miss() {
+        let f = testkit::file(&testkit::three_cpu_chain(6, &[4], 3_000));
+        let mode = Mode::Auto { top: 3 };
+        let (r, out) = explain_then(
+            &[f.to_path_buf()],
+            &OpenOptions::default(),
+            &mode,
+            |r, tl, s| {
+                let mut buf = Vec::new();
+                let st = super::write(&mut buf, r, tl, s).unwrap();
+                (st, buf)
+            },
+        )
+        .unwrap();
+        let (st, buf) = out;
+        let j: serde_json::Value = serde_json::from_slice(&buf).unwrap();
+        let events = j["traceEvents"].as_array().unwrap();
+        let slices = events.iter().filter(|e| e["ph"] == "X").count() as u64;
+        assert_eq!(slices, st.total_slices);
+        assert_eq!(st.bytes, buf.len() as u64);
+        // Six worker runs, the hog's run and the bystander's on the task tracks; six work
+        // items; the two outliers each one link on the chain track (one link: no flow).
+        assert_eq!(st.slices["work"], 6);
+        assert_eq!(st.slices["chain"], r.misses.len() as u64);
+        assert_eq!(st.flows, 0);
+        // Times are exact decimals of microseconds.
+        let text = String::from_utf8(buf).unwrap();
+        assert!(
+            text.contains("{\"ts\":1004092.000,\"dur\":3000.000,"),
+            "{text}"
+        );
+    }
+}

@@ -882,3 +882,44 @@ fn blamed_spans(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::explain::{explain_then, Mode, Options, Same};
+    use crate::read::OpenOptions;
+    use crate::selector::Selector;
+    use crate::testkit;
+
+    #[test]
+    fn the_missed_cycle_is_drawn_with_its_blame_on_the_hogged_cpu() {
+        let f = testkit::file(&testkit::three_cpu_chain(6, &[4], 3_000));
+        let o = Options {
+            from: Selector::parse("sys_enter_write[comm=c]").unwrap(),
+            to: vec![Selector::parse("sys_exit_read[comm=c]").unwrap()],
+            deadline_ns: Some(1_000_000),
+            same: Same::Thread,
+            arch: crate::syscalls::Arch::X86_64,
+            top: 3,
+        };
+        let (_, p) = explain_then(
+            &[f.to_path_buf()],
+            &OpenOptions::default(),
+            &Mode::Cycles(o),
+            |r, tl, s| build(r, tl, s, &PlotOptions { lanes: 5 }),
+        )
+        .unwrap();
+        // Every cycle has its raster column; one is missed.
+        assert_eq!(p.raster.cycles.len(), 6);
+        assert_eq!(p.raster.cycles.iter().filter(|c| c.miss).count(), 1);
+        // One lane: the chain's CPUs 0 and 1 (CPU2's bystander is not part of it).
+        assert_eq!(p.lanes.len(), 1);
+        let l = &p.lanes[0];
+        let cpus: std::collections::BTreeSet<u32> = l.rows.iter().map(|r| r.cpu).collect();
+        assert_eq!(cpus.into_iter().collect::<Vec<_>>(), [0, 1]);
+        // The blame outline sits on CPU1's task row, over hog's run.
+        assert!(!l.blame.is_empty());
+        assert!(l.blame.iter().all(|b| l.rows[b.row as usize].cpu == 1));
+        assert!(l.blame[0].title.contains("hog[60]"), "{}", l.blame[0].title);
+    }
+}

@@ -310,7 +310,7 @@ mod tests {
         );
         assert_eq!(
             o,
-            "  +  120.0 us  cpu1 wakeup   wakeup step [pending at the deadline] 2.000 ms  <- 1.950 ms over usual 50.0 us\n               runqueue-wait hog[42] 1.950 ms\n"
+            "  +  120.0 us  cpu1 wakeup   wakeup step [pending at the deadline] 2.000 ms  <- 1.950 ms over usual 50.0 us\n                       runqueue-wait hog[42] 1.950 ms\n"
         );
         // Styled, the excess is red and the pending mark yellow; the words stay.
         let mut s = String::new();

@@ -1,0 +1,100 @@
+//! Small hand-written traces for unit tests: ftrace text lines at microsecond times,
+//! written to a temporary file and read the way every command reads.
+
+use crate::pipeline::{self, Pass};
+use crate::read::OpenOptions;
+
+/// One ftrace line: `who` (`comm-pid`) on `cpu` at `us` microseconds.
+pub fn line(us: u64, cpu: u32, who: &str, flags: &str, body: &str) -> String {
+    format!(
+        " {who} [{cpu:03}] {flags} {}.{:06}: {body}\n",
+        us / 1_000_000,
+        us % 1_000_000
+    )
+}
+
+/// `text` in a temporary file (removed when dropped).
+pub fn file(text: &str) -> tempfile::TempPath {
+    let mut f = tempfile::Builder::new().suffix(".txt").tempfile().unwrap();
+    std::io::Write::write_all(&mut f, text.as_bytes()).unwrap();
+    f.into_temp_path()
+}
+
+/// The timeline of `text`.
+pub fn pass(text: &str) -> Pass {
+    let f = file(text);
+    pipeline::read(
+        &[f.to_path_buf()],
+        &OpenOptions::default(),
+        &mut |_: &_, _: &_| (),
+    )
+    .unwrap()
+}
+
+/// A request/response workload on three CPUs: client `c-5` on CPU0 writes a request
+/// (`sys_write`, count 7), queues work on CPU1 whose worker `kworker/1:1-40` wakes it,
+/// and reads the reply. A bystander runs on CPU2 throughout. In the cycles listed in
+/// `hogged`, `hog-60` holds CPU1 for `hog_us` before the worker gets it.
+pub fn three_cpu_chain(cycles: usize, hogged: &[usize], hog_us: u64) -> String {
+    let mut t = String::new();
+    t += &line(999_000, 2, "<idle>-0", "d..2.", "sched_switch: prev_comm=swapper/2 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=bystander next_pid=70 next_prio=120");
+    let mut at = 1_000_000u64;
+    for k in 0..cycles {
+        let hog = hogged.contains(&k);
+        if hog {
+            t += &line(at - 50, 1, "<idle>-0", "d..2.", "sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=hog next_pid=60 next_prio=120");
+        }
+        t += &line(at, 0, "c-5", "....1", "sys_write(fd: 3, buf: 0, count: 7)");
+        t += &line(at + 10, 0, "c-5", "d..2.", &format!("workqueue_queue_work: work struct=0000000000002{k:03} function=reply_work workqueue=events req_cpu=1 cpu=1"));
+        t += &line(
+            at + 12,
+            0,
+            "c-5",
+            "d..3.",
+            "sched_waking: comm=kworker/1:1 pid=40 prio=120 target_cpu=001",
+        );
+        let run = if hog { at + 12 + hog_us } else { at + 20 };
+        let prev = if hog {
+            "prev_comm=hog prev_pid=60 prev_prio=120 prev_state=R"
+        } else {
+            "prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R"
+        };
+        let who = if hog { "hog-60" } else { "<idle>-0" };
+        t += &line(
+            run,
+            1,
+            who,
+            "d..2.",
+            &format!("sched_switch: {prev} ==> next_comm=kworker/1:1 next_pid=40 next_prio=120"),
+        );
+        t += &line(
+            run + 2,
+            1,
+            "kworker/1:1-40",
+            ".....",
+            &format!(
+                "workqueue_execute_start: work struct 0000000000002{k:03}: function reply_work"
+            ),
+        );
+        t += &line(
+            run + 30,
+            1,
+            "kworker/1:1-40",
+            ".....",
+            &format!("workqueue_execute_end: work struct 0000000000002{k:03}: function reply_work"),
+        );
+        let next = if hog {
+            "next_comm=hog next_pid=60 next_prio=120"
+        } else {
+            "next_comm=swapper/1 next_pid=0 next_prio=120"
+        };
+        t += &line(run + 32, 1, "kworker/1:1-40", "d..2.", &format!("sched_switch: prev_comm=kworker/1:1 prev_pid=40 prev_prio=120 prev_state=I ==> {next}"));
+        if hog {
+            t += &line(run + 40, 1, "hog-60", "d..2.", "sched_switch: prev_comm=hog prev_pid=60 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120");
+        }
+        t += &line(run + 50, 0, "c-5", "....1", "sys_read -> 0x1");
+        t += &line(run + 60, 2, "bystander-70", "....1", "sys_getpid -> 0x46");
+        at = run + 1_000;
+    }
+    t
+}
