@@ -2,8 +2,9 @@
 //! handlers, irqs-off sections, deferred softirqs, slow work, late timers), each one a
 //! one-link miss explained by the engine.
 
+use super::blame::scale;
 use super::driver::{assemble, Findings, Framing, Tally};
-use super::engine::{scale, Engine, LinkKind, RawLink};
+use super::engine::{Engine, LinkKind, RawLink};
 use super::report::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss, Window};
 use super::timer::{timer_findings, TimerOptions};
 use crate::dist::median;

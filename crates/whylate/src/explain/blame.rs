@@ -1,9 +1,12 @@
-//! Time no link explains: the gaps between a cycle's links and what the chain was doing
-//! then (on-cpu, blocked-on, device/external).
+//! The blame rules: what held a waiting link's CPU (`Engine::holds`: runqueue-wait,
+//! preempted-by, hardirq, softirq, irqs-off, cpu-idle, timer-irq-late...), the excess
+//! split over them (`scale`), and the time no link explains: the gaps between a cycle's
+//! links and what the chain was doing then (on-cpu, blocked-on, device/external).
 
 use super::cutter::Cycle;
-use super::engine::{Engine, RawLink};
-use super::report::Culprit;
+use super::engine::{Engine, LinkKind, RawLink};
+use super::report::{Culprit, Hold};
+use crate::event::{Sym, SOFTIRQ_NAMES};
 use crate::timeline::{OccupantKind, NONE};
 use crate::units::dur;
 use rustc_hash::FxHashSet;
@@ -118,5 +121,140 @@ pub(super) fn gap_cause(
             },
             "no wait and no task of the chain on a CPU: time the trace does not explain".into(),
         ),
+    }
+}
+
+/// Rescales holds so they add up to `ex`: the excess is split in proportion to what held
+/// the CPU.
+pub(super) fn scale(held: &mut [Hold], ex: u64) {
+    let sum: u64 = held.iter().map(|h| h.ns).sum::<u64>().max(1);
+    for h in held {
+        h.ns = (h.ns as u128 * ex as u128 / sum as u128) as u64;
+    }
+}
+
+impl Engine<'_> {
+    /// What held `cpu` during `[a, b)` while `waiter` waited: categories and culprits.
+    pub(super) fn holds(&self, l: &RawLink, a: u64, b: u64) -> Vec<Hold> {
+        let tl = self.tl;
+        if b <= a || l.cpu == u32::MAX {
+            return Vec::new();
+        }
+        if !tl.lost.is_empty() && tl.crosses_loss(l.cpu, a, b) {
+            return vec![Hold::on_cpu("unknown-lost-events", l.cpu, b - a)];
+        }
+        let mut out = Vec::new();
+        // An irqs-off section over a late timer is the reason the interrupt came late.
+        if l.kind == LinkKind::Timer {
+            let sp = &tl.spans;
+            if let Some(list) = self.irqsoff_by_cpu.get(l.cpu as usize) {
+                for &j in list {
+                    let j = j as usize;
+                    let ov = sp.end[j].min(b).saturating_sub(sp.start[j].max(a));
+                    if ov > 0 {
+                        out.push(Hold {
+                            category: "irqs-off".into(),
+                            culprit: Culprit {
+                                caller: Some(
+                                    self.s
+                                        .get(Sym(sp.key[j]))
+                                        .split('+')
+                                        .next()
+                                        .unwrap_or("")
+                                        .to_string(),
+                                ),
+                                cpu: Some(l.cpu),
+                                ..Default::default()
+                            },
+                            ns: ov,
+                        });
+                    }
+                }
+            }
+            if !out.is_empty() {
+                return out;
+            }
+            // A CPU idle throughout woke late for its timer: idle exit, or on a VM a host
+            // that did not run the vCPU in time.
+            let occ = tl.occupants(l.cpu, a, b);
+            if occ.len() == 1 && occ[0].what == OccupantKind::Task && occ[0].id == 0 {
+                return vec![Hold::on_cpu("cpu-idle", l.cpu, b - a)];
+            }
+            // A running task does not delay a hard timer interrupt; with no irqs-off section
+            // in the trace the reason is not visible (preemptirq events would show it).
+            return vec![Hold::on_cpu("timer-irq-late", l.cpu, b - a)];
+        }
+        for o in tl.occupants(l.cpu, a, b) {
+            let (category, culprit) = match o.what {
+                OccupantKind::Task if o.id == l.tid as i64 => continue,
+                OccupantKind::Task if o.id == 0 => (
+                    "cpu-idle",
+                    Culprit {
+                        cpu: Some(l.cpu),
+                        ..Default::default()
+                    },
+                ),
+                // A lower-priority task cannot hold a real-time one off the CPU, except by
+                // being inside code that cannot be preempted: that is the kernel's delay.
+                OccupantKind::Task
+                    if matches!(
+                        (tl.prios.get(&l.tid), tl.prios.get(&(o.id as i32))),
+                        (Some(&w), Some(&p)) if w < 100 && w < p
+                    ) =>
+                {
+                    (
+                        "preemption-delay",
+                        Culprit {
+                            caller: Some(format!(
+                                "non-preemptible kernel code while {}[{}] ran",
+                                self.s.get(tl.comm(o.id as i32)),
+                                o.id
+                            )),
+                            cpu: Some(l.cpu),
+                            ..Default::default()
+                        },
+                    )
+                }
+                OccupantKind::Task => (
+                    if l.preempted {
+                        "preempted-by"
+                    } else {
+                        "runqueue-wait"
+                    },
+                    Culprit {
+                        comm: Some(self.s.get(tl.comm(o.id as i32)).to_string())
+                            .filter(|c| !c.is_empty())
+                            .or(Some(self.s.get(o.name).to_string())),
+                        pid: Some(o.id as i32),
+                        prio: tl.prios.get(&(o.id as i32)).copied(),
+                        cpu: Some(l.cpu),
+                        ..Default::default()
+                    },
+                ),
+                OccupantKind::Hardirq => (
+                    "hardirq",
+                    Culprit {
+                        irq: Some(o.id as u32),
+                        irq_name: Some(self.s.get(o.name).to_string()).filter(|n| !n.is_empty()),
+                        cpu: Some(l.cpu),
+                        ..Default::default()
+                    },
+                ),
+                OccupantKind::Softirq => (
+                    "softirq",
+                    Culprit {
+                        vector: SOFTIRQ_NAMES.get(o.id as usize).map(|s| s.to_string()),
+                        cpu: Some(l.cpu),
+                        ..Default::default()
+                    },
+                ),
+            };
+            out.push(Hold {
+                category: category.into(),
+                culprit,
+                ns: o.ns,
+            });
+        }
+        out
     }
 }

@@ -2,10 +2,11 @@
 //! excess over the usual chain and what held it up, CPUs that recorded nothing, the time
 //! no link covers, and where the chain stood at the deadline when no reply came.
 
+use super::blame::scale;
 use super::blame::{gap_cause, uncovered};
 use super::cutter::{Cycle, Options};
 use super::driver::{PerMiss, Tally};
-use super::engine::{scale, Engine, LinkKind, RawLink};
+use super::engine::{Engine, LinkKind, RawLink};
 use super::report::{Culprit, Hold, Link, Miss};
 use super::template::Template;
 use rustc_hash::FxHashSet;

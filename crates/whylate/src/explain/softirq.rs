@@ -1,8 +1,9 @@
 //! `--softirq VEC`: raise-to-entry services of one softirq vector (or tasklets) over
 //! the deadline, and who held the CPU meanwhile.
 
+use super::blame::scale;
 use super::driver::{assemble, Findings, Framing, PerMiss, Tally};
-use super::engine::{scale, Engine, LinkKind, RawLink};
+use super::engine::{Engine, LinkKind, RawLink};
 use super::report::{Culprit, CycleStats, ExplainReport, Link, Miss, Window};
 use crate::dist::quantile;
 use crate::event::{Interner, SOFTIRQ_NAMES};

@@ -1,8 +1,9 @@
 //! `--timer`: late hrtimer periods (requested expiry to the woken task running), the
 //! timer deadline policy, and why the interrupt or the wakeup came late.
 
+use super::blame::scale;
 use super::driver::{assemble, Findings, Framing, PerMiss, Tally};
-use super::engine::{scale, Engine, LinkKind, RawLink};
+use super::engine::{Engine, LinkKind, RawLink};
 use super::report::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss, Window};
 use crate::dist::quantile;
 use crate::event::{Interner, Sym};
