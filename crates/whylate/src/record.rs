@@ -737,47 +737,7 @@ pub fn record(opts: &RecordOptions, stop: Arc<AtomicBool>) -> Result<RecordResul
         .join(format!("whylate-{}", std::process::id()));
     fs::create_dir(&inst).map_err(ioe(&inst))?;
     session.instance = Some(inst.clone());
-    let w = |rel: &str, v: &str| -> Result<(), RecordError> {
-        let p = inst.join(rel);
-        fs::write(&p, v).map_err(ioe(&p))
-    };
-    w("tracing_on", "0")?;
-    w("buffer_size_kb", &opts.buffer_kb.to_string())?;
-    let clocks = fs::read_to_string(inst.join("trace_clock")).unwrap_or_default();
-    // mono matches CLOCK_MONOTONIC, the clock programs log their own deadlines with.
-    let clock = if clocks
-        .split_whitespace()
-        .any(|c| c.trim_matches(['[', ']']) == "mono")
-    {
-        "mono"
-    } else {
-        "local"
-    };
-    w("trace_clock", clock)?;
-    for (sys, ev, filter) in &events {
-        if let Some(f) = filter {
-            let path = inst.join(format!("events/{sys}/{ev}/filter"));
-            if let Err(e) = fs::write(&path, f) {
-                let format = read_tracefs_string(&root.join(format!("events/{sys}/{ev}/format")));
-                let fields: Vec<String> = crate::read::tep::parse_format(&format, sys)
-                    .map(|f| {
-                        f.fields
-                            .iter()
-                            .filter(|x| !x.name.starts_with("common_"))
-                            .map(|x| x.name.to_string())
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                return Err(RecordError::BadFilter {
-                    event: format!("{sys}:{ev}"),
-                    filter: f.clone(),
-                    why: e.to_string(),
-                    fields: fields.join(" "),
-                });
-            }
-        }
-        w(&format!("events/{sys}/{ev}/enable"), "1")?;
-    }
+    let clock = configure(&root, &inst, opts.buffer_kb, &events)?;
     let header_page = read_tracefs_string(&root.join("events/header_page"));
     let page = fs::read_to_string(inst.join("buffer_subbuf_size_kb"))
         .ok()
@@ -789,132 +749,33 @@ pub fn record(opts: &RecordOptions, stop: Arc<AtomicBool>) -> Result<RecordResul
     let mut snapshot = Snapshot::take();
     snapshot.recorder = Some(std::process::id() as i32);
     let mut rescan = Rescan::new(&snapshot);
-    let mut scanned = Instant::now();
-    let mut scan_every = Duration::from_millis(50);
     let reader_stop = Arc::new(AtomicBool::new(false));
     let (handles, own) = spawn_readers(&cpus, &out_dir, &inst, page, layout, &reader_stop)?;
     exclude_own_syscalls(&inst, &events, &own);
     let started = Instant::now();
-    let start_res = w("tracing_on", "1");
+    let start_res = write_tracefs(&inst, "tracing_on", "1");
     let mut exit_code = None;
     let mut spawn_err = None;
     if start_res.is_ok() {
-        let mut child = if opts.command.is_empty() {
-            None
-        } else {
-            let mut cmd = std::process::Command::new(&opts.command[0]);
-            cmd.args(&opts.command[1..]);
-            let out = match &opts.command_stdout {
-                Some(p) => File::create(p)
-                    .map(|f| {
-                        cmd.stdout(f);
-                    })
-                    .map_err(|source| RecordError::Io {
-                        path: p.clone(),
-                        source,
-                    }),
-                None => Ok(()),
-            };
-            // An error here must go the same way as a failed spawn: the readers are
-            // running and the instance must be taken down in order.
-            match out.and_then(|()| {
-                cmd.spawn().map_err(|source| RecordError::Spawn {
-                    cmd: opts.command.join(" "),
-                    source,
-                })
-            }) {
-                Ok(c) => Some(c),
-                Err(e) => {
-                    spawn_err = Some(e);
-                    None
-                }
-            }
-        };
-        // This thread now only waits and rescans /proc: at nice 19 a wakeup of it never
-        // preempts the workload (a traced busy-poller lost 1.7 ms to a rescan at nice 0).
-        // After the spawn, so CMD keeps our priority.
-        // SAFETY: setpriority on the calling thread (Linux nice is per thread).
-        let nice_before = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
-        unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) };
-        let mut stop_seen: Option<Instant> = None;
-        while spawn_err.is_none() {
-            if let Some(c) = child.as_mut() {
-                if let Ok(Some(st)) = c.try_wait() {
-                    use std::os::unix::process::ExitStatusExt;
-                    exit_code = Some(st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0)));
-                    break;
-                }
-            }
-            let timed_out = opts.duration.is_some_and(|d| started.elapsed() >= d);
-            if stop.load(Ordering::Acquire) || timed_out {
-                match child.as_mut() {
-                    None => break,
-                    Some(c) => {
-                        // Ctrl-C reached the child too; a SIGTERM or the duration did not.
-                        let t = *stop_seen.get_or_insert_with(Instant::now);
-                        if t.elapsed() > Duration::from_secs(2) || timed_out {
-                            // SAFETY: plain kill of our own child.
-                            unsafe {
-                                libc::kill(c.id() as i32, libc::SIGTERM);
-                            }
-                            if t.elapsed() > Duration::from_secs(5) {
-                                let _ = c.kill();
-                            }
-                        }
-                    }
-                }
-            }
-            if scanned.elapsed() >= scan_every {
-                let t = Instant::now();
-                rescan.scan(&mut snapshot);
-                scanned = Instant::now();
-                // Often at first (a traced command opens its files early), then rarely,
-                // and never more than 5% of a CPU on a box with many descriptors.
-                let base = if started.elapsed() < Duration::from_secs(1) {
-                    50
-                } else {
-                    250
+        match spawn_command(opts) {
+            Ok(mut child) => {
+                let run = Run {
+                    opts,
+                    stop: &stop,
+                    started,
                 };
-                scan_every = Duration::from_millis(base).max(t.elapsed() * 20);
+                exit_code = run.wait(child.as_mut(), &mut rescan, &mut snapshot);
             }
-            std::thread::sleep(Duration::from_millis(10));
+            // The readers are running: the instance must be taken down in order.
+            Err(e) => spawn_err = Some(e),
         }
-        // SAFETY: as above. Raising priority back needs root, which we have.
-        unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice_before) };
     }
     rescan.scan(&mut snapshot);
     let duration_ns = started.elapsed().as_nanos() as u64;
-    let _ = w("tracing_on", "0");
+    let _ = write_tracefs(&inst, "tracing_on", "0");
     reader_stop.store(true, Ordering::Release);
-    let mut readers = Vec::new();
-    let mut reader_err = None;
-    for h in handles {
-        match h.join() {
-            Ok(Ok(r)) => readers.push(r),
-            Ok(Err(e)) => reader_err = Some(e),
-            Err(_) => reader_err = Some(io::Error::other("a reader thread panicked")),
-        }
-    }
-    let mut cpu_results = Vec::new();
-    let mut cpustats = Vec::new();
-    for r in &readers {
-        let stats = fs::read_to_string(inst.join(format!("per_cpu/cpu{}/stats", r.cpu)))
-            .unwrap_or_default();
-        let num = |k: &str| {
-            stats
-                .lines()
-                .find_map(|l| l.strip_prefix(k))
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .unwrap_or(0)
-        };
-        cpu_results.push(CpuResult {
-            cpu: r.cpu,
-            events: r.events,
-            lost: num("overrun:") + num("dropped events:"),
-            pages: r.pages,
-        });
-        cpustats.push(format!("CPU: {}\n{stats}", r.cpu));
-    }
+    let (mut readers, reader_err) = join_readers(handles);
+    let (cpu_results, cpustats) = per_cpu_results(&inst, &readers);
     let trace_clock = fs::read_to_string(inst.join("trace_clock")).unwrap_or_default();
     let enabled: Vec<(String, String)> =
         events.iter().map(|e| (e.0.clone(), e.1.clone())).collect();
@@ -974,6 +835,202 @@ pub fn record(opts: &RecordOptions, stop: Arc<AtomicBool>) -> Result<RecordResul
         stale_instances: stale,
         suggestion,
     })
+}
+
+/// Writes `v` to the instance's file `rel`.
+fn write_tracefs(inst: &Path, rel: &str, v: &str) -> Result<(), RecordError> {
+    let p = inst.join(rel);
+    fs::write(&p, v).map_err(ioe(&p))
+}
+
+/// Sets up the instance before tracing starts: tracing off, the buffer size, the clock
+/// (returned), each event's filter and enable.
+fn configure(
+    root: &Path,
+    inst: &Path,
+    buffer_kb: u32,
+    events: &[(String, String, Option<String>)],
+) -> Result<&'static str, RecordError> {
+    write_tracefs(inst, "tracing_on", "0")?;
+    write_tracefs(inst, "buffer_size_kb", &buffer_kb.to_string())?;
+    let clocks = fs::read_to_string(inst.join("trace_clock")).unwrap_or_default();
+    // mono matches CLOCK_MONOTONIC, the clock programs log their own deadlines with.
+    let clock = if clocks
+        .split_whitespace()
+        .any(|c| c.trim_matches(['[', ']']) == "mono")
+    {
+        "mono"
+    } else {
+        "local"
+    };
+    write_tracefs(inst, "trace_clock", clock)?;
+    for (sys, ev, filter) in events {
+        if let Some(f) = filter {
+            let path = inst.join(format!("events/{sys}/{ev}/filter"));
+            if let Err(e) = fs::write(&path, f) {
+                return Err(bad_filter(root, sys, ev, f, e));
+            }
+        }
+        write_tracefs(inst, &format!("events/{sys}/{ev}/enable"), "1")?;
+    }
+    Ok(clock)
+}
+
+/// The kernel refused `filter` on `sys:ev`: the error names the event's fields.
+fn bad_filter(root: &Path, sys: &str, ev: &str, filter: &str, e: io::Error) -> RecordError {
+    let format = read_tracefs_string(&root.join(format!("events/{sys}/{ev}/format")));
+    let fields: Vec<String> = crate::read::tep::parse_format(&format, sys)
+        .map(|f| {
+            f.fields
+                .iter()
+                .filter(|x| !x.name.starts_with("common_"))
+                .map(|x| x.name.to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    RecordError::BadFilter {
+        event: format!("{sys}:{ev}"),
+        filter: filter.to_string(),
+        why: e.to_string(),
+        fields: fields.join(" "),
+    }
+}
+
+/// Starts the command to trace, if there is one (its stdout to `command_stdout`).
+fn spawn_command(opts: &RecordOptions) -> Result<Option<std::process::Child>, RecordError> {
+    if opts.command.is_empty() {
+        return Ok(None);
+    }
+    let mut cmd = std::process::Command::new(&opts.command[0]);
+    cmd.args(&opts.command[1..]);
+    if let Some(p) = &opts.command_stdout {
+        let f = File::create(p).map_err(|source| RecordError::Io {
+            path: p.clone(),
+            source,
+        })?;
+        cmd.stdout(f);
+    }
+    let child = cmd.spawn().map_err(|source| RecordError::Spawn {
+        cmd: opts.command.join(" "),
+        source,
+    })?;
+    Ok(Some(child))
+}
+
+/// The recording as it runs: what ends it (the command, --duration, a stop signal).
+struct Run<'a> {
+    opts: &'a RecordOptions,
+    stop: &'a AtomicBool,
+    started: Instant,
+}
+
+impl Run<'_> {
+    /// Waits for the end, rescanning /proc meanwhile; returns the command's exit status
+    /// (128 + signal when a signal ended it).
+    fn wait(
+        &self,
+        mut child: Option<&mut std::process::Child>,
+        rescan: &mut Rescan,
+        snapshot: &mut Snapshot,
+    ) -> Option<i32> {
+        // This thread now only waits and rescans /proc: at nice 19 a wakeup of it never
+        // preempts the workload (a traced busy-poller lost 1.7 ms to a rescan at nice 0).
+        // After the spawn, so CMD keeps our priority.
+        // SAFETY: setpriority on the calling thread (Linux nice is per thread).
+        let nice_before = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) };
+        let mut stop_seen: Option<Instant> = None;
+        let mut scanned = Instant::now();
+        let mut scan_every = Duration::from_millis(50);
+        let mut exit_code = None;
+        loop {
+            if let Some(c) = child.as_mut() {
+                if let Ok(Some(st)) = c.try_wait() {
+                    use std::os::unix::process::ExitStatusExt;
+                    exit_code = Some(st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0)));
+                    break;
+                }
+            }
+            let timed_out = (self.opts.duration).is_some_and(|d| self.started.elapsed() >= d);
+            if self.stop.load(Ordering::Acquire) || timed_out {
+                match child.as_mut() {
+                    None => break,
+                    Some(c) => stop_child(c, &mut stop_seen, timed_out),
+                }
+            }
+            if scanned.elapsed() >= scan_every {
+                let t = Instant::now();
+                rescan.scan(snapshot);
+                scanned = Instant::now();
+                // Often at first (a traced command opens its files early), then rarely,
+                // and never more than 5% of a CPU on a box with many descriptors.
+                let base = if self.started.elapsed() < Duration::from_secs(1) {
+                    50
+                } else {
+                    250
+                };
+                scan_every = Duration::from_millis(base).max(t.elapsed() * 20);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // SAFETY: as above. Raising priority back needs root, which we have.
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice_before) };
+        exit_code
+    }
+}
+
+/// Asked to stop while the command runs: Ctrl-C reached the child too; a SIGTERM or the
+/// duration did not, so it gets SIGTERM (after 2 s of grace for Ctrl-C), then SIGKILL.
+fn stop_child(c: &mut std::process::Child, stop_seen: &mut Option<Instant>, timed_out: bool) {
+    let t = *stop_seen.get_or_insert_with(Instant::now);
+    if t.elapsed() > Duration::from_secs(2) || timed_out {
+        // SAFETY: plain kill of our own child.
+        unsafe {
+            libc::kill(c.id() as i32, libc::SIGTERM);
+        }
+        if t.elapsed() > Duration::from_secs(5) {
+            let _ = c.kill();
+        }
+    }
+}
+
+/// The readers' results, and the error of the first that failed.
+fn join_readers(handles: Vec<ReaderThread>) -> (Vec<Reader>, Option<io::Error>) {
+    let mut readers = Vec::new();
+    let mut reader_err = None;
+    for h in handles {
+        match h.join() {
+            Ok(Ok(r)) => readers.push(r),
+            Ok(Err(e)) => reader_err = Some(e),
+            Err(_) => reader_err = Some(io::Error::other("a reader thread panicked")),
+        }
+    }
+    (readers, reader_err)
+}
+
+/// Per CPU: events read and lost (the buffer's overruns and drops), and its stats text
+/// for the trace.dat.
+fn per_cpu_results(inst: &Path, readers: &[Reader]) -> (Vec<CpuResult>, Vec<String>) {
+    let mut cpu_results = Vec::new();
+    let mut cpustats = Vec::new();
+    for r in readers {
+        let stats = fs::read_to_string(inst.join(format!("per_cpu/cpu{}/stats", r.cpu)))
+            .unwrap_or_default();
+        let num = |k: &str| {
+            (stats.lines())
+                .find_map(|l| l.strip_prefix(k))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        cpu_results.push(CpuResult {
+            cpu: r.cpu,
+            events: r.events,
+            lost: num("overrun:") + num("dropped events:"),
+            pages: r.pages,
+        });
+        cpustats.push(format!("CPU: {}\n{stats}", r.cpu));
+    }
+    (cpu_results, cpustats)
 }
 
 /// Reads a tracefs file whole. Some (header_page, header_event) regenerate their text on
