@@ -1,0 +1,190 @@
+//! The trace.dat (v6) written at the end: header, event formats, kallsyms, printk formats, saved cmdlines, options (clock, uname, CPU stats, the snapshot) and the spools.
+
+use super::error::{ioe, RecordError};
+use super::readers::Reader;
+use super::tracefs::read_tracefs;
+use std::fs::{self, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+pub(super) fn uname() -> String {
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: valid out pointer.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return String::new();
+    }
+    let f = |b: &[libc::c_char]| {
+        let bytes: Vec<u8> = b
+            .iter()
+            .take_while(|c| **c != 0)
+            .map(|c| *c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    format!(
+        "{} {} {} {} {}",
+        f(&u.sysname),
+        f(&u.nodename),
+        f(&u.release),
+        f(&u.version),
+        f(&u.machine)
+    )
+}
+
+/// Formats to store: ftrace's own (print, function...) and each enabled event, by system.
+pub(super) fn collect_formats(
+    root: &Path,
+    events: &[(String, String)],
+) -> Vec<(String, Vec<Vec<u8>>)> {
+    let mut out: Vec<(String, Vec<Vec<u8>>)> = Vec::new();
+    let mut ftrace = Vec::new();
+    if let Ok(rd) = fs::read_dir(root.join("events/ftrace")) {
+        let mut names: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
+        names.sort();
+        for p in names {
+            let t = read_tracefs(&p.join("format"));
+            if !t.is_empty() {
+                ftrace.push(t);
+            }
+        }
+    }
+    out.push(("ftrace".into(), ftrace));
+    for (sys, ev) in events {
+        let t = read_tracefs(&root.join("events").join(sys).join(ev).join("format"));
+        if t.is_empty() {
+            continue;
+        }
+        match out.iter_mut().find(|(s, _)| s == sys) {
+            Some((_, v)) => v.push(t),
+            None => out.push((sys.clone(), vec![t])),
+        }
+    }
+    out
+}
+
+pub(super) struct Meta {
+    pub(super) page: usize,
+    pub(super) header_page: String,
+    pub(super) header_event: String,
+    pub(super) formats: Vec<(String, Vec<Vec<u8>>)>,
+    pub(super) kallsyms: Vec<u8>,
+    pub(super) printk: Vec<u8>,
+    pub(super) cmdlines: Vec<u8>,
+    pub(super) clock: String,
+    pub(super) uname: String,
+    pub(super) cpustats: Vec<String>,
+    pub(super) snapshot: Vec<u8>,
+}
+
+/// Writes a trace.dat v6: header, formats, symbols, options, then each CPU's pages.
+pub(super) fn write_dat(path: &Path, m: &Meta, readers: &mut [Reader]) -> Result<u64, RecordError> {
+    let mut h: Vec<u8> = Vec::new();
+    h.extend_from_slice(crate::read::tracedat::MAGIC);
+    h.extend_from_slice(b"6\0");
+    h.push(0); // little endian
+    h.push(8); // long size
+    h.extend_from_slice(&(m.page as u32).to_le_bytes());
+    h.extend_from_slice(b"header_page\0");
+    h.extend_from_slice(&(m.header_page.len() as u64).to_le_bytes());
+    h.extend_from_slice(m.header_page.as_bytes());
+    h.extend_from_slice(b"header_event\0");
+    h.extend_from_slice(&(m.header_event.len() as u64).to_le_bytes());
+    h.extend_from_slice(m.header_event.as_bytes());
+    let (ftrace, systems) = m
+        .formats
+        .split_first()
+        .expect("ftrace entry is always first");
+    h.extend_from_slice(&(ftrace.1.len() as u32).to_le_bytes());
+    for f in &ftrace.1 {
+        h.extend_from_slice(&(f.len() as u64).to_le_bytes());
+        h.extend_from_slice(f);
+    }
+    h.extend_from_slice(&(systems.len() as u32).to_le_bytes());
+    for (sys, fs_) in systems {
+        h.extend_from_slice(sys.as_bytes());
+        h.push(0);
+        h.extend_from_slice(&(fs_.len() as u32).to_le_bytes());
+        for f in fs_ {
+            h.extend_from_slice(&(f.len() as u64).to_le_bytes());
+            h.extend_from_slice(f);
+        }
+    }
+    h.extend_from_slice(&(m.kallsyms.len() as u32).to_le_bytes());
+    h.extend_from_slice(&m.kallsyms);
+    h.extend_from_slice(&(m.printk.len() as u32).to_le_bytes());
+    h.extend_from_slice(&m.printk);
+    h.extend_from_slice(&(m.cmdlines.len() as u64).to_le_bytes());
+    h.extend_from_slice(&m.cmdlines);
+    let ncpu = readers.iter().map(|r| r.cpu + 1).max().unwrap_or(0);
+    h.extend_from_slice(&ncpu.to_le_bytes());
+    h.extend_from_slice(b"options  \0");
+    let mut opt = |id: u16, data: &[u8]| {
+        h.extend_from_slice(&id.to_le_bytes());
+        h.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        h.extend_from_slice(data);
+    };
+    let cstr = |s: &str| {
+        let mut v = s.as_bytes().to_vec();
+        v.push(0);
+        v
+    };
+    opt(4, &cstr(&m.clock)); // TRACECLOCK
+    opt(5, &cstr(&m.uname)); // UNAME
+    for s in &m.cpustats {
+        opt(2, &cstr(s)); // CPUSTAT
+    }
+    opt(crate::snapshot::OPTION_ID, &m.snapshot);
+    h.extend_from_slice(&0u16.to_le_bytes()); // DONE
+    h.extend_from_slice(b"flyrecord\0");
+    // Per CPU (offset, size); data starts page-aligned after this table.
+    let table_at = h.len();
+    h.resize(table_at + 16 * ncpu as usize, 0);
+    let page = m.page as u64;
+    let mut off = (h.len() as u64).div_ceil(page) * page;
+    let mut sizes = vec![(0u64, 0u64); ncpu as usize];
+    for r in readers.iter_mut() {
+        let size = r.pages * page;
+        sizes[r.cpu as usize] = (if size > 0 { off } else { 0 }, size);
+        off += size;
+    }
+    for (i, (o, s)) in sizes.iter().enumerate() {
+        let at = table_at + 16 * i;
+        h[at..at + 8].copy_from_slice(&o.to_le_bytes());
+        h[at + 8..at + 16].copy_from_slice(&s.to_le_bytes());
+    }
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(ioe(path))?;
+    // An existing file keeps its old mode with `create`: make it private anyway.
+    use std::os::unix::fs::PermissionsExt;
+    f.set_permissions(fs::Permissions::from_mode(0o600))
+        .map_err(ioe(path))?;
+    let data_start = (h.len() as u64).div_ceil(page) * page;
+    h.resize(data_start as usize, 0);
+    f.write_all(&h).map_err(ioe(path))?;
+    for r in readers.iter_mut() {
+        if r.pages == 0 {
+            continue;
+        }
+        r.spool
+            .seek(SeekFrom::Start(0))
+            .map_err(ioe(&r.spool_path))?;
+        let n = io::copy(&mut (&r.spool).take(r.pages * page), &mut f).map_err(ioe(path))?;
+        if n != r.pages * page {
+            return Err(RecordError::Io {
+                path: r.spool_path.clone(),
+                source: io::Error::other(format!(
+                    "spool holds {n} bytes, expected {}",
+                    r.pages * page
+                )),
+            });
+        }
+    }
+    f.flush().map_err(ioe(path))?;
+    Ok(f.metadata().map(|m| m.len()).unwrap_or(0))
+}
