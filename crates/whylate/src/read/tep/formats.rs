@@ -1,0 +1,165 @@
+//! The formats of a trace (every event by id) and its kernel symbols, loaded on first use.
+
+use super::format::EventFormat;
+use super::value::Endian;
+
+/// The event formats of one trace, by id.
+#[derive(Clone, Debug, Default)]
+pub struct Formats {
+    /// Index into `list` by id (ids are 16-bit `common_type` values): no hashing per record.
+    pub(super) by_id: Vec<u32>,
+    /// All formats in the order they were read.
+    pub list: Vec<EventFormat>,
+    /// Byte order.
+    pub endian: Endian,
+    /// Kernel `long` size: 4 or 8.
+    pub long_size: u32,
+    /// The trace's `/proc/kallsyms` text, parsed into `syms` on first use: most analyses
+    /// never ask for a symbol, and parsing 100k+ lines costs tens of ms.
+    pub(super) kallsyms_text: Option<std::sync::Arc<[u8]>>,
+    pub(super) syms: std::sync::OnceLock<Syms>,
+}
+
+/// Kernel symbols (address, name) sorted by address, and the address of `_stext` (for
+/// `caller_offs`-style fields).
+#[derive(Clone, Debug, Default)]
+pub(super) struct Syms {
+    pub(super) list: std::sync::Arc<[(u64, Box<str>)]>,
+    pub(super) stext: Option<u64>,
+}
+
+impl Syms {
+    pub(super) fn parse(text: &[u8]) -> Syms {
+        let mut v = Vec::new();
+        let mut stext = None;
+        for line in text.split(|c| *c == b'\n') {
+            let mut it = line.split(|c| *c == b' ');
+            let (Some(a), Some(t), Some(n)) = (it.next(), it.next(), it.next()) else {
+                continue;
+            };
+            let Some(addr) = crate::event::parse_hex(a) else {
+                continue;
+            };
+            // Only code: data symbols would shadow functions at equal addresses.
+            if !matches!(t, b"T" | b"t" | b"W" | b"w") || addr == 0 {
+                continue;
+            }
+            let n = n.split(|c| *c == b'\t').next().unwrap_or(n);
+            if n == b"_stext" {
+                stext = Some(addr);
+            }
+            v.push((addr, String::from_utf8_lossy(n).into()));
+        }
+        v.sort_by_key(|x| x.0);
+        Syms {
+            list: v.into(),
+            stext,
+        }
+    }
+}
+
+impl Formats {
+    /// No formats yet, for a machine of byte order `endian` and `long_size`-byte longs.
+    pub fn new(endian: Endian, long_size: u32) -> Self {
+        Formats {
+            endian,
+            long_size,
+            ..Formats::default()
+        }
+    }
+    /// Adds a format (a later one with the same id replaces the earlier).
+    pub fn add(&mut self, f: EventFormat) {
+        let i = self.list.len();
+        let id = f.id as usize;
+        if id < (1 << 16) {
+            if self.by_id.len() <= id {
+                self.by_id.resize(id + 1, u32::MAX);
+            }
+            self.by_id[id] = i as u32;
+        }
+        self.list.push(f);
+    }
+    /// The format of event id `id`.
+    pub fn get(&self, id: u32) -> Option<&EventFormat> {
+        match self.by_id.get(id as usize) {
+            Some(&i) if i != u32::MAX => self.list.get(i as usize),
+            _ => None,
+        }
+    }
+    /// Number of formats.
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+    /// No formats.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// Takes `/proc/kallsyms` text (`ffffffff81000000 T _stext`), parsed when first needed.
+    pub fn load_kallsyms(&mut self, text: &[u8]) {
+        self.kallsyms_text = Some(text.into());
+        self.syms = Default::default();
+    }
+
+    /// Uses this machine's `/proc/kallsyms`, read once per process: the kernel takes tens
+    /// of ms to print it, and `diff` or a test opens many files.
+    pub fn load_this_machines_kallsyms(&mut self) {
+        static HERE: std::sync::OnceLock<Syms> = std::sync::OnceLock::new();
+        let here =
+            HERE.get_or_init(|| Syms::parse(&std::fs::read("/proc/kallsyms").unwrap_or_default()));
+        self.kallsyms_text = None;
+        self.syms = here.clone().into();
+    }
+
+    /// True when symbols were loaded, without parsing them (which costs tens of ms).
+    pub fn carries_kallsyms(&self) -> bool {
+        match self.syms.get() {
+            Some(s) => !s.list.is_empty(),
+            None => self.kallsyms_text.as_ref().is_some_and(|t| !t.is_empty()),
+        }
+    }
+
+    /// True when the trace carries kernel code symbols (or this machine's were loaded).
+    pub fn has_kallsyms(&self) -> bool {
+        !self.syms().list.is_empty()
+    }
+
+    pub(super) fn syms(&self) -> &Syms {
+        self.syms.get_or_init(|| match &self.kallsyms_text {
+            Some(t) => Syms::parse(t),
+            None => Syms::default(),
+        })
+    }
+
+    /// Address of `_stext`, when the symbols are known.
+    pub fn stext(&self) -> Option<u64> {
+        self.syms().stext
+    }
+
+    /// The function containing `addr`, when the symbols are known and `addr` lies
+    /// within them.
+    pub fn symbol(&self, addr: u64) -> Option<&str> {
+        let syms = &self.syms().list;
+        let last = syms.last()?.0;
+        if addr == 0 || addr > last.saturating_add(1 << 16) {
+            return None;
+        }
+        let i = syms.partition_point(|(a, _)| *a <= addr);
+        if i == 0 {
+            return None;
+        }
+        Some(&syms[i - 1].1)
+    }
+
+    /// Renders a record's non-common fields as `name=value` pairs, as `trace-cmd report -R`.
+    pub fn render_raw(&self, f: &EventFormat, data: &[u8], out: &mut String) {
+        for (i, fld) in f.fields.iter().enumerate() {
+            if i > 0 {
+                out.push(' ');
+            }
+            out.push_str(&fld.name);
+            out.push('=');
+            fld.render(data, self.endian, &|a| self.symbol(a), out);
+        }
+    }
+}
