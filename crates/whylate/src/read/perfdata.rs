@@ -328,7 +328,7 @@ impl PerfData {
         info.events.dedup();
         let attr_names = attrs.iter().map(|a| a.name().map(str::to_string)).collect();
         let (mut fmts, cmdlines) = match pf.feature_section_data(Feature::TRACING_DATA) {
-            Some(td) => super::tracedat::parse_tracing_data(td).map_err(|(off, why)| {
+            Some(td) => super::tracedat::open::parse_tracing_data(td).map_err(|(off, why)| {
                 ReadError::Corrupt {
                     path: path.to_path_buf(),
                     offset: off,
