@@ -98,3 +98,16 @@ pub fn three_cpu_chain(cycles: usize, hogged: &[usize], hog_us: u64) -> String {
     }
     t
 }
+
+/// The cycle of `three_cpu_chain`: the client's request write to its reply read.
+pub fn chain_options(deadline_ns: Option<u64>) -> crate::explain::Options {
+    use crate::selector::Selector;
+    crate::explain::Options {
+        from: Selector::parse("sys_enter_write[comm=c,count=7]").unwrap(),
+        to: vec![Selector::parse("sys_exit_read[comm=c,ret>0]").unwrap()],
+        deadline_ns,
+        same: crate::explain::Same::Thread,
+        arch: crate::syscalls::Arch::X86_64,
+        top: 3,
+    }
+}

@@ -3,19 +3,11 @@
 
 use super::*;
 use crate::read::OpenOptions;
-use crate::selector::Selector;
 use crate::testkit;
 
 fn cycles_of(text: &str, deadline_ns: Option<u64>) -> ExplainReport {
     let f = testkit::file(text);
-    let o = Options {
-        from: Selector::parse("sys_enter_write[comm=c,count=7]").unwrap(),
-        to: vec![Selector::parse("sys_exit_read[comm=c,ret>0]").unwrap()],
-        deadline_ns,
-        same: Same::Thread,
-        arch: crate::syscalls::Arch::X86_64,
-        top: 3,
-    };
+    let o = testkit::chain_options(deadline_ns);
     explain(&[f.to_path_buf()], &OpenOptions::default(), &o).unwrap()
 }
 
@@ -114,14 +106,7 @@ fn a_cycle_deadline_is_inferred_from_timeout_complaints() {
             writes: vec![3_460_000 + i * 2_000],
         })
         .collect();
-    let o = Options {
-        from: Selector::parse("a").unwrap(),
-        to: vec![Selector::parse("b").unwrap()],
-        deadline_ns: None,
-        same: Same::Thread,
-        arch: crate::syscalls::Arch::X86_64,
-        top: 3,
-    };
+    let o = testkit::chain_options(None);
     let (d, why) = super::cycles::deadline_policy(&o, &cycles, &[1_000_000; 8]);
     assert_eq!(d, Some(3_500_000));
     assert!(why.starts_with("inferred: the thread wrote"), "{why}");

@@ -886,22 +886,14 @@ fn blamed_spans(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::explain::{explain_then, Mode, Options, Same};
+    use crate::explain::{explain_then, Mode};
     use crate::read::OpenOptions;
-    use crate::selector::Selector;
     use crate::testkit;
 
     #[test]
     fn the_missed_cycle_is_drawn_with_its_blame_on_the_hogged_cpu() {
         let f = testkit::file(&testkit::three_cpu_chain(6, &[4], 3_000));
-        let o = Options {
-            from: Selector::parse("sys_enter_write[comm=c]").unwrap(),
-            to: vec![Selector::parse("sys_exit_read[comm=c]").unwrap()],
-            deadline_ns: Some(1_000_000),
-            same: Same::Thread,
-            arch: crate::syscalls::Arch::X86_64,
-            top: 3,
-        };
+        let o = testkit::chain_options(Some(1_000_000));
         let (_, p) = explain_then(
             &[f.to_path_buf()],
             &OpenOptions::default(),
