@@ -1,0 +1,243 @@
+#![allow(clippy::print_stderr)]
+//! Live-kernel tests: record real traces of a real workload (lab/ptypoll.py: a pty
+//! request/reply client busy-polling read() beside a CPU hog) and check `whylate stats`
+//! against independent counts: the kernel's own entry count and `perf script -F`.
+//!
+//! They skip with a reason when tracing is unavailable; with WHYLATE_REQUIRE_LIVE=1 (CI) a
+//! skip is a failure. tracefs is restored by a guard, also when an assertion fails.
+
+#[path = "../common/mod.rs"]
+mod common;
+mod demo;
+mod frob;
+mod readers;
+mod record;
+mod timer;
+
+// Helpers one group of tests shares with another.
+use common::repo;
+use frob::*;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use timer::*;
+
+/// Live scenarios compete for 2 CPUs: run them one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+const TRACEFS: &str = "/sys/kernel/tracing";
+
+fn skip(reason: &str) -> bool {
+    if std::env::var("WHYLATE_REQUIRE_LIVE").as_deref() == Ok("1") {
+        panic!("live test required (WHYLATE_REQUIRE_LIVE=1) but: {reason}");
+    }
+    eprintln!("SKIPPED: {reason}");
+    true
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(2) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+fn whylate() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_whylate"))
+}
+
+fn s(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// A temporary directory, removed when the test ends (also when it fails).
+fn tmpdir(tag: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("whylate-live-{tag}-"))
+        .tempdir()
+        .unwrap()
+}
+
+/// Top-level tracefs state that must be the same after a test as before.
+fn tracefs_snapshot() -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    for f in [
+        "tracing_on",
+        "current_tracer",
+        "set_event",
+        "buffer_size_kb",
+        "trace_clock",
+        "trace_options",
+    ] {
+        m.insert(
+            f.to_string(),
+            std::fs::read_to_string(Path::new(TRACEFS).join(f)).unwrap_or_default(),
+        );
+    }
+    let mut inst: Vec<String> = std::fs::read_dir(Path::new(TRACEFS).join("instances"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    inst.sort();
+    m.insert("instances/".into(), inst.join(","));
+    m
+}
+
+/// A private tracefs instance; removed (and tracefs unmounted if we mounted it) on drop.
+struct Instance {
+    dir: PathBuf,
+    mounted_here: bool,
+}
+
+impl Instance {
+    fn new(tag: &str) -> Result<Instance, String> {
+        let mut mounted_here = false;
+        if !Path::new(TRACEFS).join("instances").exists() {
+            let ok = Command::new("mount")
+                .args(["-t", "tracefs", "nodev", TRACEFS])
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false);
+            if !ok {
+                return Err(format!("cannot mount tracefs on {TRACEFS}"));
+            }
+            mounted_here = true;
+        }
+        let dir = Path::new(TRACEFS)
+            .join("instances")
+            .join(format!("whylate-test-{tag}-{}", std::process::id()));
+        if let Err(e) = std::fs::create_dir(&dir) {
+            let me = Instance {
+                dir: PathBuf::new(),
+                mounted_here,
+            };
+            drop(me);
+            return Err(format!("cannot create a tracefs instance: {e}"));
+        }
+        Ok(Instance { dir, mounted_here })
+    }
+    fn write(&self, rel: &str, v: &str) {
+        std::fs::write(self.dir.join(rel), v).unwrap_or_else(|e| panic!("{rel}: {e}"));
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        if !self.dir.as_os_str().is_empty() {
+            let _ = std::fs::write(self.dir.join("tracing_on"), "0");
+            let _ = std::fs::remove_dir(&self.dir);
+        }
+        if self.mounted_here {
+            let _ = Command::new("umount").arg(TRACEFS).status();
+        }
+    }
+}
+
+/// Restores "tracefs not mounted" on drop when it was not mounted at creation.
+struct MountGuard {
+    was_mounted: bool,
+}
+
+impl MountGuard {
+    fn new() -> Self {
+        MountGuard {
+            was_mounted: Path::new(TRACEFS).join("instances").exists(),
+        }
+    }
+}
+
+impl Drop for MountGuard {
+    fn drop(&mut self) {
+        if !self.was_mounted && Path::new(TRACEFS).join("instances").exists() {
+            let _ = Command::new("umount").arg(TRACEFS).status();
+        }
+    }
+}
+
+fn workload(extra: &[&str]) -> Command {
+    let mut c = Command::new("python3");
+    c.arg(repo().join("lab/ptypoll.py")).args(extra);
+    c
+}
+
+fn stats_json(files: &[&Path]) -> serde_json::Value {
+    let out = Command::new(whylate())
+        .arg("stats")
+        .arg("--json")
+        .args(files)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "whylate stats failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Builds a lab C program into `dir`; None (with the reason) when there is no compiler.
+fn build_lab(name: &str, dir: &Path) -> Result<PathBuf, String> {
+    let out = dir.join(name);
+    let src = repo().join("lab").join(format!("{name}.c"));
+    let st = Command::new("cc")
+        .args(["-O2", "-Wall", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .map_err(|e| format!("no C compiler (cc): {e}"))?;
+    if !st.success() {
+        panic!("lab/{name}.c does not compile");
+    }
+    Ok(out)
+}
+
+fn latency_json(args: &[&str], file: &Path) -> serde_json::Value {
+    let out = Command::new(whylate())
+        .arg("latency")
+        .arg("--json")
+        .args(args)
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "whylate latency failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[path = "../../../whylate/tests/common/report.rs"]
+mod report;
+
+/// tracefs as a test must leave it: mounted or not and, when mounted, the top-level
+/// files and the instance list.
+fn tracefs_state() -> BTreeMap<String, String> {
+    let mounted = std::fs::read_to_string("/proc/mounts")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.split_whitespace().nth(2) == Some("tracefs"));
+    let mut m = if mounted {
+        tracefs_snapshot()
+    } else {
+        BTreeMap::new()
+    };
+    m.insert("mounted".into(), mounted.to_string());
+    m
+}
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}

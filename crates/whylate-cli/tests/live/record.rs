@@ -1,0 +1,237 @@
+//! `whylate record`: what trace-cmd reports of its trace.dat, and tracefs left as it was after SIGINT, a bad event and a kill.
+
+use super::*;
+
+#[test]
+pub(crate) fn record_writes_what_trace_cmd_reports() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !is_root() && skip("not root: whylate record needs root") {
+        return;
+    }
+    if !have("trace-cmd") && skip("trace-cmd not installed (apt-get install trace-cmd)") {
+        return;
+    }
+    // trace-cmd mounts tracefs to look around: unmount it again if it was not mounted.
+    let _mount = MountGuard::new();
+    let before = tracefs_state();
+    let tmp = tmpdir("record");
+    let dir = tmp.path();
+    let dat = dir.join("t.dat");
+    // Sleeps, pipes and forks: sched, syscalls, timers, softirqs; exit code 3 comes back.
+    let out = Command::new(whylate())
+        .args(["record", "-o"])
+        .arg(&dat)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "for i in $(seq 40); do head -c 20000 /dev/urandom | cat > /dev/null; sleep 0.002; done; exit 3",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(before, tracefs_state(), "tracefs must be left as found");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&dat).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "traces hold command lines and paths");
+    // Every record, field for field, as trace-cmd reports it.
+    let rep = Command::new("trace-cmd")
+        .args(["report", "-R", "-i"])
+        .arg(&dat)
+        .output()
+        .unwrap();
+    assert!(
+        rep.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rep.stderr)
+    );
+    let mut want = report::report_r_lines(&String::from_utf8_lossy(&rep.stdout));
+    let mut got = report::dat_raw_lines(&dat);
+    assert!(got.len() > 2000, "only {} events recorded", got.len());
+    let by_name = |v: &[report::ReportLine]| {
+        let mut m: BTreeMap<String, usize> = BTreeMap::new();
+        for l in v {
+            *m.entry(l.3.clone()).or_default() += 1;
+        }
+        m
+    };
+    assert_eq!(by_name(&got), by_name(&want));
+    // Equal timestamps on two CPUs may come in either order: compare sorted.
+    got.sort();
+    want.sort();
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(g, w);
+    }
+    assert_eq!(got.len(), want.len());
+    // The summary's count is the file's.
+    let events: u64 = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert_eq!(events as usize, got.len(), "{text}");
+    // The snapshot comes back through the reader: this kernel, its IRQ lines, the tasks.
+    let src = whylate::read::open(&dat, &Default::default()).unwrap();
+    let snap = src.snapshot().expect("whylate record stores a snapshot");
+    assert_eq!(
+        snap.kernel,
+        std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .unwrap()
+            .trim()
+    );
+    assert!(!snap.irqs.is_empty() && snap.tasks.len() > 10);
+    assert!(snap.fds.iter().any(|f| f.path.starts_with("/dev/")));
+}
+
+#[test]
+pub(crate) fn record_restores_tracefs_after_sigint_a_bad_event_and_a_kill() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !is_root() && skip("not root: whylate record needs root") {
+        return;
+    }
+    let before = tracefs_state();
+    let tmp = tmpdir("record-stop");
+    let dir = tmp.path();
+    // Ctrl-C while recording with no command.
+    let dat = dir.join("int.dat");
+    let child = Command::new(whylate())
+        .args(["record", "-e", "sched", "-o"])
+        .arg(&dat)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let st = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(before, tracefs_state(), "after SIGINT");
+    let j = stats_json(&[&dat]);
+    assert!(j["events"].as_u64().unwrap() > 10, "{j}");
+    assert!(j["by_name"]["sched_switch"].as_u64().unwrap() > 0);
+    // A bad event name: refused before anything changes.
+    let out = Command::new(whylate())
+        .args(["record", "-e", "sched_switch,no_such_event", "-o"])
+        .arg(dir.join("bad.dat"))
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no_such_event") && err.contains("does not exist"),
+        "{err}"
+    );
+    assert!(!dir.join("bad.dat").exists());
+    assert_eq!(before, tracefs_state(), "after a bad event");
+    // A typo gets the kernel's closest event names.
+    let out = Command::new(whylate())
+        .args(["record", "-e", "sched_swich", "-o"])
+        .arg(dir.join("typo.dat"))
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("did you mean sched:sched_switch"), "{err}");
+    // An output in a directory that does not exist is named, before tracefs is touched.
+    let out = Command::new(whylate())
+        .args([
+            "record",
+            "-o",
+            "/nonexistent-whylate-dir/x.dat",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "/nonexistent-whylate-dir/x.dat: its directory /nonexistent-whylate-dir does not exist"
+        ),
+        "{err}"
+    );
+    assert_eq!(before, tracefs_state(), "after a bad output path");
+    // Ctrl-C while tracing a command: the terminal's SIGINT reaches the whole process
+    // group (recorder and command), and the recorder exits 130.
+    let child = Command::new("setsid")
+        .arg(whylate())
+        .args(["record", "-e", "sched", "-o"])
+        .arg(dir.join("cmd.dat"))
+        .args(["--", "sleep", "30"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // setsid execs whylate in a new session: its pid is the process group id.
+    let st = Command::new("kill")
+        .args(["-INT", "--", &format!("-{}", child.id())])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(before, tracefs_state(), "after Ctrl-C of record -- CMD");
+    // SIGKILL cannot be caught: the instance stays, and --reset removes it.
+    let child = Command::new(whylate())
+        .args(["record", "-e", "sched", "-o"])
+        .arg(dir.join("killed.dat"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let inst = Path::new(TRACEFS).join(format!("instances/whylate-{pid}"));
+    for _ in 0..100 {
+        if inst.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(inst.exists(), "the recorder made its instance");
+    let mut child = child;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = Command::new(whylate())
+        .args(["record", "--reset"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&format!("whylate-{pid}")),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // The killed run could not unmount what it mounted.
+    let _m = MountGuard {
+        was_mounted: before["mounted"] == "true",
+    };
+    drop(_m);
+    assert_eq!(before, tracefs_state(), "after a kill and --reset");
+    for f in std::fs::read_dir(dir).unwrap().flatten() {
+        let n = f.file_name().to_string_lossy().to_string();
+        assert!(!n.starts_with(".whylate-"), "spool file {n} left behind");
+    }
+}
