@@ -136,10 +136,8 @@ impl MissCx<'_> {
         let u = (self.template.links.get(&l.key).copied())
             .unwrap_or_else(|| eng.usual_in_trace(l.kind, &l.key.1));
         // Time a CPU stall already accounts for is not this link's (see `stalls`).
-        let stalled: u64 = if tl.ticks > 0 {
-            (tl.silences.iter().filter(|x| x.cpu == l.cpu))
-                .map(|x| x.to.min(stop).saturating_sub(x.from.max(l.start)))
-                .sum()
+        let stalled = if tl.ticks > 0 {
+            tl.silent_ns(Some(l.cpu), l.start, stop)
         } else {
             0
         };
@@ -258,13 +256,7 @@ impl MissCx<'_> {
         let tl = self.eng.tl;
         let gaps = uncovered(links, c.start_ns, sp.h);
         let stalled: u64 = if tl.ticks > 0 {
-            (tl.silences.iter())
-                .map(|x| {
-                    (gaps.iter())
-                        .map(|&(a, b)| x.to.min(b).saturating_sub(x.from.max(a)))
-                        .sum::<u64>()
-                })
-                .sum()
+            gaps.iter().map(|&(a, b)| tl.silent_ns(None, a, b)).sum()
         } else {
             0
         };

@@ -394,12 +394,7 @@ pub(super) fn timer_holds(eng: &Engine<'_>, cpu: u32, a: u64, b: u64, ex: u64) -
     };
     let mut h = eng.holds(&l, a, b);
     if h.len() == 1 && h[0].category == "timer-irq-late" {
-        let stalled: u64 = tl
-            .silences
-            .iter()
-            .filter(|x| x.cpu == cpu)
-            .map(|x| x.to.min(b).saturating_sub(x.from.max(a)))
-            .sum();
+        let stalled = tl.silent_ns(Some(cpu), a, b);
         if tl.ticks > 0 && stalled * 2 >= b - a {
             h[0].category = "cpu-stalled".into();
         } else if let Some((tid, name)) = one_syscall(eng, cpu, a, b) {

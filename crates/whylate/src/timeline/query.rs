@@ -44,6 +44,15 @@ impl Timeline {
         self.comms.get(&tid).copied().unwrap_or(Sym::EMPTY)
     }
 
+    /// Time in `[a, b]` during which `cpu` (any CPU when `None`) recorded nothing while a
+    /// task was on it ([`Silence`]s), summed over the silences.
+    pub fn silent_ns(&self, cpu: Option<u32>, a: u64, b: u64) -> u64 {
+        (self.silences.iter())
+            .filter(|x| cpu.is_none_or(|c| x.cpu == c))
+            .map(|x| x.to.min(b).saturating_sub(x.from.max(a)))
+            .sum()
+    }
+
     /// True when a lost-events window on `cpu` (any CPU when `cpu` is `u32::MAX`)
     /// intersects `[start, end]`.
     pub fn crosses_loss(&self, cpu: u32, start: u64, end: u64) -> bool {
