@@ -46,7 +46,7 @@ pub fn latency(
     tput: Option<measure::ThroughputOpts>,
 ) -> Result<LatencyReport, ReadError> {
     let (pass, tput) = build(paths, open, tput)?;
-    Ok(report(&pass, opts, tput.as_ref()))
+    Ok(report(pass, opts, tput.as_ref()))
 }
 
 /// Reads the inputs into a timeline, counting throughput on the way.
@@ -65,10 +65,18 @@ pub fn build(
 }
 
 /// Computes the measures on a built timeline.
-pub fn report(pass: &Pass, opts: &Options, tput: Option<&Throughput>) -> LatencyReport {
-    let (tl, strings) = (&pass.tl, &pass.strings);
-    let measures = measure::compute(tl, strings, opts, &pass.tracers, tput);
-    let mut notes = pass.inputs.notes.clone();
+pub fn report(pass: Pass, opts: &Options, tput: Option<&Throughput>) -> LatencyReport {
+    let Pass {
+        tl,
+        strings,
+        inputs,
+        events,
+        tracers,
+        ..
+    } = pass;
+    let tl = &tl;
+    let measures = measure::compute(tl, &strings, opts, &tracers, tput);
+    let mut notes = inputs.notes;
     let a = &tl.anomalies;
     if a.implicit_switches > 0 {
         notes.push(format!(
@@ -96,8 +104,8 @@ pub fn report(pass: &Pass, opts: &Options, tput: Option<&Throughput>) -> Latency
         ));
     }
     LatencyReport {
-        inputs: pass.inputs.inputs.clone(),
-        events: pass.events,
+        inputs: inputs.inputs,
+        events,
         first_ns: tl.first_ts,
         last_ns: tl.first_ts.map(|_| tl.last_ts),
         spans: tl.spans.len() as u64,
@@ -105,8 +113,8 @@ pub fn report(pass: &Pass, opts: &Options, tput: Option<&Throughput>) -> Latency
         measures,
         lost: tl.lost.clone(),
         anomalies: tl.anomalies.clone(),
-        unparsed: pass.inputs.unparsed,
-        unparsed_samples: pass.inputs.samples.clone(),
+        unparsed: inputs.unparsed,
+        unparsed_samples: inputs.samples,
         notes,
     }
 }

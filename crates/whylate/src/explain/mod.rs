@@ -22,6 +22,7 @@
 
 use crate::event::{Event, Interner};
 use crate::pipeline::{self, Pass, Sink};
+use crate::read::inputs::Inputs;
 use crate::read::{OpenOptions, ReadError};
 use crate::timeline::Timeline;
 use std::path::PathBuf;
@@ -116,7 +117,8 @@ pub fn explain_then<T>(
         Mode::Cycles(o) => Some(Cycles::new(o)),
         _ => None,
     };
-    let pass = read_all(paths, open, cy.as_mut())?;
+    let mut pass = read_all(paths, open, cy.as_mut())?;
+    let inputs = std::mem::take(&mut pass.inputs);
     let (tl, strings) = (&pass.tl, &pass.strings);
     let r = match mode {
         Mode::Cycles(o) => {
@@ -142,7 +144,7 @@ pub fn explain_then<T>(
         } => analyze_softirq(tl, strings, vector, *deadline_ns, *top),
         Mode::Auto { top } => analyze_auto(tl, strings, *top),
     };
-    let r = with_inputs(r, &pass);
+    let r = with_inputs(r, inputs, &pass);
     let t = then(&r, tl, strings);
     Ok((r, t))
 }
@@ -180,11 +182,11 @@ fn read_all(
 
 /// Puts what the readers said in front of the report's own notes, and what the
 /// record-time snapshot knows about the machine into the context and advice.
-fn with_inputs(mut r: ExplainReport, pass: &Pass) -> ExplainReport {
+fn with_inputs(mut r: ExplainReport, inputs: Inputs, pass: &Pass) -> ExplainReport {
     r.cpus = crate::timeline::profile(&pass.tl, &pass.strings);
-    r.inputs = pass.inputs.inputs.clone();
+    r.inputs = inputs.inputs;
     r.events = pass.events;
-    let mut notes = pass.inputs.notes.clone();
+    let mut notes = inputs.notes;
     notes.append(&mut r.notes);
     r.notes = notes;
     match &pass.snapshot {
