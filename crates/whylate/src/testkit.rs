@@ -111,3 +111,133 @@ pub fn chain_options(deadline_ns: Option<u64>) -> crate::explain::Options {
         top: 3,
     }
 }
+
+/// A client that gives up: `c-5` on CPU0 writes a request, the worker `kworker/1:1-40`
+/// on CPU1 answers it. In the cycles in `hogged`, `hog-60` holds CPU1 for 8 ms first;
+/// the client, still without a reply at +3.5 ms (+3.5 ms + 4 us x cycle), writes a
+/// complaint (count 40), sleeps 20 ms until a timer interrupt wakes it, then reads the
+/// stale reply. The usual reply takes 70 us.
+pub fn giving_up_client(cycles: usize, hogged: &[usize]) -> String {
+    let sw = |p: &str, n: &str| format!("sched_switch: {p} ==> {n}");
+    let (idle1, hog) = (
+        "prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R",
+        "prev_comm=hog prev_pid=60 prev_prio=120 prev_state=R",
+    );
+    let worker = "next_comm=kworker/1:1 next_pid=40 next_prio=120";
+    let mut t = String::new();
+    let mut at = 1_000_000u64;
+    for k in 0..cycles {
+        let hogged = hogged.contains(&k);
+        if hogged {
+            t += &line(
+                at - 50,
+                1,
+                "<idle>-0",
+                "d..2.",
+                &sw(idle1, "next_comm=hog next_pid=60 next_prio=120"),
+            );
+        }
+        t += &line(at, 0, "c-5", "....1", "sys_write(fd: 3, buf: 0, count: 7)");
+        t += &line(at + 10, 0, "c-5", "d..2.", &format!("workqueue_queue_work: work struct=0000000000003{k:03} function=reply_work workqueue=events req_cpu=1 cpu=1"));
+        t += &line(
+            at + 12,
+            0,
+            "c-5",
+            "d..3.",
+            "sched_waking: comm=kworker/1:1 pid=40 prio=120 target_cpu=001",
+        );
+        let run = if hogged { at + 8_000 } else { at + 20 };
+        let (who, prev) = if hogged {
+            ("hog-60", hog)
+        } else {
+            ("<idle>-0", idle1)
+        };
+        t += &line(run, 1, who, "d..2.", &sw(prev, worker));
+        t += &line(
+            run + 2,
+            1,
+            "kworker/1:1-40",
+            ".....",
+            &format!(
+                "workqueue_execute_start: work struct 0000000000003{k:03}: function reply_work"
+            ),
+        );
+        t += &line(
+            run + 30,
+            1,
+            "kworker/1:1-40",
+            ".....",
+            &format!("workqueue_execute_end: work struct 0000000000003{k:03}: function reply_work"),
+        );
+        t += &line(
+            run + 32,
+            1,
+            "kworker/1:1-40",
+            "d..2.",
+            &sw(
+                "prev_comm=kworker/1:1 prev_pid=40 prev_prio=120 prev_state=I",
+                "next_comm=swapper/1 next_pid=0 next_prio=120",
+            ),
+        );
+        if !hogged {
+            t += &line(run + 50, 0, "c-5", "....1", "sys_read -> 0x1");
+            at += 10_000;
+            continue;
+        }
+        // Gave up: the complaint, the sleep, the timer interrupt, the stale reply.
+        let gave_up = at + 3_500 + 4 * k as u64;
+        t += &line(
+            gave_up,
+            0,
+            "c-5",
+            "....1",
+            "sys_write(fd: 2, buf: 0, count: 40)",
+        );
+        t += &line(gave_up + 5, 0, "c-5", "....1", "sys_write -> 0x28");
+        t += &line(
+            gave_up + 8,
+            0,
+            "c-5",
+            "d..2.",
+            &sw(
+                "prev_comm=c prev_pid=5 prev_prio=120 prev_state=S",
+                "next_comm=swapper/0 next_pid=0 next_prio=120",
+            ),
+        );
+        let woke = gave_up + 20_008;
+        t += &line(
+            woke,
+            0,
+            "<idle>-0",
+            "d.h1.",
+            "irq_handler_entry: irq=0 name=timer",
+        );
+        t += &line(
+            woke + 1,
+            0,
+            "<idle>-0",
+            "d.h2.",
+            "sched_waking: comm=c pid=5 prio=120 target_cpu=000",
+        );
+        t += &line(
+            woke + 2,
+            0,
+            "<idle>-0",
+            "d.h1.",
+            "irq_handler_exit: irq=0 ret=handled",
+        );
+        t += &line(
+            woke + 4,
+            0,
+            "<idle>-0",
+            "d..2.",
+            &sw(
+                "prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R",
+                "next_comm=c next_pid=5 next_prio=120",
+            ),
+        );
+        t += &line(woke + 10, 0, "c-5", "....1", "sys_read -> 0x1");
+        at = woke + 10_000;
+    }
+    t
+}

@@ -123,7 +123,7 @@ fn irq_work(tl: &Timeline, s: &Interner, misses: &[Miss]) -> Vec<Advice> {
     let mut irq_work: Vec<(Option<u32>, String, u32)> = Vec::new();
     for l in misses.iter().flat_map(|m| &m.chain) {
         if let (Some(irq), true) = (l.queued_in_irq, l.excess_ns > 0) {
-            let f = l.what.split(' ').nth(1).unwrap_or("").to_string();
+            let f = l.what.split(' ').next().unwrap_or("").to_string();
             let cpu = l.cpu.unwrap_or(0);
             let irq = (irq != u32::MAX).then_some(irq);
             if !irq_work.iter().any(|x| x.0 == irq && x.1 == f) {

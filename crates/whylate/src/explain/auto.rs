@@ -198,6 +198,7 @@ fn long_irq(eng: &Engine<'_>, i: usize, u: u64) -> Miss {
             ..Default::default()
         },
         ns: d - u,
+        why: None,
     }];
     let what = format!(
         "irq {irq}{} handler ran on CPU{}, interrupting {}",
@@ -229,6 +230,7 @@ fn off_section(eng: &Engine<'_>, i: usize) -> Miss {
             ..Default::default()
         },
         ns: d,
+        why: None,
     }];
     let what = format!(
         "{cat} on CPU{} in {}, opened by {caller}",
@@ -274,14 +276,14 @@ fn deferred_and_work(eng: &Engine<'_>, found: &mut Vec<Miss>) {
         let by = eng.ctx(e.from, e.from_tid, e.from_cpu, e.ts);
         let what = if kind == "softirq" {
             format!(
-                "softirq {} raised in {by} on CPU{}, deferred to {}",
+                "{} raised in {by} on CPU{}, deferred to {}",
                 SOFTIRQ_NAMES.get(e.key as usize).copied().unwrap_or("?"),
                 e.from_cpu,
                 eng.task(e.to_tid)
             )
         } else {
             format!(
-                "work {} queued by {by} on CPU{}, started in {} on CPU{}",
+                "{} queued by {by} on CPU{}, started in {} on CPU{}",
                 s.get(Sym(e.key)),
                 e.from_cpu,
                 eng.task(e.to_tid),

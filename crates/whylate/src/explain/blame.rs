@@ -167,6 +167,7 @@ impl Engine<'_> {
                                 ..Default::default()
                             },
                             ns: ov,
+                            why: None,
                         });
                     }
                 }
@@ -253,6 +254,7 @@ impl Engine<'_> {
                 category: category.into(),
                 culprit,
                 ns: o.ns,
+                why: None,
             });
         }
         out

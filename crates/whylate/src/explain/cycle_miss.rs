@@ -9,6 +9,7 @@ use super::driver::{PerMiss, Tally};
 use super::engine::{Engine, LinkKind, RawLink};
 use super::report::{Culprit, Hold, Link, Miss};
 use super::template::Template;
+use crate::units::dur;
 use rustc_hash::FxHashSet;
 
 /// What explaining a missed cycle needs: the engine, the options, the deadline and the
@@ -35,8 +36,8 @@ struct Span {
     dl: Option<u64>,
     /// The reply, or where the cycle stopped waiting.
     end: u64,
-    /// Where the chain is followed to: the deadline when no reply came (where the chain
-    /// stood then), else the end.
+    /// Where the explanation stops: the deadline (the question is why the reply was not
+    /// there by then; what the waiter did after giving up is not a cause), else the end.
     h: u64,
 }
 
@@ -47,13 +48,12 @@ impl MissCx<'_> {
         let eng = self.eng;
         let dl = self.deadline.map(|d| c.start_ns + d);
         let end = c.end_ns.unwrap_or(c.horizon_ns);
-        let h = match (c.end_ns, dl) {
-            (None, Some(d)) => d.min(end),
-            _ => end,
-        };
+        let h = dl.map_or(end, |d| d.min(end));
         let sp = Span { dl, end, h };
-        let (mut links, chain_set) = eng.chain(c.tid, c.start_ns, h);
-        let connected = links.iter().any(|l| l.end > l.start);
+        // The chain is followed to the end, to show what came after the deadline; only
+        // `[start, h]` is weighed.
+        let (mut links, chain_set) = eng.chain(c.tid, c.start_ns, end);
+        let connected = links.iter().any(|l| l.end > l.start && l.start <= h);
         if !connected {
             // The trace does not connect the chain (device interrupt, untraced hand-off):
             // every wait inside the cycle is a suspect.
@@ -83,8 +83,11 @@ impl MissCx<'_> {
                 .flatten()
                 .filter(|l| connected || l.excess_ns > 0 || l.pending_at_deadline),
         );
-        chain.extend(self.end_mark(c, &sp));
-        chain.sort_by_key(|l| (l.offset_ns, l.kind == "to" || l.kind == "deadline"));
+        chain.extend(self.end_marks(c, &sp));
+        chain.sort_by_key(|l| {
+            let mark = matches!(l.kind.as_str(), "to" | "deadline");
+            (l.after_deadline, l.offset_ns, mark)
+        });
         let late = match (c.end_ns, self.deadline) {
             (Some(e), Some(d)) => (e - c.start_ns).saturating_sub(d),
             (None, _) => c.horizon_ns - c.start_ns,
@@ -118,20 +121,38 @@ impl MissCx<'_> {
         order.sort_by_key(|&i| std::cmp::Reverse(links[i].end - links[i].start));
         let mut out: Vec<Option<Link>> = vec![None; links.len()];
         for i in order {
-            out[i] = Some(self.weigh(c, sp, &links[i], b, tally));
+            out[i] = Some(if links[i].start >= sp.h && sp.h < sp.end {
+                self.after(c, &links[i])
+            } else {
+                self.weigh(c, sp, &links[i], b, tally)
+            });
         }
         out
+    }
+
+    /// A link that began after the deadline: shown, so the reader sees how the cycle
+    /// ended, but not weighed (it cannot be why the reply missed the deadline).
+    fn after(&self, c: &Cycle, l: &RawLink) -> Link {
+        Link {
+            duration_ns: l.end - l.start,
+            after_deadline: true,
+            waiter: (l.tid > 0).then(|| Culprit::task(self.eng.tl, self.eng.s, l.tid, l.cpu)),
+            ..Link::mark(
+                kind_word(l.kind),
+                c.start_ns,
+                l.start,
+                Some(l.cpu),
+                l.what.clone(),
+            )
+        }
     }
 
     /// One link weighed (see `weigh_links`).
     fn weigh(&self, c: &Cycle, sp: &Span, l: &RawLink, b: &mut Blamed, t: &mut Tally) -> Link {
         let (eng, tl) = (self.eng, self.eng.tl);
         let pending = sp.dl.is_some_and(|d| l.start <= d && l.end > d) || l.end > sp.end;
-        // No reply: the link counts up to the deadline (where the chain stood then).
-        let stop = match c.end_ns {
-            None => sp.dl.unwrap_or(l.end).min(l.end).max(l.start),
-            Some(_) => l.end,
-        };
+        // The link counts up to the deadline (where the chain stood then).
+        let stop = l.end.min(sp.h).max(l.start);
         let d = stop - l.start;
         let u = (self.template.links.get(&l.key).copied())
             .unwrap_or_else(|| eng.usual_in_trace(l.kind, &l.key.1));
@@ -170,11 +191,7 @@ impl MissCx<'_> {
             }
             held = hs;
         }
-        let kind = match l.kind {
-            LinkKind::Run => "wakeup",
-            LinkKind::Work => "work",
-            LinkKind::Timer => "timer",
-        };
+        let kind = kind_word(l.kind);
         Link {
             duration_ns: l.end - l.start,
             usual_ns: Some(u),
@@ -205,7 +222,7 @@ impl MissCx<'_> {
         cpus.push(c.cpu);
         let mut out = Vec::new();
         for sil in &tl.silences {
-            let ov = sil.to.min(sp.end).saturating_sub(sil.from.max(c.start_ns));
+            let ov = sil.to.min(sp.h).saturating_sub(sil.from.max(c.start_ns));
             if ov == 0 || !cpus.contains(&sil.cpu) {
                 continue;
             }
@@ -269,16 +286,27 @@ impl MissCx<'_> {
             return None;
         }
         let &(a, e) = gaps.iter().max_by_key(|(a, b)| b - a)?;
-        let (category, culprit, what) = gap_cause(self.eng, links, chain_set, c, a, e, connected);
+        let (category, culprit, mut what) =
+            gap_cause(self.eng, links, chain_set, c, a, e, connected);
+        if gaps.len() > 1 {
+            what += &format!(
+                " ({} uncovered in {} stretches, this the longest)",
+                dur(total),
+                gaps.len()
+            );
+        }
         b.per.add(category.to_string(), culprit.clone(), ex);
         b.ns += ex;
         let hold = Hold {
             category: category.into(),
             culprit,
             ns: ex,
+            why: None,
         };
+        // The link stands for all the uncovered time (its excess is taken from the total),
+        // shown at its longest stretch.
         Some(Link {
-            duration_ns: e - a,
+            duration_ns: total,
             usual_ns: Some(self.template.gap),
             excess_ns: ex,
             held_by: vec![hold],
@@ -290,19 +318,36 @@ impl MissCx<'_> {
         })
     }
 
-    /// The chain's last point: the reply, or the deadline passing with none.
-    fn end_mark(&self, c: &Cycle, sp: &Span) -> Option<Link> {
-        match c.end_ns {
-            Some(e) => {
-                let to: Vec<&str> = self.o.to.iter().map(|t| t.text()).collect();
-                let what = format!("{} (reply)", to.join(" | "));
-                Some(Link::mark("to", c.start_ns, e, None, what))
-            }
-            None => {
-                let d = sp.dl?;
-                let what = "deadline passed with no reply".to_string();
-                Some(Link::mark("deadline", c.start_ns, d, None, what))
-            }
+    /// The chain's last points: the deadline passing (and how much later the reply
+    /// came), and the reply.
+    fn end_marks(&self, c: &Cycle, sp: &Span) -> Vec<Link> {
+        let mut out = Vec::new();
+        if let Some(d) = sp.dl.filter(|&d| d < sp.end || c.end_ns.is_none()) {
+            let what = match c.end_ns {
+                Some(e) => format!(
+                    "passed; the reply came {} later (what follows is not blamed)",
+                    dur(e - d)
+                ),
+                None => "passed with no reply".to_string(),
+            };
+            out.push(Link::mark("deadline", c.start_ns, d, None, what));
         }
+        if let Some(e) = c.end_ns {
+            let to: Vec<&str> = self.o.to.iter().map(|t| t.text()).collect();
+            let what = format!("{} (reply)", to.join(" | "));
+            let mut l = Link::mark("to", c.start_ns, e, None, what);
+            l.after_deadline = sp.h < e;
+            out.push(l);
+        }
+        out
+    }
+}
+
+/// The word a link kind reads as in a chain.
+fn kind_word(k: LinkKind) -> &'static str {
+    match k {
+        LinkKind::Run => "wakeup",
+        LinkKind::Work => "work",
+        LinkKind::Timer => "timer",
     }
 }

@@ -188,7 +188,7 @@ impl<'a> Engine<'a> {
                         cpu: e.to_cpu,
                         tid: e.to_tid,
                         what: format!(
-                            "work {f} queued by {} on CPU{}, started in {} on CPU{}",
+                            "{f} queued by {} on CPU{}, started in {} on CPU{}",
                             self.ctx(e.from, e.from_tid, e.from_cpu, e.ts),
                             e.from_cpu,
                             self.task(e.to_tid),
@@ -329,7 +329,7 @@ impl<'a> Engine<'a> {
                     cpu: e.to_cpu,
                     tid: e.to_tid,
                     what: format!(
-                        "work {f} queued by {} on CPU{}, started in {} on CPU{}",
+                        "{f} queued by {} on CPU{}, started in {} on CPU{}",
                         self.ctx(e.from, e.from_tid, e.from_cpu, e.ts),
                         e.from_cpu,
                         self.task(e.to_tid),

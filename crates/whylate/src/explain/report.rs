@@ -47,6 +47,7 @@ impl Hold {
                 ..Default::default()
             },
             ns,
+            why: None,
         }
     }
 }
@@ -78,6 +79,20 @@ impl Culprit {
 }
 
 impl Culprit {
+    /// The label as read after its category: no repeated word (`softirq TIMER` under
+    /// `softirq` reads `TIMER`), and a culprit with no task, irq or code to name says what
+    /// the category stands for instead of `-`.
+    pub fn label_in(&self, category: &str) -> String {
+        let l = self.label();
+        if l == "-" {
+            return anonymous(category).to_string();
+        }
+        match l.strip_prefix(category) {
+            Some(rest) if rest.starts_with(' ') => rest.trim_start().to_string(),
+            _ => l,
+        }
+    }
+
     /// Task `tid` as the trace names it, on `cpu`.
     pub(super) fn task(tl: &Timeline, s: &Interner, tid: i32, cpu: u32) -> Culprit {
         Culprit {
@@ -104,10 +119,24 @@ impl Link {
             usual_ns: None,
             excess_ns: 0,
             pending_at_deadline: false,
+            after_deadline: false,
             held_by: Vec::new(),
             waiter: None,
             queued_in_irq: None,
         }
+    }
+}
+
+/// What a cause with no task, irq or code to name stands for.
+fn anonymous(category: &str) -> &'static str {
+    match category {
+        "cpu-idle" => "(the CPU was idle)",
+        "unknown" => "(nothing the trace shows)",
+        "device/external" => "(the device or peer: nothing on the CPUs)",
+        "cpu-stalled" => "(the CPU did not run: host or lost events)",
+        "timer-irq-late" => "(no cause in the trace)",
+        "unknown-lost-events" => "(events lost there)",
+        _ => "(no task or irq to name)",
     }
 }
 
@@ -160,6 +189,8 @@ pub struct Link {
     pub excess_ns: u64,
     /// Still pending when the deadline passed.
     pub pending_at_deadline: bool,
+    /// Began after the deadline: shown to tell how the cycle ended, never blamed.
+    pub after_deadline: bool,
     /// What held it up, largest first: category, culprit, time.
     pub held_by: Vec<Hold>,
     /// The task that waited (the woken task, the worker).
@@ -180,6 +211,10 @@ pub struct Hold {
     pub culprit: Culprit,
     /// Time held.
     pub ns: u64,
+    /// The evidence that decided the category, when it was weighed (a silent CPU: stalled
+    /// or inside a system call with interrupts off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 /// One missed cycle.

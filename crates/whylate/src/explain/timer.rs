@@ -409,6 +409,7 @@ pub(super) fn timer_holds(eng: &Engine<'_>, cpu: u32, a: u64, b: u64, ex: u64) -
                     ..Default::default()
                 },
                 ns: ex,
+                why: None,
             };
         }
     }

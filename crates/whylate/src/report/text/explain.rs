@@ -109,8 +109,14 @@ fn causes(o: &mut String, r: &ExplainReport, p: &Paint) {
     if r.causes.is_empty() {
         return;
     }
+    // Request cycles are weighed up to their deadline: why the reply was not there then.
+    let until = if r.noun == "cycles" && r.deadline_ns.is_some() {
+        ", up to each deadline"
+    } else {
+        ""
+    };
     let title = format!(
-        "why the {} {} were late (excess over the usual):",
+        "why the {} {} were late (excess over the usual{until}):",
         r.cycles.misses,
         r.plural()
     );
@@ -121,7 +127,7 @@ fn causes(o: &mut String, r: &ExplainReport, p: &Paint) {
         "category", "culprit", "misses", "total", "mean", "share"
     );
     for c in r.causes.iter().take(10) {
-        let mut who = c.culprit.label();
+        let mut who = c.culprit.label_in(&c.category);
         if let Some(cpu) = c.culprit.cpu {
             let _ = write!(who, " on CPU{cpu}");
         }
@@ -146,8 +152,13 @@ fn miss(o: &mut String, r: &ExplainReport, m: &Miss, p: &Paint) {
     } else {
         "miss"
     };
+    let late = if m.late_ns > 0 && m.duration_ns.is_some() && r.deadline_ns.is_some() {
+        format!(" ({} late)", dur(m.late_ns))
+    } else {
+        String::new()
+    };
     let title = format!(
-        "{what} at {} (tid {}, CPU{}): {d}, {} blamed",
+        "{what} at {} (tid {}, CPU{}): {d}{late}, {} blamed",
         secs(m.start_ns),
         m.tid,
         m.cpu,
@@ -196,9 +207,12 @@ fn link(o: &mut String, l: &Link, p: &Paint) {
             "",
             "",
             h.category,
-            h.culprit.label(),
+            h.culprit.label_in(&h.category),
             dur(h.ns)
         );
+        if let Some(why) = &h.why {
+            let _ = writeln!(o, "  {:>12} {:>5}     ({why})", "", "");
+        }
     }
 }
 
@@ -285,6 +299,7 @@ mod tests {
             usual_ns: Some(50_000),
             excess_ns: excess,
             pending_at_deadline: pending,
+            after_deadline: false,
             held_by: vec![Hold {
                 category: "runqueue-wait".into(),
                 culprit: Culprit {
@@ -294,6 +309,7 @@ mod tests {
                     ..Default::default()
                 },
                 ns: excess,
+                why: None,
             }],
             waiter: None,
             queued_in_irq: None,
@@ -371,9 +387,9 @@ mod tests {
             first,
             "100 cycles, 3 missed (1 no reply), deadline 3.500 ms; p50 1.200 ms, p99 9.000 ms, max 12.000 ms"
         );
-        assert!(
-            text.contains("\nmiss at 1.000120 (tid 7, CPU1): took 12.000 ms, 1.950 ms blamed\n")
-        );
+        assert!(text.contains(
+            "\nmiss at 1.000120 (tid 7, CPU1): took 12.000 ms (8.500 ms late), 1.950 ms blamed\n"
+        ));
         assert!(text.contains("\n... 1 more misses (--top, --json)\n"));
     }
 }
