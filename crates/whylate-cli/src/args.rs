@@ -297,6 +297,10 @@ pub struct InputArgs {
     /// runs the same kernel build at the same address.
     #[arg(long, value_name = "FILE")]
     pub kallsyms: Option<PathBuf>,
+    /// Syscall table that names raw_syscalls numbers; by default the one the trace says
+    /// (a perf.data's or trace.dat's machine), else x86_64.
+    #[arg(long, value_enum)]
+    pub arch: Option<ArchArg>,
 }
 
 impl InputArgs {
@@ -312,6 +316,7 @@ impl InputArgs {
             window: self.reorder,
             progress: None,
             kallsyms,
+            arch: self.arch.map(Into::into),
         })
     }
 }
@@ -346,9 +351,6 @@ pub struct ModeArgs {
     /// Who may close a cycle: the same thread, any thread of its process, anyone.
     #[arg(long, value_enum, default_value = "thread")]
     pub same: SameArg,
-    /// Syscall table for raw_syscalls events.
-    #[arg(long, value_enum, default_value = "x86_64")]
-    pub arch: ArchArg,
     /// Misses whose chain is shown.
     #[arg(long, default_value_t = 3)]
     pub top: usize,
@@ -393,7 +395,7 @@ impl ModeArgs {
             to,
             deadline_ns,
             same: self.same.into(),
-            arch: self.arch.into(),
+            arch: None,
             top,
         }))
     }
@@ -419,9 +421,8 @@ impl From<SameArg> for Same {
 }
 
 /// `--arch`.
-#[derive(Clone, Copy, Default, ValueEnum)]
+#[derive(Clone, Copy, ValueEnum)]
 pub enum ArchArg {
-    #[default]
     #[value(name = "x86_64", alias = "amd64", alias = "x86-64")]
     X86_64,
     #[value(name = "aarch64", alias = "arm64")]

@@ -6,7 +6,8 @@ use crate::event::{Event, Interner};
 use crate::read::inputs::{describe_inputs, Inputs, TracerSample};
 use crate::read::{self, EventSource, Merged, OpenOptions, ReadError};
 use crate::snapshot::Snapshot;
-use crate::timeline::{Builder, Timeline};
+use crate::syscalls::Arch;
+use crate::timeline::{Builder, KindClass, Timeline};
 use std::path::PathBuf;
 
 /// Everything one pass over the inputs gives besides what its sink kept.
@@ -29,6 +30,8 @@ pub struct Pass {
 pub trait Sink {
     /// A recording's snapshot, before any event.
     fn snapshot(&mut self, _: &Snapshot) {}
+    /// The syscall table raw syscall numbers are named with, before any event.
+    fn arch(&mut self, _: Arch) {}
     /// Each event, in time order.
     fn event(&mut self, e: &Event, s: &Interner);
 }
@@ -55,6 +58,9 @@ pub fn read(
         }
         sources.push(src);
     }
+    let said = open.arch.or_else(|| sources.iter().find_map(|s| s.arch()));
+    let arch = said.unwrap_or_default();
+    sink.arch(arch);
     let mut strings = Interner::new();
     let mut merged = Merged::new(sources);
     let mut b = Builder::new();
@@ -72,9 +78,16 @@ pub fn read(
         p.read_done
             .store(true, std::sync::atomic::Ordering::Relaxed);
     }
-    let tl = b.finish();
+    let mut tl = b.finish();
+    tl.arch = arch;
     let tracers = tracer_samples(merged.sources(), paths);
-    let inputs = describe_inputs(merged.sources(), paths, &per_input);
+    let mut inputs = describe_inputs(merged.sources(), paths, &per_input);
+    if said.is_none() && tl.saw(KindClass::RawSyscall) > 0 {
+        inputs.notes.push(format!(
+            "raw syscall numbers are named with the {} table: the trace does not say its machine (--arch names another)",
+            arch.label()
+        ));
+    }
     Ok(Pass {
         tl,
         strings,

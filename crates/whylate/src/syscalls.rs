@@ -27,6 +27,14 @@ impl Arch {
         }
     }
 
+    /// `x86_64` / `aarch64`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "x86_64",
+            Arch::Aarch64 => "aarch64",
+        }
+    }
+
     /// Parses `x86_64` / `aarch64` (`arm64`).
     pub fn parse(s: &str) -> Option<Arch> {
         match s {

@@ -32,8 +32,9 @@ pub struct Options {
     pub deadline_ns: Option<u64>,
     /// Who may close a cycle.
     pub same: Same,
-    /// Syscall table for raw_syscalls events.
-    pub arch: Arch,
+    /// Syscall table for raw_syscalls events; `None`: the one the reading pass settles
+    /// on (`--arch`, else what the trace says, else x86_64).
+    pub arch: Option<Arch>,
     /// Misses whose chain is shown in the terminal.
     pub top: usize,
 }
@@ -63,6 +64,8 @@ pub struct Cycles {
     pub(super) to: Vec<Selector>,
     pub(super) same: Same,
     pub(super) arch: Arch,
+    /// The options named the syscall table: the trace's does not replace it.
+    pub(super) arch_given: bool,
     pub(super) open: FxHashMap<i64, usize>,
     /// The cycles, in start order.
     pub cycles: Vec<Cycle>,
@@ -82,7 +85,8 @@ impl Cycles {
             from: o.from.clone(),
             to: o.to.clone(),
             same: o.same,
-            arch: o.arch,
+            arch: o.arch.unwrap_or_default(),
+            arch_given: o.arch.is_some(),
             open: FxHashMap::default(),
             cycles: Vec::new(),
             write_name: None,
@@ -90,6 +94,13 @@ impl Cycles {
             seen_from: Seen::default(),
             seen_to: o.to.iter().map(|_| Seen::default()).collect(),
             names: Names::default(),
+        }
+    }
+
+    /// The syscall table the reading pass settled on, unless the options named one.
+    pub fn set_arch(&mut self, a: Arch) {
+        if !self.arch_given {
+            self.arch = a;
         }
     }
 

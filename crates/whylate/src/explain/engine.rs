@@ -289,14 +289,7 @@ impl<'a> Engine<'a> {
             if *n > 2 {
                 continue;
             }
-            let name = if sp.flags[i] & span::NAMED != 0 {
-                self.s.get(Sym(sp.key[i])).to_string()
-            } else {
-                tl.syscall_names
-                    .get(&sp.key[i])
-                    .map(|x| self.s.get(*x).to_string())
-                    .unwrap_or_else(|| format!("syscall {}", sp.key[i]))
-            };
+            let name = tl.syscall_name(self.s, sp.key[i], sp.flags[i]);
             out.push((
                 sp.start[i],
                 sp.end[i] - sp.start[i],

@@ -171,6 +171,11 @@ fn read_all(
                 c.add_snapshot(snap);
             }
         }
+        fn arch(&mut self, a: crate::syscalls::Arch) {
+            if let Some(c) = self.0.as_deref_mut() {
+                c.set_arch(a);
+            }
+        }
         fn event(&mut self, e: &Event, s: &Interner) {
             if let Some(c) = self.0.as_deref_mut() {
                 c.push(e, s);

@@ -434,16 +434,7 @@ pub(super) fn one_syscall(eng: &Engine<'_>, cpu: u32, a: u64, b: u64) -> Option<
         .take(10_000)
         .find_map(|&i| {
             let i = i as usize;
-            (sp.tid[i] == tid && sp.end[i] >= b).then(|| {
-                let name = if sp.flags[i] & span::NAMED != 0 {
-                    eng.s.get(Sym(sp.key[i])).to_string()
-                } else {
-                    tl.syscall_names
-                        .get(&sp.key[i])
-                        .map(|x| eng.s.get(*x).to_string())
-                        .unwrap_or_else(|| format!("syscall {}", sp.key[i]))
-                };
-                (tid, name)
-            })
+            (sp.tid[i] == tid && sp.end[i] >= b)
+                .then(|| (tid, tl.syscall_name(eng.s, sp.key[i], sp.flags[i])))
         })
 }

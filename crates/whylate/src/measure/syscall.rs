@@ -5,6 +5,7 @@ use super::measurer::{Input, Measurer};
 use super::report::{Measure, MeasureReport, Options};
 use super::series::{base_sample, finish_report, needs, span_raw, Collector, Tally};
 use crate::timeline::{span, KindClass, SpanKind};
+use rustc_hash::FxHashMap;
 
 pub(super) fn syscall_name(cx: &Cx<'_>, key: u32, flags: u8) -> String {
     cx.tl.syscall_name(cx.s, key, flags)
@@ -14,6 +15,8 @@ pub(super) fn syscall(cx: &Cx<'_>, o: &Options) -> MeasureReport {
     let tl = cx.tl;
     let sp = &tl.spans;
     let mut coll = Collector::new();
+    // Each group's syscall, by name and number, for the JSON.
+    let mut calls: FxHashMap<String, (String, Option<i64>)> = FxHashMap::default();
     for i in 0..sp.len() {
         if sp.kind[i] != SpanKind::Syscall {
             continue;
@@ -33,7 +36,10 @@ pub(super) fn syscall(cx: &Cx<'_>, o: &Options) -> MeasureReport {
             (r.tid as u32 as u64) << 32 | r.comm.0 as u64,
         );
         let s = coll.at(id, "duration", || {
-            format!("{} {}", syscall_name(cx, key, fl), cx.task(r.tid, r.comm))
+            let name = syscall_name(cx, key, fl);
+            let label = format!("{name} {}", cx.task(r.tid, r.comm));
+            calls.insert(label.clone(), (name, tl.syscall_nr(cx.s, key, fl)));
+            label
         });
         let mig = sp.aux[i] as u64;
         s.count("migrations", Tally::Plain, mig);
@@ -60,6 +66,14 @@ pub(super) fn syscall(cx: &Cx<'_>, o: &Options) -> MeasureReport {
             base_sample(cx, r, key, d)
         },
     );
+    for g in &mut rep.groups {
+        if let Some((name, nr)) = calls.get(&g.key) {
+            g.extra.insert("syscall".into(), name.clone().into());
+            if let Some(nr) = nr {
+                g.extra.insert("nr".into(), (*nr).into());
+            }
+        }
+    }
     if tl.saw(KindClass::RawSyscall) + tl.saw(KindClass::Syscall) == 0 {
         rep.missing_events.push(needs(
             Measure::Syscall,

@@ -26,6 +26,9 @@ pub struct OpenOptions {
     /// The recording machine's `/proc/kallsyms` (`--kallsyms FILE`, read by
     /// [`ksyms::load_file`]): names code addresses in binary traces, over any other source.
     pub kallsyms: Option<perfdata::Given>,
+    /// The syscall table that names raw syscall numbers (`--arch`), over what the file
+    /// says; x86_64 when neither says.
+    pub arch: Option<crate::syscalls::Arch>,
 }
 
 /// How far a read has got, updated by the readers and polled by a progress display.
@@ -170,6 +173,16 @@ impl Input {
             InputKind::Text(_) => None,
             _ => self.cut.get().map(String::as_str),
         }
+    }
+    /// The recording machine's architecture, when the file says (a perf.data's arch
+    /// header, a trace.dat's uname): it names raw syscall numbers.
+    pub fn arch(&self) -> Option<crate::syscalls::Arch> {
+        let said = match &self.kind {
+            InputKind::Perf(d) => d.info().arch.clone(),
+            InputKind::Dat(d) => d.info().uname.clone(),
+            InputKind::Text(_) => None,
+        }?;
+        (said.split_whitespace()).find_map(crate::syscalls::Arch::parse)
     }
     /// trace.dat header facts.
     pub fn dat_info(&self) -> Option<&tracedat::DatInfo> {

@@ -36,6 +36,8 @@ pub struct PerfInfo {
     pub cmdline: Option<String>,
     /// Kernel release of the recording machine.
     pub os_release: Option<String>,
+    /// Machine architecture of the recording machine (`uname -m`).
+    pub arch: Option<String>,
     /// Pipe-mode file (`perf record -o -`).
     pub pipe: bool,
     /// Where the kernel symbols that name work functions and timer callbacks came from.
@@ -322,6 +324,7 @@ impl PerfData {
                 .collect(),
             cmdline: pf.cmdline().ok().flatten().map(|v| v.join(" ")),
             os_release: pf.os_release().ok().flatten().map(str::to_string),
+            arch: pf.arch().ok().flatten().map(str::to_string),
             pipe,
             symbols: None,
         };

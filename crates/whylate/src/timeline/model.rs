@@ -321,6 +321,8 @@ pub struct Timeline {
     pub irq_names: FxHashMap<u32, Sym>,
     /// Syscall number → name, learnt where raw and per-syscall events pair up.
     pub syscall_names: FxHashMap<u32, Sym>,
+    /// The syscall table for raw syscall numbers (set by the reading pass).
+    pub arch: crate::syscalls::Arch,
     /// Thread → last known name.
     pub comms: FxHashMap<i32, Sym>,
     /// Thread → priority seen last (sched events).

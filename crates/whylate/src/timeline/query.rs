@@ -82,8 +82,21 @@ impl Timeline {
         }
         match self.syscall_names.get(&key) {
             Some(n) => s.get(*n).to_string(),
-            None => format!("NR {key}"),
+            None => match self.arch.name(key as i64) {
+                Some(n) => n.to_string(),
+                None => format!("NR {key}"),
+            },
         }
+    }
+
+    /// A syscall span's number, when known: raw events carry it, named ones are looked
+    /// up in the syscall table.
+    pub fn syscall_nr(&self, s: &Interner, key: u32, flags: u8) -> Option<i64> {
+        if flags & span::NAMED == 0 {
+            return Some(key as i64);
+        }
+        let name = s.get(Sym(key));
+        self.arch.number(name.strip_prefix("sys_").unwrap_or(name))
     }
     /// How many times each irq line's handler ran on `cpu`, most first.
     pub fn hardirq_counts(&self, cpu: u32) -> Vec<(u32, u64)> {

@@ -44,6 +44,8 @@ struct Sys {
     named: bool,
     raw: bool,
     start: u64,
+    /// Where it entered: the span's CPU (the exit may come on another after migrating).
+    cpu: u32,
     migrations: u32,
 }
 

@@ -9,8 +9,8 @@ impl Builder {
         match &e.kind {
             Kind::SysEnter { nr, .. } => self.sys_enter(e.tid, cpu, ts, *nr as u32, false),
             Kind::SyscallEnter { name, .. } => self.sys_enter(e.tid, cpu, ts, name.0, true),
-            Kind::SysExit { .. } => self.sys_exit(e.tid, e.comm, cpu, ts, false),
-            Kind::SyscallExit { .. } => self.sys_exit(e.tid, e.comm, cpu, ts, true),
+            Kind::SysExit { .. } => self.sys_exit(e.tid, e.comm, ts, false),
+            Kind::SyscallExit { .. } => self.sys_exit(e.tid, e.comm, ts, true),
             _ => {}
         }
     }
@@ -45,11 +45,12 @@ impl Builder {
             named,
             raw: !named,
             start: ts,
+            cpu,
             migrations: 0,
         });
     }
 
-    pub(super) fn sys_exit(&mut self, tid: i32, comm: Sym, cpu: u32, ts: u64, named: bool) {
+    pub(super) fn sys_exit(&mut self, tid: i32, comm: Sym, ts: u64, named: bool) {
         if tid <= 0 {
             return;
         }
@@ -64,7 +65,7 @@ impl Builder {
                     if s.named { span::NAMED } else { 0 } | self.loss_flag(u32::MAX, s.start, ts);
                 self.tl.spans.push(
                     SpanKind::Syscall,
-                    cpu,
+                    s.cpu,
                     tid,
                     comm,
                     s.start,
