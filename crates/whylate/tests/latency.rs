@@ -705,6 +705,124 @@ fn a_late_timer_under_one_long_syscall_is_an_inferred_irqs_off_section() {
     assert_eq!(c["total_excess_ns"], 3_500_000u64);
 }
 
+/// A 2-CPU trace with 1 ms ticks on both CPUs (hrtimer clock = trace clock + 8 s), a
+/// busy task on CPU0 throughout, and `busy` on CPU1 recording nothing from 1.001 s to
+/// 1.0073 s, while p's timer (due at 1.001 s) fires 6.3 ms late. `busy` is inside one
+/// write() across the silence when `in_call`, else it left it before.
+fn silent_cpu_trace(in_call: bool) -> String {
+    let mut t = String::new();
+    let l = |us: u64, cpu: u32, who: &str, flags: &str, body: &str| {
+        format!(" {who} [{cpu:03}] {flags} 1.{:06}: {body}\n", us)
+    };
+    let tick = |us: u64, cpu: u32, who: &str| {
+        l(us, cpu, who, "d.h1.", &format!("hrtimer_expire_entry: hrtimer=00000000000000c{cpu} function=tick_nohz_handler now={}", 9_000_000_000u64 + us * 1000))
+            + &l(us, cpu, who, "d.h1.", &format!("hrtimer_expire_exit: hrtimer=00000000000000c{cpu}"))
+    };
+    t += &l(0, 0, "<idle>-0", "d..2.", "sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=other next_pid=11 next_prio=120");
+    t += &l(100, 1, "p-7", "d..1.", "hrtimer_start: hrtimer=00000000000000aa function=hrtimer_wakeup expires=9001000000 softexpires=9001000000 mode=ABS");
+    t += &l(101, 1, "p-7", "d..2.", "sched_switch: prev_comm=p prev_pid=7 prev_prio=120 prev_state=S ==> next_comm=busy next_pid=9 next_prio=120");
+    t += &l(
+        500,
+        1,
+        "busy-9",
+        "....1",
+        "sys_enter: NR 1 (3, 0, 100, 0, 0, 0)",
+    );
+    if !in_call {
+        t += &l(900, 1, "busy-9", "....1", "sys_exit: NR 1 = 100");
+    }
+    for ms in 1..=12u64 {
+        t += &tick(ms * 1000, 0, "other-11");
+        if !(2..=7).contains(&ms) {
+            t += &tick(ms * 1000 + (ms == 8) as u64 * 300, 1, "busy-9");
+        }
+        if ms == 1 {
+            t += &l(
+                1_000,
+                1,
+                "busy-9",
+                "d.h1.",
+                "irq_handler_entry: irq=5 name=dev",
+            );
+            t += &l(
+                1_001,
+                1,
+                "busy-9",
+                "d.h1.",
+                "irq_handler_exit: irq=5 ret=handled",
+            );
+        }
+    }
+    t += &l(
+        7_300,
+        1,
+        "busy-9",
+        "d.h1.",
+        "hrtimer_expire_entry: hrtimer=00000000000000aa function=hrtimer_wakeup now=9007300000",
+    );
+    t += &l(
+        7_301,
+        1,
+        "busy-9",
+        "d.h2.",
+        "sched_waking: comm=p pid=7 prio=120 target_cpu=001",
+    );
+    t += &l(
+        7_302,
+        1,
+        "busy-9",
+        "d.h1.",
+        "hrtimer_expire_exit: hrtimer=00000000000000aa",
+    );
+    if in_call {
+        t += &l(7_310, 1, "busy-9", "....1", "sys_exit: NR 1 = 100");
+    }
+    t += &l(7_320, 1, "busy-9", "d..2.", "sched_switch: prev_comm=busy prev_pid=9 prev_prio=120 prev_state=R ==> next_comm=p next_pid=7 next_prio=120");
+    // Sort by time, as a recorder would write them.
+    let mut lines: Vec<&str> = t.lines().collect();
+    lines.sort_by_key(|x| {
+        x.split(": ")
+            .next()
+            .unwrap()
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .to_string()
+    });
+    lines.join("\n") + "\n"
+}
+
+#[test]
+fn a_silent_cpu_inside_one_syscall_is_irqs_off_and_outside_one_is_a_stall() {
+    use whylate::explain::{explain_timers, TimerOptions};
+    for in_call in [true, false] {
+        let p = tmp("silent.txt", &silent_cpu_trace(in_call));
+        let o = TimerOptions {
+            deadline_ns: Some(1_000_000),
+            top: 1,
+            ..Default::default()
+        };
+        let r = explain_timers(&[p.to_path_buf()], &OpenOptions::default(), &o).unwrap();
+        let j = serde_json::to_value(&r).unwrap();
+        assert_eq!(j["cycles"]["misses"], 1, "{}", j["cycles"]);
+        let c = &j["causes"][0];
+        let why = j["misses"][0]["chain"].to_string();
+        if in_call {
+            // No irq_disable events: one task in one write() across a 6.3 ms silence is an
+            // irqs-off section, not a host stall; the evidence is said.
+            assert_eq!(c["category"], "irqs-off (inferred)", "{}", j["causes"]);
+            assert_eq!(c["culprit"]["comm"], "busy");
+            assert_eq!(c["culprit"]["caller"], "inside write()");
+            assert!(why.contains("stayed inside one write() call"), "{why}");
+        } else {
+            assert_eq!(c["category"], "cpu-stalled", "{}", j["causes"]);
+            assert!(why.contains("outside any system call"), "{why}");
+        }
+        // CPU0 ticked on: the silence is CPU1's own.
+        assert!(why.contains("busy CPU0 kept recording"), "{why}");
+    }
+}
+
 /// The plots account for everything: every window is a column, every event drawn or
 /// counted as above the plot, every replied cycle in the histogram; and a read with a
 /// progress counter reports the whole file and every event.

@@ -260,3 +260,116 @@ impl Engine<'_> {
         out
     }
 }
+
+/// The one task that ran on `cpu` through `[a, b]` from inside one syscall, if so.
+pub(super) fn one_syscall(eng: &Engine<'_>, cpu: u32, a: u64, b: u64) -> Option<(i32, String)> {
+    let tl = eng.tl;
+    let occ = tl.occupants(cpu, a, b);
+    let top = occ.first()?;
+    if top.what != OccupantKind::Task || top.id <= 0 || top.ns * 100 < (b - a) * 95 {
+        return None;
+    }
+    let tid = top.id as i32;
+    let sp = &tl.spans;
+    let upto = eng.syscalls.partition_point(|&i| sp.start[i as usize] <= a);
+    eng.syscalls[..upto]
+        .iter()
+        .rev()
+        .take(10_000)
+        .find_map(|&i| {
+            let i = i as usize;
+            (sp.tid[i] == tid && sp.end[i] >= b)
+                .then(|| (tid, tl.syscall_name(eng.s, sp.key[i], sp.flags[i])))
+        })
+}
+
+/// Why `cpu` took no timer interrupt over `[a, b]` (it recorded nothing, or its timer
+/// fired late), weighed on the evidence, with the evidence in `why`. A task inside one
+/// system call the whole time is kernel code that ran with interrupts off: `irqs-off
+/// (inferred)` naming the task and call (`on-cpu` when the task is the waiter's own
+/// chain: its own call held it up). Otherwise user space cannot hold the tick off, so the
+/// CPU itself did not run (a host that did not schedule the vCPU) or events were lost:
+/// `cpu-stalled`. What the other busy CPUs recorded meanwhile is said either way.
+pub(super) fn silent_cpu(
+    eng: &Engine<'_>,
+    cpu: u32,
+    (a, b): (u64, u64),
+    ns: u64,
+    own: &dyn Fn(i32) -> bool,
+) -> Hold {
+    let tl = eng.tl;
+    let silent = tl.ticks > 0 && tl.silent_ns(Some(cpu), a, b) * 2 >= b - a;
+    let what = if silent {
+        format!(
+            "CPU{cpu} recorded nothing, not even its tick, for {}",
+            dur(b - a)
+        )
+    } else {
+        format!("the timer interrupt on CPU{cpu} came {} late", dur(b - a))
+    };
+    let others = others_view(tl, cpu, a, b);
+    if let Some((tid, name)) = one_syscall(eng, cpu, a, b) {
+        let task = eng.task(tid);
+        let why = format!(
+            "{what} while {task} stayed inside one {name}() call{others}: that call ran with interrupts off (inferred; irq_disable events would show it, and a host not running the vCPU then would look the same)"
+        );
+        let category = if own(tid) {
+            "on-cpu"
+        } else {
+            "irqs-off (inferred)"
+        };
+        return Hold {
+            category: category.into(),
+            culprit: Culprit {
+                caller: Some(format!("inside {name}()")),
+                ..Culprit::task(tl, eng.s, tid, cpu)
+            },
+            ns,
+            why: Some(why),
+        };
+    }
+    let on = tl
+        .silences
+        .iter()
+        .find(|s| s.cpu == cpu && s.from < b && s.to > a)
+        .map_or_else(|| "a task".to_string(), |s| eng.task(s.tid));
+    let place = if eng.syscalls.is_empty() {
+        "(the trace has no syscall events to say whether it was in the kernel)"
+    } else {
+        "outside any system call (user space cannot keep the tick off)"
+    };
+    Hold {
+        why: Some(format!(
+            "{what} while {on} ran {place}{others}: the (virtual) CPU did not run (host preemption, steal time) or events were lost"
+        )),
+        ..Hold::on_cpu("cpu-stalled", cpu, ns)
+    }
+}
+
+/// What the other CPUs recorded while `cpu` was silent over `[a, b]`, as a clause:
+/// busy CPUs that kept recording make it this CPU's own silence; all of them silent at
+/// once is the whole machine (or the tracer) stopping.
+fn others_view(tl: &crate::timeline::Timeline, cpu: u32, a: u64, b: u64) -> String {
+    let (mut kept, mut silent) = (Vec::new(), Vec::new());
+    for c in (0..tl.cpus).filter(|&c| c != cpu) {
+        if tl.silent_ns(Some(c), a, b) * 2 >= b - a {
+            silent.push(format!("CPU{c}"));
+            continue;
+        }
+        let busy: u64 = (tl.occupants(c, a, b).iter())
+            .filter(|o| o.what != OccupantKind::Task || o.id > 0)
+            .map(|o| o.ns)
+            .sum();
+        if busy * 2 >= b - a {
+            kept.push(format!("CPU{c}"));
+        }
+    }
+    match (kept.is_empty(), silent.is_empty()) {
+        (_, false) => format!(
+            "; {} went silent at the same time (the whole machine or the tracer stopped)",
+            silent.join(", ")
+        ),
+        (false, true) => format!("; busy {} kept recording meanwhile", kept.join(", ")),
+        (true, true) => "; no other busy CPU to compare with".into(),
+    }
+}

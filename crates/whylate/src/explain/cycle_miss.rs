@@ -3,7 +3,7 @@
 //! no link covers, and where the chain stood at the deadline when no reply came.
 
 use super::blame::scale;
-use super::blame::{gap_cause, uncovered};
+use super::blame::{gap_cause, silent_cpu, uncovered};
 use super::cutter::{Cycle, Options};
 use super::driver::{PerMiss, Tally};
 use super::engine::{Engine, LinkKind, RawLink};
@@ -69,7 +69,7 @@ impl MissCx<'_> {
         )];
         let mut b = Blamed::default();
         let weighed = self.weigh_links(c, &sp, &links, &mut b, tally);
-        chain.extend(self.stalls(c, &sp, &links, &mut b, tally));
+        chain.extend(self.stalls(c, &sp, (&links, &chain_set), &mut b, tally));
         if connected {
             chain.extend(self.syscalls(c, &sp, &chain_set));
         }
@@ -204,17 +204,18 @@ impl MissCx<'_> {
         }
     }
 
-    /// A CPU of the chain that recorded nothing, not even its tick: time no tracer in the
-    /// machine could see, blamed as `cpu-stalled`.
+    /// A CPU of the chain that recorded nothing, not even its tick: weighed by
+    /// `silent_cpu` (a task inside one system call with interrupts off, or a CPU that did
+    /// not run).
     fn stalls(
         &self,
         c: &Cycle,
         sp: &Span,
-        links: &[RawLink],
+        (links, chain_set): (&[RawLink], &FxHashSet<i32>),
         b: &mut Blamed,
         tally: &mut Tally,
     ) -> Vec<Link> {
-        let (eng, tl) = (self.eng, self.eng.tl);
+        let tl = self.eng.tl;
         if tl.ticks == 0 {
             return Vec::new();
         }
@@ -226,15 +227,13 @@ impl MissCx<'_> {
             if ov == 0 || !cpus.contains(&sil.cpu) {
                 continue;
             }
-            let hold = Hold::on_cpu("cpu-stalled", sil.cpu, ov);
+            let own = |t: i32| chain_set.contains(&t);
+            let hold = silent_cpu(self.eng, sil.cpu, (sil.from, sil.to), ov, &own);
             b.ns += ov;
             b.per.add(hold.category.clone(), hold.culprit.clone(), ov);
             tally.blame_cpu(sil.cpu, ov);
-            let what = format!(
-                "CPU{} recorded nothing, not even its timer tick, while {} was on it: the (virtual) CPU did not run (host preemption, steal time) or events were lost",
-                sil.cpu,
-                eng.task(sil.tid)
-            );
+            // The evidence is printed under the hold.
+            let what = format!("CPU{} took no timer tick", sil.cpu);
             let at = sil.from.max(c.start_ns);
             out.push(Link {
                 duration_ns: sil.to - sil.from,

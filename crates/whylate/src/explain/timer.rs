@@ -1,14 +1,14 @@
 //! `--timer`: late hrtimer periods (requested expiry to the woken task running), the
 //! timer deadline policy, and why the interrupt or the wakeup came late.
 
-use super::blame::scale;
+use super::blame::{one_syscall, scale, silent_cpu};
 use super::driver::{assemble, Findings, Framing, PerMiss, Tally};
 use super::engine::{Engine, LinkKind, RawLink};
 use super::report::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss, Window};
 use crate::dist::quantile;
 use crate::event::{Interner, Sym};
 use crate::timeline::Cause as RunCause;
-use crate::timeline::{span, EdgeKind, OccupantKind, SpanKind, Timeline, NONE};
+use crate::timeline::{span, EdgeKind, SpanKind, Timeline, NONE};
 use crate::units::dur;
 use rustc_hash::FxHashMap;
 
@@ -281,7 +281,7 @@ impl PeriodCx<'_> {
             if sp.kind[i] == SpanKind::Sleep {
                 // Asleep on its earlier period's timer: what made that one late.
                 slept += rb - ra;
-                parts.extend(timer_holds(eng, x.cpu, ra, rb, rb - ra));
+                parts.extend(timer_holds(eng, x.cpu, (ra, rb), rb - ra, x.tid));
                 continue;
             }
             waited += rb - ra;
@@ -313,7 +313,7 @@ impl PeriodCx<'_> {
         let ex = x.irq_late.saturating_sub(self.usual_irq);
         let mut held = Vec::new();
         if ex > 10_000 {
-            held = timer_holds(self.eng, x.cpu, x.fired - ex, x.fired, ex);
+            held = timer_holds(self.eng, x.cpu, (x.fired - ex, x.fired), ex, x.tid);
             per.add_holds(&held);
             tally.blame_cpu(x.cpu, ex);
         }
@@ -376,10 +376,16 @@ fn merge_holds(parts: Vec<Hold>, n: usize) -> Vec<Hold> {
     held
 }
 
-/// Why a timer interrupt came late on `cpu` during `[a, b]`: irqs-off sections, a stalled
-/// CPU, or, when neither is in the trace, a section inferred from one task sitting inside
-/// one system call the whole time.
-pub(super) fn timer_holds(eng: &Engine<'_>, cpu: u32, a: u64, b: u64, ex: u64) -> Vec<Hold> {
+/// Why a timer interrupt came late on `cpu` during `[a, b]`: irqs-off sections, or, when
+/// none is in the trace, what the silence or the one system call around it says
+/// (`blame::silent_cpu`). `victim`: the task the timer was for.
+pub(super) fn timer_holds(
+    eng: &Engine<'_>,
+    cpu: u32,
+    (a, b): (u64, u64),
+    ex: u64,
+    victim: i32,
+) -> Vec<Hold> {
     let tl = eng.tl;
     let l = RawLink {
         kind: LinkKind::Timer,
@@ -394,47 +400,11 @@ pub(super) fn timer_holds(eng: &Engine<'_>, cpu: u32, a: u64, b: u64, ex: u64) -
     };
     let mut h = eng.holds(&l, a, b);
     if h.len() == 1 && h[0].category == "timer-irq-late" {
-        let stalled = tl.silent_ns(Some(cpu), a, b);
-        if tl.ticks > 0 && stalled * 2 >= b - a {
-            h[0].category = "cpu-stalled".into();
-        } else if let Some((tid, name)) = one_syscall(eng, cpu, a, b) {
-            h[0] = Hold {
-                category: "irqs-off (inferred)".into(),
-                culprit: Culprit {
-                    comm: Some(eng.s.get(tl.comm(tid)).to_string()),
-                    pid: Some(tid),
-                    prio: tl.prios.get(&tid).copied(),
-                    caller: Some(format!("inside {name}()")),
-                    cpu: Some(cpu),
-                    ..Default::default()
-                },
-                ns: ex,
-                why: None,
-            };
+        let silent = tl.ticks > 0 && tl.silent_ns(Some(cpu), a, b) * 2 >= b - a;
+        if silent || one_syscall(eng, cpu, a, b).is_some() {
+            h[0] = silent_cpu(eng, cpu, (a, b), ex, &|t| t == victim);
         }
     }
     scale(&mut h, ex);
     h
-}
-
-/// The one task that ran on `cpu` through `[a, b]` from inside one syscall, if so.
-pub(super) fn one_syscall(eng: &Engine<'_>, cpu: u32, a: u64, b: u64) -> Option<(i32, String)> {
-    let tl = eng.tl;
-    let occ = tl.occupants(cpu, a, b);
-    let top = occ.first()?;
-    if top.what != OccupantKind::Task || top.id <= 0 || top.ns * 100 < (b - a) * 95 {
-        return None;
-    }
-    let tid = top.id as i32;
-    let sp = &tl.spans;
-    let upto = eng.syscalls.partition_point(|&i| sp.start[i as usize] <= a);
-    eng.syscalls[..upto]
-        .iter()
-        .rev()
-        .take(10_000)
-        .find_map(|&i| {
-            let i = i as usize;
-            (sp.tid[i] == tid && sp.end[i] >= b)
-                .then(|| (tid, tl.syscall_name(eng.s, sp.key[i], sp.flags[i])))
-        })
 }
