@@ -814,6 +814,16 @@ fn a_silent_cpu_inside_one_syscall_is_irqs_off_and_outside_one_is_a_stall() {
             assert_eq!(c["culprit"]["comm"], "busy");
             assert_eq!(c["culprit"]["caller"], "inside write()");
             assert!(why.contains("stayed inside one write() call"), "{why}");
+            // The first advice is about that call, and says a preemption model won't do.
+            let a = &j["advice"][0];
+            assert!(
+                a["action"]
+                    .as_str()
+                    .unwrap()
+                    .contains("held interrupts off on CPU1 inside write()"),
+                "{a}"
+            );
+            assert!(a["cost"].as_str().unwrap().contains("does not help"), "{a}");
         } else {
             assert_eq!(c["category"], "cpu-stalled", "{}", j["causes"]);
             assert!(why.contains("outside any system call"), "{why}");

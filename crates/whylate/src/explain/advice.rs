@@ -1,6 +1,7 @@
 //! What to do: the CPUs behind the causes (context) and advice for the top causes,
 //! with the command for this machine and what it costs.
 
+use super::driver::CauseKey;
 use super::report::{Advice, CauseRow, CpuContext, Miss};
 use crate::event::Interner;
 use crate::timeline::Timeline;
@@ -71,17 +72,28 @@ pub(super) fn context(
         .collect()
 }
 
-/// Advice for the top causes, first cause first, and for work that interrupts queued on
-/// a busy CPU; the same command is given once.
+/// Advice in the order of the ranking: for the first cause first, then the next ones that
+/// hold at least 5% of the excess (at most three causes). Work that an interrupt queued
+/// gets its IRQ placement advice right after the cause that held that work up. The same
+/// command is given once.
 pub(super) fn advise(
     tl: &Timeline,
     s: &Interner,
     causes: &[CauseRow],
     misses: &[Miss],
 ) -> Vec<Advice> {
-    let mut out = irq_work(tl, s, misses);
-    for c in causes.iter().take(3) {
+    let mut irq = irq_work(tl, s, misses);
+    let mut out = Vec::new();
+    for (k, c) in causes.iter().take(3).enumerate() {
+        if k > 0 && c.share < 0.05 {
+            break;
+        }
         out.extend(for_cause(tl, c, misses));
+        let (mine, rest): (Vec<_>, Vec<_>) = irq
+            .into_iter()
+            .partition(|(by, _)| by.0 == c.category && by.1 == c.culprit);
+        out.extend(mine.into_iter().map(|x| x.1));
+        irq = rest;
     }
     // Two causes can lead to the same command; once is enough.
     let mut seen = FxHashSet::default();
@@ -118,24 +130,26 @@ fn waiters(misses: &[Miss], c: &CauseRow) -> Vec<(String, i32)> {
     v
 }
 
-/// Work the chain waited for that an interrupt queued: its irq placement matters.
-fn irq_work(tl: &Timeline, s: &Interner, misses: &[Miss]) -> Vec<Advice> {
-    let mut irq_work: Vec<(Option<u32>, String, u32)> = Vec::new();
+/// Work the chain waited for that an interrupt queued: its irq placement matters. Each
+/// piece of advice comes with the cause that held the work up (its largest hold).
+fn irq_work(tl: &Timeline, s: &Interner, misses: &[Miss]) -> Vec<(CauseKey, Advice)> {
+    let mut irq_work: Vec<(Option<u32>, String, u32, CauseKey)> = Vec::new();
     for l in misses.iter().flat_map(|m| &m.chain) {
-        if let (Some(irq), true) = (l.queued_in_irq, l.excess_ns > 0) {
-            let f = l.what.split(' ').next().unwrap_or("").to_string();
-            let cpu = l.cpu.unwrap_or(0);
-            let irq = (irq != u32::MAX).then_some(irq);
-            if !irq_work.iter().any(|x| x.0 == irq && x.1 == f) {
-                irq_work.push((irq, f, cpu));
-            }
+        let (Some(irq), Some(h)) = (l.queued_in_irq, l.held_by.first()) else {
+            continue;
+        };
+        let f = l.what.split(' ').next().unwrap_or("").to_string();
+        let cpu = l.cpu.unwrap_or(0);
+        let irq = (irq != u32::MAX).then_some(irq);
+        if !irq_work.iter().any(|x| x.0 == irq && x.1 == f) {
+            irq_work.push((irq, f, cpu, (h.category.clone(), h.culprit.clone())));
         }
     }
     let mut out = Vec::new();
-    for (irq, f, cpu) in irq_work.iter().take(2) {
+    for (irq, f, cpu, by) in irq_work.into_iter().take(2) {
         let (what, target) = match irq {
             Some(n) => (
-                format!("irq {n}{}", tl.irq_names.get(n).map(|x| format!(" ({})", s.get(*x))).unwrap_or_default()),
+                format!("irq {n}{}", tl.irq_names.get(&n).map(|x| format!(" ({})", s.get(*x))).unwrap_or_default()),
                 format!("/proc/irq/{n}/smp_affinity_list"),
             ),
             None => (
@@ -143,13 +157,13 @@ fn irq_work(tl: &Timeline, s: &Interner, misses: &[Miss]) -> Vec<Advice> {
                 "/proc/irq/<N>/smp_affinity_list".to_string(),
             ),
         };
-        out.push(Advice {
+        out.push((by, Advice {
             action: format!(
                 "Pin {what} so the {f} work it queues lands on a CPU where its worker does not queue behind other tasks (it waited on CPU{cpu})"
             ),
             command: format!("echo <quiet cpu> > {target}"),
             cost: "that CPU takes the device's interrupt load; irqbalance may move the IRQ back (stop irqbalance, or ban the IRQ from it)".into(),
-        });
+        }));
     }
     out
 }
@@ -256,6 +270,16 @@ fn for_cause(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
                 });
             }
         }
+        "irqs-off (inferred)" => out.push(irqs_off_in_call(c, misses, ncpu)),
+        "on-cpu" => out.push(Advice {
+            action: format!(
+                "The chain's own work in {} ran longer than in the good cycles{}: see where its time went",
+                c.culprit.label(),
+                c.culprit.caller.as_ref().map(|x| format!(" ({x}, with the tick held off)")).unwrap_or_default()
+            ),
+            command: format!("perf record -g -t {} -- sleep 10; perf report", c.culprit.pid.unwrap_or(-1)),
+            cost: "profiling overhead while it records".into(),
+        }),
         "cpu-stalled" => out.push(Advice {
             action: format!(
                 "CPU{cpu} stopped recording (not even its tick) while busy: on a VM the host did not run this vCPU"
@@ -285,4 +309,32 @@ fn for_cause(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
         _ => {}
     }
     out
+}
+
+/// A task's system call that held interrupts off (inferred from a late or missing tick):
+/// what is known about it, and the options that work for irqs-off (a preemption model
+/// does not).
+fn irqs_off_in_call(c: &CauseRow, misses: &[Miss], ncpu: u32) -> Advice {
+    let cpu = c.culprit.cpu.unwrap_or(0);
+    let pid = c.culprit.pid.unwrap_or(-1);
+    let call = c.culprit.caller.clone().unwrap_or_default();
+    let longest = (misses.iter().flat_map(|m| &m.chain))
+        .flat_map(|l| &l.held_by)
+        .filter(|h| h.category == c.category && h.culprit == c.culprit)
+        .map(|h| h.ns)
+        .max()
+        .unwrap_or(0);
+    Advice {
+        action: format!(
+            "{} held interrupts off on CPU{cpu} {call} (up to {} at a time, in {} misses): do less per call (smaller writes, split the work), or keep the latency-critical thread and its timer off CPU{cpu}",
+            c.culprit.label(),
+            crate::units::dur(longest),
+            c.count
+        ),
+        command: format!(
+            "ls -l /proc/{pid}/fd   (the file behind the call); taskset -pc {} <latency-critical pid>",
+            others(ncpu, cpu)
+        ),
+        cost: format!("preempt=full or PREEMPT_RT does not help a section with interrupts off; moving the latency-critical thread costs it CPU{cpu}; a fix in the driver needs its owner"),
+    }
 }
