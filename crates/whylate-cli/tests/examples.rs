@@ -212,3 +212,37 @@ fn diff_of_a_trace_with_itself_changes_nothing() {
         assert_eq!(c["status"], "same", "{c}");
     }
 }
+
+#[test]
+fn a_cut_trace_dat_is_blindness_not_device_time() {
+    // frob.dat cut at 94% of its length: the end of CPU1's data (the chain's CPU) is gone.
+    let raw = zstd::decode_all(std::fs::File::open(repo().join("examples/frob.dat.zst")).unwrap())
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join("frob-cut.dat");
+    std::fs::write(&cut, &raw[..raw.len() * 94 / 100]).unwrap();
+    let mut a = vec!["explain", cut.to_str().unwrap()];
+    a.extend(FROB);
+    a.push("--json");
+    let (json, _) = whylate(&a);
+    let j: Value = serde_json::from_str(&json).unwrap();
+    // The verdict says where and from when the trace is blind.
+    let blind = j["blind"].as_array().unwrap();
+    assert_eq!(blind.len(), 1, "{blind:?}");
+    assert!(
+        blind[0].as_str().unwrap().starts_with("CPU1 from "),
+        "{blind:?}"
+    );
+    // Time on CPU1 after the cut is not the device's, and the blind spot ranks after
+    // every cause the trace shows: the first is still the hog.
+    let causes = j["causes"].as_array().unwrap();
+    assert!(
+        causes.iter().all(|c| c["category"] != "device/external"),
+        "{causes:?}"
+    );
+    assert_eq!(causes[0]["culprit"]["comm"], "hog", "{}", causes[0]);
+    assert!(
+        causes.iter().any(|c| c["category"] == "trace-cut"),
+        "{causes:?}"
+    );
+}

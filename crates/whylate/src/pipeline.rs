@@ -80,6 +80,15 @@ pub fn read(
     }
     let mut tl = b.finish();
     tl.arch = arch;
+    for s in merged.sources() {
+        for &cpu in &s.diag().cut_cpus {
+            let from = tl.cpu_last_ts.get(cpu as usize).copied().unwrap_or(0);
+            // A CPU whose data runs to the end anyway lost nothing that matters.
+            if from < tl.last_ts {
+                tl.blind.push(crate::timeline::Blind { cpu, from });
+            }
+        }
+    }
     let tracers = tracer_samples(merged.sources(), paths);
     let mut inputs = describe_inputs(merged.sources(), paths, &per_input);
     if said.is_none() && tl.saw(KindClass::RawSyscall) > 0 {

@@ -46,6 +46,20 @@ pub(super) fn gap_cause(
 ) -> (&'static str, Culprit, String) {
     let tl = eng.tl;
     let sp = &tl.spans;
+    if let Some(bl) = tl.blind_in(u32::MAX, a, b) {
+        return (
+            "trace-cut",
+            Culprit {
+                cpu: Some(bl.cpu),
+                ..Default::default()
+            },
+            format!(
+                "CPU{}'s data ends at {} (the file is cut short): what happened there is not in the trace",
+                bl.cpu,
+                crate::units::secs(bl.from)
+            ),
+        );
+    }
     if !connected || links.iter().all(|l| l.start >= b) {
         return (
             "device/external",
@@ -142,6 +156,12 @@ impl Engine<'_> {
         }
         if !tl.lost.is_empty() && tl.crosses_loss(l.cpu, a, b) {
             return vec![Hold::on_cpu("unknown-lost-events", l.cpu, b - a)];
+        }
+        // After a cut CPU's last event nothing is known there.
+        if let Some(from) = tl.blind_in(l.cpu, a, b).map(|bl| bl.from.max(a)) {
+            let mut out = self.holds(l, a, from);
+            out.push(Hold::on_cpu("trace-cut", l.cpu, b - from));
+            return out;
         }
         let mut out = Vec::new();
         // An irqs-off section over a late timer is the reason the interrupt came late.

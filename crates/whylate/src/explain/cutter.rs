@@ -52,6 +52,8 @@ pub struct Cycle {
     pub cpu: u32,
     /// When the cycle stopped waiting without reply: the next `from`, or the trace end.
     pub horizon_ns: u64,
+    /// Still open when the trace ended.
+    pub at_end: bool,
     /// Offsets of write syscalls the thread made inside the cycle (a timeout log line is
     /// one way a deadline shows).
     #[serde(skip)]
@@ -170,6 +172,7 @@ impl Cycles {
                 tid: e.tid,
                 cpu: e.cpu,
                 horizon_ns: e.ts,
+                at_end: false,
                 writes: Vec::new(),
             });
             self.open.insert(k, self.cycles.len() - 1);
@@ -212,6 +215,7 @@ impl Cycles {
     pub fn finish(&mut self, last_ns: u64) {
         for (_, i) in self.open.drain() {
             self.cycles[i].horizon_ns = last_ns;
+            self.cycles[i].at_end = true;
         }
     }
 }

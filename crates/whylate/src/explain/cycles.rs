@@ -96,15 +96,18 @@ pub fn analyze(tl: &Timeline, s: &Interner, o: &Options, cycles: Vec<Cycle>) -> 
         .collect();
     durations.sort_unstable();
     let (deadline, source) = deadline_policy(o, &cycles, &durations);
+    let cut = |c: &Cycle| cut_off(tl, c, deadline);
     let is_miss = |c: &Cycle| match (c.end_ns, deadline) {
-        (None, _) => true,
+        (None, _) => !cut(c),
         (Some(e), Some(d)) => e - c.start_ns > d,
         (Some(_), None) => false,
     };
-    let no_reply = cycles.iter().filter(|c| c.end_ns.is_none()).count() as u64;
+    let cut_n = cycles.iter().filter(|c| cut(c)).count() as u64;
+    let no_reply = cycles.iter().filter(|c| c.end_ns.is_none()).count() as u64 - cut_n;
     let missed = cycles.iter().filter(|c| is_miss(c)).count() as u64;
-    let stats = CycleStats::of(&durations, cycles.len() as u64, no_reply, missed);
-    let good: Vec<&Cycle> = cycles.iter().filter(|c| !is_miss(c)).collect();
+    let mut stats = CycleStats::of(&durations, cycles.len() as u64, no_reply, missed);
+    stats.cut_off = cut_n;
+    let good: Vec<&Cycle> = cycles.iter().filter(|c| !is_miss(c) && !cut(c)).collect();
     let template = Template::learn(&eng, &good);
     let mut notes = Vec::new();
     if good.len() < 3 && !cycles.is_empty() {
@@ -160,6 +163,17 @@ pub fn analyze(tl: &Timeline, s: &Interner, o: &Options, cycles: Vec<Cycle>) -> 
         windows,
     };
     assemble(tl, s, frame, found)
+}
+
+/// A cycle with no reply that the trace cannot judge: it ended (or a CPU's data was cut)
+/// before the deadline passed, so the reply may be in what was not recorded. Blindness,
+/// not latency.
+fn cut_off(tl: &Timeline, c: &Cycle, deadline: Option<u64>) -> bool {
+    if c.end_ns.is_some() {
+        return false;
+    }
+    let due = deadline.map_or(u64::MAX, |d| c.start_ns.saturating_add(d));
+    (c.at_end && c.horizon_ns < due) || tl.blind_in(u32::MAX, c.start_ns, due).is_some()
 }
 
 /// Where the misses' chains are blind: misses with no hand-off at all, and misses whose

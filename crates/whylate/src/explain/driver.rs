@@ -117,6 +117,7 @@ impl CycleStats {
             count,
             replied: sorted.len() as u64,
             no_reply,
+            cut_off: 0,
             misses,
             min_ns: d.min,
             p50_ns: d.p50,
@@ -147,6 +148,7 @@ pub(super) fn assemble(tl: &Timeline, s: &Interner, frame: Framing, f: Findings)
         context,
         advice,
         notes: f.notes,
+        blind: blind(tl),
         machine: None,
         cpus: Vec::new(),
         windows: f.windows,
@@ -155,7 +157,12 @@ pub(super) fn assemble(tl: &Timeline, s: &Interner, frame: Framing, f: Findings)
     }
 }
 
-/// Causes as rows, largest total first (ties by culprit, so the order is stable).
+/// Categories that say where the trace is blind rather than what held the chain: ranked
+/// after every cause the trace does show.
+const BLINDNESS: [&str; 2] = ["trace-cut", "unknown-lost-events"];
+
+/// Causes as rows, largest total first (ties by culprit, so the order is stable), the
+/// blind spots last.
 fn rank(causes: FxHashMap<CauseKey, (u64, u64)>) -> Vec<CauseRow> {
     let sum: u64 = causes.values().map(|v| v.1).sum::<u64>().max(1);
     let mut rows: Vec<CauseRow> = causes
@@ -169,10 +176,25 @@ fn rank(causes: FxHashMap<CauseKey, (u64, u64)>) -> Vec<CauseRow> {
             share: ns as f64 / sum as f64,
         })
         .collect();
+    let blind = |r: &CauseRow| BLINDNESS.contains(&r.category.as_str());
     rows.sort_by(|a, b| {
-        b.total_excess_ns
-            .cmp(&a.total_excess_ns)
+        (blind(a).cmp(&blind(b)))
+            .then(b.total_excess_ns.cmp(&a.total_excess_ns))
             .then(a.culprit.label().cmp(&b.culprit.label()))
     });
     rows
+}
+
+/// Where the trace is blind, in words: each CPU whose data ends early, and from when.
+fn blind(tl: &Timeline) -> Vec<String> {
+    (tl.blind.iter())
+        .map(|b| {
+            format!(
+                "CPU{} from {} to the end ({} later): its data in the file is cut short; time there is not blamed on the workload",
+                b.cpu,
+                crate::units::secs(b.from),
+                crate::units::dur(tl.last_ts.saturating_sub(b.from))
+            )
+        })
+        .collect()
 }

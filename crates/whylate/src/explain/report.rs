@@ -136,6 +136,7 @@ fn anonymous(category: &str) -> &'static str {
         "cpu-stalled" => "(the CPU did not run: host or lost events)",
         "timer-irq-late" => "(no cause in the trace)",
         "unknown-lost-events" => "(events lost there)",
+        "trace-cut" => "(no data: file cut)",
         _ => "(no task or irq to name)",
     }
 }
@@ -243,8 +244,11 @@ pub struct CycleStats {
     pub count: u64,
     /// Cycles with a reply.
     pub replied: u64,
-    /// Cycles without.
+    /// Cycles without (that the trace saw through their deadline).
     pub no_reply: u64,
+    /// Cycles without a reply that the trace ended (or lost a CPU's data) before their
+    /// deadline: not judged.
+    pub cut_off: u64,
     /// Misses (over the deadline, or no reply).
     pub misses: u64,
     /// Quantiles of replied cycles.
@@ -312,6 +316,9 @@ pub struct ExplainReport {
     pub advice: Vec<Advice>,
     /// Where the analysis is blind or approximate.
     pub notes: Vec<String>,
+    /// Where the trace itself is blind (a CPU's data cut short), with the time: said
+    /// under the verdict, before any cause.
+    pub blind: Vec<String>,
     /// The machine as `whylate record` saw it (null for other inputs).
     pub machine: Option<Machine>,
     /// What every CPU spent the trace on.

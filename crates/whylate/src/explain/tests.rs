@@ -103,6 +103,7 @@ fn a_cycle_deadline_is_inferred_from_timeout_complaints() {
             tid: 5,
             cpu: 0,
             horizon_ns: (i + 1) * 10_000_000,
+            at_end: false,
             writes: vec![3_460_000 + i * 2_000],
         })
         .collect();
@@ -184,4 +185,30 @@ fn every_link_holds_no_more_excess_than_it_lasted() {
     for l in r.misses.iter().flat_map(|m| &m.chain) {
         assert!(l.excess_ns <= l.duration_ns, "{l:?}");
     }
+}
+
+#[test]
+fn a_cycle_the_trace_ends_before_its_deadline_is_cut_off_not_a_miss() {
+    // Six good cycles, then a request 100 us before the trace's last event: no reply yet,
+    // and the trace cannot say whether one came by the 1 ms deadline.
+    let mut t = testkit::three_cpu_chain(6, &[], 0);
+    let end = 1_000_000 + 6 * 1_050;
+    t += &testkit::line(end, 0, "c-5", "....1", "sys_write(fd: 3, buf: 0, count: 7)");
+    t += &testkit::line(end + 100, 2, "bystander-70", "....1", "sys_getpid -> 0x46");
+    let r = cycles_of(&t, Some(1_000_000));
+    assert_eq!(
+        (
+            r.cycles.count,
+            r.cycles.misses,
+            r.cycles.no_reply,
+            r.cycles.cut_off
+        ),
+        (7, 0, 0, 1)
+    );
+    // With a deadline the trace saw pass, the same request is a miss with no reply.
+    let r = cycles_of(&t, Some(80_000));
+    assert_eq!(
+        (r.cycles.misses, r.cycles.no_reply, r.cycles.cut_off),
+        (1, 1, 0)
+    );
 }

@@ -209,6 +209,10 @@ pub struct Diag {
     pub no_timestamps: bool,
     /// The input ended abruptly (a cut compressed stream): what was read is kept.
     pub truncated: Option<String>,
+    /// CPUs whose data the cut removed the end of (a cut trace.dat): the analysis is
+    /// blind on them after their last event.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cut_cpus: Vec<u32>,
     /// Set when `strict` and the first unparsed line was seen.
     #[serde(skip)]
     pub strict_error: Option<BadLine>,

@@ -251,6 +251,16 @@ pub struct LostWindow {
 /// 1.5 scheduler ticks (the tick period is measured in the trace; 8 ms when it cannot be).
 pub const SILENCE_NS: u64 = 2_000_000;
 
+/// Where the analysis is blind: a CPU whose data the trace lost from `from` on (a cut
+/// file). Time there is not the workload's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Blind {
+    /// The CPU.
+    pub cpu: u32,
+    /// Its last event.
+    pub from: u64,
+}
+
 /// A CPU that recorded nothing while a task was on it.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct Silence {
@@ -345,6 +355,10 @@ pub struct Timeline {
     /// idle) was on it. With the scheduler tick traced, that means the CPU did not run at
     /// all (a virtual CPU preempted by its host) or events were lost.
     pub silences: Vec<Silence>,
+    /// CPUs whose data ends early (set by the reading pass from what the readers said).
+    pub blind: Vec<Blind>,
+    /// Each CPU's last event.
+    pub cpu_last_ts: Vec<u64>,
     /// hrtimer expiries of the scheduler tick seen (`tick_*` functions).
     pub ticks: u64,
     /// The scheduler tick period measured in the trace.

@@ -53,6 +53,14 @@ impl Timeline {
             .sum()
     }
 
+    /// Where the trace is blind on `cpu` (any CPU when `u32::MAX`) inside `[start, end]`:
+    /// the earliest blind point there.
+    pub fn blind_in(&self, cpu: u32, start: u64, end: u64) -> Option<&Blind> {
+        (self.blind.iter())
+            .filter(|b| (cpu == u32::MAX || b.cpu == cpu) && b.from < end && self.last_ts > start)
+            .min_by_key(|b| b.from)
+    }
+
     /// True when a lost-events window on `cpu` (any CPU when `cpu` is `u32::MAX`)
     /// intersects `[start, end]`.
     pub fn crosses_loss(&self, cpu: u32, start: u64, end: u64) -> bool {

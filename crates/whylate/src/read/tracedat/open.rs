@@ -231,11 +231,12 @@ impl TraceDat {
                             info.instance = name;
                         }
                     }
-                    let cut: Vec<String> = v
-                        .iter()
+                    self.diag.cut_cpus = (v.iter())
                         .filter(|(_, off, size)| off.saturating_add(*size) > flen)
-                        .map(|(cpu, _, _)| cpu.to_string())
+                        .map(|(cpu, _, _)| *cpu)
                         .collect();
+                    let cut: Vec<String> =
+                        self.diag.cut_cpus.iter().map(|c| c.to_string()).collect();
                     if !cut.is_empty() {
                         self.diag.truncated = Some(format!(
                             "the file is cut short ({flen} bytes): the data of CPU {} is incomplete",

@@ -58,12 +58,20 @@ fn verdict(o: &mut String, r: &ExplainReport, p: &Paint) {
     let first = if r.noun == "outliers" {
         format!("{} outliers across the measures{q}", c.count)
     } else {
+        let cut = if c.cut_off > 0 {
+            format!(", {} cut off by the trace's end", c.cut_off)
+        } else {
+            String::new()
+        };
         format!(
-            "{} {}, {} missed ({} no reply), {dl}{q}",
+            "{} {}, {} missed ({} no reply{cut}), {dl}{q}",
             c.count, r.noun, c.misses, c.no_reply
         )
     };
     let _ = writeln!(o, "{}", p.heading(&first));
+    for b in &r.blind {
+        let _ = writeln!(o, "  {} {b}", p.warn("blind:"));
+    }
     if r.deadline_source != "given" && r.noun != "outliers" {
         let _ = writeln!(o, "  deadline {}", r.deadline_source);
     }
@@ -375,6 +383,7 @@ mod tests {
             context: Vec::new(),
             advice: Vec::new(),
             notes: Vec::new(),
+            blind: Vec::new(),
             machine: None,
             cpus: Vec::new(),
             windows: Vec::new(),

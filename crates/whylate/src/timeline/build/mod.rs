@@ -437,6 +437,7 @@ impl Builder {
             }
         }
         self.tl.cpus = self.cpus.len() as u32;
+        self.tl.cpu_last_ts = self.cpus.iter().map(|c| c.last_ts).collect();
         let tick = if self.tick_gaps.len() >= 8 {
             self.tick_gaps.sort_unstable();
             // Idle CPUs skip ticks (NO_HZ): the lower quartile is a busy CPU's period.
