@@ -1,8 +1,7 @@
 //! What to do: the CPUs behind the causes (context) and advice for the top causes,
 //! with the command for this machine and what it costs.
 
-use super::driver::CauseKey;
-use super::report::{Advice, CauseRow, CpuContext, Miss};
+use super::report::{Advice, CauseKey, CauseRow, CpuContext, Miss};
 use crate::event::Interner;
 use crate::timeline::Timeline;
 use rustc_hash::{FxHashMap, FxHashSet};

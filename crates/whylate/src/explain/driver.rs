@@ -5,14 +5,12 @@
 //! does the rest once.
 
 use super::advice::{advise, context};
-use super::report::{CauseRow, Culprit, CycleStats, ExplainReport, Hold, Miss, Window};
+use super::report::{CauseKey, CauseRow, Culprit, CycleStats, ExplainReport, Hold, Miss, Window};
 use crate::dist::Dist;
 use crate::event::Interner;
 use crate::timeline::Timeline;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-/// A cause: (category, culprit).
-pub(super) type CauseKey = (String, Culprit);
 
 /// Blame over all misses: per cause (misses it contributed to, excess ns), and per CPU
 /// the excess the chain lost there (what the context section looks at).

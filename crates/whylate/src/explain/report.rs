@@ -7,6 +7,9 @@ use crate::timeline::Timeline;
 use serde::Serialize;
 use std::fmt::Write as _;
 
+/// A cause: (category, culprit).
+pub(super) type CauseKey = (String, Culprit);
+
 /// Who a cause names.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct Culprit {
