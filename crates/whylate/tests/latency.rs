@@ -891,3 +891,64 @@ fn plots_account_for_every_cycle_and_event() {
         assert!(l.rows.iter().any(|x| x.cpu == r.misses[l.miss].cpu));
     }
 }
+
+#[test]
+fn automatic_mode_finds_a_single_clear_outlier_in_a_short_excerpt() {
+    use whylate::explain::explain_auto;
+    let auto = |name: &str| {
+        let r = explain_auto(&[seed(name)], &OpenOptions::default(), 3).unwrap();
+        serde_json::to_value(&r).unwrap()
+    };
+    // Seed 003: one 56.285 ms storage handler, no other sample of it to compare with.
+    let j = auto("seed003-ftrace.txt");
+    assert_eq!(j["cycles"]["count"], 1, "{}", j["misses"]);
+    let c = &j["causes"][0];
+    assert_eq!(
+        (&c["category"], &c["culprit"]["irq"]),
+        (&"hardirq".into(), &96.into())
+    );
+    assert_eq!(c["total_excess_ns"], 56_285_000);
+    // Seed 002: the tasklet raised in the DMA interrupt waited 469 us to run.
+    let j = auto("seed002-latency-dump.txt");
+    let worst = &j["misses"][0];
+    assert_eq!(worst["duration_ns"], 469_000, "{worst}");
+    assert!(worst["chain"][0]["what"]
+        .as_str()
+        .unwrap()
+        .starts_with("TASKLET raised in irq 20"));
+}
+
+#[test]
+fn automatic_mode_lists_the_worst_but_counts_and_ranks_every_outlier() {
+    use whylate::explain::explain_auto;
+    // 250 irq handlers of 2 ms each (over the 1 ms absolute threshold).
+    let mut t = String::new();
+    for k in 0..250u64 {
+        let us = 1_000_000 + k * 5_000;
+        for (d, what) in [
+            (0, "irq_handler_entry: irq=7 name=slow"),
+            (2_000, "irq_handler_exit: irq=7 ret=handled"),
+        ] {
+            t += &format!(
+                " <idle>-0 [000] d.h1. {}.{:06}: {what}\n",
+                (us + d) / 1_000_000,
+                (us + d) % 1_000_000
+            );
+        }
+    }
+    let r = explain_auto(
+        &[tmp("many.txt", &t).to_path_buf()],
+        &OpenOptions::default(),
+        3,
+    )
+    .unwrap();
+    assert_eq!((r.cycles.count, r.misses.len()), (250, 200));
+    assert_eq!(r.causes[0].count, 250);
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("250 outliers found: the 200 worst are listed")),
+        "{:?}",
+        r.notes
+    );
+}

@@ -39,7 +39,22 @@ fn link(kind: &str, ts: u64, cpu: u32, what: String, d: u64, usual: u64, held: V
 }
 
 /// The thresholds automatic mode applies, in words (the report's first note).
-const THRESHOLDS: &str = "automatic mode: outliers are waits for a CPU over 1 ms (100 us for real-time tasks) and 4x the task's usual, irq handlers over 100 us and 3x their usual, irqs-off/preempt-off sections over 100 us, softirqs deferred to ksoftirqd over 100 us, work items waiting over 1 ms and 3x their usual, timer periods over 500 us; give --from/--to for your own request/response cycle";
+const THRESHOLDS: &str = "automatic mode: outliers are waits for a CPU over 1 ms (100 us for real-time tasks) and 4x the task's usual, or over 10 ms (1 ms real-time) whatever the usual; irq handlers over 100 us and 3x their usual, or over 1 ms; irqs-off/preempt-off sections over 100 us; softirqs deferred to ksoftirqd over 100 us, or waiting over 300 us wherever they ran; work items waiting over 1 ms and 3x their usual, or over 10 ms; timer periods over 500 us. The usual is the median of at least 3 samples: with fewer, only the absolute thresholds apply. Give --from/--to for your own request/response cycle";
+
+/// Where the list of outliers stops (all of them are tallied and counted).
+const LISTED: usize = 200;
+
+/// A group's usual duration, when it has enough samples (3) to have one: a single sample
+/// is not its own baseline.
+fn usual_of(v: Vec<u64>) -> Option<u64> {
+    (v.len() >= 3).then(|| median(v))
+}
+
+/// Whether `d` is an outlier: over `floor` and `times` its usual, or over `clear` (the
+/// only rule without a usual).
+fn outlier(d: u64, usual: Option<u64>, floor: u64, times: u64, clear: u64) -> bool {
+    d >= clear || (d >= floor && usual.is_some_and(|u| d >= times * u))
+}
 
 /// The automatic mode on a built timeline.
 pub fn analyze_auto(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport {
@@ -56,7 +71,6 @@ pub fn analyze_auto(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport {
     };
     found.extend(timer_findings(&eng, &timers).1.misses);
     found.sort_by_key(|m| std::cmp::Reverse(m.late_ns));
-    found.truncate(200);
     let mut tally = Tally::default();
     for m in &found {
         tally.add_chain(m);
@@ -68,6 +82,13 @@ pub fn analyze_auto(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport {
     let mut notes = vec![THRESHOLDS.to_string()];
     if found.is_empty() {
         notes.push("no outlier above those thresholds".into());
+    }
+    if found.len() > LISTED {
+        notes.push(format!(
+            "{} outliers found: the {LISTED} worst are listed, the causes and counts cover all of them",
+            found.len()
+        ));
+        found.truncate(LISTED);
     }
     let mut windows: Vec<Window> = (found.iter())
         .map(|m| Window {
@@ -117,15 +138,23 @@ fn cpu_waits(eng: &Engine<'_>, found: &mut Vec<Miss>) {
             .or_default()
             .push(sp.end[i] - sp.start[i]);
     }
-    let usual: FxHashMap<i32, u64> = (per_tid.into_iter()).map(|(t, v)| (t, median(v))).collect();
+    let usual: FxHashMap<i32, Option<u64>> = (per_tid.into_iter())
+        .map(|(t, v)| (t, usual_of(v)))
+        .collect();
     for &i in &waits {
         let tid = sp.tid[i];
         let d = sp.end[i] - sp.start[i];
         let rt = tl.prios.get(&tid).is_some_and(|&p| p < 100);
-        let u = usual.get(&tid).copied().unwrap_or(0);
-        if d < if rt { 100_000 } else { 1_000_000 } || d < 4 * u {
+        let usual = usual.get(&tid).copied().flatten();
+        let (floor, clear) = if rt {
+            (100_000, 1_000_000)
+        } else {
+            (1_000_000, 10_000_000)
+        };
+        if !outlier(d, usual, floor, 4, clear) {
             continue;
         }
+        let u = usual.unwrap_or(0);
         let l = RawLink::wait(LinkKind::Run, sp.start[i], sp.end[i], sp.cpu[i], tid);
         let ex = d - u;
         let mut held = eng.holds(&l, sp.end[i] - ex, sp.end[i]);
@@ -161,18 +190,19 @@ fn irqs_and_offs(eng: &Engine<'_>, found: &mut Vec<Miss>) {
                 .push(sp.end[i] - sp.start[i]);
         }
     }
-    let usual_irq: FxHashMap<u32, u64> =
-        (per_irq.into_iter()).map(|(k, v)| (k, median(v))).collect();
+    let usual_irq: FxHashMap<u32, Option<u64>> = (per_irq.into_iter())
+        .map(|(k, v)| (k, usual_of(v)))
+        .collect();
     for i in 0..sp.len() {
         let d = sp.end[i] - sp.start[i];
         if sp.flags[i] & span::END_UNKNOWN != 0 {
             continue;
         }
         match sp.kind[i] {
-            SpanKind::Hardirq if sp.key[i] != u32::MAX && d >= 100_000 => {
-                let u = usual_irq.get(&sp.key[i]).copied().unwrap_or(0);
-                if d >= 3 * u {
-                    found.push(long_irq(eng, i, u));
+            SpanKind::Hardirq if sp.key[i] != u32::MAX => {
+                let u = usual_irq.get(&sp.key[i]).copied().flatten();
+                if outlier(d, u, 100_000, 3, 1_000_000) {
+                    found.push(long_irq(eng, i, u.unwrap_or(0)));
                 }
             }
             SpanKind::IrqsOff | SpanKind::PreemptOff if d >= 100_000 => {
@@ -249,21 +279,28 @@ fn deferred_and_work(eng: &Engine<'_>, found: &mut Vec<Miss>) {
     for e in tl.edges.iter().filter(|e| e.kind == EdgeKind::Work) {
         per_fn.entry(e.key).or_default().push(e.at - e.ts);
     }
-    let usual_fn: FxHashMap<u32, u64> = per_fn.into_iter().map(|(k, v)| (k, median(v))).collect();
+    let usual_fn: FxHashMap<u32, Option<u64>> = (per_fn.into_iter())
+        .map(|(k, v)| (k, usual_of(v)))
+        .collect();
     for e in &tl.edges {
         let d = e.at.saturating_sub(e.ts);
-        let (kind, u, min) = match e.kind {
-            EdgeKind::Softirq if e.val as u8 & span::KSOFTIRQD != 0 => ("softirq", 0, 100_000),
-            EdgeKind::Work => (
-                "work",
-                usual_fn.get(&e.key).copied().unwrap_or(0),
-                1_000_000,
-            ),
+        let (kind, u) = match e.kind {
+            EdgeKind::Softirq => {
+                let deferred = e.val as u8 & span::KSOFTIRQD != 0;
+                if !(deferred && d >= 100_000 || d >= 300_000) {
+                    continue;
+                }
+                ("softirq", 0)
+            }
+            EdgeKind::Work => {
+                let u = usual_fn.get(&e.key).copied().flatten();
+                if !outlier(d, u, 1_000_000, 3, 10_000_000) {
+                    continue;
+                }
+                ("work", u.unwrap_or(0))
+            }
             _ => continue,
         };
-        if d < min || d < 3 * u {
-            continue;
-        }
         let l = RawLink::wait(LinkKind::Work, e.ts, e.at, e.to_cpu, e.to_tid);
         let ex = d - u;
         let mut held = eng.holds(&l, e.at - ex, e.at);
@@ -274,12 +311,17 @@ fn deferred_and_work(eng: &Engine<'_>, found: &mut Vec<Miss>) {
             }
         }
         let by = eng.ctx(e.from, e.from_tid, e.from_cpu, e.ts);
+        let deferred = kind == "softirq" && e.val as u8 & span::KSOFTIRQD != 0;
         let what = if kind == "softirq" {
+            let place = if deferred {
+                format!("deferred to {}", eng.task(e.to_tid))
+            } else {
+                format!("ran at an irq exit over {}", eng.task(e.to_tid))
+            };
             format!(
-                "{} raised in {by} on CPU{}, deferred to {}",
+                "{} raised in {by} on CPU{}, {place}",
                 SOFTIRQ_NAMES.get(e.key as usize).copied().unwrap_or("?"),
                 e.from_cpu,
-                eng.task(e.to_tid)
             )
         } else {
             format!(
@@ -291,7 +333,9 @@ fn deferred_and_work(eng: &Engine<'_>, found: &mut Vec<Miss>) {
             )
         };
         let mut lk = link(kind, e.ts, e.to_cpu, what, d, u, held);
-        lk.waiter = (e.to_tid > 0).then(|| Culprit::task(tl, s, e.to_tid, e.to_cpu));
+        // The worker or ksoftirqd waited; a task a softirq ran over did not.
+        let waited = kind == "work" || deferred;
+        lk.waiter = (e.to_tid > 0 && waited).then(|| Culprit::task(tl, s, e.to_tid, e.to_cpu));
         found.push(one_link_miss(e.ts, d, e.to_tid, e.to_cpu, ex, lk));
     }
 }

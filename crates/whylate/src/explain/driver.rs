@@ -11,7 +11,6 @@ use crate::event::Interner;
 use crate::timeline::Timeline;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-
 /// Blame over all misses: per cause (misses it contributed to, excess ns), and per CPU
 /// the excess the chain lost there (what the context section looks at).
 #[derive(Default)]

@@ -232,7 +232,12 @@ fn context(o: &mut String, r: &ExplainReport, p: &Paint) {
             let busy: Vec<String> = (cx.busy.iter())
                 .map(|(t, f)| format!("{t} {:.0}%", f * 100.0))
                 .collect();
-            let _ = writeln!(o, "  CPU{}: {}; busy: {}", cx.cpu, cx.role, busy.join(", "));
+            let busy = if busy.is_empty() {
+                String::new()
+            } else {
+                format!("; busy: {}", busy.join(", "))
+            };
+            let _ = writeln!(o, "  CPU{}: {}{busy}", cx.cpu, cx.role);
             if !cx.irqs.is_empty() {
                 let irqs: Vec<String> = cx.irqs.iter().map(|(i, n)| format!("{i} x{n}")).collect();
                 let _ = writeln!(o, "        irqs handled there: {}", irqs.join(", "));
