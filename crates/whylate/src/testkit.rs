@@ -241,3 +241,152 @@ pub fn giving_up_client(cycles: usize, hogged: &[usize]) -> String {
     }
     t
 }
+
+/// A device answers a busy-polling client: `c-5` on CPU0 writes a request; 300 us later
+/// the device's irq 16 (`ehci_hcd`) on CPU1 schedules a tasklet, which queues
+/// `flush_to_ldisc` for `kworker/1:1-40`; the worker runs it and the client's read
+/// returns 20 us after. In the cycles in `hogged`, `hog-60` holds CPU1 for 3 ms before
+/// the worker runs; in those in `stormed`, storage irq 96 (`hpvsa0`) runs 5 ms on CPU1
+/// from +100 us, and the device's interrupt comes right after it.
+pub fn device_chain(cycles: usize, hogged: &[usize], stormed: &[usize]) -> String {
+    let sw = |p: &str, n: &str| format!("sched_switch: {p} ==> {n}");
+    let idle1 = "prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R";
+    let mut t = String::new();
+    let mut at = 1_000_000u64;
+    for k in 0..cycles {
+        let hog = hogged.contains(&k);
+        t += &line(at, 0, "c-5", "....1", "sys_write(fd: 3, buf: 0, count: 7)");
+        let mut irq = at + 300;
+        if stormed.contains(&k) {
+            t += &line(
+                at + 100,
+                1,
+                "<idle>-0",
+                "d.h1.",
+                "irq_handler_entry: irq=96 name=hpvsa0",
+            );
+            t += &line(
+                at + 5_100,
+                1,
+                "<idle>-0",
+                "d.h1.",
+                "irq_handler_exit: irq=96 ret=handled",
+            );
+            irq = at + 5_110;
+        }
+        let (who, prev) = if hog {
+            t += &line(
+                irq - 10,
+                1,
+                "<idle>-0",
+                "d..2.",
+                &sw(idle1, "next_comm=hog next_pid=60 next_prio=120"),
+            );
+            (
+                "hog-60",
+                "prev_comm=hog prev_pid=60 prev_prio=120 prev_state=R",
+            )
+        } else {
+            ("<idle>-0", idle1)
+        };
+        t += &line(
+            irq,
+            1,
+            who,
+            "d.h1.",
+            "irq_handler_entry: irq=16 name=ehci_hcd",
+        );
+        t += &line(
+            irq + 1,
+            1,
+            who,
+            "d.h1.",
+            "softirq_raise: vec=6 [action=TASKLET]",
+        );
+        t += &line(
+            irq + 2,
+            1,
+            who,
+            "d.h1.",
+            "irq_handler_exit: irq=16 ret=handled",
+        );
+        t += &line(
+            irq + 3,
+            1,
+            who,
+            "..s1.",
+            "softirq_entry: vec=6 [action=TASKLET]",
+        );
+        t += &line(irq + 4, 1, who, "..s1.", &format!("workqueue_queue_work: work struct=0000000000004{k:03} function=flush_to_ldisc workqueue=events req_cpu=1 cpu=1"));
+        t += &line(
+            irq + 5,
+            1,
+            who,
+            "d.s2.",
+            "sched_waking: comm=kworker/1:1 pid=40 prio=120 target_cpu=001",
+        );
+        t += &line(
+            irq + 6,
+            1,
+            who,
+            "..s1.",
+            "softirq_exit: vec=6 [action=TASKLET]",
+        );
+        let run = if hog { irq + 3_000 } else { irq + 10 };
+        t += &line(
+            run,
+            1,
+            who,
+            "d..2.",
+            &sw(prev, "next_comm=kworker/1:1 next_pid=40 next_prio=120"),
+        );
+        t += &line(
+            run + 2,
+            1,
+            "kworker/1:1-40",
+            ".....",
+            &format!(
+                "workqueue_execute_start: work struct 0000000000004{k:03}: function flush_to_ldisc"
+            ),
+        );
+        t += &line(
+            run + 10,
+            1,
+            "kworker/1:1-40",
+            ".....",
+            &format!(
+                "workqueue_execute_end: work struct 0000000000004{k:03}: function flush_to_ldisc"
+            ),
+        );
+        let next = if hog {
+            "next_comm=hog next_pid=60 next_prio=120"
+        } else {
+            "next_comm=swapper/1 next_pid=0 next_prio=120"
+        };
+        t += &line(
+            run + 12,
+            1,
+            "kworker/1:1-40",
+            "d..2.",
+            &sw(
+                "prev_comm=kworker/1:1 prev_pid=40 prev_prio=120 prev_state=I",
+                next,
+            ),
+        );
+        if hog {
+            t += &line(
+                run + 20,
+                1,
+                "hog-60",
+                "d..2.",
+                &sw(
+                    "prev_comm=hog prev_pid=60 prev_prio=120 prev_state=S",
+                    "next_comm=swapper/1 next_pid=0 next_prio=120",
+                ),
+            );
+        }
+        t += &line(run + 30, 0, "c-5", "....1", "sys_read -> 0x1");
+        at += 10_000;
+    }
+    t
+}

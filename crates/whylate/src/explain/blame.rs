@@ -61,6 +61,23 @@ pub(super) fn gap_cause(
         );
     }
     if !connected || links.iter().all(|l| l.start >= b) {
+        // An interrupt handler that held a CPU most of the time: the device's own
+        // interrupt could not be taken behind it (seed 003: a 56 ms storage handler).
+        if let Some((irq, cpu, ns)) = longest_handler(eng, a, b).filter(|x| x.2 * 2 >= b - a) {
+            let culprit = Culprit {
+                irq: Some(irq),
+                irq_name: tl.irq_names.get(&irq).map(|n| eng.s.get(*n).to_string()),
+                cpu: Some(cpu),
+                ..Default::default()
+            };
+            let what = format!(
+                "nothing on the chain moved for {} while {} ran {} on CPU{cpu}: an interrupt behind it there could not be taken",
+                dur(b - a),
+                culprit.label(),
+                dur(ns)
+            );
+            return ("hardirq", culprit, what);
+        }
         return (
             "device/external",
             Culprit {
@@ -392,4 +409,16 @@ fn others_view(tl: &crate::timeline::Timeline, cpu: u32, a: u64, b: u64) -> Stri
         (false, true) => format!("; busy {} kept recording meanwhile", kept.join(", ")),
         (true, true) => "; no other busy CPU to compare with".into(),
     }
+}
+
+/// The interrupt handler that held one CPU longest in `[a, b]`: (irq, cpu, ns).
+fn longest_handler(eng: &Engine<'_>, a: u64, b: u64) -> Option<(u32, u32, u64)> {
+    let tl = eng.tl;
+    (0..tl.cpus)
+        .flat_map(|cpu| {
+            (tl.occupants(cpu, a, b).into_iter())
+                .filter(|o| o.what == OccupantKind::Hardirq && o.id >= 0 && o.id < u32::MAX as i64)
+                .map(move |o| (o.id as u32, cpu, o.ns))
+        })
+        .max_by_key(|x| x.2)
 }

@@ -73,6 +73,8 @@ pub(super) struct Engine<'a> {
     pub(super) irqsoff_by_cpu: Vec<Vec<u32>>,
     /// Syscall spans by start.
     pub(super) syscalls: Vec<u32>,
+    /// Per CPU, softirq raise edges by the time the softirq ran.
+    softirq_runs: Vec<Vec<u32>>,
     /// Trace-wide median per link key (name), for links good cycles lack.
     pub(super) trace_median: std::cell::RefCell<FxHashMap<(LinkKind, String), u64>>,
 }
@@ -105,7 +107,19 @@ impl<'a> Engine<'a> {
             .filter(|&i| sp.kind[i as usize] == SpanKind::Syscall)
             .collect();
         syscalls.sort_by_key(|&i| sp.start[i as usize]);
+        let mut softirq_runs = vec![Vec::new(); tl.cpus as usize];
+        for (i, e) in tl.edges.iter().enumerate() {
+            if e.kind == EdgeKind::Softirq {
+                if let Some(l) = softirq_runs.get_mut(e.to_cpu as usize) {
+                    l.push(i as u32);
+                }
+            }
+        }
+        for l in &mut softirq_runs {
+            l.sort_by_key(|&i| tl.edges[i as usize].at);
+        }
         Engine {
+            softirq_runs,
             clock: crate::timeline::TimerClock::new(tl),
             tl,
             s,
@@ -140,6 +154,41 @@ impl<'a> Engine<'a> {
                 )
             }
             Ctx::Unknown => self.task(tid),
+        }
+    }
+
+    /// The hardirq behind something done at `ts` on `cpu` in context `c`: the handler
+    /// itself, or the one that raised the softirq running then (IRQ -> tasklet -> work).
+    pub(super) fn origin_irq(&self, c: Ctx, cpu: u32, ts: u64) -> Option<u32> {
+        let tl = self.tl;
+        let hard = |c: Ctx, cpu, ts| match tl.resolve(c, cpu, ts) {
+            Ctx::Hardirq { irq } if irq != u32::MAX => Some(irq),
+            _ => None,
+        };
+        match tl.resolve(c, cpu, ts) {
+            Ctx::Softirq { vec } => {
+                let runs = self.softirq_runs.get(cpu as usize)?;
+                let n = runs.partition_point(|&i| tl.edges[i as usize].at <= ts);
+                let raise = (runs[..n].iter().rev())
+                    .map(|&i| &tl.edges[i as usize])
+                    .find(|e| e.key == vec as u32)?;
+                hard(raise.from, raise.from_cpu, raise.ts)
+            }
+            other => hard(other, cpu, ts),
+        }
+    }
+
+    /// Who queued work edge `e`, in words, with the interrupt behind it when a softirq
+    /// (a tasklet) did: `softirq TASKLET (raised by irq 16 (ehci_hcd))`.
+    pub(super) fn queued_by(&self, e: &crate::timeline::Edge) -> (String, Option<u32>) {
+        let who = self.ctx(e.from, e.from_tid, e.from_cpu, e.ts);
+        let irq = self.origin_irq(e.from, e.from_cpu, e.ts);
+        match irq {
+            Some(n) if !who.starts_with("irq ") => {
+                let name = self.ctx(Ctx::Hardirq { irq: n }, e.from_tid, e.from_cpu, e.ts);
+                (format!("{who} (raised by {name})"), irq)
+            }
+            _ => (who, irq),
         }
     }
 
@@ -180,6 +229,7 @@ impl<'a> Engine<'a> {
                 EdgeKind::Work => {
                     chain.insert(e.to_tid);
                     let f = self.s.get(Sym(e.key)).to_string();
+                    let (by, irq) = self.queued_by(e);
                     links.push(RawLink {
                         kind: LinkKind::Work,
                         key: key(LinkKind::Work, f.clone()),
@@ -188,14 +238,13 @@ impl<'a> Engine<'a> {
                         cpu: e.to_cpu,
                         tid: e.to_tid,
                         what: format!(
-                            "{f} queued by {} on CPU{}, started in {} on CPU{}",
-                            self.ctx(e.from, e.from_tid, e.from_cpu, e.ts),
+                            "{f} queued by {by} on CPU{}, started in {} on CPU{}",
                             e.from_cpu,
                             self.task(e.to_tid),
                             e.to_cpu
                         ),
                         preempted: false,
-                        irq: None,
+                        irq,
                     });
                 }
                 EdgeKind::Timer if e.val != u64::MAX && e.val2 != u64::MAX => {
@@ -314,6 +363,7 @@ impl<'a> Engine<'a> {
             }
             if e.kind == EdgeKind::Work {
                 let f = self.s.get(Sym(e.key)).to_string();
+                let (by, irq) = self.queued_by(e);
                 links.push(RawLink {
                     kind: LinkKind::Work,
                     key: (LinkKind::Work, f.clone(), 1),
@@ -322,17 +372,14 @@ impl<'a> Engine<'a> {
                     cpu: e.to_cpu,
                     tid: e.to_tid,
                     what: format!(
-                        "{f} queued by {} on CPU{}, started in {} on CPU{}",
-                        self.ctx(e.from, e.from_tid, e.from_cpu, e.ts),
+                        "{f} queued by {by} on CPU{}, started in {} on CPU{}",
                         e.from_cpu,
                         self.task(e.to_tid),
                         e.to_cpu
                     ),
                     preempted: false,
-                    irq: Some(match tl.resolve(e.from, e.from_cpu, e.ts) {
-                        Ctx::Hardirq { irq } => irq,
-                        _ => u32::MAX,
-                    }),
+                    // Not from the chain: an interrupt, the trace's or one it did not record.
+                    irq: Some(irq.unwrap_or(u32::MAX)),
                 });
             }
         }

@@ -212,3 +212,72 @@ fn a_cycle_the_trace_ends_before_its_deadline_is_cut_off_not_a_miss() {
         (1, 1, 0)
     );
 }
+
+#[test]
+fn the_interrupt_behind_a_tasklet_is_in_the_chain_and_its_advice() {
+    // The work the reply needs is queued by a tasklet that irq 16 raised; in cycle 4 a
+    // hog keeps the worker off CPU1 for 3 ms.
+    let r = cycles_of(&testkit::device_chain(6, &[4], &[]), Some(1_000_000));
+    assert_eq!(r.cycles.misses, 1);
+    let work = r.misses[0].chain.iter().find(|l| l.kind == "work").unwrap();
+    assert!(
+        work.what.starts_with(
+            "flush_to_ldisc queued by softirq TASKLET (raised by irq 16 (ehci_hcd)) on CPU1"
+        ),
+        "{}",
+        work.what
+    );
+    assert_eq!(work.queued_in_irq, Some(16));
+    assert_eq!(r.causes[0].culprit.pid, Some(60));
+    // The irq placement advice names irq 16, right after the advice for the hog.
+    let pin = r
+        .advice
+        .iter()
+        .position(|a| a.action.starts_with("Pin irq 16 (ehci_hcd)"));
+    assert!(pin.is_some(), "{:?}", r.advice);
+    assert!(r
+        .advice
+        .iter()
+        .all(|a| !a.action.contains("not in this trace")));
+}
+
+#[test]
+fn a_reply_held_behind_another_interrupt_handler_blames_that_handler() {
+    // In cycle 3 storage irq 96 runs 5 ms on CPU1 and the device's irq 16 comes after
+    // it: the 5 ms are irq 96's, not the device's.
+    let r = cycles_of(&testkit::device_chain(6, &[], &[3]), Some(1_000_000));
+    assert_eq!(r.cycles.misses, 1);
+    let c = &r.causes[0];
+    assert_eq!(
+        (c.category.as_str(), c.culprit.irq),
+        ("hardirq", Some(96)),
+        "{:?}",
+        r.causes
+    );
+    assert_eq!(c.culprit.irq_name.as_deref(), Some("hpvsa0"));
+    assert!(
+        r.causes.iter().all(|c| c.category != "device/external"),
+        "{:?}",
+        r.causes
+    );
+}
+
+#[test]
+fn chain_words_are_not_doubled_and_anonymous_culprits_say_what_they_are() {
+    let r = cycles_of(&testkit::giving_up_client(8, &[2, 5]), Some(3_500_000));
+    for l in r.misses.iter().flat_map(|m| &m.chain) {
+        let first = l.what.split(' ').next().unwrap_or("");
+        assert_ne!(first, l.kind, "{l:?}");
+    }
+    let anon = Culprit {
+        cpu: Some(1),
+        ..Default::default()
+    };
+    assert_eq!(anon.label(), "-");
+    assert_eq!(anon.label_in("cpu-idle"), "(the CPU was idle)");
+    let soft = Culprit {
+        vector: Some("TIMER".into()),
+        ..Default::default()
+    };
+    assert_eq!(soft.label_in("softirq"), "TIMER");
+}
