@@ -952,3 +952,52 @@ fn automatic_mode_lists_the_worst_but_counts_and_ranks_every_outlier() {
         r.notes
     );
 }
+
+#[test]
+fn a_partial_last_throughput_interval_is_a_rate_over_what_the_trace_covers() {
+    use whylate::measure::ThroughputOpts;
+    // A marker every 10 ms from 1.000 s to 1.250 s: 100/s steady. With 100 ms intervals
+    // the third covers only 1.200..1.250: its 6 markers over those 50 ms are 120/s (both
+    // ends counted), near the steady rate, where a full interval would claim 60/s.
+    let mut t = String::new();
+    for k in 0..=25u64 {
+        t += &format!(" p-7 [000] ....1 1.{:06}: my_tick: n=1\n", k * 10_000);
+    }
+    let run = |t: &str| {
+        let opts = Options {
+            measures: vec![Measure::Throughput],
+            top: 20,
+            raw_samples: true,
+            ..Default::default()
+        };
+        let tput = ThroughputOpts {
+            event: "my_tick".into(),
+            field: None,
+            interval_ns: 100_000_000,
+            expect_per_s: None,
+        };
+        let p = tmp("mark.txt", t);
+        let r = latency(
+            &[p.to_path_buf()],
+            &OpenOptions::default(),
+            &opts,
+            Some(tput),
+        )
+        .unwrap();
+        serde_json::to_value(&r).unwrap()
+    };
+    let j = run(&t);
+    let g = group(&j, "throughput", "my_tick", "events-per-second");
+    let rates: Vec<u64> = samples(g).iter().map(|s| s.1).collect();
+    assert_eq!(rates, vec![100, 100, 120], "{g}");
+    let notes = measure(&j, "throughput")["notes"].to_string();
+    assert!(
+        notes.contains("the last interval covers 50.000 ms of 100.000 ms"),
+        "{notes}"
+    );
+    // A last interval the trace barely enters (5 ms of 100) gives no rate at all.
+    let t2 = t + " p-7 [000] ....1 1.305000: my_tick: n=1\n";
+    let j = run(&t2);
+    let g = group(&j, "throughput", "my_tick", "events-per-second");
+    assert_eq!(samples(g).len(), 3, "{g}");
+}

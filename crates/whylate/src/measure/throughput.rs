@@ -38,24 +38,43 @@ pub(super) fn throughput(cx: &Cx<'_>, o: &Options, t: Option<&Throughput>) -> Me
             let s = coll.get(key, metric);
             let mut busy = 0u64;
             let mut below = 0u64;
+            let end = cx.tl.last_ts.max(start);
             for (i, &(n, sum)) in t.buckets.iter().enumerate() {
                 if n == 0 {
                     continue;
                 }
+                let ts = start + i as u64 * iv;
+                // The trace may end inside the last interval: a rate over the part it
+                // covers, or none when that part is under a tenth of an interval.
+                let covered = (end - ts).clamp(1, iv);
+                if covered < iv {
+                    if covered * 10 < iv {
+                        notes.push(format!(
+                            "the last interval is left out: the trace covers only {} of its {}",
+                            crate::units::dur(covered),
+                            crate::units::dur(iv)
+                        ));
+                        continue;
+                    }
+                    notes.push(format!(
+                        "the last interval covers {} of {}: its rate is over that part",
+                        crate::units::dur(covered),
+                        crate::units::dur(iv)
+                    ));
+                }
                 busy += 1;
                 let v = if t.opts.field.is_some() { sum } else { n };
-                let rate = (v as u128 * 1_000_000_000 / iv as u128) as u64;
+                let rate = (v as u128 * 1_000_000_000 / covered as u128) as u64;
                 if let Some(x) = t.opts.expect_per_s {
                     if (rate as f64) < x {
                         below += 1;
                     }
                 }
-                let ts = start + i as u64 * iv;
                 s.push(
                     cx,
                     Raw {
                         ts,
-                        end: ts + iv,
+                        end: ts + covered,
                         value: rate,
                         cpu: u32::MAX,
                         tid: -1,
