@@ -84,7 +84,46 @@ pub(super) fn infer_deadline(cycles: &[Cycle]) -> (Option<u64>, String) {
             );
         }
     }
+    if let Some((lo, hi, n_hi)) = two_modes(&d) {
+        let at = round2(((lo as f64) * (hi as f64)).sqrt() as u64);
+        return (
+            Some(at),
+            format!(
+                "inferred: the durations fall in two groups with nothing between {} and {} ({} cycles above): the deadline is put in that gap",
+                dur(lo),
+                dur(hi),
+                n_hi
+            ),
+        );
+    }
     (None, String::new())
+}
+
+/// Two clear modes in sorted durations `d` (at least 20): the widest gap between
+/// neighbours, where the upper one is at least 3x the lower and the upper group holds
+/// 2 to 20% of the cycles (misses are the few). Returns (top of the lower group, bottom
+/// of the upper, upper count).
+pub(super) fn two_modes(d: &[u64]) -> Option<(u64, u64, usize)> {
+    if d.len() < 20 {
+        return None;
+    }
+    let n = d.len();
+    (n - n / 5..n - 1)
+        .filter(|&i| d[i] > 0 && d[i + 1] >= 3 * d[i] && n - 1 - i >= 2)
+        .max_by(|&a, &b| {
+            let r = |i: usize| d[i + 1] as f64 / d[i] as f64;
+            r(a).total_cmp(&r(b))
+        })
+        .map(|i| (d[i], d[i + 1], n - 1 - i))
+}
+
+/// `v` rounded to two significant digits (a deadline someone would have set).
+fn round2(v: u64) -> u64 {
+    let mut p = 1u64;
+    while v / p >= 100 {
+        p *= 10;
+    }
+    (v + p / 2) / p * p
 }
 
 /// Explains the cycles on a built timeline.
@@ -203,9 +242,25 @@ fn blind_notes(misses: &[super::report::Miss], unconnected: u64) -> Vec<String> 
 
 #[cfg(test)]
 mod tests {
-    use super::complaint_offset;
+    use super::{complaint_offset, round2, two_modes};
 
     const US: u64 = 1_000;
+
+    #[test]
+    fn two_clear_modes_put_the_deadline_in_the_gap() {
+        // 90 cycles around 1 ms, 10 around 8-12 ms: the gap is 1.09 -> 8 ms.
+        let mut d: Vec<u64> = (0..90).map(|i| 900 * US + i * 2 * US).collect();
+        d.extend((0..10).map(|i| 8_000 * US + i * 400 * US));
+        d.sort_unstable();
+        assert_eq!(two_modes(&d), Some((1_078 * US, 8_000 * US, 10)));
+        assert_eq!(round2(2_936_665), 2_900_000);
+        // One slow cycle is an outlier, not a mode; a smooth spread has no gap.
+        let mut one: Vec<u64> = (0..99).map(|i| 900 * US + i * US).collect();
+        one.push(20_000 * US);
+        assert_eq!(two_modes(&one), None);
+        let smooth: Vec<u64> = (1..=100).map(|i| i * 100 * US).collect();
+        assert_eq!(two_modes(&smooth), None);
+    }
 
     #[test]
     fn complaints_cluster_at_the_bottom_when_the_writer_is_preempted() {

@@ -281,3 +281,19 @@ fn chain_words_are_not_doubled_and_anonymous_culprits_say_what_they_are() {
     };
     assert_eq!(soft.label_in("softirq"), "TIMER");
 }
+
+#[test]
+fn without_complaints_a_deadline_is_inferred_from_two_clear_modes() {
+    // 25 cycles, 3 of them behind the hog (~3.07 ms, the rest 70 us): no complaint write,
+    // no pile-up, but two groups with nothing between; the deadline goes in the gap.
+    let r = cycles_of(&testkit::three_cpu_chain(25, &[5, 15, 20], 3_000), None);
+    assert!(
+        r.deadline_source.contains("two groups"),
+        "{}",
+        r.deadline_source
+    );
+    let d = r.deadline_ns.unwrap();
+    assert!((70_000..3_000_000).contains(&d), "{d}");
+    assert_eq!(r.cycles.misses, 3);
+    assert_eq!(r.causes[0].culprit.comm.as_deref(), Some("hog"));
+}
