@@ -246,12 +246,14 @@ impl MissCx<'_> {
         out
     }
 
-    /// The system calls the chain's tasks made, as steps of the chain.
+    /// The system calls the chain's tasks made, as steps of the chain (those after the
+    /// deadline too, marked: they show how the reply came).
     fn syscalls(&self, c: &Cycle, sp: &Span, chain_set: &FxHashSet<i32>) -> Vec<Link> {
-        (self.eng.syscall_steps(chain_set, c.tid, c.start_ns, sp.h))
+        (self.eng.syscall_steps(chain_set, c.tid, c.start_ns, sp.end))
             .into_iter()
             .map(|(ts, d, cpu, what)| Link {
                 duration_ns: d,
+                after_deadline: ts >= sp.h && sp.h < sp.end,
                 ..Link::mark("syscall", c.start_ns, ts, Some(cpu), what)
             })
             .collect()
