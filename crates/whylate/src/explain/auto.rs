@@ -284,9 +284,9 @@ fn deferred_and_work(eng: &Engine<'_>, found: &mut Vec<Miss>) {
         .collect();
     for e in &tl.edges {
         let d = e.at.saturating_sub(e.ts);
+        let deferred = e.kind == EdgeKind::Softirq && e.val as u8 & span::KSOFTIRQD != 0;
         let (kind, u) = match e.kind {
             EdgeKind::Softirq => {
-                let deferred = e.val as u8 & span::KSOFTIRQD != 0;
                 if !(deferred && d >= 100_000 || d >= 300_000) {
                     continue;
                 }
@@ -311,7 +311,6 @@ fn deferred_and_work(eng: &Engine<'_>, found: &mut Vec<Miss>) {
             }
         }
         let by = eng.ctx(e.from, e.from_tid, e.from_cpu, e.ts);
-        let deferred = kind == "softirq" && e.val as u8 & span::KSOFTIRQD != 0;
         let what = if kind == "softirq" {
             let place = if deferred {
                 format!("deferred to {}", eng.task(e.to_tid))

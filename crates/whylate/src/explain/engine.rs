@@ -192,6 +192,28 @@ impl<'a> Engine<'a> {
         }
     }
 
+    /// Work edge `e` as a link: queued (by whom, and the interrupt behind it) to started.
+    fn work_link(&self, e: &crate::timeline::Edge) -> RawLink {
+        let f = self.s.get(Sym(e.key)).to_string();
+        let (by, irq) = self.queued_by(e);
+        RawLink {
+            kind: LinkKind::Work,
+            what: format!(
+                "{f} queued by {by} on CPU{}, started in {} on CPU{}",
+                e.from_cpu,
+                self.task(e.to_tid),
+                e.to_cpu
+            ),
+            key: (LinkKind::Work, f, 1),
+            start: e.ts,
+            end: e.at,
+            cpu: e.to_cpu,
+            tid: e.to_tid,
+            preempted: false,
+            irq,
+        }
+    }
+
     /// The links of the chain that starts with `tid` at `s`, up to `h`.
     pub(super) fn chain(&self, tid: i32, s: u64, h: u64) -> (Vec<RawLink>, FxHashSet<i32>) {
         let tl = self.tl;
@@ -228,24 +250,9 @@ impl<'a> Engine<'a> {
                 }
                 EdgeKind::Work => {
                     chain.insert(e.to_tid);
-                    let f = self.s.get(Sym(e.key)).to_string();
-                    let (by, irq) = self.queued_by(e);
-                    links.push(RawLink {
-                        kind: LinkKind::Work,
-                        key: key(LinkKind::Work, f.clone()),
-                        start: e.ts,
-                        end: e.at,
-                        cpu: e.to_cpu,
-                        tid: e.to_tid,
-                        what: format!(
-                            "{f} queued by {by} on CPU{}, started in {} on CPU{}",
-                            e.from_cpu,
-                            self.task(e.to_tid),
-                            e.to_cpu
-                        ),
-                        preempted: false,
-                        irq,
-                    });
+                    let mut l = self.work_link(e);
+                    l.key = key(LinkKind::Work, l.key.1);
+                    links.push(l);
                 }
                 EdgeKind::Timer if e.val != u64::MAX && e.val2 != u64::MAX => {
                     let f = self.s.get(Sym(e.key)).to_string();
@@ -362,25 +369,10 @@ impl<'a> Engine<'a> {
                 break;
             }
             if e.kind == EdgeKind::Work {
-                let f = self.s.get(Sym(e.key)).to_string();
-                let (by, irq) = self.queued_by(e);
-                links.push(RawLink {
-                    kind: LinkKind::Work,
-                    key: (LinkKind::Work, f.clone(), 1),
-                    start: e.ts,
-                    end: e.at,
-                    cpu: e.to_cpu,
-                    tid: e.to_tid,
-                    what: format!(
-                        "{f} queued by {by} on CPU{}, started in {} on CPU{}",
-                        e.from_cpu,
-                        self.task(e.to_tid),
-                        e.to_cpu
-                    ),
-                    preempted: false,
-                    // Not from the chain: an interrupt, the trace's or one it did not record.
-                    irq: Some(irq.unwrap_or(u32::MAX)),
-                });
+                let mut l = self.work_link(e);
+                // Not from the chain: an interrupt, the trace's or one it did not record.
+                l.irq = Some(l.irq.unwrap_or(u32::MAX));
+                links.push(l);
             }
         }
         let first = self.runnable.partition_point(|&i| sp.start[i as usize] < s);
