@@ -2,7 +2,7 @@
 // CPU (seeds 002/003: softirq work landing beside a latency-sensitive thread).
 //
 //   udpflood [--cpu C] [--rps-cpu R] [--seconds S] [--size BYTES] [--filter-insns N]
-//            [--burst-us B --every-us P]
+//            [--burst-us B --every-us P] [--batch N]
 //
 // The sender, pinned to --cpu, sends batches of datagrams (sendmmsg) to a socket nobody
 // reads. Loopback receives a packet on the sending CPU unless Receive Packet Steering
@@ -13,7 +13,10 @@
 // packet inside that softirq: it sets how long NET_RX holds CPU R per packet.
 // --burst-us B --every-us P sends only for the first B us of every P us, so CPU R sees one
 // NET_RX run per burst (as long as the backlog the burst left takes to drain) instead of an
-// overload; without them the flood never pauses.
+// overload; without them the flood never pauses. --batch N sends N datagrams per
+// sendmmsg() call (default 64, 1 with bursts): a burst of batches outruns CPU R and leaves
+// a backlog (up to net.core.netdev_max_backlog packets) that NET_RX drains over several
+// runs, the rest of it in ksoftirqd/R.
 //
 // Prints `sent N` and the receiving CPUs' softnet counters (processed, dropped at the
 // backlog, squeezed out of a NET_RX run) at the end.
@@ -82,7 +85,7 @@ static void print_softnet(const char *when) {
 }
 
 int main(int argc, char **argv) {
-    long cpu = 0, rps_cpu = -1, size = 16, insns = 0, burst_us = 0, every_us = 0;
+    long cpu = 0, rps_cpu = -1, size = 16, insns = 0, burst_us = 0, every_us = 0, batch = 0;
     double seconds = 3;
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -94,6 +97,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--filter-insns")) insns = atol(v);
         else if (!strcmp(a, "--burst-us")) burst_us = atol(v);
         else if (!strcmp(a, "--every-us")) every_us = atol(v);
+        else if (!strcmp(a, "--batch")) batch = atol(v);
         else { fprintf(stderr, "udpflood: unknown option %s\n", a); return 2; }
     }
     if (size < 1 || size > 65000) { fprintf(stderr, "udpflood: bad --size\n"); return 2; }
@@ -102,6 +106,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "udpflood: --burst-us B needs --every-us P with 0 < B <= P\n");
         return 2;
     }
+    if (batch < 0 || batch > 64) { fprintf(stderr, "udpflood: --batch must be 1-64\n"); return 2; }
+    if (batch == 0) batch = every_us > 0 ? 1 : 64;
     if (rps_cpu >= 0) {
         if (rps_cpu >= 64) { fprintf(stderr, "udpflood: --rps-cpu must be < 64\n"); return 2; }
         FILE *f = fopen(RPS, "r");
@@ -164,7 +170,7 @@ int main(int argc, char **argv) {
                 continue;
             }
         }
-        int n = sendmmsg(tx, mm, every_us > 0 ? 1 : BATCH, 0);
+        int n = sendmmsg(tx, mm, (unsigned)batch, 0);
         if (n > 0) sent += n;
     }
     printf("sent %ld\n", sent);
