@@ -4,7 +4,7 @@
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
-use whylate::explain::{Mode, Options as ExplainOptions, Same};
+use whylate::explain::{Mode, Options as ExplainOptions, Pairing, Same};
 use whylate::measure::{Bound, Measure, TaskSel};
 use whylate::read::{Format, OpenOptions, ReadError};
 use whylate::selector::Selector;
@@ -351,6 +351,15 @@ pub struct ModeArgs {
     /// Who may close a cycle: the same thread, any thread of its process, anyone.
     #[arg(long, value_enum, default_value = "thread")]
     pub same: SameArg,
+    /// How replies pair with requests when several are open: the oldest open request gets
+    /// the next reply (fifo), or a new request abandons the open one (latest: a client
+    /// that gives up and asks again).
+    #[arg(long, value_enum, default_value = "fifo", requires = "from")]
+    pub pair: PairArg,
+    /// Pair a reply with the open request that has the same value of this field (on a
+    /// syscall exit, the field of the call it returns from), e.g. `--key fd`.
+    #[arg(long, value_name = "FIELD", requires = "from", conflicts_with = "pair")]
+    pub key: Option<String>,
     /// Misses whose chain is shown.
     #[arg(long, default_value_t = 3)]
     pub top: usize,
@@ -395,10 +404,23 @@ impl ModeArgs {
             to,
             deadline_ns,
             same: self.same.into(),
+            pairing: match (self.key, self.pair) {
+                (Some(f), _) => Pairing::Key(f),
+                (None, PairArg::Fifo) => Pairing::Fifo,
+                (None, PairArg::Latest) => Pairing::Latest,
+            },
             arch: None,
             top,
         }))
     }
+}
+
+/// `--pair`.
+#[derive(Clone, Copy, Default, ValueEnum)]
+pub enum PairArg {
+    #[default]
+    Fifo,
+    Latest,
 }
 
 /// `--same`.

@@ -310,6 +310,7 @@ fn run_in(o: &DemoOptions, lab: &Path, work: &Path) -> Result<DemoResult, DemoEr
                 to: vec![Selector::parse(to).expect("valid selector")],
                 deadline_ns: Some(deadline),
                 same: Same::Thread,
+                pairing: Default::default(),
                 arch: Some(Arch::native()),
                 top: o.top,
             };

@@ -107,6 +107,7 @@ pub fn chain_options(deadline_ns: Option<u64>) -> crate::explain::Options {
         to: vec![Selector::parse("sys_exit_read[comm=c,ret>0]").unwrap()],
         deadline_ns,
         same: crate::explain::Same::Thread,
+        pairing: Default::default(),
         arch: None,
         top: 3,
     }

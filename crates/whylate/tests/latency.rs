@@ -445,6 +445,7 @@ fn explain_json(path: &Path, from: &str, to: &str, deadline: Option<u64>) -> Val
         to: vec![Selector::parse(to).unwrap()],
         deadline_ns: deadline,
         same: Same::Thread,
+        pairing: Default::default(),
         arch: None,
         top: 3,
     };
@@ -853,6 +854,7 @@ fn plots_account_for_every_cycle_and_event() {
         to: vec![Selector::parse("sys_exit_read[comm=frobnicator,ret>0]").unwrap()],
         deadline_ns: Some(3_500_000),
         same: Same::Thread,
+        pairing: Default::default(),
         arch: None,
         top: 3,
     });

@@ -164,6 +164,22 @@ pub(super) fn scale(held: &mut [Hold], ex: u64) {
     }
 }
 
+/// The holds of a softirq's pending time: what ran instead of ksoftirqd is a deferral
+/// (`deferred-to-ksoftirqd`, when it waited for the CPU), else the softirq waited for an
+/// interrupt exit or bh enable (`softirq-pending`).
+pub(super) fn as_pending(held: &mut [Hold], ksoftirqd: bool) {
+    for h in held {
+        if h.category == "runqueue-wait" || h.category == "preempted-by" {
+            h.category = if ksoftirqd {
+                "deferred-to-ksoftirqd"
+            } else {
+                "softirq-pending"
+            }
+            .into();
+        }
+    }
+}
+
 impl Engine<'_> {
     /// What held `cpu` during `[a, b)` while `waiter` waited: categories and culprits.
     pub(super) fn holds(&self, l: &RawLink, a: u64, b: u64) -> Vec<Hold> {

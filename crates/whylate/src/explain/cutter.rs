@@ -1,6 +1,7 @@
 //! The cycle cutter: finds request/response cycles in the event stream while it is read
-//! (a `--from` match opens one, the first later `--to` match by the same thread, process
-//! or anyone closes it).
+//! (a `--from` match opens one, a later `--to` match by the same thread, process or
+//! anyone closes it). Requests that overlap are paired first in, first out, or by a field
+//! both events carry, or a new request abandons the open one (`Pairing`).
 
 use crate::event::{Event, Interner, Kind, Sym};
 use crate::fdpath::FdPaths;
@@ -8,6 +9,7 @@ use crate::selector::{Names, Seen, Selector};
 use crate::syscalls::Arch;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
+use std::collections::VecDeque;
 
 /// Which later `to` closes a cycle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -21,6 +23,32 @@ pub enum Same {
     Any,
 }
 
+/// How a reply finds its request when several are open at once.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum Pairing {
+    /// The oldest open request gets the next reply (requests in flight are answered in
+    /// order: a socket, a pipe, a serial line). Default.
+    #[default]
+    Fifo,
+    /// A new request abandons the open one, which had no reply (a client that gives up
+    /// and asks again).
+    Latest,
+    /// Request and reply carry the same value of this field (on a syscall exit, the field
+    /// of the call it returns from: `fd`); first in, first out among equal values.
+    Key(String),
+}
+
+impl Pairing {
+    /// In words, for the report: `fifo`, `latest`, `key fd`.
+    pub fn label(&self) -> String {
+        match self {
+            Pairing::Fifo => "fifo".into(),
+            Pairing::Latest => "latest".into(),
+            Pairing::Key(f) => format!("key {f}"),
+        }
+    }
+}
+
 /// What to explain.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -32,6 +60,8 @@ pub struct Options {
     pub deadline_ns: Option<u64>,
     /// Who may close a cycle.
     pub same: Same,
+    /// How overlapping requests are paired with replies.
+    pub pairing: Pairing,
     /// Syscall table for raw_syscalls events; `None`: the one the reading pass settles
     /// on (`--arch`, else what the trace says, else x86_64).
     pub arch: Option<Arch>,
@@ -50,6 +80,9 @@ pub struct Cycle {
     pub tid: i32,
     /// Its CPU.
     pub cpu: u32,
+    /// Thread that matched `to` (the reply), if one came.
+    #[serde(skip)]
+    pub end_tid: Option<i32>,
     /// When the cycle stopped waiting without reply: the next `from`, or the trace end.
     pub horizon_ns: u64,
     /// Still open when the trace ended.
@@ -68,7 +101,19 @@ pub struct Cycles {
     pub(super) arch: Arch,
     /// The options named the syscall table: the trace's does not replace it.
     pub(super) arch_given: bool,
-    pub(super) open: FxHashMap<i64, usize>,
+    pub(super) pairing: Pairing,
+    /// Open requests per pairing key (who may close them, the key field's value), oldest
+    /// first.
+    pub(super) open: FxHashMap<(i64, i64), VecDeque<usize>>,
+    /// Per thread, the key field's value on its last syscall entry (exits lack it).
+    enter_keys: FxHashMap<i32, i64>,
+    /// Requests that began while an earlier one was still open.
+    pub overlapped: u64,
+    /// The most requests open at once under one key.
+    pub max_open: u64,
+    /// Per key with requests open: since when and over how many requests it has not been
+    /// empty (a reply lost shifts FIFO pairs from there on, and the queue never drains).
+    streak: FxHashMap<(i64, i64), (u64, u64)>,
     /// The cycles, in start order.
     pub cycles: Vec<Cycle>,
     pub(super) write_name: Option<Sym>,
@@ -87,6 +132,11 @@ impl Cycles {
             from: o.from.clone(),
             to: o.to.clone(),
             same: o.same,
+            pairing: o.pairing.clone(),
+            enter_keys: FxHashMap::default(),
+            overlapped: 0,
+            max_open: 0,
+            streak: FxHashMap::default(),
             arch: o.arch.unwrap_or_default(),
             arch_given: o.arch.is_some(),
             open: FxHashMap::default(),
@@ -138,13 +188,26 @@ impl Cycles {
         self.paths.as_ref().is_some_and(|p| p.is_empty())
     }
 
-    pub(super) fn key(&self, e: &Event) -> i64 {
-        match self.same {
+    /// Who may close a cycle `e` opens or closes, and its key field's value (0 unkeyed).
+    pub(super) fn key(&self, e: &Event, s: &Interner) -> (i64, i64) {
+        let who = match self.same {
             Same::Thread => e.tid as i64,
             Same::Tgid if e.tgid >= 0 => e.tgid as i64,
             Same::Tgid => e.tid as i64,
             Same::Any => 0,
-        }
+        };
+        let Pairing::Key(f) = &self.pairing else {
+            return (who, 0);
+        };
+        let own = crate::selector::key_of(e, f, s, self.arch);
+        let v = match e.kind {
+            Kind::SysExit { .. } | Kind::SyscallExit { .. } => {
+                own.or_else(|| self.enter_keys.get(&e.tid).copied())
+            }
+            _ => own,
+        };
+        // Events without the field pair among themselves.
+        (who, v.unwrap_or(i64::MIN))
     }
 
     /// Feeds one event.
@@ -160,37 +223,77 @@ impl Cycles {
         if let Some(p) = self.paths.as_mut() {
             p.observe(e, s, self.arch);
         }
+        self.note_entry(e, s);
         let paths = self.paths.as_ref();
         if self.from.matches_in(e, s, self.arch, paths) {
-            let k = self.key(e);
-            if let Some(i) = self.open.remove(&k) {
-                self.cycles[i].horizon_ns = e.ts;
-            }
-            self.cycles.push(Cycle {
-                start_ns: e.ts,
-                end_ns: None,
-                tid: e.tid,
-                cpu: e.cpu,
-                horizon_ns: e.ts,
-                at_end: false,
-                writes: Vec::new(),
-            });
-            self.open.insert(k, self.cycles.len() - 1);
+            self.open_cycle(e, s);
             return;
         }
         if self.open.is_empty() {
             return;
         }
         if self.to.iter().any(|t| t.matches_in(e, s, self.arch, paths)) {
-            let k = self.key(e);
-            if let Some(i) = self.open.remove(&k) {
+            let k = self.key(e, s);
+            if let Some(q) = self.open.get_mut(&k) {
+                let i = q.pop_front().expect("open queues are never empty");
+                if q.is_empty() {
+                    self.open.remove(&k);
+                    self.streak.remove(&k);
+                }
                 let c = &mut self.cycles[i];
                 c.end_ns = Some(e.ts);
+                c.end_tid = Some(e.tid);
                 c.horizon_ns = e.ts;
             }
             return;
         }
-        // Writes by the waiting thread: a timeout complaint is one.
+        self.note_write(e, s);
+    }
+
+    /// A syscall entry's key field, for the exit that will return from it.
+    fn note_entry(&mut self, e: &Event, s: &Interner) {
+        let Pairing::Key(f) = &self.pairing else {
+            return;
+        };
+        if matches!(e.kind, Kind::SysEnter { .. } | Kind::SyscallEnter { .. }) {
+            match crate::selector::key_of(e, f, s, self.arch) {
+                Some(v) => self.enter_keys.insert(e.tid, v),
+                None => self.enter_keys.remove(&e.tid),
+            };
+        }
+    }
+
+    /// A `from` match: a new cycle, queued behind the open ones of its key (or replacing
+    /// the open one, with `Pairing::Latest`).
+    fn open_cycle(&mut self, e: &Event, s: &Interner) {
+        let k = self.key(e, s);
+        let q = self.open.entry(k).or_default();
+        let st = self.streak.entry(k).or_insert((e.ts, 0));
+        st.1 += 1;
+        if !q.is_empty() {
+            self.overlapped += 1;
+            if self.pairing == Pairing::Latest {
+                let i = q.pop_front().expect("not empty");
+                self.cycles[i].horizon_ns = e.ts;
+            }
+        }
+        q.push_back(self.cycles.len());
+        self.max_open = self.max_open.max(q.len() as u64);
+        self.cycles.push(Cycle {
+            start_ns: e.ts,
+            end_ns: None,
+            tid: e.tid,
+            cpu: e.cpu,
+            end_tid: None,
+            horizon_ns: e.ts,
+            at_end: false,
+            writes: Vec::new(),
+        });
+    }
+
+    /// Writes by a waiting thread: a timeout complaint is one. Counted for its oldest open
+    /// cycle.
+    fn note_write(&mut self, e: &Event, s: &Interner) {
         let is_write = match &e.kind {
             Kind::SysEnter { nr, .. } => self.arch.name(*nr) == Some("write"),
             Kind::SyscallEnter { name, .. } => {
@@ -201,21 +304,68 @@ impl Cycles {
             }
             _ => false,
         };
-        if is_write {
-            if let Some(&i) = self.open.get(&self.key(e)) {
-                let c = &mut self.cycles[i];
-                if c.tid == e.tid && c.writes.len() < 8 && e.ts > c.start_ns {
-                    c.writes.push(e.ts - c.start_ns);
-                }
+        if !is_write {
+            return;
+        }
+        let cycles = &self.cycles;
+        let mine = |q: &VecDeque<usize>| q.front().copied().filter(|&i| cycles[i].tid == e.tid);
+        let i = if matches!(self.pairing, Pairing::Key(_)) {
+            self.open.values().find_map(mine)
+        } else {
+            let who = self.key(e, s);
+            self.open.get(&who).and_then(mine)
+        };
+        if let Some(i) = i {
+            let c = &mut self.cycles[i];
+            if c.writes.len() < 8 && e.ts > c.start_ns {
+                c.writes.push(e.ts - c.start_ns);
             }
         }
     }
 
+    /// How replies were paired and how often requests overlapped, and what the report
+    /// should say about it (call after `finish`).
+    pub fn pairing_stats(&self) -> (super::report::PairingStats, Vec<String>) {
+        let stats = super::report::PairingStats {
+            mode: self.pairing.label(),
+            overlapped: self.overlapped,
+            max_open: self.max_open,
+        };
+        let mut notes = Vec::new();
+        if self.overlapped == 0 {
+            return (stats, notes);
+        }
+        let (n, k) = (self.overlapped, self.max_open);
+        notes.push(match &self.pairing {
+            Pairing::Fifo => format!("{n} requests began while an earlier one was still open (up to {k} at once): each reply was paired with the oldest open request, first in, first out (--pair latest if a new request means the client gave up; --key FIELD to pair by a field both carry)"),
+            Pairing::Latest => format!("{n} requests began while an earlier one was still open: each abandoned the open one, counted as no reply (--pair latest; the default pairs first in, first out)"),
+            Pairing::Key(f) => format!("{n} requests began while an earlier one with the same {f} was still open (up to {k} at once): replies were paired by {f}, first in, first out among equal values"),
+        });
+        (stats, notes)
+    }
+
+    /// Where pairing is blind: requests opened since `from` never drained again until
+    /// the trace ended (over `n` of them, at least 20 and a twentieth of all). A reply
+    /// lost there (a dropped packet) makes first-in-first-out pairing give every later
+    /// reply to an earlier request: the cycles after it look long and cannot be trusted.
+    pub fn undrained(&self) -> Option<(u64, u64)> {
+        if self.pairing == Pairing::Latest {
+            return None;
+        }
+        let total = self.cycles.len() as u64;
+        (self.streak.values())
+            .filter(|&&(_, n)| n >= 20 && n * 20 >= total)
+            .min_by_key(|&&(from, _)| from)
+            .copied()
+    }
+
     /// Ends the stream at `last_ns`: open cycles had no reply until then.
     pub fn finish(&mut self, last_ns: u64) {
-        for (_, i) in self.open.drain() {
-            self.cycles[i].horizon_ns = last_ns;
-            self.cycles[i].at_end = true;
+        for (_, q) in self.open.drain() {
+            for i in q {
+                self.cycles[i].horizon_ns = last_ns;
+                self.cycles[i].at_end = true;
+            }
         }
     }
 }

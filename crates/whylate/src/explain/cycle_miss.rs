@@ -2,7 +2,7 @@
 //! excess over the usual chain and what held it up, CPUs that recorded nothing, the time
 //! no link covers, and where the chain stood at the deadline when no reply came.
 
-use super::blame::scale;
+use super::blame::{as_pending, scale};
 use super::blame::{gap_cause, silent_cpu, uncovered};
 use super::cutter::{Cycle, Options};
 use super::driver::{PerMiss, Tally};
@@ -52,7 +52,12 @@ impl MissCx<'_> {
         let sp = Span { dl, end, h };
         // The chain is followed to the end, to show what came after the deadline; only
         // `[start, h]` is weighed.
-        let (mut links, chain_set) = eng.chain(c.tid, c.start_ns, end);
+        let (mut links, chain_set) = eng.chain(c.tid, c.end_tid, c.start_ns, end);
+        // When another thread replied, the requester's own waits after the deadline are
+        // for its next requests, not on the way to this reply.
+        if c.end_tid.is_some_and(|r| r != c.tid) {
+            links.retain(|l| !(l.tid == c.tid && l.start >= h && h < end));
+        }
         let connected = links.iter().any(|l| l.end > l.start && l.start <= h);
         if !connected {
             // The trace does not connect the chain (device interrupt, untraced hand-off):
@@ -178,6 +183,9 @@ impl MissCx<'_> {
         if significant {
             // The part above usual, split over what held the CPU meanwhile.
             let mut hs = eng.holds(l, stop - excess, stop);
+            if let Some(k) = l.deferred {
+                as_pending(&mut hs, k);
+            }
             if hs.iter().map(|h| h.ns).sum::<u64>() == 0 {
                 hs = vec![Hold::on_cpu("unknown", l.cpu, excess)];
             }
@@ -350,5 +358,6 @@ fn kind_word(k: LinkKind) -> &'static str {
         LinkKind::Run => "wakeup",
         LinkKind::Work => "work",
         LinkKind::Timer => "timer",
+        LinkKind::Softirq => "softirq",
     }
 }

@@ -122,6 +122,7 @@ impl CycleStats {
             p99_ns: d.p99,
             max_ns: d.max,
             histogram: crate::dist::log_histogram(sorted, 1000),
+            pairing: None,
         }
     }
 }

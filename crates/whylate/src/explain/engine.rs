@@ -10,6 +10,8 @@ pub(super) enum LinkKind {
     Run,
     Work,
     Timer,
+    /// A softirq that carried the chain: pending on its CPU, or running.
+    Softirq,
 }
 
 /// A link's template key: kind, normalised name, and its order among links with that
@@ -31,6 +33,9 @@ pub(super) struct RawLink {
     pub(super) preempted: bool,
     /// Work queued from this hardirq (or from outside the chain: `Some(u32::MAX)`).
     pub(super) irq: Option<u32>,
+    /// A softirq pending: `Some(true)` while its ksoftirqd waited for the CPU (the time
+    /// is a deferral), `Some(false)` with no ksoftirqd waiting.
+    pub(super) deferred: Option<bool>,
 }
 
 impl RawLink {
@@ -47,6 +52,7 @@ impl RawLink {
             what: String::new(),
             preempted: false,
             irq: None,
+            deferred: None,
         }
     }
 }
@@ -74,7 +80,7 @@ pub(super) struct Engine<'a> {
     /// Syscall spans by start.
     pub(super) syscalls: Vec<u32>,
     /// Per CPU, softirq raise edges by the time the softirq ran.
-    softirq_runs: Vec<Vec<u32>>,
+    pub(super) softirq_runs: Vec<Vec<u32>>,
     /// Trace-wide median per link key (name), for links good cycles lack.
     pub(super) trace_median: std::cell::RefCell<FxHashMap<(LinkKind, String), u64>>,
 }
@@ -193,7 +199,7 @@ impl<'a> Engine<'a> {
     }
 
     /// Work edge `e` as a link: queued (by whom, and the interrupt behind it) to started.
-    fn work_link(&self, e: &crate::timeline::Edge) -> RawLink {
+    pub(super) fn work_link_of(&self, e: &crate::timeline::Edge) -> RawLink {
         let f = self.s.get(Sym(e.key)).to_string();
         let (by, irq) = self.queued_by(e);
         RawLink {
@@ -211,11 +217,20 @@ impl<'a> Engine<'a> {
             tid: e.to_tid,
             preempted: false,
             irq,
+            deferred: None,
         }
     }
 
-    /// The links of the chain that starts with `tid` at `s`, up to `h`.
-    pub(super) fn chain(&self, tid: i32, s: u64, h: u64) -> (Vec<RawLink>, FxHashSet<i32>) {
+    /// The links of the chain that starts with `tid` at `s`, up to `h`: forward along the
+    /// hand-offs from `tid`, and back from the wakeup of `reply` (the thread that
+    /// answered) where the forward chain does not reach it.
+    pub(super) fn chain(
+        &self,
+        tid: i32,
+        reply: Option<i32>,
+        s: u64,
+        h: u64,
+    ) -> (Vec<RawLink>, FxHashSet<i32>) {
         let tl = self.tl;
         let mut chain: FxHashSet<i32> = FxHashSet::default();
         chain.insert(tid);
@@ -250,7 +265,7 @@ impl<'a> Engine<'a> {
                 }
                 EdgeKind::Work => {
                     chain.insert(e.to_tid);
-                    let mut l = self.work_link(e);
+                    let mut l = self.work_link_of(e);
                     l.key = key(LinkKind::Work, l.key.1);
                     links.push(l);
                 }
@@ -268,9 +283,19 @@ impl<'a> Engine<'a> {
                         what: format!("hrtimer {f} fired on CPU{}", e.to_cpu),
                         preempted: false,
                         irq: None,
+                        deferred: None,
                     });
                 }
                 _ => {}
+            }
+        }
+        if let Some(r) = reply {
+            let back = self.reply_handoffs(r, s, h, &chain);
+            chain.insert(r);
+            chain.extend(back.tids);
+            for mut l in back.links {
+                l.key = key(l.kind, l.key.1);
+                links.push(l);
             }
         }
         // Waits for a CPU of every task on the chain.
@@ -311,6 +336,7 @@ impl<'a> Engine<'a> {
                 ),
                 preempted: cause == RunCause::Preempted,
                 irq: None,
+                deferred: None,
             });
         }
         links.sort_by_key(|l| (l.start, l.end));
@@ -369,7 +395,7 @@ impl<'a> Engine<'a> {
                 break;
             }
             if e.kind == EdgeKind::Work {
-                let mut l = self.work_link(e);
+                let mut l = self.work_link_of(e);
                 // Not from the chain: an interrupt, the trace's or one it did not record.
                 l.irq = Some(l.irq.unwrap_or(u32::MAX));
                 links.push(l);
@@ -416,10 +442,29 @@ impl<'a> Engine<'a> {
                 },
                 preempted: cause == RunCause::Preempted,
                 irq: None,
+                deferred: None,
             });
         }
         links.sort_by_key(|l| (l.start, l.end));
         links
+    }
+
+    /// A softirq link's durations over the whole trace, by its name (`NET_RX pending`:
+    /// raise to entry; `NET_RX run`: the runs of that vector).
+    fn softirq_usual(&self, name: &str) -> Vec<u64> {
+        let tl = self.tl;
+        let (vec, part) = name.split_once(' ').unwrap_or((name, ""));
+        let Some(v) = SOFTIRQ_NAMES.iter().position(|n| *n == vec) else {
+            return Vec::new();
+        };
+        let runs = (tl.edges.iter()).filter(|e| e.kind == EdgeKind::Softirq && e.key == v as u32);
+        if part == "pending" {
+            runs.map(|e| e.at - e.ts).collect()
+        } else {
+            runs.filter(|e| e.span != NONE)
+                .map(|e| tl.spans.dur(e.span))
+                .collect()
+        }
     }
 
     /// Median of this link kind and name over the whole trace.
@@ -447,6 +492,7 @@ impl<'a> Engine<'a> {
                 .filter(|e| e.kind == EdgeKind::Work && self.s.get(Sym(e.key)) == name)
                 .map(|e| e.at - e.ts)
                 .collect(),
+            LinkKind::Softirq => self.softirq_usual(name),
             LinkKind::Timer => tl
                 .edges
                 .iter()

@@ -34,6 +34,7 @@ mod cycle_miss;
 mod cycles;
 mod driver;
 mod engine;
+mod handoff;
 mod machine;
 mod report;
 mod softirq;
@@ -128,7 +129,17 @@ pub fn explain_then<T>(
                 return Err(ReadError::NoMatch { why });
             }
             let blind = cy.paths_unknown();
+            let (pairing, pair_notes) = cy.pairing_stats();
+            let undrained = cy.undrained();
             let mut r = analyze(tl, strings, o, cy.cycles);
+            r.cycles.pairing = Some(pairing);
+            r.notes.extend(pair_notes);
+            if let Some((from, n)) = undrained {
+                r.blind.push(format!(
+                    "pairing from {} on: the {n} requests since then never all got their reply before the trace ended; a lost reply (a dropped packet) there gives every later reply to an earlier request, so those cycles look longer than they were (pair by a field both events carry with --key FIELD)",
+                    crate::units::secs(from)
+                ));
+            }
             if blind {
                 r.notes.push(
                     "a selector filters on `path`, but no input names its descriptors (a `whylate record` trace.dat does): that condition matched nothing".into(),

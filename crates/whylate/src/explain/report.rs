@@ -266,6 +266,20 @@ pub struct CycleStats {
     pub max_ns: u64,
     /// Log histogram of replied durations.
     pub histogram: Vec<crate::measure::Bucket>,
+    /// How replies were paired with requests (cycles only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pairing: Option<PairingStats>,
+}
+
+/// How replies were paired with requests, and how often requests overlapped.
+#[derive(Clone, Debug, Serialize)]
+pub struct PairingStats {
+    /// `fifo`, `latest` or `key FIELD`.
+    pub mode: String,
+    /// Requests that began while an earlier one (of the same key) was still open.
+    pub overlapped: u64,
+    /// The most requests open at once under one key.
+    pub max_open: u64,
 }
 
 /// A CPU the causes point at.

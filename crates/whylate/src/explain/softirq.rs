@@ -1,7 +1,7 @@
 //! `--softirq VEC`: raise-to-entry services of one softirq vector (or tasklets) over
 //! the deadline, and who held the CPU meanwhile.
 
-use super::blame::scale;
+use super::blame::{as_pending, scale};
 use super::driver::{assemble, Findings, Framing, PerMiss, Tally};
 use super::engine::{Engine, LinkKind, RawLink};
 use super::report::{Culprit, CycleStats, ExplainReport, Link, Miss, Window};
@@ -113,46 +113,19 @@ pub fn analyze_softirq(
     assemble(tl, s, frame, found)
 }
 
-/// The ksoftirqd of the service's CPU that was waiting for it meanwhile, if any: the
-/// runnable spans that began before the entry, latest first (a ksoftirqd wait covering
-/// the raise began shortly before or after it).
-fn ksoftirqd_waiting(eng: &Engine<'_>, e: &Edge) -> Option<usize> {
-    let (tl, sp) = (eng.tl, &eng.tl.spans);
-    let upto = (eng.runnable).partition_point(|&i| sp.start[i as usize] < e.at);
-    eng.runnable[..upto]
-        .iter()
-        .rev()
-        .take(4096)
-        .map(|&i| i as usize)
-        .find(|&i| {
-            sp.cpu[i] == e.to_cpu
-                && sp.end[i] > e.ts
-                && eng.s.get(tl.comm(sp.tid[i])).starts_with("ksoftirqd")
-        })
-}
-
 /// One slow service explained: where it was served, whether it was deferred, and who
 /// held the CPU while it waited.
 fn service(eng: &Engine<'_>, ei: usize, usual: u64, deadline: u64, tally: &mut Tally) -> Miss {
     let (tl, sp) = (eng.tl, &eng.tl.spans);
     let e = &tl.edges[ei];
     let d = e.at - e.ts;
-    let ksoftirqd = ksoftirqd_waiting(eng, e);
+    let ksoftirqd = eng.ksoftirqd_waiting(e.to_cpu, e.ts, e.at);
     let waiter = ksoftirqd.map_or(-1, |i| sp.tid[i]);
     let l = RawLink::wait(LinkKind::Work, e.ts, e.at, e.to_cpu, waiter);
     let ex = d.saturating_sub(usual);
     let mut held = eng.holds(&l, e.at - ex, e.at);
     scale(&mut held, ex);
-    for h in &mut held {
-        if h.category == "runqueue-wait" || h.category == "preempted-by" {
-            h.category = if ksoftirqd.is_some() {
-                "deferred-to-ksoftirqd"
-            } else {
-                "softirq-pending"
-            }
-            .into();
-        }
-    }
+    as_pending(&mut held, ksoftirqd.is_some());
     let mut per = PerMiss::default();
     per.add_holds(&held);
     for h in &held {

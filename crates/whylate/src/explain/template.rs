@@ -26,7 +26,7 @@ impl Template {
         let mut gaps: Vec<u64> = Vec::new();
         for c in good.iter().step_by(step) {
             let h = c.end_ns.unwrap_or(c.horizon_ns);
-            let (links, _) = eng.chain(c.tid, c.start_ns, h);
+            let (links, _) = eng.chain(c.tid, c.end_tid, c.start_ns, h);
             gaps.push(
                 uncovered(&links, c.start_ns, h)
                     .iter()

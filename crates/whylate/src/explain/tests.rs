@@ -102,6 +102,7 @@ fn a_cycle_deadline_is_inferred_from_timeout_complaints() {
             end_ns: Some(i * 10_000_000 + 1_000_000),
             tid: 5,
             cpu: 0,
+            end_tid: Some(5),
             horizon_ns: (i + 1) * 10_000_000,
             at_end: false,
             writes: vec![3_460_000 + i * 2_000],

@@ -387,17 +387,7 @@ pub(super) fn timer_holds(
     victim: i32,
 ) -> Vec<Hold> {
     let tl = eng.tl;
-    let l = RawLink {
-        kind: LinkKind::Timer,
-        key: (LinkKind::Timer, String::new(), 1),
-        start: a,
-        end: b,
-        cpu,
-        tid: -1,
-        what: String::new(),
-        preempted: false,
-        irq: None,
-    };
+    let l = RawLink::wait(LinkKind::Timer, a, b, cpu, -1);
     let mut h = eng.holds(&l, a, b);
     if h.len() == 1 && h[0].category == "timer-irq-late" {
         let silent = tl.ticks > 0 && tl.silent_ns(Some(cpu), a, b) * 2 >= b - a;

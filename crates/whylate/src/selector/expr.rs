@@ -277,6 +277,20 @@ fn text<'a>(s: &'a Interner, sym: crate::event::Sym) -> Option<FVal<'a>> {
     Some(FVal::Str(Cow::Borrowed(s.get(sym))))
 }
 
+/// The value of field `name` on `e` as a pairing key (`--key`): numbers as they are,
+/// text by its hash. `None` when the event has no such field.
+pub fn key_of(e: &Event, name: &str, s: &Interner, arch: Arch) -> Option<i64> {
+    use std::hash::{Hash, Hasher};
+    match field(e, name, s, arch, None)? {
+        FVal::Num(n) => Some(n),
+        FVal::Str(t) => {
+            let mut h = rustc_hash::FxHasher::default();
+            t.hash(&mut h);
+            Some(h.finish() as i64)
+        }
+    }
+}
+
 /// The value of `name` on `e`: the event's own field first, then the pseudo-fields.
 pub(super) fn field<'a>(
     e: &'a Event,

@@ -12,4 +12,4 @@ mod check;
 mod expr;
 
 pub use check::{Names, Seen};
-pub use expr::{Op, Selector, SelectorError};
+pub use expr::{key_of, Op, Selector, SelectorError};

@@ -1,0 +1,213 @@
+//! Backward from the reply: when the task that woke the reply's thread is not on the
+//! forward chain (a packet crossed CPUs in a softirq, a device interrupt queued work), the
+//! hand-offs that led to that wakeup are found from the wakeup's side: the waker, the
+//! work item it was running and who queued it, and the softirq that carried it — how
+//! long it was pending on its CPU (deferred to ksoftirqd, and who kept ksoftirqd off the
+//! CPU) and how long it ran before it woke the next step.
+
+use super::engine::{Engine, LinkKind, RawLink};
+use crate::event::SOFTIRQ_NAMES;
+use crate::timeline::{span, Ctx, Edge, EdgeKind};
+use rustc_hash::FxHashSet;
+
+/// Steps walked back from the reply at most (waker -> work -> softirq ...).
+const DEPTH: usize = 4;
+
+/// Edges looked at backwards from a time, at most, when searching a wakeup or a work item.
+const LOOK_BACK: usize = 4096;
+
+/// What walking back from the reply found: links and the tasks they add to the chain.
+#[derive(Default)]
+pub(super) struct Handoffs {
+    pub(super) links: Vec<RawLink>,
+    pub(super) tids: Vec<i32>,
+}
+
+impl Engine<'_> {
+    /// The hand-offs behind `tid`'s last wakeup in `[s, e]`, walked back while the waker
+    /// is not on `chain` (which already explains it).
+    pub(super) fn reply_handoffs(
+        &self,
+        tid: i32,
+        s: u64,
+        e: u64,
+        chain: &FxHashSet<i32>,
+    ) -> Handoffs {
+        let mut out = Handoffs::default();
+        let (mut who, mut upto) = (tid, e);
+        for _ in 0..DEPTH {
+            let Some(w) = self.last_wakeup(who, s, upto) else {
+                break;
+            };
+            let w = &self.tl.edges[w];
+            match self.tl.resolve(w.from, w.from_cpu, w.ts) {
+                Ctx::Task { tid: t } if t > 0 && !chain.contains(&t) => {
+                    out.tids.push(t);
+                    // A worker woke it: the work item it was running carries the chain on.
+                    match self.work_running(t, w.ts).filter(|q| q.ts >= s) {
+                        Some(q) => {
+                            out.links.push(self.work_link_of(q));
+                            match self.tl.resolve(q.from, q.from_cpu, q.ts) {
+                                Ctx::Softirq { vec } => {
+                                    self.softirq_step(vec, q.from_cpu, q.ts, s, &mut out);
+                                    break;
+                                }
+                                Ctx::Task { tid: t } if t > 0 && !chain.contains(&t) => {
+                                    out.tids.push(t);
+                                    (who, upto) = (t, q.ts);
+                                }
+                                _ => break,
+                            }
+                        }
+                        None => (who, upto) = (t, w.ts),
+                    }
+                }
+                Ctx::Softirq { vec } => {
+                    self.softirq_step(vec, w.from_cpu, w.ts, s, &mut out);
+                    break;
+                }
+                // On the chain already, idle, a device interrupt, a timer: nothing to add.
+                _ => break,
+            }
+        }
+        out
+    }
+
+    /// The last wakeup of `tid` in `[s, upto]`.
+    fn last_wakeup(&self, tid: i32, s: u64, upto: u64) -> Option<usize> {
+        let tl = self.tl;
+        let n = self
+            .edges
+            .partition_point(|&i| tl.edges[i as usize].ts <= upto);
+        (self.edges[..n].iter().rev().take(LOOK_BACK))
+            .map(|&i| i as usize)
+            .take_while(|&i| tl.edges[i].ts >= s)
+            .find(|&i| tl.edges[i].kind == EdgeKind::Wakeup && tl.edges[i].to_tid == tid)
+    }
+
+    /// The work item worker `tid` was running at `ts`, if any.
+    fn work_running(&self, tid: i32, ts: u64) -> Option<&Edge> {
+        let tl = self.tl;
+        let n = self
+            .edges
+            .partition_point(|&i| tl.edges[i as usize].ts <= ts);
+        (self.edges[..n].iter().rev().take(LOOK_BACK))
+            .map(|&i| &tl.edges[i as usize])
+            .find(|q| {
+                q.kind == EdgeKind::Work
+                    && q.to_tid == tid
+                    && q.at <= ts
+                    && (q.span == crate::timeline::NONE || tl.spans.end[q.span as usize] >= ts)
+            })
+    }
+
+    /// The softirq run of `vec` on `cpu` in progress at `ts` (it woke the next step or
+    /// queued its work), as two links: the time the work waited on that CPU for it —
+    /// from the request (or the raise, if later) to the run's entry, through any earlier
+    /// runs of the same vector that re-raised it (a backlog drained a budget at a time,
+    /// the rest deferred to ksoftirqd or to the next interrupt exit) — and the run itself
+    /// up to `ts`.
+    fn softirq_step(&self, vec: u8, cpu: u32, ts: u64, s: u64, out: &mut Handoffs) {
+        let Some(run) = self.softirq_run_at(vec, cpu, ts) else {
+            return;
+        };
+        let name = SOFTIRQ_NAMES.get(vec as usize).copied().unwrap_or("?");
+        let place = self.served_in(run);
+        let first = self.first_of_backlog(run, vec, s);
+        let from = first.ts.max(s);
+        if run.at > from {
+            let ksoftirqd = self.ksoftirqd_waiting(cpu, from, run.at);
+            let deferred = ksoftirqd
+                .map(|i| format!(", deferred to {}", self.task(self.tl.spans.tid[i])))
+                .unwrap_or_default();
+            let by = self.ctx(first.from, first.from_tid, first.from_cpu, first.ts);
+            let raised = if first.ts < s {
+                format!("pending since before the request (raised in {by})")
+            } else {
+                format!("raised in {by}")
+            };
+            out.links.push(RawLink {
+                key: (LinkKind::Softirq, format!("{name} pending"), 1),
+                tid: ksoftirqd.map_or(-1, |i| self.tl.spans.tid[i]),
+                what: format!(
+                    "softirq {name} on CPU{cpu} {raised}, not run for this work{deferred} until {place} ran it (inferred: no per-packet events)"
+                ),
+                deferred: Some(ksoftirqd.is_some()),
+                ..RawLink::wait(LinkKind::Softirq, from, run.at, cpu, -1)
+            });
+        }
+        out.links.push(RawLink {
+            key: (LinkKind::Softirq, format!("{name} run"), 1),
+            what: format!("softirq {name} ran on CPU{cpu} in {place} before it handed on"),
+            ..RawLink::wait(LinkKind::Softirq, run.at.max(s), ts, cpu, -1)
+        });
+    }
+
+    /// The first run of the backlog `run` belongs to: walking back over earlier runs of
+    /// `vec` on its CPU while each was raised by the vector itself (a budget used up,
+    /// the rest re-raised), until one raised at or before `s`.
+    fn first_of_backlog<'e>(&'e self, run: &'e Edge, vec: u8, s: u64) -> &'e Edge {
+        let tl = self.tl;
+        let Some(runs) = self.softirq_runs.get(run.to_cpu as usize) else {
+            return run;
+        };
+        let mut first = run;
+        let mut n = runs.partition_point(|&i| tl.edges[i as usize].at < run.at);
+        while first.ts > s {
+            let self_raised = first.from_cpu == run.to_cpu
+                && matches!(tl.resolve(first.from, first.from_cpu, first.ts),
+                    Ctx::Softirq { vec: v } if v == vec);
+            let prev = (runs[..n].iter().rev())
+                .map(|&i| (i, &tl.edges[i as usize]))
+                .find(|(_, e)| e.key == vec as u32);
+            match prev {
+                Some((i, p)) if self_raised => {
+                    n = runs[..n].iter().position(|&j| j == i).unwrap_or(0);
+                    first = p;
+                }
+                _ => break,
+            }
+        }
+        first
+    }
+
+    /// The softirq run (its raise edge) of `vec` on `cpu` in progress at `ts`.
+    pub(super) fn softirq_run_at(&self, vec: u8, cpu: u32, ts: u64) -> Option<&Edge> {
+        let tl = self.tl;
+        let runs = self.softirq_runs.get(cpu as usize)?;
+        let n = runs.partition_point(|&i| tl.edges[i as usize].at <= ts);
+        (runs[..n].iter().rev())
+            .map(|&i| &tl.edges[i as usize])
+            .find(|e| e.key == vec as u32)
+    }
+
+    /// Where softirq run `e` was served: `ksoftirqd/1`, `irq exit (task)`, `task (bh
+    /// enable)`.
+    pub(super) fn served_in(&self, e: &Edge) -> String {
+        let f = e.val as u8;
+        if f & span::KSOFTIRQD != 0 {
+            self.task(e.to_tid)
+        } else if f & span::IN_TASK != 0 {
+            format!("{} (bh enable)", self.task(e.to_tid))
+        } else {
+            format!("an irq exit over {}", self.task(e.to_tid))
+        }
+    }
+
+    /// A runnable span of `cpu`'s ksoftirqd overlapping `[a, b]` (it waited for the CPU
+    /// while a softirq was pending there), if any: latest first.
+    pub(super) fn ksoftirqd_waiting(&self, cpu: u32, a: u64, b: u64) -> Option<usize> {
+        let (tl, sp) = (self.tl, &self.tl.spans);
+        let upto = (self.runnable).partition_point(|&i| sp.start[i as usize] < b);
+        self.runnable[..upto]
+            .iter()
+            .rev()
+            .take(LOOK_BACK)
+            .map(|&i| i as usize)
+            .find(|&i| {
+                sp.cpu[i] == cpu
+                    && sp.end[i] > a
+                    && self.s.get(tl.comm(sp.tid[i])).starts_with("ksoftirqd")
+            })
+    }
+}
