@@ -391,3 +391,161 @@ pub fn device_chain(cycles: usize, hogged: &[usize], stormed: &[usize]) -> Strin
     }
     t
 }
+
+/// Seed 002's deferral over the network stack, one datagram every 2 ms: sender `tx-5` on
+/// CPU0 calls sendto(); the packet is steered to CPU1, where `hog-60` (nice -19) runs
+/// throughout, and raised there as NET_RX from the steering IPI; its NET_RX run wakes
+/// receiver `rx-7` (SCHED_FIFO, prio 49), whose recvfrom() returns the datagram. Usually
+/// that takes 35 us. For a datagram in `late`, NET_RX runs 280 us on the flood's backlog,
+/// re-raises itself and wakes ksoftirqd/1-22, which then waits behind the hog for
+/// `defer_us`; the datagrams sent meanwhile queue behind it, and ksoftirqd's run
+/// delivers them all at once (rx reads them back to back: overlapping requests).
+pub fn udp_deferral(packets: usize, late: &[usize], defer_us: u64) -> String {
+    let mut ev: Vec<(u64, String)> = Vec::new();
+    let mut put = |us: u64, cpu: u32, who: &str, flags: &str, body: &str| {
+        ev.push((us, line(us, cpu, who, flags, body)));
+    };
+    let sw = |p: &str, n: &str| format!("sched_switch: {p} ==> {n}");
+    let hog_r = "prev_comm=hog prev_pid=60 prev_prio=101 prev_state=R";
+    let hog_n = "next_comm=hog next_pid=60 next_prio=101";
+    let rx_n = "next_comm=rx next_pid=7 next_prio=49";
+    let rx_s = "prev_comm=rx prev_pid=7 prev_prio=49 prev_state=S";
+    let (k_n, k_r) = (
+        "next_comm=ksoftirqd/1 next_pid=22 next_prio=120",
+        "prev_comm=ksoftirqd/1 prev_pid=22 prev_prio=120",
+    );
+    put(
+        999_000,
+        1,
+        "<idle>-0",
+        "d..2.",
+        &sw(
+            "prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R",
+            hog_n,
+        ),
+    );
+    let t = |i: usize| 1_000_000 + i as u64 * 2_000;
+    let mut i = 0;
+    while i < packets {
+        put(
+            t(i),
+            0,
+            "tx-5",
+            "....1",
+            "sys_sendto(fd: 4, buff: 0, len: 10, flags: 0, addr: 0, addr_len: 10)",
+        );
+        let a = t(i) + 20;
+        put(
+            a,
+            1,
+            "hog-60",
+            "d.h1.",
+            "softirq_raise: vec=3 [action=NET_RX]",
+        );
+        put(
+            a + 1,
+            1,
+            "hog-60",
+            "..s1.",
+            "softirq_entry: vec=3 [action=NET_RX]",
+        );
+        if !late.contains(&i) {
+            put(
+                a + 5,
+                1,
+                "hog-60",
+                "d.s3.",
+                "sched_waking: comm=rx pid=7 prio=49 target_cpu=001",
+            );
+            put(
+                a + 8,
+                1,
+                "hog-60",
+                "..s1.",
+                "softirq_exit: vec=3 [action=NET_RX]",
+            );
+            put(a + 10, 1, "hog-60", "d..2.", &sw(hog_r, rx_n));
+            put(a + 15, 1, "rx-7", "....1", "sys_recvfrom -> 0xa");
+            put(a + 20, 1, "rx-7", "d..2.", &sw(rx_s, hog_n));
+            i += 1;
+            continue;
+        }
+        // The backlog: one budget, re-raised, the rest left to ksoftirqd.
+        put(
+            a + 280,
+            1,
+            "hog-60",
+            "..s1.",
+            "softirq_raise: vec=3 [action=NET_RX]",
+        );
+        put(
+            a + 281,
+            1,
+            "hog-60",
+            "d.s3.",
+            "sched_waking: comm=ksoftirqd/1 pid=22 prio=120 target_cpu=001",
+        );
+        put(
+            a + 282,
+            1,
+            "hog-60",
+            "..s1.",
+            "softirq_exit: vec=3 [action=NET_RX]",
+        );
+        let d = a + defer_us;
+        let mut queued = 1;
+        while i + queued < packets && t(i + queued) < d {
+            put(
+                t(i + queued),
+                0,
+                "tx-5",
+                "....1",
+                "sys_sendto(fd: 4, buff: 0, len: 10, flags: 0, addr: 0, addr_len: 10)",
+            );
+            queued += 1;
+        }
+        put(d, 1, "hog-60", "d..2.", &sw(hog_r, k_n));
+        put(
+            d + 2,
+            1,
+            "ksoftirqd/1-22",
+            "..s1.",
+            "softirq_entry: vec=3 [action=NET_RX]",
+        );
+        put(
+            d + 5,
+            1,
+            "ksoftirqd/1-22",
+            "d.s3.",
+            "sched_waking: comm=rx pid=7 prio=49 target_cpu=001",
+        );
+        put(
+            d + 8,
+            1,
+            "ksoftirqd/1-22",
+            "..s1.",
+            "softirq_exit: vec=3 [action=NET_RX]",
+        );
+        put(
+            d + 10,
+            1,
+            "ksoftirqd/1-22",
+            "d..2.",
+            &sw(&format!("{k_r} prev_state=R"), rx_n),
+        );
+        for q in 0..queued as u64 {
+            put(d + 15 + 2 * q, 1, "rx-7", "....1", "sys_recvfrom -> 0xa");
+        }
+        put(d + 30, 1, "rx-7", "d..2.", &sw(rx_s, k_n));
+        put(
+            d + 35,
+            1,
+            "ksoftirqd/1-22",
+            "d..2.",
+            &sw(&format!("{k_r} prev_state=S"), hog_n),
+        );
+        i += queued;
+    }
+    ev.sort_by_key(|e| e.0);
+    ev.into_iter().map(|e| e.1).collect()
+}

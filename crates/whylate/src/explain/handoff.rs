@@ -35,8 +35,22 @@ impl Engine<'_> {
     ) -> Handoffs {
         let mut out = Handoffs::default();
         let (mut who, mut upto) = (tid, e);
-        for _ in 0..DEPTH {
-            let Some(w) = self.last_wakeup(who, s, upto) else {
+        for depth in 0..DEPTH {
+            let wake = self.last_wakeup(who, s, upto);
+            // Not woken since, or woken earlier and then on its CPU: a softirq run in its
+            // own context (bh enable, an interrupt exit over it) delivered the reply.
+            if depth == 0 {
+                let after = wake.map_or(s, |w| self.tl.edges[w].ts);
+                if let Some((cpu, run)) = self.own_softirq(tid, after, e) {
+                    let end = match run.span {
+                        crate::timeline::NONE => e,
+                        sp => self.tl.spans.end[sp as usize].min(e),
+                    };
+                    self.softirq_step(run.key as u8, cpu, end, s, &mut out);
+                    break;
+                }
+            }
+            let Some(w) = wake else {
                 break;
             };
             let w = &self.tl.edges[w];
@@ -71,6 +85,21 @@ impl Engine<'_> {
             }
         }
         out
+    }
+
+    /// The last softirq run in `tid`'s own context that began in `[a, e]`, with its CPU.
+    fn own_softirq(&self, tid: i32, a: u64, e: u64) -> Option<(u32, &Edge)> {
+        let tl = self.tl;
+        (self.softirq_runs.iter().enumerate())
+            .filter_map(|(cpu, runs)| {
+                let n = runs.partition_point(|&i| tl.edges[i as usize].at <= e);
+                (runs[..n].iter().rev())
+                    .map(|&i| &tl.edges[i as usize])
+                    .take_while(|r| r.at >= a)
+                    .find(|r| r.to_tid == tid)
+                    .map(|r| (cpu as u32, r))
+            })
+            .max_by_key(|(_, r)| r.at)
     }
 
     /// The last wakeup of `tid` in `[s, upto]`.
