@@ -2,7 +2,7 @@
 // CPU (seeds 002/003: softirq work landing beside a latency-sensitive thread).
 //
 //   udpflood [--cpu C] [--rps-cpu R] [--seconds S] [--size BYTES] [--filter-insns N]
-//            [--burst-us B --every-us P] [--batch N]
+//            [--burst-us B --every-us P] [--burst-packets K] [--batch N]
 //
 // The sender, pinned to --cpu, sends batches of datagrams (sendmmsg) to a socket nobody
 // reads. Loopback receives a packet on the sending CPU unless Receive Packet Steering
@@ -16,7 +16,9 @@
 // overload; without them the flood never pauses. --batch N sends N datagrams per
 // sendmmsg() call (default 64, 1 with bursts): a burst of batches outruns CPU R and leaves
 // a backlog (up to net.core.netdev_max_backlog packets) that NET_RX drains over several
-// runs, the rest of it in ksoftirqd/R.
+// runs, the rest of it in ksoftirqd/R. --burst-packets K ends a burst after K datagrams
+// (or B us, whichever comes first): the backlog a burst leaves then does not depend on
+// how fast the sending CPU happens to be.
 //
 // Prints `sent N` and the receiving CPUs' softnet counters (processed, dropped at the
 // backlog, squeezed out of a NET_RX run) at the end.
@@ -85,7 +87,8 @@ static void print_softnet(const char *when) {
 }
 
 int main(int argc, char **argv) {
-    long cpu = 0, rps_cpu = -1, size = 16, insns = 0, burst_us = 0, every_us = 0, batch = 0;
+    long cpu = 0, rps_cpu = -1, size = 16, insns = 0, burst_us = 0, every_us = 0, batch = 0,
+         burst_packets = 0;
     double seconds = 3;
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -98,6 +101,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--burst-us")) burst_us = atol(v);
         else if (!strcmp(a, "--every-us")) every_us = atol(v);
         else if (!strcmp(a, "--batch")) batch = atol(v);
+        else if (!strcmp(a, "--burst-packets")) burst_packets = atol(v);
         else { fprintf(stderr, "udpflood: unknown option %s\n", a); return 2; }
     }
     if (size < 1 || size > 65000) { fprintf(stderr, "udpflood: bad --size\n"); return 2; }
@@ -157,12 +161,13 @@ int main(int argc, char **argv) {
     print_softnet("before");
     long sent = 0;
     double start = now_s(), end = start + seconds;
-    long bursts = 0;
+    long bursts = 0, in_burst = 0;
     for (double t = start; !stop && t < end; t = now_s()) {
         if (every_us > 0) {
             // Absolute burst starts, so a slow burst does not shift the ones after it.
             double b0 = start + bursts * every_us / 1e6;
-            if (t >= b0 + burst_us / 1e6) {
+            if (t >= b0 + burst_us / 1e6 || (burst_packets > 0 && in_burst >= burst_packets)) {
+                in_burst = 0;
                 bursts++;
                 double next = start + bursts * every_us / 1e6;
                 struct timespec ts = {(time_t)next, (long)((next - (time_t)next) * 1e9)};
@@ -170,8 +175,13 @@ int main(int argc, char **argv) {
                 continue;
             }
         }
-        int n = sendmmsg(tx, mm, (unsigned)batch, 0);
-        if (n > 0) sent += n;
+        long want = batch;
+        if (burst_packets > 0 && burst_packets - in_burst < want) want = burst_packets - in_burst;
+        int n = sendmmsg(tx, mm, (unsigned)want, 0);
+        if (n > 0) {
+            sent += n;
+            in_burst += n;
+        }
     }
     printf("sent %ld\n", sent);
     print_softnet("after");

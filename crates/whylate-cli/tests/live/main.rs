@@ -13,6 +13,7 @@ mod frob;
 mod readers;
 mod record;
 mod timer;
+mod udp;
 
 // Helpers one group of tests shares with another.
 use common::repo;
