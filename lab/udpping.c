@@ -38,6 +38,7 @@ struct stamp {
 static long tx_cpu = 0, rx_cpu = 1, rx_fifo = 0, every_us = 2000, count = 1000;
 static int tx_fd, rx_fd;
 static uint64_t *send_ns, *recv_ns;
+static volatile int rx_ready;
 
 static uint64_t now_ns(void) {
     struct timespec t;
@@ -60,6 +61,8 @@ static void *receiver(void *arg) {
         struct sched_param p = {.sched_priority = (int)rx_fifo};
         if (sched_setscheduler(0, SCHED_FIFO, &p)) perror("udpping: SCHED_FIFO (root?)");
     }
+    // On its CPU with its policy: from here it runs as soon as it is woken.
+    __atomic_store_n(&rx_ready, 1, __ATOMIC_RELEASE);
     for (;;) {
         struct stamp s;
         ssize_t n = recvfrom(rx_fd, &s, sizeof s, 0, NULL, NULL);
@@ -105,7 +108,10 @@ int main(int argc, char **argv) {
     if (pthread_create(&rx, NULL, receiver, NULL)) { perror("udpping: pthread_create"); return 1; }
     prctl(PR_SET_NAME, "udpping-tx");
     pin(tx_cpu);
-    usleep(50000); // the receiver is blocked in recvfrom before the first datagram
+    // The receiver first needs its CPU, which a hog may hold for a long time before it
+    // is real-time: wait until it is, then give it time to block in recvfrom.
+    while (!__atomic_load_n(&rx_ready, __ATOMIC_ACQUIRE)) usleep(1000);
+    usleep(20000);
     uint64_t start = now_ns();
     for (long i = 0; i < count; i++) {
         uint64_t at = start + (uint64_t)i * (uint64_t)every_us * 1000u;

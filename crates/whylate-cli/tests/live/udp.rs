@@ -117,11 +117,25 @@ fn record_deferral(dir: &Path) -> Result<(PathBuf, Vec<Packet>), String> {
     std::thread::sleep(std::time::Duration::from_millis(300));
     let (trace, log) = (dir.join("udp.dat"), dir.join("udpping.log"));
     let st = Command::new(whylate())
-        .args(["record", "-e", "sched,irq,syscalls:sys_enter_sendto,syscalls:sys_exit_recvfrom", "-o"])
+        .args([
+            "record",
+            "-e",
+            "sched,irq,syscalls:sys_enter_sendto,syscalls:sys_exit_recvfrom",
+            "-o",
+        ])
         .arg(&trace)
         .arg("--")
         .arg(&ping)
-        .args(["--tx-cpu", "0", "--rx-cpu", "1", "--rx-fifo", "50", "--every-us", "2300"])
+        .args([
+            "--tx-cpu",
+            "0",
+            "--rx-cpu",
+            "1",
+            "--rx-fifo",
+            "50",
+            "--every-us",
+            "2300",
+        ])
         .args(["--count", &PACKETS.to_string(), "--log"])
         .arg(&log)
         .stdout(quiet())
@@ -198,7 +212,10 @@ fn a_deferred_net_rx_is_blamed_on_the_task_that_starved_ksoftirqd() {
     assert_eq!(truth.len(), PACKETS);
     let lost = truth.iter().filter(|p| p.latency < 0).count();
     assert_eq!(lost, 0, "the probe lost datagrams despite the deep backlog");
-    let late = truth.iter().filter(|p| p.latency > DEADLINE_NS as i64).count();
+    let late = truth
+        .iter()
+        .filter(|p| p.latency > DEADLINE_NS as i64)
+        .count();
     let max = truth.iter().map(|p| p.latency).max().unwrap();
     assert!(late >= 5, "the flood must make datagrams late ({late})");
     let out = Command::new(whylate())
@@ -209,7 +226,11 @@ fn a_deferred_net_rx_is_blamed_on_the_task_that_starved_ksoftirqd() {
         .args(["--same", "any", "--deadline", "1ms", "--json"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let ex: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let c = &ex["cycles"];
     eprintln!(
@@ -221,7 +242,11 @@ fn a_deferred_net_rx_is_blamed_on_the_task_that_starved_ksoftirqd() {
     assert_eq!(c["pairing"]["mode"], "fifo");
     misses_match_packets(&ex, &truth).unwrap();
     let first = &ex["causes"][0];
-    assert_eq!(first["category"], "deferred-to-ksoftirqd", "{}", ex["causes"]);
+    assert_eq!(
+        first["category"], "deferred-to-ksoftirqd",
+        "{}",
+        ex["causes"]
+    );
     assert_eq!(first["culprit"]["comm"], "cruncher", "{first}");
     assert_eq!(first["culprit"]["cpu"], 1, "{first}");
     // Every late datagram's chain reaches its reply through the softirq that carried it.
@@ -229,7 +254,10 @@ fn a_deferred_net_rx_is_blamed_on_the_task_that_starved_ksoftirqd() {
         let chain = m["chain"].as_array().unwrap();
         assert!(
             chain.iter().any(|l| l["kind"] == "softirq"
-                && l["what"].as_str().unwrap().starts_with("softirq NET_RX on CPU1")),
+                && l["what"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("softirq NET_RX on CPU1")),
             "no NET_RX hand-off in {m}"
         );
     }

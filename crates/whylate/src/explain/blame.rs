@@ -252,8 +252,8 @@ impl Engine<'_> {
                 // being inside code that cannot be preempted: that is the kernel's delay.
                 OccupantKind::Task
                     if matches!(
-                        (tl.prios.get(&l.tid), tl.prios.get(&(o.id as i32))),
-                        (Some(&w), Some(&p)) if w < 100 && w < p
+                        (tl.prio_at(l.tid, a), tl.prio_at(o.id as i32, a)),
+                        (Some(w), Some(p)) if w < 100 && w < p
                     ) =>
                 {
                     (

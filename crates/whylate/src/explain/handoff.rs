@@ -37,8 +37,10 @@ impl Engine<'_> {
         let (mut who, mut upto) = (tid, e);
         for depth in 0..DEPTH {
             let wake = self.last_wakeup(who, s, upto);
-            // Not woken since, or woken earlier and then on its CPU: a softirq run in its
-            // own context (bh enable, an interrupt exit over it) delivered the reply.
+            // After its last wakeup (or all along) the thread was on its CPU, where a
+            // softirq run in its own context (bh enable, an interrupt exit over it) may
+            // have delivered the reply: that run, and the backlog it worked through since
+            // the wakeup, are links; without a wakeup in the cycle they are all there is.
             if depth == 0 {
                 let after = wake.map_or(s, |w| self.tl.edges[w].ts);
                 if let Some((cpu, run)) = self.own_softirq(tid, after, e) {
@@ -46,11 +48,13 @@ impl Engine<'_> {
                         crate::timeline::NONE => e,
                         sp => self.tl.spans.end[sp as usize].min(e),
                     };
-                    self.softirq_step(run.key as u8, cpu, end, s, &mut out);
-                    break;
+                    self.softirq_step(run.key as u8, cpu, end, after, &mut out);
                 }
             }
             let Some(w) = wake else {
+                if depth == 0 && out.links.is_empty() {
+                    out.links.extend(self.waiting_since_before(tid, s, e));
+                }
                 break;
             };
             let w = &self.tl.edges[w];
@@ -100,6 +104,37 @@ impl Engine<'_> {
                     .map(|r| (cpu as u32, r))
             })
             .max_by_key(|(_, r)| r.at)
+    }
+
+    /// `tid` runnable since before `s` and running by `e` (it was not yet waiting for the
+    /// reply when the request came, but for a CPU), as a link from `s`.
+    fn waiting_since_before(&self, tid: i32, s: u64, e: u64) -> Option<RawLink> {
+        let sp = &self.tl.spans;
+        let n = self.runnable.partition_point(|&i| sp.start[i as usize] < s);
+        let i = (self.runnable[..n].iter().rev().take(LOOK_BACK))
+            .map(|&i| i as usize)
+            .find(|&i| sp.tid[i] == tid && sp.end[i] > s)?;
+        if sp.end[i] > e || sp.flags[i] & span::END_UNKNOWN != 0 {
+            return None;
+        }
+        Some(RawLink {
+            key: (
+                LinkKind::Run,
+                format!(
+                    "{} (since before)",
+                    super::engine::norm_comm(self.s.get(self.tl.comm(tid)))
+                ),
+                1,
+            ),
+            what: format!(
+                "{} runnable on CPU{} since before the request (not yet waiting for it), then ran",
+                self.task(tid),
+                sp.cpu[i]
+            ),
+            preempted: crate::timeline::Cause::from_key(sp.key[i])
+                == crate::timeline::Cause::Preempted,
+            ..RawLink::wait(LinkKind::Run, s, sp.end[i], sp.cpu[i], tid)
+        })
     }
 
     /// The last wakeup of `tid` in `[s, upto]`.

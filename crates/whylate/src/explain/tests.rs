@@ -463,3 +463,172 @@ fn a_lost_reply_under_fifo_pairing_is_said_under_the_verdict() {
     let r = udp_cycles(&testkit::udp_deferral(40, &[], 0), Pairing::Fifo);
     assert!(r.blind.is_empty());
 }
+
+#[test]
+fn a_reply_delivered_by_a_softirq_in_the_receivers_own_context_is_in_the_chain() {
+    // Five usual datagrams, then one that finds the receiver already on CPU1 (woken just
+    // before the request): NET_RX runs in its own context (bh enable) over a backlog for
+    // 1.2 ms, re-raising itself twice, and only then does recvfrom() return.
+    let l = testkit::line;
+    let mut t = testkit::udp_deferral(5, &[], 0);
+    let s = 1_010_000;
+    t += &l(
+        s - 105,
+        1,
+        "hog-60",
+        "d.h1.",
+        "sched_waking: comm=rx pid=7 prio=49 target_cpu=001",
+    );
+    t += &l(s - 100, 1, "hog-60", "d..2.", "sched_switch: prev_comm=hog prev_pid=60 prev_prio=101 prev_state=R ==> next_comm=rx next_pid=7 next_prio=49");
+    t += &l(
+        s - 90,
+        1,
+        "rx-7",
+        "d..1.",
+        "softirq_raise: vec=3 [action=NET_RX]",
+    );
+    t += &l(
+        s - 89,
+        1,
+        "rx-7",
+        "..s1.",
+        "softirq_entry: vec=3 [action=NET_RX]",
+    );
+    t += &l(
+        s,
+        0,
+        "tx-5",
+        "....1",
+        "sys_sendto(fd: 4, buff: 0, len: 10, flags: 0, addr: 0, addr_len: 10)",
+    );
+    for (raise, next) in [(s + 400, s + 402), (s + 800, s + 802)] {
+        t += &l(
+            raise,
+            1,
+            "rx-7",
+            "..s1.",
+            "softirq_raise: vec=3 [action=NET_RX]",
+        );
+        t += &l(
+            raise + 1,
+            1,
+            "rx-7",
+            "..s1.",
+            "softirq_exit: vec=3 [action=NET_RX]",
+        );
+        t += &l(
+            next,
+            1,
+            "rx-7",
+            "..s1.",
+            "softirq_entry: vec=3 [action=NET_RX]",
+        );
+    }
+    t += &l(
+        s + 1_200,
+        1,
+        "rx-7",
+        "..s1.",
+        "softirq_exit: vec=3 [action=NET_RX]",
+    );
+    t += &l(s + 1_205, 1, "rx-7", "....1", "sys_recvfrom -> 0xa");
+    t += &l(s + 1_210, 1, "rx-7", "d..2.", "sched_switch: prev_comm=rx prev_pid=7 prev_prio=49 prev_state=S ==> next_comm=hog next_pid=60 next_prio=101");
+    let r = udp_cycles(&t, Pairing::Fifo);
+    assert_eq!((r.cycles.count, r.cycles.misses), (6, 1));
+    let m = &r.misses[0];
+    let kinds: Vec<&str> = m.chain.iter().map(|l| l.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        ["from", "softirq", "softirq", "deadline", "to"],
+        "{m:?}"
+    );
+    // From the request to the last run's entry (+802 us) NET_RX worked through the
+    // backlog ahead of this datagram in the receiver's context: that is the cause.
+    let pending = &m.chain[1];
+    assert_eq!((pending.offset_ns, pending.duration_ns), (0, 802_000));
+    assert!(
+        pending.what.contains("rx[7] (bh enable)"),
+        "{}",
+        pending.what
+    );
+    assert_eq!(r.causes[0].category, "softirq", "{:?}", r.causes);
+    assert_eq!(r.causes[0].culprit.vector.as_deref(), Some("NET_RX"));
+    // 801 us over the usual 1 us pending, 194 us of the last run up to the deadline.
+    assert_eq!(
+        r.causes[0].total_excess_ns,
+        799_000 + 194_000,
+        "{:?}",
+        r.causes
+    );
+    assert!(!r
+        .causes
+        .iter()
+        .any(|c| c.category == "device/external" || c.category == "unknown"));
+}
+
+#[test]
+fn a_receiver_not_yet_waiting_is_blamed_as_a_normal_task_behind_the_hog() {
+    // Five usual datagrams; then the receiver, as a normal task again (prio 120, as a
+    // thread is before it makes itself real-time), is woken 300 us before the request
+    // and waits behind the hog until +3 ms; then it reads the datagram and is real-time
+    // (prio 49) again. Its priority then, not its last one, decides: the hog held it.
+    let l = testkit::line;
+    let mut t = testkit::udp_deferral(5, &[], 0);
+    let s = 1_010_000;
+    t += &l(
+        s - 300,
+        1,
+        "hog-60",
+        "d.h1.",
+        "sched_waking: comm=rx pid=7 prio=120 target_cpu=001",
+    );
+    t += &l(
+        s,
+        0,
+        "tx-5",
+        "....1",
+        "sys_sendto(fd: 4, buff: 0, len: 10, flags: 0, addr: 0, addr_len: 10)",
+    );
+    t += &l(
+        s + 20,
+        1,
+        "hog-60",
+        "d.h1.",
+        "softirq_raise: vec=3 [action=NET_RX]",
+    );
+    t += &l(
+        s + 21,
+        1,
+        "hog-60",
+        "..s1.",
+        "softirq_entry: vec=3 [action=NET_RX]",
+    );
+    t += &l(
+        s + 25,
+        1,
+        "hog-60",
+        "..s1.",
+        "softirq_exit: vec=3 [action=NET_RX]",
+    );
+    t += &l(s + 3_000, 1, "hog-60", "d..2.", "sched_switch: prev_comm=hog prev_pid=60 prev_prio=101 prev_state=R ==> next_comm=rx next_pid=7 next_prio=120");
+    t += &l(s + 3_010, 1, "rx-7", "....1", "sys_recvfrom -> 0xa");
+    t += &l(s + 3_020, 1, "rx-7", "d..2.", "sched_switch: prev_comm=rx prev_pid=7 prev_prio=49 prev_state=S ==> next_comm=hog next_pid=60 next_prio=101");
+    let r = udp_cycles(&t, Pairing::Fifo);
+    assert_eq!(r.cycles.misses, 1);
+    let m = &r.misses[0];
+    let wait = m.chain.iter().find(|l| l.kind == "wakeup").unwrap();
+    assert!(
+        wait.what.contains("since before the request"),
+        "{}",
+        wait.what
+    );
+    assert_eq!((wait.offset_ns, wait.duration_ns), (0, 3_000_000));
+    let c = &r.causes[0];
+    assert_eq!(
+        (c.category.as_str(), c.culprit.pid),
+        ("runqueue-wait", Some(60)),
+        "{:?}",
+        r.causes
+    );
+    assert!(!r.causes.iter().any(|c| c.category == "preemption-delay"));
+}

@@ -337,6 +337,9 @@ pub struct Timeline {
     pub comms: FxHashMap<i32, Sym>,
     /// Thread → priority seen last (sched events).
     pub prios: FxHashMap<i32, i32>,
+    /// Threads whose priority changed during the trace (a thread that made itself
+    /// real-time): each priority and from when it was seen, the first from 0.
+    pub prio_changes: FxHashMap<i32, Vec<(u64, i32)>>,
     /// Self-reported timer lateness.
     pub reported: Vec<ReportedLate>,
     /// Thread → times a fork created it (a pid reused in the trace has several).

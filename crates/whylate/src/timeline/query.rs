@@ -39,6 +39,28 @@ impl Timeline {
             .map_or(0, |f| f.partition_point(|&t| t <= ts))
     }
 
+    /// `tid`'s priority at `ts` (kernel prio: below 100 real-time), when the trace shows it.
+    pub fn prio_at(&self, tid: i32, ts: u64) -> Option<i32> {
+        match self.prio_changes.get(&tid) {
+            Some(h) => {
+                let n = h.partition_point(|&(t, _)| t <= ts);
+                Some(h[n.saturating_sub(1)].1)
+            }
+            None => self.prios.get(&tid).copied(),
+        }
+    }
+
+    /// Records `tid`'s priority as seen at `ts` (keeping the history when it changes).
+    pub(crate) fn set_prio(&mut self, tid: i32, prio: i32, ts: u64) {
+        if let Some(old) = self.prios.insert(tid, prio) {
+            if old != prio {
+                (self.prio_changes.entry(tid))
+                    .or_insert_with(|| vec![(0, old)])
+                    .push((ts, prio));
+            }
+        }
+    }
+
     /// Best known name of a task.
     pub fn comm(&self, tid: i32) -> Sym {
         self.comms.get(&tid).copied().unwrap_or(Sym::EMPTY)

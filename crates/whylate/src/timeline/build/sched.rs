@@ -18,8 +18,8 @@ impl Builder {
                 next_pid,
                 next_prio,
             } => {
-                self.tl.prios.insert(*prev_pid, *prev_prio);
-                self.tl.prios.insert(*next_pid, *next_prio);
+                self.tl.set_prio(*prev_pid, *prev_prio, ts);
+                self.tl.set_prio(*next_pid, *next_prio, ts);
                 self.switch(
                     c,
                     ts,
@@ -37,7 +37,7 @@ impl Builder {
                 prio,
                 target_cpu,
             } => {
-                self.tl.prios.insert(*pid, *prio);
+                self.tl.set_prio(*pid, *prio, ts);
                 self.learn(*pid, *comm, strings);
                 self.wake(c, ts, ctx, *pid, *target_cpu, Cause::Woken, true);
             }
@@ -48,7 +48,7 @@ impl Builder {
                 target_cpu,
                 new,
             } => {
-                self.tl.prios.insert(*pid, *prio);
+                self.tl.set_prio(*pid, *prio, ts);
                 self.learn(*pid, *comm, strings);
                 let cause = if *new { Cause::New } else { Cause::Woken };
                 self.wake(c, ts, ctx, *pid, *target_cpu, cause, false);
