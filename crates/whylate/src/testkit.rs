@@ -399,8 +399,19 @@ pub fn device_chain(cycles: usize, hogged: &[usize], stormed: &[usize]) -> Strin
 /// that takes 35 us. For a datagram in `late`, NET_RX runs 280 us on the flood's backlog,
 /// re-raises itself and wakes ksoftirqd/1-22, which then waits behind the hog for
 /// `defer_us`; the datagrams sent meanwhile queue behind it, and ksoftirqd's run
-/// delivers them all at once (rx reads them back to back: overlapping requests).
+/// delivers them all at once (rx reads them back to back: overlapping requests). With
+/// `net`, each datagram's skb is also traced: `net_dev_queue` in sendto() on CPU0 (+5 us)
+/// and `netif_receive_skb` in the NET_RX run that takes it on CPU1.
 pub fn udp_deferral(packets: usize, late: &[usize], defer_us: u64) -> String {
+    udp_trace(packets, late, defer_us, false)
+}
+
+/// [`udp_deferral`] with the network events.
+pub fn udp_deferral_net(packets: usize, late: &[usize], defer_us: u64) -> String {
+    udp_trace(packets, late, defer_us, true)
+}
+
+fn udp_trace(packets: usize, late: &[usize], defer_us: u64, net: bool) -> String {
     let mut ev: Vec<(u64, String)> = Vec::new();
     let mut put = |us: u64, cpu: u32, who: &str, flags: &str, body: &str| {
         ev.push((us, line(us, cpu, who, flags, body)));
@@ -410,140 +421,121 @@ pub fn udp_deferral(packets: usize, late: &[usize], defer_us: u64) -> String {
     let hog_n = "next_comm=hog next_pid=60 next_prio=101";
     let rx_n = "next_comm=rx next_pid=7 next_prio=49";
     let rx_s = "prev_comm=rx prev_pid=7 prev_prio=49 prev_state=S";
-    let (k_n, k_r) = (
-        "next_comm=ksoftirqd/1 next_pid=22 next_prio=120",
-        "prev_comm=ksoftirqd/1 prev_pid=22 prev_prio=120",
+    let k_n = "next_comm=ksoftirqd/1 next_pid=22 next_prio=120";
+    let k_r = "prev_comm=ksoftirqd/1 prev_pid=22 prev_prio=120";
+    let idle1 = "prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R";
+    let (net_rx, sendto) = (
+        "vec=3 [action=NET_RX]",
+        "sys_sendto(fd: 4, buff: 0, len: 10, flags: 0, addr: 0, addr_len: 10)",
     );
-    put(
-        999_000,
-        1,
-        "<idle>-0",
-        "d..2.",
-        &sw(
-            "prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R",
-            hog_n,
-        ),
-    );
+    let skb = |i: usize| format!("dev=lo skbaddr=0xffff8881000{:05x} len=38", i * 0x100);
+    put(999_000, 1, "<idle>-0", "d..2.", &sw(idle1, hog_n));
     let t = |i: usize| 1_000_000 + i as u64 * 2_000;
     let mut i = 0;
     while i < packets {
-        put(
-            t(i),
-            0,
-            "tx-5",
-            "....1",
-            "sys_sendto(fd: 4, buff: 0, len: 10, flags: 0, addr: 0, addr_len: 10)",
-        );
+        // This datagram and those sent while its NET_RX is deferred.
         let a = t(i) + 20;
-        put(
-            a,
-            1,
-            "hog-60",
-            "d.h1.",
-            "softirq_raise: vec=3 [action=NET_RX]",
-        );
+        let d = a + defer_us;
+        let deferred = late.contains(&i);
+        let mut queued = 1;
+        while deferred && i + queued < packets && t(i + queued) < d {
+            queued += 1;
+        }
+        for q in i..i + queued {
+            put(t(q), 0, "tx-5", "....1", sendto);
+            if net {
+                put(
+                    t(q) + 5,
+                    0,
+                    "tx-5",
+                    "....1",
+                    &format!("net_dev_queue: {}", skb(q)),
+                );
+            }
+        }
+        put(a, 1, "hog-60", "d.h1.", &format!("softirq_raise: {net_rx}"));
         put(
             a + 1,
             1,
             "hog-60",
             "..s1.",
-            "softirq_entry: vec=3 [action=NET_RX]",
+            &format!("softirq_entry: {net_rx}"),
         );
-        if !late.contains(&i) {
+        let (who, at) = if deferred {
+            // The backlog: one budget, re-raised, the rest left to ksoftirqd.
             put(
-                a + 5,
-                1,
-                "hog-60",
-                "d.s3.",
-                "sched_waking: comm=rx pid=7 prio=49 target_cpu=001",
-            );
-            put(
-                a + 8,
+                a + 280,
                 1,
                 "hog-60",
                 "..s1.",
-                "softirq_exit: vec=3 [action=NET_RX]",
+                &format!("softirq_raise: {net_rx}"),
             );
-            put(a + 10, 1, "hog-60", "d..2.", &sw(hog_r, rx_n));
-            put(a + 15, 1, "rx-7", "....1", "sys_recvfrom -> 0xa");
-            put(a + 20, 1, "rx-7", "d..2.", &sw(rx_s, hog_n));
-            i += 1;
-            continue;
-        }
-        // The backlog: one budget, re-raised, the rest left to ksoftirqd.
-        put(
-            a + 280,
-            1,
-            "hog-60",
-            "..s1.",
-            "softirq_raise: vec=3 [action=NET_RX]",
-        );
-        put(
-            a + 281,
-            1,
-            "hog-60",
-            "d.s3.",
-            "sched_waking: comm=ksoftirqd/1 pid=22 prio=120 target_cpu=001",
-        );
-        put(
-            a + 282,
-            1,
-            "hog-60",
-            "..s1.",
-            "softirq_exit: vec=3 [action=NET_RX]",
-        );
-        let d = a + defer_us;
-        let mut queued = 1;
-        while i + queued < packets && t(i + queued) < d {
             put(
-                t(i + queued),
-                0,
-                "tx-5",
-                "....1",
-                "sys_sendto(fd: 4, buff: 0, len: 10, flags: 0, addr: 0, addr_len: 10)",
+                a + 281,
+                1,
+                "hog-60",
+                "d.s3.",
+                "sched_waking: comm=ksoftirqd/1 pid=22 prio=120 target_cpu=001",
             );
-            queued += 1;
+            put(
+                a + 282,
+                1,
+                "hog-60",
+                "..s1.",
+                &format!("softirq_exit: {net_rx}"),
+            );
+            put(d, 1, "hog-60", "d..2.", &sw(hog_r, k_n));
+            put(
+                d + 2,
+                1,
+                "ksoftirqd/1-22",
+                "..s1.",
+                &format!("softirq_entry: {net_rx}"),
+            );
+            ("ksoftirqd/1-22", d)
+        } else {
+            ("hog-60", a)
+        };
+        for q in i..i + queued {
+            if net {
+                put(
+                    at + 3,
+                    1,
+                    who,
+                    "..s1.",
+                    &format!("netif_receive_skb: {}", skb(q)),
+                );
+            }
         }
-        put(d, 1, "hog-60", "d..2.", &sw(hog_r, k_n));
         put(
-            d + 2,
+            at + 5,
             1,
-            "ksoftirqd/1-22",
-            "..s1.",
-            "softirq_entry: vec=3 [action=NET_RX]",
-        );
-        put(
-            d + 5,
-            1,
-            "ksoftirqd/1-22",
+            who,
             "d.s3.",
             "sched_waking: comm=rx pid=7 prio=49 target_cpu=001",
         );
-        put(
-            d + 8,
-            1,
-            "ksoftirqd/1-22",
-            "..s1.",
-            "softirq_exit: vec=3 [action=NET_RX]",
-        );
-        put(
-            d + 10,
-            1,
-            "ksoftirqd/1-22",
-            "d..2.",
-            &sw(&format!("{k_r} prev_state=R"), rx_n),
-        );
+        put(at + 8, 1, who, "..s1.", &format!("softirq_exit: {net_rx}"));
+        let prev = if deferred {
+            format!("{k_r} prev_state=R")
+        } else {
+            hog_r.to_string()
+        };
+        put(at + 10, 1, who, "d..2.", &sw(&prev, rx_n));
         for q in 0..queued as u64 {
-            put(d + 15 + 2 * q, 1, "rx-7", "....1", "sys_recvfrom -> 0xa");
+            put(at + 15 + 2 * q, 1, "rx-7", "....1", "sys_recvfrom -> 0xa");
         }
-        put(d + 30, 1, "rx-7", "d..2.", &sw(rx_s, k_n));
-        put(
-            d + 35,
-            1,
-            "ksoftirqd/1-22",
-            "d..2.",
-            &sw(&format!("{k_r} prev_state=S"), hog_n),
-        );
+        if deferred {
+            put(at + 30, 1, "rx-7", "d..2.", &sw(rx_s, k_n));
+            put(
+                at + 35,
+                1,
+                "ksoftirqd/1-22",
+                "d..2.",
+                &sw(&format!("{k_r} prev_state=S"), hog_n),
+            );
+        } else {
+            put(at + 20, 1, "rx-7", "d..2.", &sw(rx_s, hog_n));
+        }
         i += queued;
     }
     ev.sort_by_key(|e| e.0);

@@ -174,13 +174,20 @@ fn misses_match_packets(ex: &serde_json::Value, truth: &[Packet]) -> Result<(), 
     }
     let ours: Vec<usize> = starts.iter().filter_map(|&s| of(s)).collect();
     for (i, p) in truth.iter().enumerate() {
-        let clear = p.latency > (DEADLINE_NS + 50_000) as i64;
-        if clear && !ours.contains(&i) {
+        let late = p.latency > DEADLINE_NS as i64;
+        if !late || ours.contains(&i) {
+            continue;
+        }
+        if p.latency > (DEADLINE_NS + 50_000) as i64 {
             return Err(format!(
                 "datagram {i} was {} ns late by its own clock; whylate did not count it",
                 p.latency
             ));
         }
+        eprintln!(
+            "datagram {i}: {} ns by its own clock, within the clock reads' margin of the deadline",
+            p.latency
+        );
     }
     Ok(())
 }
@@ -254,10 +261,8 @@ fn a_deferred_net_rx_is_blamed_on_the_task_that_starved_ksoftirqd() {
         let chain = m["chain"].as_array().unwrap();
         assert!(
             chain.iter().any(|l| l["kind"] == "softirq"
-                && l["what"]
-                    .as_str()
-                    .unwrap()
-                    .starts_with("softirq NET_RX on CPU1")),
+                && l["cpu"] == 1
+                && l["what"].as_str().unwrap().contains("NET_RX")),
             "no NET_RX hand-off in {m}"
         );
     }

@@ -81,6 +81,8 @@ pub(super) struct Engine<'a> {
     pub(super) syscalls: Vec<u32>,
     /// Per CPU, softirq raise edges by the time the softirq ran.
     pub(super) softirq_runs: Vec<Vec<u32>>,
+    /// Packet edges (skb handed to the stack -> taken by it) by the hand-off time.
+    pub(super) packets: Vec<u32>,
     /// Trace-wide median per link key (name), for links good cycles lack.
     pub(super) trace_median: std::cell::RefCell<FxHashMap<(LinkKind, String), u64>>,
 }
@@ -124,8 +126,13 @@ impl<'a> Engine<'a> {
         for l in &mut softirq_runs {
             l.sort_by_key(|&i| tl.edges[i as usize].at);
         }
+        let mut packets: Vec<u32> = (0..tl.edges.len() as u32)
+            .filter(|&i| tl.edges[i as usize].kind == EdgeKind::Packet)
+            .collect();
+        packets.sort_by_key(|&i| tl.edges[i as usize].ts);
         Engine {
             softirq_runs,
+            packets,
             clock: crate::timeline::TimerClock::new(tl),
             tl,
             s,
@@ -290,7 +297,7 @@ impl<'a> Engine<'a> {
             }
         }
         if let Some(r) = reply {
-            let back = self.reply_handoffs(r, s, h, &chain);
+            let back = self.reply_handoffs((tid, r), s, h, &chain);
             chain.insert(r);
             chain.extend(back.tids);
             for mut l in back.links {

@@ -28,12 +28,15 @@ impl Engine<'_> {
     /// is not on `chain` (which already explains it).
     pub(super) fn reply_handoffs(
         &self,
-        tid: i32,
+        (requester, tid): (i32, i32),
         s: u64,
         e: u64,
         chain: &FxHashSet<i32>,
     ) -> Handoffs {
         let mut out = Handoffs::default();
+        if self.packet_step(requester, s, e, &mut out) {
+            return out;
+        }
         let (mut who, mut upto) = (tid, e);
         for depth in 0..DEPTH {
             let wake = self.last_wakeup(who, s, upto);
@@ -89,6 +92,59 @@ impl Engine<'_> {
             }
         }
         out
+    }
+
+    /// With network events in the trace, the packet the requester sent in `[s, e]`, matched
+    /// by skb address to where the stack took it: how long it waited on the receiving CPU
+    /// for a NET_RX run (deferred to ksoftirqd, or behind the backlog), and how long that
+    /// run worked before it took this packet. False when the trace has no such packet.
+    fn packet_step(&self, requester: i32, s: u64, e: u64, out: &mut Handoffs) -> bool {
+        let tl = self.tl;
+        let first = self
+            .packets
+            .partition_point(|&i| tl.edges[i as usize].ts < s);
+        let Some(p) = (self.packets[first..].iter())
+            .map(|&i| &tl.edges[i as usize])
+            .take_while(|p| p.ts <= e)
+            .find(|p| p.from_tid == requester && p.at <= e)
+        else {
+            return false;
+        };
+        let cpu = p.to_cpu;
+        let by = self.ctx(p.from, p.from_tid, p.from_cpu, p.ts);
+        let skb = format!("skb {:#x}", p.val);
+        let Some(run) = self.softirq_run_at(3, cpu, p.at).filter(|r| r.at >= p.ts) else {
+            // Taken in the run that was going on when it arrived (or outside NET_RX).
+            out.links.push(RawLink {
+                key: (LinkKind::Softirq, "NET_RX run".into(), 1),
+                what: format!("packet ({skb}) from {by} on CPU{}, taken by the stack on CPU{cpu} (matched by skb address)", p.from_cpu),
+                ..RawLink::wait(LinkKind::Softirq, p.ts, p.at, cpu, -1)
+            });
+            return true;
+        };
+        let place = self.served_in(run);
+        let ksoftirqd = self.ksoftirqd_waiting(cpu, p.ts, run.at);
+        let deferred = ksoftirqd
+            .map(|i| format!(", deferred to {}", self.task(self.tl.spans.tid[i])))
+            .unwrap_or_default();
+        out.links.push(RawLink {
+            key: (LinkKind::Softirq, "NET_RX pending".into(), 1),
+            tid: ksoftirqd.map_or(-1, |i| self.tl.spans.tid[i]),
+            what: format!(
+                "packet ({skb}) from {by} on CPU{}, waiting on CPU{cpu} for NET_RX{deferred} until {place} ran it (matched by skb address)",
+                p.from_cpu
+            ),
+            deferred: Some(ksoftirqd.is_some()),
+            ..RawLink::wait(LinkKind::Softirq, p.ts, run.at, cpu, -1)
+        });
+        out.links.push(RawLink {
+            key: (LinkKind::Softirq, "NET_RX run".into(), 1),
+            what: format!(
+                "softirq NET_RX ran on CPU{cpu} in {place} before it took the packet ({skb})"
+            ),
+            ..RawLink::wait(LinkKind::Softirq, run.at, p.at, cpu, -1)
+        });
+        true
     }
 
     /// The last softirq run in `tid`'s own context that began in `[a, e]`, with its CPU.

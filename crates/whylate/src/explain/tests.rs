@@ -632,3 +632,48 @@ fn a_receiver_not_yet_waiting_is_blamed_as_a_normal_task_behind_the_hog() {
     );
     assert!(!r.causes.iter().any(|c| c.category == "preemption-delay"));
 }
+
+#[test]
+fn network_events_match_the_packet_by_skb_address() {
+    // The deferral again, with each datagram's skb traced from sendto() (+5 us) to where
+    // NET_RX took it: the link is the packet's own, not inferred from timing.
+    let r = udp_cycles(
+        &testkit::udp_deferral_net(20, &[5, 14], 5_000),
+        Pairing::Fifo,
+    );
+    assert_eq!(r.cycles.misses, 6);
+    let first = r
+        .misses
+        .iter()
+        .find(|m| m.duration_ns == Some(5_035_000))
+        .unwrap();
+    let pending = first.chain.iter().find(|l| l.kind == "softirq").unwrap();
+    assert!(
+        pending.what.contains("matched by skb address"),
+        "{}",
+        pending.what
+    );
+    assert!(
+        pending.what.contains("deferred to ksoftirqd/1"),
+        "{}",
+        pending.what
+    );
+    assert!(!r
+        .misses
+        .iter()
+        .flat_map(|m| &m.chain)
+        .any(|l| l.what.contains("inferred")));
+    // Handed to the stack at +5 us, taken by ksoftirqd's run at +5.022 ms.
+    assert_eq!((pending.offset_ns, pending.duration_ns), (5_000, 5_017_000));
+    // The usual wait is the good datagrams' 16 us (enqueue +5 to NET_RX entry +21): the
+    // window weighed is the same +21..+1000 us as without the events.
+    let held: Vec<(&str, u64)> = (pending.held_by.iter())
+        .map(|h| (h.category.as_str(), h.ns))
+        .collect();
+    assert_eq!(
+        held,
+        [("deferred-to-ksoftirqd", 698_000), ("softirq", 281_000)]
+    );
+    assert_eq!(r.causes[0].category, "deferred-to-ksoftirqd");
+    assert_eq!(r.causes[0].culprit.pid, Some(60));
+}

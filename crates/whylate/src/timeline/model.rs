@@ -200,6 +200,10 @@ pub enum EdgeKind {
     Timer,
     /// Tasklet scheduled at `ts` (function tracer `__tasklet_schedule`), run from `at`.
     Tasklet,
+    /// A packet (skb at address `val`) handed to the stack at `ts` by `from`
+    /// (`net:netif_rx`, `net:net_dev_queue`), taken by it at `at` on `to_cpu`
+    /// (`net:netif_receive_skb`).
+    Packet,
 }
 
 /// A causal link.

@@ -10,6 +10,7 @@ mod hrtimer;
 mod irq;
 mod irqsoff;
 mod lost;
+mod packet;
 mod sched;
 mod syscall;
 mod work;
@@ -215,6 +216,8 @@ pub struct Builder {
     last_comm: (i32, Sym),
     tick_last: Vec<u64>,
     tick_gaps: Vec<u64>,
+    /// skbs handed to the stack, by address: (when, CPU, context, task).
+    in_flight: FxHashMap<u64, (u64, u32, Ctx, i32)>,
 }
 
 impl Default for Builder {
@@ -238,6 +241,7 @@ impl Builder {
             last_comm: (-1, Sym::EMPTY),
             tick_last: Vec::new(),
             tick_gaps: Vec::new(),
+            in_flight: FxHashMap::default(),
         }
     }
 
@@ -325,6 +329,7 @@ impl Builder {
             | Kind::SyscallEnter { .. }
             | Kind::SysExit { .. }
             | Kind::SyscallExit { .. } => self.on_syscall(at, e, strings),
+            Kind::Other { name, fields } if self.on_packet(at, strings.get(*name), fields) => {}
             Kind::HrtimerStart { .. }
             | Kind::HrtimerCancel { .. }
             | Kind::HrtimerExpireEntry { .. }
