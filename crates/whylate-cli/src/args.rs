@@ -466,6 +466,7 @@ pub enum ScenarioArg {
     Frob,
     Timer,
     Softirq,
+    Deferral,
 }
 
 impl From<ScenarioArg> for whylate::demo::Scenario {
@@ -475,6 +476,7 @@ impl From<ScenarioArg> for whylate::demo::Scenario {
             ScenarioArg::Frob => Scenario::Frob,
             ScenarioArg::Timer => Scenario::Timer,
             ScenarioArg::Softirq => Scenario::Softirq,
+            ScenarioArg::Deferral => Scenario::Deferral,
         }
     }
 }

@@ -23,6 +23,7 @@ pub const LAB: &[(&str, &str)] = &[
     ("periodic", include_str!("../../../lab/periodic.c")),
     ("hog", include_str!("../../../lab/hog.c")),
     ("udpflood", include_str!("../../../lab/udpflood.c")),
+    ("udpping", include_str!("../../../lab/udpping.c")),
 ];
 
 /// A scenario.
@@ -35,6 +36,9 @@ pub enum Scenario {
     Timer,
     /// Seeds 002/003: NET_RX softirq work of a UDP flood landing beside a real-time thread.
     Softirq,
+    /// Seed 002 over the network stack: datagrams to a real-time receiver wait in a NET_RX
+    /// deferred to ksoftirqd, which waits behind a heavy task.
+    Deferral,
 }
 
 impl Scenario {
@@ -44,6 +48,7 @@ impl Scenario {
             Scenario::Frob => "frob",
             Scenario::Timer => "timer",
             Scenario::Softirq => "softirq",
+            Scenario::Deferral => "deferral",
         }
     }
     /// Parses a name.
@@ -52,6 +57,7 @@ impl Scenario {
             "frob" => Some(Scenario::Frob),
             "timer" => Some(Scenario::Timer),
             "softirq" => Some(Scenario::Softirq),
+            "deferral" => Some(Scenario::Deferral),
             _ => None,
         }
     }
@@ -64,6 +70,8 @@ impl Scenario {
             (Scenario::Timer, true) => "seed 004 mitigated: the periodic thread runs SCHED_FIFO 50, the hog stays",
             (Scenario::Softirq, false) => "seeds 002/003: a 1.33 ms SCHED_FIFO periodic thread on CPU1; a loopback UDP flood from CPU0 is steered to CPU1 (RPS), where its NET_RX softirq runs ahead of any task; a period is late past 300 us",
             (Scenario::Softirq, true) => "seeds 002/003 mitigated: the same flood, received on CPU0 (RPS off CPU1)",
+            (Scenario::Deferral, false) => "seed 002 over the network stack: a datagram every 2.3 ms from CPU0 to a SCHED_FIFO receiver on CPU1 (RPS); bursts of a filtered flood outlast a NET_RX run, the rest is deferred to ksoftirqd/1, which waits behind a nice -19 task there; a datagram is late past 1 ms",
+            (Scenario::Deferral, true) => "seed 002 mitigated: the nice -19 task moved to CPU0, so ksoftirqd/1 runs when it is woken",
         }
     }
 }
@@ -365,6 +373,7 @@ fn run_in(o: &DemoOptions, lab: &Path, work: &Path) -> Result<DemoResult, DemoEr
             )?;
             periodic(o, &bin("periodic"), &log, &["--fifo", "50"], rec)?
         }
+        Scenario::Deferral => deferral(o, lab, &log, &files, rec)?,
     };
     if let Some(k) = &o.keep {
         let t = k.with_extension("truth");
@@ -381,6 +390,109 @@ fn run_in(o: &DemoOptions, lab: &Path, work: &Path) -> Result<DemoResult, DemoEr
         lost_events: result.cpus.iter().map(|c| c.lost).sum(),
         explain,
     })
+}
+
+/// Datagrams from CPU0 to a real-time receiver on CPU1 while a flood's NET_RX is
+/// deferred to ksoftirqd/1 behind a heavy task (on CPU1; on CPU0 when mitigated),
+/// recorded and explained as request/reply cycles with a 1 ms deadline.
+fn deferral(
+    o: &DemoOptions,
+    lab: &Path,
+    log: &Path,
+    files: &[PathBuf],
+    rec: impl Fn(&str, Vec<String>) -> Result<record::RecordResult, DemoError>,
+) -> Result<(record::RecordResult, ExplainReport, Truth, String), DemoError> {
+    let bin = |n: &str| s(&lab.join(n));
+    let _rps = Knob::set(LO_RPS, "2")?;
+    // Deep enough that no datagram of the probe is dropped behind the flood's.
+    let _backlog = Knob::set("/proc/sys/net/core/netdev_max_backlog", "10000")?;
+    let hog_cpu = if o.mitigate { "0" } else { "1" };
+    let _hog = spawn(
+        &lab.join("hog"),
+        &[
+            "--cpu",
+            hog_cpu,
+            "--seconds",
+            "30",
+            "--nice",
+            "-19",
+            "--own-session",
+            "--name",
+            "cruncher",
+        ],
+    )?;
+    // 900 datagrams every 30 ms: more than one NET_RX run drains.
+    let _flood = spawn(
+        &lab.join("udpflood"),
+        &[
+            "--cpu",
+            "0",
+            "--seconds",
+            "30",
+            "--size",
+            "1000",
+            "--filter-insns",
+            "1000",
+            "--burst-us",
+            "10000",
+            "--burst-packets",
+            "900",
+            "--every-us",
+            "30000",
+            "--batch",
+            "64",
+        ],
+    )?;
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let c: Vec<String> = [
+        bin("udpping").as_str(),
+        "--tx-cpu",
+        "0",
+        "--rx-cpu",
+        "1",
+        "--rx-fifo",
+        "50",
+        "--every-us",
+        "2300",
+        "--count",
+        "800",
+        "--log",
+        &s(log),
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    let result = rec(
+        "sched,irq,syscalls:sys_enter_sendto,syscalls:sys_exit_recvfrom",
+        c,
+    )?;
+    let deadline: u64 = 1_000_000;
+    let (from, to) = (
+        "sys_enter_sendto[comm=udpping-tx]",
+        "sys_exit_recvfrom[comm=udpping-rx]",
+    );
+    let opts = Options {
+        from: Selector::parse(from).expect("valid selector"),
+        to: vec![Selector::parse(to).expect("valid selector")],
+        deadline_ns: Some(deadline),
+        same: Same::Any,
+        pairing: Default::default(),
+        arch: Some(Arch::native()),
+        top: o.top,
+    };
+    let ex = explain::explain(files, &OpenOptions::default(), &opts)?;
+    // Log: seq send_ns recv_ns latency_ns; latency -1 = never arrived.
+    let lat = column(log, 3)?;
+    let truth = Truth {
+        count: lat.len() as u64,
+        misses: lat
+            .iter()
+            .filter(|&&l| l < 0 || l > deadline as i64)
+            .count() as u64,
+        deadline_ns: deadline,
+    };
+    let cmd = format!("whylate explain --from '{from}' --to '{to}' --same any --deadline 1ms");
+    Ok((result, ex, truth, cmd))
 }
 
 /// The periodic thread on CPU1 beside whatever load is running, recorded and explained as

@@ -237,3 +237,82 @@ pub(crate) fn demo_scenarios_match_their_programs_and_mitigation_helps() {
         "loopback RPS restored"
     );
 }
+
+/// `whylate demo deferral`: whylate's late datagrams are the receiver's own, one by one;
+/// the task that starved ksoftirqd/1 is the first cause; moving it off CPU1 clears the
+/// misses, and `diff` says its cause vanished. The knobs the demo sets are restored.
+#[test]
+pub(crate) fn demo_deferral_matches_its_program_and_moving_the_task_clears_it() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !is_root() && skip("not root: the demo records") {
+        return;
+    }
+    if !have("cc") && skip("no C compiler for the lab programs") {
+        return;
+    }
+    let before = tracefs_state();
+    let knobs = || {
+        (
+            std::fs::read_to_string(LO_RPS).ok(),
+            std::fs::read_to_string(udp::BACKLOG).ok(),
+        )
+    };
+    let knobs_before = knobs();
+    let tmp = tmpdir("demo-deferral");
+    let (a, b) = (tmp.path().join("a.dat"), tmp.path().join("b.dat"));
+    let j = demo_json(&["deferral", "--keep", a.to_str().unwrap()]);
+    let ex = &j["explain"];
+    let truth = udp::read_udpping_log(&a.with_extension("truth"));
+    assert!(truth.iter().all(|p| p.latency >= 0), "no datagram lost");
+    udp::misses_match_packets(ex, &truth).unwrap();
+    let m = ex["cycles"]["misses"].as_u64().unwrap();
+    eprintln!(
+        "demo deferral: program {}, whylate {m}",
+        j["truth"]["misses"]
+    );
+    assert!(m >= 5, "the deferral must make datagrams late ({m})");
+    let first = &ex["causes"][0];
+    assert_eq!(
+        first["category"], "deferred-to-ksoftirqd",
+        "{}",
+        ex["causes"]
+    );
+    assert_eq!(first["culprit"]["comm"], "cruncher", "{first}");
+    let fixed = demo_json(&["deferral", "--mitigate", "--keep", b.to_str().unwrap()]);
+    let fm = fixed["explain"]["cycles"]["misses"].as_u64().unwrap();
+    eprintln!("demo deferral --mitigate: whylate {fm}");
+    assert!(
+        fm * 5 <= m,
+        "moving the task off CPU1 must clear most misses ({m} -> {fm})"
+    );
+    for c in fixed["explain"]["causes"].as_array().unwrap() {
+        assert!(
+            c["culprit"]["comm"] != "cruncher",
+            "cruncher left CPU1: {c}"
+        );
+    }
+    let out = Command::new(whylate())
+        .arg("diff")
+        .args([&a, &b])
+        .args(["--from", "sys_enter_sendto[comm=udpping-tx]"])
+        .args(["--to", "sys_exit_recvfrom[comm=udpping-rx]"])
+        .args(["--same", "any", "--deadline", "1ms", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    eprintln!("diff deferral: {}", d["verdict"]);
+    let gone: Vec<&serde_json::Value> = (d["causes"].as_array().unwrap().iter())
+        .filter(|c| c["category"] == "deferred-to-ksoftirqd" && c["culprit"] == "cruncher")
+        .collect();
+    assert!(!gone.is_empty(), "{}", d["causes"]);
+    for c in gone {
+        assert_eq!(c["status"], "vanished", "{c}");
+    }
+    assert_eq!(before, tracefs_state(), "tracefs restored");
+    assert_eq!(knobs_before, knobs(), "RPS and backlog restored");
+}

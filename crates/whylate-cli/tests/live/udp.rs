@@ -5,7 +5,7 @@
 use super::*;
 use std::process::{Child, Stdio};
 
-const BACKLOG: &str = "/proc/sys/net/core/netdev_max_backlog";
+pub(crate) const BACKLOG: &str = "/proc/sys/net/core/netdev_max_backlog";
 const PACKETS: usize = 800;
 const DEADLINE_NS: u64 = 1_000_000;
 
@@ -46,12 +46,12 @@ impl Drop for Load {
 
 /// One datagram as the receiver logged it: send and receive time (CLOCK_MONOTONIC, the
 /// trace's clock), and the latency (-1: never arrived).
-struct Packet {
-    send: u64,
-    latency: i64,
+pub(crate) struct Packet {
+    pub(crate) send: u64,
+    pub(crate) latency: i64,
 }
 
-fn read_udpping_log(p: &Path) -> Vec<Packet> {
+pub(crate) fn read_udpping_log(p: &Path) -> Vec<Packet> {
     std::fs::read_to_string(p)
         .unwrap()
         .lines()
@@ -154,7 +154,7 @@ fn record_deferral(dir: &Path) -> Result<(PathBuf, Vec<Packet>), String> {
 /// ends before the program read its receive time, so a packet whylate counts late is late
 /// by the program's clock; one only the program counts late must be within 50 us of the
 /// deadline (the time between the syscalls and the program's clock reads).
-fn misses_match_packets(ex: &serde_json::Value, truth: &[Packet]) -> Result<(), String> {
+pub(crate) fn misses_match_packets(ex: &serde_json::Value, truth: &[Packet]) -> Result<(), String> {
     let starts: Vec<u64> = (ex["misses"].as_array().unwrap().iter())
         .map(|m| m["start_ns"].as_u64().unwrap())
         .collect();
