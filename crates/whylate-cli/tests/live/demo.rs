@@ -264,7 +264,7 @@ pub(crate) fn demo_deferral_matches_its_program_and_moving_the_task_clears_it() 
     let ex = &j["explain"];
     let truth = udp::read_udpping_log(&a.with_extension("truth"));
     assert!(truth.iter().all(|p| p.latency >= 0), "no datagram lost");
-    udp::misses_match_packets(ex, &truth).unwrap();
+    udp::misses_match_packets(ex, &truth, &a).unwrap();
     let m = ex["cycles"]["misses"].as_u64().unwrap();
     eprintln!(
         "demo deferral: program {}, whylate {m}",
