@@ -1,57 +1,23 @@
-//! Seed 002 over the network stack: datagrams from a sender on CPU0 to a real-time
-//! receiver on CPU1, whose NET_RX softirq is deferred to ksoftirqd/1 by a flood and then
-//! starved by a heavy task. The receiver's own per-packet clock is the truth.
+//! Seed 002 over the network stack (`whylate demo deferral`): datagrams from a sender on
+//! CPU0 to a real-time receiver on CPU1, whose NET_RX softirq is deferred to ksoftirqd/1
+//! by a flood and then starved by a heavy task. The receiver's own per-packet clock is
+//! the truth.
 
 use super::*;
-use std::process::{Child, Stdio};
+use demo::demo_json;
 
-pub(crate) const BACKLOG: &str = "/proc/sys/net/core/netdev_max_backlog";
+const BACKLOG: &str = "/proc/sys/net/core/netdev_max_backlog";
 const PACKETS: usize = 800;
 const DEADLINE_NS: u64 = 1_000_000;
 
-/// A kernel knob set for the test and restored on drop (also when an assertion fails).
-struct Knob {
-    path: &'static str,
-    old: String,
-}
-
-impl Knob {
-    fn set(path: &'static str, v: &str) -> Result<Knob, String> {
-        let old = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
-        std::fs::write(path, v).map_err(|e| format!("{path}: {e}"))?;
-        Ok(Knob {
-            path,
-            old: old.trim().to_string(),
-        })
-    }
-}
-
-impl Drop for Knob {
-    fn drop(&mut self) {
-        let _ = std::fs::write(self.path, &self.old);
-    }
-}
-
-/// Background load, killed on drop.
-struct Load(Vec<Child>);
-
-impl Drop for Load {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
 /// One datagram as the receiver logged it: send and receive time (CLOCK_MONOTONIC, the
 /// trace's clock), and the latency (-1: never arrived).
-pub(crate) struct Packet {
-    pub(crate) send: u64,
-    pub(crate) latency: i64,
+struct Packet {
+    send: u64,
+    latency: i64,
 }
 
-pub(crate) fn read_udpping_log(p: &Path) -> Vec<Packet> {
+fn read_udpping_log(p: &Path) -> Vec<Packet> {
     std::fs::read_to_string(p)
         .unwrap()
         .lines()
@@ -65,89 +31,6 @@ pub(crate) fn read_udpping_log(p: &Path) -> Vec<Packet> {
         .collect()
 }
 
-/// Records the scenario: the hog (nice -19 in an autogroup of its own, so ksoftirqd at
-/// nice 0 really waits behind it) and bursts of a filtered UDP flood steered to CPU1, 900
-/// datagrams every 30 ms: more than one softirq run drains (10 restarts of 64), so each
-/// burst's rest is deferred to ksoftirqd; the receive backlog made deep enough that no
-/// datagram of the probe is dropped (a drop would leave its request without reply). How
-/// long ksoftirqd then waits varies from run to run with where the scheduler places it
-/// (4 ms to tens of ms): the test checks whylate against what the probe measured, not a
-/// count. Returns the trace and the probe's log.
-fn record_deferral(dir: &Path) -> Result<(PathBuf, Vec<Packet>), String> {
-    let (hog, flood, ping) = (
-        build_lab("hog", dir)?,
-        build_lab("udpflood", dir)?,
-        build_lab("udpping", dir)?,
-    );
-    let _rps = Knob::set(LO_RPS, "2")?;
-    let _backlog = Knob::set(BACKLOG, "10000")?;
-    let quiet = || Stdio::null();
-    let spawn = |c: &mut Command| c.stdout(quiet()).spawn().map_err(|e| e.to_string());
-    let _load = Load(vec![
-        spawn(Command::new(&hog).args([
-            "--cpu",
-            "1",
-            "--seconds",
-            "10",
-            "--nice",
-            "-19",
-            "--own-session",
-            "--name",
-            "cruncher",
-        ]))?,
-        spawn(Command::new(&flood).args([
-            "--cpu",
-            "0",
-            "--seconds",
-            "10",
-            "--size",
-            "1000",
-            "--filter-insns",
-            "1000",
-            "--burst-us",
-            "10000",
-            "--burst-packets",
-            "900",
-            "--every-us",
-            "30000",
-            "--batch",
-            "64",
-        ]))?,
-    ]);
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let (trace, log) = (dir.join("udp.dat"), dir.join("udpping.log"));
-    let st = Command::new(whylate())
-        .args([
-            "record",
-            "-e",
-            "sched,irq,syscalls:sys_enter_sendto,syscalls:sys_exit_recvfrom",
-            "-o",
-        ])
-        .arg(&trace)
-        .arg("--")
-        .arg(&ping)
-        .args([
-            "--tx-cpu",
-            "0",
-            "--rx-cpu",
-            "1",
-            "--rx-fifo",
-            "50",
-            "--every-us",
-            "2300",
-        ])
-        .args(["--count", &PACKETS.to_string(), "--log"])
-        .arg(&log)
-        .stdout(quiet())
-        .stderr(quiet())
-        .status()
-        .map_err(|e| e.to_string())?;
-    if !st.success() {
-        return Err(format!("whylate record of udpping failed: {st}"));
-    }
-    Ok((trace, read_udpping_log(&log)))
-}
-
 /// whylate's misses against the receiver's clock, packet by packet: a request cut from
 /// the trace starts after the program read its send time (and before the next one's: a
 /// sender that fell behind its schedule sends the next datagram at once), and its reply
@@ -156,7 +39,7 @@ fn record_deferral(dir: &Path) -> Result<(PathBuf, Vec<Packet>), String> {
 /// deadline (the time between the syscalls and the program's clock reads), or be one
 /// whose recvfrom() returned in time but whose receiver was then kept in interrupt and
 /// softirq work before it could read its clock (`clock_read_held`).
-pub(crate) fn misses_match_packets(
+fn misses_match_packets(
     ex: &serde_json::Value,
     truth: &[Packet],
     trace: &Path,
@@ -184,16 +67,17 @@ pub(crate) fn misses_match_packets(
         if !late || ours.contains(&i) {
             continue;
         }
-        if p.latency > (DEADLINE_NS + 50_000) as i64 && !clock_read_held(trace, p) {
+        let why = if p.latency <= (DEADLINE_NS + 50_000) as i64 {
+            "within the clock reads' margin of the deadline"
+        } else if clock_read_held(trace, p) {
+            "recvfrom() returned in time; softirq work then held the receiver off its clock"
+        } else {
             return Err(format!(
                 "datagram {i} was {} ns late by its own clock; whylate did not count it",
                 p.latency
             ));
-        }
-        eprintln!(
-            "datagram {i}: {} ns by its own clock, within the clock reads' margin of the deadline",
-            p.latency
-        );
+        };
+        eprintln!("datagram {i}: {} ns by its own clock: {why}", p.latency);
     }
     Ok(())
 }
@@ -236,30 +120,42 @@ fn clock_read_held(trace: &Path, p: &Packet) -> bool {
     })
 }
 
-/// The late datagrams are counted as the receiver counted them, one by one, with
-/// overlapping requests paired in order; the chains reach the reply through the
-/// deferred NET_RX, and the task that kept ksoftirqd off CPU1 is the first cause.
+/// `whylate demo deferral`, whose recording whylate explains from the trace alone: the
+/// late datagrams are the receiver's own, one by one, with overlapping requests paired in
+/// order; every late one's chain reaches its reply through the NET_RX that carried it;
+/// the task that kept ksoftirqd off CPU1 is the first cause, not a device gap. Moving
+/// that task off CPU1 (`--mitigate`) clears most misses, and `diff` says its cause
+/// vanished. The knobs the demo sets and tracefs are as they were.
 #[test]
 fn a_deferred_net_rx_is_blamed_on_the_task_that_starved_ksoftirqd() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !is_root() && skip("not root: the test records and steers loopback packets") {
+    if !is_root() && skip("not root: the demo records and steers loopback packets") {
         return;
     }
     if !have("cc") && skip("no C compiler for the lab programs") {
         return;
     }
-    if !Path::new(LO_RPS).exists() && skip("no receive packet steering on lo") {
+    if !have("trace-cmd") && skip("no trace-cmd to read the recording independently") {
         return;
     }
     let before = tracefs_state();
+    let knobs = || {
+        (
+            std::fs::read_to_string(LO_RPS).ok(),
+            std::fs::read_to_string(BACKLOG).ok(),
+        )
+    };
+    let knobs_before = knobs();
     let tmp = tmpdir("udp");
-    // WHYLATE_LIVE_KEEP=DIR keeps the recording and the probe's log to look at.
+    // WHYLATE_LIVE_KEEP=DIR keeps the recordings and the probe's logs to look at.
     let dir = match std::env::var_os("WHYLATE_LIVE_KEEP") {
         Some(d) => PathBuf::from(d),
         None => tmp.path().to_path_buf(),
     };
-    let (trace, truth) = record_deferral(&dir).unwrap();
-    assert_eq!(tracefs_state(), before, "tracefs restored after recording");
+    let (a, b) = (dir.join("udp.dat"), dir.join("udp-fixed.dat"));
+    let j = demo_json(&["deferral", "--keep", a.to_str().unwrap()]);
+    assert_eq!(j["lost_events"], 0);
+    let truth = read_udpping_log(&a.with_extension("truth"));
     assert_eq!(truth.len(), PACKETS);
     let lost = truth.iter().filter(|p| p.latency < 0).count();
     assert_eq!(lost, 0, "the probe lost datagrams despite the deep backlog");
@@ -269,20 +165,7 @@ fn a_deferred_net_rx_is_blamed_on_the_task_that_starved_ksoftirqd() {
         .count();
     let max = truth.iter().map(|p| p.latency).max().unwrap();
     assert!(late >= 5, "the flood must make datagrams late ({late})");
-    let out = Command::new(whylate())
-        .arg("explain")
-        .arg(&trace)
-        .args(["--from", "sys_enter_sendto[comm=udpping-tx]"])
-        .args(["--to", "sys_exit_recvfrom[comm=udpping-rx]"])
-        .args(["--same", "any", "--deadline", "1ms", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let ex: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ex = &j["explain"];
     let c = &ex["cycles"];
     eprintln!(
         "udp deferral: program {late} of {PACKETS} late (max {max} ns), whylate {} of {}, {} overlapped",
@@ -291,7 +174,7 @@ fn a_deferred_net_rx_is_blamed_on_the_task_that_starved_ksoftirqd() {
     assert_eq!(c["count"].as_u64(), Some(PACKETS as u64));
     assert_eq!(c["no_reply"].as_u64(), Some(0));
     assert_eq!(c["pairing"]["mode"], "fifo");
-    misses_match_packets(&ex, &truth, &trace).unwrap();
+    misses_match_packets(ex, &truth, &a).unwrap();
     let first = &ex["causes"][0];
     assert_eq!(
         first["category"], "deferred-to-ksoftirqd",
@@ -300,7 +183,6 @@ fn a_deferred_net_rx_is_blamed_on_the_task_that_starved_ksoftirqd() {
     );
     assert_eq!(first["culprit"]["comm"], "cruncher", "{first}");
     assert_eq!(first["culprit"]["cpu"], 1, "{first}");
-    // Every late datagram's chain reaches its reply through the softirq that carried it.
     for m in ex["misses"].as_array().unwrap() {
         let chain = m["chain"].as_array().unwrap();
         assert!(
@@ -316,4 +198,47 @@ fn a_deferred_net_rx_is_blamed_on_the_task_that_starved_ksoftirqd() {
         "{}",
         ex["causes"]
     );
+    mitigation_clears_it(&a, &b, c["misses"].as_u64().unwrap());
+    assert_eq!(before, tracefs_state(), "tracefs restored");
+    assert_eq!(knobs_before, knobs(), "RPS and backlog restored");
+}
+
+/// `demo deferral --mitigate` (the task on CPU0) into `b`: most misses gone, the task no
+/// cause, and `diff a b` says its deferral vanished.
+fn mitigation_clears_it(a: &Path, b: &Path, m: u64) {
+    let fixed = demo_json(&["deferral", "--mitigate", "--keep", b.to_str().unwrap()]);
+    let fm = fixed["explain"]["cycles"]["misses"].as_u64().unwrap();
+    eprintln!("udp deferral --mitigate: whylate {fm}");
+    assert!(
+        fm * 5 <= m,
+        "moving the task off CPU1 must clear most misses ({m} -> {fm})"
+    );
+    for c in fixed["explain"]["causes"].as_array().unwrap() {
+        assert!(
+            c["culprit"]["comm"] != "cruncher",
+            "cruncher left CPU1: {c}"
+        );
+    }
+    let out = Command::new(whylate())
+        .arg("diff")
+        .args([a, b])
+        .args(["--from", "sys_enter_sendto[comm=udpping-tx]"])
+        .args(["--to", "sys_exit_recvfrom[comm=udpping-rx]"])
+        .args(["--same", "any", "--deadline", "1ms", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    eprintln!("diff deferral: {}", d["verdict"]);
+    let gone: Vec<&serde_json::Value> = (d["causes"].as_array().unwrap().iter())
+        .filter(|c| c["category"] == "deferred-to-ksoftirqd" && c["culprit"] == "cruncher")
+        .collect();
+    assert!(!gone.is_empty(), "{}", d["causes"]);
+    for c in gone {
+        assert_eq!(c["status"], "vanished", "{c}");
+    }
 }
