@@ -247,8 +247,9 @@ pub struct LatencyArgs {
     /// With --json: every sample as [ts_ns, value_ns].
     #[arg(long)]
     pub samples: bool,
-    /// throughput: the event to count (`console`, `sched_switch`, `tracing_mark_write`).
-    #[arg(long)]
+    /// throughput: the stream to count, a selector as for `--from`: `console`,
+    /// `sched_switch`, `funcgraph_entry[func=serial8250_console_putchar]`, `console[len>1]`.
+    #[arg(long, value_name = "SEL", value_parser = stream)]
     pub event: Option<String>,
     /// throughput: sum this numeric field instead of counting (`len` = message bytes).
     #[arg(long)]
@@ -256,8 +257,9 @@ pub struct LatencyArgs {
     /// throughput: interval (`1s`, `100ms`).
     #[arg(long, default_value = "1s", value_parser = interval)]
     pub interval: u64,
-    /// throughput: expected rate per second (115200 baud 8N1 = 11520 bytes/s).
-    #[arg(long)]
+    /// throughput: the rate the stream should keep up: per second (`11520`, `11520/s`) or
+    /// a serial line speed (`115200baud`: 8N1, 10 bits a byte, = 11520 bytes/s).
+    #[arg(long, value_name = "RATE", value_parser = expected_rate)]
     pub expect: Option<f64>,
     #[command(flatten)]
     pub input: InputArgs,
@@ -538,6 +540,32 @@ fn deadline(s: &str) -> Result<u64, String> {
 /// `--interval`.
 fn interval(s: &str) -> Result<u64, String> {
     duration(s, "an interval must be longer than 0")
+}
+
+/// `--event`: a selector, checked here so a typo is a usage error.
+fn stream(s: &str) -> Result<String, String> {
+    Selector::parse(s)
+        .map(|_| s.to_string())
+        .map_err(|e| e.to_string())
+}
+
+/// `--expect`: events (or units of the summed field) per second, or a serial line speed
+/// in baud, 8N1 (a start bit, 8 data bits, a stop bit: 10 bits a byte).
+fn expected_rate(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let (num, per_bit) = match t.strip_suffix("baud").or_else(|| t.strip_suffix("bd")) {
+        Some(n) => (n.trim(), true),
+        None => (t.strip_suffix("/s").unwrap_or(t).trim(), false),
+    };
+    let v: f64 = num.parse().map_err(|_| {
+        format!(
+            "expected a rate per second (11520, 11520/s) or a line speed (115200baud), found {s:?}"
+        )
+    })?;
+    if !(v.is_finite() && v > 0.0) {
+        return Err(format!("a rate must be above 0, found {s:?}"));
+    }
+    Ok(if per_bit { v / 10.0 } else { v })
 }
 
 /// `record --duration`.

@@ -257,6 +257,11 @@ fn latency_usage_errors_exit_2() {
             &["latency", "--interval", "fast", "--event", "console", "x"][..],
             "--interval",
         ),
+        (
+            &["latency", "--event", "console", "--expect", "fast", "x"][..],
+            "or a line speed (115200baud)",
+        ),
+        (&["latency", "--event", "console[len>", "x"][..], "selector"),
     ] {
         let o = run(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}");
@@ -308,6 +313,71 @@ fn throughput_of_console_bytes_against_the_baud_rate() {
     assert_eq!(g["extra"]["total"], 10_100);
     assert_eq!(g["extra"]["intervals_below_expected"], 4);
     assert_eq!(g["p50_ns"], 2525);
+    // The same as a selected stream against the line speed: 10100 bytes over the 3.96 s
+    // the stream was active is 2551/s, 22% of 115200 baud's 11520 B/s.
+    let o = run(&[
+        "latency",
+        "--json",
+        "-m",
+        "throughput",
+        "--event",
+        "console[len>1]",
+        "--field",
+        "len",
+        "--expect",
+        "115200baud",
+        p.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let m = &j["measures"][0];
+    let g = &m["groups"][0];
+    assert_eq!(g["extra"]["expected_per_s"], 11520.0);
+    let share = g["extra"]["share_of_expected"].as_f64().unwrap();
+    assert!((share - 10_100.0 / 3.96 / 11520.0).abs() < 1e-9, "{share}");
+    let verdict = m["notes"][0].as_str().unwrap();
+    assert!(
+        verdict.starts_with("console[len>1] ran at 2551/s over the 4 interval(s) it was active (3.960 s), 22% of the expected 11520/s"),
+        "{verdict}"
+    );
+}
+
+#[test]
+fn throughput_of_a_function_graph_stream() {
+    // Seed 001's count of serial8250_console_putchar calls per second, from a
+    // function_graph trace: one byte every 400 us is 2500/s, 22% of 115200 baud.
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("fg.txt");
+    let mut t = String::new();
+    for i in 0..2_500u64 {
+        let ns = 1_000_000_000 + i * 400_000;
+        let (sec, us) = (ns / 1_000_000_000, (ns % 1_000_000_000) / 1000);
+        t += &format!(" sertest-9 [000] {sec}.{us:06}: funcgraph_entry:                   |  serial8250_console_putchar() {{\n");
+        t += &format!(" sertest-9 [000] {sec}.{:06}: funcgraph_entry:      + 12.787 us  |    io_serial_in();\n", us + 1);
+        t += &format!(
+            " sertest-9 [000] {sec}.{:06}: funcgraph_exit:       + 14.000 us  |  }}\n",
+            us + 14
+        );
+    }
+    std::fs::write(&p, t).unwrap();
+    let o = run(&[
+        "latency",
+        "--json",
+        "-m",
+        "throughput",
+        "--event",
+        "funcgraph_entry[func=serial8250_console_putchar]",
+        "--expect",
+        "115200baud",
+        p.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let g = &j["measures"][0]["groups"][0];
+    assert_eq!(g["extra"]["total"], 2_500, "only the putchar entries: {g}");
+    assert_eq!(g["p50_ns"], 2_500);
+    let share = g["extra"]["share_of_expected"].as_f64().unwrap();
+    assert!((share - 0.217).abs() < 0.001, "{share}");
 }
 
 #[test]

@@ -2,13 +2,17 @@
 //! read: what the `throughput` measure reports.
 
 use super::report::ThroughputOpts;
-use crate::event::{Interner, Sym};
+use crate::event::Interner;
+use crate::selector::Selector;
+use crate::syscalls::Arch;
 
 /// Throughput accumulator, fed during the event pass.
 #[derive(Debug)]
 pub struct Throughput {
     pub(super) opts: ThroughputOpts,
-    name: Option<Sym>,
+    /// The stream: `opts.event` as a selector (none when it does not parse: nothing
+    /// matches, and the report says the event was not seen).
+    sel: Option<Selector>,
     pub(super) start: Option<u64>,
     /// (events, sum) per interval.
     pub(super) buckets: Vec<(u64, u64)>,
@@ -19,8 +23,8 @@ impl Throughput {
     /// A new accumulator.
     pub fn new(opts: ThroughputOpts) -> Throughput {
         Throughput {
+            sel: Selector::parse(&opts.event).ok(),
             opts,
-            name: None,
             start: None,
             buckets: Vec::new(),
             unsummable: 0,
@@ -29,20 +33,9 @@ impl Throughput {
 
     /// Feeds one event.
     pub fn push(&mut self, e: &crate::event::Event, strings: &Interner) {
-        use crate::event::{EventName, Kind};
-        let matches = match e.name() {
-            EventName::Static(s) => s == self.opts.event,
-            EventName::Other(s) => {
-                if self.name.is_none() && strings.get(s) == self.opts.event {
-                    self.name = Some(s);
-                }
-                self.name == Some(s)
-            }
-            n @ (EventName::SysEnter(_) | EventName::SysExit(_)) => {
-                n.render(strings) == self.opts.event
-            }
-        };
-        if !matches {
+        use crate::event::Kind;
+        let selected = self.sel.as_ref();
+        if !selected.is_some_and(|s| s.matches(e, strings, Arch::default())) {
             return;
         }
         let start = *self.start.get_or_insert(e.ts);

@@ -115,7 +115,8 @@ pub struct Filter {
 /// What to count for `throughput`.
 #[derive(Clone, Debug)]
 pub struct ThroughputOpts {
-    /// Bare event name (`console`, `sched_switch`, `tracing_mark_write`...).
+    /// The stream: a selector, `EVENT[FIELD OP VALUE,...]` (`console`, `sched_switch`,
+    /// `funcgraph_entry[func=serial8250_console_putchar]`, `console[len>1]`).
     pub event: String,
     /// Sum this numeric field instead of counting (`len` = message bytes + 1 for the
     /// newline, for console and trace_marker events).

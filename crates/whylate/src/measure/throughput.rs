@@ -38,6 +38,8 @@ pub(super) fn throughput(cx: &Cx<'_>, o: &Options, t: Option<&Throughput>) -> Me
             let s = coll.get(key, metric);
             let mut busy = 0u64;
             let mut below = 0u64;
+            // Over the intervals counted: their events (or sum) and the time they cover.
+            let (mut counted, mut active_ns) = (0u64, 0u64);
             let end = cx.tl.last_ts.max(start);
             for (i, &(n, sum)) in t.buckets.iter().enumerate() {
                 if n == 0 {
@@ -64,6 +66,8 @@ pub(super) fn throughput(cx: &Cx<'_>, o: &Options, t: Option<&Throughput>) -> Me
                 }
                 busy += 1;
                 let v = if t.opts.field.is_some() { sum } else { n };
+                counted += v;
+                active_ns += covered;
                 let rate = (v as u128 * 1_000_000_000 / covered as u128) as u64;
                 if let Some(x) = t.opts.expect_per_s {
                     if (rate as f64) < x {
@@ -97,6 +101,19 @@ pub(super) fn throughput(cx: &Cx<'_>, o: &Options, t: Option<&Throughput>) -> Me
                 s.extra
                     .insert("expected_per_s".into(), serde_json::Value::from(x));
                 add_u64(&mut s.extra, "intervals_below_expected", below);
+                if active_ns > 0 {
+                    let rate = counted as f64 * 1e9 / active_ns as f64;
+                    s.extra.insert(
+                        "share_of_expected".into(),
+                        serde_json::Value::from(rate / x),
+                    );
+                    notes.insert(0, format!(
+                        "{} ran at {rate:.0}/s over the {busy} interval(s) it was active ({}), {:.0}% of the expected {x:.0}/s; {below} interval(s) below it",
+                        t.opts.event,
+                        crate::units::dur(active_ns),
+                        rate * 100.0 / x
+                    ));
+                }
             }
             if t.unsummable > 0 {
                 notes.push(format!(

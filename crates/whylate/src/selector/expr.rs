@@ -367,6 +367,15 @@ pub(super) fn field<'a>(
         (Kind::Print { msg, .. }, "msg" | "buf") | (Kind::Console { msg }, "msg") => {
             Some(FVal::Str(Cow::Borrowed(msg)))
         }
+        // Bytes on the wire: the message and its newline.
+        (Kind::Print { msg, .. } | Kind::Console { msg }, "len") => num(msg.len() as i64 + 1),
+        (
+            Kind::FuncEntry { func, .. }
+            | Kind::FuncExit { func, .. }
+            | Kind::Function { func, .. },
+            "func" | "function",
+        ) => text(s, *func),
+        (Kind::Function { parent, .. }, "parent") => text(s, *parent),
         (Kind::Other { fields: f, .. }, _) => {
             fields(f)
                 .find(|(k, _)| *k == name)
