@@ -247,6 +247,10 @@ pub struct LatencyArgs {
     /// With --json: every sample as [ts_ns, value_ns].
     #[arg(long)]
     pub samples: bool,
+    /// function: only functions whose name matches this pattern (`*`, `?`, `[...]`), e.g.
+    /// `--func 'serial8250_*'`.
+    #[arg(long, value_name = "GLOB", value_parser = func_glob)]
+    pub func: Option<whylate::glob::Glob>,
     /// throughput: the stream to count, a selector as for `--from`: `console`,
     /// `sched_switch`, `funcgraph_entry[func=serial8250_console_putchar]`, `console[len>1]`.
     #[arg(long, value_name = "SEL", value_parser = stream)]
@@ -540,6 +544,11 @@ fn deadline(s: &str) -> Result<u64, String> {
 /// `--interval`.
 fn interval(s: &str) -> Result<u64, String> {
     duration(s, "an interval must be longer than 0")
+}
+
+/// `--func`.
+fn func_glob(s: &str) -> Result<whylate::glob::Glob, String> {
+    whylate::glob::Glob::new(s)
 }
 
 /// `--event`: a selector, checked here so a typo is a usage error.

@@ -1003,3 +1003,58 @@ fn a_partial_last_throughput_interval_is_a_rate_over_what_the_trace_covers() {
     let g = group(&j, "throughput", "my_tick", "events-per-second");
     assert_eq!(samples(g).len(), 3, "{g}");
 }
+
+#[test]
+fn seed001_function_durations_with_self_time_and_what_ran_inside() {
+    // Seed 001's own function_graph excerpt (trace-cmd report): __const_udelay calls
+    // delay_tsc, which calls preempt_count_add/sub; io_serial_in is a leaf.
+    let opts = Options {
+        measures: vec![Measure::Function],
+        top: 20,
+        ..Default::default()
+    };
+    let r = latency(
+        &[seed("seed001-trace-cmd-funcgraph.txt")],
+        &OpenOptions::default(),
+        &opts,
+        None,
+    )
+    .unwrap();
+    let j = serde_json::to_value(&r).unwrap();
+    let g = group(&j, "function", "io_serial_in", "duration");
+    assert_eq!(g["count"], 3);
+    assert_eq!(g["max_ns"], 12_787);
+    assert_eq!(
+        (
+            g["extra"]["total_ns"].as_u64(),
+            g["extra"]["self_ns"].as_u64()
+        ),
+        (Some(16_240), Some(16_240))
+    );
+    // delay_tsc: 1.666 + 1.909 us, less its six short children each time (780 + 889 ns).
+    let g = group(&j, "function", "delay_tsc", "duration");
+    assert_eq!(
+        (
+            g["extra"]["total_ns"].as_u64(),
+            g["extra"]["self_ns"].as_u64()
+        ),
+        (Some(3_575), Some(1_906))
+    );
+    // __const_udelay is almost all delay_tsc: 4.119 us, 544 ns of its own.
+    let g = group(&j, "function", "__const_udelay", "duration");
+    assert_eq!(
+        (
+            g["extra"]["total_ns"].as_u64(),
+            g["extra"]["self_ns"].as_u64()
+        ),
+        (Some(4_119), Some(544))
+    );
+    let worst = g["worst"][0]["detail"].as_str().unwrap();
+    assert_eq!(worst, "self 295 ns (13%); inside: delay_tsc 1.9 us (87%)");
+    let g = group(&j, "function", "preempt_count_add", "duration");
+    let path = g["worst"][0]["detail"].as_str().unwrap();
+    assert!(
+        path.contains("called from delay_tsc <- __const_udelay"),
+        "{path}"
+    );
+}

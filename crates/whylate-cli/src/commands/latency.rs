@@ -33,6 +33,7 @@ pub fn run(a: LatencyArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode> {
         top: a.top,
         raw_samples: a.samples,
         throughput: None,
+        func: a.func,
     };
     let (open, bar) = with_progress(open, &a.files, quiet);
     let r = whylate::latency::latency(&a.files, &open, &opts, tput);

@@ -4,6 +4,7 @@
 //! with its absolute time, CPU and task so the user can find it in the trace.
 
 mod cx;
+mod function;
 mod irq;
 mod irqsoff;
 mod measurer;
@@ -38,6 +39,7 @@ fn measurer(m: Measure) -> &'static dyn Measurer {
         Measure::Timer => &timer::Timer,
         Measure::Throughput => &throughput::ThroughputMeasure,
         Measure::Irqsoff => &irqsoff::Irqsoff,
+        Measure::Function => &function::Function,
     }
 }
 
@@ -62,6 +64,8 @@ pub fn compute(
         Measure::ALL
             .into_iter()
             .filter(|m| *m != Measure::Throughput || tput.is_some())
+            // Function durations only when the trace has function_graph events.
+            .filter(|m| *m != Measure::Function || tl.saw(crate::timeline::KindClass::Function) > 0)
             .collect()
     } else {
         o.measures.clone()

@@ -28,11 +28,13 @@ pub enum Measure {
     Throughput,
     /// Irqs-off and preempt-off sections.
     Irqsoff,
+    /// function_graph call durations.
+    Function,
 }
 
 impl Measure {
     /// All measures, in report order.
-    pub const ALL: [Measure; 9] = [
+    pub const ALL: [Measure; 10] = [
         Measure::Wakeup,
         Measure::Runqueue,
         Measure::Irq,
@@ -42,6 +44,7 @@ impl Measure {
         Measure::Timer,
         Measure::Throughput,
         Measure::Irqsoff,
+        Measure::Function,
     ];
 
     /// Name as used on the command line.
@@ -56,6 +59,7 @@ impl Measure {
             Measure::Timer => "timer",
             Measure::Throughput => "throughput",
             Measure::Irqsoff => "irqsoff",
+            Measure::Function => "function",
         }
     }
 
@@ -140,6 +144,8 @@ pub struct Options {
     pub raw_samples: bool,
     /// Throughput parameters.
     pub throughput: Option<ThroughputOpts>,
+    /// `function`: only functions whose name matches.
+    pub func: Option<Glob>,
 }
 
 impl Default for Options {
@@ -150,6 +156,7 @@ impl Default for Options {
             top: 10,
             raw_samples: false,
             throughput: None,
+            func: None,
         }
     }
 }

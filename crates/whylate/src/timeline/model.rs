@@ -238,6 +238,32 @@ pub struct Edge {
     pub link: u32,
 }
 
+/// A function call, from function_graph entry/exit events.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Call {
+    /// The function.
+    pub func: Sym,
+    /// CPU.
+    pub cpu: u32,
+    /// Task that made it.
+    pub tid: i32,
+    /// Entry, ns (exit minus the duration the tracer printed, when it printed one).
+    pub start: u64,
+    /// Duration: the tracer's own figure when the exit line carries it, else exit - entry.
+    pub dur: u64,
+    /// Its own time: `dur` less its direct children's.
+    pub self_ns: u64,
+    /// Nesting depth as the tracer printed it.
+    pub depth: u16,
+    /// This call's entry number, and its caller's ([`NONE`]: none in the trace).
+    pub id: u32,
+    /// See `id`.
+    pub parent: u32,
+    /// The entry was before the trace: children that returned before it are not known,
+    /// so `self_ns` may include them.
+    pub entry_unseen: bool,
+}
+
 /// A window in which a CPU lost events.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct LostWindow {
@@ -341,6 +367,8 @@ pub struct Timeline {
     pub comms: FxHashMap<i32, Sym>,
     /// Thread → priority seen last (sched events).
     pub prios: FxHashMap<i32, i32>,
+    /// Function calls (function_graph), in the order they returned.
+    pub calls: Vec<Call>,
     /// Threads whose priority changed during the trace (a thread that made itself
     /// real-time): each priority and from when it was seen, the first from 0.
     pub prio_changes: FxHashMap<i32, Vec<(u64, i32)>>,

@@ -386,19 +386,10 @@ impl FtraceParser {
             if let Some(kinds) = super::graph::report_graph_body(&restt[colon + 1..], cx.strings) {
                 self.flush_lost(ts, cx);
                 self.last_ts = ts;
-                let n = kinds.len();
-                for (i, kind) in kinds.into_iter().enumerate() {
-                    // A leaf's exit comes `duration` after its entry.
-                    let ts = match (&kind, i + 1 == n && n == 2) {
-                        (
-                            Kind::FuncExit {
-                                duration_ns: Some(d),
-                                ..
-                            },
-                            true,
-                        ) => ts + d,
-                        _ => ts,
-                    };
+                // A leaf's exit keeps its entry's time (its duration is in the event):
+                // a time `duration` later would sort it after lines the tracer printed
+                // later but stamped earlier at its microsecond resolution.
+                for kind in kinds {
                     cx.out.push_back(event_at(&c, ts, kind));
                 }
                 return;

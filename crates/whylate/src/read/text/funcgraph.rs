@@ -299,14 +299,10 @@ impl LineParser for FuncGraphParser {
             cx.out.push_back(mk(ts, Kind::FuncEntry { func, depth }));
         } else {
             cx.out.push_back(mk(ts, Kind::FuncEntry { func, depth }));
-            let end = ts
-                + if c.ts.is_some() {
-                    c.duration.unwrap_or(0)
-                } else {
-                    0
-                };
+            // The exit keeps the entry's time (its duration is in the event), so it stays
+            // next to its entry whatever the timestamps' resolution.
             cx.out.push_back(mk(
-                end,
+                ts,
                 Kind::FuncExit {
                     func,
                     depth,
@@ -381,7 +377,15 @@ mod tests {
             matches!(ev[3].kind, Kind::FuncExit { func, duration_ns: Some(11719), .. } if s.get(func) == "sys_open")
         );
         assert_eq!(ev[4].ts, 384_905_506_000);
-        assert_eq!(ev[5].ts, 384_905_506_000 + 15_986);
+        // A leaf's exit keeps its entry's time; the duration is in the event.
+        assert_eq!(ev[5].ts, 384_905_506_000);
+        assert!(matches!(
+            ev[5].kind,
+            Kind::FuncExit {
+                duration_ns: Some(15_986),
+                ..
+            }
+        ));
         assert_eq!(s.get(ev[4].comm), "ping");
         assert!(
             matches!(ev[6].kind, Kind::FuncExit { func, .. } if s.get(func) == "ext4_bread_batch")

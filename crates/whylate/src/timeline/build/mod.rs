@@ -6,6 +6,7 @@ use super::model::*;
 use crate::event::{flags, Event, Interner, Kind, Sym, TaskState};
 use rustc_hash::FxHashMap;
 
+mod func;
 mod hrtimer;
 mod irq;
 mod irqsoff;
@@ -138,6 +139,8 @@ struct CpuState {
     /// trace; an exit without entry then names the context retroactively.
     anon_hard: Option<u64>,
     anon_soft: Option<u64>,
+    /// function_graph calls entered and not yet returned, outermost first.
+    calls: Vec<func::Open>,
 }
 
 impl CpuState {
@@ -158,6 +161,7 @@ impl CpuState {
             origin: BhOrigin::Task,
             anon_hard: None,
             anon_soft: None,
+            calls: Vec::new(),
         }
     }
 
@@ -216,6 +220,8 @@ pub struct Builder {
     last_comm: (i32, Sym),
     tick_last: Vec<u64>,
     tick_gaps: Vec<u64>,
+    /// Function calls entered so far (their entry numbers).
+    call_ids: u32,
     /// skbs handed to the stack, by address: (when, CPU, context, task).
     in_flight: FxHashMap<u64, (u64, u32, Ctx, i32)>,
 }
@@ -242,6 +248,7 @@ impl Builder {
             tick_last: Vec::new(),
             tick_gaps: Vec::new(),
             in_flight: FxHashMap::default(),
+            call_ids: 0,
         }
     }
 
@@ -321,6 +328,7 @@ impl Builder {
             | Kind::TaskletEntry { .. }
             | Kind::TaskletExit { .. }
             | Kind::Function { .. } => self.on_softirq(at, e, strings),
+            Kind::FuncEntry { .. } | Kind::FuncExit { .. } => self.on_call(at, e),
             Kind::WorkQueue { .. }
             | Kind::WorkActivate { .. }
             | Kind::WorkStart { .. }
