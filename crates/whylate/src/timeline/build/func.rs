@@ -4,17 +4,6 @@
 
 use super::*;
 
-/// A call entered and not yet returned.
-#[derive(Clone, Debug)]
-pub(super) struct Open {
-    func: Sym,
-    depth: u16,
-    start: u64,
-    id: u32,
-    /// Time of the direct children that returned so far.
-    children_ns: u64,
-}
-
 impl Builder {
     /// A function_graph entry or exit.
     pub(super) fn on_call(&mut self, at: At, e: &Event) {
@@ -26,7 +15,7 @@ impl Builder {
                 while st.last().is_some_and(|f| f.depth >= depth) {
                     st.pop();
                 }
-                st.push(Open {
+                st.push(CallFrame {
                     func,
                     depth,
                     start: ts,

@@ -113,6 +113,17 @@ struct Frame {
     start: u64,
 }
 
+/// A function_graph call entered and not yet returned (`func.rs`).
+#[derive(Clone, Debug)]
+struct CallFrame {
+    func: Sym,
+    depth: u16,
+    start: u64,
+    id: u32,
+    /// Time of the direct children that returned so far.
+    children_ns: u64,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum BhOrigin {
     IrqExit,
@@ -140,7 +151,7 @@ struct CpuState {
     anon_hard: Option<u64>,
     anon_soft: Option<u64>,
     /// function_graph calls entered and not yet returned, outermost first.
-    calls: Vec<func::Open>,
+    calls: Vec<CallFrame>,
 }
 
 impl CpuState {
