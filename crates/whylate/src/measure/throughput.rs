@@ -98,21 +98,15 @@ pub(super) fn throughput(cx: &Cx<'_>, o: &Options, t: Option<&Throughput>) -> Me
             add_u64(&mut s.extra, "interval_ns", iv);
             add_u64(&mut s.extra, "total", total);
             if let Some(x) = t.opts.expect_per_s {
-                s.extra
-                    .insert("expected_per_s".into(), serde_json::Value::from(x));
-                add_u64(&mut s.extra, "intervals_below_expected", below);
-                if active_ns > 0 {
-                    let rate = counted as f64 * 1e9 / active_ns as f64;
-                    s.extra.insert(
-                        "share_of_expected".into(),
-                        serde_json::Value::from(rate / x),
-                    );
-                    notes.insert(0, format!(
-                        "{} ran at {rate:.0}/s over the {busy} interval(s) it was active ({}), {:.0}% of the expected {x:.0}/s; {below} interval(s) below it",
-                        t.opts.event,
-                        crate::units::dur(active_ns),
-                        rate * 100.0 / x
-                    ));
+                let v = Verdict {
+                    expect: x,
+                    busy,
+                    below,
+                    counted,
+                    active_ns,
+                };
+                if let Some(n) = v.add_to(&mut s.extra, &t.opts.event) {
+                    notes.insert(0, n);
                 }
             }
             if t.unsummable > 0 {
@@ -160,6 +154,44 @@ pub(super) fn throughput(cx: &Cx<'_>, o: &Options, t: Option<&Throughput>) -> Me
     coll_rep.missing_events = missing;
     coll_rep.notes = notes;
     coll_rep
+}
+
+/// The stream against its expected rate, over the intervals it was active.
+struct Verdict {
+    expect: f64,
+    busy: u64,
+    below: u64,
+    /// Events (or the field's sum) in those intervals, and the time they cover.
+    counted: u64,
+    active_ns: u64,
+}
+
+impl Verdict {
+    /// Adds the group's `expected_per_s`, `intervals_below_expected`, `share_of_expected`;
+    /// returns the verdict line (none when no interval counted).
+    fn add_to(
+        &self,
+        extra: &mut serde_json::Map<String, serde_json::Value>,
+        event: &str,
+    ) -> Option<String> {
+        let (x, below) = (self.expect, self.below);
+        extra.insert("expected_per_s".into(), serde_json::Value::from(x));
+        add_u64(extra, "intervals_below_expected", below);
+        if self.active_ns == 0 {
+            return None;
+        }
+        let rate = self.counted as f64 * 1e9 / self.active_ns as f64;
+        extra.insert(
+            "share_of_expected".into(),
+            serde_json::Value::from(rate / x),
+        );
+        Some(format!(
+            "{event} ran at {rate:.0}/s over the {} interval(s) it was active ({}), {:.0}% of the expected {x:.0}/s; {below} interval(s) below it",
+            self.busy,
+            crate::units::dur(self.active_ns),
+            rate * 100.0 / x
+        ))
+    }
 }
 
 /// The `throughput` measure.
