@@ -351,6 +351,16 @@ pub struct ModeArgs {
     /// number): raise to entry, deferral to ksoftirqd, who held the CPU meanwhile.
     #[arg(long, value_name = "VEC", conflicts_with_all = ["from", "to", "timer"])]
     pub softirq: Option<String>,
+    /// Explain slow calls of this kernel function (a glob) from function_graph: its
+    /// callees, its own code, what interrupted or preempted it, interrupts off inside it.
+    /// Without function_graph, the irqs-off sections it opened.
+    #[arg(long, value_name = "FUNC", conflicts_with_all = ["from", "to", "timer", "softirq"])]
+    pub function: Option<String>,
+    /// With --function: the rate it should move units at (`11520/s`, `115200baud` = 11520
+    /// bytes/s with 8N1); a call may take one unit's time. Else a pattern, 'A -> B within
+    /// T': each A (a selector) needs a B within T.
+    #[arg(long, value_name = "RATE|PATTERN")]
+    pub expect: Option<String>,
     /// Cycles longer than this are misses (`3.5ms`); inferred from the data when absent.
     #[arg(long, value_parser = deadline)]
     pub deadline: Option<u64>,
@@ -383,6 +393,19 @@ impl ModeArgs {
     /// The explain mode these arguments ask for, or what is wrong with a selector.
     pub fn mode(self) -> Result<Mode, String> {
         let (deadline_ns, top) = (self.deadline, self.top);
+        if let Some(f) = self.function {
+            let func = whylate::glob::Glob::new(&f).map_err(|e| format!("--function: {e}"))?;
+            let expect_per_s = match &self.expect {
+                Some(r) => Some(expected_rate(r).map_err(|e| format!("--expect: {e}"))?),
+                None => None,
+            };
+            return Ok(Mode::Function(whylate::explain::FunctionOptions {
+                func,
+                deadline_ns,
+                expect_per_s,
+                top,
+            }));
+        }
         if let Some(vector) = self.softirq {
             return Ok(Mode::Softirq {
                 vector,

@@ -670,3 +670,99 @@ fn kallsyms_names_a_perf_data_recorded_on_another_kernel() {
         "{e}"
     );
 }
+
+const SEEDS: &str = "crates/whylate/tests/data/seeds";
+
+#[test]
+fn explain_function_on_seed001s_pasted_excerpt_names_the_wait_for_the_transmitter() {
+    // One byte through the 8250 console: the final wait_for_xmitr takes 411.342 us where
+    // 115200 baud needs 86.8 us a byte.
+    let f = format!("{SEEDS}/seed001-funcgraph-bare.txt");
+    let o = run(&[
+        "explain",
+        "--json",
+        "--function",
+        "wait_for_xmitr",
+        "--expect",
+        "115200baud",
+        &f,
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["deadline_ns"], 86_806);
+    assert_eq!(
+        (
+            j["cycles"]["count"].as_u64(),
+            j["cycles"]["misses"].as_u64()
+        ),
+        (Some(2), Some(1))
+    );
+    let m = &j["misses"][0];
+    assert_eq!(m["duration_ns"], 411_342);
+    assert_eq!(j["causes"][0]["category"], "own-code");
+    assert_eq!(j["causes"][0]["culprit"]["caller"], "wait_for_xmitr");
+    let what = m["chain"][0]["what"].as_str().unwrap();
+    assert_eq!(what, "wait_for_xmitr, called from serial8250_console_write");
+    // The first advice keeps printk off the serial console.
+    let a = j["advice"][0]["command"].as_str().unwrap();
+    assert!(a.starts_with("dmesg -n 1"), "{a}");
+    // The text names neither a task nor a CPU the excerpt does not have.
+    let o = run(&[
+        "explain",
+        "--function",
+        "wait_for_xmitr",
+        "--expect",
+        "115200baud",
+        &f,
+    ]);
+    let s = text(&o.stdout);
+    assert!(
+        s.contains("miss at 0.000008: took 411.3 us (324.5 us late)"),
+        "{s}"
+    );
+}
+
+#[test]
+fn explain_function_without_function_graph_takes_its_irqs_off_sections() {
+    // Seed 004: console_unlock held CPU6 with interrupts off for 10.966 ms; the arch
+    // timer's interrupt entered 2 us after, and its hrtimer reported itself 9.657 ms late.
+    let f = format!("{SEEDS}/seed004-ftrace.txt");
+    let o = run(&["explain", "--json", "--function", "console_unlock", &f]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let m = &j["misses"][0];
+    assert_eq!(
+        (m["duration_ns"].as_u64(), m["cpu"].as_u64()),
+        (Some(10_966_000), Some(6))
+    );
+    assert_eq!(j["causes"][0]["category"], "irqs-off");
+    let chain: Vec<&str> = (m["chain"].as_array().unwrap().iter())
+        .map(|l| l["what"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        chain[1],
+        "irq 3 (arch_timer) entered 2.0 us after interrupts came back on"
+    );
+    assert!(
+        chain[2].starts_with("hrtimer_cb reported itself 9.657 ms late"),
+        "{chain:?}"
+    );
+}
+
+#[test]
+fn explain_function_bad_input_is_located() {
+    let f = format!("{SEEDS}/seed004-ftrace.txt");
+    let o = run(&[
+        "explain",
+        "--function",
+        "console_unlock",
+        "--expect",
+        "fast",
+        &f,
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = text(&o.stderr);
+    assert!(e.contains("--expect: expected a rate per second"), "{e}");
+    let o = run(&["explain", "--function", "f[", &f]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+}

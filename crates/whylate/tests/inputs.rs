@@ -53,6 +53,31 @@ fn seed001_trace_cmd_function_graph() {
 }
 
 #[test]
+fn seed001_bare_function_graph_is_sniffed_and_timed_by_its_durations() {
+    // Only `duration |  call`: no time, CPU or task column, and `...` where lines were cut.
+    let r = read_all(&data("seeds/seed001-funcgraph-bare.txt"));
+    assert_eq!(r.format, Format::FunctionGraph);
+    assert_eq!(r.diag.unparsed, 0, "{:?}", r.diag.unparsed_samples);
+    assert_eq!(r.diag.elided_lines, 3);
+    assert!(r.diag.no_timestamps);
+    // The rebuilt clock: a leaf advances it by its duration, a `}` puts it at its entry
+    // plus its duration. The 411 us exit is last, at its entry + 411.342 us.
+    let exits: Vec<(u64, u64)> = (r.events.iter())
+        .filter_map(|e| match e.kind {
+            Kind::FuncExit {
+                duration_ns: Some(d),
+                ..
+            } => Some((e.ts, d)),
+            _ => None,
+        })
+        .collect();
+    assert!(exits.windows(2).all(|w| w[0].0 <= w[1].0), "{exits:?}");
+    let last = exits.last().unwrap();
+    assert_eq!(last.1, 411_342);
+    assert_eq!(last.0, 384 + 1_836 + 1_667 + 4_675 + 411_342);
+}
+
+#[test]
 fn seed002_latency_lines_without_header() {
     let r = read_all(&data("seeds/seed002-latency.txt"));
     assert_eq!(r.format, Format::LatencyTracer);
@@ -204,6 +229,7 @@ fn cut_and_corrupted_inputs_never_panic() {
     let sources = [
         "seeds/seed000-perf-script.txt",
         "seeds/seed001-trace-cmd-funcgraph.txt",
+        "seeds/seed001-funcgraph-bare.txt",
         "seeds/seed002-latency.txt",
         "seeds/seed004-ftrace.txt",
     ];

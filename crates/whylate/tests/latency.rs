@@ -1058,3 +1058,45 @@ fn seed001_function_durations_with_self_time_and_what_ran_inside() {
         "{path}"
     );
 }
+
+#[test]
+fn seed001_bare_excerpt_gives_the_411_us_wait_for_one_byte() {
+    // Seed 001's first excerpt as the author pasted it: one byte through
+    // serial8250_console_write, whose final wait_for_xmitr takes 411.342 us.
+    let opts = Options {
+        measures: vec![Measure::Function],
+        func: Some(whylate::glob::Glob::new("wait_for_xmitr").unwrap()),
+        top: 20,
+        ..Default::default()
+    };
+    let r = latency(
+        &[seed("seed001-funcgraph-bare.txt")],
+        &OpenOptions::default(),
+        &opts,
+        None,
+    )
+    .unwrap();
+    let j = serde_json::to_value(&r).unwrap();
+    let g = group(&j, "function", "wait_for_xmitr", "duration");
+    assert_eq!(
+        (g["count"].as_u64(), g["max_ns"].as_u64()),
+        (Some(2), Some(411_342))
+    );
+    // Its listed children (3 port reads, 2 delays) are 7.904 us; the rest is its own,
+    // with the `...` elisions in it.
+    let worst = g["worst"][0]["detail"].as_str().unwrap();
+    assert!(
+        worst.starts_with("self 403.4 us (98%); called from serial8250_console_write; inside: io_serial_in 5.0 us"),
+        "{worst}"
+    );
+    let m = &j["measures"][0];
+    assert!(
+        m["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("serial8250_console_write"),
+        "{m}"
+    );
+    let notes = j["notes"].to_string();
+    assert!(notes.contains("3 lines are elisions"), "{notes}");
+}

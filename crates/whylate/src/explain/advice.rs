@@ -270,6 +270,18 @@ fn for_cause(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
             }
         }
         "irqs-off (inferred)" => out.push(irqs_off_in_call(c, misses, ncpu)),
+        "own-code" | "callee" => {
+            let f = c.culprit.caller.clone().unwrap_or_default();
+            if is_console_code(&f) {
+                out.extend(slow_console(&f));
+            } else {
+                out.push(Advice {
+                    action: format!("See what {f} does in its slow calls, line by line"),
+                    command: format!("perf record -g -a -- sleep 10; perf annotate {f}   (or: trace-cmd record -p function_graph -g {f})"),
+                    cost: "profiling overhead while it records; function_graph slows every traced call".into(),
+                });
+            }
+        }
         "on-cpu" => out.push(Advice {
             action: format!(
                 "The chain's own work in {} ran longer than in the good cycles{}: see where its time went",
@@ -308,6 +320,48 @@ fn for_cause(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
         _ => {}
     }
     out
+}
+
+/// Kernel code on the path that writes printk messages to a serial console.
+pub(super) fn is_console_code(f: &str) -> bool {
+    const CONSOLE: [&str; 7] = [
+        "serial8250",
+        "wait_for_xmitr",
+        "uart_console_write",
+        "console_unlock",
+        "console_flush",
+        "printk",
+        "io_serial",
+    ];
+    CONSOLE.iter().any(|c| f.contains(c))
+}
+
+/// A slow serial console draining printk (seed 001): what to do, cheapest first.
+pub(super) fn slow_console(f: &str) -> Vec<Advice> {
+    vec![
+        Advice {
+            action: format!(
+                "Keep routine kernel messages off the serial console, so printk does not wait for the line ({f})"
+            ),
+            command: "dmesg -n 1   (or sysctl -w kernel.printk='1 4 1 7'; at boot: loglevel=1 or quiet)".into(),
+            cost: "only emergencies reach the console as they happen; the rest stays in the log buffer (dmesg, journal)".into(),
+        },
+        Advice {
+            action: "Let the console print from its own thread instead of the caller's context: an nbcon console (its flags show N)".into(),
+            command: "cat /proc/consoles   (ttyS0 ... (EC N a) = nbcon, printed by the pr/ttyS0 kthread); otherwise a newer kernel".into(),
+            cost: "messages reach the wire a little later; in a panic the console still prints synchronously".into(),
+        },
+        Advice {
+            action: "A faster line, or no serial console: at 115200 baud a byte takes 86.8 us (8N1)".into(),
+            command: "boot with console=ttyS0,921600 (both ends must support it), or drop console=ttyS0 and keep netconsole/pstore for crashes".into(),
+            cost: "a faster line needs a receiver that keeps up; without a serial console a hang that kills the network leaves no log there".into(),
+        },
+        Advice {
+            action: "If the driver waits for the transmitter after every byte, fill the UART's FIFO per wait instead".into(),
+            command: "a driver change in the console write path; the port's FIFO: setserial -g /dev/ttyS0 (uart: 16550A = 16 bytes)".into(),
+            cost: "a kernel patch to carry until upstream takes it".into(),
+        },
+    ]
 }
 
 /// A task's system call that held interrupts off (inferred from a late or missing tick):

@@ -34,6 +34,7 @@ mod cycle_miss;
 mod cycles;
 mod driver;
 mod engine;
+mod function;
 mod handoff;
 mod machine;
 mod report;
@@ -46,6 +47,7 @@ mod timer;
 pub use auto::*;
 pub use cutter::*;
 pub use cycles::*;
+pub use function::*;
 use machine::add_machine;
 pub use report::*;
 pub use softirq::*;
@@ -67,6 +69,8 @@ pub enum Mode {
         /// Misses shown in full.
         top: usize,
     },
+    /// Slow calls of a kernel function (function_graph), or its irqs-off sections.
+    Function(FunctionOptions),
     /// The worst outliers across all measures.
     Auto {
         /// Outliers shown in full.
@@ -81,6 +85,7 @@ impl Mode {
             Mode::Cycles(o) => o.deadline_ns,
             Mode::Timer(o) => o.deadline_ns,
             Mode::Softirq { deadline_ns, .. } => *deadline_ns,
+            Mode::Function(o) => o.deadline_ns,
             Mode::Auto { .. } => None,
         }
     }
@@ -91,6 +96,7 @@ impl Mode {
             Mode::Cycles(o) => o.deadline_ns = d,
             Mode::Timer(o) => o.deadline_ns = d,
             Mode::Softirq { deadline_ns, .. } => *deadline_ns = d,
+            Mode::Function(o) => o.deadline_ns = d,
             Mode::Auto { .. } => {}
         }
         m
@@ -153,6 +159,7 @@ pub fn explain_then<T>(
             deadline_ns,
             top,
         } => analyze_softirq(tl, strings, vector, *deadline_ns, *top),
+        Mode::Function(o) => analyze_function(tl, strings, o),
         Mode::Auto { top } => analyze_auto(tl, strings, *top),
     };
     let r = with_inputs(r, inputs, &pass);

@@ -20,8 +20,16 @@ pub(super) fn function(cx: &Cx<'_>, o: &Options) -> MeasureReport {
     let mut selves: FxHashMap<u32, (u64, u64)> = FxHashMap::default();
     let mut group_of: FxHashMap<String, u32> = FxHashMap::default();
     let mut unseen = 0u64;
+    let mut open: Vec<&str> = Vec::new();
     for (i, c) in calls.iter().enumerate() {
         let name = cx.s.get(c.func);
+        if c.exit_unseen {
+            // Only named as a caller: how long it ran is not known.
+            if !open.contains(&name) {
+                open.push(name);
+            }
+            continue;
+        }
         if o.func.as_ref().is_some_and(|g| !g.is_match(name)) {
             continue;
         }
@@ -75,6 +83,12 @@ pub(super) fn function(cx: &Cx<'_>, o: &Options) -> MeasureReport {
     if unseen > 0 {
         rep.notes.push(format!(
             "{unseen} calls were entered before the trace began: known by the duration the tracer printed; their self time includes children the trace does not show"
+        ));
+    }
+    if !open.is_empty() {
+        rep.notes.push(format!(
+            "still running when the trace ended, so not measured (named as callers only): {}",
+            open.join(", ")
         ));
     }
     if cx.tl.saw(KindClass::Function) == 0 {

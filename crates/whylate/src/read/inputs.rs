@@ -103,7 +103,13 @@ pub fn describe_inputs(sources: &[read::Input], paths: &[PathBuf], per_input: &[
         }
         if d.no_timestamps {
             notes.push(format!(
-                "{path}: function_graph without the abstime column: no timestamps, only durations"
+                "{path}: function_graph without the time column: times are rebuilt by adding up the printed durations (durations are the tracer's own; gaps between calls are unknown)"
+            ));
+        }
+        if d.elided_lines > 0 {
+            notes.push(format!(
+                "{path}: {} lines are elisions (`...`): the calls they left out count in their callers' self time",
+                d.elided_lines
             ));
         }
         if let (Some(b), Some(w)) = (d.header.entries_in_buffer, d.header.entries_written) {

@@ -205,8 +205,12 @@ pub struct Diag {
     pub raw_clock: bool,
     /// Timestamps are relative to the trace start (latency dumps, sysdig -tr).
     pub relative_time: bool,
-    /// The format has no timestamps at all (function_graph without abstime).
+    /// The format has no timestamps at all (function_graph without abstime): times are
+    /// rebuilt from the printed durations.
     pub no_timestamps: bool,
+    /// Lines a pasted excerpt left out (`...`): their calls count in their parents' self
+    /// time.
+    pub elided_lines: u64,
     /// The input ended abruptly (a cut compressed stream): what was read is kept.
     pub truncated: Option<String>,
     /// CPUs whose data the cut removed the end of (a cut trace.dat): the analysis is

@@ -262,6 +262,8 @@ pub struct Call {
     /// The entry was before the trace: children that returned before it are not known,
     /// so `self_ns` may include them.
     pub entry_unseen: bool,
+    /// Still open when the trace ended: `dur` only says how long it ran at least.
+    pub exit_unseen: bool,
 }
 
 /// A window in which a CPU lost events.

@@ -7,8 +7,12 @@
 //! Bodies: `f() {`, `f();` (a leaf: entry and exit), `}` / `} /* f */`, args and return
 //! values of 6.5+ (`f(a=1) {`, `f(); /* = 0x0 */`), `/* event: ... */` comments. Banners
 //! (`------` task switches, `=====>` IRQ markers) update the per-CPU task and are not events.
-//! Without the abstime column the tracer printed no timestamps; events then carry ts 0 and
-//! [`crate::read::Diag::no_timestamps`] says so.
+//! Without the abstime column the tracer printed no timestamps: each CPU's clock is then
+//! rebuilt by adding up the printed durations (a leaf advances it by its duration, a
+//! closing brace puts it at its entry plus its duration), so calls keep their exact
+//! durations and their order; gaps between calls are unknown, and
+//! [`crate::read::Diag::no_timestamps`] says so. The bare layout of a pasted excerpt (no
+//! CPU, no task, only `duration |  call`) is read the same way, with `...` elisions counted.
 
 use super::body::{dec, trim};
 use super::ftrace::{parse_latency_header, probe_latency_line, FtraceParser};
@@ -117,19 +121,48 @@ fn columns(line: &[u8]) -> Option<Cols<'_>> {
     None
 }
 
-/// Does `line` look like a function_graph line?
+/// Does `line` look like a function_graph line? With a CPU column any graph body will do;
+/// the bare layout (`  1.836 us   |    io_serial_in();`) must read as a call or a brace.
 pub(crate) fn probe(line: &[u8]) -> bool {
     columns(line).is_some_and(|c| {
         let b = trim(c.body);
-        c.cpu.is_some()
-            && (b.ends_with(b"{") || b.ends_with(b";") || b.starts_with(b"}") || b.ends_with(b"*/"))
+        let graph_body =
+            b.ends_with(b"{") || b.ends_with(b";") || b.starts_with(b"}") || b.ends_with(b"*/");
+        if c.cpu.is_some() {
+            return graph_body;
+        }
+        c.ts.is_none() && c.proc.is_none() && bare_call(b)
     })
+}
+
+/// `f() {`, `f();`, `f(args);`, `}`, `} /* f */`: a body of the bare layout.
+fn bare_call(b: &[u8]) -> bool {
+    if b.starts_with(b"}") {
+        return true;
+    }
+    let Some(open) = memchr::memchr(b'(', b) else {
+        return false;
+    };
+    let name = &b[..open];
+    !name.is_empty()
+        && name
+            .iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'$'))
+        && (b.ends_with(b") {") || b.ends_with(b";"))
+}
+
+/// A pasted excerpt's elision: `...` or `…` alone on a line.
+fn elision(t: &[u8]) -> bool {
+    (t.len() >= 3 && t.iter().all(|c| *c == b'.')) || t == "…".as_bytes()
 }
 
 #[derive(Default)]
 struct CpuState {
-    stack: Vec<(Sym, u16)>,
+    /// Open calls: function, depth and entry time.
+    stack: Vec<(Sym, u16, u64)>,
     task: Option<(Sym, i32)>,
+    /// The rebuilt clock of a graph without timestamps, ns.
+    clock: u64,
 }
 
 pub(crate) struct FuncGraphParser {
@@ -168,6 +201,10 @@ impl LineParser for FuncGraphParser {
             } else if let Some(tr) = c.strip_prefix(b"tracer:") {
                 cx.diag.header.tracer = Some(String::from_utf8_lossy(trim(tr)).into_owned());
             }
+            return;
+        }
+        if elision(t) {
+            cx.diag.elided_lines += 1;
             return;
         }
         if t.len() > 10 && t.iter().all(|c| *c == b'-') {
@@ -233,7 +270,8 @@ impl LineParser for FuncGraphParser {
         if c.ts.is_none() {
             cx.diag.no_timestamps = true;
         }
-        let ts = c.ts.unwrap_or(0);
+        let ts = c.ts.unwrap_or(st.clock);
+        let rebuilt = c.ts.is_none();
         let mk = |ts, kind| Event {
             ts,
             cpu,
@@ -253,13 +291,23 @@ impl LineParser for FuncGraphParser {
             return;
         }
         if body.starts_with(b"}") {
-            while st.stack.last().is_some_and(|(_, d)| *d > depth) {
+            while st.stack.last().is_some_and(|(_, d, _)| *d > depth) {
                 st.stack.pop();
             }
-            let from_stack = if st.stack.last().is_some_and(|(_, d)| *d == depth) {
-                st.stack.pop().map(|(f, _)| f)
+            let open = if st.stack.last().is_some_and(|(_, d, _)| *d == depth) {
+                st.stack.pop()
             } else {
                 None
+            };
+            let from_stack = open.map(|(f, _, _)| f);
+            let ts = if rebuilt {
+                // At its entry plus its duration, never before what already happened;
+                // an exit whose entry is not in the excerpt starts at 0 at the earliest.
+                let entered = open.map_or(0, |(_, _, t)| t);
+                st.clock = st.clock.max(entered + c.duration.unwrap_or(0));
+                st.clock
+            } else {
+                ts
             };
             // `} /* f */` or `} /* f = 0x0 */` names the function itself.
             let named = memchr::memmem::find(body, b"/*").map(|p| {
@@ -291,13 +339,16 @@ impl LineParser for FuncGraphParser {
             return;
         }
         let func = cx.strings.intern_bytes(name);
-        while st.stack.last().is_some_and(|(_, d)| *d >= depth) {
+        while st.stack.last().is_some_and(|(_, d, _)| *d >= depth) {
             st.stack.pop();
         }
         if body.ends_with(b"{") {
-            st.stack.push((func, depth));
+            st.stack.push((func, depth, ts));
             cx.out.push_back(mk(ts, Kind::FuncEntry { func, depth }));
         } else {
+            if rebuilt {
+                st.clock += c.duration.unwrap_or(0);
+            }
             cx.out.push_back(mk(ts, Kind::FuncEntry { func, depth }));
             // The exit keeps the entry's time (its duration is in the event), so it stays
             // next to its entry whatever the timestamps' resolution.

@@ -165,11 +165,22 @@ fn miss(o: &mut String, r: &ExplainReport, m: &Miss, p: &Paint) {
     } else {
         String::new()
     };
+    // A pasted excerpt may name neither the task nor the CPU.
+    let mut whom = Vec::new();
+    if m.tid >= 0 {
+        whom.push(format!("tid {}", m.tid));
+    }
+    if m.cpu != crate::event::Event::NO_CPU {
+        whom.push(format!("CPU{}", m.cpu));
+    }
+    let whom = if whom.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", whom.join(", "))
+    };
     let title = format!(
-        "{what} at {} (tid {}, CPU{}): {d}{late}, {} blamed",
+        "{what} at {}{whom}: {d}{late}, {} blamed",
         secs(m.start_ns),
-        m.tid,
-        m.cpu,
         dur(m.blamed_ns)
     );
     let _ = writeln!(o, "\n{}", p.alarm(&title));

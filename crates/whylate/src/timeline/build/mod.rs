@@ -120,6 +120,7 @@ struct CallFrame {
     depth: u16,
     start: u64,
     id: u32,
+    tid: i32,
     /// Time of the direct children that returned so far.
     children_ns: u64,
 }
@@ -233,6 +234,8 @@ pub struct Builder {
     tick_gaps: Vec<u64>,
     /// Function calls entered so far (their entry numbers).
     call_ids: u32,
+    /// Open calls of events without a CPU (a pasted function_graph excerpt), per task.
+    cpuless_calls: FxHashMap<i32, Vec<CallFrame>>,
     /// skbs handed to the stack, by address: (when, CPU, context, task).
     in_flight: FxHashMap<u64, (u64, u32, Ctx, i32)>,
 }
@@ -260,6 +263,7 @@ impl Builder {
             tick_gaps: Vec::new(),
             in_flight: FxHashMap::default(),
             call_ids: 0,
+            cpuless_calls: FxHashMap::default(),
         }
     }
 
@@ -366,10 +370,11 @@ impl Builder {
 
     fn push_cpuless(&mut self, e: &Event, ts: u64, _strings: &Interner) {
         // Formats without a CPU column (some function_graph dumps) can still feed
-        // self-reported lateness; nothing per-CPU can be rebuilt from them.
+        // self-reported lateness and function calls; nothing per-CPU is rebuilt from them.
         match &e.kind {
             Kind::Other { name, fields } => self.reported(*name, fields, ts, u32::MAX, e.tid),
             Kind::Print { name, msg } => self.reported(*name, msg, ts, u32::MAX, e.tid),
+            Kind::FuncEntry { .. } | Kind::FuncExit { .. } => self.on_cpuless_call(ts, e),
             _ => {}
         }
     }
@@ -439,6 +444,7 @@ impl Builder {
                 }
             }
         }
+        self.close_open_calls(end);
         let mut open: Vec<(i32, Task)> = self.tasks.drain().collect();
         open.sort_by_key(|(tid, _)| *tid);
         for (tid, t) in open {
