@@ -364,9 +364,10 @@ pub struct ModeArgs {
     /// Cycles longer than this are misses (`3.5ms`); inferred from the data when absent.
     #[arg(long, value_parser = deadline)]
     pub deadline: Option<u64>,
-    /// Who may close a cycle: the same thread, any thread of its process, anyone.
-    #[arg(long, value_enum, default_value = "thread")]
-    pub same: SameArg,
+    /// Who may close a cycle: the same thread (default), any thread of its process,
+    /// anyone; with --expect also the same CPU (its default).
+    #[arg(long, value_enum)]
+    pub same: Option<SameArg>,
     /// How replies pair with requests when several are open: the oldest open request gets
     /// the next reply (fifo), or a new request abandons the open one (latest: a client
     /// that gives up and asks again).
@@ -374,7 +375,7 @@ pub struct ModeArgs {
     pub pair: PairArg,
     /// Pair a reply with the open request that has the same value of this field (on a
     /// syscall exit, the field of the call it returns from), e.g. `--key fd`.
-    #[arg(long, value_name = "FIELD", requires = "from", conflicts_with = "pair")]
+    #[arg(long, value_name = "FIELD", conflicts_with = "pair")]
     pub key: Option<String>,
     /// Misses whose chain is shown.
     #[arg(long, default_value_t = 3)]
@@ -406,6 +407,27 @@ impl ModeArgs {
                 top,
             }));
         }
+        if let Some(p) = self.expect.as_deref().filter(|_| self.from.is_none()) {
+            let scope = match (self.key, self.same) {
+                (Some(f), _) => whylate::explain::Scope::Field(f),
+                (None, None | Some(SameArg::Cpu)) => whylate::explain::Scope::Cpu,
+                (None, Some(SameArg::Thread)) => whylate::explain::Scope::Thread,
+                (None, Some(SameArg::Tgid)) => whylate::explain::Scope::Tgid,
+                (None, Some(SameArg::Any)) => whylate::explain::Scope::Any,
+            };
+            let o = whylate::explain::ExpectOptions::parse(p, scope, top, deadline)
+                .map_err(|e| format!("--expect: {e}"))?;
+            return Ok(Mode::Expect(o));
+        }
+        if self.key.is_some() && self.from.is_none() {
+            return Err("--key pairs --from with --to, or A with B in --expect".into());
+        }
+        if self.expect.is_some() {
+            return Err(
+                "--expect takes a rate with --function, or a pattern 'A -> B within T' alone"
+                    .into(),
+            );
+        }
         if let Some(vector) = self.softirq {
             return Ok(Mode::Softirq {
                 vector,
@@ -432,7 +454,10 @@ impl ModeArgs {
             from,
             to,
             deadline_ns,
-            same: self.same.into(),
+            same: match self.same {
+                Some(SameArg::Cpu) => return Err("--same cpu is for --expect".into()),
+                s => s.unwrap_or_default().into(),
+            },
             pairing: match (self.key, self.pair) {
                 (Some(f), _) => Pairing::Key(f),
                 (None, PairArg::Fifo) => Pairing::Fifo,
@@ -459,6 +484,7 @@ pub enum SameArg {
     Thread,
     Tgid,
     Any,
+    Cpu,
 }
 
 impl From<SameArg> for Same {
@@ -466,7 +492,7 @@ impl From<SameArg> for Same {
         match s {
             SameArg::Thread => Same::Thread,
             SameArg::Tgid => Same::Tgid,
-            SameArg::Any => Same::Any,
+            SameArg::Any | SameArg::Cpu => Same::Any,
         }
     }
 }

@@ -766,3 +766,69 @@ fn explain_function_bad_input_is_located() {
     let o = run(&["explain", "--function", "f[", &f]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
 }
+
+#[test]
+fn explain_expect_on_seed003b_finds_the_interrupt_that_never_got_its_napi_poll() {
+    // The e1000e interrupt at 4980.739166 came while NAPI polled (napi_poll 21 us later);
+    // the next napi_schedule came with the retransmission's interrupt, 202.166 ms later.
+    let f = format!("{SEEDS}/seed003b-napi.txt");
+    let pat = "e1000e_intr -> napi_schedule within 1ms";
+    let o = run(&["explain", "--json", "--expect", pat, &f]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (
+            j["cycles"]["count"].as_u64(),
+            j["cycles"]["misses"].as_u64()
+        ),
+        (Some(2), Some(1))
+    );
+    assert_eq!(
+        (j["expect"]["late"].as_u64(), j["expect"]["never"].as_u64()),
+        (Some(1), Some(0))
+    );
+    let m = &j["misses"][0];
+    assert_eq!(
+        (m["start_ns"].as_u64(), m["duration_ns"].as_u64()),
+        (Some(4_980_739_166_000), Some(202_166_000))
+    );
+    let chain: Vec<&str> = (m["chain"].as_array().unwrap().iter())
+        .map(|l| l["what"].as_str().unwrap())
+        .collect();
+    assert!(
+        chain[1].starts_with("napi_poll: napi poll on napi struct ffff880797f80c10"),
+        "{chain:?}"
+    );
+    let o = run(&["explain", "--expect", pat, &f]);
+    let first = text(&o.stdout).lines().next().unwrap().to_string();
+    assert!(
+        first.starts_with("2 e1000e_intr: 1 without napi_schedule from the same CPU within 1.000 ms (1 came later, 0 never)"),
+        "{first}"
+    );
+}
+
+#[test]
+fn explain_expect_bad_patterns_and_events_are_clear() {
+    let f = format!("{SEEDS}/seed003b-napi.txt");
+    let o = run(&[
+        "explain",
+        "--expect",
+        "e1000e_intr => napi_poll within 1ms",
+        &f,
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("--expect: expected 'A -> B within T'"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = run(&[
+        "explain",
+        "--expect",
+        "e1000e_intr -> napi_sched within 1ms",
+        &f,
+    ]);
+    assert_ne!(o.status.code(), Some(0));
+    let e = text(&o.stderr);
+    assert!(e.contains("napi_schedule"), "the closest name: {e}");
+}

@@ -123,6 +123,28 @@ pub(crate) fn explain_frob_by(trace: &Path, deadline: Option<&str>) -> serde_jso
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// `explain --expect 'write -> read within 3.5ms' --same thread` on a frob recording.
+fn expect_frob(trace: &Path) -> serde_json::Value {
+    let out = Command::new(whylate())
+        .args([
+            "explain",
+            "--json",
+            "--same",
+            "thread",
+            "--expect",
+            "sys_enter_write[comm=frobnicator,count=7] -> sys_exit_read[comm=frobnicator,ret>0] within 3.5ms",
+        ])
+        .arg(trace)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// Seed 000 on this kernel: the frob lab's misses are counted as the client counted them,
 /// the hog is named, and the chain is the one a pty really runs.
 #[test]
@@ -169,7 +191,15 @@ pub(crate) fn explain_frob_lab_counts_the_misses_and_names_the_hog() {
         lat.len()
     );
     let misses = cy["misses"].as_i64().unwrap();
-    frob_misses_agree("frob", &trace, &read_frob_log(&dir.join("frob.log")), &j);
+    let log = read_frob_log(&dir.join("frob.log"));
+    frob_misses_agree("frob", &trace, &log, &j);
+    // The same question as a pattern: each request needs its reply within 3.5 ms.
+    let x = expect_frob(&trace);
+    assert_eq!(
+        x["cycles"]["misses"], cy["misses"],
+        "--expect and the cycles agree"
+    );
+    frob_misses_agree("frob --expect", &trace, &log, &x);
     assert!(truth >= 1, "the hog must cause misses");
     // Culprits inside the guest: this VM's host also stalls its vCPUs for milliseconds
     // (cpu-stalled: a busy CPU that records nothing, not even its tick), and some timer

@@ -152,6 +152,7 @@ pub(super) fn assemble(tl: &Timeline, s: &Interner, frame: Framing, f: Findings)
         windows: f.windows,
         top: frame.top,
         noun: frame.noun,
+        expect: None,
     }
 }
 

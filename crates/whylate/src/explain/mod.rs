@@ -34,6 +34,7 @@ mod cycle_miss;
 mod cycles;
 mod driver;
 mod engine;
+mod expect;
 mod function;
 mod handoff;
 mod machine;
@@ -47,6 +48,7 @@ mod timer;
 pub use auto::*;
 pub use cutter::*;
 pub use cycles::*;
+pub use expect::*;
 pub use function::*;
 use machine::add_machine;
 pub use report::*;
@@ -69,6 +71,8 @@ pub enum Mode {
         /// Misses shown in full.
         top: usize,
     },
+    /// Every A needs a B within T.
+    Expect(ExpectOptions),
     /// Slow calls of a kernel function (function_graph), or its irqs-off sections.
     Function(FunctionOptions),
     /// The worst outliers across all measures.
@@ -86,6 +90,7 @@ impl Mode {
             Mode::Timer(o) => o.deadline_ns,
             Mode::Softirq { deadline_ns, .. } => *deadline_ns,
             Mode::Function(o) => o.deadline_ns,
+            Mode::Expect(o) => Some(o.within_ns),
             Mode::Auto { .. } => None,
         }
     }
@@ -97,6 +102,7 @@ impl Mode {
             Mode::Timer(o) => o.deadline_ns = d,
             Mode::Softirq { deadline_ns, .. } => *deadline_ns = d,
             Mode::Function(o) => o.deadline_ns = d,
+            Mode::Expect(o) => o.within_ns = d.unwrap_or(o.within_ns),
             Mode::Auto { .. } => {}
         }
         m
@@ -124,7 +130,11 @@ pub fn explain_then<T>(
         Mode::Cycles(o) => Some(Cycles::new(o)),
         _ => None,
     };
-    let mut pass = read_all(paths, open, cy.as_mut())?;
+    let mut ex = match mode {
+        Mode::Expect(o) => Some(Expectations::new(o)),
+        _ => None,
+    };
+    let mut pass = read_all(paths, open, cy.as_mut(), ex.as_mut())?;
     let inputs = std::mem::take(&mut pass.inputs);
     let (tl, strings) = (&pass.tl, &pass.strings);
     let r = match mode {
@@ -160,6 +170,13 @@ pub fn explain_then<T>(
             top,
         } => analyze_softirq(tl, strings, vector, *deadline_ns, *top),
         Mode::Function(o) => analyze_function(tl, strings, o),
+        Mode::Expect(o) => {
+            let ex = ex.expect("a watcher for --expect");
+            if let Some(why) = ex.why_nothing(strings) {
+                return Err(ReadError::NoMatch { why });
+            }
+            analyze_expect(tl, strings, o, &ex.occurrences)
+        }
         Mode::Auto { top } => analyze_auto(tl, strings, *top),
     };
     let r = with_inputs(r, inputs, &pass);
@@ -176,13 +193,15 @@ pub fn explain(
     explain_mode(paths, open, &Mode::Cycles(o.clone()))
 }
 
-/// One pass over the inputs: the timeline, and the cycles when a cutter is given.
+/// One pass over the inputs: the timeline, and the cycles (or the expectations) when a
+/// cutter (or a watcher) is given.
 fn read_all(
     paths: &[PathBuf],
     open: &OpenOptions,
     cycles: Option<&mut Cycles>,
+    expect: Option<&mut Expectations>,
 ) -> Result<Pass, ReadError> {
-    struct Feed<'a>(Option<&'a mut Cycles>);
+    struct Feed<'a>(Option<&'a mut Cycles>, Option<&'a mut Expectations>);
     impl Sink for Feed<'_> {
         fn snapshot(&mut self, snap: &crate::snapshot::Snapshot) {
             if let Some(c) = self.0.as_deref_mut() {
@@ -193,14 +212,20 @@ fn read_all(
             if let Some(c) = self.0.as_deref_mut() {
                 c.set_arch(a);
             }
+            if let Some(x) = self.1.as_deref_mut() {
+                x.set_arch(a);
+            }
         }
         fn event(&mut self, e: &Event, s: &Interner) {
             if let Some(c) = self.0.as_deref_mut() {
                 c.push(e, s);
             }
+            if let Some(x) = self.1.as_deref_mut() {
+                x.push(e, s);
+            }
         }
     }
-    pipeline::read(paths, open, &mut Feed(cycles))
+    pipeline::read(paths, open, &mut Feed(cycles, expect))
 }
 
 /// Puts what the readers said in front of the report's own notes, and what the

@@ -349,6 +349,9 @@ pub struct ExplainReport {
     /// What a cycle is called in the terminal (`cycles`, `timer periods`).
     #[serde(skip)]
     pub noun: &'static str,
+    /// `--expect`: the pattern and how its misses split (late, never).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expect: Option<super::ExpectStats>,
 }
 
 /// One measured cycle (request/response cycle, timer period, softirq service, outlier).

@@ -55,7 +55,20 @@ fn verdict(o: &mut String, r: &ExplainReport, p: &Paint) {
     } else {
         String::new()
     };
-    let first = if r.noun == "outliers" {
+    let first = if let Some(x) = &r.expect {
+        format!(
+            "{} {}: {} without {} from {} within {} ({} came later, {} never), {:.3} misses/s{q}",
+            c.count,
+            x.a,
+            c.misses,
+            x.b,
+            x.scope,
+            dur(x.within_ns),
+            x.late,
+            x.never,
+            x.misses_per_s
+        )
+    } else if r.noun == "outliers" {
         format!("{} outliers across the measures{q}", c.count)
     } else {
         let cut = if c.cut_off > 0 {
@@ -405,6 +418,7 @@ mod tests {
             windows: Vec::new(),
             top: 1,
             noun: "cycles",
+            expect: None,
         };
         let text = r.render_text(&Paint::plain());
         let first = text.lines().next().unwrap();
