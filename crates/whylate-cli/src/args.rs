@@ -546,6 +546,7 @@ pub enum FormatArg {
     PerfScript,
     Sysdig,
     Systrace,
+    KernelLog,
     TraceDat,
     PerfData,
 }
@@ -559,6 +560,7 @@ impl From<FormatArg> for Format {
             FormatArg::FunctionGraph => Format::FunctionGraph,
             FormatArg::PerfScript => Format::PerfScript,
             FormatArg::Sysdig => Format::Sysdig,
+            FormatArg::KernelLog => Format::KernelLog,
             FormatArg::Systrace => Format::Systrace,
             FormatArg::TraceDat => Format::TraceDat,
             FormatArg::PerfData => Format::PerfData,

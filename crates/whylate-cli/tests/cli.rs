@@ -832,3 +832,109 @@ fn explain_expect_bad_patterns_and_events_are_clear() {
     let e = text(&o.stderr);
     assert!(e.contains("napi_schedule"), "the closest name: {e}");
 }
+
+#[test]
+fn explain_on_seed001s_dmesg_names_the_slow_serial_console() {
+    // The interleaved dmesg: a soft lockup on CPU#33, an RCU stall listing CPUs 14 and 33,
+    // an NMI backtrace of CPU 14, and modprobe's stack on CPU 18 through console_unlock.
+    let f = format!("{SEEDS}/seed001-dmesg.txt");
+    let o = run(&["explain", "--json", &f]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["inputs"][0]["format"], "kernel-log");
+    let k = &j["kernel"];
+    assert_eq!(k["console_stacks"], serde_json::json!([1, 2]));
+    assert_eq!(k["kinds"][0], serde_json::json!(["soft lockup", 1]));
+    let c = &j["causes"][0];
+    assert_eq!(
+        (
+            c["category"].as_str(),
+            c["culprit"]["caller"].as_str(),
+            c["culprit"]["cpu"].as_u64()
+        ),
+        (Some("slow-console"), Some("console_unlock"), Some(18))
+    );
+    let stack = (j["misses"].as_array().unwrap().iter())
+        .find(|m| m["cpu"] == 18)
+        .map(|m| m["chain"][1]["what"].as_str().unwrap().to_string())
+        .unwrap();
+    assert!(
+        stack.contains(
+            "console_unlock <- vprintk_emit <- printk <- print_modules <- watchdog_timer_fn"
+        ),
+        "{stack}"
+    );
+    assert!(j["advice"][0]["command"]
+        .as_str()
+        .unwrap()
+        .starts_with("dmesg -n 1"));
+    let o = run(&["explain", &f]);
+    let first = text(&o.stdout).lines().next().unwrap().to_string();
+    assert!(
+        first.contains("1 of 2 stacks run through printk's console path: a slow serial console"),
+        "{first}"
+    );
+    // syslogd's broadcast: the lockups, and no stack to judge them by.
+    let o = run(&["explain", &format!("{SEEDS}/seed001-syslog.txt")]);
+    let first = text(&o.stdout).lines().next().unwrap().to_string();
+    assert_eq!(
+        first,
+        "kernel log: 3 soft lockup; no mechanism recognised: the log holds no stack"
+    );
+}
+
+#[test]
+fn a_timed_dmesg_gives_its_byte_rate_and_merges_with_a_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("dmesg.txt");
+    // 200 lines of 59 bytes over 1.99 s: 5,930 bytes/s; then a lockup with its stack.
+    let mut t = String::new();
+    for i in 0..200u64 {
+        t += &format!(
+            "[  {}.{:06}] scsi 0:0:{i:03}:0: Direct-Access  Linux  scsi_debug\n",
+            10 + i / 100,
+            (i % 100) * 10_000
+        );
+    }
+    t += "[   12.000000] watchdog: BUG: soft lockup - CPU#1 stuck for 23s! [modprobe:77]\n";
+    t += "[   12.000001] CPU: 1 PID: 77 Comm: modprobe Not tainted 6.18.0 #1\n";
+    t += "[   12.000002] Call Trace:\n";
+    t += "[   12.000003]  <IRQ>\n";
+    t += "[   12.000004]  wait_for_xmitr+0x40/0xa0\n";
+    t += "[   12.000005]  serial8250_console_write+0x1f0/0x3c0\n";
+    t += "[   12.000006]  console_unlock+0x144/0x330\n";
+    std::fs::write(&log, &t).unwrap();
+    let o = run(&["explain", "--json", log.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let bps = j["kernel"]["bytes_per_s"].as_f64().unwrap();
+    // Each message and its newline, over the log's 2.000006 s.
+    let bytes: usize = t
+        .lines()
+        .map(|l| l.split_once("] ").unwrap().1.len() + 1)
+        .sum();
+    let want = bytes as f64 / 2.000006;
+    assert!((bps - want).abs() < 1e-6 * want, "{bps} vs {want}");
+    assert_eq!(j["misses"][0]["duration_ns"], 23_000_000_000u64);
+    assert_eq!(j["causes"][0]["culprit"]["caller"], "console_unlock");
+    // Beside a trace with scheduling events: the trace's outliers, the log named first.
+    let trace = dir.path().join("trace.txt");
+    std::fs::write(
+        &trace,
+        "  a-5 [001] d..2 11.000000: sched_switch: prev_comm=a prev_pid=5 prev_prio=120 prev_state=S ==> next_comm=b next_pid=6 next_prio=120\n  b-6 [001] d..2 12.500000: sched_switch: prev_comm=b prev_pid=6 prev_prio=120 prev_state=S ==> next_comm=a next_pid=5 next_prio=120\n",
+    )
+    .unwrap();
+    let o = run(&[
+        "explain",
+        "--json",
+        log.to_str().unwrap(),
+        trace.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let notes = j["notes"].to_string();
+    assert!(
+        notes.contains("the kernel log beside the trace: kernel log: 1 soft lockup"),
+        "{notes}"
+    );
+}

@@ -230,6 +230,8 @@ fn cut_and_corrupted_inputs_never_panic() {
         "seeds/seed000-perf-script.txt",
         "seeds/seed001-trace-cmd-funcgraph.txt",
         "seeds/seed001-funcgraph-bare.txt",
+        "seeds/seed001-dmesg.txt",
+        "seeds/seed003b-napi.txt",
         "seeds/seed002-latency.txt",
         "seeds/seed004-ftrace.txt",
     ];

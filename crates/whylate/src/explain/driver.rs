@@ -153,6 +153,7 @@ pub(super) fn assemble(tl: &Timeline, s: &Interner, frame: Framing, f: Findings)
         top: frame.top,
         noun: frame.noun,
         expect: None,
+        kernel: None,
     }
 }
 

@@ -37,6 +37,7 @@ mod engine;
 mod expect;
 mod function;
 mod handoff;
+mod kernlog;
 mod machine;
 mod report;
 mod softirq;
@@ -50,6 +51,7 @@ pub use cutter::*;
 pub use cycles::*;
 pub use expect::*;
 pub use function::*;
+pub use kernlog::*;
 use machine::add_machine;
 pub use report::*;
 pub use softirq::*;
@@ -134,7 +136,8 @@ pub fn explain_then<T>(
         Mode::Expect(o) => Some(Expectations::new(o)),
         _ => None,
     };
-    let mut pass = read_all(paths, open, cy.as_mut(), ex.as_mut())?;
+    let mut kr = matches!(mode, Mode::Auto { .. }).then(KernelReports::default);
+    let mut pass = read_all(paths, open, (cy.as_mut(), ex.as_mut(), kr.as_mut()))?;
     let inputs = std::mem::take(&mut pass.inputs);
     let (tl, strings) = (&pass.tl, &pass.strings);
     let r = match mode {
@@ -177,7 +180,10 @@ pub fn explain_then<T>(
             }
             analyze_expect(tl, strings, o, &ex.occurrences)
         }
-        Mode::Auto { top } => analyze_auto(tl, strings, *top),
+        Mode::Auto { top } => {
+            let kr = kr.expect("a report reader in the automatic mode");
+            auto_or_kernel_log(tl, strings, *top, &kr)
+        }
     };
     let r = with_inputs(r, inputs, &pass);
     let t = then(&r, tl, strings);
@@ -198,10 +204,17 @@ pub fn explain(
 fn read_all(
     paths: &[PathBuf],
     open: &OpenOptions,
-    cycles: Option<&mut Cycles>,
-    expect: Option<&mut Expectations>,
+    (cycles, expect, kernel): (
+        Option<&mut Cycles>,
+        Option<&mut Expectations>,
+        Option<&mut KernelReports>,
+    ),
 ) -> Result<Pass, ReadError> {
-    struct Feed<'a>(Option<&'a mut Cycles>, Option<&'a mut Expectations>);
+    struct Feed<'a>(
+        Option<&'a mut Cycles>,
+        Option<&'a mut Expectations>,
+        Option<&'a mut KernelReports>,
+    );
     impl Sink for Feed<'_> {
         fn snapshot(&mut self, snap: &crate::snapshot::Snapshot) {
             if let Some(c) = self.0.as_deref_mut() {
@@ -223,9 +236,33 @@ fn read_all(
             if let Some(x) = self.1.as_deref_mut() {
                 x.push(e, s);
             }
+            if let Some(k) = self.2.as_deref_mut() {
+                k.push(e, s);
+            }
         }
     }
-    pipeline::read(paths, open, &mut Feed(cycles, expect))
+    pipeline::read(paths, open, &mut Feed(cycles, expect, kernel))
+}
+
+/// The automatic mode: a kernel log alone gets its reports explained; a trace with
+/// scheduling events gets its outliers, and the log's reports are named in a note.
+fn auto_or_kernel_log(tl: &Timeline, s: &Interner, top: usize, k: &KernelReports) -> ExplainReport {
+    use crate::timeline::KindClass;
+    if k.reports.is_empty() {
+        return analyze_auto(tl, s, top);
+    }
+    if tl.saw(KindClass::SchedSwitch) == 0 {
+        return analyze_kernel_log(tl, s, k, top);
+    }
+    let mut r = analyze_auto(tl, s, top);
+    let kl = analyze_kernel_log(tl, s, k, top);
+    if let Some(sum) = &kl.kernel {
+        r.notes.insert(
+            0,
+            format!("the kernel log beside the trace: {}", kernel_verdict(sum)),
+        );
+    }
+    r
 }
 
 /// Puts what the readers said in front of the report's own notes, and what the

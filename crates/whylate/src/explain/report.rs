@@ -352,6 +352,9 @@ pub struct ExplainReport {
     /// `--expect`: the pattern and how its misses split (late, never).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expect: Option<super::ExpectStats>,
+    /// A kernel log: its reports by kind and the mechanism recognised.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<super::KernelSummary>,
 }
 
 /// One measured cycle (request/response cycle, timer period, softirq service, outlier).

@@ -106,6 +106,11 @@ pub fn describe_inputs(sources: &[read::Input], paths: &[PathBuf], per_input: &[
                 "{path}: function_graph without the time column: times are rebuilt by adding up the printed durations (durations are the tracer's own; gaps between calls are unknown)"
             ));
         }
+        if d.line_order_time {
+            notes.push(format!(
+                "{path}: the log has no time prefixes: its messages keep their order, their times are not known"
+            ));
+        }
         if d.elided_lines > 0 {
             notes.push(format!(
                 "{path}: {} lines are elisions (`...`): the calls they left out count in their callers' self time",

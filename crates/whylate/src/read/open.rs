@@ -7,7 +7,7 @@ use crate::read::merge::Sorted;
 use crate::read::source::{Diag, EventSource, Format, OrderStats, ReadError};
 use crate::read::text::lines::LineReader;
 use crate::read::text::reader::{LineParser, TextReader};
-use crate::read::text::{body, ftrace, funcgraph, perf_script, sysdig, systrace};
+use crate::read::text::{body, ftrace, funcgraph, kernlog, perf_script, sysdig, systrace};
 use crate::read::{decompress, ksyms, perfdata, tracedat};
 use std::fs::File;
 use std::io::{self, Read};
@@ -309,6 +309,7 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
         Format::PerfScript => Box::new(perf_script::PerfScriptParser::new()),
         Format::Sysdig => Box::new(sysdig::SysdigParser::new()),
         Format::Systrace => Box::new(systrace::SystraceParser::new(&head)),
+        Format::KernelLog => Box::new(kernlog::KernLogParser::new()),
         Format::TraceDat | Format::PerfData => unreachable!("binary formats return above"),
     };
     let diag = Diag::strict(opts.strict);
@@ -398,7 +399,8 @@ pub fn sniff(head: &[u8]) -> Option<Format> {
     let mut latency_hdr = false;
     let mut graph_hdr = false;
     let mut report_hdr = false;
-    let mut votes = [0u32; 5]; // ftrace-like, latency-line, perf, sysdig, funcgraph
+    // ftrace-like, latency-line, perf, sysdig, funcgraph, kernel log (last: loses ties).
+    let mut votes = [0u32; 6];
     let mut data = 0;
     // Ignore a possibly cut last line.
     let usable = memchr::memrchr(b'\n', head).map_or(head, |p| &head[..p]);
@@ -440,6 +442,9 @@ pub fn sniff(head: &[u8]) -> Option<Format> {
         if funcgraph::probe(line) {
             votes[4] += 1;
         }
+        if kernlog::probe(line) {
+            votes[5] += 1;
+        }
         if data >= 200 {
             break;
         }
@@ -450,7 +455,7 @@ pub fn sniff(head: &[u8]) -> Option<Format> {
     if latency_hdr {
         return Some(Format::LatencyTracer);
     }
-    let best = (0..5).max_by_key(|&i| (votes[i], std::cmp::Reverse(i)))?;
+    let best = (0..6).max_by_key(|&i| (votes[i], std::cmp::Reverse(i)))?;
     if votes[best] == 0 {
         return (tracer.is_some() || report_hdr).then_some(if report_hdr {
             Format::TraceCmdReport
@@ -464,6 +469,7 @@ pub fn sniff(head: &[u8]) -> Option<Format> {
         1 => Format::LatencyTracer,
         2 => Format::PerfScript,
         3 => Format::Sysdig,
-        _ => Format::FunctionGraph,
+        4 => Format::FunctionGraph,
+        _ => Format::KernelLog,
     })
 }

@@ -25,6 +25,8 @@ pub enum Format {
     Sysdig,
     /// Legacy systrace (HTML or the JS payload) holding ftrace text.
     Systrace,
+    /// A kernel log: dmesg (raw or -T), journalctl -k, a serial console capture.
+    KernelLog,
     /// trace-cmd's binary trace.dat (v6, v7).
     #[serde(rename = "trace.dat")]
     TraceDat,
@@ -35,7 +37,7 @@ pub enum Format {
 
 impl Format {
     /// All formats, in sniffing order.
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 8] = [
         Format::Systrace,
         Format::FunctionGraph,
         Format::LatencyTracer,
@@ -43,6 +45,7 @@ impl Format {
         Format::Ftrace,
         Format::PerfScript,
         Format::Sysdig,
+        Format::KernelLog,
     ];
 
     /// Human name.
@@ -55,6 +58,7 @@ impl Format {
             Format::PerfScript => "perf-script",
             Format::Sysdig => "sysdig",
             Format::Systrace => "systrace",
+            Format::KernelLog => "kernel-log",
             Format::TraceDat => "trace.dat",
             Format::PerfData => "perf.data",
         }
@@ -211,6 +215,8 @@ pub struct Diag {
     /// Lines a pasted excerpt left out (`...`): their calls count in their parents' self
     /// time.
     pub elided_lines: u64,
+    /// A kernel log without time prefixes: its events are in line order, at no real time.
+    pub line_order_time: bool,
     /// The input ended abruptly (a cut compressed stream): what was read is kept.
     pub truncated: Option<String>,
     /// CPUs whose data the cut removed the end of (a cut trace.dat): the analysis is

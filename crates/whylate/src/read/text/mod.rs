@@ -6,6 +6,7 @@ pub(crate) mod ftrace;
 pub(crate) mod funcgraph;
 pub(crate) mod grammar;
 pub(crate) mod graph;
+pub(crate) mod kernlog;
 pub(crate) mod lines;
 pub(crate) mod memo;
 pub(crate) mod perf_script;

@@ -55,7 +55,9 @@ fn verdict(o: &mut String, r: &ExplainReport, p: &Paint) {
     } else {
         String::new()
     };
-    let first = if let Some(x) = &r.expect {
+    let first = if let Some(k) = &r.kernel {
+        crate::explain::kernel_verdict(k)
+    } else if let Some(x) = &r.expect {
         format!(
             "{} {}: {} without {} from {} within {} ({} came later, {} never), {:.3} misses/s{q}",
             c.count,
@@ -167,11 +169,16 @@ fn causes(o: &mut String, r: &ExplainReport, p: &Paint) {
 
 /// One miss: its title, then its chain link by link with what held each up.
 fn miss(o: &mut String, r: &ExplainReport, m: &Miss, p: &Paint) {
-    let d = (m.duration_ns).map_or("no reply".to_string(), |d| format!("took {}", dur(d)));
-    let what = if r.noun == "outliers" {
-        "outlier"
-    } else {
-        "miss"
+    let d = match (m.duration_ns, r.kernel.is_some()) {
+        (Some(d), true) => format!("stuck for {}", dur(d)),
+        (None, true) => "reported".to_string(),
+        (Some(d), false) => format!("took {}", dur(d)),
+        (None, false) => "no reply".to_string(),
+    };
+    let what = match r.noun {
+        "outliers" => "outlier",
+        "kernel reports" => "report",
+        _ => "miss",
     };
     let late = if m.late_ns > 0 && m.duration_ns.is_some() && r.deadline_ns.is_some() {
         format!(" ({} late)", dur(m.late_ns))
@@ -191,11 +198,12 @@ fn miss(o: &mut String, r: &ExplainReport, m: &Miss, p: &Paint) {
     } else {
         format!(" ({})", whom.join(", "))
     };
-    let title = format!(
-        "{what} at {}{whom}: {d}{late}, {} blamed",
-        secs(m.start_ns),
-        dur(m.blamed_ns)
-    );
+    let blamed = if r.kernel.is_some() {
+        String::new()
+    } else {
+        format!(", {} blamed", dur(m.blamed_ns))
+    };
+    let title = format!("{what} at {}{whom}: {d}{late}{blamed}", secs(m.start_ns));
     let _ = writeln!(o, "\n{}", p.alarm(&title));
     for l in &m.chain {
         link(o, l, p);
@@ -419,6 +427,7 @@ mod tests {
             top: 1,
             noun: "cycles",
             expect: None,
+            kernel: None,
         };
         let text = r.render_text(&Paint::plain());
         let first = text.lines().next().unwrap();
