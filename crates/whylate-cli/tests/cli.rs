@@ -938,3 +938,18 @@ fn a_timed_dmesg_gives_its_byte_rate_and_merges_with_a_trace() {
         "{notes}"
     );
 }
+
+#[test]
+fn a_wall_clock_dmesg_without_reports_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("dmesg-T.txt");
+    std::fs::write(
+        &log,
+        "[Tue Nov 24 23:15:25 2026] Linux version 6.18.44 (builder@host)\n[Tue Nov 24 23:15:26 2026] Command line: console=ttyS0 quiet\n",
+    )
+    .unwrap();
+    let o = run(&["explain", log.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let first = text(&o.stdout).lines().next().unwrap().to_string();
+    assert_eq!(first, "kernel log: 2 messages, no report in them (soft or hard lockup, RCU stall, hung task, NMI backtrace, dropped messages)");
+}

@@ -10,6 +10,7 @@
 mod common;
 mod demo;
 mod frob;
+mod kmsg;
 mod readers;
 mod record;
 mod timer;

@@ -42,7 +42,8 @@ pub struct KernelReports {
     /// The report the next stack lines belong to.
     current: Option<usize>,
     in_stack: bool,
-    /// Bytes logged and the first and last message times.
+    /// Messages read, bytes logged, and the first and last message times.
+    pub messages: u64,
     bytes: u64,
     first_last: Option<(u64, u64)>,
 }
@@ -56,6 +57,7 @@ impl KernelReports {
         if !matches!(s.get(*name), "printk" | "console") {
             return;
         }
+        self.messages += 1;
         self.bytes += msg.len() as u64 + 1;
         let fl = self.first_last.get_or_insert((e.ts, e.ts));
         fl.1 = e.ts;
@@ -267,6 +269,8 @@ pub struct KernelSummary {
     pub console_stacks: (u64, u64),
     /// Bytes per second the log was written at, when its times say.
     pub bytes_per_s: Option<f64>,
+    /// Messages read.
+    pub messages: u64,
 }
 
 /// The kernel log analysis.
@@ -339,6 +343,7 @@ pub fn analyze_kernel_log(
         mechanism,
         console_stacks: (console, stacks),
         bytes_per_s: bps,
+        messages: k.messages,
     });
     r
 }
@@ -397,6 +402,12 @@ fn one(r: &KernelReport, tally: &mut Tally) -> Miss {
 
 /// The verdict line of a kernel log.
 pub fn kernel_verdict(k: &KernelSummary) -> String {
+    if k.kinds.is_empty() {
+        return format!(
+            "kernel log: {} messages, no report in them (soft or hard lockup, RCU stall, hung task, NMI backtrace, dropped messages)",
+            k.messages
+        );
+    }
     let kinds: Vec<String> = k.kinds.iter().map(|(n, c)| format!("{c} {n}")).collect();
     let head = format!("kernel log: {}", kinds.join(", "));
     match &k.mechanism {

@@ -244,15 +244,18 @@ fn read_all(
     pipeline::read(paths, open, &mut Feed(cycles, expect, kernel))
 }
 
-/// The automatic mode: a kernel log alone gets its reports explained; a trace with
-/// scheduling events gets its outliers, and the log's reports are named in a note.
+/// The automatic mode: a kernel log alone gets its reports explained (or is said to have
+/// none); a trace with scheduling events gets its outliers, and a log's reports beside it
+/// are named in a note.
 fn auto_or_kernel_log(tl: &Timeline, s: &Interner, top: usize, k: &KernelReports) -> ExplainReport {
     use crate::timeline::KindClass;
+    // A log, or a trace that is mostly its messages (printk:console alone).
+    let events: u64 = tl.seen.iter().sum();
+    if tl.saw(KindClass::SchedSwitch) == 0 && k.messages > 0 && k.messages * 2 >= events {
+        return analyze_kernel_log(tl, s, k, top);
+    }
     if k.reports.is_empty() {
         return analyze_auto(tl, s, top);
-    }
-    if tl.saw(KindClass::SchedSwitch) == 0 {
-        return analyze_kernel_log(tl, s, k, top);
     }
     let mut r = analyze_auto(tl, s, top);
     let kl = analyze_kernel_log(tl, s, k, top);

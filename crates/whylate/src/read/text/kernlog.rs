@@ -31,7 +31,7 @@ const MARKERS: [&str; 9] = [
 pub(crate) fn probe(line: &[u8]) -> bool {
     let t = trim(line);
     let t = strip_level(t);
-    if t.starts_with(b"[") && dmesg_secs(t).is_some() {
+    if t.starts_with(b"[") && (dmesg_secs(t).is_some() || wall_secs(t).is_some()) {
         return true;
     }
     let s = String::from_utf8_lossy(t);
@@ -200,5 +200,6 @@ mod tests {
             b"watchdog: BUG: soft lockup - CPU#33 stuck for 22s! [modprobe:35056]"
         ));
         assert!(!probe(b"Notice printk() in the stack trace."));
+        assert!(probe(b"[Tue Nov 24 23:15:25 2026] Linux version 6.18.44"));
     }
 }
