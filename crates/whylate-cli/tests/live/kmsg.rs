@@ -114,6 +114,11 @@ fn dmesg_is_read_as_a_kernel_log_with_the_writers_times() {
             "message {i}: {d} ns after the first in the log, the writer saw it between {lo} and {hi} ns"
         );
     }
+    assert_eq!(
+        std::fs::read_to_string(DEVKMSG).unwrap_or_default(),
+        before,
+        "printk_devkmsg restored"
+    );
     eprintln!(
         "kmsg: {N} messages over {} ms read back from dmesg, each within its write()",
         span / 1_000_000
