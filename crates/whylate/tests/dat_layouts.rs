@@ -66,14 +66,27 @@ fn switch_format(long: usize) -> (String, usize) {
     (f, n + 24)
 }
 
-/// A v6 trace.dat: one CPU, one page holding `SWITCHES`.
-fn build(big: bool, long: usize) -> Vec<u8> {
+/// What a v6 trace.dat holds besides its fixed headers.
+struct Dat<'a> {
+    /// Formats of the `ftrace` system (function_graph's events).
+    ftrace: Vec<String>,
+    /// Event systems and their formats.
+    systems: Vec<(&'a str, Vec<String>)>,
+    kallsyms: &'a str,
+    cmdlines: &'a str,
+    /// Records on one CPU: time and payload (common fields first), in time order.
+    records: Vec<(u64, Vec<u8>)>,
+}
+
+/// A v6 trace.dat: one CPU, one page holding the records.
+fn v6(big: bool, long: usize, d: &Dat<'_>) -> Vec<u8> {
     const PAGE: usize = 4096;
-    let mut w = W {
+    let new = || W {
         big,
         long,
         b: Vec::new(),
     };
+    let mut w = new();
     w.raw(b"\x17\x08\x44tracing6\0");
     w.raw(&[big as u8, long as u8]);
     w.int(PAGE as u64, 4);
@@ -89,18 +102,26 @@ fn build(big: bool, long: usize) -> Vec<u8> {
     w.raw(b"header_event\0");
     w.int(header_event.len() as u64, 8);
     w.raw(header_event.as_bytes());
-    w.int(0, 4); // ftrace formats
-    w.int(1, 4); // systems
-    w.raw(b"sched\0");
-    w.int(1, 4);
-    let (fmt, rec) = switch_format(long);
-    w.int(fmt.len() as u64, 8);
-    w.raw(fmt.as_bytes());
-    w.int(0, 4); // kallsyms
+    w.int(d.ftrace.len() as u64, 4);
+    for f in &d.ftrace {
+        w.int(f.len() as u64, 8);
+        w.raw(f.as_bytes());
+    }
+    w.int(d.systems.len() as u64, 4);
+    for (name, fmts) in &d.systems {
+        w.raw(name.as_bytes());
+        w.raw(b"\0");
+        w.int(fmts.len() as u64, 4);
+        for f in fmts {
+            w.int(f.len() as u64, 8);
+            w.raw(f.as_bytes());
+        }
+    }
+    w.int(d.kallsyms.len() as u64, 4);
+    w.raw(d.kallsyms.as_bytes());
     w.int(0, 4); // printk
-    let cmdlines = "100 frob\n200 hog\n31 kworker/0:1\n";
-    w.int(cmdlines.len() as u64, 8);
-    w.raw(cmdlines.as_bytes());
+    w.int(d.cmdlines.len() as u64, 8);
+    w.raw(d.cmdlines.as_bytes());
     w.int(1, 4); // CPUs
     w.raw(b"options  \0");
     w.int(0, 2); // DONE
@@ -110,60 +131,74 @@ fn build(big: bool, long: usize) -> Vec<u8> {
     let page_at = w.b.len().div_ceil(PAGE) * PAGE;
     w.b.resize(page_at, 0);
     // The page: timestamp, commit, records with 27-bit deltas (a TIME_EXTEND when not).
-    let mut body = W {
-        big,
-        long,
-        b: Vec::new(),
-    };
-    let mut now = SWITCHES[0].0;
-    for (ts, pid, pc, pp, ps, nc, np, nprio) in SWITCHES {
+    let mut body = new();
+    let first = d.records.first().map_or(0, |r| r.0);
+    let mut now = first;
+    for (ts, payload) in &d.records {
         let delta = ts - now;
-        now = ts;
+        now = *ts;
         let header = |t: u64, d: u64| if big { t << 27 | d } else { d << 5 | t };
+        let words = (payload.len() / 4) as u64;
         if delta >= 1 << 27 {
             body.int(header(30, delta & ((1 << 27) - 1)), 4);
             body.int(delta >> 27, 4);
-            body.int(header((rec / 4) as u64, 0), 4);
+            body.int(header(words, 0), 4);
         } else {
-            body.int(header((rec / 4) as u64, delta), 4);
+            body.int(header(words, delta), 4);
         }
-        body.int(316, 2);
-        body.int(0x01, 1);
-        body.int(1, 1);
-        body.int(pid as u64, 4);
-        let comm = |b: &mut W, s: &str| {
-            let mut c = s.as_bytes().to_vec();
-            c.resize(16, 0);
-            b.raw(&c);
-        };
-        comm(&mut body, pc);
-        body.int(pp as u64, 4);
-        body.int(120, 4);
-        let long = body.long;
-        body.int(ps, long);
-        comm(&mut body, nc);
-        body.int(np as u64, 4);
-        body.int(nprio as u64, 4);
+        body.raw(payload);
     }
-    let mut page = W {
-        big,
-        long,
-        b: Vec::new(),
-    };
-    page.int(SWITCHES[0].0, 8);
+    let mut page = new();
+    page.int(first, 8);
     page.int(body.b.len() as u64, long);
     page.raw(&body.b);
     page.b.resize(PAGE, 0);
     w.raw(&page.b);
-    let mut t = W {
-        big,
-        long,
-        b: Vec::new(),
-    };
+    let mut t = new();
     t.int(page_at as u64, 8);
     t.int(PAGE as u64, 8);
     w.b[table..table + 16].copy_from_slice(&t.b);
     w.b
+}
+
+/// A v6 trace.dat: one CPU, one page holding `SWITCHES`.
+fn build(big: bool, long: usize) -> Vec<u8> {
+    let (fmt, _) = switch_format(long);
+    let records = SWITCHES
+        .iter()
+        .map(|&(ts, pid, pc, pp, ps, nc, np, nprio)| {
+            let mut body = W {
+                big,
+                long,
+                b: Vec::new(),
+            };
+            body.int(316, 2);
+            body.int(0x01, 1);
+            body.int(1, 1);
+            body.int(pid as u64, 4);
+            let comm = |b: &mut W, s: &str| {
+                let mut c = s.as_bytes().to_vec();
+                c.resize(16, 0);
+                b.raw(&c);
+            };
+            comm(&mut body, pc);
+            body.int(pp as u64, 4);
+            body.int(120, 4);
+            body.int(ps, long);
+            comm(&mut body, nc);
+            body.int(np as u64, 4);
+            body.int(nprio as u64, 4);
+            (ts, body.b)
+        })
+        .collect();
+    let d = Dat {
+        ftrace: Vec::new(),
+        systems: vec![("sched", vec![fmt])],
+        kallsyms: "",
+        cmdlines: "100 frob\n200 hog\n31 kworker/0:1\n",
+        records,
+    };
+    v6(big, long, &d)
 }
 
 #[test]
@@ -265,5 +300,92 @@ fn big_endian_and_32_bit_trace_dat() {
                 );
             }
         }
+    }
+}
+
+/// This kernel's (6.18) function_graph event formats.
+const FUNCGRAPH_ENTRY: &str = "name: funcgraph_entry\nID: 11\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\tfield:unsigned long func;\toffset:8;\tsize:8;\tsigned:0;\n\tfield:unsigned int depth;\toffset:16;\tsize:4;\tsigned:0;\n\tfield:unsigned long args[];\toffset:24;\tsize:0;\tsigned:0;\n\nprint fmt: \"--> %ps (%u)\", (void *)REC->func, REC->depth\n";
+const FUNCGRAPH_EXIT: &str = "name: funcgraph_exit\nID: 10\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\tfield:unsigned long func;\toffset:8;\tsize:8;\tsigned:0;\n\tfield:unsigned int depth;\toffset:16;\tsize:4;\tsigned:0;\n\tfield:unsigned int overrun;\toffset:20;\tsize:4;\tsigned:0;\n\tfield:unsigned long long calltime;\toffset:24;\tsize:8;\tsigned:0;\n\tfield:unsigned long long rettime;\toffset:32;\tsize:8;\tsigned:0;\n\nprint fmt: \"<-- %ps (%u) (start: %llx  end: %llx) over: %u\", (void *)REC->func, REC->depth, REC->calltime, REC->rettime, REC->depth\n";
+
+/// function_graph recorded into a trace.dat (funcgraph_entry/exit in the ftrace system):
+/// seed 001's one-byte write, serial8250_console_write -> wait_for_xmitr (411.342 us) ->
+/// io_serial_in (1.870 us), built byte by byte since this kernel has no function_graph.
+#[test]
+fn function_graph_in_a_trace_dat_gives_calls_with_the_tracers_times() {
+    let t0 = 2_360_845_000_000u64;
+    let f = |addr: u64| 0xffff_ffff_8100_0000u64 + addr;
+    let rec = |ty: u64, func: u64, depth: u64, times: Option<(u64, u64)>| {
+        let mut b = W {
+            big: false,
+            long: 8,
+            b: Vec::new(),
+        };
+        b.int(ty, 2);
+        b.int(0x01, 1);
+        b.int(1, 1);
+        b.int(21649, 4);
+        b.int(func, 8);
+        b.int(depth, 4);
+        match times {
+            Some((call, ret)) => {
+                b.int(0, 4);
+                b.int(call, 8);
+                b.int(ret, 8);
+            }
+            None => b.int(0, 4), // args[] is empty: padding to the record's 24 bytes
+        }
+        b.b
+    };
+    let records = vec![
+        (t0, rec(11, f(0), 0, None)),
+        (t0 + 1_000, rec(11, f(0x100), 1, None)),
+        (t0 + 2_000, rec(11, f(0x200), 2, None)),
+        (
+            t0 + 3_870,
+            rec(10, f(0x200), 2, Some((t0 + 2_000, t0 + 3_870))),
+        ),
+        (
+            t0 + 412_342,
+            rec(10, f(0x100), 1, Some((t0 + 1_000, t0 + 412_342))),
+        ),
+        (t0 + 420_000, rec(10, f(0), 0, Some((t0, t0 + 420_000)))),
+    ];
+    let d = Dat {
+        ftrace: vec![FUNCGRAPH_ENTRY.into(), FUNCGRAPH_EXIT.into()],
+        systems: Vec::new(),
+        kallsyms: "ffffffff81000000 T serial8250_console_write\nffffffff81000100 T wait_for_xmitr\nffffffff81000200 T io_serial_in\nffffffff81000300 T next_function\n",
+        cmdlines: "21649 sertest\n",
+        records,
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("funcgraph.dat");
+    std::fs::write(&p, v6(false, 8, &d)).unwrap();
+    let opts = whylate::measure::Options {
+        measures: vec![whylate::measure::Measure::Function],
+        top: 10,
+        ..Default::default()
+    };
+    let r = whylate::latency::latency(&[p.clone()], &Default::default(), &opts, None).unwrap();
+    let j = serde_json::to_value(&r).unwrap();
+    let groups = j["measures"][0]["groups"].as_array().unwrap();
+    let g = groups
+        .iter()
+        .find(|g| g["key"] == "wait_for_xmitr")
+        .expect("wait_for_xmitr");
+    assert_eq!(g["max_ns"], 411_342);
+    assert_eq!(g["extra"]["self_ns"], 411_342 - 1_870);
+    let w = g["worst"][0]["detail"].as_str().unwrap();
+    assert!(
+        w.contains("called from serial8250_console_write; inside: io_serial_in 1.9 us"),
+        "{w}"
+    );
+    if Command::new("trace-cmd").arg("version").output().is_ok() {
+        let out = Command::new("trace-cmd")
+            .arg("report")
+            .arg(&p)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("411.342 us"), "trace-cmd report:\n{text}");
     }
 }

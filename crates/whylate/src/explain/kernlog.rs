@@ -1,6 +1,7 @@
 //! Kernel reports in a log (seed 001): soft and hard lockups, RCU stalls, hung tasks,
 //! NMI backtraces, dropped printk messages, each with its CPU, time, task and stack, read
-//! from the `printk` (and ftrace `console`) messages while the stream goes by. The
+//! from a log's `printk` messages (and ftrace's printk:console events) while the stream
+//! goes by. The
 //! analysis names the mechanism it recognises, with its evidence: a stack through
 //! printk -> console_unlock -> the serial driver is a slow serial console draining a
 //! printk flood. A report it does not recognise is said to be so, with its stack.
@@ -49,14 +50,13 @@ pub struct KernelReports {
 }
 
 impl KernelReports {
-    /// Feeds one event: only printk and console messages are read.
+    /// Feeds one event: only a log's messages and ftrace's printk:console are read.
     pub fn push(&mut self, e: &Event, s: &Interner) {
-        let Kind::Print { name, msg } = &e.kind else {
-            return;
+        let msg = match &e.kind {
+            Kind::Print { name, msg } if s.get(*name) == "printk" => msg,
+            Kind::Console { msg } => msg,
+            _ => return,
         };
-        if !matches!(s.get(*name), "printk" | "console") {
-            return;
-        }
         self.messages += 1;
         self.bytes += msg.len() as u64 + 1;
         let fl = self.first_last.get_or_insert((e.ts, e.ts));

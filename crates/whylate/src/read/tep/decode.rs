@@ -66,6 +66,8 @@ pub(super) enum Plan {
     Print(Sym, Option<Field>),
     Console(Option<Field>),
     Function([Option<Field>; 2]),
+    /// function_graph: entry (func, depth) or exit (func, depth, calltime, rettime).
+    FuncGraph(bool, [Option<Field>; 4]),
     Other(Sym),
 }
 
@@ -197,6 +199,10 @@ impl Decoder {
             "tracing_mark_write" => Plan::Print(s.intern(name), g("buf")),
             "console" if &*fmt.system == "printk" => Plan::Console(g("msg")),
             "function" if &*fmt.system == "ftrace" => Plan::Function([g("ip"), g("parent_ip")]),
+            "funcgraph_entry" | "funcgraph_exit" if &*fmt.system == "ftrace" => Plan::FuncGraph(
+                name == "funcgraph_entry",
+                [g("func"), g("depth"), g("calltime"), g("rettime")],
+            ),
             _ => Plan::Other(s.intern(name)),
         }
     }
@@ -472,6 +478,23 @@ impl Decoder {
                 Kind::Function {
                     func: self.func(fmts, ip, s),
                     parent: self.func(fmts, pip, s),
+                }
+            }
+            Plan::FuncGraph(entry, f) => {
+                let entry = *entry;
+                let depth = u(&f[1]).min(u16::MAX as u64) as u16;
+                // The tracer's own times of the call, on the trace clock.
+                let d =
+                    (f[2].is_some() && f[3].is_some()).then(|| u(&f[3]).saturating_sub(u(&f[2])));
+                let func = self.func(fmts, u(&f[0]), s);
+                if entry {
+                    Kind::FuncEntry { func, depth }
+                } else {
+                    Kind::FuncExit {
+                        func,
+                        depth,
+                        duration_ns: d,
+                    }
                 }
             }
             Plan::Other(name) => {
