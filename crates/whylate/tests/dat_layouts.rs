@@ -21,7 +21,6 @@ const SWITCHES: [Switch; 4] = [
 
 struct W {
     big: bool,
-    long: usize,
     b: Vec<u8>,
 }
 
@@ -81,11 +80,7 @@ struct Dat<'a> {
 /// A v6 trace.dat: one CPU, one page holding the records.
 fn v6(big: bool, long: usize, d: &Dat<'_>) -> Vec<u8> {
     const PAGE: usize = 4096;
-    let new = || W {
-        big,
-        long,
-        b: Vec::new(),
-    };
+    let new = || W { big, b: Vec::new() };
     let mut w = new();
     w.raw(b"\x17\x08\x44tracing6\0");
     w.raw(&[big as u8, long as u8]);
@@ -167,11 +162,7 @@ fn build(big: bool, long: usize) -> Vec<u8> {
     let records = SWITCHES
         .iter()
         .map(|&(ts, pid, pc, pp, ps, nc, np, nprio)| {
-            let mut body = W {
-                big,
-                long,
-                b: Vec::new(),
-            };
+            let mut body = W { big, b: Vec::new() };
             body.int(316, 2);
             body.int(0x01, 1);
             body.int(1, 1);
@@ -317,7 +308,6 @@ fn function_graph_in_a_trace_dat_gives_calls_with_the_tracers_times() {
     let rec = |ty: u64, func: u64, depth: u64, times: Option<(u64, u64)>| {
         let mut b = W {
             big: false,
-            long: 8,
             b: Vec::new(),
         };
         b.int(ty, 2);
@@ -365,7 +355,8 @@ fn function_graph_in_a_trace_dat_gives_calls_with_the_tracers_times() {
         top: 10,
         ..Default::default()
     };
-    let r = whylate::latency::latency(&[p.clone()], &Default::default(), &opts, None).unwrap();
+    let r = whylate::latency::latency(std::slice::from_ref(&p), &Default::default(), &opts, None)
+        .unwrap();
     let j = serde_json::to_value(&r).unwrap();
     let groups = j["measures"][0]["groups"].as_array().unwrap();
     let g = groups
