@@ -547,45 +547,23 @@ mod tests {
     fn trace() -> String {
         let mut t = String::new();
         let app = "app-100";
+        // One call: entry, poll_port as a 20 us leaf at +10 us, and (for the good ones)
+        // the return at +50 us.
+        let call = |t: &mut String, at: u64, ret: bool| {
+            let body = [
+                (0, "funcgraph_entry:                   |  slow_write() {"),
+                (10, "funcgraph_entry:      + 20.000 us   |    poll_port();"),
+                (50, "funcgraph_exit:       + 50.000 us   |  }"),
+            ];
+            for (dt, b) in body.iter().take(if ret { 3 } else { 2 }) {
+                *t += &line(at + dt, 1, app, "....", b);
+            }
+        };
         for k in 0..3u64 {
-            let at = 500_000 + k * 100_000;
-            t += &line(
-                at,
-                1,
-                app,
-                "....",
-                "funcgraph_entry:                   |  slow_write() {",
-            );
-            t += &line(
-                at + 10,
-                1,
-                app,
-                "....",
-                "funcgraph_entry:      + 20.000 us   |    poll_port();",
-            );
-            t += &line(
-                at + 50,
-                1,
-                app,
-                "....",
-                "funcgraph_exit:       + 50.000 us   |  }",
-            );
+            call(&mut t, 500_000 + k * 100_000, true);
         }
         let at = 1_000_000;
-        t += &line(
-            at,
-            1,
-            app,
-            "....",
-            "funcgraph_entry:                   |  slow_write() {",
-        );
-        t += &line(
-            at + 10,
-            1,
-            app,
-            "....",
-            "funcgraph_entry:      + 20.000 us   |    poll_port();",
-        );
+        call(&mut t, at, false);
         t += &line(
             at + 100,
             1,
