@@ -291,34 +291,7 @@ impl LineParser for FuncGraphParser {
             return;
         }
         if body.starts_with(b"}") {
-            while st.stack.last().is_some_and(|(_, d, _)| *d > depth) {
-                st.stack.pop();
-            }
-            let open = if st.stack.last().is_some_and(|(_, d, _)| *d == depth) {
-                st.stack.pop()
-            } else {
-                None
-            };
-            let from_stack = open.map(|(f, _, _)| f);
-            let ts = if rebuilt {
-                // At its entry plus its duration, never before what already happened;
-                // an exit whose entry is not in the excerpt starts at 0 at the earliest.
-                let entered = open.map_or(0, |(_, _, t)| t);
-                st.clock = st.clock.max(entered + c.duration.unwrap_or(0));
-                st.clock
-            } else {
-                ts
-            };
-            // `} /* f */` or `} /* f = 0x0 */` names the function itself.
-            let named = memchr::memmem::find(body, b"/*").map(|p| {
-                let n = trim(&body[p + 2..]);
-                let n = n.strip_suffix(b"*/").map(trim).unwrap_or(n);
-                func_name(n)
-            });
-            let func = match named {
-                Some(n) if !n.is_empty() => cx.strings.intern_bytes(n),
-                _ => from_stack.unwrap_or(Sym::EMPTY),
-            };
+            let (ts, func) = close(st, (body, depth), (ts, rebuilt, c.duration), cx);
             cx.out.push_back(mk(
                 ts,
                 Kind::FuncExit {
@@ -362,6 +335,44 @@ impl LineParser for FuncGraphParser {
             ));
         }
     }
+}
+
+/// A closing brace at `depth`: its time (rebuilt from its entry and duration when the
+/// graph has no time column) and its function (named by `} /* f */`, else its entry's).
+fn close(
+    st: &mut CpuState,
+    (body, depth): (&[u8], u16),
+    (ts, rebuilt, duration): (u64, bool, Option<u64>),
+    cx: &mut Cx<'_>,
+) -> (u64, Sym) {
+    while st.stack.last().is_some_and(|(_, d, _)| *d > depth) {
+        st.stack.pop();
+    }
+    let open = if st.stack.last().is_some_and(|(_, d, _)| *d == depth) {
+        st.stack.pop()
+    } else {
+        None
+    };
+    let ts = if rebuilt {
+        // At its entry plus its duration, never before what already happened; an exit
+        // whose entry is not in the excerpt starts at 0 at the earliest.
+        let entered = open.map_or(0, |(_, _, t)| t);
+        st.clock = st.clock.max(entered + duration.unwrap_or(0));
+        st.clock
+    } else {
+        ts
+    };
+    // `} /* f */` or `} /* f = 0x0 */` names the function itself.
+    let named = memchr::memmem::find(body, b"/*").map(|p| {
+        let n = trim(&body[p + 2..]);
+        let n = n.strip_suffix(b"*/").map(trim).unwrap_or(n);
+        func_name(n)
+    });
+    let func = match named {
+        Some(n) if !n.is_empty() => cx.strings.intern_bytes(n),
+        _ => open.map_or(Sym::EMPTY, |(f, _, _)| f),
+    };
+    (ts, func)
 }
 
 #[cfg(test)]
