@@ -754,6 +754,8 @@ struct Fast {
     eof: bool,
     slot: Option<Event>,
     smp: Samples,
+    /// The map before this offset was given back to the kernel (see [`Fast::release`]).
+    released: usize,
 }
 
 impl Fast {
@@ -799,6 +801,7 @@ impl Fast {
             eof: false,
             slot: None,
             smp,
+            released: start / page_size() * page_size(),
         }
     }
 
@@ -906,7 +909,10 @@ impl Fast {
                         "a record as long as its attr's sample_type says",
                     ),
                 },
-                REC_FINISHED_ROUND => return self.finish_round(false),
+                REC_FINISHED_ROUND => {
+                    self.finish_round(false);
+                    return self.release();
+                }
                 REC_COMPRESSED | REC_COMPRESSED2 => self.smp.diag.bad(
                     0,
                     format!("record at byte {off}").as_bytes(),
@@ -917,6 +923,38 @@ impl Fast {
         }
         self.eof = true;
         self.finish_round(true);
+    }
+
+    /// Gives the pages of the map behind every record still to decode back to the kernel,
+    /// 8 MiB at a time: a file read once through stays resident otherwise, and the peak
+    /// RSS would grow with the file instead of the reorder window. (Records are held
+    /// until a later round lets them out, so a file of one round keeps its pages.)
+    fn release(&mut self) {
+        const STEP: usize = 8 << 20;
+        if self.pos < self.released + 2 * STEP {
+            return;
+        }
+        let low = self
+            .held
+            .iter()
+            .map(|h| h.1)
+            .min()
+            .unwrap_or(self.pos)
+            .min(self.pos);
+        let upto = low / page_size() * page_size();
+        if upto >= self.released + STEP {
+            // SAFETY: a read-only map of a file: a page given back is read from the file
+            // again if touched, and no reference into the map outlives a decode (events
+            // own their data).
+            let _ = unsafe {
+                self.map.unchecked_advise_range(
+                    memmap2::UncheckedAdvice::DontNeed,
+                    self.released,
+                    upto - self.released,
+                )
+            };
+            self.released = upto;
+        }
     }
 
     /// Puts the round's records in their place among those held and sets how many may go.
@@ -1037,6 +1075,17 @@ impl Fast {
             REC_LOST => Some(Event::lost(ts, Event::NO_CPU, u64_at(r, 16))),
             _ => None,
         }
+    }
+}
+
+/// The system's page size.
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 {
+        p as usize
+    } else {
+        4096
     }
 }
 

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Issue 21's benchmark: `whylate explain` and `latency` on one workload in four formats,
+against peers run in the same session, with hyperfine (paired, warm cache).
+
+Records (root needed) one workload three times with the same events (raw syscalls and
+the scheduler): `perf record` (perf.data, and its `perf script` text), a tracefs instance
+(ftrace text, as bench/run.py does) and `whylate record` (trace.dat). The workload is
+bench/binary.py's: two `dd bs=1` copies, one per CPU, four syscall events per byte, so
+each recording holds about --events events whatever the recorder.
+Then one hyperfine run times, --runs times each, paired:
+  whylate explain on perf.data, perf script text, trace.dat, ftrace text
+  whylate latency on perf.data
+  perf script (printing the perf.data), perf sched timehist (same file), cat of each text
+and GNU time gives each whylate command's peak RSS and CPU use (user+sys / wall).
+
+Usage: sudo python3 bench/explain.py [--events 4000000] [--runs 5] [--keep DIR]
+Needs hyperfine (apt-get install hyperfine). Prints a table (min and median); nothing
+here is a pass/fail test.
+"""
+import argparse, json, os, shutil, subprocess, sys, tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import binary  # noqa: E402  (its dd workload)
+import run  # noqa: E402  (its recorders)
+
+WHYLATE = run.WHYLATE
+
+
+def use_dd(events):
+    """The recorders of bench/run.py run the dd workload of `events` events instead."""
+    run.workload = lambda _secs: binary.dd_workload(events)
+
+
+def record_dat(work, events):
+    """A trace.dat of the same workload, recorded by `whylate record`."""
+    dat = os.path.join(work, "trace.dat")
+    subprocess.run([WHYLATE, "record", "-e", "sched,syscalls", "--buffer-kb",
+                    str(max(65536, events // 10)), "-o", dat, "--"] + binary.dd_workload(events),
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return dat
+
+
+def gnu_time(cmd):
+    """(peak RSS MiB, CPUs used) of one run."""
+    p = subprocess.run(["/usr/bin/time", "-f", "%M %U %S %e"] + cmd, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, check=True)
+    rss, u, s, e = p.stderr.decode().strip().splitlines()[-1].split()
+    return int(rss) / 1024, (float(u) + float(s)) / max(float(e), 1e-9)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--events", type=int, default=4_000_000)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--keep", default=None)
+    a = ap.parse_args()
+    if not shutil.which("hyperfine"):
+        sys.exit("hyperfine is needed: apt-get install hyperfine")
+    work = a.keep or tempfile.mkdtemp(prefix="whylate-bench-explain-")
+    os.makedirs(work, exist_ok=True)
+    use_dd(a.events)
+    perf_txt, _, _ = run.record_perf(work, a.events)
+    perf_data = os.path.join(work, "perf.data")
+    ftrace_txt = run.record_ftrace(work, a.events)
+    dat = record_dat(work, a.events)
+    inputs = {"perf.data": perf_data, "perf script text": perf_txt, "trace.dat": dat,
+              "ftrace text": ftrace_txt}
+    cmds = {f"explain {k}": f"{WHYLATE} explain --json {v}" for k, v in inputs.items()}
+    cmds["latency perf.data"] = f"{WHYLATE} latency --json {perf_data}"
+    cmds["perf script"] = f"perf script -i {perf_data}"
+    cmds["perf sched timehist"] = f"perf sched timehist -i {perf_data}"
+    cmds["cat perf script text"] = f"cat {perf_txt}"
+    cmds["cat ftrace text"] = f"cat {ftrace_txt}"
+    out = os.path.join(work, "hyperfine.json")
+    args = ["hyperfine", "-N", "--warmup", "1", "--runs", str(a.runs), "--export-json", out,
+            "--output", "null"]
+    for name, c in cmds.items():
+        args += ["--command-name", name, c]
+    subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
+    res = {r["command"]: r for r in json.load(open(out))["results"]}
+    events = {k: run.events_of(v) for k, v in inputs.items()}
+    print(f"{'command':<26} {'events':>10} {'min s':>8} {'median s':>9} {'peak MiB':>9} {'CPUs':>5}")
+    for name, c in cmds.items():
+        r = res[name]
+        rss, cpus = gnu_time(c.split()) if name.startswith(("explain", "latency")) else (0, 0)
+        ev = events.get(name.split(" ", 1)[1], "") if " " in name else ""
+        print(f"{name:<26} {ev:>10} {r['min']:>8.3f} {r['median']:>9.3f} "
+              f"{rss:>9.1f} {cpus:>5.2f}")
+    med = lambda n: res[n]["median"]
+    print(f"\nperf script / explain perf.data: {med('perf script') / med('explain perf.data'):.1f}x"
+          f"; latency / perf sched timehist: {med('latency perf.data') / med('perf sched timehist'):.2f}x")
+    if not a.keep:
+        shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()
