@@ -11,6 +11,7 @@ mod common;
 mod demo;
 mod frob;
 mod kmsg;
+mod memory;
 mod readers;
 mod record;
 mod timer;
