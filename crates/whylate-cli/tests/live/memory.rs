@@ -5,6 +5,8 @@ use super::*;
 use std::os::unix::process::ExitStatusExt;
 
 /// Peak RSS (KiB) and exit status of one command, from wait4 on that child alone.
+// wait4 reaps the child (Child::wait cannot return its rusage).
+#[allow(clippy::zombie_processes)]
 fn peak_rss(cmd: &mut Command) -> (u64, std::process::ExitStatus) {
     let child = cmd
         .stdout(std::process::Stdio::null())
