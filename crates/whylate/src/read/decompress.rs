@@ -40,7 +40,7 @@ pub type Cut = Arc<OnceLock<String>>;
 
 /// A decompressor whose failure ends the stream (see the module doc).
 struct Tolerant {
-    inner: Box<dyn Read>,
+    inner: Box<dyn Read + Send>,
     kind: Compression,
     out: u64,
     cut: Cut,
@@ -98,11 +98,14 @@ fn why(e: &io::Error) -> String {
 
 /// Wraps `f` in the decompressor its first bytes call for. Returns the stream, its
 /// compression and where it was cut (set once the stream ends early).
-pub fn open(path: &Path, f: Box<dyn Read>) -> io::Result<(Box<dyn Read>, Compression, Cut)> {
+pub fn open(
+    path: &Path,
+    f: Box<dyn Read + Send>,
+) -> io::Result<(Box<dyn Read + Send>, Compression, Cut)> {
     let mut br = BufReader::with_capacity(1 << 16, f);
     let head = br.fill_buf()?;
     let cut = Cut::default();
-    let (inner, kind): (Box<dyn Read>, _) = if head.starts_with(&[0x1f, 0x8b]) {
+    let (inner, kind): (Box<dyn Read + Send>, _) = if head.starts_with(&[0x1f, 0x8b]) {
         (
             Box::new(flate2::bufread::MultiGzDecoder::new(br)),
             Compression::Gzip,

@@ -59,7 +59,7 @@ impl Progress {
 
 /// A file whose reads are counted into a [`Progress`].
 struct Counted {
-    f: Box<dyn Read>,
+    f: Box<dyn Read + Send>,
     p: std::sync::Arc<Progress>,
 }
 
@@ -230,7 +230,7 @@ impl EventSource for Input {
 
 /// Copies a decompressed stream into an unnamed temporary file (gone when closed, also
 /// when whylate is killed), for binary formats that need random access.
-fn spool(path: &Path, mut rd: Box<dyn Read>) -> Result<File, ReadError> {
+fn spool(path: &Path, mut rd: Box<dyn Read + Send>) -> Result<File, ReadError> {
     let io_err = |source| ReadError::Io {
         path: path.to_path_buf(),
         source,
@@ -250,12 +250,12 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
         source,
     };
     let stdin = path.as_os_str() == "-";
-    let f: Box<dyn Read> = if stdin {
+    let f: Box<dyn Read + Send> = if stdin {
         Box::new(io::stdin())
     } else {
         Box::new(File::open(path).map_err(io_err)?)
     };
-    let f: Box<dyn Read> = match &opts.progress {
+    let f: Box<dyn Read + Send> = match &opts.progress {
         Some(p) => Box::new(Counted { f, p: p.clone() }),
         None => f,
     };

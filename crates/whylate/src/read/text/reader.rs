@@ -8,8 +8,9 @@ use crate::read::text::lines::LineReader;
 use std::collections::VecDeque;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-/// A line-oriented format parser. It pushes zero or more events per line.
-pub(crate) trait LineParser {
+/// A line-oriented format parser. It pushes zero or more events per line. `Send`, like
+/// every reader's byte source, so a reader can be moved to a thread of its own.
+pub(crate) trait LineParser: Send {
     fn line(&mut self, line: &[u8], cx: &mut Cx<'_>);
     fn finish(&mut self, _cx: &mut Cx<'_>) {}
 }
@@ -25,7 +26,7 @@ pub(crate) struct Cx<'a> {
 /// Reads one text file through a [`LineParser`].
 pub struct TextReader {
     path: PathBuf,
-    lines: LineReader<Box<dyn Read>>,
+    lines: LineReader<Box<dyn Read + Send>>,
     parser: Box<dyn LineParser>,
     pending: VecDeque<Event>,
     diag: Diag,
@@ -39,7 +40,7 @@ impl TextReader {
     /// Reads `lines` of `path` through `parser`; (format, compression) as detected.
     pub(crate) fn new(
         path: &Path,
-        lines: LineReader<Box<dyn Read>>,
+        lines: LineReader<Box<dyn Read + Send>>,
         parser: Box<dyn LineParser>,
         diag: Diag,
         (format, compression): (Format, Compression),
