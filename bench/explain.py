@@ -56,6 +56,17 @@ def main():
     a = ap.parse_args()
     if not shutil.which("hyperfine"):
         sys.exit("hyperfine is needed: apt-get install hyperfine")
+    # perf mounts tracefs to read event formats and leaves it mounted: put it back.
+    was_mounted = os.path.exists(os.path.join(run.T, "instances"))
+    try:
+        bench(a)
+    finally:
+        if not was_mounted and os.path.exists(os.path.join(run.T, "instances")):
+            subprocess.run(["umount", run.T])
+
+
+def bench(a):
+    """Records, times and prints the table."""
     work = a.keep or tempfile.mkdtemp(prefix="whylate-bench-explain-")
     os.makedirs(work, exist_ok=True)
     use_dd(a.events)
