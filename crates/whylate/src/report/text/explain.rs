@@ -219,11 +219,12 @@ fn link(o: &mut String, l: &Link, p: &Paint) {
         String::new()
     };
     let flag = if l.excess_ns > 0 {
-        p.bad(&format!(
-            "  <- {} over usual {}",
-            dur(l.excess_ns),
-            dur(l.usual_ns.unwrap_or(0))
-        ))
+        // A link with no usual duration to compare with (an overrun, a pattern's miss, a
+        // kernel report) is all excess: say so instead of "over usual 0 ns".
+        p.bad(&match l.usual_ns {
+            Some(u) => format!("  <- {} over usual {}", dur(l.excess_ns), dur(u)),
+            None => format!("  <- {} blamed", dur(l.excess_ns)),
+        })
     } else {
         String::new()
     };
