@@ -671,6 +671,15 @@ fn kallsyms_names_a_perf_data_recorded_on_another_kernel() {
     );
 }
 
+/// Runs whylate with `--json` after the command word, and parses its output.
+fn json(args: &[&str]) -> serde_json::Value {
+    let mut all = vec![args[0], "--json"];
+    all.extend(&args[1..]);
+    let o = run(&all);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
 const SEEDS: &str = "crates/whylate/tests/data/seeds";
 
 #[test]
@@ -678,17 +687,14 @@ fn explain_function_on_seed001s_pasted_excerpt_names_the_wait_for_the_transmitte
     // One byte through the 8250 console: the final wait_for_xmitr takes 411.342 us where
     // 115200 baud needs 86.8 us a byte.
     let f = format!("{SEEDS}/seed001-funcgraph-bare.txt");
-    let o = run(&[
+    let j = json(&[
         "explain",
-        "--json",
         "--function",
         "wait_for_xmitr",
         "--expect",
         "115200baud",
         &f,
     ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["deadline_ns"], 86_806);
     assert_eq!(
         (
@@ -727,9 +733,7 @@ fn explain_function_without_function_graph_takes_its_irqs_off_sections() {
     // Seed 004: console_unlock held CPU6 with interrupts off for 10.966 ms; the arch
     // timer's interrupt entered 2 us after, and its hrtimer reported itself 9.657 ms late.
     let f = format!("{SEEDS}/seed004-ftrace.txt");
-    let o = run(&["explain", "--json", "--function", "console_unlock", &f]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let j = json(&["explain", "--function", "console_unlock", &f]);
     let m = &j["misses"][0];
     assert_eq!(
         (m["duration_ns"].as_u64(), m["cpu"].as_u64()),
@@ -773,9 +777,7 @@ fn explain_expect_on_seed003b_finds_the_interrupt_that_never_got_its_napi_poll()
     // the next napi_schedule came with the retransmission's interrupt, 202.166 ms later.
     let f = format!("{SEEDS}/seed003b-napi.txt");
     let pat = "e1000e_intr -> napi_schedule within 1ms";
-    let o = run(&["explain", "--json", "--expect", pat, &f]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let j = json(&["explain", "--expect", pat, &f]);
     assert_eq!(
         (
             j["cycles"]["count"].as_u64(),
@@ -838,9 +840,7 @@ fn explain_on_seed001s_dmesg_names_the_slow_serial_console() {
     // The interleaved dmesg: a soft lockup on CPU#33, an RCU stall listing CPUs 14 and 33,
     // an NMI backtrace of CPU 14, and modprobe's stack on CPU 18 through console_unlock.
     let f = format!("{SEEDS}/seed001-dmesg.txt");
-    let o = run(&["explain", "--json", &f]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let j = json(&["explain", &f]);
     assert_eq!(j["inputs"][0]["format"], "kernel-log");
     let k = &j["kernel"];
     assert_eq!(k["console_stacks"], serde_json::json!([1, 2]));
@@ -904,9 +904,7 @@ fn a_timed_dmesg_gives_its_byte_rate_and_merges_with_a_trace() {
     t += "[   12.000005]  serial8250_console_write+0x1f0/0x3c0\n";
     t += "[   12.000006]  console_unlock+0x144/0x330\n";
     std::fs::write(&log, &t).unwrap();
-    let o = run(&["explain", "--json", log.to_str().unwrap()]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let j = json(&["explain", log.to_str().unwrap()]);
     let bps = j["kernel"]["bytes_per_s"].as_f64().unwrap();
     // Each message and its newline, over the log's 2.000006 s.
     let bytes: usize = t
@@ -924,14 +922,7 @@ fn a_timed_dmesg_gives_its_byte_rate_and_merges_with_a_trace() {
         "  a-5 [001] d..2 11.000000: sched_switch: prev_comm=a prev_pid=5 prev_prio=120 prev_state=S ==> next_comm=b next_pid=6 next_prio=120\n  b-6 [001] d..2 12.500000: sched_switch: prev_comm=b prev_pid=6 prev_prio=120 prev_state=S ==> next_comm=a next_pid=5 next_prio=120\n",
     )
     .unwrap();
-    let o = run(&[
-        "explain",
-        "--json",
-        log.to_str().unwrap(),
-        trace.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let j = json(&["explain", log.to_str().unwrap(), trace.to_str().unwrap()]);
     let notes = j["notes"].to_string();
     assert!(
         notes.contains("the kernel log beside the trace: kernel log: 1 soft lockup"),

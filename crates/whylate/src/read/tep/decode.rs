@@ -481,21 +481,11 @@ impl Decoder {
                 }
             }
             Plan::FuncGraph(entry, f) => {
-                let entry = *entry;
-                let depth = u(&f[1]).min(u16::MAX as u64) as u16;
                 // The tracer's own times of the call, on the trace clock.
-                let d =
-                    (f[2].is_some() && f[3].is_some()).then(|| u(&f[3]).saturating_sub(u(&f[2])));
-                let func = self.func(fmts, u(&f[0]), s);
-                if entry {
-                    Kind::FuncEntry { func, depth }
-                } else {
-                    Kind::FuncExit {
-                        func,
-                        depth,
-                        duration_ns: d,
-                    }
-                }
+                let times = (f[2].is_some() && f[3].is_some()).then(|| (u(&f[2]), u(&f[3])));
+                let (entry, addr, depth) = (*entry, u(&f[0]), u(&f[1]));
+                let func = self.func(fmts, addr, s);
+                func_graph(entry, func, depth, times)
             }
             Plan::Other(name) => {
                 let name = *name;
@@ -507,5 +497,19 @@ impl Decoder {
                 }
             }
         }
+    }
+}
+
+/// A function_graph record as a call entry or exit; an exit's duration is the tracer's
+/// `rettime - calltime`.
+fn func_graph(entry: bool, func: Sym, depth: u64, times: Option<(u64, u64)>) -> Kind {
+    let depth = depth.min(u16::MAX as u64) as u16;
+    if entry {
+        return Kind::FuncEntry { func, depth };
+    }
+    Kind::FuncExit {
+        func,
+        depth,
+        duration_ns: times.map(|(call, ret)| ret.saturating_sub(call)),
     }
 }
