@@ -1,7 +1,7 @@
 //! The trace.dat (v6) written at the end: header, event formats, kallsyms, printk formats, saved cmdlines, options (clock, uname, CPU stats, the snapshot) and the spools.
 
 use super::error::{ioe, RecordError};
-use super::readers::Reader;
+use super::readers::{Reader, Spool};
 use super::tracefs::read_tracefs;
 use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -63,22 +63,84 @@ pub(super) fn collect_formats(
     out
 }
 
-pub(super) struct Meta {
-    pub(super) page: usize,
-    pub(super) header_page: String,
-    pub(super) header_event: String,
-    pub(super) formats: Vec<(String, Vec<Vec<u8>>)>,
-    pub(super) kallsyms: Vec<u8>,
-    pub(super) printk: Vec<u8>,
-    pub(super) cmdlines: Vec<u8>,
-    pub(super) clock: String,
-    pub(super) uname: String,
-    pub(super) cpustats: Vec<String>,
-    pub(super) snapshot: Vec<u8>,
+/// Everything a trace.dat holds besides the pages.
+#[derive(Clone)]
+pub(crate) struct Meta {
+    pub(crate) page: usize,
+    pub(crate) header_page: String,
+    pub(crate) header_event: String,
+    pub(crate) formats: Vec<(String, Vec<Vec<u8>>)>,
+    pub(crate) kallsyms: Vec<u8>,
+    pub(crate) printk: Vec<u8>,
+    pub(crate) cmdlines: Vec<u8>,
+    pub(crate) clock: String,
+    pub(crate) uname: String,
+    pub(crate) cpustats: Vec<String>,
+    pub(crate) snapshot: Vec<u8>,
+}
+
+/// One CPU's pages, wherever they are kept.
+pub(crate) trait CpuPages {
+    /// The CPU.
+    fn cpu(&self) -> u32;
+    /// Bytes of pages (whole pages).
+    fn bytes(&self) -> u64;
+    /// Appends them to `out` (named `path` in errors).
+    fn copy_to(&mut self, out: &mut fs::File, path: &Path) -> Result<(), RecordError>;
+}
+
+impl CpuPages for Reader<Spool> {
+    fn cpu(&self) -> u32 {
+        self.cpu
+    }
+    fn bytes(&self) -> u64 {
+        self.pages * self.sink.page_size
+    }
+    fn copy_to(&mut self, f: &mut fs::File, path: &Path) -> Result<(), RecordError> {
+        let want = self.bytes();
+        let spool = &mut self.sink;
+        spool
+            .file
+            .seek(SeekFrom::Start(0))
+            .map_err(ioe(&spool.path))?;
+        let n = io::copy(&mut (&spool.file).take(want), f).map_err(ioe(path))?;
+        if n != want {
+            return Err(RecordError::Io {
+                path: spool.path.clone(),
+                source: io::Error::other(format!("spool holds {n} bytes, expected {want}")),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Pages held in memory (a `watch` window).
+pub(crate) struct MemPages<'a> {
+    pub(crate) cpu: u32,
+    pub(crate) pages: Vec<&'a [u8]>,
+}
+
+impl CpuPages for MemPages<'_> {
+    fn cpu(&self) -> u32 {
+        self.cpu
+    }
+    fn bytes(&self) -> u64 {
+        self.pages.iter().map(|p| p.len() as u64).sum()
+    }
+    fn copy_to(&mut self, f: &mut fs::File, path: &Path) -> Result<(), RecordError> {
+        for p in &self.pages {
+            f.write_all(p).map_err(ioe(path))?;
+        }
+        Ok(())
+    }
 }
 
 /// Writes a trace.dat v6: header, formats, symbols, options, then each CPU's pages.
-pub(super) fn write_dat(path: &Path, m: &Meta, readers: &mut [Reader]) -> Result<u64, RecordError> {
+pub(crate) fn write_dat<C: CpuPages>(
+    path: &Path,
+    m: &Meta,
+    cpus: &mut [C],
+) -> Result<u64, RecordError> {
     let mut h: Vec<u8> = Vec::new();
     h.extend_from_slice(crate::read::tracedat::MAGIC);
     h.extend_from_slice(b"6\0");
@@ -116,7 +178,7 @@ pub(super) fn write_dat(path: &Path, m: &Meta, readers: &mut [Reader]) -> Result
     h.extend_from_slice(&m.printk);
     h.extend_from_slice(&(m.cmdlines.len() as u64).to_le_bytes());
     h.extend_from_slice(&m.cmdlines);
-    let ncpu = readers.iter().map(|r| r.cpu + 1).max().unwrap_or(0);
+    let ncpu = cpus.iter().map(|r| r.cpu() + 1).max().unwrap_or(0);
     h.extend_from_slice(&ncpu.to_le_bytes());
     h.extend_from_slice(b"options  \0");
     let mut opt = |id: u16, data: &[u8]| {
@@ -143,9 +205,9 @@ pub(super) fn write_dat(path: &Path, m: &Meta, readers: &mut [Reader]) -> Result
     let page = m.page as u64;
     let mut off = (h.len() as u64).div_ceil(page) * page;
     let mut sizes = vec![(0u64, 0u64); ncpu as usize];
-    for r in readers.iter_mut() {
-        let size = r.pages * page;
-        sizes[r.cpu as usize] = (if size > 0 { off } else { 0 }, size);
+    for r in cpus.iter() {
+        let size = r.bytes();
+        sizes[r.cpu() as usize] = (if size > 0 { off } else { 0 }, size);
         off += size;
     }
     for (i, (o, s)) in sizes.iter().enumerate() {
@@ -167,22 +229,9 @@ pub(super) fn write_dat(path: &Path, m: &Meta, readers: &mut [Reader]) -> Result
     let data_start = (h.len() as u64).div_ceil(page) * page;
     h.resize(data_start as usize, 0);
     f.write_all(&h).map_err(ioe(path))?;
-    for r in readers.iter_mut() {
-        if r.pages == 0 {
-            continue;
-        }
-        r.spool
-            .seek(SeekFrom::Start(0))
-            .map_err(ioe(&r.spool_path))?;
-        let n = io::copy(&mut (&r.spool).take(r.pages * page), &mut f).map_err(ioe(path))?;
-        if n != r.pages * page {
-            return Err(RecordError::Io {
-                path: r.spool_path.clone(),
-                source: io::Error::other(format!(
-                    "spool holds {n} bytes, expected {}",
-                    r.pages * page
-                )),
-            });
+    for r in cpus.iter_mut() {
+        if r.bytes() > 0 {
+            r.copy_to(&mut f, path)?;
         }
     }
     f.flush().map_err(ioe(path))?;

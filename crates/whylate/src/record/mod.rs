@@ -24,11 +24,13 @@ mod events;
 mod readers;
 mod tracefs;
 
-use dat::{collect_formats, uname, write_dat, Meta};
+use dat::{collect_formats, uname};
+pub(crate) use dat::{write_dat, MemPages, Meta};
 pub use error::RecordError;
 use error::{check_root, ioe};
 use events::{exclude_own_syscalls, resolve_events};
-use readers::{join_readers, spawn_readers, Reader};
+use readers::{join_readers, spawn_readers};
+pub(crate) use readers::{reader_thread_setup, PageSink, Reader};
 pub use tracefs::reset;
 use tracefs::{
     mount_tracefs, online_cpus, read_tracefs, read_tracefs_string, stale_instances, write_tracefs,
@@ -128,104 +130,202 @@ fn cpu_time_ns() -> u64 {
     t(ru.ru_utime) + t(ru.ru_stime)
 }
 
+/// A tracefs instance configured and tracing, with one reader per CPU moving pages to
+/// its sink: what `record` and `watch` share. Dropping it stops the readers and restores
+/// tracefs (the instance removed, tracefs unmounted if it was mounted for us).
+pub(crate) struct Tracing<S: PageSink> {
+    session: Session,
+    pub(crate) root: PathBuf,
+    pub(crate) inst: PathBuf,
+    events: Vec<events::Wanted>,
+    pub(crate) clock: &'static str,
+    pub(crate) page: usize,
+    header_page: String,
+    /// Instances left by killed runs.
+    pub(crate) stale: Vec<String>,
+    /// The machine at the start, with the paths of descriptors opened since.
+    pub(crate) snapshot: Snapshot,
+    pub(crate) rescan: Rescan,
+    reader_stop: Arc<AtomicBool>,
+    handles: Vec<readers::ReaderThread<S>>,
+    /// When tracing was switched on.
+    pub(crate) started: Instant,
+}
+
+/// What stopping a [`Tracing`] hands back.
+pub(crate) struct Stopped<S> {
+    pub(crate) readers: Vec<Reader<S>>,
+    pub(crate) cpus: Vec<CpuResult>,
+    pub(crate) meta: Meta,
+    pub(crate) duration_ns: u64,
+}
+
+impl<S: PageSink> Tracing<S> {
+    /// Mounts tracefs if needed, makes our instance, enables `events` with their filters,
+    /// starts a reader per CPU into `sink(cpu)`, and switches tracing on.
+    pub(crate) fn start(
+        events: &[String],
+        buffer_kb: u32,
+        sink: impl FnMut(u32, usize) -> Result<S, RecordError>,
+    ) -> Result<Tracing<S>, RecordError> {
+        check_root()?;
+        let mount = mount_tracefs()?;
+        let mut session = Session {
+            mount,
+            instance: None,
+        };
+        let root = session.mount.root.clone();
+        let stale: Vec<String> = (stale_instances(&root).iter())
+            .map(|p| p.file_name().unwrap_or_default().to_string_lossy().into())
+            .collect();
+        let events = resolve_events(&root, events)?;
+        let inst = (root.join("instances")).join(format!("whylate-{}", std::process::id()));
+        fs::create_dir(&inst).map_err(ioe(&inst))?;
+        session.instance = Some(inst.clone());
+        let clock = configure(&root, &inst, buffer_kb, &events)?;
+        let header_page = read_tracefs_string(&root.join("events/header_page"));
+        let page = fs::read_to_string(inst.join("buffer_subbuf_size_kb"))
+            .ok()
+            .and_then(|s| s.trim().parse::<usize>().ok())
+            .map(|kb| kb * 1024)
+            .unwrap_or(4096);
+        let layout = PageLayout::from_header_page(&header_page, 8, Endian::default());
+        let cpus = online_cpus(&inst);
+        let mut snapshot = Snapshot::take();
+        snapshot.recorder = Some(std::process::id() as i32);
+        let rescan = Rescan::new(&snapshot);
+        let reader_stop = Arc::new(AtomicBool::new(false));
+        let (handles, own) = spawn_readers(&cpus, &inst, page, layout, &reader_stop, sink)?;
+        let mut t = Tracing {
+            session,
+            root,
+            inst,
+            events,
+            clock,
+            page,
+            header_page,
+            stale,
+            snapshot,
+            rescan,
+            reader_stop,
+            handles,
+            started: Instant::now(),
+        };
+        exclude_own_syscalls(&t.inst, &t.events, &own);
+        t.started = Instant::now();
+        write_tracefs(&t.inst, "tracing_on", "1")?;
+        Ok(t)
+    }
+
+    /// The page layout the kernel writes.
+    pub(crate) fn layout(&self) -> PageLayout {
+        PageLayout::from_header_page(&self.header_page, 8, Endian::default())
+    }
+
+    /// The tracepoints enabled, as `system:event[filter]`.
+    pub(crate) fn tracepoints(&self) -> Vec<String> {
+        (self.events.iter())
+            .map(|(s, e, f)| match f {
+                Some(f) => format!("{s}:{e}[{f}]"),
+                None => format!("{s}:{e}"),
+            })
+            .collect()
+    }
+
+    /// What a trace.dat of this recording holds besides its pages; `cpustats` are the
+    /// per-CPU `stats` texts (empty while tracing).
+    pub(crate) fn meta(&self, cpustats: Vec<String>) -> Meta {
+        let enabled: Vec<(String, String)> = (self.events.iter())
+            .map(|e| (e.0.clone(), e.1.clone()))
+            .collect();
+        let trace_clock = fs::read_to_string(self.inst.join("trace_clock")).unwrap_or_default();
+        Meta {
+            page: self.page,
+            header_page: self.header_page.clone(),
+            header_event: read_tracefs_string(&self.root.join("events/header_event")),
+            formats: collect_formats(&self.root, &enabled),
+            kallsyms: read_tracefs(Path::new("/proc/kallsyms")),
+            printk: read_tracefs(&self.root.join("printk_formats")),
+            cmdlines: read_tracefs(&self.root.join("saved_cmdlines")),
+            clock: trace_clock.trim().to_string(),
+            uname: uname(),
+            cpustats,
+            snapshot: serde_json::to_vec(&self.snapshot).unwrap_or_default(),
+        }
+    }
+
+    /// Per CPU: events lost so far (the buffer's overruns and drops).
+    pub(crate) fn lost(&self, cpu: u32) -> u64 {
+        cpu_stats(&self.inst, cpu).1
+    }
+
+    /// Switches tracing off, drains and joins the readers, and removes the instance.
+    pub(crate) fn stop(mut self) -> Result<Stopped<S>, RecordError> {
+        self.rescan.scan(&mut self.snapshot);
+        let duration_ns = self.started.elapsed().as_nanos() as u64;
+        let _ = write_tracefs(&self.inst, "tracing_on", "0");
+        self.reader_stop.store(true, Ordering::Release);
+        let (readers, reader_err) = join_readers(std::mem::take(&mut self.handles));
+        let (cpus, cpustats) = per_cpu_results(&self.inst, &readers);
+        let meta = self.meta(cpustats);
+        // Tracing is over: put tracefs back before the (slower) file assembly.
+        self.session.remove_instance();
+        if let Some(e) = reader_err {
+            return Err(RecordError::Io {
+                path: self.inst.join("per_cpu"),
+                source: e,
+            });
+        }
+        Ok(Stopped {
+            readers,
+            cpus,
+            meta,
+            duration_ns,
+        })
+    }
+}
+
+impl<S: PageSink> Drop for Tracing<S> {
+    fn drop(&mut self) {
+        // An error or panic before `stop`: the readers hold the instance's files open.
+        let _ = fs::write(self.inst.join("tracing_on"), "0");
+        self.reader_stop.store(true, Ordering::Release);
+        let _ = join_readers(std::mem::take(&mut self.handles));
+    }
+}
+
 /// Records until `stop` is set, the duration passes, or the command exits.
 pub fn record(opts: &RecordOptions, stop: Arc<AtomicBool>) -> Result<RecordResult, RecordError> {
     check_root()?;
     // Checked before tracefs is touched: a typo in -o must not cost a recording.
     let out_dir = output_dir(&opts.output)?;
-    let mount = mount_tracefs()?;
-    let mut session = Session {
-        mount,
-        instance: None,
-    };
-    let root = session.mount.root.clone();
-    let stale: Vec<String> = stale_instances(&root)
-        .iter()
-        .map(|p| {
-            p.file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
-    let events = resolve_events(&root, &opts.events)?;
-    let inst = root
-        .join("instances")
-        .join(format!("whylate-{}", std::process::id()));
-    fs::create_dir(&inst).map_err(ioe(&inst))?;
-    session.instance = Some(inst.clone());
-    let clock = configure(&root, &inst, opts.buffer_kb, &events)?;
-    let header_page = read_tracefs_string(&root.join("events/header_page"));
-    let page = fs::read_to_string(inst.join("buffer_subbuf_size_kb"))
-        .ok()
-        .and_then(|s| s.trim().parse::<usize>().ok())
-        .map(|kb| kb * 1024)
-        .unwrap_or(4096);
-    let layout = PageLayout::from_header_page(&header_page, 8, Endian::default());
-    let cpus = online_cpus(&inst);
-    let mut snapshot = Snapshot::take();
-    snapshot.recorder = Some(std::process::id() as i32);
-    let mut rescan = Rescan::new(&snapshot);
-    let reader_stop = Arc::new(AtomicBool::new(false));
-    let (handles, own) = spawn_readers(&cpus, &out_dir, &inst, page, layout, &reader_stop)?;
-    exclude_own_syscalls(&inst, &events, &own);
-    let started = Instant::now();
-    let start_res = write_tracefs(&inst, "tracing_on", "1");
+    let mut t = Tracing::start(&opts.events, opts.buffer_kb, |cpu, page| {
+        readers::spool(&out_dir, cpu, page as u64)
+    })?;
+    let child = spawn_command(opts);
     let mut exit_code = None;
-    let mut spawn_err = None;
-    if start_res.is_ok() {
-        match spawn_command(opts) {
-            Ok(mut child) => {
-                let run = Run {
-                    opts,
-                    stop: &stop,
-                    started,
-                };
-                exit_code = run.wait(child.as_mut(), &mut rescan, &mut snapshot);
-            }
-            // The readers are running: the instance must be taken down in order.
-            Err(e) => spawn_err = Some(e),
+    let spawn_err = match child {
+        Ok(mut child) => {
+            let run = Run {
+                opts,
+                stop: &stop,
+                started: t.started,
+            };
+            exit_code = run.wait(child.as_mut(), &mut t.rescan, &mut t.snapshot);
+            None
         }
-    }
-    rescan.scan(&mut snapshot);
-    let duration_ns = started.elapsed().as_nanos() as u64;
-    let _ = write_tracefs(&inst, "tracing_on", "0");
-    reader_stop.store(true, Ordering::Release);
-    let (mut readers, reader_err) = join_readers(handles);
-    let (cpu_results, cpustats) = per_cpu_results(&inst, &readers);
-    let trace_clock = fs::read_to_string(inst.join("trace_clock")).unwrap_or_default();
-    let enabled: Vec<(String, String)> =
-        events.iter().map(|e| (e.0.clone(), e.1.clone())).collect();
-    let formats = collect_formats(&root, &enabled);
-    // Tracing is over: put tracefs back before the (slower) file assembly.
-    session.remove_instance();
-    // The spools were unlinked when created: dropping `readers` frees them.
+        // The readers are running: the instance must be taken down in order.
+        Err(e) => Some(e),
+    };
+    let tracepoints = t.tracepoints();
+    let (clock, stale) = (t.clock, std::mem::take(&mut t.stale));
+    let mut st = t.stop()?;
     if let Some(e) = spawn_err {
         return Err(e);
     }
-    start_res?;
-    if let Some(e) = reader_err {
-        return Err(RecordError::Io {
-            path: inst.join("per_cpu"),
-            source: e,
-        });
-    }
-    let meta = Meta {
-        page,
-        header_page,
-        header_event: read_tracefs_string(&root.join("events/header_event")),
-        formats,
-        kallsyms: read_tracefs(Path::new("/proc/kallsyms")),
-        printk: read_tracefs(&root.join("printk_formats")),
-        cmdlines: read_tracefs(&root.join("saved_cmdlines")),
-        clock: trace_clock.trim().to_string(),
-        uname: uname(),
-        cpustats,
-        snapshot: serde_json::to_vec(&snapshot).unwrap_or_default(),
-    };
-    let bytes = write_dat(&opts.output, &meta, &mut readers)?;
-    let events_n: u64 = cpu_results.iter().map(|c| c.events).sum();
-    let lost: u64 = cpu_results.iter().map(|c| c.lost).sum();
+    let bytes = write_dat(&opts.output, &st.meta, &mut st.readers)?;
+    let events_n: u64 = st.cpus.iter().map(|c| c.events).sum();
+    let lost: u64 = st.cpus.iter().map(|c| c.lost).sum();
     let suggestion = (lost > 0).then(|| {
         format!(
             "{lost} events were lost: record again with a bigger ring buffer, e.g. --buffer-kb {}, or fewer events",
@@ -234,20 +334,14 @@ pub fn record(opts: &RecordOptions, stop: Arc<AtomicBool>) -> Result<RecordResul
     });
     Ok(RecordResult {
         output: opts.output.clone(),
-        cpus: cpu_results,
+        cpus: st.cpus,
         events: events_n,
         lost,
-        duration_ns,
+        duration_ns: st.duration_ns,
         bytes,
         cpu_time_ns: cpu_time_ns(),
         exit_code,
-        tracepoints: events
-            .iter()
-            .map(|(s, e, f)| match f {
-                Some(f) => format!("{s}:{e}[{f}]"),
-                None => format!("{s}:{e}"),
-            })
-            .collect(),
+        tracepoints,
         clock: clock.into(),
         stale_instances: stale,
         suggestion,
@@ -405,24 +499,30 @@ fn stop_child(c: &mut std::process::Child, stop_seen: &mut Option<Instant>, time
     }
 }
 
-/// Per CPU: events read and lost (the buffer's overruns and drops), and its stats text
-/// for the trace.dat.
-fn per_cpu_results(inst: &Path, readers: &[Reader]) -> (Vec<CpuResult>, Vec<String>) {
+/// One CPU's `stats` text and the events it lost (the buffer's overruns and drops).
+fn cpu_stats(inst: &Path, cpu: u32) -> (String, u64) {
+    let stats =
+        fs::read_to_string(inst.join(format!("per_cpu/cpu{cpu}/stats"))).unwrap_or_default();
+    let num = |k: &str| {
+        (stats.lines())
+            .find_map(|l| l.strip_prefix(k))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let lost = num("overrun:") + num("dropped events:");
+    (stats, lost)
+}
+
+/// Per CPU: events read and lost, and its stats text for the trace.dat.
+fn per_cpu_results<S>(inst: &Path, readers: &[Reader<S>]) -> (Vec<CpuResult>, Vec<String>) {
     let mut cpu_results = Vec::new();
     let mut cpustats = Vec::new();
     for r in readers {
-        let stats = fs::read_to_string(inst.join(format!("per_cpu/cpu{}/stats", r.cpu)))
-            .unwrap_or_default();
-        let num = |k: &str| {
-            (stats.lines())
-                .find_map(|l| l.strip_prefix(k))
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .unwrap_or(0)
-        };
+        let (stats, lost) = cpu_stats(inst, r.cpu);
         cpu_results.push(CpuResult {
             cpu: r.cpu,
             events: r.events,
-            lost: num("overrun:") + num("dropped events:"),
+            lost,
             pages: r.pages,
         });
         cpustats.push(format!("CPU: {}\n{stats}", r.cpu));

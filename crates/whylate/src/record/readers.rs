@@ -1,4 +1,5 @@
-//! One thread per CPU moving whole ring-buffer pages from `trace_pipe_raw` to an unlinked spool file, counting records as it goes.
+//! One thread per CPU moving whole ring-buffer pages from `trace_pipe_raw` to a sink
+//! (an unlinked spool file for `record`, a channel for `watch`), counting records as it goes.
 
 use super::error::{ioe, RecordError};
 use crate::read::ringbuf::{PageCursor, PageLayout};
@@ -10,23 +11,50 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// One CPU's reader: pages from trace_pipe_raw to a spool file.
-pub(super) struct Reader {
-    pub(super) cpu: u32,
-    pub(super) spool: File,
-    /// Where the (unlinked) spool was created, for error messages.
-    pub(super) spool_path: PathBuf,
-    pub(super) pages: u64,
-    pub(super) events: u64,
+/// Where a reader puts the pages it reads.
+pub(crate) trait PageSink: Send + 'static {
+    /// One page, zero-filled past what the kernel committed.
+    fn page(&mut self, page: &[u8]) -> io::Result<()>;
+    /// The reader stopped: flush what is buffered.
+    fn done(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
-pub(super) fn read_cpu(
+/// `record`'s sink: an unlinked spool file, joined behind the trace.dat header at the end.
+pub(super) struct Spool {
+    pub(super) file: File,
+    /// Where it was created, for error messages.
+    pub(super) path: PathBuf,
+    /// Bytes per page.
+    pub(super) page_size: u64,
+    out: BufWriter<File>,
+}
+
+impl PageSink for Spool {
+    fn page(&mut self, page: &[u8]) -> io::Result<()> {
+        self.out.write_all(page)
+    }
+    fn done(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// One CPU's reader: pages from trace_pipe_raw to its sink.
+pub(crate) struct Reader<S> {
+    pub(crate) cpu: u32,
+    pub(crate) sink: S,
+    pub(crate) pages: u64,
+    pub(crate) events: u64,
+}
+
+pub(super) fn read_cpu<S: PageSink>(
     pipe: PathBuf,
-    mut r: Reader,
+    mut r: Reader<S>,
     page: usize,
     layout: PageLayout,
     stop: Arc<AtomicBool>,
-) -> io::Result<Reader> {
+) -> io::Result<Reader<S>> {
     let f = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
@@ -34,7 +62,6 @@ pub(super) fn read_cpu(
     let fd = f.as_raw_fd();
     let mut f = f;
     let mut buf = vec![0u8; page];
-    let mut out = BufWriter::with_capacity(1 << 20, r.spool.try_clone()?);
     let mut draining = false;
     loop {
         let mut pfd = libc::pollfd {
@@ -61,7 +88,7 @@ pub(super) fn read_cpu(
                             r.events += 1;
                         }
                     }
-                    out.write_all(&buf)?;
+                    r.sink.page(&buf)?;
                     r.pages += 1;
                     // A page less than half full means we caught up with the writer. Reading
                     // on would chase our own read() syscalls' events one page each.
@@ -82,42 +109,51 @@ pub(super) fn read_cpu(
             draining = true;
         }
     }
-    out.flush()?;
-    drop(out);
+    r.sink.done()?;
     Ok(r)
 }
 
 /// A running reader: it hands its `Reader` back when joined.
-pub(super) type ReaderThread = std::thread::JoinHandle<io::Result<Reader>>;
+pub(crate) type ReaderThread<S> = std::thread::JoinHandle<io::Result<Reader<S>>>;
 
-/// One reader thread per CPU, each moving its CPU's pages to an unlinked spool file in
-/// `out_dir`; returns their handles and the recorder's thread ids (this thread first).
-pub(super) fn spawn_readers(
+/// An unlinked spool file in `out_dir` for `cpu`'s pages.
+pub(super) fn spool(out_dir: &Path, cpu: u32, page_size: u64) -> Result<Spool, RecordError> {
+    let path = out_dir.join(format!(".whylate-{}-cpu{cpu}", std::process::id()));
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(ioe(&path))?;
+    // Unlinked at once: the open file is all we need, and a killed run leaves nothing.
+    let _ = fs::remove_file(&path);
+    let out = BufWriter::with_capacity(1 << 20, file.try_clone().map_err(ioe(&path))?);
+    Ok(Spool {
+        file,
+        path,
+        page_size,
+        out,
+    })
+}
+
+/// One reader thread per CPU, each moving its CPU's pages to the sink `sink(cpu)` makes;
+/// returns their handles and the recorder's thread ids (this thread first).
+pub(crate) fn spawn_readers<S: PageSink>(
     cpus: &[u32],
-    out_dir: &Path,
     inst: &Path,
     page: usize,
     layout: PageLayout,
     reader_stop: &Arc<AtomicBool>,
-) -> Result<(Vec<ReaderThread>, Vec<i32>), RecordError> {
+    mut sink: impl FnMut(u32, usize) -> Result<S, RecordError>,
+) -> Result<(Vec<ReaderThread<S>>, Vec<i32>), RecordError> {
     let mut handles = Vec::new();
     let (tid_tx, tid_rx) = std::sync::mpsc::channel();
     for &cpu in cpus {
-        let spool_path = out_dir.join(format!(".whylate-{}-cpu{cpu}", std::process::id()));
-        let spool = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&spool_path)
-            .map_err(ioe(&spool_path))?;
-        // Unlinked at once: the open file is all we need, and a killed run leaves nothing.
-        let _ = fs::remove_file(&spool_path);
         let r = Reader {
             cpu,
-            spool,
-            spool_path,
+            sink: sink(cpu, page)?,
             pages: 0,
             events: 0,
         };
@@ -141,7 +177,7 @@ pub(super) fn spawn_readers(
 /// SCHED_BATCH: at its fair share of CPU it drains the buffers as fast as at nice 0, but
 /// its wakeup never preempts the task that is running (a traced workload's), it waits for
 /// that task's slice to end.
-pub(super) fn reader_thread_setup() -> i32 {
+pub(crate) fn reader_thread_setup() -> i32 {
     let p = libc::sched_param { sched_priority: 0 };
     // SAFETY: valid param; 0 = the calling thread. Best effort: a failure leaves nice 0.
     unsafe {
@@ -151,7 +187,9 @@ pub(super) fn reader_thread_setup() -> i32 {
 }
 
 /// The readers' results, and the error of the first that failed.
-pub(super) fn join_readers(handles: Vec<ReaderThread>) -> (Vec<Reader>, Option<io::Error>) {
+pub(crate) fn join_readers<S>(
+    handles: Vec<ReaderThread<S>>,
+) -> (Vec<Reader<S>>, Option<io::Error>) {
     let mut readers = Vec::new();
     let mut reader_err = None;
     for h in handles {
