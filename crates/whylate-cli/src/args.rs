@@ -465,6 +465,7 @@ impl ModeArgs {
             },
             arch: None,
             top,
+            learned: Default::default(),
         }))
     }
 }

@@ -321,6 +321,7 @@ fn run_in(o: &DemoOptions, lab: &Path, work: &Path) -> Result<DemoResult, DemoEr
                 pairing: Default::default(),
                 arch: Some(Arch::native()),
                 top: o.top,
+                learned: Default::default(),
             };
             let ex = explain::explain(&files, &open, &opts)?;
             // Log: cycle write_ns reply_ns latency_ns missed; latency 0 = no reply.
@@ -479,6 +480,7 @@ fn deferral(
         pairing: Default::default(),
         arch: Some(Arch::native()),
         top: o.top,
+        learned: Default::default(),
     };
     let ex = explain::explain(files, &OpenOptions::default(), &opts)?;
     // Log: seq send_ns recv_ns latency_ns; latency -1 = never arrived.

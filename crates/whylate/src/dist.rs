@@ -103,9 +103,106 @@ pub fn log_histogram(sorted: &[u64], base: u64) -> Vec<Bucket> {
     out
 }
 
+/// Values kept in bounded memory for hours of samples: each is rounded down to 8
+/// significant bits (under 0.8% off), so at most 64 x 128 buckets exist whatever the
+/// count; min, max and the sum stay exact. Quantiles are nearest-rank over the rounded
+/// values.
+#[derive(Clone, Debug, Default)]
+pub struct Sketch {
+    buckets: std::collections::BTreeMap<u64, u64>,
+    count: u64,
+    min: u64,
+    max: u64,
+    total: u64,
+}
+
+impl Sketch {
+    /// `v` rounded down to its top 8 bits.
+    fn round(v: u64) -> u64 {
+        let bits = 64 - v.leading_zeros();
+        let drop = bits.saturating_sub(8);
+        (v >> drop) << drop
+    }
+
+    /// Adds one value.
+    pub fn add(&mut self, v: u64) {
+        *self.buckets.entry(Sketch::round(v)).or_default() += 1;
+        self.min = if self.count == 0 { v } else { self.min.min(v) };
+        self.max = self.max.max(v);
+        self.total = self.total.saturating_add(v);
+        self.count += 1;
+    }
+
+    /// Nearest-rank quantile (0 when empty); the exact max for the top rank.
+    pub fn quantile(&self, q: f64) -> u64 {
+        if self.count == 0 {
+            return 0;
+        }
+        let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
+        if rank == self.count {
+            return self.max;
+        }
+        let mut seen = 0;
+        for (&v, &n) in &self.buckets {
+            seen += n;
+            if seen >= rank {
+                return v.max(self.min);
+            }
+        }
+        self.max
+    }
+
+    /// The summary, as [`Dist::of_sorted`] gives for the values themselves (quantiles to
+    /// within the rounding).
+    pub fn dist(&self) -> Dist {
+        Dist {
+            count: self.count,
+            min: self.min,
+            p50: self.quantile(0.5),
+            p90: self.quantile(0.9),
+            p99: self.quantile(0.99),
+            p999: self.quantile(0.999),
+            max: self.max,
+            total: self.total,
+        }
+    }
+
+    /// The 1-2-5 log histogram from `base`, as [`log_histogram`] draws it.
+    pub fn histogram(&self, base: u64) -> Vec<Bucket> {
+        let mut out: Vec<Bucket> = Vec::new();
+        for (&v, &n) in &self.buckets {
+            let (lo, hi) = bucket_of(v, base);
+            match out.last_mut() {
+                Some(l) if l.lo == lo => l.count += n,
+                _ => out.push(Bucket { lo, hi, count: n }),
+            }
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sketch_keeps_quantiles_within_its_rounding_in_bounded_buckets() {
+        let mut s = Sketch::default();
+        let v: Vec<u64> = (1..=100_000u64).map(|i| i * 997).collect();
+        for &x in v.iter().rev() {
+            s.add(x);
+        }
+        let exact = Dist::of_sorted(&v);
+        let d = s.dist();
+        assert_eq!((d.count, d.min, d.max, d.total), (exact.count, 997, 99_700_000, exact.total));
+        for (a, b) in [(d.p50, exact.p50), (d.p90, exact.p90), (d.p99, exact.p99)] {
+            assert!(a <= b && b - a <= b / 128, "{a} vs {b}");
+        }
+        assert!(s.buckets.len() <= 64 * 128);
+        let h: u64 = s.histogram(1000).iter().map(|b| b.count).sum();
+        assert_eq!(h, 100_000);
+        assert_eq!(Sketch::default().dist(), Dist::default());
+    }
 
     #[test]
     fn quantiles_nearest_rank() {

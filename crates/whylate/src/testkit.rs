@@ -110,6 +110,7 @@ pub fn chain_options(deadline_ns: Option<u64>) -> crate::explain::Options {
         pairing: Default::default(),
         arch: None,
         top: 3,
+        learned: Default::default(),
     }
 }
 

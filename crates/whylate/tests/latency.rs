@@ -448,6 +448,7 @@ fn explain_json(path: &Path, from: &str, to: &str, deadline: Option<u64>) -> Val
         pairing: Default::default(),
         arch: None,
         top: 3,
+        learned: Default::default(),
     };
     let r = explain(&[path.to_path_buf()], &OpenOptions::default(), &o).unwrap();
     serde_json::to_value(&r).unwrap()
@@ -857,6 +858,7 @@ fn plots_account_for_every_cycle_and_event() {
         pairing: Default::default(),
         arch: None,
         top: 3,
+        learned: Default::default(),
     });
     let (r, plots) = explain_then(std::slice::from_ref(&path), &open, &mode, |r, tl, s| {
         whylate::report::plot::build(r, tl, s, &whylate::report::plot::PlotOptions { lanes: 3 })

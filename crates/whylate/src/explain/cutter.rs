@@ -67,6 +67,9 @@ pub struct Options {
     pub arch: Option<Arch>,
     /// Misses whose chain is shown in the terminal.
     pub top: usize,
+    /// Where the usual chain is learnt: this analysis's good cycles (the default), or a
+    /// memory shared by the windows of a live stream.
+    pub learned: super::template::Learned,
 }
 
 /// One cycle as cut from the stream.

@@ -98,8 +98,9 @@ impl MissCx<'_> {
             (None, _) => c.horizon_ns - c.start_ns,
             _ => 0,
         };
-        tally.add_miss(b.per);
+        let blame = tally.add_miss(b.per);
         let miss = Miss {
+            blame,
             start_ns: c.start_ns,
             duration_ns: c.end_ns.map(|e| e - c.start_ns),
             tid: c.tid,

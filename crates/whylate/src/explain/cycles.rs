@@ -147,12 +147,12 @@ pub fn analyze(tl: &Timeline, s: &Interner, o: &Options, cycles: Vec<Cycle>) -> 
     let mut stats = CycleStats::of(&durations, cycles.len() as u64, no_reply, missed);
     stats.cut_off = cut_n;
     let good: Vec<&Cycle> = cycles.iter().filter(|c| !is_miss(c) && !cut(c)).collect();
-    let template = Template::learn(&eng, &good);
+    let template = Template::learn(&eng, &good, &o.learned);
     let mut notes = Vec::new();
-    if good.len() < 3 && !cycles.is_empty() {
+    if template.good < 3 && !cycles.is_empty() {
         notes.push(format!(
             "only {} good cycle(s) to learn the usual chain from: links are compared with their median over the whole trace",
-            good.len()
+            template.good
         ));
     }
     let cx = MissCx {

@@ -13,20 +13,24 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 /// Blame over all misses: per cause (misses it contributed to, excess ns), and per CPU
 /// the excess the chain lost there (what the context section looks at).
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(super) struct Tally {
-    causes: FxHashMap<CauseKey, (u64, u64)>,
+    pub(super) causes: FxHashMap<CauseKey, (u64, u64)>,
     cpus: FxHashMap<u32, u64>,
 }
 
 impl Tally {
-    /// One miss's blame, per cause: each cause counts once for the miss.
-    pub(super) fn add_miss(&mut self, per: PerMiss) {
-        for (k, ns) in per.0 {
-            let e = self.causes.entry(k).or_default();
+    /// One miss's blame, per cause: each cause counts once for the miss. Returns it,
+    /// for the miss to carry.
+    pub(super) fn add_miss(&mut self, per: PerMiss) -> Vec<(CauseKey, u64)> {
+        let mut blame: Vec<(CauseKey, u64)> = per.0.into_iter().collect();
+        blame.sort_by(|a, b| b.1.cmp(&a.1).then(a.0 .1.label().cmp(&b.0 .1.label())));
+        for (k, ns) in &blame {
+            let e = self.causes.entry(k.clone()).or_default();
             e.0 += 1;
             e.1 += ns;
         }
+        blame
     }
 
     /// An explained miss's holds, chain order: each cause counts once for the miss, and
@@ -163,7 +167,7 @@ const BLINDNESS: [&str; 2] = ["trace-cut", "unknown-lost-events"];
 
 /// Causes as rows, largest total first (ties by culprit, so the order is stable), the
 /// blind spots last.
-fn rank(causes: FxHashMap<CauseKey, (u64, u64)>) -> Vec<CauseRow> {
+pub(super) fn rank(causes: FxHashMap<CauseKey, (u64, u64)>) -> Vec<CauseRow> {
     let sum: u64 = causes.values().map(|v| v.1).sum::<u64>().max(1);
     let mut rows: Vec<CauseRow> = causes
         .into_iter()

@@ -355,7 +355,7 @@ fn explain_one(
     let mut per = PerMiss::default();
     per.add_holds(std::slice::from_ref(&hold));
     tally.blame_cpu(x.cpu, late);
-    tally.add_miss(per);
+    let blame = tally.add_miss(per);
     let before: Vec<String> = (x.before.iter())
         .map(|(ts, n)| format!("{} (-{})", n.render(s), dur(x.ts - ts)))
         .collect();
@@ -406,6 +406,7 @@ fn explain_one(
     };
     chain.push(b_words);
     Miss {
+        blame,
         start_ns: x.ts,
         duration_ns: x.b.map(|b| b.0 - x.ts),
         tid: x.tid,

@@ -271,7 +271,7 @@ fn explain_one(
         tally.blame_cpu(c, held.iter().map(|h| h.ns).sum());
     }
     let blamed = held.iter().map(|h| h.ns).sum();
-    tally.add_miss(per);
+    let blame = tally.add_miss(per);
     let what = match x.call {
         Some(i) => call_words(tl, s, tree, i),
         None => section_words(tl, s, x),
@@ -292,6 +292,7 @@ fn explain_one(
     }];
     chain.extend(delayed(tl, s, x, end));
     Miss {
+        blame,
         start_ns: x.start,
         duration_ns: Some(x.dur),
         tid: x.tid,

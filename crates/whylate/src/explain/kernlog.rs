@@ -368,7 +368,7 @@ fn one(r: &KernelReport, tally: &mut Tally) -> Miss {
     };
     let mut per = PerMiss::default();
     per.add_holds(std::slice::from_ref(&hold));
-    tally.add_miss(per);
+    let blame = tally.add_miss(per);
     let task = r
         .task
         .as_ref()
@@ -390,6 +390,7 @@ fn one(r: &KernelReport, tally: &mut Tally) -> Miss {
         chain.push(Link::mark("stack", r.ts, r.ts, r.cpu, frames.join(" <- ")));
     }
     Miss {
+        blame,
         start_ns: r.ts,
         duration_ns: r.stuck_ns,
         tid: r.task.as_ref().map_or(-1, |t| t.1),

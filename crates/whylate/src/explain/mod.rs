@@ -39,6 +39,7 @@ mod function;
 mod handoff;
 mod kernlog;
 mod machine;
+mod merge;
 mod report;
 mod softirq;
 mod template;
@@ -52,9 +53,11 @@ pub use cycles::*;
 pub use expect::*;
 pub use function::*;
 pub use kernlog::*;
+pub use merge::RunSummary;
 use machine::add_machine;
 pub use report::*;
 pub use softirq::*;
+pub use template::{Learned, TemplateMemory};
 pub use timer::*;
 
 /// What `explain` is asked to explain: the modes of the command line.

@@ -8,7 +8,7 @@ use serde::Serialize;
 use std::fmt::Write as _;
 
 /// A cause: (category, culprit).
-pub(super) type CauseKey = (String, Culprit);
+pub type CauseKey = (String, Culprit);
 
 /// Who a cause names.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
@@ -238,6 +238,10 @@ pub struct Miss {
     pub blamed_ns: u64,
     /// The chain, in time order.
     pub chain: Vec<Link>,
+    /// Its excess per cause, as the causes table counts it (a hold can show in two links
+    /// of a chain, but counts once): what merging misses from several windows tallies.
+    #[serde(skip)]
+    pub blame: Vec<(CauseKey, u64)>,
 }
 
 /// Cycle statistics.

@@ -132,7 +132,7 @@ fn service(eng: &Engine<'_>, ei: usize, usual: u64, deadline: u64, tally: &mut T
         tally.blame_cpu(e.to_cpu, h.ns);
     }
     let blamed = held.iter().map(|h| h.ns).sum();
-    tally.add_miss(per);
+    let blame = tally.add_miss(per);
     let link = Link {
         duration_ns: d,
         usual_ns: Some(usual),
@@ -148,6 +148,7 @@ fn service(eng: &Engine<'_>, ei: usize, usual: u64, deadline: u64, tally: &mut T
         )
     };
     Miss {
+        blame,
         start_ns: e.ts,
         duration_ns: Some(d),
         tid: e.to_tid,

@@ -7,6 +7,8 @@ use super::cutter::Cycle;
 use super::engine::{Engine, LinkKey};
 use crate::dist::median;
 use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 
 /// The usual chain, learnt from the good cycles (those within the deadline).
 pub(super) struct Template {
@@ -18,35 +20,103 @@ pub(super) struct Template {
     pub(super) good: usize,
 }
 
-impl Template {
-    /// Learns from up to ~400 good cycles spread over the trace.
-    pub(super) fn learn(eng: &Engine<'_>, good: &[&Cycle]) -> Template {
-        let mut usual: FxHashMap<LinkKey, Vec<u64>> = FxHashMap::default();
-        let step = (good.len() / 400).max(1);
-        let mut gaps: Vec<u64> = Vec::new();
-        for c in good.iter().step_by(step) {
-            let h = c.end_ns.unwrap_or(c.horizon_ns);
-            let (links, _) = eng.chain(c.tid, c.end_tid, c.start_ns, h);
-            gaps.push(
-                uncovered(&links, c.start_ns, h)
-                    .iter()
-                    .map(|(a, b)| b - a)
-                    .sum(),
-            );
-            for l in links {
-                usual
-                    .entry(l.key.clone())
-                    .or_default()
-                    .push(l.end - l.start);
-            }
+/// Link durations and uncovered gaps of some good cycles, by template key.
+type Samples = (FxHashMap<LinkKey, Vec<u64>>, Vec<u64>);
+
+/// Each good cycle's links by key, and the time no link covers.
+fn samples(eng: &Engine<'_>, good: &[&Cycle]) -> Samples {
+    let mut usual: FxHashMap<LinkKey, Vec<u64>> = FxHashMap::default();
+    let mut gaps: Vec<u64> = Vec::new();
+    for c in good {
+        let h = c.end_ns.unwrap_or(c.horizon_ns);
+        let (links, _) = eng.chain(c.tid, c.end_tid, c.start_ns, h);
+        gaps.push(uncovered(&links, c.start_ns, h).iter().map(|(a, b)| b - a).sum());
+        for l in links {
+            usual.entry(l.key.clone()).or_default().push(l.end - l.start);
         }
-        let links = usual
-            .into_iter()
-            .map(|(k, mut v)| {
-                v.sort_unstable();
-                (k, v[v.len() / 2])
-            })
+    }
+    (usual, gaps)
+}
+
+/// The usual chain learnt across the analyses of one live stream (`watch` explains it
+/// window by window): the last [`KEEP`] durations of each link and of the uncovered time,
+/// from every good cycle seen so far, each cycle taken once.
+#[derive(Debug, Default)]
+pub struct TemplateMemory {
+    links: FxHashMap<LinkKey, VecDeque<u64>>,
+    gaps: VecDeque<u64>,
+    good: usize,
+    /// Start of the latest cycle absorbed: windows overlap, later ones start after it.
+    mark: u64,
+}
+
+/// Durations kept per link: enough for a steady median, flat over hours.
+const KEEP: usize = 256;
+
+/// A [`TemplateMemory`] shared by the analyses of one stream (none: each analysis learns
+/// from its own good cycles, as offline).
+#[derive(Clone, Debug, Default)]
+pub struct Learned(pub Option<Arc<Mutex<TemplateMemory>>>);
+
+impl Learned {
+    /// A fresh memory to share.
+    pub fn shared() -> Learned {
+        Learned(Some(Arc::default()))
+    }
+}
+
+/// The upper median of a non-empty set (every key has at least one duration).
+fn upper_median(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+fn push_capped(q: &mut VecDeque<u64>, v: u64) {
+    if q.len() == KEEP {
+        q.pop_front();
+    }
+    q.push_back(v);
+}
+
+impl TemplateMemory {
+    /// Takes in the good cycles it has not seen yet.
+    fn absorb(&mut self, eng: &Engine<'_>, good: &[&Cycle]) {
+        let fresh: Vec<&Cycle> = good.iter().copied().filter(|c| c.start_ns > self.mark).collect();
+        let (usual, gaps) = samples(eng, &fresh);
+        for (k, v) in usual {
+            let q = self.links.entry(k).or_default();
+            v.into_iter().for_each(|d| push_capped(q, d));
+        }
+        gaps.into_iter().for_each(|g| push_capped(&mut self.gaps, g));
+        self.good += fresh.len();
+        self.mark = fresh.iter().map(|c| c.start_ns).max().unwrap_or(self.mark).max(self.mark);
+    }
+
+    fn template(&self) -> Template {
+        let links = (self.links.iter())
+            .map(|(k, q)| (k.clone(), upper_median(q.iter().copied().collect())))
             .collect();
+        Template {
+            links,
+            gap: median(self.gaps.iter().copied().collect()),
+            good: self.good,
+        }
+    }
+}
+
+impl Template {
+    /// Learns from up to ~400 good cycles spread over the trace, or, with a shared
+    /// memory, from every good cycle the stream has shown so far.
+    pub(super) fn learn(eng: &Engine<'_>, good: &[&Cycle], learned: &Learned) -> Template {
+        if let Some(m) = &learned.0 {
+            let mut m = m.lock().unwrap_or_else(|e| e.into_inner());
+            m.absorb(eng, good);
+            return m.template();
+        }
+        let step = (good.len() / 400).max(1);
+        let spread: Vec<&Cycle> = good.iter().step_by(step).copied().collect();
+        let (usual, gaps) = samples(eng, &spread);
+        let links = usual.into_iter().map(|(k, v)| (k, upper_median(v))).collect();
         Template {
             links,
             gap: median(gaps),

@@ -311,6 +311,7 @@ fn udp_cycles(text: &str, pairing: Pairing) -> ExplainReport {
         pairing,
         arch: None,
         top: 3,
+        learned: Default::default(),
     };
     explain(&[f.to_path_buf()], &OpenOptions::default(), &o).unwrap()
 }

@@ -247,8 +247,9 @@ impl PeriodCx<'_> {
         chain.push(self.interrupt(x, &mut per, tally));
         chain.extend(self.wakeup(x, &mut per, tally));
         let blamed = per.total();
-        tally.add_miss(per);
+        let blame = tally.add_miss(per);
         Miss {
+            blame,
             start_ns: x.expiry,
             duration_ns: Some(x.total()),
             tid: x.tid,

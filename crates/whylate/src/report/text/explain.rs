@@ -388,6 +388,7 @@ mod tests {
     #[test]
     fn the_verdict_comes_first() {
         let miss = |start: u64, d: Option<u64>| Miss {
+            blame: Vec::new(),
             start_ns: start,
             duration_ns: d,
             tid: 7,

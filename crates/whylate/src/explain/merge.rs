@@ -1,0 +1,188 @@
+//! One report from many windows. `watch` explains a live stream window by window; each
+//! window's *settled* samples and misses (those it saw whole, taken once) join a
+//! [`RunSummary`], whose report is what `explain` says of the whole run: statistics over
+//! every sample, causes ranked over every miss, the worst misses in full. Memory stays
+//! flat: durations go into a [`Sketch`], causes into a tally, and only the worst misses
+//! are kept.
+
+use super::driver::{rank, Tally};
+use super::report::{Advice, CauseRow, CpuContext, CycleStats, ExplainReport, Miss, Window};
+use crate::dist::Sketch;
+
+/// What a run explained window by window has shown so far.
+pub struct RunSummary {
+    durations: Sketch,
+    count: u64,
+    no_reply: u64,
+    misses: u64,
+    tally: Tally,
+    worst: Vec<Miss>,
+    keep: usize,
+    notes: Vec<String>,
+    advice: Vec<Advice>,
+    /// The CPU context of the window that lost the most time, and that time.
+    context: (Vec<CpuContext>, u64),
+    /// The first window's report with samples: the framing (selectors, deadline, noun).
+    base: Option<ExplainReport>,
+    span: (u64, u64),
+}
+
+/// Notes kept: the distinct ones, up to this many.
+const NOTES: usize = 16;
+
+impl RunSummary {
+    /// An empty summary that keeps the `keep` worst misses in full.
+    pub fn new(keep: usize) -> RunSummary {
+        RunSummary {
+            durations: Sketch::default(),
+            count: 0,
+            no_reply: 0,
+            misses: 0,
+            tally: Tally::default(),
+            worst: Vec::new(),
+            keep: keep.max(1),
+            notes: Vec::new(),
+            advice: Vec::new(),
+            context: (Vec::new(), 0),
+            base: None,
+            span: (u64::MAX, 0),
+        }
+    }
+
+    /// Adds a window's report: `settled` are the samples this window decides (each given
+    /// once over all windows), `misses` their explained misses.
+    pub fn add(&mut self, r: &ExplainReport, settled: &[Window], misses: &[&Miss]) {
+        for w in settled {
+            self.count += 1;
+            match w.end_ns {
+                Some(e) => self.durations.add(e - w.start_ns),
+                None => self.no_reply += 1,
+            }
+            self.misses += u64::from(w.miss);
+            self.span = (self.span.0.min(w.start_ns), self.span.1.max(w.start_ns));
+        }
+        if self.base.is_none() && !settled.is_empty() {
+            let mut b = r.clone();
+            (b.misses, b.windows, b.causes) = (Vec::new(), Vec::new(), Vec::new());
+            self.base = Some(b);
+        }
+        if misses.is_empty() {
+            return;
+        }
+        let mut lost = 0;
+        for m in misses {
+            if m.blame.is_empty() {
+                self.tally.add_chain(m);
+            }
+            for (k, ns) in &m.blame {
+                let e = self.tally.causes.entry(k.clone()).or_default();
+                e.0 += 1;
+                e.1 += ns;
+            }
+            lost += m.blamed_ns;
+        }
+        self.worst.extend(misses.iter().map(|&m| m.clone()));
+        self.worst.sort_by(|a, b| {
+            (b.duration_ns.is_none().cmp(&a.duration_ns.is_none())).then(b.late_ns.cmp(&a.late_ns))
+        });
+        self.worst.truncate(self.keep);
+        for n in &r.notes {
+            if self.notes.len() < NOTES && !self.notes.contains(n) {
+                self.notes.push(n.clone());
+            }
+        }
+        for a in &r.advice {
+            if !self.advice.iter().any(|b| b.command == a.command) {
+                self.advice.push(a.clone());
+            }
+        }
+        if lost > self.context.1 {
+            self.context = (r.context.clone(), lost);
+        }
+    }
+
+    /// Statistics over every settled sample.
+    pub fn stats(&self) -> CycleStats {
+        let d = self.durations.dist();
+        CycleStats {
+            count: self.count,
+            replied: d.count,
+            no_reply: self.no_reply,
+            cut_off: 0,
+            misses: self.misses,
+            min_ns: d.min,
+            p50_ns: d.p50,
+            p90_ns: d.p90,
+            p99_ns: d.p99,
+            max_ns: d.max,
+            histogram: self.durations.histogram(1000),
+            pairing: None,
+        }
+    }
+
+    /// Causes over every miss so far, largest first.
+    pub fn causes(&self) -> Vec<CauseRow> {
+        rank(self.tally.causes.clone())
+    }
+
+    /// The report of the whole run (`None` before any sample settled).
+    pub fn report(&self) -> Option<ExplainReport> {
+        let mut r = self.base.clone()?;
+        r.cycles = self.stats();
+        r.causes = self.causes();
+        r.misses = self.worst.clone();
+        r.advice = self.advice.clone();
+        r.context = self.context.0.clone();
+        r.notes = self.notes.clone();
+        if let Some(x) = &mut r.expect {
+            x.never = self.no_reply;
+            x.late = self.misses - self.no_reply.min(self.misses);
+            let secs = (self.span.1.saturating_sub(self.span.0)) as f64 / 1e9;
+            x.misses_per_s = if secs > 0.0 {
+                self.misses as f64 / secs
+            } else {
+                0.0
+            };
+        }
+        Some(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RunSummary;
+    use crate::explain::{explain, Options};
+    use crate::read::OpenOptions;
+    use crate::testkit;
+
+    /// One report merged whole gives back its own statistics and causes: the merge adds
+    /// nothing and loses nothing of what one window decides.
+    #[test]
+    fn a_report_merged_whole_gives_back_its_statistics_and_causes() {
+        let f = testkit::file(&testkit::three_cpu_chain(40, &[5, 15, 20, 33], 3_000));
+        let o: Options = testkit::chain_options(Some(1_000_000));
+        let r = explain(&[f.to_path_buf()], &OpenOptions::default(), &o).unwrap();
+        let mut s = RunSummary::new(10);
+        let misses: Vec<_> = r.misses.iter().collect();
+        s.add(&r, &r.windows, &misses);
+        let m = s.report().unwrap();
+        let (a, b) = (&m.cycles, &r.cycles);
+        assert_eq!(
+            (a.count, a.replied, a.no_reply, a.misses, a.min_ns, a.max_ns),
+            (b.count, b.replied, b.no_reply, b.misses, b.min_ns, b.max_ns)
+        );
+        assert_eq!((a.count, a.misses), (40, 4));
+        // Quantiles to within the sketch's rounding (8 significant bits).
+        assert!(a.p50_ns <= b.p50_ns && b.p50_ns - a.p50_ns <= b.p50_ns / 128);
+        let key = |c: &crate::explain::CauseRow| {
+            (c.category.clone(), c.culprit.label(), c.count, c.total_excess_ns)
+        };
+        let ours: Vec<_> = m.causes.iter().map(key).collect();
+        let theirs: Vec<_> = r.causes.iter().map(key).collect();
+        assert_eq!(ours, theirs);
+        assert_eq!(m.misses.len(), 4);
+        // A second window settling nothing new changes nothing.
+        s.add(&r, &[], &[]);
+        assert_eq!(s.report().unwrap().cycles.count, 40);
+    }
+}
