@@ -46,6 +46,11 @@ pub enum Cmd {
     /// trace.dat that whylate and trace-cmd read. Traces CMD while it runs (`-- CMD ARGS`),
     /// else until Ctrl-C or --duration.
     Record(RecordArgs),
+    /// Watch a workload live (root) and explain each miss as it happens, for as long as it
+    /// runs: records as `record` does, explains a window every half second with the same
+    /// engine as `explain`, keeps each miss's window as a trace.dat when asked. The first
+    /// thing to reach for when a problem is rare. Ctrl-C prints the whole run's report.
+    Watch(WatchArgs),
     /// See whylate work on this machine (root): a lab program reproduces a seed's
     /// mechanism, whylate records and explains it, and prints the program's own count of
     /// misses beside its explanation.
@@ -103,6 +108,56 @@ pub struct RecordArgs {
     #[arg(long)]
     pub json: bool,
     /// The command to trace.
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+/// `whylate watch`.
+#[derive(clap::Args)]
+pub struct WatchArgs {
+    /// Presets and tracepoints to record, as for `record` (default: sched, irq and
+    /// workqueue events, timers for --timer, and the events the selectors name).
+    #[arg(short = 'e', long = "events")]
+    pub events: Vec<String>,
+    #[command(flatten)]
+    pub mode: ModeArgs,
+    /// Stop after this long (`10m`, `1h`).
+    #[arg(long, value_parser = record_duration)]
+    pub duration: Option<u64>,
+    /// Stop after this many misses.
+    #[arg(long, value_name = "N")]
+    pub until: Option<u64>,
+    /// Context kept ahead of a miss: in its window and for its chain.
+    #[arg(long, default_value = "500ms", value_parser = interval)]
+    pub before: u64,
+    /// Context kept after a miss ends.
+    #[arg(long, default_value = "100ms", value_parser = interval)]
+    pub after: u64,
+    /// Keep each miss's window (before/after around it) as a trace.dat in DIR, which
+    /// `whylate explain` and `trace-cmd report` read.
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
+    /// With --keep: most windows kept (the oldest are removed first).
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    pub keep_files: usize,
+    /// With --keep: most MiB kept (the oldest are removed first).
+    #[arg(long, default_value_t = 1024, value_name = "MIB")]
+    pub keep_mb: u64,
+    /// Run this shell command for each miss, with WHYLATE_MISS_N, _START, _TID, _CPU,
+    /// _LATE_NS, _DURATION_NS, _CAUSE, _FILE (with --keep) and _JSON in its environment.
+    #[arg(long, value_name = "CMD")]
+    pub on_miss: Option<String>,
+    /// One JSON object per line: each miss as it is explained (`{"miss": ...}`), then the
+    /// whole run (`{"summary": ...}`).
+    #[arg(long)]
+    pub json: bool,
+    /// Ring buffer per CPU, KiB.
+    #[arg(long, default_value_t = whylate::record::DEFAULT_BUFFER_KB)]
+    pub buffer_kb: u32,
+    /// Most MiB of recent pages held in memory.
+    #[arg(long, default_value_t = 256, value_name = "MIB")]
+    pub ring_mb: u64,
+    /// The command to run and watch.
     #[arg(last = true)]
     pub command: Vec<String>,
 }

@@ -27,6 +27,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     };
     match cmd {
         Cmd::Record(a) => commands::record::run(a),
+        Cmd::Watch(a) => commands::watch::run(a, &out),
         Cmd::Demo(a) => commands::demo::run(a, &out),
         Cmd::Stats(a) => commands::stats::run(a, &out, quiet),
         Cmd::Explain(a) => commands::explain::explain(a, &out, quiet),

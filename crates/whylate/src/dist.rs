@@ -194,7 +194,10 @@ mod tests {
         }
         let exact = Dist::of_sorted(&v);
         let d = s.dist();
-        assert_eq!((d.count, d.min, d.max, d.total), (exact.count, 997, 99_700_000, exact.total));
+        assert_eq!(
+            (d.count, d.min, d.max, d.total),
+            (exact.count, 997, 99_700_000, exact.total)
+        );
         for (a, b) in [(d.p50, exact.p50), (d.p90, exact.p90), (d.p99, exact.p99)] {
             assert!(a <= b && b - a <= b / 128, "{a} vs {b}");
         }

@@ -43,3 +43,4 @@ pub mod syscalls;
 mod testkit;
 pub mod timeline;
 pub mod units;
+pub mod watch;

@@ -27,6 +27,7 @@ const LAYERS: &[&[&str]] = &[
     &["diff"],
     &["report"],
     &["record"],
+    &["watch"],
     &["demo"],
     // Unit-test traces (cfg(test) only): read through the pipeline, used by any analyzer.
     &["testkit"],

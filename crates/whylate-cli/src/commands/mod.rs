@@ -8,3 +8,4 @@ pub mod explain;
 pub mod latency;
 pub mod record;
 pub mod stats;
+pub mod watch;

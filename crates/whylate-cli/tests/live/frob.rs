@@ -14,7 +14,7 @@ pub(crate) const WQ_MASK: &str = "/sys/devices/virtual/workqueue/cpumask";
 impl WqMask {
     /// Unbound work (the tty flip-buffer work among it) runs on `cpus` only, as a device
     /// IRQ pinned to one CPU makes its work run there in seed 000.
-    fn set(cpus: &str) -> Result<WqMask, String> {
+    pub(crate) fn set(cpus: &str) -> Result<WqMask, String> {
         let old = std::fs::read_to_string(WQ_MASK).map_err(|e| format!("{WQ_MASK}: {e}"))?;
         std::fs::write(WQ_MASK, cpus).map_err(|e| format!("{WQ_MASK}: {e}"))?;
         Ok(WqMask {

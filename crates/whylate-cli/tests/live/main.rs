@@ -16,6 +16,7 @@ mod readers;
 mod record;
 mod timer;
 mod udp;
+mod watch;
 
 // Helpers one group of tests shares with another.
 use common::repo;

@@ -86,8 +86,16 @@ impl RunSummary {
             (b.duration_ns.is_none().cmp(&a.duration_ns.is_none())).then(b.late_ns.cmp(&a.late_ns))
         });
         self.worst.truncate(self.keep);
+        // A window's notes carry its own numbers: one note per kind (its words up to the
+        // first digit), the first window's.
+        let kind = |n: &str| {
+            n.split(|c: char| c.is_ascii_digit())
+                .next()
+                .unwrap_or("")
+                .to_string()
+        };
         for n in &r.notes {
-            if self.notes.len() < NOTES && !self.notes.contains(n) {
+            if self.notes.len() < NOTES && !self.notes.iter().any(|x| kind(x) == kind(n)) {
                 self.notes.push(n.clone());
             }
         }
@@ -175,7 +183,12 @@ mod tests {
         // Quantiles to within the sketch's rounding (8 significant bits).
         assert!(a.p50_ns <= b.p50_ns && b.p50_ns - a.p50_ns <= b.p50_ns / 128);
         let key = |c: &crate::explain::CauseRow| {
-            (c.category.clone(), c.culprit.label(), c.count, c.total_excess_ns)
+            (
+                c.category.clone(),
+                c.culprit.label(),
+                c.count,
+                c.total_excess_ns,
+            )
         };
         let ours: Vec<_> = m.causes.iter().map(key).collect();
         let theirs: Vec<_> = r.causes.iter().map(key).collect();

@@ -30,9 +30,17 @@ fn samples(eng: &Engine<'_>, good: &[&Cycle]) -> Samples {
     for c in good {
         let h = c.end_ns.unwrap_or(c.horizon_ns);
         let (links, _) = eng.chain(c.tid, c.end_tid, c.start_ns, h);
-        gaps.push(uncovered(&links, c.start_ns, h).iter().map(|(a, b)| b - a).sum());
+        gaps.push(
+            uncovered(&links, c.start_ns, h)
+                .iter()
+                .map(|(a, b)| b - a)
+                .sum(),
+        );
         for l in links {
-            usual.entry(l.key.clone()).or_default().push(l.end - l.start);
+            usual
+                .entry(l.key.clone())
+                .or_default()
+                .push(l.end - l.start);
         }
     }
     (usual, gaps)
@@ -81,15 +89,25 @@ fn push_capped(q: &mut VecDeque<u64>, v: u64) {
 impl TemplateMemory {
     /// Takes in the good cycles it has not seen yet.
     fn absorb(&mut self, eng: &Engine<'_>, good: &[&Cycle]) {
-        let fresh: Vec<&Cycle> = good.iter().copied().filter(|c| c.start_ns > self.mark).collect();
+        let fresh: Vec<&Cycle> = good
+            .iter()
+            .copied()
+            .filter(|c| c.start_ns > self.mark)
+            .collect();
         let (usual, gaps) = samples(eng, &fresh);
         for (k, v) in usual {
             let q = self.links.entry(k).or_default();
             v.into_iter().for_each(|d| push_capped(q, d));
         }
-        gaps.into_iter().for_each(|g| push_capped(&mut self.gaps, g));
+        gaps.into_iter()
+            .for_each(|g| push_capped(&mut self.gaps, g));
         self.good += fresh.len();
-        self.mark = fresh.iter().map(|c| c.start_ns).max().unwrap_or(self.mark).max(self.mark);
+        self.mark = fresh
+            .iter()
+            .map(|c| c.start_ns)
+            .max()
+            .unwrap_or(self.mark)
+            .max(self.mark);
     }
 
     fn template(&self) -> Template {
@@ -116,7 +134,10 @@ impl Template {
         let step = (good.len() / 400).max(1);
         let spread: Vec<&Cycle> = good.iter().step_by(step).copied().collect();
         let (usual, gaps) = samples(eng, &spread);
-        let links = usual.into_iter().map(|(k, v)| (k, upper_median(v))).collect();
+        let links = usual
+            .into_iter()
+            .map(|(k, v)| (k, upper_median(v)))
+            .collect();
         Template {
             links,
             gap: median(gaps),

@@ -30,11 +30,11 @@ pub use error::RecordError;
 use error::{check_root, ioe};
 use events::{exclude_own_syscalls, resolve_events};
 use readers::{join_readers, spawn_readers};
-pub(crate) use readers::{reader_thread_setup, PageSink, Reader};
+pub(crate) use readers::{PageSink, Reader};
+pub(crate) use tracefs::read_tracefs;
 pub use tracefs::reset;
 use tracefs::{
-    mount_tracefs, online_cpus, read_tracefs, read_tracefs_string, stale_instances, write_tracefs,
-    Session,
+    mount_tracefs, online_cpus, read_tracefs_string, stale_instances, write_tracefs, Session,
 };
 
 /// What to record.
@@ -120,7 +120,7 @@ fn output_dir(output: &Path) -> Result<PathBuf, RecordError> {
     })
 }
 
-fn cpu_time_ns() -> u64 {
+pub(crate) fn cpu_time_ns() -> u64 {
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: valid out pointer.
     unsafe {
@@ -166,7 +166,7 @@ impl<S: PageSink> Tracing<S> {
     pub(crate) fn start(
         events: &[String],
         buffer_kb: u32,
-        sink: impl FnMut(u32, usize) -> Result<S, RecordError>,
+        sink: impl FnMut(u32, usize, PageLayout) -> Result<S, RecordError>,
     ) -> Result<Tracing<S>, RecordError> {
         check_root()?;
         let mount = mount_tracefs()?;
@@ -215,11 +215,6 @@ impl<S: PageSink> Tracing<S> {
         t.started = Instant::now();
         write_tracefs(&t.inst, "tracing_on", "1")?;
         Ok(t)
-    }
-
-    /// The page layout the kernel writes.
-    pub(crate) fn layout(&self) -> PageLayout {
-        PageLayout::from_header_page(&self.header_page, 8, Endian::default())
     }
 
     /// The tracepoints enabled, as `system:event[filter]`.
@@ -299,7 +294,7 @@ pub fn record(opts: &RecordOptions, stop: Arc<AtomicBool>) -> Result<RecordResul
     check_root()?;
     // Checked before tracefs is touched: a typo in -o must not cost a recording.
     let out_dir = output_dir(&opts.output)?;
-    let mut t = Tracing::start(&opts.events, opts.buffer_kb, |cpu, page| {
+    let mut t = Tracing::start(&opts.events, opts.buffer_kb, |cpu, page, _| {
         readers::spool(&out_dir, cpu, page as u64)
     })?;
     let child = spawn_command(opts);
@@ -402,7 +397,9 @@ fn bad_filter(root: &Path, sys: &str, ev: &str, filter: &str, e: io::Error) -> R
 }
 
 /// Starts the command to trace, if there is one (its stdout to `command_stdout`).
-fn spawn_command(opts: &RecordOptions) -> Result<Option<std::process::Child>, RecordError> {
+pub(crate) fn spawn_command(
+    opts: &RecordOptions,
+) -> Result<Option<std::process::Child>, RecordError> {
     if opts.command.is_empty() {
         return Ok(None);
     }
@@ -486,7 +483,11 @@ impl Run<'_> {
 
 /// Asked to stop while the command runs: Ctrl-C reached the child too; a SIGTERM or the
 /// duration did not, so it gets SIGTERM (after 2 s of grace for Ctrl-C), then SIGKILL.
-fn stop_child(c: &mut std::process::Child, stop_seen: &mut Option<Instant>, timed_out: bool) {
+pub(crate) fn stop_child(
+    c: &mut std::process::Child,
+    stop_seen: &mut Option<Instant>,
+    timed_out: bool,
+) {
     let t = *stop_seen.get_or_insert_with(Instant::now);
     if t.elapsed() > Duration::from_secs(2) || timed_out {
         // SAFETY: plain kill of our own child.

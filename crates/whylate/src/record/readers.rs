@@ -146,14 +146,14 @@ pub(crate) fn spawn_readers<S: PageSink>(
     page: usize,
     layout: PageLayout,
     reader_stop: &Arc<AtomicBool>,
-    mut sink: impl FnMut(u32, usize) -> Result<S, RecordError>,
+    mut sink: impl FnMut(u32, usize, PageLayout) -> Result<S, RecordError>,
 ) -> Result<(Vec<ReaderThread<S>>, Vec<i32>), RecordError> {
     let mut handles = Vec::new();
     let (tid_tx, tid_rx) = std::sync::mpsc::channel();
     for &cpu in cpus {
         let r = Reader {
             cpu,
-            sink: sink(cpu, page)?,
+            sink: sink(cpu, page, layout)?,
             pages: 0,
             events: 0,
         };

@@ -183,7 +183,7 @@ pub(super) fn write_tracefs(inst: &Path, rel: &str, v: &str) -> Result<(), Recor
 /// Reads a tracefs file whole. Some (header_page, header_event) regenerate their text on
 /// every read() and ignore the offset, so a small first read (Rust's 32-byte probe) would
 /// see only the start: read with one large buffer.
-pub(super) fn read_tracefs(p: &Path) -> Vec<u8> {
+pub(crate) fn read_tracefs(p: &Path) -> Vec<u8> {
     let Ok(mut f) = File::open(p) else {
         return Vec::new();
     };

@@ -29,6 +29,14 @@ impl ExplainReport {
         o
     }
 
+    /// One miss with its chain, framed by this report (its noun and deadline): what
+    /// `watch` prints as each miss is explained.
+    pub fn render_miss(&self, m: &Miss, p: &Paint) -> String {
+        let mut o = String::new();
+        miss(&mut o, self, m, p);
+        o
+    }
+
     /// What the misses are called: `outliers` or `misses`.
     fn plural(&self) -> &'static str {
         if self.noun == "outliers" {

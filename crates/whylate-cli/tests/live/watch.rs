@@ -1,0 +1,314 @@
+//! `whylate watch` on the lab programs: misses against the programs' own logs, the same
+//! first culprit as offline `explain` of a full recording of the same run, kept windows
+//! that re-explain to the same culprit, and tracefs restored on every way out.
+
+use super::demo::demo_misses_agree;
+use super::*;
+use std::process::{Child, Stdio};
+
+const FROB_EVENTS: &str = "sched,irq,wq,syscalls:sys_enter_write,syscalls:sys_exit_read[ret > 0]";
+
+/// A full recording of the same run, beside watch (its own instance).
+fn record_beside(events: &str, out: &Path) -> Child {
+    let c = Command::new(whylate())
+        .args(["record", "-q", "-e", events, "--duration", "120s", "-o"])
+        .arg(out)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Tracing is on once its instance exists.
+    for _ in 0..100 {
+        let on = std::fs::read_dir(format!("{TRACEFS}/instances"))
+            .map(|d| {
+                d.flatten()
+                    .any(|e| e.file_name().to_string_lossy() == format!("whylate-{}", c.id()))
+            })
+            .unwrap_or(false);
+        if on {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    c
+}
+
+fn stop_recording(mut c: Child) {
+    // SAFETY: our own child.
+    unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
+    assert!(c.wait().unwrap().success(), "whylate record failed");
+}
+
+/// Runs watch with `args`, returns its JSON lines: the misses and the summary.
+fn watch_json(args: &[&str]) -> (Vec<serde_json::Value>, serde_json::Value) {
+    let out = Command::new(whylate())
+        .args(["watch", "--json"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "watch {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut misses = Vec::new();
+    let mut summary = serde_json::Value::Null;
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        if let Some(m) = v.get("miss") {
+            misses.push(m.clone());
+        } else if let Some(s) = v.get("summary") {
+            summary = s.clone();
+        }
+    }
+    (misses, summary)
+}
+
+/// The task that held a miss's chain longest: (comm, CPU).
+fn worst_hold(m: &serde_json::Value) -> Option<(String, u64)> {
+    (m["chain"].as_array()?.iter())
+        .flat_map(|l| l["held_by"].as_array().cloned().unwrap_or_default())
+        .filter(|h| h["culprit"]["comm"].is_string())
+        .max_by_key(|h| h["ns"].as_u64().unwrap_or(0))
+        .map(|h| {
+            let c = &h["culprit"];
+            (
+                c["comm"].as_str().unwrap().to_string(),
+                c["cpu"].as_u64().unwrap_or(u64::MAX),
+            )
+        })
+}
+
+/// Each kept window, explained offline with `mode`, gives the miss that starts where the
+/// live one did, and the same task holding it longest.
+fn kept_windows_re_explain(misses: &[serde_json::Value], mode: &[&str]) {
+    let mut checked = 0;
+    for m in misses {
+        let Some(p) = m["kept"].as_str() else {
+            continue;
+        };
+        let out = Command::new(whylate())
+            .args(["explain", "--json"])
+            .args(mode)
+            .arg(p)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "explain {p}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let again = (j["misses"].as_array().unwrap().iter())
+            .find(|x| x["start_ns"] == m["start_ns"])
+            .unwrap_or_else(|| panic!("{p}: no miss at {}", m["start_ns"]));
+        assert_eq!(
+            worst_hold(again),
+            worst_hold(m),
+            "{p}: the culprit differs offline"
+        );
+        checked += 1;
+    }
+    assert!(checked > 0, "no window was kept");
+}
+
+/// frob (seed 000) under watch: each miss the client logged and watch reported agree
+/// cycle by cycle (as the demo's), the hog beside the device is the first culprit as in
+/// offline explain of a full recording of the same run, and the kept windows re-explain.
+#[test]
+fn watch_counts_frobs_misses_names_the_hog_and_keeps_windows_that_re_explain() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !is_root() && skip("not root: watch records") {
+        return;
+    }
+    if !have("cc") && skip("no C compiler for the lab programs") {
+        return;
+    }
+    let before = tracefs_state();
+    let tmp = tmpdir("watch-frob");
+    let dir = tmp.path();
+    let frob = build_lab("frob", dir).unwrap();
+    let (full, log, kept) = (dir.join("full.dat"), dir.join("frob.log"), dir.join("kept"));
+    let sel = [
+        "--from",
+        "sys_enter_write[comm=frobnicator,count=7]",
+        "--to",
+        "sys_exit_read[comm=frobnicator,ret>0]",
+        "--deadline",
+        "3.5ms",
+    ];
+    let (misses, summary) = {
+        let _mask = WqMask::set("2").unwrap();
+        let rec = record_beside(FROB_EVENTS, &full);
+        let mut args: Vec<String> = ["-e", FROB_EVENTS].iter().map(|s| s.to_string()).collect();
+        args.extend(sel.iter().map(|s| s.to_string()));
+        args.extend(["--keep".into(), s(&kept), "--".into(), s(&frob)]);
+        args.extend(
+            ["--cycles", "500", "--client-cpu", "0", "--device-cpu", "1"]
+                .iter()
+                .chain(&["--hog-cpu", "1", "--hogs", "2", "--log"])
+                .map(|s| s.to_string()),
+        );
+        args.extend([s(&log), "--complaints".into(), s(&dir.join("c.log"))]);
+        let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        let r = watch_json(&a);
+        stop_recording(rec);
+        r
+    };
+    let client = read_frob_log(&log);
+    frob_misses_agree(
+        "watch frob",
+        &full,
+        &client,
+        &serde_json::json!({ "misses": misses }),
+    );
+    let report = &summary["report"];
+    assert_eq!(
+        report["cycles"]["misses"].as_u64().unwrap(),
+        misses.len() as u64
+    );
+    assert_eq!(
+        report["cycles"]["count"].as_u64().unwrap(),
+        client.len() as u64
+    );
+    let offline = explain_frob(&full, true);
+    let (_, _, live_top) = task_excess_on(report["causes"].as_array().unwrap(), 1, "hog");
+    let (_, _, off_top) = task_excess_on(offline["causes"].as_array().unwrap(), 1, "hog");
+    assert_eq!(live_top.as_deref(), Some("hog"), "{}", report["causes"]);
+    assert_eq!(live_top, off_top);
+    for m in &misses {
+        assert!(
+            m["explained_after_ns"].as_u64().unwrap() < 2_000_000_000,
+            "{m}"
+        );
+    }
+    kept_windows_re_explain(&misses, &sel);
+    assert_eq!(tracefs_state(), before, "tracefs not restored");
+}
+
+/// The periodic thread beside a hog (seed 004) under `watch --timer`: the misses are the
+/// periods the full recording of the same run shows late (checked against the program's
+/// log as the demo is), and the first culprit is the same.
+#[test]
+fn watch_timer_matches_the_periodic_programs_log_and_offline_explain() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !is_root() && skip("not root: watch records") {
+        return;
+    }
+    if !have("cc") && skip("no C compiler for the lab programs") {
+        return;
+    }
+    if !have("trace-cmd") && skip("no trace-cmd to read the full recording independently") {
+        return;
+    }
+    let before = tracefs_state();
+    let tmp = tmpdir("watch-timer");
+    let dir = tmp.path();
+    let (hog, periodic) = (
+        build_lab("hog", dir).unwrap(),
+        build_lab("periodic", dir).unwrap(),
+    );
+    let (full, log) = (dir.join("full.dat"), dir.join("full.truth"));
+    let mode = ["--timer", "--task", "periodic", "--deadline", "300us"];
+    let mut bg = Command::new(&hog)
+        .args(["--cpu", "1", "--seconds", "30"])
+        .spawn()
+        .unwrap();
+    let rec = record_beside("sched,irq,timer", &full);
+    let mut args: Vec<String> = mode.iter().map(|s| s.to_string()).collect();
+    args.extend(["--".into(), s(&periodic)]);
+    args.extend(
+        [
+            "--cpu",
+            "1",
+            "--period-us",
+            "1330",
+            "--count",
+            "1500",
+            "--nice",
+            "19",
+            "--log",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    args.push(s(&log));
+    let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+    let (misses, summary) = watch_json(&a);
+    stop_recording(rec);
+    let _ = bg.kill();
+    let _ = bg.wait();
+    let truth = read_periodic_log(&log);
+    let j = serde_json::json!({
+        "explain": { "cycles": { "misses": misses.len() } },
+        "truth": {
+            "misses": truth.iter().filter(|t| t.1 > 300_000).count(),
+            "deadline_ns": 300_000,
+        },
+    });
+    demo_misses_agree("watch timer", &full, &j);
+    let report = &summary["report"];
+    let off = Command::new(whylate())
+        .args(["explain", "--json"])
+        .args(mode)
+        .arg(&full)
+        .output()
+        .unwrap();
+    let off: serde_json::Value = serde_json::from_slice(&off.stdout).unwrap();
+    let (_, _, live_top) = task_excess_on(report["causes"].as_array().unwrap(), 1, "hog");
+    let (_, _, off_top) = task_excess_on(off["causes"].as_array().unwrap(), 1, "hog");
+    assert_eq!(
+        live_top, off_top,
+        "live {} offline {}",
+        report["causes"], off["causes"]
+    );
+    assert_eq!(live_top.as_deref(), Some("hog"));
+    assert_eq!(tracefs_state(), before, "tracefs not restored");
+}
+
+/// SIGINT and SIGTERM end a watch with its summary; an error (an unknown event) ends it
+/// with a message: each time tracefs is as before.
+#[test]
+fn watch_restores_tracefs_on_signals_and_errors() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !is_root() && skip("not root: watch records") {
+        return;
+    }
+    let before = tracefs_state();
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let c = Command::new(whylate())
+            .args([
+                "watch",
+                "--json",
+                "--timer",
+                "--deadline",
+                "1ms",
+                "--",
+                "sleep",
+                "30",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        // SAFETY: our own child.
+        unsafe { libc::kill(c.id() as i32, sig) };
+        let out = c.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("\"summary\""), "signal {sig}: {text}");
+        assert_eq!(
+            tracefs_state(),
+            before,
+            "signal {sig}: tracefs not restored"
+        );
+    }
+    let out = Command::new(whylate())
+        .args(["watch", "-e", "sched_swich", "--timer", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("sched_switch"), "{err}");
+    assert_eq!(tracefs_state(), before, "error: tracefs not restored");
+}

@@ -1,0 +1,266 @@
+//! The run's loop: take pages, explain a window each tick, report what settles.
+
+use super::{explain_window, mono_now, write_window, Run, Status, WatchError};
+use super::{LiveMiss, WatchResult, Watcher, LAG_NS};
+use crate::explain::{ExplainReport, Miss, Window};
+use crate::record::{self, RecordError};
+use std::process::Child;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+/// Samples a window must hold before a deadline is chosen from it (when none is given).
+const LEARN_SAMPLES: usize = 100;
+
+impl Run<'_> {
+    /// Takes pages and explains windows until the run should end; returns the command's
+    /// exit code.
+    pub(super) fn watch_loop(
+        &mut self,
+        t: &record::Tracing<super::ToChannel>,
+        rx: &Receiver<super::ring::RawPage>,
+        mut child: Option<&mut Child>,
+        stop: &AtomicBool,
+        out: &mut dyn Watcher,
+    ) -> Result<Option<i32>, WatchError> {
+        // This thread explains windows: at nice 19 its work never preempts the workload.
+        // SAFETY: setpriority on the calling thread (Linux nice is per thread).
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) };
+        let mut next_tick = Instant::now() + Duration::from_millis(500);
+        let mut stop_seen = None;
+        loop {
+            match rx.recv_timeout(Duration::from_millis(20)) {
+                Ok(p) => {
+                    self.take(p);
+                    while let Ok(p) = rx.try_recv() {
+                        self.take(p);
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            if let Some(c) = child.as_mut() {
+                if let Ok(Some(st)) = c.try_wait() {
+                    use std::os::unix::process::ExitStatusExt;
+                    return Ok(Some(
+                        st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0)),
+                    ));
+                }
+            }
+            let timed_out = self.o.duration.is_some_and(|d| self.started.elapsed() >= d);
+            let enough = self.o.until.is_some_and(|n| self.misses >= n);
+            if stop.load(Ordering::Acquire) || timed_out || enough {
+                match child.as_mut() {
+                    None => break,
+                    Some(c) => record::stop_child(c, &mut stop_seen, timed_out || enough),
+                }
+            }
+            if Instant::now() >= next_tick {
+                let t_start = Instant::now();
+                self.lost = (0..self.ring.lost.len() as u32)
+                    .map(|c| t.lost(c))
+                    .collect();
+                self.tick(false, out)?;
+                let took = t_start.elapsed();
+                next_tick = Instant::now() + Duration::from_millis(500).max(took * 2);
+            }
+        }
+        Ok(None)
+    }
+
+    fn take(&mut self, p: super::ring::RawPage) {
+        self.latest = self.latest.max(p.ts);
+        self.ring.push(p, self.o.ring_bytes);
+    }
+
+    /// Explains the window that ends a reader's lag ago (`last`: everything read).
+    pub(super) fn tick(&mut self, last: bool, out: &mut dyn Watcher) -> Result<(), WatchError> {
+        self.reap();
+        let now = if self.mono { mono_now() } else { self.latest };
+        let to = if last {
+            u64::MAX
+        } else {
+            now.saturating_sub(LAG_NS)
+        };
+        let floor = self.ring.oldest().unwrap_or(self.t0).max(self.t0);
+        let learning = self.mode.deadline_ns().is_none();
+        let from = if learning {
+            floor
+        } else {
+            self.settler.start(floor)
+        };
+        if to <= from || self.ring.bytes() == 0 {
+            return Ok(());
+        }
+        self.meta.cmdlines = record::read_tracefs(&self.cmdlines);
+        write_window(&self.ring, &self.meta, (from, to), &self.window_path)?;
+        self.windows += 1;
+        let r = match explain_window(&self.window_path, &self.mode)? {
+            Ok(r) => r,
+            Err(why) => {
+                self.never_matched.get_or_insert(why);
+                self.status(out);
+                return Ok(());
+            }
+        };
+        self.never_matched = None;
+        if learning && !self.learn(&r, last) {
+            self.status(out);
+            return Ok(());
+        }
+        let first = from == floor && self.settler.start(floor) == floor;
+        let settled = self.settler.settle(&r.windows, (from, to), first, last);
+        let misses = self.settled_misses(&r, &settled);
+        self.summary.add(&r, &settled, &misses);
+        for m in misses {
+            self.report_miss(m, &r, to, out)?;
+        }
+        if !last {
+            self.ring.trim(self.settler.start(floor).saturating_sub(1));
+        }
+        self.status(out);
+        Ok(())
+    }
+
+    /// Without a deadline: once a window holds enough samples (or the run ends), its
+    /// policy's deadline is fixed for the rest of the run. False while still learning.
+    fn learn(&mut self, r: &ExplainReport, last: bool) -> bool {
+        if r.windows.len() < LEARN_SAMPLES && !last {
+            return false;
+        }
+        let Some(d) = r.deadline_ns else {
+            return false;
+        };
+        self.mode = self.mode.with_deadline(Some(d));
+        self.deadline_source = format!(
+            "learnt from the first {} samples and kept: {}",
+            r.windows.len(),
+            r.deadline_source
+        );
+        self.settler.span = (10 * d).max(1_000_000_000);
+        true
+    }
+
+    /// The explained misses among `settled`, matched by start, thread and CPU.
+    fn settled_misses<'r>(&self, r: &'r ExplainReport, settled: &[Window]) -> Vec<&'r Miss> {
+        let mut v: Vec<&Miss> = (settled.iter().filter(|w| w.miss))
+            .filter_map(|w| {
+                (r.misses.iter())
+                    .find(|m| m.start_ns == w.start_ns && m.tid == w.tid && m.cpu == w.cpu)
+            })
+            .collect();
+        v.sort_by_key(|m| m.start_ns);
+        v
+    }
+
+    /// Reports one settled miss: keeps its window, runs the on-miss command.
+    fn report_miss(
+        &mut self,
+        m: &Miss,
+        r: &ExplainReport,
+        to: u64,
+        out: &mut dyn Watcher,
+    ) -> Result<(), WatchError> {
+        self.misses += 1;
+        let end = m.start_ns + m.duration_ns.unwrap_or(m.late_ns);
+        let (from, until) = (
+            m.start_ns.saturating_sub(self.o.before_ns),
+            end + self.o.after_ns,
+        );
+        let kept = match self.keeper.as_mut() {
+            Some(k) => Some(k.keep(self.misses, m.start_ns, |p| {
+                write_window(&self.ring, &self.meta, (from, until), p)
+            })?),
+            None => None,
+        };
+        let now = if self.mono { mono_now() } else { to };
+        let mut lm = LiveMiss {
+            n: self.misses,
+            miss: m.clone(),
+            deadline_ns: self.mode.deadline_ns(),
+            lost: self.ring.lost_in(m.start_ns, end),
+            kept,
+            explained_after_ns: now.saturating_sub(end),
+            on_miss_error: None,
+        };
+        if let Some(cmd) = &self.o.on_miss {
+            match super::keep::on_miss(cmd, &lm) {
+                Ok(c) => self.children.push(c),
+                Err(e) => lm.on_miss_error = Some(e),
+            }
+        }
+        out.miss(&lm, r);
+        Ok(())
+    }
+
+    /// The on-miss commands that ended are reaped (no zombies over a long run).
+    fn reap(&mut self) {
+        self.children
+            .retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_))));
+    }
+
+    fn status(&mut self, out: &mut dyn Watcher) {
+        let wall = self.started.elapsed();
+        let s = Status {
+            elapsed_ns: wall.as_nanos() as u64,
+            report: self.summary.report(),
+            deadline_ns: self.mode.deadline_ns(),
+            lost: self.lost.clone(),
+            recorder_cpu: record::cpu_time_ns() as f64 / wall.as_nanos().max(1) as f64,
+            ring_bytes: self.ring.bytes(),
+            windows: self.windows,
+        };
+        out.status(&s);
+        self.last_status = Some(s);
+    }
+
+    /// The run's outcome: the whole run's report, or why nothing was measured.
+    pub(super) fn finish(
+        mut self,
+        exit_code: Option<i32>,
+        stale_instances: Vec<String>,
+        tracepoints: Vec<String>,
+        out: &mut dyn Watcher,
+    ) -> Result<WatchResult, WatchError> {
+        if let (Some(why), 0) = (&self.never_matched, self.summary.stats().count) {
+            return Err(WatchError::Read(crate::read::ReadError::NoMatch {
+                why: why.clone(),
+            }));
+        }
+        self.status(out);
+        for c in &mut self.children {
+            let _ = c.wait();
+        }
+        let mut report = self.summary.report();
+        if let Some(r) = &mut report {
+            r.deadline_ns = self.mode.deadline_ns();
+            r.deadline_source = self.deadline_source.clone();
+            r.inputs.clear();
+        }
+        let (kept, dropped) = match self.keeper {
+            Some(k) => k.into_kept(),
+            None => (Vec::new(), 0),
+        };
+        Ok(WatchResult {
+            report,
+            status: self.last_status.take().expect("a status was just made"),
+            deadline_source: self.deadline_source,
+            misses: self.misses,
+            squeezed_pages: self.ring.squeezed,
+            kept,
+            dropped,
+            exit_code,
+            stale_instances,
+            tracepoints,
+        })
+    }
+}
+
+impl From<std::io::Error> for WatchError {
+    fn from(e: std::io::Error) -> WatchError {
+        WatchError::Record(RecordError::Io {
+            path: std::path::PathBuf::new(),
+            source: e,
+        })
+    }
+}
