@@ -69,7 +69,7 @@ pub struct Options {
     pub top: usize,
     /// Where the usual chain is learnt: this analysis's good cycles (the default), or a
     /// memory shared by the windows of a live stream.
-    pub learned: super::template::Learned,
+    pub learned: super::learned::Learned,
 }
 
 /// One cycle as cut from the stream.

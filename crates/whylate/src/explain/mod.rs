@@ -38,6 +38,7 @@ mod expect;
 mod function;
 mod handoff;
 mod kernlog;
+mod learned;
 mod machine;
 mod merge;
 mod report;
@@ -53,11 +54,11 @@ pub use cycles::*;
 pub use expect::*;
 pub use function::*;
 pub use kernlog::*;
+pub use learned::{Learned, TemplateMemory};
 use machine::add_machine;
 pub use merge::RunSummary;
 pub use report::*;
 pub use softirq::*;
-pub use template::{Learned, TemplateMemory};
 pub use timer::*;
 
 /// What `explain` is asked to explain: the modes of the command line.

@@ -5,10 +5,9 @@
 use super::blame::uncovered;
 use super::cutter::Cycle;
 use super::engine::{Engine, LinkKey};
+use super::learned::{push_capped, Learned, TemplateMemory};
 use crate::dist::median;
 use rustc_hash::FxHashMap;
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
 
 /// The usual chain, learnt from the good cycles (those within the deadline).
 pub(super) struct Template {
@@ -46,44 +45,10 @@ fn samples(eng: &Engine<'_>, good: &[&Cycle]) -> Samples {
     (usual, gaps)
 }
 
-/// The usual chain learnt across the analyses of one live stream (`watch` explains it
-/// window by window): the last [`KEEP`] durations of each link and of the uncovered time,
-/// from every good cycle seen so far, each cycle taken once.
-#[derive(Debug, Default)]
-pub struct TemplateMemory {
-    links: FxHashMap<LinkKey, VecDeque<u64>>,
-    gaps: VecDeque<u64>,
-    good: usize,
-    /// Start of the latest cycle absorbed: windows overlap, later ones start after it.
-    mark: u64,
-}
-
-/// Durations kept per link: enough for a steady median, flat over hours.
-const KEEP: usize = 256;
-
-/// A [`TemplateMemory`] shared by the analyses of one stream (none: each analysis learns
-/// from its own good cycles, as offline).
-#[derive(Clone, Debug, Default)]
-pub struct Learned(pub Option<Arc<Mutex<TemplateMemory>>>);
-
-impl Learned {
-    /// A fresh memory to share.
-    pub fn shared() -> Learned {
-        Learned(Some(Arc::default()))
-    }
-}
-
 /// The upper median of a non-empty set (every key has at least one duration).
 fn upper_median(mut v: Vec<u64>) -> u64 {
     v.sort_unstable();
     v[v.len() / 2]
-}
-
-fn push_capped(q: &mut VecDeque<u64>, v: u64) {
-    if q.len() == KEEP {
-        q.pop_front();
-    }
-    q.push_back(v);
 }
 
 impl TemplateMemory {

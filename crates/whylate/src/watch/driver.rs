@@ -1,13 +1,143 @@
-//! The run's loop: take pages, explain a window each tick, report what settles.
+//! The run: its state, its loop (take pages, explain a window each tick, report what
+//! settles) and its outcome.
 
-use super::{explain_window, mono_now, write_window, Run, Status, WatchError};
-use super::{LiveMiss, WatchResult, Watcher, LAG_NS};
-use crate::explain::{ExplainReport, Miss, Window};
-use crate::record::{self, RecordError};
+use super::keep::Keeper;
+use super::ring::{RawPage, Ring, ToChannel};
+use super::settle::Settler;
+use super::types::{LiveMiss, Status, WatchError, WatchOptions, WatchResult, Watcher};
+use crate::explain::{self, ExplainReport, Learned, Miss, Mode, RunSummary, Window};
+use crate::read::{OpenOptions, ReadError};
+use crate::record::{self, MemPages, Meta, RecordError, Tracing};
+use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
+
+/// The readers' lag: a page is read within the readers' 100 ms poll period, so a window
+/// ending this long ago holds every CPU's records.
+const LAG_NS: u64 = 300_000_000;
+
+/// One run's state.
+pub(super) struct Run<'a> {
+    o: &'a WatchOptions,
+    mode: Mode,
+    deadline_source: String,
+    pub(super) ring: Ring,
+    settler: Settler,
+    summary: RunSummary,
+    meta: Meta,
+    window_path: PathBuf,
+    /// tracefs's saved_cmdlines, read again for every window (tasks come and go).
+    cmdlines: PathBuf,
+    keeper: Option<Keeper>,
+    started: Instant,
+    /// Trace time when tracing began (the first window's floor).
+    t0: u64,
+    mono: bool,
+    latest: u64,
+    misses: u64,
+    windows: u64,
+    never_matched: Option<String>,
+    lost: Vec<u64>,
+    children: Vec<std::process::Child>,
+    last_status: Option<Status>,
+}
+
+impl<'a> Run<'a> {
+    pub(super) fn new(
+        o: &'a WatchOptions,
+        t: &Tracing<ToChannel>,
+        keeper: Option<Keeper>,
+        window_path: PathBuf,
+    ) -> Run<'a> {
+        let mut mode = o.mode.clone();
+        if let Mode::Cycles(c) = &mut mode {
+            c.learned = Learned::shared();
+        }
+        let deadline = mode.deadline_ns();
+        let mono = t.clock == "mono";
+        let span = deadline.map_or(1_000_000_000, |d| (10 * d).max(1_000_000_000));
+        Run {
+            o,
+            mode,
+            deadline_source: if deadline.is_some() { "given" } else { "" }.into(),
+            ring: Ring::default(),
+            settler: Settler::new(o.before_ns, o.after_ns, span),
+            summary: RunSummary::new(20),
+            meta: t.meta(Vec::new()),
+            window_path,
+            cmdlines: t.root.join("saved_cmdlines"),
+            keeper,
+            started: t.started,
+            t0: if mono {
+                mono_now().saturating_sub(LAG_NS)
+            } else {
+                0
+            },
+            mono,
+            latest: 0,
+            misses: 0,
+            windows: 0,
+            never_matched: None,
+            lost: Vec::new(),
+            children: Vec::new(),
+            last_status: None,
+        }
+    }
+}
+
+/// Starts the command to watch, if there is one.
+pub(super) fn spawn(o: &WatchOptions) -> Result<Option<std::process::Child>, RecordError> {
+    let Some((name, args)) = o.command.split_first() else {
+        return Ok(None);
+    };
+    let mut cmd = std::process::Command::new(name);
+    cmd.args(args);
+    if o.command_stdout_to_stderr {
+        use std::os::fd::AsFd;
+        if let Ok(fd) = std::io::stderr().as_fd().try_clone_to_owned() {
+            cmd.stdout(fd);
+        }
+    }
+    let child = cmd.spawn().map_err(|source| RecordError::Spawn {
+        cmd: o.command.join(" "),
+        source,
+    })?;
+    Ok(Some(child))
+}
+
+/// CLOCK_MONOTONIC now, ns: the trace's clock when it is `mono`.
+fn mono_now() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid out pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Writes the pages of `[from, to]` as a trace.dat at `path`.
+fn write_window(
+    ring: &Ring,
+    meta: &Meta,
+    (from, to): (u64, u64),
+    path: &Path,
+) -> Result<u64, RecordError> {
+    let mut cpus: Vec<MemPages<'_>> = ring.window(from, to);
+    record::write_dat(path, meta, &mut cpus)
+}
+
+/// Explains one window file; a window where the selectors matched nothing yet is
+/// empty, not an error (the reason is kept for the end).
+fn explain_window(path: &Path, mode: &Mode) -> Result<Result<ExplainReport, String>, ReadError> {
+    match explain::explain_mode(&[path.to_path_buf()], &OpenOptions::default(), mode) {
+        Ok(r) => Ok(Ok(r)),
+        Err(ReadError::NoMatch { why }) => Ok(Err(why)),
+        Err(e) => Err(e),
+    }
+}
 
 /// Samples a window must hold before a deadline is chosen from it (when none is given).
 const LEARN_SAMPLES: usize = 100;
@@ -17,8 +147,8 @@ impl Run<'_> {
     /// exit code.
     pub(super) fn watch_loop(
         &mut self,
-        t: &record::Tracing<super::ToChannel>,
-        rx: &Receiver<super::ring::RawPage>,
+        t: &Tracing<ToChannel>,
+        rx: &Receiver<RawPage>,
         mut child: Option<&mut Child>,
         stop: &AtomicBool,
         out: &mut dyn Watcher,
@@ -68,7 +198,7 @@ impl Run<'_> {
         Ok(None)
     }
 
-    fn take(&mut self, p: super::ring::RawPage) {
+    fn take(&mut self, p: RawPage) {
         self.latest = self.latest.max(p.ts);
         self.ring.push(p, self.o.ring_bytes);
     }

@@ -1,22 +1,11 @@
 //! The flight recorder: each miss's window kept as a trace.dat (capped in files and
 //! bytes, the oldest dropped first, so a run can last days), and the on-miss command.
 
-use super::LiveMiss;
+use super::types::{KeepOptions, LiveMiss};
 use crate::record::RecordError;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-
-/// Where and how much to keep.
-#[derive(Clone, Debug)]
-pub struct KeepOptions {
-    /// Directory for the windows (created if missing).
-    pub dir: PathBuf,
-    /// Most windows kept.
-    pub max_files: usize,
-    /// Most bytes kept.
-    pub max_bytes: u64,
-}
 
 /// The windows written so far, oldest first.
 pub(super) struct Keeper {
