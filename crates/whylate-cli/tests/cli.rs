@@ -944,3 +944,24 @@ fn a_wall_clock_dmesg_without_reports_says_so() {
     let first = text(&o.stdout).lines().next().unwrap().to_string();
     assert_eq!(first, "kernel log: 2 messages, no report in them (soft or hard lockup, RCU stall, hung task, NMI backtrace, dropped messages)");
 }
+
+/// `watch` needs to know what a miss is, and says so before it touches tracefs (no root
+/// needed to be told); a bad selector is refused the same way.
+#[test]
+fn watch_without_a_mode_or_with_a_bad_selector_is_a_usage_error() {
+    let o = run(&["watch", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(err.contains("--from/--to, --timer"), "{err}");
+    let o = run(&[
+        "watch",
+        "--from",
+        "sys_enter_write[",
+        "--to",
+        "x",
+        "--",
+        "true",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("--from"), "{}", text(&o.stderr));
+}

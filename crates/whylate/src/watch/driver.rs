@@ -26,7 +26,14 @@ pub(super) struct Run<'a> {
     pub(super) ring: Ring,
     settler: Settler,
     summary: RunSummary,
+    /// What a kept window carries besides its pages (kallsyms included: it must explain
+    /// anywhere).
     meta: Meta,
+    /// The same without kallsyms, for the windows explained here: they get the symbols
+    /// through `open`, so each tick writes pages, not 5 MB of symbol text (a large
+    /// write() holds a CPU in the kernel, which a real-time workload there feels).
+    lean: Meta,
+    open: OpenOptions,
     window_path: PathBuf,
     /// tracefs's saved_cmdlines, read again for every window (tasks come and go).
     cmdlines: PathBuf,
@@ -57,6 +64,11 @@ impl<'a> Run<'a> {
         }
         let deadline = mode.deadline_ns();
         let mono = t.clock == "mono";
+        let meta = t.meta(Vec::new());
+        let open = OpenOptions {
+            kallsyms: Some(("/proc/kallsyms".into(), meta.kallsyms.clone().into())),
+            ..OpenOptions::default()
+        };
         let span = deadline.map_or(1_000_000_000, |d| (10 * d).max(1_000_000_000));
         Run {
             o,
@@ -65,7 +77,12 @@ impl<'a> Run<'a> {
             ring: Ring::default(),
             settler: Settler::new(o.before_ns, o.after_ns, span),
             summary: RunSummary::new(20),
-            meta: t.meta(Vec::new()),
+            meta: meta.clone(),
+            lean: Meta {
+                kallsyms: Vec::new(),
+                ..meta
+            },
+            open,
             window_path,
             cmdlines: t.root.join("saved_cmdlines"),
             keeper,
@@ -131,16 +148,33 @@ fn write_window(
 
 /// Explains one window file; a window where the selectors matched nothing yet is
 /// empty, not an error (the reason is kept for the end).
-fn explain_window(path: &Path, mode: &Mode) -> Result<Result<ExplainReport, String>, ReadError> {
-    match explain::explain_mode(&[path.to_path_buf()], &OpenOptions::default(), mode) {
+fn explain_window(
+    path: &Path,
+    open: &OpenOptions,
+    mode: &Mode,
+) -> Result<Result<ExplainReport, String>, ReadError> {
+    match explain::explain_mode(&[path.to_path_buf()], open, mode) {
         Ok(r) => Ok(Ok(r)),
         Err(ReadError::NoMatch { why }) => Ok(Err(why)),
         Err(e) => Err(e),
     }
 }
 
-/// Samples a window must hold before a deadline is chosen from it (when none is given).
+/// Samples a window must hold before a deadline is chosen from it (when none is given)...
 const LEARN_SAMPLES: usize = 100;
+/// ... or how long a rare sample may be waited for (the window grows meanwhile).
+const LEARN_TIME: Duration = Duration::from_secs(10);
+
+/// Hands the memory a window's analysis freed back to the kernel: glibc keeps freed
+/// heap pages of the large, short-lived tables (kallsyms, the timeline) otherwise, and
+/// RSS would stay at the largest window's high-water mark for the rest of the run.
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free memory; 0 keeps no padding.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
 
 impl Run<'_> {
     /// Takes pages and explains windows until the run should end; returns the command's
@@ -223,9 +257,10 @@ impl Run<'_> {
             return Ok(());
         }
         self.meta.cmdlines = record::read_tracefs(&self.cmdlines);
-        write_window(&self.ring, &self.meta, (from, to), &self.window_path)?;
+        self.lean.cmdlines.clone_from(&self.meta.cmdlines);
+        write_window(&self.ring, &self.lean, (from, to), &self.window_path)?;
         self.windows += 1;
-        let r = match explain_window(&self.window_path, &self.mode)? {
+        let r = match explain_window(&self.window_path, &self.open, &self.mode)? {
             Ok(r) => r,
             Err(why) => {
                 self.never_matched.get_or_insert(why);
@@ -238,6 +273,7 @@ impl Run<'_> {
             self.status(out);
             return Ok(());
         }
+        self.settler.deadline = self.mode.deadline_ns();
         let first = from == floor && self.settler.start(floor) == floor;
         let settled = self.settler.settle(&r.windows, (from, to), first, last);
         let misses = self.settled_misses(&r, &settled);
@@ -248,6 +284,7 @@ impl Run<'_> {
         if !last {
             self.ring.trim(self.settler.start(floor).saturating_sub(1));
         }
+        release_freed_memory();
         self.status(out);
         Ok(())
     }
@@ -255,7 +292,8 @@ impl Run<'_> {
     /// Without a deadline: once a window holds enough samples (or the run ends), its
     /// policy's deadline is fixed for the rest of the run. False while still learning.
     fn learn(&mut self, r: &ExplainReport, last: bool) -> bool {
-        if r.windows.len() < LEARN_SAMPLES && !last {
+        let long = self.started.elapsed() >= LEARN_TIME && !r.windows.is_empty();
+        if r.windows.len() < LEARN_SAMPLES && !long && !last {
             return false;
         }
         let Some(d) = r.deadline_ns else {

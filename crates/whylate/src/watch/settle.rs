@@ -2,11 +2,18 @@
 //! it is *settled* by the first window that holds it whole: its start at least `before`
 //! after the window's start (the context of its chain is inside), its end (or, with no
 //! reply, where it stopped waiting) at least `after` before the window's end. Each is
-//! taken once. The next window starts early enough to hold whole any sample shorter than
-//! `span`, and earlier still when a sample was seen unfinished (a long stall).
+//! taken once. A sample with no reply yet is decided once its deadline and `after` have
+//! passed: a miss is reported within about a second of its deadline, not when the next
+//! request finally comes. The next window starts early enough to hold whole any sample
+//! shorter than `span`, and earlier still (up to [`MAX_BACK`] spans) when a sample was
+//! seen unfinished.
 
 use crate::explain::Window;
 use std::collections::BTreeSet;
+
+/// How many spans a window may reach back for an unfinished sample: a bound on the pages
+/// held, whatever the workload does.
+const MAX_BACK: u64 = 10;
 
 /// The window bookkeeping of one run.
 pub(crate) struct Settler {
@@ -20,6 +27,8 @@ pub(crate) struct Settler {
     last_end: Option<u64>,
     /// The earliest start of a sample seen unfinished.
     pending: Option<u64>,
+    /// Samples over this are misses (none while it is being learnt).
+    pub(crate) deadline: Option<u64>,
 }
 
 impl Settler {
@@ -32,6 +41,7 @@ impl Settler {
             seen: BTreeSet::new(),
             last_end: None,
             pending: None,
+            deadline: None,
         }
     }
 
@@ -43,7 +53,8 @@ impl Settler {
         let overlap = self.before + self.after + self.span;
         let mut s = last.saturating_sub(overlap);
         if let Some(p) = self.pending {
-            s = s.min(p.saturating_sub(self.before));
+            let back = last.saturating_sub(MAX_BACK * overlap);
+            s = s.min(p.saturating_sub(self.before).max(back));
         }
         s.max(floor)
     }
@@ -61,7 +72,13 @@ impl Settler {
         let mut out = Vec::new();
         self.pending = None;
         for w in samples {
-            let end = w.end_ns.unwrap_or(w.horizon_ns);
+            let end = match (w.end_ns, self.deadline) {
+                (Some(e), _) => e,
+                // No reply yet: decided at its deadline (its window shows what was
+                // pending then), or where it stopped waiting if that came first.
+                (None, Some(d)) if w.miss => w.horizon_ns.min(w.start_ns + d),
+                (None, _) => w.horizon_ns,
+            };
             if !first && w.start_ns < from + self.before {
                 continue;
             }
@@ -122,10 +139,14 @@ mod tests {
             vec![95, 150]
         );
         assert_eq!(s.start(0), 130);
-        // A sample seen again is not settled twice; the last window takes what is left
-        // unfinished at the end, as offline explain would.
-        let late = [w(150, Some(152)), w(160, None)];
-        let c = s.settle(&late, (130, 170), false, true);
+        // A sample seen again is not settled twice; one still without a reply is decided
+        // once its deadline (10) and `after` passed, not when its wait ends.
+        s.deadline = Some(10);
+        let late = [w(150, Some(152)), w(160, None), w(166, None)];
+        let c = s.settle(&late, (130, 175), false, false);
         assert_eq!(c.iter().map(|x| x.start_ns).collect::<Vec<_>>(), vec![160]);
+        // The last window takes what is left, as offline explain would.
+        let d = s.settle(&late, (150, 400), false, true);
+        assert_eq!(d.iter().map(|x| x.start_ns).collect::<Vec<_>>(), vec![166]);
     }
 }
