@@ -64,27 +64,39 @@ fn watch_json(args: &[&str]) -> (Vec<serde_json::Value>, serde_json::Value) {
     (misses, summary)
 }
 
-/// The task that held a miss's chain longest: (comm, CPU).
-fn worst_hold(m: &serde_json::Value) -> Option<(String, u64)> {
+/// What held a miss's chain longest: (category, task, softirq vector or irq, CPU).
+fn worst_hold(m: &serde_json::Value) -> Option<(String, String, u64)> {
     (m["chain"].as_array()?.iter())
         .flat_map(|l| l["held_by"].as_array().cloned().unwrap_or_default())
-        .filter(|h| h["culprit"]["comm"].is_string())
         .max_by_key(|h| h["ns"].as_u64().unwrap_or(0))
         .map(|h| {
             let c = &h["culprit"];
+            let who = (c["comm"].as_str().or(c["vector"].as_str()))
+                .map(str::to_string)
+                .or(c["irq"].as_u64().map(|i| format!("irq {i}")))
+                .unwrap_or_default();
             (
-                c["comm"].as_str().unwrap().to_string(),
+                h["category"].as_str().unwrap_or("").to_string(),
+                who,
                 c["cpu"].as_u64().unwrap_or(u64::MAX),
             )
         })
 }
 
-/// Each kept window, explained offline with `mode`, gives the miss that starts where the
-/// live one did, and the same task holding it longest.
-fn kept_windows_re_explain(misses: &[serde_json::Value], mode: &[&str]) {
+/// Each kept window still on disk (the caps drop the oldest), explained offline with
+/// `mode`, gives the miss that starts where the live one did, and the same culprit
+/// holding it longest.
+fn kept_windows_re_explain(
+    misses: &[serde_json::Value],
+    summary: &serde_json::Value,
+    mode: &[&str],
+) {
+    let on_disk: Vec<&str> = (summary["kept"].as_array().unwrap().iter())
+        .filter_map(|k| k.as_str())
+        .collect();
     let mut checked = 0;
     for m in misses {
-        let Some(p) = m["kept"].as_str() else {
+        let Some(p) = m["kept"].as_str().filter(|p| on_disk.contains(p)) else {
             continue;
         };
         let out = Command::new(whylate())
@@ -182,7 +194,7 @@ fn watch_counts_frobs_misses_names_the_hog_and_keeps_windows_that_re_explain() {
             "{m}"
         );
     }
-    kept_windows_re_explain(&misses, &sel);
+    kept_windows_re_explain(&misses, &summary, &sel);
     assert_eq!(tracefs_state(), before, "tracefs not restored");
 }
 
@@ -230,7 +242,12 @@ fn periodic_under_watch(
     let mode = ["--timer", "--task", "periodic", "--deadline", "300us"];
     let rec = record_beside("sched,irq,timer", &full);
     let mut args: Vec<String> = mode.iter().map(|s| s.to_string()).collect();
-    args.extend(["--".into(), s(&periodic)]);
+    args.extend([
+        "--keep".into(),
+        s(&dir.join("kept")),
+        "--".into(),
+        s(&periodic),
+    ]);
     args.extend(
         ["--cpu", "1", "--period-us", "1330", "--count", "1500"]
             .iter()
@@ -261,6 +278,7 @@ fn periodic_under_watch(
         .output()
         .unwrap();
     let off: serde_json::Value = serde_json::from_slice(&off.stdout).unwrap();
+    kept_windows_re_explain(&misses, &summary, &mode);
     let live = first_named(&summary["report"]["causes"]);
     eprintln!(
         "{label}: {} misses live; causes live {} offline {}",

@@ -135,6 +135,9 @@ impl CpuPages for MemPages<'_> {
     }
 }
 
+/// Bytes per write() call: a few microseconds of copying each.
+const WRITE_PIECE: usize = 64 << 10;
+
 /// Writes a trace.dat v6: header, formats, symbols, options, then each CPU's pages.
 pub(crate) fn write_dat<C: CpuPages>(
     path: &Path,
@@ -228,7 +231,12 @@ pub(crate) fn write_dat<C: CpuPages>(
         .map_err(ioe(path))?;
     let data_start = (h.len() as u64).div_ceil(page) * page;
     h.resize(data_start as usize, 0);
-    f.write_all(&h).map_err(ioe(path))?;
+    // In pieces: one write() of the whole header (5 MB of kallsyms) is one long stretch
+    // in the kernel, which a non-preemptible kernel lets no real-time task interrupt
+    // (`watch` writes windows while the workload runs).
+    for piece in h.chunks(WRITE_PIECE) {
+        f.write_all(piece).map_err(ioe(path))?;
+    }
     for r in cpus.iter_mut() {
         if r.bytes() > 0 {
             r.copy_to(&mut f, path)?;
