@@ -117,8 +117,8 @@ impl Watcher for View {
             let _ = so.flush();
             return;
         }
-        let mut text = framing.render_miss(&m.miss, &self.paint);
-        text = text.replacen("\nmiss at", &format!("\nmiss #{} at", m.n), 1);
+        let text = framing.render_miss(&m.miss, &self.paint);
+        let mut text = format!("\n#{} {}", m.n, text.trim_start_matches('\n'));
         if !m.lost.is_empty() {
             text += "  (uncertain: the kernel lost events meanwhile; the chain may lack them)\n";
         }
@@ -183,9 +183,9 @@ fn headline(s: &Status) -> String {
         );
     }
     o += &format!(
-        "recorder {:.1}% CPU, {} MiB of pages held, {} events lost\n",
+        "recorder {:.1}% CPU, {:.1} MiB of pages held, {} events lost\n",
         s.recorder_cpu * 100.0,
-        s.ring_bytes >> 20,
+        s.ring_bytes as f64 / 1048576.0,
         s.lost.iter().sum::<u64>()
     );
     o
