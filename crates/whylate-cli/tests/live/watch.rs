@@ -130,10 +130,7 @@ fn kept_windows_re_explain(
 #[test]
 fn watch_counts_frobs_misses_names_the_hog_and_keeps_windows_that_re_explain() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !is_root() && skip("not root: watch records") {
-        return;
-    }
-    if !have("cc") && skip("no C compiler for the lab programs") {
+    if !can_watch_labs(false) {
         return;
     }
     let before = tracefs_state();
@@ -196,6 +193,22 @@ fn watch_counts_frobs_misses_names_the_hog_and_keeps_windows_that_re_explain() {
     }
     kept_windows_re_explain(&misses, &summary, &sel);
     assert_eq!(tracefs_state(), before, "tracefs not restored");
+}
+
+/// Root, a C compiler for the lab programs, and (`tracecmd`) trace-cmd to read a full
+/// recording independently; false (the reason said, or a failure when live tests are
+/// required) otherwise.
+fn can_watch_labs(tracecmd: bool) -> bool {
+    if !is_root() {
+        return !skip("not root: watch records");
+    }
+    if !have("cc") {
+        return !skip("no C compiler for the lab programs");
+    }
+    if tracecmd && !have("trace-cmd") {
+        return !skip("no trace-cmd to read the full recording independently");
+    }
+    true
 }
 
 /// The first cause that names something (not the host: an idle or stalled vCPU), as the
@@ -298,13 +311,7 @@ fn periodic_under_watch(
 #[test]
 fn watch_timer_matches_the_periodic_programs_log_and_offline_explain() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !is_root() && skip("not root: watch records") {
-        return;
-    }
-    if !have("cc") && skip("no C compiler for the lab programs") {
-        return;
-    }
-    if !have("trace-cmd") && skip("no trace-cmd to read the full recording independently") {
+    if !can_watch_labs(true) {
         return;
     }
     let before = tracefs_state();
@@ -320,18 +327,14 @@ fn watch_timer_matches_the_periodic_programs_log_and_offline_explain() {
 #[test]
 fn watch_softirq_names_net_rx_as_offline_explain_does() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !is_root() && skip("not root: watch records") {
-        return;
-    }
-    if !have("cc") && skip("no C compiler for the lab programs") {
-        return;
-    }
-    if !have("trace-cmd") && skip("no trace-cmd to read the full recording independently") {
+    if !can_watch_labs(true) {
         return;
     }
     let before = tracefs_state();
     let rps_before = std::fs::read_to_string(LO_RPS).unwrap();
     std::fs::write(LO_RPS, "2").unwrap();
+    // The demo's softirq scenario (demo.rs): bursts of 60 kB datagrams through a
+    // 1000-instruction socket filter, a few hundred us of NET_RX every 7 ms.
     let flood: &[&str] = &[
         "--cpu",
         "0",
