@@ -404,3 +404,80 @@ fn watch_restores_tracefs_on_signals_and_errors() {
     assert!(err.contains("sched_switch"), "{err}");
     assert_eq!(tracefs_state(), before, "error: tracefs not restored");
 }
+
+/// `--until N` ends the run after N misses (stopping the command), and `--on-miss` runs
+/// once per reported miss with its facts in the environment.
+#[test]
+fn watch_until_stops_early_and_on_miss_runs_per_miss() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_watch_labs(false) {
+        return;
+    }
+    let before = tracefs_state();
+    let tmp = tmpdir("watch-until");
+    let dir = tmp.path();
+    let (hog, periodic) = (
+        build_lab("hog", dir).unwrap(),
+        build_lab("periodic", dir).unwrap(),
+    );
+    let mut bg = Command::new(&hog)
+        .args(["--cpu", "1", "--seconds", "30"])
+        .spawn()
+        .unwrap();
+    let (log, facts) = (dir.join("p.log"), dir.join("facts"));
+    let on_miss = format!(
+        "echo \"$WHYLATE_MISS_N $WHYLATE_MISS_LATE_NS $WHYLATE_MISS_CAUSE\" >> {}",
+        facts.display()
+    );
+    let (misses, summary) = watch_json(&[
+        "--timer",
+        "--task",
+        "periodic",
+        "--deadline",
+        "100us",
+        "--until",
+        "3",
+        "--on-miss",
+        &on_miss,
+        "--",
+        periodic.to_str().unwrap(),
+        "--cpu",
+        "1",
+        "--period-us",
+        "1330",
+        "--count",
+        "4000",
+        "--nice",
+        "19",
+        "--log",
+        log.to_str().unwrap(),
+    ]);
+    let _ = bg.kill();
+    let _ = bg.wait();
+    assert!(misses.len() >= 3, "{} misses", misses.len());
+    // Stopped long before its 4000 periods (5.3 s).
+    let periods = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .count();
+    assert!(
+        periods < 4000,
+        "the command ran to its end: {periods} periods"
+    );
+    assert_eq!(
+        summary["report"]["cycles"]["misses"].as_u64().unwrap(),
+        misses.len() as u64
+    );
+    let lines = std::fs::read_to_string(&facts).unwrap();
+    let mut got: Vec<Vec<String>> = (lines.lines())
+        .map(|l| l.split_whitespace().map(str::to_string).collect())
+        .collect();
+    got.sort_by_key(|f| f[0].parse::<u64>().unwrap());
+    assert_eq!(got.len(), misses.len(), "{lines}");
+    for (f, m) in got.iter().zip(&misses) {
+        assert_eq!(f[0], m["n"].to_string());
+        assert_eq!(f[1], m["late_ns"].to_string());
+        assert!(f.len() > 2, "no cause given: {f:?}");
+    }
+    assert_eq!(tracefs_state(), before, "tracefs not restored");
+}

@@ -178,7 +178,7 @@ fn release_freed_memory() {
 
 impl Run<'_> {
     /// Takes pages and explains windows until the run should end; returns the command's
-    /// exit code.
+    /// exit code (none when --duration or --until stopped it).
     pub(super) fn watch_loop(
         &mut self,
         t: &Tracing<ToChannel>,
@@ -192,6 +192,7 @@ impl Run<'_> {
         unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) };
         let mut next_tick = Instant::now() + Duration::from_millis(500);
         let mut stop_seen = None;
+        let mut ended_by_us = false;
         loop {
             match rx.recv_timeout(Duration::from_millis(20)) {
                 Ok(p) => {
@@ -206,6 +207,10 @@ impl Run<'_> {
             if let Some(c) = child.as_mut() {
                 if let Ok(Some(st)) = c.try_wait() {
                     use std::os::unix::process::ExitStatusExt;
+                    // Ended by --duration or --until: its status is ours, not its own.
+                    if ended_by_us {
+                        return Ok(None);
+                    }
                     return Ok(Some(
                         st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0)),
                     ));
@@ -213,6 +218,7 @@ impl Run<'_> {
             }
             let timed_out = self.o.duration.is_some_and(|d| self.started.elapsed() >= d);
             let enough = self.o.until.is_some_and(|n| self.misses >= n);
+            ended_by_us |= (timed_out || enough) && !stop.load(Ordering::Acquire);
             if stop.load(Ordering::Acquire) || timed_out || enough {
                 match child.as_mut() {
                     None => break,
