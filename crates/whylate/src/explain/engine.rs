@@ -87,13 +87,22 @@ pub(super) struct Engine<'a> {
     pub(super) trace_median: std::cell::RefCell<FxHashMap<(LinkKind, String), u64>>,
 }
 
+/// The spans of one kind, by start (ties in index order, as a stable sort leaves them).
+/// Sorted as (start, index) pairs side by side: an index sort that looks each start up
+/// jumps around the span table (12% of `explain` on a 4 M-event trace).
+fn spans_by_start(sp: &crate::timeline::Spans, kind: SpanKind) -> Vec<u32> {
+    let mut v: Vec<(u64, u32)> = (0..sp.len())
+        .filter(|&i| sp.kind[i] == kind)
+        .map(|i| (sp.start[i], i as u32))
+        .collect();
+    v.sort_unstable();
+    v.into_iter().map(|(_, i)| i).collect()
+}
+
 impl<'a> Engine<'a> {
     pub(super) fn new(tl: &'a Timeline, s: &'a Interner) -> Engine<'a> {
         let sp = &tl.spans;
-        let mut runnable: Vec<u32> = (0..sp.len() as u32)
-            .filter(|&i| sp.kind[i as usize] == SpanKind::Runnable)
-            .collect();
-        runnable.sort_by_key(|&i| sp.start[i as usize]);
+        let runnable = spans_by_start(sp, SpanKind::Runnable);
         let mut edges: Vec<u32> = (0..tl.edges.len() as u32)
             .filter(|&i| {
                 matches!(
@@ -111,10 +120,7 @@ impl<'a> Engine<'a> {
                 }
             }
         }
-        let mut syscalls: Vec<u32> = (0..sp.len() as u32)
-            .filter(|&i| sp.kind[i as usize] == SpanKind::Syscall)
-            .collect();
-        syscalls.sort_by_key(|&i| sp.start[i as usize]);
+        let syscalls = spans_by_start(sp, SpanKind::Syscall);
         let mut softirq_runs = vec![Vec::new(); tl.cpus as usize];
         for (i, e) in tl.edges.iter().enumerate() {
             if e.kind == EdgeKind::Softirq {
