@@ -124,7 +124,8 @@ pub struct WatchArgs {
     /// Stop after this long (`10m`, `1h`).
     #[arg(long, value_parser = record_duration)]
     pub duration: Option<u64>,
-    /// Stop after this many misses.
+    /// Stop once this many misses were reported (the window that reaches the count
+    /// reports all of its own).
     #[arg(long, value_name = "N")]
     pub until: Option<u64>,
     /// Context kept ahead of a miss: in its window and for its chain.

@@ -477,7 +477,12 @@ fn watch_until_stops_early_and_on_miss_runs_per_miss() {
     for (f, m) in got.iter().zip(&misses) {
         assert_eq!(f[0], m["n"].to_string());
         assert_eq!(f[1], m["late_ns"].to_string());
-        assert!(f.len() > 2, "no cause given: {f:?}");
+        // The largest cause, when anything was blamed (a miss can be late by less than
+        // any hold the trace shows).
+        assert!(
+            f.len() > 2 || m["blamed_ns"] == 0,
+            "no cause given: {f:?} for {m}"
+        );
     }
     assert_eq!(tracefs_state(), before, "tracefs not restored");
 }
