@@ -486,3 +486,46 @@ fn watch_until_stops_early_and_on_miss_runs_per_miss() {
     }
     assert_eq!(tracefs_state(), before, "tracefs not restored");
 }
+
+/// On a terminal the view is redrawn in place (cursor home, clear) with its headline;
+/// piped, the same run prints no control codes.
+#[test]
+fn watch_on_a_terminal_redraws_its_view() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !is_root() && skip("not root: watch records") {
+        return;
+    }
+    if !have("script") && skip("no script(1) to give watch a terminal") {
+        return;
+    }
+    let run = format!(
+        "{} watch --timer --deadline 1ms --duration 2s -- sleep 5",
+        whylate().display()
+    );
+    let out = Command::new("script")
+        .args(["-qec", &run, "/dev/null"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let redraws = text.matches("\x1b[H\x1b[2J").count();
+    assert!(redraws >= 2, "{redraws} redraws: {text}");
+    assert!(text.contains("whylate watch "), "{text}");
+    assert!(text.contains("recorder "), "{text}");
+    let piped = Command::new(whylate())
+        .args([
+            "watch",
+            "--timer",
+            "--deadline",
+            "1ms",
+            "--duration",
+            "1s",
+            "--",
+            "sleep",
+            "5",
+        ])
+        .output()
+        .unwrap();
+    assert!(piped.status.success());
+    assert!(!String::from_utf8_lossy(&piped.stdout).contains('\x1b'));
+}
