@@ -252,7 +252,7 @@ impl Run<'_> {
         } else {
             now.saturating_sub(LAG_NS)
         };
-        let floor = self.ring.oldest().unwrap_or(self.t0).max(self.t0);
+        let floor = self.ring.complete_from().unwrap_or(self.t0).max(self.t0);
         let learning = self.mode.deadline_ns().is_none();
         let from = if learning {
             floor

@@ -54,6 +54,8 @@ pub(crate) struct Ring {
     pub(crate) squeezed: u64,
     /// Per CPU: times where the kernel reported lost events, and how many (0: unknown).
     pub(crate) lost: Vec<VecDeque<(u64, u64)>>,
+    /// Per CPU: its records before this time were dropped from the ring (0: none yet).
+    dropped: Vec<u64>,
 }
 
 impl Ring {
@@ -82,6 +84,12 @@ impl Ring {
     fn drop_front(&mut self, i: usize) {
         if let Some(p) = self.cpus[i].pop_front() {
             self.bytes -= p.data.len() as u64;
+            // This CPU's records before its new first page are gone.
+            let from = self.cpus[i].front().map_or(p.ts, |n| n.ts);
+            if self.dropped.len() <= i {
+                self.dropped.resize(i + 1, 0);
+            }
+            self.dropped[i] = self.dropped[i].max(from);
         }
     }
 
@@ -103,13 +111,17 @@ impl Ring {
         self.bytes
     }
 
-    /// The earliest time every CPU still holds (where a window can begin).
-    pub(crate) fn oldest(&self) -> Option<u64> {
-        self.cpus
+    /// Where the ring's data is whole on every CPU: after the latest time any CPU's
+    /// records were dropped; before any drop, its earliest record. A CPU that was idle at
+    /// the start does not move it (its first page simply comes later).
+    pub(crate) fn complete_from(&self) -> Option<u64> {
+        let first = self
+            .cpus
             .iter()
             .filter_map(|q| q.front())
             .map(|p| p.ts)
-            .max()
+            .min()?;
+        Some(self.dropped.iter().copied().fold(first, u64::max))
     }
 
     /// Per CPU, the pages that may hold records in `[from, to]`, in order.
@@ -167,8 +179,11 @@ mod tests {
         let w = r.window(22, 31);
         assert_eq!((w[0].pages.len(), w[1].pages.len()), (2, 2));
         assert_eq!(r.lost_in(0, 100), vec![(0, 3)]);
+        // Nothing dropped yet: whole from the earliest record, whichever CPU holds it.
+        assert_eq!(r.complete_from(), Some(10));
         r.trim(31);
-        assert_eq!(r.oldest(), Some(30));
+        // CPU0 lost what came before 30, CPU1 before 25: whole from 30.
+        assert_eq!(r.complete_from(), Some(30));
         assert_eq!(r.bytes(), 500);
         // 300 bytes allowed: the oldest pages go, each CPU keeps its newest.
         r.push(page(0, 50, false), 300);
