@@ -53,10 +53,8 @@ pub fn run(a: WatchArgs, out: &Out) -> anyhow::Result<ExitCode> {
         json: a.json,
         tty,
         last: None,
+        announced: a.json,
     };
-    if !a.json {
-        eprintln!("whylate: watching until Ctrl-C, the command's end, --duration or --until");
-    }
     let r = match watch::watch(&o, stop, &mut view) {
         Ok(r) => r,
         Err(e) => return usage(&e.to_string()),
@@ -103,6 +101,8 @@ struct View {
     tty: bool,
     /// The last miss, rendered (the terminal view keeps it on screen).
     last: Option<String>,
+    /// Said once tracing runs (not before: set-up can still fail).
+    announced: bool,
 }
 
 impl Watcher for View {
@@ -134,6 +134,10 @@ impl Watcher for View {
     }
 
     fn status(&mut self, s: &Status) {
+        if !self.announced {
+            self.announced = true;
+            eprintln!("whylate: watching until Ctrl-C, the command's end, --duration or --until");
+        }
         if !self.tty {
             return;
         }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
     /// Not root.
-    #[error("whylate record needs root: tracefs and the per-CPU ring buffers are root-only. Run it with sudo, or analyse a trace you already have (whylate FILE)")]
+    #[error("recording (whylate record, watch, demo) needs root: tracefs and the per-CPU ring buffers are root-only. Run it with sudo, or analyse a trace you already have (whylate FILE)")]
     NotRoot,
     /// No tracefs.
     #[error("tracefs is not available: {0}")]
