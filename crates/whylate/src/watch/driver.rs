@@ -69,7 +69,7 @@ impl<'a> Run<'a> {
             kallsyms: Some(("/proc/kallsyms".into(), meta.kallsyms.clone().into())),
             ..OpenOptions::default()
         };
-        let span = deadline.map_or(1_000_000_000, |d| (10 * d).max(1_000_000_000));
+        let span = span_for(deadline);
         Run {
             o,
             mode,
@@ -102,6 +102,11 @@ impl<'a> Run<'a> {
             last_status: None,
         }
     }
+}
+
+/// The longest sample every window is made to hold whole: ten deadlines, at least 1 s.
+fn span_for(deadline: Option<u64>) -> u64 {
+    deadline.map_or(0, |d| 10 * d).max(1_000_000_000)
 }
 
 /// Starts the command to watch, if there is one.
@@ -238,6 +243,11 @@ impl Run<'_> {
         Ok(None)
     }
 
+    /// The kernel's lost-event counts per CPU at the end of tracing.
+    pub(super) fn set_lost(&mut self, lost: Vec<u64>) {
+        self.lost = lost;
+    }
+
     fn take(&mut self, p: RawPage) {
         self.latest = self.latest.max(p.ts);
         self.ring.push(p, self.o.ring_bytes);
@@ -311,7 +321,7 @@ impl Run<'_> {
             r.windows.len(),
             r.deadline_source
         );
-        self.settler.span = (10 * d).max(1_000_000_000);
+        self.settler.span = span_for(Some(d));
         true
     }
 

@@ -67,7 +67,8 @@ pub fn watch(
     let exit_code = run.watch_loop(&t, &rx, child.as_mut(), &stop, out)?;
     let stale = t.stale.clone();
     let tracepoints = t.tracepoints();
-    let _stopped = t.stop()?;
+    let stopped = t.stop()?;
+    run.set_lost(stopped.cpus.iter().map(|c| c.lost).collect());
     // The readers drained the buffers when stopped: the last pages are in the channel.
     while let Ok(p) = rx.try_recv() {
         run.ring.push(p, u64::MAX);
@@ -85,15 +86,39 @@ pub fn default_events(mode: &Mode) -> Vec<String> {
         let name = s.text().split('[').next()?.trim();
         (!name.is_empty() && !name.contains(['*', '?'])).then(|| name.to_string())
     };
-    match mode {
-        Mode::Timer(_) => v.push("timer".into()),
-        Mode::Cycles(o) => {
-            v.extend(named(&o.from));
-            v.extend(o.to.iter().filter_map(named));
+    let sels: Vec<&crate::selector::Selector> = match mode {
+        Mode::Timer(_) => {
+            v.push("timer".into());
+            Vec::new()
         }
-        Mode::Expect(o) => v.extend([&o.a, &o.b].into_iter().filter_map(named)),
-        Mode::Softirq { .. } | Mode::Function(_) | Mode::Auto { .. } => {}
+        Mode::Cycles(o) => std::iter::once(&o.from).chain(&o.to).collect(),
+        Mode::Expect(o) => vec![&o.a, &o.b],
+        Mode::Softirq { .. } | Mode::Function(_) | Mode::Auto { .. } => Vec::new(),
+    };
+    for name in sels.into_iter().filter_map(named) {
+        if !v.contains(&name) {
+            v.push(name);
+        }
     }
-    v.dedup();
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_events;
+    use crate::explain::Mode;
+
+    #[test]
+    fn default_events_add_the_selectors_events_once() {
+        let mut o = crate::testkit::chain_options(None);
+        o.from = crate::selector::Selector::parse("sys_enter_write[comm=x]").unwrap();
+        o.to = vec![
+            crate::selector::Selector::parse("sys_exit_read[ret>0]").unwrap(),
+            crate::selector::Selector::parse("sys_enter_write[comm=y]").unwrap(),
+        ];
+        assert_eq!(
+            default_events(&Mode::Cycles(o)),
+            ["sched", "irq", "wq", "sys_enter_write", "sys_exit_read"]
+        );
+    }
 }
