@@ -73,6 +73,14 @@ pub struct Snapshot {
     /// The recorder's own process id: its threads show up in the trace too.
     #[serde(default)]
     pub recorder: Option<i32>,
+    /// The machine's host name (`/proc/sys/kernel/hostname`): fleet findings are keyed
+    /// by it. Empty in snapshots written before it was taken.
+    #[serde(default)]
+    pub hostname: String,
+    /// Wall-clock time the recording started, seconds since the Unix epoch (0 when not
+    /// known): the date fleet findings are filed under.
+    #[serde(default)]
+    pub started_unix_s: u64,
 }
 
 impl Snapshot {
@@ -103,6 +111,10 @@ impl Snapshot {
         let mut s = Snapshot {
             kernel: read("/proc/sys/kernel/osrelease"),
             online_cpus: read("/sys/devices/system/cpu/online"),
+            hostname: read("/proc/sys/kernel/hostname"),
+            started_unix_s: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
             ..Snapshot::default()
         };
         Rescan::default().scan(&mut s);

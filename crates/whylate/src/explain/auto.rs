@@ -73,8 +73,8 @@ pub fn analyze_auto(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport {
     found.extend(timer_findings(&eng, &timers).1.misses);
     found.sort_by_key(|m| std::cmp::Reverse(m.late_ns));
     let mut tally = Tally::default();
-    for m in &found {
-        tally.add_chain(m);
+    for m in &mut found {
+        m.blame = tally.add_chain(m);
     }
     let mut d: Vec<u64> = found.iter().filter_map(|m| m.duration_ns).collect();
     d.sort_unstable();

@@ -9,7 +9,7 @@ use super::report::{CauseKey, CauseRow, Culprit, CycleStats, ExplainReport, Hold
 use crate::dist::Dist;
 use crate::event::Interner;
 use crate::timeline::Timeline;
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 
 /// Blame over all misses: per cause (misses it contributed to, excess ns), and per CPU
 /// the excess the chain lost there (what the context section looks at).
@@ -35,19 +35,17 @@ impl Tally {
 
     /// An explained miss's holds, chain order: each cause counts once for the miss, and
     /// the CPU each culprit held takes the time (automatic mode, whose misses come
-    /// explained from several analyses).
-    pub(super) fn add_chain(&mut self, m: &Miss) {
-        let mut seen: FxHashSet<CauseKey> = FxHashSet::default();
+    /// explained from several analyses). Returns the miss's blame per cause, as
+    /// [`Tally::add_miss`] does.
+    pub(super) fn add_chain(&mut self, m: &Miss) -> Vec<(CauseKey, u64)> {
+        let mut per = PerMiss::default();
         for h in m.chain.iter().flat_map(|l| &l.held_by) {
-            let k = (h.category.clone(), h.culprit.clone());
-            let first = seen.insert(k.clone());
-            let e = self.causes.entry(k).or_default();
-            e.0 += u64::from(first);
-            e.1 += h.ns;
+            per.add(h.category.clone(), h.culprit.clone(), h.ns);
             if let Some(c) = h.culprit.cpu {
                 self.blame_cpu(c, h.ns);
             }
         }
+        self.add_miss(per)
     }
 
     /// `ns` of excess lost on `cpu`.

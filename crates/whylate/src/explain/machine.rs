@@ -64,6 +64,8 @@ pub(super) fn add_machine(r: &mut ExplainReport, snap: &crate::snapshot::Snapsho
     recorder_blame(r, snap);
     r.machine = Some(Machine {
         kernel: snap.kernel.clone(),
+        hostname: (!snap.hostname.is_empty()).then(|| snap.hostname.clone()),
+        started_unix_s: (snap.started_unix_s > 0).then_some(snap.started_unix_s),
         online_cpus: snap.online_cpus.clone(),
         irqbalance: snap.irqbalance,
         irqs: wanted

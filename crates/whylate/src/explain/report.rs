@@ -396,6 +396,12 @@ pub struct IrqPlacement {
 pub struct Machine {
     /// Kernel release.
     pub kernel: String,
+    /// Host name (recordings made before it was kept have none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    /// When the recording started, seconds since the Unix epoch (when kept).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_unix_s: Option<u64>,
     /// Online CPUs.
     pub online_cpus: String,
     /// An irqbalance daemon was running.
