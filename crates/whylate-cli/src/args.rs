@@ -82,6 +82,83 @@ pub enum Cmd {
     /// irqsoff. Per group: count, min/p50/p90/p99/p99.9/max, a histogram and the worst
     /// samples with time, CPU and task (and who held the CPU meanwhile).
     Latency(LatencyArgs),
+    /// Rank causes across a fleet: reads the findings that `explain`, `latency` and `watch`
+    /// wrote with `--parquet DIR` (one directory or many, globs allowed) with an embedded
+    /// query engine, and says which causes cost the most excess on how many hosts, where a
+    /// cause appeared or grew (`--by kernel`, `--by label:KEY`), and which hosts are worst.
+    /// `--sql` prints the SQL, which Spark, Trino and DuckDB run too (docs/fleet.md).
+    Fleet(FleetArgs),
+}
+
+/// Findings written for fleet analysis, on `explain`, `latency` and `watch`.
+#[derive(clap::Args, Default, Clone)]
+pub struct FindingsArgs {
+    /// Also write the findings as Parquet tables under DIR, one directory per table,
+    /// partitioned `host=.../date=...` (schema: docs/parquet.md); `whylate fleet DIR`
+    /// ranks them across hosts.
+    #[arg(long, value_name = "DIR")]
+    pub parquet: Option<PathBuf>,
+    /// The host the trace comes from (default: the name `whylate record` kept, else
+    /// `unknown`).
+    #[arg(long, requires = "parquet")]
+    pub host: Option<String>,
+    /// The kernel release (default: the one `whylate record` kept, else empty).
+    #[arg(long, requires = "parquet")]
+    pub kernel: Option<String>,
+    /// The date to file the findings under, YYYY-MM-DD (default: when the recording
+    /// started, else the trace file's modification date, UTC).
+    #[arg(long, requires = "parquet", value_parser = date_arg)]
+    pub date: Option<String>,
+    /// A label every row carries, `key=value` (repeatable): `--label team=net`,
+    /// `--label rollout=b`; `fleet --by label:team` groups by it.
+    #[arg(long = "label", requires = "parquet", value_name = "KEY=VALUE", value_parser = whylate_fleet::meta::parse_label)]
+    pub labels: Vec<(String, String)>,
+}
+
+fn date_arg(s: &str) -> Result<String, String> {
+    let b = s.as_bytes();
+    let ok = b.len() == 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit());
+    if ok {
+        Ok(s.into())
+    } else {
+        Err(format!("expected YYYY-MM-DD, found {s:?}"))
+    }
+}
+
+/// `whylate fleet`.
+#[derive(clap::Args)]
+pub struct FleetArgs {
+    /// Findings directories (what --parquet wrote), or globs of them (`'lab/*/findings'`).
+    #[arg(required = true, value_name = "PATH|GLOB")]
+    pub paths: Vec<String>,
+    /// Compare groups: `host`, `kernel`, or `label:KEY` (a --label key): where each cause
+    /// appeared or grew against the other groups.
+    #[arg(long, value_parser = whylate_fleet::query::By::parse)]
+    pub by: Option<whylate_fleet::query::By>,
+    /// Judge every sample against this deadline instead of each trace's own (`5ms`).
+    #[arg(long, value_parser = deadline)]
+    pub deadline: Option<u64>,
+    /// Only traces of this analysis: cycles, timer, softirq, expect, function, auto or
+    /// latency (`watch` files under the mode it watched).
+    #[arg(long)]
+    pub mode: Option<String>,
+    /// Causes and hosts listed.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// Machine-readable output (schema: docs/fleet.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the report as one HTML file.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Print the SQL each section runs (after the report), to run it elsewhere.
+    #[arg(long)]
+    pub sql: bool,
 }
 
 /// `whylate record`.
@@ -121,6 +198,8 @@ pub struct WatchArgs {
     pub events: Vec<String>,
     #[command(flatten)]
     pub mode: ModeArgs,
+    #[command(flatten)]
+    pub findings: FindingsArgs,
     /// Stop after this long (`10m`, `1h`).
     #[arg(long, value_parser = record_duration)]
     pub duration: Option<u64>,
@@ -217,6 +296,8 @@ pub struct ExplainArgs {
     #[command(flatten)]
     pub draw: DrawArgs,
     #[command(flatten)]
+    pub findings: FindingsArgs,
+    #[command(flatten)]
     pub input: InputArgs,
 }
 
@@ -303,6 +384,8 @@ pub struct LatencyArgs {
     /// With --json: every sample as [ts_ns, value_ns].
     #[arg(long)]
     pub samples: bool,
+    #[command(flatten)]
+    pub findings: FindingsArgs,
     /// function: only functions whose name matches this pattern (`*`, `?`, `[...]`), e.g.
     /// `--func 'serial8250_*'`.
     #[arg(long, value_name = "GLOB", value_parser = func_glob)]

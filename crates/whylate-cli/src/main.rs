@@ -35,6 +35,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Export(a) => commands::explain::export(a, &out, quiet),
         Cmd::Diff(a) => commands::diff::run(a, &out, quiet),
         Cmd::Latency(a) => commands::latency::run(a, &out, quiet),
+        Cmd::Fleet(a) => commands::fleet::run(a, &out),
     }
 }
 
@@ -56,6 +57,7 @@ fn bare_files(files: Vec<std::path::PathBuf>, out: &Out, quiet: bool) -> anyhow:
             lanes: whylate::report::plot::DEFAULT_LANES,
             ..Default::default()
         },
+        findings: Default::default(),
         input: InputArgs {
             reorder: whylate::read::DEFAULT_WINDOW,
             ..Default::default()

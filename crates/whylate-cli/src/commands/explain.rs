@@ -21,6 +21,9 @@ pub fn explain(a: ExplainArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCod
     };
     let r = explain_with_outputs(&a.files, &open, &mode, &outputs);
     drop(bar);
+    if let Ok(r) = &r {
+        a.findings.write_explain(&a.files, r, mode.name())?;
+    }
     out.emit(r, a.json, |r, p| r.render_text(p))
 }
 

@@ -31,12 +31,21 @@ pub fn run(a: LatencyArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode> {
             window: a.window.unwrap_or((None, None)),
         },
         top: a.top,
-        raw_samples: a.samples,
+        // Findings hold every sample; the JSON only when asked (--samples).
+        raw_samples: a.samples || a.findings.parquet.is_some(),
         throughput: None,
         func: a.func,
     };
     let (open, bar) = with_progress(open, &a.files, quiet);
-    let r = whylate::latency::latency(&a.files, &open, &opts, tput);
+    let mut r = whylate::latency::latency(&a.files, &open, &opts, tput);
     drop(bar);
+    if let Ok(r) = &mut r {
+        a.findings.write_latency(&a.files, r)?;
+        if !a.samples {
+            for g in r.measures.iter_mut().flat_map(|m| &mut m.groups) {
+                g.samples = None;
+            }
+        }
+    }
     out.emit(r, a.json, |r, p| r.render_text(a.top, p))
 }

@@ -5,6 +5,8 @@ pub mod demo;
 pub mod diff;
 mod draw;
 pub mod explain;
+mod findings;
+pub mod fleet;
 pub mod latency;
 pub mod record;
 pub mod stats;

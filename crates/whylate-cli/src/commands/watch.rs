@@ -54,11 +54,18 @@ pub fn run(a: WatchArgs, out: &Out) -> anyhow::Result<ExitCode> {
         tty,
         last: None,
         announced: a.json,
+        collected: a.findings.parquet.is_some().then(Vec::new),
+        uncollected: 0,
     };
+    let started = std::time::SystemTime::now();
     let r = match watch::watch(&o, stop, &mut view) {
         Ok(r) => r,
         Err(e) => return usage(&e.to_string()),
     };
+    if let (Some(rep), Some(misses)) = (&r.report, view.collected.take()) {
+        a.findings
+            .write_watch(rep, misses, view.uncollected, o.mode.name(), started)?;
+    }
     if a.json {
         let mut so = std::io::stdout().lock();
         serde_json::to_writer(&mut so, &serde_json::json!({ "summary": &r }))?;
@@ -103,10 +110,25 @@ struct View {
     last: Option<String>,
     /// Said once tracing runs (not before: set-up can still fail).
     announced: bool,
+    /// With --parquet: every miss, for the findings written at the end (the first
+    /// [`MAX_FINDINGS_MISSES`]; the causes cover all).
+    collected: Option<Vec<whylate::explain::Miss>>,
+    /// Misses beyond that.
+    uncollected: u64,
 }
+
+/// Misses kept in memory for the findings of a long watch.
+const MAX_FINDINGS_MISSES: usize = 10_000;
 
 impl Watcher for View {
     fn miss(&mut self, m: &LiveMiss, framing: &ExplainReport) {
+        if let Some(c) = &mut self.collected {
+            if c.len() < MAX_FINDINGS_MISSES {
+                c.push(m.miss.clone());
+            } else {
+                self.uncollected += 1;
+            }
+        }
         if let Some(e) = &m.on_miss_error {
             eprintln!("whylate: {e}");
         }

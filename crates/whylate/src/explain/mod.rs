@@ -89,6 +89,18 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// The mode's name: `cycles`, `timer`, `softirq`, `expect`, `function`, `auto`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Mode::Cycles(_) => "cycles",
+            Mode::Timer(_) => "timer",
+            Mode::Softirq { .. } => "softirq",
+            Mode::Expect(_) => "expect",
+            Mode::Function(_) => "function",
+            Mode::Auto { .. } => "auto",
+        }
+    }
+
     /// The deadline given, if the mode has one.
     pub fn deadline_ns(&self) -> Option<u64> {
         match self {

@@ -1,0 +1,100 @@
+//! `whylate fleet`: findings of many hosts, ranked by the embedded engine.
+
+use crate::args::FleetArgs;
+use crate::output::{usage, Out};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use whylate_fleet::engine::Engine;
+use whylate_fleet::query::FleetOptions;
+
+/// Ranks causes across the findings under `a.paths`.
+pub fn run(a: FleetArgs, out: &Out) -> anyhow::Result<ExitCode> {
+    let roots = match expand(&a.paths) {
+        Ok(r) => r,
+        Err(e) => return usage(&e),
+    };
+    let eng = match Engine::open(&roots) {
+        Ok(e) => e,
+        Err(e) => return usage(&e.to_string()),
+    };
+    let o = FleetOptions {
+        by: a.by,
+        deadline_ns: a.deadline,
+        mode: a.mode,
+        top: a.top,
+    };
+    let r = whylate_fleet::report::fleet(&eng, &o)?;
+    if let Some(path) = &a.html {
+        let page = r.render_html();
+        std::fs::write(path, &page).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        eprintln!(
+            "whylate: wrote {} ({} KiB)",
+            path.display(),
+            page.len().div_ceil(1024)
+        );
+    }
+    if a.json {
+        out.json(&r)?;
+    } else {
+        let mut text = r.render_text(&out.paint());
+        if a.sql {
+            for q in &r.sql {
+                text.push_str(&format!("\n-- {}\n{};\n", q.name, q.sql));
+            }
+        }
+        out.text(&text)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Paths as given; a glob (`*`, `?`, `[`) is expanded one path component at a time, in
+/// name order. A glob that matches nothing is an error naming it.
+fn expand(args: &[String]) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for a in args {
+        if !a.contains(['*', '?', '[']) {
+            out.push(PathBuf::from(a));
+            continue;
+        }
+        let mut cur = vec![if a.starts_with('/') {
+            PathBuf::from("/")
+        } else {
+            PathBuf::from(".")
+        }];
+        for part in a.split('/').filter(|p| !p.is_empty() && *p != ".") {
+            cur = step(&cur, part)?;
+        }
+        if cur.is_empty() {
+            return Err(format!("{a}: the pattern matches no directory"));
+        }
+        out.extend(cur);
+    }
+    Ok(out)
+}
+
+fn step(cur: &[PathBuf], part: &str) -> Result<Vec<PathBuf>, String> {
+    if !part.contains(['*', '?', '[']) {
+        return Ok(cur
+            .iter()
+            .map(|c| c.join(part))
+            .filter(|p| p.exists())
+            .collect());
+    }
+    let m = globset::Glob::new(part)
+        .map_err(|e| format!("{part}: {e}"))?
+        .compile_matcher();
+    let mut next = Vec::new();
+    for c in cur {
+        let Ok(rd) = std::fs::read_dir(c) else {
+            continue;
+        };
+        let mut names: Vec<PathBuf> = rd
+            .filter_map(Result::ok)
+            .filter(|e| m.is_match(e.file_name()))
+            .map(|e| e.path())
+            .collect();
+        names.sort();
+        next.extend(names);
+    }
+    Ok(next)
+}
