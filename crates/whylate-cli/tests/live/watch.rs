@@ -445,6 +445,7 @@ fn watch_until_stops_early_and_on_miss_runs_per_miss() {
         .spawn()
         .unwrap();
     let (log, facts) = (dir.join("p.log"), dir.join("facts"));
+    let findings = dir.join("findings");
     let on_miss = format!(
         "echo \"$WHYLATE_MISS_N $WHYLATE_MISS_LATE_NS $WHYLATE_MISS_CAUSE\" >> {}",
         facts.display()
@@ -459,6 +460,10 @@ fn watch_until_stops_early_and_on_miss_runs_per_miss() {
         "3",
         "--on-miss",
         &on_miss,
+        "--parquet",
+        findings.to_str().unwrap(),
+        "--label",
+        "run=until",
         "--",
         periodic.to_str().unwrap(),
         "--cpu",
@@ -504,7 +509,24 @@ fn watch_until_stops_early_and_on_miss_runs_per_miss() {
             "no cause given: {f:?} for {m}"
         );
     }
+    findings_hold_the_run(&findings, &misses, &summary);
     assert_eq!(tracefs_state(), before, "tracefs not restored");
+}
+
+/// `--parquet`: the run's findings, read back by `whylate fleet`, count the misses watch
+/// reported and rank the summary's first cause first.
+fn findings_hold_the_run(dir: &Path, misses: &[serde_json::Value], summary: &serde_json::Value) {
+    let o = Command::new(env!("CARGO_BIN_EXE_whylate"))
+        .args(["fleet", dir.to_str().unwrap(), "--json", "--mode", "timer"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let f: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(f["traces"], 1);
+    assert_eq!(f["misses"].as_u64().unwrap(), misses.len() as u64);
+    let first = &summary["report"]["causes"][0];
+    assert_eq!(f["causes"][0]["category"], first["category"], "{f}");
+    assert_eq!(f["causes"][0]["excess_ns"], first["total_excess_ns"], "{f}");
 }
 
 /// On a terminal the view is redrawn in place (cursor home, clear) with its headline;
