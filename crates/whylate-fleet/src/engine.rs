@@ -3,7 +3,6 @@
 //! results turned into plain rows.
 
 use crate::findings::{Findings, TABLES};
-use crate::meta::TraceMeta;
 use datafusion::arrow::array::{Array, Float64Array, Int64Array, StringArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
@@ -52,27 +51,21 @@ impl Engine {
             .build()?;
         let cfg = SessionConfig::new().with_information_schema(false);
         let ctx = SessionContext::new_with_config(cfg);
-        let schemas = Findings::new(TraceMeta::resolve(
-            &Default::default(),
-            &Default::default(),
-            "",
-            "",
-        ));
-        for t in &schemas.tables {
+        for (name, schema) in Findings::schemas() {
             let urls = roots
                 .iter()
-                .map(|r| r.join(t.name))
+                .map(|r| r.join(name))
                 .filter(|d| d.is_dir())
                 .map(|d| table_url(&d))
                 .collect::<Result<Vec<_>, _>>()?;
             if urls.is_empty() {
                 // Findings from before this table existed: it answers with no rows.
-                let mut fields = t.schema().fields().to_vec();
+                let mut fields = schema.fields().to_vec();
                 for p in ["host", "date"] {
                     fields.push(Arc::new(Field::new(p, DataType::Utf8, true)));
                 }
-                let schema = Arc::new(Schema::new(fields));
-                ctx.register_table(t.name, Arc::new(MemTable::try_new(schema, vec![vec![]])?))?;
+                let all = Arc::new(Schema::new(fields));
+                ctx.register_table(name, Arc::new(MemTable::try_new(all, vec![vec![]])?))?;
                 continue;
             }
             let opts = ListingOptions::new(Arc::new(ParquetFormat::default()))
@@ -85,8 +78,8 @@ impl Engine {
             // has rows in yet still answers (with no rows).
             let cfg = ListingTableConfig::new_with_multi_paths(urls)
                 .with_listing_options(opts)
-                .with_schema(t.schema());
-            ctx.register_table(t.name, Arc::new(ListingTable::try_new(cfg)?))?;
+                .with_schema(schema);
+            ctx.register_table(name, Arc::new(ListingTable::try_new(cfg)?))?;
         }
         Ok(Engine { ctx, rt })
     }
@@ -216,5 +209,58 @@ impl Rows {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::meta::TraceMeta;
+
+    fn count(e: &Engine, table: &str) -> i64 {
+        let r = e
+            .query(&format!("SELECT COUNT(*) AS n FROM {table}"))
+            .unwrap();
+        r.int("n")[0].unwrap()
+    }
+
+    #[test]
+    fn tables_read_with_partitions_and_missing_ones_are_empty() {
+        let tmp = tempfile::tempdir().unwrap();
+        let meta = TraceMeta {
+            host: "h1".into(),
+            date: "2026-11-25".into(),
+            trace_id: "00000000000000aa".into(),
+            kernel: "6.18".into(),
+            labels: vec![("team".into(), "rt".into())],
+            mode: "timer".into(),
+        };
+        crate::write(tmp.path(), &Findings::new(meta)).unwrap();
+        let e = Engine::open(&[tmp.path().to_path_buf()]).unwrap();
+        assert_eq!(count(&e, "labels"), 1);
+        let r = e
+            .query("SELECT host, date, key, value FROM labels")
+            .unwrap();
+        assert_eq!(r.text("host"), [Some("h1".to_string())]);
+        assert_eq!(r.text("date"), [Some("2026-11-25".to_string())]);
+        // Findings written before a table existed: it answers with no rows.
+        std::fs::remove_dir_all(tmp.path().join("labels")).unwrap();
+        let e = Engine::open(&[tmp.path().to_path_buf()]).unwrap();
+        assert_eq!(count(&e, "labels"), 0);
+        assert_eq!(count(&e, "traces"), 0);
+    }
+
+    #[test]
+    fn a_root_without_tables_is_refused_with_what_it_holds() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("trace.dat"), b"x").unwrap();
+        let Err(e) = Engine::open(&[tmp.path().to_path_buf()]) else {
+            panic!("opened a directory with no findings")
+        };
+        let msg = e.to_string();
+        assert!(
+            msg.contains("no findings tables") && msg.contains("trace.dat"),
+            "{msg}"
+        );
     }
 }

@@ -5,6 +5,7 @@
 
 use crate::meta::TraceMeta;
 use crate::table::{col, Col, Table, Val};
+use datafusion::arrow::datatypes::SchemaRef;
 use whylate::explain::{Culprit, ExplainReport, Link, Miss};
 use whylate::latency::LatencyReport;
 
@@ -100,6 +101,20 @@ impl Findings {
             f.push("labels", vec![k.into(), v.into()]);
         }
         f
+    }
+
+    /// Every table's name and schema, in [`TABLES`] order: what an engine registers.
+    pub fn schemas() -> Vec<(&'static str, SchemaRef)> {
+        let blank = TraceMeta {
+            host: String::new(),
+            date: String::new(),
+            trace_id: String::new(),
+            kernel: String::new(),
+            labels: Vec::new(),
+            mode: String::new(),
+        };
+        let f = Findings::new(blank);
+        f.tables.iter().map(|t| (t.name, t.schema())).collect()
     }
 
     /// The table called `name`.

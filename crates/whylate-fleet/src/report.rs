@@ -173,7 +173,7 @@ pub fn fleet(eng: &Engine, o: &FleetOptions) -> Result<FleetReport, FleetError> 
         let g = run("groups", query::groups(o, by))?;
         let gc = run("group causes", query::group_causes(o, by))?;
         r.groups = groups_of(&g);
-        r.changes = changes(&r.groups, &gc);
+        r.changes = changes(&r.groups, &group_causes_of(&gc));
     }
     let h = run("worst hosts", query::hosts(o))?;
     r.worst_hosts = hosts_of(&h);
@@ -233,12 +233,10 @@ fn groups_of(g: &Rows) -> Vec<GroupRow> {
 /// chance.
 const MIN_MISSES: u64 = 3;
 
-/// For each group and cause, its rate (misses it contributed to per 1000 samples) against
-/// the other group where it was rarest.
-fn changes(groups: &[GroupRow], gc: &Rows) -> Vec<Change> {
-    if groups.len() < 2 {
-        return Vec::new();
-    }
+/// One cause in one group: (group, category, culprit, misses, excess ns).
+type GroupCause = (String, String, String, u64, u64);
+
+fn group_causes_of(gc: &Rows) -> Vec<GroupCause> {
     let (g, cat, who, mi, ex) = (
         gc.text("grp"),
         gc.text("category"),
@@ -246,14 +244,27 @@ fn changes(groups: &[GroupRow], gc: &Rows) -> Vec<Change> {
         gc.int("misses"),
         gc.int("excess_ns"),
     );
+    (0..gc.len())
+        .map(|i| {
+            let (grp, c, w) = (s(g[i].clone()), s(cat[i].clone()), s(who[i].clone()));
+            (grp, c, w, u(mi[i]), u(ex[i]))
+        })
+        .collect()
+}
+
+/// For each group and cause, its rate (misses it contributed to per 1000 samples) against
+/// the other group where it was rarest. Largest excess first.
+fn changes(groups: &[GroupRow], gc: &[GroupCause]) -> Vec<Change> {
+    if groups.len() < 2 {
+        return Vec::new();
+    }
     // cause -> group -> (misses, excess)
     let mut by_cause: BTreeMap<(String, String), BTreeMap<String, (u64, u64)>> = BTreeMap::new();
-    for i in 0..gc.len() {
-        let key = (s(cat[i].clone()), s(who[i].clone()));
+    for (g, cat, who, mi, ex) in gc {
         by_cause
-            .entry(key)
+            .entry((cat.clone(), who.clone()))
             .or_default()
-            .insert(s(g[i].clone()), (u(mi[i]), u(ex[i])));
+            .insert(g.clone(), (*mi, *ex));
     }
     let rate = |misses: u64, g: &GroupRow| {
         if g.samples == 0 {
@@ -416,5 +427,69 @@ impl FleetReport {
     /// The largest cause, if any.
     pub fn first_cause(&self) -> Option<&FleetCause> {
         self.causes.first()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(name: &str, samples: u64) -> GroupRow {
+        GroupRow {
+            group: name.into(),
+            hosts: 1,
+            traces: 1,
+            samples,
+            misses: 0,
+        }
+    }
+
+    #[test]
+    fn causes_appear_or_grow_against_the_group_where_they_are_rarest() {
+        let groups = [group("old", 1000), group("new", 2000), group("mid", 1000)];
+        let c = |g: &str, cat: &str, m: u64, ex: u64| (g.into(), cat.into(), "x".into(), m, ex);
+        let gc = vec![
+            // absent on old: appeared on new (10 per 1000) and on mid (5 per 1000)
+            c("new", "softirq", 20, 900),
+            c("mid", "softirq", 5, 100),
+            // 2 per 1000 on old, 4 on mid (grew), 2.5 on new (not twice)
+            c("old", "runqueue-wait", 2, 10),
+            c("mid", "runqueue-wait", 4, 50),
+            c("new", "runqueue-wait", 5, 20),
+            // too few to say: 2 misses
+            c("new", "hardirq", 2, 5000),
+        ];
+        let ch = changes(&groups, &gc);
+        let got: Vec<(&str, &str, &str, f64, &str)> = ch
+            .iter()
+            .map(|c| {
+                (
+                    c.category.as_str(),
+                    c.group.as_str(),
+                    c.kind.as_str(),
+                    c.per_1000,
+                    c.baseline.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("softirq", "new", "appeared", 10.0, "old"),
+                ("softirq", "mid", "appeared", 5.0, "old"),
+                ("runqueue-wait", "mid", "grew", 4.0, "old"),
+            ]
+        );
+        assert!(
+            changes(&groups[..1], &gc).is_empty(),
+            "one group: nothing to compare"
+        );
+    }
+
+    #[test]
+    fn labels_say_no_word_twice() {
+        assert_eq!(cause_label("softirq", "softirq NET_RX"), "softirq: NET_RX");
+        assert_eq!(cause_label("cpu-idle", ""), "cpu-idle");
+        assert_eq!(cause_label("runqueue-wait", "hog"), "runqueue-wait: hog");
     }
 }
