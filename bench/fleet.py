@@ -54,6 +54,7 @@ def main():
         "--examples", "--bins"], cwd=ROOT)
     synth = os.path.join(ROOT, "target", "release", "examples", "synth_fleet")
     work = a.keep or tempfile.mkdtemp(prefix="whylate-fleet-bench-")
+    os.makedirs(work, exist_ok=True)
     duck = os.path.join(work, "duck.py")
     with open(duck, "w") as f:
         f.write(DUCK)

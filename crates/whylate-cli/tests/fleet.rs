@@ -93,7 +93,12 @@ fn ranked(want: &Sums) -> Vec<(String, String, u64, u64, u64)> {
 }
 
 fn fleet_causes(r: &Value) -> Vec<(String, String, u64, u64, u64)> {
-    r["causes"]
+    cause_rows(&r["causes"])
+}
+
+/// (category, culprit, excess, misses, hosts) of each row of a causes array.
+fn cause_rows(causes: &Value) -> Vec<(String, String, u64, u64, u64)> {
+    causes
         .as_array()
         .unwrap()
         .iter()
@@ -207,20 +212,7 @@ fn duckdb_agrees(dir: &Path, r: &Value) {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let d: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(d["tables"]["traces"], 1000);
-    let causes: Vec<(String, String, u64, u64, u64)> = d["rows"]["causes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            (
-                c["category"].as_str().unwrap().to_string(),
-                c["culprit"].as_str().unwrap().to_string(),
-                c["excess_ns"].as_u64().unwrap(),
-                c["misses"].as_u64().unwrap(),
-                c["hosts"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let causes = cause_rows(&d["rows"]["causes"]);
     assert_eq!(
         causes,
         fleet_causes(r),

@@ -12,6 +12,8 @@ use datafusion::datasource::listing::{
     ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
 };
 use datafusion::datasource::MemTable;
+use datafusion::execution::cache::cache_manager::CacheManagerConfig;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -29,6 +31,11 @@ pub enum FleetError {
     #[error("{0}")]
     Runtime(#[from] std::io::Error),
 }
+
+/// Bytes of Parquet footers the engine keeps between queries. Its default, 50 MiB, filled
+/// with thousands of small files' footers costs memory and time for little reuse: at
+/// 10,000 hosts, 4 MiB measured 18.5 s and 435 MiB peak against 21.7 s and 503 MiB.
+const METADATA_CACHE_BYTES: usize = 4 << 20;
 
 /// A session with the findings tables registered.
 pub struct Engine {
@@ -49,8 +56,16 @@ impl Engine {
             .worker_threads(2)
             .enable_all()
             .build()?;
-        let cfg = SessionConfig::new().with_information_schema(false);
-        let ctx = SessionContext::new_with_config(cfg);
+        // No statistics: collecting them opens every file's footer while planning each
+        // query, and these queries scan whole tables anyway.
+        let cfg = SessionConfig::new()
+            .with_information_schema(false)
+            .with_collect_statistics(false);
+        let caches = CacheManagerConfig::default().with_metadata_cache_limit(METADATA_CACHE_BYTES);
+        let rt_env = RuntimeEnvBuilder::new()
+            .with_cache_manager(caches)
+            .build_arc()?;
+        let ctx = SessionContext::new_with_config_rt(cfg, rt_env);
         for (name, schema) in Findings::schemas() {
             let urls = roots
                 .iter()

@@ -3,6 +3,7 @@
 use crate::report::{cause_label, FleetReport};
 use std::fmt::Write as _;
 use whylate::report::style::Paint;
+use whylate::report::svg::esc;
 use whylate::units::dur;
 
 fn per_1000(misses: u64, samples: u64) -> String {
@@ -237,11 +238,4 @@ impl FleetReport {
         o.push_str("</body></html>\n");
         o
     }
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }

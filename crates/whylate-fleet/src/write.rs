@@ -4,7 +4,7 @@
 use crate::findings::{Findings, SCHEMA_VERSION};
 use crate::meta::check_part;
 use parquet::arrow::ArrowWriter;
-use parquet::basic::{Compression, ZstdLevel};
+use parquet::basic::Compression;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use std::path::{Path, PathBuf};
@@ -94,7 +94,7 @@ enum OneError {
 fn write_one(path: &Path, t: &crate::table::Table) -> Result<u64, OneError> {
     let file = std::fs::File::create(path).map_err(OneError::Io)?;
     let props = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::default()))
+        .set_compression(Compression::SNAPPY)
         .set_key_value_metadata(Some(vec![
             KeyValue::new("whylate.table".into(), t.name.to_string()),
             KeyValue::new("whylate.schema_version".into(), SCHEMA_VERSION.to_string()),
