@@ -1,10 +1,13 @@
 //! The fleet report for people: the terminal (verdict first) and one HTML file.
 
-use crate::report::{cause_label, FleetReport};
+use crate::report::{cause_label, FleetReport, GroupRow};
 use std::fmt::Write as _;
 use whylate::report::style::Paint;
 use whylate::report::svg::esc;
 use whylate::units::dur;
+
+/// Groups and changes the terminal lists (the JSON and HTML have all).
+const SHOWN: usize = 20;
 
 fn per_1000(misses: u64, samples: u64) -> String {
     if samples == 0 {
@@ -94,7 +97,14 @@ impl FleetReport {
             "  {:<24} {:>6} {:>9} {:>7} {:>9}",
             by, "hosts", "samples", "misses", "per 1000"
         );
-        for g in &self.groups {
+        // Many groups (`--by host`): the highest miss rates; all of them are in --json.
+        let mut shown: Vec<&GroupRow> = self.groups.iter().collect();
+        if shown.len() > SHOWN {
+            let rate = |g: &GroupRow| g.misses as f64 / g.samples.max(1) as f64;
+            shown.sort_by(|a, b| rate(b).total_cmp(&rate(a)).then(a.group.cmp(&b.group)));
+            shown.truncate(SHOWN);
+        }
+        for g in &shown {
             let _ = writeln!(
                 o,
                 "  {:<24} {:>6} {:>9} {:>7} {:>9}",
@@ -105,6 +115,10 @@ impl FleetReport {
                 per_1000(g.misses, g.samples)
             );
         }
+        if shown.len() < self.groups.len() {
+            let more = self.groups.len() - shown.len();
+            let _ = writeln!(o, "  ... {more} more with lower rates (--json lists all)");
+        }
         if self.changes.is_empty() {
             let _ = writeln!(
                 o,
@@ -113,7 +127,7 @@ impl FleetReport {
             return;
         }
         let _ = writeln!(o, "  appeared or grew:");
-        for c in &self.changes {
+        for c in self.changes.iter().take(SHOWN) {
             let _ = writeln!(
                 o,
                 "  {} {} in {by} {}: {:.1} per 1000 samples ({} misses), against {:.1} in {}",
@@ -125,6 +139,10 @@ impl FleetReport {
                 c.baseline_per_1000,
                 c.baseline
             );
+        }
+        if self.changes.len() > SHOWN {
+            let more = self.changes.len() - SHOWN;
+            let _ = writeln!(o, "  ... {more} more (--json lists all)");
         }
     }
 

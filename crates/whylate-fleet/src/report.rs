@@ -275,18 +275,28 @@ fn changes(groups: &[GroupRow], gc: &[GroupCause]) -> Vec<Change> {
     };
     let mut out: Vec<(u64, Change)> = Vec::new();
     for ((category, culprit), per) in &by_cause {
-        for grp in groups {
+        // The two groups where the cause is rarest: each group's baseline is the rarest
+        // other one (linear in groups: `--by host` may have thousands).
+        let mut rarest: Vec<(f64, usize)> = groups
+            .iter()
+            .enumerate()
+            .filter_map(|(i, o)| Some((rate(per.get(&o.group).map_or(0, |x| x.0), o)?, i)))
+            .collect();
+        let k = rarest.len().min(2);
+        if k > 0 {
+            rarest.select_nth_unstable_by(k - 1, |a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        }
+        rarest.truncate(k);
+        rarest.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        for (gi, grp) in groups.iter().enumerate() {
             let (m, ex) = per.get(&grp.group).copied().unwrap_or((0, 0));
             let Some(r) = rate(m, grp) else { continue };
             if m < MIN_MISSES {
                 continue;
             }
-            let base = groups
-                .iter()
-                .filter(|o| o.group != grp.group)
-                .filter_map(|o| Some((rate(per.get(&o.group).map_or(0, |x| x.0), o)?, o)))
-                .min_by(|a, b| a.0.total_cmp(&b.0));
-            let Some((b, bg)) = base else { continue };
+            let base = rarest.iter().find(|(_, i)| *i != gi);
+            let Some(&(b, bi)) = base else { continue };
+            let bg = &groups[bi];
             let kind = if b == 0.0 {
                 "appeared"
             } else if r >= 2.0 * b {
