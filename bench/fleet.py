@@ -16,6 +16,9 @@ Prints a table; nothing here is a pass/fail test.
 """
 import argparse, json, os, shutil, subprocess, sys, tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from explain import gnu_time as peak  # noqa: E402  (peak RSS and CPUs of one run)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WHYLATE = os.path.join(ROOT, "target", "release", "whylate")
 TABLES = ["traces", "samples", "misses", "links", "blame", "causes", "cpus", "irqs", "labels"]
@@ -36,12 +39,6 @@ def sh(cmd, **kw):
     return subprocess.run(cmd, check=True, **kw)
 
 
-def peak(cmd):
-    """(peak RSS MiB, CPUs used) of one run."""
-    p = subprocess.run(["/usr/bin/time", "-f", "%M %U %S %e"] + cmd, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.PIPE, check=True)
-    rss, u, s, e = p.stderr.decode().strip().splitlines()[-1].split()
-    return int(rss) / 1024, (float(u) + float(s)) / max(float(e), 1e-9)
 
 
 def main():
