@@ -245,34 +245,19 @@ fn duckdb_agrees(dir: &Path, r: &Value) {
 /// causes tables say; at a longer one only the misses over it, by their own blame.
 fn deadline_rejudges(d: &str, jsons: &[Value], hosts: &[synth::Host]) {
     let timer = |h: &synth::Host| synth::examples()[h.example].2.name() == "timer";
-    let own = fleet_json(&["fleet", d, "--json", "--top", "1000", "--mode", "timer"]);
-    let same = fleet_json(&[
-        "fleet",
-        d,
-        "--json",
-        "--top",
-        "1000",
-        "--mode",
-        "timer",
-        "--deadline",
-        "300us",
-    ]);
+    let timer_fleet = |extra: &[&str]| {
+        let mut a = vec!["fleet", d, "--json", "--top", "1000", "--mode", "timer"];
+        a.extend(extra);
+        fleet_json(&a)
+    };
+    let own = timer_fleet(&[]);
+    let same = timer_fleet(&["--deadline", "300us"]);
     assert_eq!(fleet_causes(&own), fleet_causes(&same));
     assert_eq!(
         fleet_causes(&own),
         ranked(&sum_by_hand(jsons, hosts, timer))
     );
-    let longer = fleet_json(&[
-        "fleet",
-        d,
-        "--json",
-        "--top",
-        "1000",
-        "--mode",
-        "timer",
-        "--deadline",
-        "1ms",
-    ]);
+    let longer = timer_fleet(&["--deadline", "1ms"]);
     let want: u64 = hosts
         .iter()
         .filter(|h| timer(h))
