@@ -288,10 +288,18 @@ fn periodic_under_watch(
     let offline: Vec<u64> = (off["misses"].as_array().unwrap().iter())
         .map(|m| m["start_ns"].as_u64().unwrap())
         .collect();
+    let live_starts: Vec<u64> = misses
+        .iter()
+        .map(|m| m["start_ns"].as_u64().unwrap())
+        .collect();
+    let unmatched: Vec<u64> = (offline.iter().copied())
+        .filter(|o| !live_starts.iter().any(|l| l.abs_diff(*o) < 5_000))
+        .collect();
     assert_eq!(
         misses.len(),
         offline.len(),
-        "{label}: live vs offline misses"
+        "{label}: live vs offline misses; offline only {unmatched:?}; live {live_starts:?}; \
+         offline {offline:?}"
     );
     for m in &misses {
         let st = m["start_ns"].as_u64().unwrap();

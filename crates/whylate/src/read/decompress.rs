@@ -128,6 +128,8 @@ pub fn open(
             Compression::Xz,
         )
     } else {
+        // Plain files stay on the caller's thread: the copy out of the page cache is
+        // cheap (measured: a thread for it did not pay).
         return Ok((Box::new(br), Compression::None, cut));
     };
     let rd = Tolerant {
@@ -136,7 +138,94 @@ pub fn open(
         out: 0,
         cut: cut.clone(),
     };
-    Ok((Box::new(rd), kind, cut))
+    Ok((Box::new(Ahead::spawn(Box::new(rd))), kind, cut))
+}
+
+/// Bytes decompressed per hand-over, and hand-overs in flight: a bound of 5 MiB
+/// whatever the input's size or window.
+const AHEAD_BUF: usize = 1 << 20;
+const AHEAD_DEPTH: usize = 4;
+
+/// A stream decompressed on a thread of its own, so decompression and parsing use both
+/// cores: a compressed input costs about what the plain file does (issue 21). Buffers go
+/// back to the thread to be refilled, so nothing is allocated per hand-over.
+struct Ahead {
+    full: std::sync::mpsc::Receiver<io::Result<Vec<u8>>>,
+    empty: std::sync::mpsc::SyncSender<Vec<u8>>,
+    cur: Vec<u8>,
+    pos: usize,
+    done: bool,
+}
+
+impl Ahead {
+    fn spawn(mut inner: Box<dyn Read + Send>) -> Ahead {
+        use std::sync::mpsc::sync_channel;
+        let (full_tx, full) = sync_channel::<io::Result<Vec<u8>>>(AHEAD_DEPTH);
+        let (empty, empty_rx) = sync_channel::<Vec<u8>>(AHEAD_DEPTH + 1);
+        // The thread ends at the stream's end or error, or when the reader is dropped
+        // (its sends fail).
+        std::thread::spawn(move || loop {
+            let mut buf = empty_rx.try_recv().unwrap_or_default();
+            buf.resize(AHEAD_BUF, 0);
+            let (n, err) = fill(&mut *inner, &mut buf);
+            buf.truncate(n);
+            let end = n == 0 || err.is_some();
+            if n > 0 && full_tx.send(Ok(buf)).is_err() {
+                return;
+            }
+            if end {
+                let _ = full_tx.send(err.map_or(Ok(Vec::new()), Err));
+                return;
+            }
+        });
+        Ahead {
+            full,
+            empty,
+            cur: Vec::new(),
+            pos: 0,
+            done: false,
+        }
+    }
+}
+
+/// Reads until `buf` is full, the stream ends or fails: the bytes read, and the error.
+fn fill(r: &mut dyn Read, buf: &mut [u8]) -> (usize, Option<io::Error>) {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return (n, Some(e)),
+        }
+    }
+    (n, None)
+}
+
+impl Read for Ahead {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        while self.pos == self.cur.len() {
+            if self.done {
+                return Ok(0);
+            }
+            let next = match self.full.recv() {
+                Ok(Ok(b)) => b,
+                Ok(Err(e)) => {
+                    self.done = true;
+                    return Err(e);
+                }
+                Err(_) => Vec::new(),
+            };
+            let old = std::mem::replace(&mut self.cur, next);
+            let _ = self.empty.try_send(old);
+            self.pos = 0;
+            self.done = self.cur.is_empty();
+        }
+        let n = out.len().min(self.cur.len() - self.pos);
+        out[..n].copy_from_slice(&self.cur[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
 }
 
 #[cfg(test)]

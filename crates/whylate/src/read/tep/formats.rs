@@ -18,6 +18,8 @@ pub struct Formats {
     /// never ask for a symbol, and parsing 100k+ lines costs tens of ms.
     pub(super) kallsyms_text: Option<std::sync::Arc<[u8]>>,
     pub(super) syms: std::sync::OnceLock<Syms>,
+    /// Symbols are this machine's (see [`Formats::load_this_machines_kallsyms`]).
+    this_machine: bool,
 }
 
 /// Kernel symbols (address, name) sorted by address, and the address of `_stext` (for
@@ -56,6 +58,13 @@ impl Syms {
             stext,
         }
     }
+}
+
+/// This machine's symbols, read on first call; a call while the reading thread is at
+/// it waits for it.
+fn this_machines_syms() -> &'static Syms {
+    static HERE: std::sync::OnceLock<Syms> = std::sync::OnceLock::new();
+    HERE.get_or_init(|| Syms::parse(&std::fs::read("/proc/kallsyms").unwrap_or_default()))
 }
 
 impl Formats {
@@ -101,14 +110,20 @@ impl Formats {
         self.syms = Default::default();
     }
 
-    /// Uses this machine's `/proc/kallsyms`, read once per process: the kernel takes tens
-    /// of ms to print it, and `diff` or a test opens many files.
+    /// Uses this machine's `/proc/kallsyms`, read once per process on a thread of its own
+    /// while the trace is decoded: the kernel takes tens of ms to print it, most analyses
+    /// never ask for a symbol, and `diff` or a test opens many files.
     pub fn load_this_machines_kallsyms(&mut self) {
-        static HERE: std::sync::OnceLock<Syms> = std::sync::OnceLock::new();
-        let here =
-            HERE.get_or_init(|| Syms::parse(&std::fs::read("/proc/kallsyms").unwrap_or_default()));
+        static STARTED: std::sync::Once = std::sync::Once::new();
+        STARTED.call_once(|| {
+            // Without a thread, the first symbol asked for reads it.
+            let _ = std::thread::Builder::new()
+                .name("kallsyms".into())
+                .spawn(|| drop(this_machines_syms()));
+        });
         self.kallsyms_text = None;
-        self.syms = here.clone().into();
+        self.syms = Default::default();
+        self.this_machine = true;
     }
 
     /// True when symbols were loaded, without parsing them (which costs tens of ms).
@@ -127,6 +142,7 @@ impl Formats {
     pub(super) fn syms(&self) -> &Syms {
         self.syms.get_or_init(|| match &self.kallsyms_text {
             Some(t) => Syms::parse(t),
+            None if self.this_machine => this_machines_syms().clone(),
             None => Syms::default(),
         })
     }
