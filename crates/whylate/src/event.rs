@@ -92,6 +92,12 @@ impl Interner {
         self.strs.get(sym.0 as usize).map(|s| &**s).unwrap_or("")
     }
 
+    /// The strings from symbol `from` on, in symbol order (what was interned since the
+    /// interner held `from` strings).
+    pub fn strings_from(&self, from: usize) -> impl Iterator<Item = &str> {
+        self.strs.get(from..).unwrap_or(&[]).iter().map(|s| &**s)
+    }
+
     /// Number of distinct strings held.
     pub fn len(&self) -> usize {
         self.strs.len()
@@ -507,6 +513,90 @@ impl Event {
             comm: Sym::EMPTY,
             flags: 0,
             kind: Kind::Lost { count },
+        }
+    }
+
+    /// Replaces every symbol the event holds by `f`'s: events parsed with an interner of
+    /// their own (a chunk parsed on another thread) are renamed into the shared one.
+    /// The match lists every kind, so a new kind with a symbol cannot be forgotten.
+    pub fn map_syms(&mut self, f: impl Fn(Sym) -> Sym) {
+        self.comm = f(self.comm);
+        match &mut self.kind {
+            Kind::SchedSwitch {
+                prev_comm,
+                next_comm,
+                ..
+            } => {
+                *prev_comm = f(*prev_comm);
+                *next_comm = f(*next_comm);
+            }
+            Kind::SchedFork {
+                parent_comm,
+                child_comm,
+                ..
+            } => {
+                *parent_comm = f(*parent_comm);
+                *child_comm = f(*child_comm);
+            }
+            Kind::SchedWaking { comm, .. }
+            | Kind::SchedWakeup { comm, .. }
+            | Kind::SchedMigrate { comm, .. }
+            | Kind::SchedExit { comm, .. }
+            | Kind::SchedStat { comm, .. } => *comm = f(*comm),
+            Kind::SchedExec { filename: s, .. }
+            | Kind::IrqEntry { name: s, .. }
+            | Kind::TaskletEntry { func: s }
+            | Kind::TaskletExit { func: s }
+            | Kind::WorkActivate { function: s, .. }
+            | Kind::WorkStart { function: s, .. }
+            | Kind::WorkEnd { function: s, .. }
+            | Kind::SyscallExit { name: s, .. }
+            | Kind::HrtimerStart { function: s, .. }
+            | Kind::HrtimerExpireEntry { function: s, .. }
+            | Kind::TimerStart { function: s, .. }
+            | Kind::TimerExpireEntry { function: s, .. }
+            | Kind::NapiPoll { dev: s, .. }
+            | Kind::Print { name: s, .. }
+            | Kind::FuncEntry { func: s, .. }
+            | Kind::FuncExit { func: s, .. }
+            | Kind::Other { name: s, .. } => *s = f(*s),
+            Kind::WorkQueue {
+                function,
+                workqueue,
+                ..
+            } => {
+                *function = f(*function);
+                *workqueue = f(*workqueue);
+            }
+            Kind::SyscallEnter { name, args } => {
+                *name = f(*name);
+                for (a, _) in args.iter_mut() {
+                    *a = f(*a);
+                }
+            }
+            Kind::IrqDisable { caller, parent }
+            | Kind::IrqEnable { caller, parent }
+            | Kind::PreemptDisable { caller, parent }
+            | Kind::PreemptEnable { caller, parent }
+            | Kind::Function {
+                func: caller,
+                parent,
+            } => {
+                *caller = f(*caller);
+                *parent = f(*parent);
+            }
+            Kind::IrqExit { .. }
+            | Kind::SoftirqRaise { .. }
+            | Kind::SoftirqEntry { .. }
+            | Kind::SoftirqExit { .. }
+            | Kind::SysEnter { .. }
+            | Kind::SysExit { .. }
+            | Kind::HrtimerExpireExit { .. }
+            | Kind::HrtimerCancel { .. }
+            | Kind::TimerExpireExit { .. }
+            | Kind::TimerCancel { .. }
+            | Kind::Console { .. }
+            | Kind::Lost { .. } => {}
         }
     }
 

@@ -242,6 +242,9 @@ fn spool(path: &Path, mut rd: Box<dyn Read + Send>) -> Result<File, ReadError> {
     Ok(f)
 }
 
+/// Bytes read ahead to decide the format.
+const HEAD: usize = 256 * 1024;
+
 /// Opens `path` (`-` = standard input), decompresses and sniffs it, and returns an event
 /// source in time order.
 pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
@@ -261,7 +264,7 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
     };
     let (rd, compression, cut) = decompress::open(path, f).map_err(io_err)?;
     let mut lines = LineReader::new(rd);
-    let head = lines.peek(256 * 1024).map_err(io_err)?.to_vec();
+    let head = lines.peek(HEAD).map_err(io_err)?.to_vec();
     if head.is_empty() {
         return Err(ReadError::Empty {
             path: path.to_path_buf(),
@@ -313,6 +316,10 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
         Format::TraceDat | Format::PerfData => unreachable!("binary formats return above"),
     };
     let diag = Diag::strict(opts.strict);
+    let size = (compression == Compression::None && !stdin)
+        .then(|| std::fs::metadata(path).ok().map(|m| m.len()))
+        .flatten();
+    let plan = crate::read::text::chunked::plan(format, head.len(), HEAD, size);
     let r = TextReader::new(
         path,
         lines,
@@ -320,6 +327,7 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
         diag,
         (format, compression),
         cut.clone(),
+        plan,
     );
     Ok(Input {
         kind: InputKind::Text(Box::new(Sorted::new(

@@ -241,6 +241,41 @@ impl Diag {
         }
     }
 
+    /// True when the first line not understood is an error (`--strict`).
+    pub(crate) fn is_strict(&self) -> bool {
+        self.strict
+    }
+
+    /// Adds what a reader noticed in a later part of the same input (a chunk parsed on
+    /// another thread), whose line numbers start after `lines_before` lines. Header
+    /// fields it set win, as a later header line would in one pass.
+    pub(crate) fn absorb(&mut self, d: Diag, lines_before: u64) {
+        self.lines += d.lines;
+        self.comment_lines += d.comment_lines;
+        self.skipped_lines += d.skipped_lines;
+        self.continuation_lines += d.continuation_lines;
+        self.unparsed += d.unparsed;
+        self.untyped_known += d.untyped_known;
+        self.elided_lines += d.elided_lines;
+        for mut b in d.unparsed_samples {
+            if self.unparsed_samples.len() < MAX_SAMPLES {
+                b.line += lines_before;
+                self.unparsed_samples.push(b);
+            }
+        }
+        let (h, o) = (&mut self.header, d.header);
+        h.tracer = o.tracer.or(h.tracer.take());
+        h.entries_in_buffer = o.entries_in_buffer.or(h.entries_in_buffer);
+        h.entries_written = o.entries_written.or(h.entries_written);
+        h.cpus = o.cpus.or(h.cpus);
+        h.version = o.version.or(h.version);
+        h.latency = o.latency.or(h.latency.take());
+        self.raw_clock |= d.raw_clock;
+        self.relative_time |= d.relative_time;
+        self.no_timestamps |= d.no_timestamps;
+        self.line_order_time |= d.line_order_time;
+    }
+
     /// Records a trace line that did not parse.
     pub fn bad(&mut self, line: u64, text: &[u8], why: &'static str) {
         self.unparsed += 1;

@@ -119,7 +119,9 @@ impl Formats {
             // Without a thread, the first symbol asked for reads it.
             let _ = std::thread::Builder::new()
                 .name("kallsyms".into())
-                .spawn(|| drop(this_machines_syms()));
+                .spawn(|| {
+                    this_machines_syms();
+                });
         });
         self.kallsyms_text = None;
         self.syms = Default::default();

@@ -357,6 +357,33 @@ impl LineParser for FtraceParser {
         let ts = self.last_ts;
         self.flush_lost(ts, cx);
     }
+
+    fn fork(&self) -> Option<Box<dyn LineParser>> {
+        Some(Box::new(FtraceParser::new()))
+    }
+
+    /// Lost-event lines waiting for the next event's time, and an open stack trace, are
+    /// what a boundary would lose. `last_ts` (0: no event yet) only places lost events
+    /// at the input's end, and the reader tells a carried parser its value.
+    fn rebase(&mut self) -> Option<Box<dyn LineParser>> {
+        let last_ts = std::mem::take(&mut self.last_ts);
+        if self.pending_lost.is_empty() && !self.in_stack {
+            return None;
+        }
+        let carried = FtraceParser {
+            pending_lost: std::mem::take(&mut self.pending_lost),
+            last_ts,
+            in_stack: std::mem::take(&mut self.in_stack),
+            ..FtraceParser::new()
+        };
+        Some(Box::new(carried))
+    }
+
+    fn continue_after(&mut self, ts: u64) {
+        if self.last_ts == 0 {
+            self.last_ts = ts;
+        }
+    }
 }
 
 impl FtraceParser {

@@ -2,6 +2,7 @@
 //! (`reader`, `lines`, `memo`), and one parser per format.
 
 pub(crate) mod body;
+pub(crate) mod chunked;
 pub(crate) mod ftrace;
 pub(crate) mod funcgraph;
 pub(crate) mod grammar;

@@ -191,6 +191,20 @@ impl PerfScriptParser {
 }
 
 impl LineParser for PerfScriptParser {
+    fn fork(&self) -> Option<Box<dyn LineParser>> {
+        Some(Box::new(PerfScriptParser::new()))
+    }
+
+    /// Between two samples a parser is in a callchain (every sample opens one, a blank
+    /// line closes it): chunks after the first start in one, and only a boundary after a
+    /// blank line carries the other state.
+    fn rebase(&mut self) -> Option<Box<dyn LineParser>> {
+        if std::mem::replace(&mut self.in_callchain, true) {
+            return None;
+        }
+        Some(Box::new(PerfScriptParser::new()))
+    }
+
     fn line(&mut self, line: &[u8], cx: &mut Cx<'_>) {
         // Nearly every line is a sample: try the one-pass parse before classifying.
         if let Some((c, colon, ts)) = self.cols.hit(line) {

@@ -4,6 +4,7 @@
 use crate::event::{Event, Interner};
 use crate::read::decompress::{self, Compression};
 use crate::read::source::{Diag, EventSource, Format, OrderStats, ReadError};
+use crate::read::text::chunked::Chunked;
 use crate::read::text::lines::LineReader;
 use std::collections::VecDeque;
 use std::io::Read;
@@ -13,6 +14,22 @@ use std::path::{Path, PathBuf};
 pub(crate) trait LineParser: Send {
     fn line(&mut self, line: &[u8], cx: &mut Cx<'_>);
     fn finish(&mut self, _cx: &mut Cx<'_>) {}
+    /// A fresh parser of the same format (caches empty), for chunks of the input parsed
+    /// on other threads; None when lines must be read in order by one parser (their
+    /// meaning depends on lines far before them). See [`super::chunked`].
+    fn fork(&self) -> Option<Box<dyn LineParser>> {
+        None
+    }
+    /// At a chunk's end: puts the state carried from line to line into the one a chunk
+    /// after the first is parsed from (the usual state between two records). When it
+    /// was another, that state is returned in a parser of its own (caches empty), to
+    /// parse the next chunk again as one pass would.
+    fn rebase(&mut self) -> Option<Box<dyn LineParser>> {
+        None
+    }
+    /// A parser carried over a boundary learns when the input's last event before it
+    /// was (`ts`), for what it places at that time when its own chunk had no event.
+    fn continue_after(&mut self, _ts: u64) {}
 }
 
 /// What a [`LineParser`] writes into.
@@ -26,8 +43,7 @@ pub(crate) struct Cx<'a> {
 /// Reads one text file through a [`LineParser`].
 pub struct TextReader {
     path: PathBuf,
-    lines: LineReader<Box<dyn Read + Send>>,
-    parser: Box<dyn LineParser>,
+    src: Src,
     pending: VecDeque<Event>,
     diag: Diag,
     done: bool,
@@ -36,8 +52,19 @@ pub struct TextReader {
     cut: decompress::Cut,
 }
 
+/// Where a reader's lines are parsed.
+enum Src {
+    /// Here, one after the other.
+    Here(LineReader<Box<dyn Read + Send>>, Box<dyn LineParser>),
+    /// On worker threads, chunk by chunk.
+    Chunks(Chunked),
+}
+
 impl TextReader {
     /// Reads `lines` of `path` through `parser`; (format, compression) as detected.
+    /// With `workers` > 0 (and a parser that forks, and no `--strict`), the lines are
+    /// parsed in chunks of `chunk` bytes on that many threads.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         path: &Path,
         lines: LineReader<Box<dyn Read + Send>>,
@@ -45,11 +72,18 @@ impl TextReader {
         diag: Diag,
         (format, compression): (Format, Compression),
         cut: decompress::Cut,
+        (workers, chunk): (usize, usize),
     ) -> TextReader {
+        let src = if workers > 0 && parser.fork().is_some() && !diag.is_strict() {
+            let (buffered, rest) = lines.into_inner();
+            let all: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(buffered).chain(rest));
+            Src::Chunks(Chunked::start(all, &*parser, workers, chunk))
+        } else {
+            Src::Here(lines, parser)
+        };
         TextReader {
             path: path.to_path_buf(),
-            lines,
-            parser,
+            src,
             pending: VecDeque::new(),
             diag,
             done: false,
@@ -69,7 +103,10 @@ impl TextReader {
     }
     /// Bytes consumed from the (decompressed) input so far.
     pub fn bytes_read(&self) -> u64 {
-        self.lines.offset()
+        match &self.src {
+            Src::Here(lines, _) => lines.offset(),
+            Src::Chunks(c) => c.bytes_read(),
+        }
     }
     /// The input's path.
     pub fn path(&self) -> &Path {
@@ -95,6 +132,12 @@ impl TextReader {
         strings: &mut Interner,
         out: &mut VecDeque<Event>,
     ) -> Result<bool, ReadError> {
+        if matches!(self.src, Src::Chunks(_)) {
+            return self.fill_chunks(strings, out);
+        }
+        let Src::Here(lines, parser) = &mut self.src else {
+            unreachable!("chunks are read above")
+        };
         let before = out.len();
         loop {
             if out.len() > before {
@@ -103,9 +146,9 @@ impl TextReader {
             if self.done {
                 return Ok(false);
             }
-            let lineno = self.lines.line_number() + 1;
+            let lineno = lines.line_number() + 1;
             // A cut .gz/.zst/.xz ends the stream (see `decompress`): say where.
-            let line = self.lines.next_line().map_err(|source| ReadError::Io {
+            let line = lines.next_line().map_err(|source| ReadError::Io {
                 path: self.path.clone(),
                 source,
             })?;
@@ -123,10 +166,10 @@ impl TextReader {
             match line {
                 Some(l) => {
                     cx.diag.lines += 1;
-                    self.parser.line(l, &mut cx);
+                    parser.line(l, &mut cx);
                 }
                 None => {
-                    self.parser.finish(&mut cx);
+                    parser.finish(&mut cx);
                     self.done = true;
                 }
             }
@@ -137,6 +180,38 @@ impl TextReader {
                     why: b.why.to_string(),
                     text: b.text,
                 });
+            }
+        }
+    }
+}
+
+impl TextReader {
+    /// [`TextReader::fill`] from chunks parsed on other threads: a chunk at a time, until
+    /// one adds an event or the input ends.
+    fn fill_chunks(
+        &mut self,
+        strings: &mut Interner,
+        out: &mut VecDeque<Event>,
+    ) -> Result<bool, ReadError> {
+        let Src::Chunks(c) = &mut self.src else {
+            return Ok(false);
+        };
+        let before = out.len();
+        loop {
+            let more = c
+                .fill(strings, out, &mut self.diag)
+                .map_err(|source| ReadError::Io {
+                    path: self.path.clone(),
+                    source,
+                })?;
+            if !more {
+                if let Some(cut) = self.cut.get() {
+                    self.diag.truncated = Some(cut.clone());
+                }
+                self.done = true;
+            }
+            if out.len() > before || !more {
+                return Ok(out.len() > before);
             }
         }
     }
