@@ -324,16 +324,13 @@ pub(super) fn one_syscall(eng: &Engine<'_>, cpu: u32, a: u64, b: u64) -> Option<
     }
     let tid = top.id as i32;
     let sp = &tl.spans;
-    let upto = eng.syscalls.partition_point(|&i| sp.start[i as usize] <= a);
-    eng.syscalls[..upto]
-        .iter()
-        .rev()
-        .take(10_000)
-        .find_map(|&i| {
-            let i = i as usize;
-            (sp.tid[i] == tid && sp.end[i] >= b)
-                .then(|| (tid, tl.syscall_name(eng.s, sp.key[i], sp.flags[i])))
-        })
+    let syscalls = eng.syscalls();
+    let upto = syscalls.partition_point(|&i| sp.start[i as usize] <= a);
+    syscalls[..upto].iter().rev().take(10_000).find_map(|&i| {
+        let i = i as usize;
+        (sp.tid[i] == tid && sp.end[i] >= b)
+            .then(|| (tid, tl.syscall_name(eng.s, sp.key[i], sp.flags[i])))
+    })
 }
 
 /// Why `cpu` took no timer interrupt over `[a, b]` (it recorded nothing, or its timer
@@ -386,7 +383,7 @@ pub(super) fn silent_cpu(
         .iter()
         .find(|s| s.cpu == cpu && s.from < b && s.to > a)
         .map_or_else(|| "a task".to_string(), |s| eng.task(s.tid));
-    let place = if eng.syscalls.is_empty() {
+    let place = if eng.syscalls().is_empty() {
         "(the trace has no syscall events to say whether it was in the kernel)"
     } else {
         "outside any system call (user space cannot keep the tick off)"

@@ -77,8 +77,9 @@ pub(super) struct Engine<'a> {
     /// Wakeup, work and timer edges by cause time.
     pub(super) edges: Vec<u32>,
     pub(super) irqsoff_by_cpu: Vec<Vec<u32>>,
-    /// Syscall spans by start.
-    pub(super) syscalls: Vec<u32>,
+    /// Syscall spans by start, sorted when first asked for ([`Engine::syscalls`]): most
+    /// analyses never ask, and a syscall-heavy trace has millions.
+    syscalls: std::cell::OnceCell<Vec<u32>>,
     /// Per CPU, softirq raise edges by the time the softirq ran.
     pub(super) softirq_runs: Vec<Vec<u32>>,
     /// Packet edges (skb handed to the stack -> taken by it) by the hand-off time.
@@ -120,7 +121,6 @@ impl<'a> Engine<'a> {
                 }
             }
         }
-        let syscalls = spans_by_start(sp, SpanKind::Syscall);
         let mut softirq_runs = vec![Vec::new(); tl.cpus as usize];
         for (i, e) in tl.edges.iter().enumerate() {
             if e.kind == EdgeKind::Softirq {
@@ -142,12 +142,18 @@ impl<'a> Engine<'a> {
             clock: crate::timeline::TimerClock::new(tl),
             tl,
             s,
-            syscalls,
+            syscalls: Default::default(),
             runnable,
             edges,
             irqsoff_by_cpu,
             trace_median: Default::default(),
         }
+    }
+
+    /// Syscall spans by start.
+    pub(super) fn syscalls(&self) -> &[u32] {
+        self.syscalls
+            .get_or_init(|| spans_by_start(&self.tl.spans, SpanKind::Syscall))
     }
 
     pub(super) fn task(&self, tid: i32) -> String {
@@ -369,8 +375,9 @@ impl<'a> Engine<'a> {
         let sp = &tl.spans;
         let mut seen: FxHashMap<(i32, u32), u32> = FxHashMap::default();
         let mut out = Vec::new();
-        let first = self.syscalls.partition_point(|&i| sp.start[i as usize] < s);
-        for &si in &self.syscalls[first..] {
+        let syscalls = self.syscalls();
+        let first = syscalls.partition_point(|&i| sp.start[i as usize] < s);
+        for &si in &syscalls[first..] {
             let i = si as usize;
             if sp.start[i] > h {
                 break;
