@@ -28,7 +28,9 @@ use std::sync::{Arc, Condvar, Mutex};
 pub(crate) const CHUNK: usize = 1 << 20;
 /// Chunks cut ahead per worker: one being parsed, one waiting, one being taken back.
 const AHEAD: usize = 3;
-/// A line without a newline is cut at this length (as `LineReader` does).
+/// A line without a newline is cut at this length, as `LineReader` cuts it (which then
+/// drops the rest of the line, where a chunk boundary makes the rest a line of its own:
+/// only input that is not a trace has lines this long).
 const MAX_LINE: usize = 64 << 20;
 
 std::thread_local! {
