@@ -3,6 +3,30 @@
 
 use crate::pipeline::{self, Pass};
 use crate::read::OpenOptions;
+use std::path::{Path, PathBuf};
+
+/// Every trace file we have: the seeds' excerpts, the bad inputs, the examples and the
+/// shared corpus (`WHYLATE_CORPUS`, else `../shared/corpus`, when it exists).
+pub fn every_trace_file() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let corpus = match std::env::var_os("WHYLATE_CORPUS") {
+        Some(p) => PathBuf::from(p),
+        None => root.join("../../../shared/corpus"),
+    };
+    let dirs = [
+        root.join("tests/data/seeds"),
+        root.join("tests/data/bad"),
+        root.join("../../examples"),
+        corpus,
+    ];
+    let mut files = vec![];
+    for dir in dirs {
+        if let Ok(rd) = std::fs::read_dir(dir) {
+            files.extend(rd.flatten().map(|e| e.path()).filter(|p| p.is_file()));
+        }
+    }
+    files
+}
 
 /// One ftrace line: `who` (`comm-pid`) on `cpu` at `us` microseconds.
 pub fn line(us: u64, cpu: u32, who: &str, flags: &str, body: &str) -> String {

@@ -417,7 +417,7 @@ impl Drop for Chunked {
 mod tests {
     use super::*;
     use crate::read::{open, EventSource};
-    use std::path::{Path, PathBuf};
+    use std::path::Path;
 
     /// Every event, the diagnostics and the interner of `path`, read in one pass or in
     /// chunks of `size` bytes on two threads.
@@ -488,21 +488,7 @@ CPU:0 [LOST 3 EVENTS]\n";
     /// Every text trace we have, in small chunks and in the default ones.
     #[test]
     fn chunks_change_nothing_on_any_text_trace() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let mut files: Vec<PathBuf> = vec![];
-        for dir in [
-            root.join("tests/data/seeds"),
-            root.join("tests/data/bad"),
-            root.join("../../examples"),
-            match std::env::var_os("WHYLATE_CORPUS") {
-                Some(p) => PathBuf::from(p),
-                None => root.join("../../../shared/corpus"),
-            },
-        ] {
-            if let Ok(rd) = std::fs::read_dir(dir) {
-                files.extend(rd.flatten().map(|e| e.path()).filter(|p| p.is_file()));
-            }
-        }
+        let files = crate::testkit::every_trace_file();
         let mut compared = 0;
         for f in files {
             let Ok(src) = open(&f, &Default::default()) else {

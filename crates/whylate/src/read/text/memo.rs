@@ -204,7 +204,7 @@ pub(super) mod tests {
     use crate::event::{Event, Interner};
     use crate::read::{open, Diag, EventSource};
     use std::cell::Cell;
-    use std::path::{Path, PathBuf};
+    use std::path::Path;
 
     thread_local! {
         /// Turns both memos off on this thread: the reference parse.
@@ -227,20 +227,7 @@ pub(super) mod tests {
     /// the same diagnostics.
     #[test]
     fn memos_change_nothing_on_any_text_trace() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let mut files: Vec<PathBuf> = vec![];
-        let mut add = |dir: PathBuf| {
-            if let Ok(rd) = std::fs::read_dir(dir) {
-                files.extend(rd.flatten().map(|e| e.path()).filter(|p| p.is_file()));
-            }
-        };
-        add(root.join("tests/data/seeds"));
-        add(root.join("tests/data/bad"));
-        add(root.join("../../examples"));
-        add(match std::env::var_os("WHYLATE_CORPUS") {
-            Some(p) => PathBuf::from(p),
-            None => root.join("../../../shared/corpus"),
-        });
+        let files = crate::testkit::every_trace_file();
         let mut compared = 0;
         for f in files {
             let Ok(src) = open(&f, &Default::default()) else {
