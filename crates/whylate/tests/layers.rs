@@ -41,10 +41,7 @@ fn src() -> PathBuf {
 /// tests (they may use anything).
 fn code(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap();
-    let text = match text.find("#[cfg(test)]\nmod tests") {
-        Some(i) => &text[..i],
-        None => &text[..],
-    };
+    let text = &text[..unit_tests_start(&text)];
     text.lines()
         .map(|l| match l.find("//") {
             Some(i) if !l[..i].contains('"') => &l[..i],
@@ -52,6 +49,25 @@ fn code(path: &Path) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Where a file's unit-test module begins: a `#[cfg(test)]` line followed by a
+/// `mod tests` of any visibility (`pub(super) mod tests` too); the file's end if none.
+fn unit_tests_start(text: &str) -> usize {
+    let mut at = 0;
+    while let Some(i) = text[at..].find("#[cfg(test)]\n") {
+        let start = at + i;
+        let next = &text[start + "#[cfg(test)]\n".len()..];
+        let line = next.lines().next().unwrap_or("");
+        if line.trim_start().starts_with("mod tests")
+            || line.trim_start().starts_with("pub(super) mod tests")
+            || line.trim_start().starts_with("pub(crate) mod tests")
+        {
+            return start;
+        }
+        at = start + 1;
+    }
+    text.len()
 }
 
 /// The first path segments that follow `prefix::` in `code`, brace groups expanded
