@@ -16,7 +16,21 @@ pub(super) struct Cx<'a> {
     pub(super) open: std::cell::Cell<u64>,
 }
 
-impl Cx<'_> {
+impl<'a> Cx<'a> {
+    /// The same lookups over the same timeline, for another thread (its caches start
+    /// empty; its `open` count starts at 0).
+    pub(super) fn fork(&self) -> Cx<'a> {
+        Cx {
+            tl: self.tl,
+            s: self.s,
+            f: self.f,
+            first: self.first,
+            runnable_by_cpu: Default::default(),
+            offs_by_cpu: Default::default(),
+            open: Default::default(),
+        }
+    }
+
     pub(super) fn keep(&self, ts: u64, cpu: u32, tid: i32, comm: Sym) -> bool {
         if let Some(c) = self.f.cpu {
             if cpu != c {

@@ -121,6 +121,24 @@ impl Series {
         r
     }
 
+    /// Appends `b`'s samples and counters after this series' own (see
+    /// [`Collector::append`]).
+    fn append(&mut self, b: Series) {
+        let base = self.synth.len() as u32;
+        self.raw.extend(b.raw.into_iter().map(|mut x| {
+            if x.tag & !SLIM_UNCERTAIN == SLIM_SYNTH {
+                x.idx += base;
+            }
+            x
+        }));
+        self.synth.extend(b.synth);
+        // `extra` is filled from the counters after collection, never during it.
+        debug_assert!(b.extra.is_empty());
+        for (field, sub, n) in b.tally {
+            self.count(field, sub, n);
+        }
+    }
+
     pub(super) fn count(&mut self, field: &'static str, sub: Tally, by: u64) {
         // Few distinct counters per series: a scan beats hashing the field name.
         match self
@@ -196,7 +214,14 @@ pub(super) struct Collector {
     pub(super) index: FxHashMap<(u64, u64, &'static str), usize>,
     /// For the few groups keyed by their label.
     pub(super) by_label: FxHashMap<(String, &'static str), usize>,
+    /// The last few `at` answers, by id and the metric's address: a measure asks once per
+    /// sample, mostly for the same few groups, and hashing the metric's text each time
+    /// cost as much as the rest of the sample.
+    recent: [(u64, u64, usize, usize); RECENT],
 }
+
+/// Entries of [`Collector::recent`].
+const RECENT: usize = 8;
 
 impl Collector {
     pub(super) fn new() -> Collector {
@@ -204,6 +229,7 @@ impl Collector {
             series: Vec::new(),
             index: FxHashMap::default(),
             by_label: FxHashMap::default(),
+            recent: [(0, 0, 0, usize::MAX); RECENT],
         }
     }
 
@@ -226,6 +252,13 @@ impl Collector {
         metric: &'static str,
         label: impl FnOnce() -> String,
     ) -> &mut Series {
+        // The same address is the same text: a hit answers what the map would.
+        let addr = metric.as_ptr() as usize;
+        let slot = (id.0 ^ id.1.rotate_left(29) ^ addr as u64) as usize % RECENT;
+        let (a, b, m, i) = self.recent[slot];
+        if (a, b, m) == (id.0, id.1, addr) && i != usize::MAX {
+            return &mut self.series[i];
+        }
         let i = match self.index.get(&(id.0, id.1, metric)) {
             Some(&i) => i,
             None => {
@@ -234,7 +267,43 @@ impl Collector {
                 i
             }
         };
+        self.recent[slot] = (id.0, id.1, addr, i);
         &mut self.series[i]
+    }
+
+    /// Appends what `b` collected after what this collector did: `b` covered the samples
+    /// that come after this one's (the second half of a measure's spans), so every
+    /// series ends as one collector over both would have made it.
+    pub(super) fn append(&mut self, b: Collector) {
+        let mut keys: Vec<Option<(u64, u64, &'static str)>> = vec![None; b.series.len()];
+        for (&k, &i) in &b.index {
+            keys[i] = Some(k);
+        }
+        let mut labels: Vec<Option<(String, &'static str)>> = vec![None; b.series.len()];
+        for (k, i) in b.by_label {
+            labels[i] = Some(k);
+        }
+        for ((s, key), label) in b.series.into_iter().zip(keys).zip(labels) {
+            let have = match (&key, &label) {
+                (Some(k), _) => self.index.get(k).copied(),
+                (None, Some(l)) => self.by_label.get(l).copied(),
+                (None, None) => None,
+            };
+            let i = match have {
+                Some(i) => i,
+                None => {
+                    let i = self.new_series(s.key.clone(), s.metric);
+                    if let Some(k) = key {
+                        self.index.insert(k, i);
+                    }
+                    if let Some(l) = label {
+                        self.by_label.insert(l, i);
+                    }
+                    i
+                }
+            };
+            self.series[i].append(s);
+        }
     }
 
     pub(super) fn get(&mut self, key: String, metric: &'static str) -> &mut Series {

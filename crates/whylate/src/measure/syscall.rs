@@ -11,13 +11,20 @@ pub(super) fn syscall_name(cx: &Cx<'_>, key: u32, flags: u8) -> String {
     cx.tl.syscall_name(cx.s, key, flags)
 }
 
-pub(super) fn syscall(cx: &Cx<'_>, o: &Options) -> MeasureReport {
+/// Each group's syscall, by label: its name and number, for the JSON.
+type Calls = FxHashMap<String, (String, Option<i64>)>;
+
+/// Spans from which the syscall spans are collected on two threads: a syscall-heavy
+/// trace has millions, and the collection was most of `latency`'s time after the pass.
+const SPLIT_MIN: usize = 1 << 20;
+
+/// The syscall spans among `range` into groups per syscall and task.
+fn collect(cx: &Cx<'_>, range: std::ops::Range<usize>) -> (Collector, Calls) {
     let tl = cx.tl;
     let sp = &tl.spans;
     let mut coll = Collector::new();
-    // Each group's syscall, by name and number, for the JSON.
-    let mut calls: FxHashMap<String, (String, Option<i64>)> = FxHashMap::default();
-    for i in 0..sp.len() {
+    let mut calls = Calls::default();
+    for i in range {
         if sp.kind[i] != SpanKind::Syscall {
             continue;
         }
@@ -46,6 +53,38 @@ pub(super) fn syscall(cx: &Cx<'_>, o: &Options) -> MeasureReport {
         s.count("calls_with_migrations", Tally::Plain, u64::from(mig > 0));
         s.push(cx, r);
     }
+    (coll, calls)
+}
+
+/// [`collect`] over every span: the second half on another thread when the timeline is
+/// large and the machine has a second core; the halves are joined in span order.
+fn collect_all(cx: &Cx<'_>) -> (Collector, Calls) {
+    let n = cx.tl.spans.len();
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    if n < SPLIT_MIN || cores < 2 {
+        return collect(cx, 0..n);
+    }
+    let mid = n / 2;
+    // The fork is made here: a `Cx` has caches only its own thread may fill.
+    let cx2 = cx.fork();
+    let ((mut a, mut calls), (b, more, open)) = std::thread::scope(|sc| {
+        let far = sc.spawn(move || {
+            let (b, more) = collect(&cx2, mid..n);
+            (b, more, cx2.open.get())
+        });
+        let near = collect(cx, 0..mid);
+        let far = far.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (near, far)
+    });
+    a.append(b);
+    calls.extend(more);
+    cx.open.set(cx.open.get() + open);
+    (a, calls)
+}
+
+pub(super) fn syscall(cx: &Cx<'_>, o: &Options) -> MeasureReport {
+    let tl = cx.tl;
+    let (coll, calls) = collect_all(cx);
     let mut rep = finish_report(
         cx,
         Measure::Syscall,
@@ -93,5 +132,93 @@ pub(super) struct Syscall;
 impl Measurer for Syscall {
     fn measure(&self, i: &Input<'_>) -> MeasureReport {
         syscall(i.cx, i.o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::report::Filter;
+    use crate::testkit;
+
+    /// Two tasks calling read and write.
+    fn calls_text() -> String {
+        let mut t = String::new();
+        for k in 0..12u64 {
+            let (who, cpu) = if k % 2 == 0 {
+                ("dd-100", 0)
+            } else {
+                ("dd-101", 1)
+            };
+            let nr = k % 3 / 2; // read, read, write...
+            let at = 100 + k * 50;
+            t += &testkit::line(
+                at,
+                cpu,
+                who,
+                "....",
+                &format!("sys_enter: NR {nr} (3, 0, 1)"),
+            );
+            t += &testkit::line(
+                at + 5 + k,
+                cpu,
+                who,
+                "....",
+                &format!("sys_exit: NR {nr} = 1"),
+            );
+        }
+        t
+    }
+
+    fn cx<'a>(p: &'a crate::pipeline::Pass, f: &'a Filter) -> Cx<'a> {
+        Cx {
+            tl: &p.tl,
+            s: &p.strings,
+            f,
+            first: p.tl.first_ts.unwrap_or(0),
+            runnable_by_cpu: Default::default(),
+            offs_by_cpu: Default::default(),
+            open: Default::default(),
+        }
+    }
+
+    /// One series, comparable: its label, samples (value, index, tag) and counters.
+    type Shape = (String, Vec<(u64, u32, u8)>, Vec<(&'static str, u64)>);
+
+    /// What a collector holds, series by series.
+    fn shape(c: &Collector) -> Vec<Shape> {
+        c.series
+            .iter()
+            .map(|s| {
+                let raw = s.raw.iter().map(|x| (x.value, x.idx, x.tag)).collect();
+                let tally = s.tally.iter().map(|t| (t.0, t.2)).collect();
+                (s.key.clone(), raw, tally)
+            })
+            .collect()
+    }
+
+    /// The syscall spans collected in two halves and joined are the spans collected in
+    /// one, at every cut: same groups in the same order, same samples, same counters.
+    #[test]
+    fn halves_join_into_one_collection_at_every_cut() {
+        let p = testkit::pass(&calls_text());
+        let f = Filter::default();
+        let cx = cx(&p, &f);
+        let n = p.tl.spans.len();
+        let (whole, calls) = collect(&cx, 0..n);
+        let groups = shape(&whole);
+        assert_eq!(groups.len(), 4, "{groups:?}");
+        let counts: Vec<usize> = groups.iter().map(|g| g.1.len()).collect();
+        assert_eq!(counts.iter().sum::<usize>(), 12);
+        // The first call: dd-100's read, entered at 100 us and back 5 us later.
+        assert_eq!(groups[0].1[0].0, 5_000);
+        for mid in 0..=n {
+            let (mut a, mut ca) = collect(&cx.fork(), 0..mid);
+            let (b, cb) = collect(&cx.fork(), mid..n);
+            a.append(b);
+            ca.extend(cb);
+            assert_eq!(shape(&a), groups, "cut at span {mid}");
+            assert_eq!(ca, calls);
+        }
     }
 }
