@@ -13,7 +13,9 @@ Then one hyperfine run times, --runs times each, paired:
   perf script (printing the perf.data), perf sched timehist (same file), cat of each text
 and GNU time gives each whylate command's peak RSS and CPU use (user+sys / wall).
 
-Usage: sudo python3 bench/explain.py [--events 4000000] [--runs 5] [--keep DIR]
+Usage: sudo python3 bench/explain.py [--events 4000000] [--runs 5] [--keep DIR] [--reuse DIR]
+--reuse DIR times the recordings an earlier --keep DIR left (perf.data, perf.txt,
+ftrace.txt, trace.dat) instead of recording again: two builds compared on one recording.
 Needs hyperfine (apt-get install hyperfine). Prints a table (min and median); nothing
 here is a pass/fail test.
 """
@@ -53,6 +55,7 @@ def main():
     ap.add_argument("--events", type=int, default=4_000_000)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--keep", default=None)
+    ap.add_argument("--reuse", default=None)
     a = ap.parse_args()
     if not shutil.which("hyperfine"):
         sys.exit("hyperfine is needed: apt-get install hyperfine")
@@ -67,13 +70,17 @@ def main():
 
 def bench(a):
     """Records, times and prints the table."""
-    work = a.keep or tempfile.mkdtemp(prefix="whylate-bench-explain-")
+    work = a.reuse or a.keep or tempfile.mkdtemp(prefix="whylate-bench-explain-")
     os.makedirs(work, exist_ok=True)
-    use_dd(a.events)
-    perf_txt, _, _ = run.record_perf(work, a.events)
     perf_data = os.path.join(work, "perf.data")
-    ftrace_txt = run.record_ftrace(work, a.events)
-    dat = record_dat(work, a.events)
+    if a.reuse:
+        perf_txt, ftrace_txt, dat = (os.path.join(work, f)
+                                     for f in ("perf.txt", "ftrace.txt", "trace.dat"))
+    else:
+        use_dd(a.events)
+        perf_txt, _, _ = run.record_perf(work, a.events)
+        ftrace_txt = run.record_ftrace(work, a.events)
+        dat = record_dat(work, a.events)
     inputs = {"perf.data": perf_data, "perf script text": perf_txt, "trace.dat": dat,
               "ftrace text": ftrace_txt}
     cmds = {f"explain {k}": f"{WHYLATE} explain --json {v}" for k, v in inputs.items()}
@@ -100,7 +107,7 @@ def bench(a):
     med = lambda n: res[n]["median"]
     print(f"\nperf script / explain perf.data: {med('perf script') / med('explain perf.data'):.1f}x"
           f"; latency / perf sched timehist: {med('latency perf.data') / med('perf sched timehist'):.2f}x")
-    if not a.keep:
+    if not (a.keep or a.reuse):
         shutil.rmtree(work)
 
 

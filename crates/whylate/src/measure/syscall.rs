@@ -51,7 +51,7 @@ fn collect(cx: &Cx<'_>, range: std::ops::Range<usize>) -> (Collector, Calls) {
         let mig = sp.aux[i] as u64;
         s.count("migrations", Tally::Plain, mig);
         s.count("calls_with_migrations", Tally::Plain, u64::from(mig > 0));
-        s.push(cx, r);
+        s.push_span(i);
     }
     (coll, calls)
 }
@@ -182,15 +182,15 @@ mod tests {
         }
     }
 
-    /// One series, comparable: its label, samples (value, index, tag) and counters.
-    type Shape = (String, Vec<(u64, u32, u8)>, Vec<(&'static str, u64)>);
+    /// One series, comparable: its label, samples (span indices) and counters.
+    type Shape = (String, Vec<u32>, Vec<(&'static str, u64)>);
 
     /// What a collector holds, series by series.
     fn shape(c: &Collector) -> Vec<Shape> {
         c.series
             .iter()
             .map(|s| {
-                let raw = s.raw.iter().map(|x| (x.value, x.idx, x.tag)).collect();
+                let raw = s.spans.clone();
                 let tally = s.tally.iter().map(|t| (t.0, t.2)).collect();
                 (s.key.clone(), raw, tally)
             })
@@ -211,7 +211,7 @@ mod tests {
         let counts: Vec<usize> = groups.iter().map(|g| g.1.len()).collect();
         assert_eq!(counts.iter().sum::<usize>(), 12);
         // The first call: dd-100's read, entered at 100 us and back 5 us later.
-        assert_eq!(groups[0].1[0].0, 5_000);
+        assert_eq!(p.tl.spans.dur(groups[0].1[0]), 5_000);
         for mid in 0..=n {
             let (mut a, mut ca) = collect(&cx.fork(), 0..mid);
             let (b, cb) = collect(&cx.fork(), mid..n);
