@@ -190,12 +190,29 @@ pub(super) fn group(
     top: usize,
     raw: bool,
     base: u64,
-    detail: &dyn Fn(&Cx<'_>, &Raw) -> Sample,
+    detail: &Detail<'_>,
 ) -> Group {
-    s.unpack(cx);
+    if raw {
+        // Every sample is listed: the span ones too.
+        s.unpack(cx);
+    }
+    // Samples kept as span indices stay so: their values and the few worst are read
+    // from the spans, so a large group never holds a `Slim` per sample.
+    let spans = std::mem::take(&mut s.spans);
+    let sp = &cx.tl.spans;
+    let slim_of = |i: u32| {
+        let unc = sp.flags[i as usize] & (span::UNCERTAIN | span::INFERRED) != 0;
+        Slim {
+            value: sp.dur(i),
+            idx: i,
+            tag: if unc { SLIM_UNCERTAIN } else { 0 },
+        }
+    };
     // Quantiles need the values in order, the worst list only the top few: sort plain
     // u64s, and select the worst samples without sorting them all.
-    let mut vals: Vec<u64> = s.raw.iter().map(|r| r.value).collect();
+    let mut vals: Vec<u64> = (s.raw.iter().map(|r| r.value))
+        .chain(spans.iter().map(|&i| sp.dur(i)))
+        .collect();
     vals.sort_unstable();
     let d = Dist::of_sorted(&vals);
     let samples = raw.then(|| {
@@ -208,12 +225,32 @@ pub(super) fn group(
         v
     });
     let rank = |r: &Slim| (std::cmp::Reverse(r.value), r.tag, r.idx);
-    let k = top.min(s.raw.len());
-    if k > 0 && k < s.raw.len() {
-        s.raw.select_nth_unstable_by_key(k - 1, rank);
+    let worst_of = |v: &mut Vec<Slim>| {
+        let k = top.min(v.len());
+        if k > 0 && k < v.len() {
+            v.select_nth_unstable_by_key(k - 1, rank);
+        }
+        v.truncate(k);
+    };
+    let uncertain = (s.raw.iter().map(|r| r.tag))
+        .chain(spans.iter().map(|&i| slim_of(i).tag))
+        .filter(|t| t & SLIM_UNCERTAIN != 0)
+        .count() as u64;
+    let mut cand: Vec<Slim> = if spans.is_empty() {
+        std::mem::take(&mut s.raw)
+    } else {
+        s.raw.clone()
+    };
+    worst_of(&mut cand);
+    for i in spans {
+        cand.push(slim_of(i));
+        if cand.len() >= 2 * top.max(1) + 64 {
+            worst_of(&mut cand);
+        }
     }
-    s.raw[..k].sort_unstable_by_key(rank);
-    let worst = s.raw[..k]
+    worst_of(&mut cand);
+    cand.sort_unstable_by_key(rank);
+    let worst = cand
         .iter()
         .map(|x| Sample {
             group: s.key.clone(),
@@ -232,7 +269,7 @@ pub(super) fn group(
         max_ns: d.max,
         total_ns: d.total,
         mean_ns: d.mean(),
-        uncertain: s.raw.iter().filter(|r| r.tag & SLIM_UNCERTAIN != 0).count() as u64,
+        uncertain,
         histogram: log_histogram(&vals, base),
         worst,
         extra: s.extra,
@@ -403,7 +440,7 @@ pub(super) fn finish_report(
     coll: Collector,
     top: usize,
     raw: bool,
-    detail: &dyn Fn(&Cx<'_>, &Raw) -> Sample,
+    detail: &Detail<'_>,
 ) -> MeasureReport {
     let mut coll = coll;
     let mut used = rustc_hash::FxHashSet::default();
@@ -429,12 +466,9 @@ pub(super) fn finish_report(
             s.key = name;
         }
     }
-    let mut groups: Vec<Group> = coll
-        .series
-        .into_iter()
-        .filter(|s| !s.is_empty())
-        .map(|s| group(cx, s, top, raw, if unit == "ns" { 1000 } else { 1 }, detail))
-        .collect();
+    let base = if unit == "ns" { 1000 } else { 1 };
+    let series: Vec<Series> = coll.series.into_iter().filter(|s| !s.is_empty()).collect();
+    let mut groups = group_all(cx, series, &|cx, s| group(cx, s, top, raw, base, detail));
     groups.sort_by(|a, b| {
         b.max_ns
             .cmp(&a.max_ns)
@@ -453,6 +487,68 @@ pub(super) fn finish_report(
         missing_events: Vec::new(),
         notes: Vec::new(),
     }
+}
+
+/// What a measure says of one of its worst samples.
+pub(super) type Detail<'a> = dyn Fn(&Cx<'_>, &Raw) -> Sample + Sync + 'a;
+
+/// Samples from which the groups are made on two threads: sorting each group's values is
+/// most of a syscall-heavy measure's time after collection.
+const SPLIT_MIN: usize = 1 << 20;
+
+/// `make` of every series, in order: the large ones shared between this thread and
+/// another (each takes the largest left while it has fewer samples) when there are
+/// enough samples and a second core.
+fn group_all(
+    cx: &Cx<'_>,
+    series: Vec<Series>,
+    make: &(dyn Fn(&Cx<'_>, Series) -> Group + Sync),
+) -> Vec<Group> {
+    let size = |s: &Series| s.raw.len() + s.spans.len();
+    let total: usize = series.iter().map(size).sum();
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    if total < SPLIT_MIN || cores < 2 || series.len() < 2 {
+        return series.into_iter().map(|s| make(cx, s)).collect();
+    }
+    let mut order: Vec<usize> = (0..series.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(size(&series[i])));
+    let (mut mine, mut theirs) = (Vec::new(), Vec::new());
+    let (mut a, mut b) = (0, 0);
+    for i in order {
+        if a <= b {
+            a += size(&series[i]);
+            mine.push(i);
+        } else {
+            b += size(&series[i]);
+            theirs.push(i);
+        }
+    }
+    let mut slots: Vec<Option<Series>> = series.into_iter().map(Some).collect();
+    let take = |v: &[usize], slots: &mut Vec<Option<Series>>| -> Vec<(usize, Series)> {
+        v.iter()
+            .filter_map(|&i| Some((i, slots[i].take()?)))
+            .collect()
+    };
+    let (mine, theirs) = (take(&mine, &mut slots), take(&theirs, &mut slots));
+    // A `Cx` has caches only its own thread may fill: the other thread gets a fork.
+    let cx2 = cx.fork();
+    let (near, far) = std::thread::scope(|sc| {
+        let far = sc.spawn(move || {
+            let cx2 = cx2;
+            theirs
+                .into_iter()
+                .map(|(i, s)| (i, make(&cx2, s)))
+                .collect::<Vec<_>>()
+        });
+        let near: Vec<_> = mine.into_iter().map(|(i, s)| (i, make(cx, s))).collect();
+        (
+            near,
+            far.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+        )
+    });
+    let mut all: Vec<(usize, Group)> = near.into_iter().chain(far).collect();
+    all.sort_by_key(|g| g.0);
+    all.into_iter().map(|g| g.1).collect()
 }
 
 /// The worst samples over the groups `pick` accepts, each listed once.

@@ -141,10 +141,10 @@ mod tests {
     use crate::measure::report::Filter;
     use crate::testkit;
 
-    /// Two tasks calling read and write.
-    fn calls_text() -> String {
+    /// Two tasks calling read and write, `n` calls in all.
+    fn calls_text(n: u64) -> String {
         let mut t = String::new();
-        for k in 0..12u64 {
+        for k in 0..n {
             let (who, cpu) = if k % 2 == 0 {
                 ("dd-100", 0)
             } else {
@@ -201,7 +201,7 @@ mod tests {
     /// one, at every cut: same groups in the same order, same samples, same counters.
     #[test]
     fn halves_join_into_one_collection_at_every_cut() {
-        let p = testkit::pass(&calls_text());
+        let p = testkit::pass(&calls_text(12));
         let f = Filter::default();
         let cx = cx(&p, &f);
         let n = p.tl.spans.len();
@@ -219,6 +219,36 @@ mod tests {
             ca.extend(cb);
             assert_eq!(shape(&a), groups, "cut at span {mid}");
             assert_eq!(ca, calls);
+        }
+    }
+
+    /// A group made from samples kept as span indices equals the group made from the
+    /// same samples as `Slim`s: values, quantiles, histogram, uncertain count and the
+    /// worst list, for every length of that list.
+    #[test]
+    fn span_samples_group_as_slims_do() {
+        use super::super::series::group;
+        // 100 calls per group: more than the worst list's working buffer holds.
+        let p = testkit::pass(&calls_text(400));
+        let f = Filter::default();
+        let cx = cx(&p, &f);
+        let n = p.tl.spans.len();
+        let detail = |cx: &Cx<'_>, r: &super::super::series::Raw| {
+            super::super::series::base_sample(cx, r, String::new(), String::new())
+        };
+        for top in [0, 1, 2, 3, 100] {
+            let (kept, _) = collect(&cx, 0..n);
+            let (mut unpacked, _) = collect(&cx, 0..n);
+            for (a, mut b) in kept.series.into_iter().zip(unpacked.series.drain(..)) {
+                assert!(!a.spans.is_empty() && a.raw.is_empty());
+                b.unpack(&cx);
+                assert!(b.spans.is_empty() && !b.raw.is_empty());
+                let ga = group(&cx, a, top, false, 1000, &detail);
+                let gb = group(&cx, b, top, false, 1000, &detail);
+                assert_eq!(ga.worst.len(), top.min(ga.count as usize));
+                let (ja, jb) = (serde_json::to_string(&ga), serde_json::to_string(&gb));
+                assert_eq!(ja.unwrap(), jb.unwrap(), "top {top}");
+            }
         }
     }
 }
