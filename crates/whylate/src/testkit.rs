@@ -37,6 +37,13 @@ pub fn line(us: u64, cpu: u32, who: &str, flags: &str, body: &str) -> String {
     )
 }
 
+/// The trace files of [`every_trace_file`] that open as one of `formats`.
+pub fn every_trace_of(formats: &[crate::read::Format]) -> Vec<PathBuf> {
+    let opts = OpenOptions::default();
+    let is = |f: &PathBuf| crate::read::open(f, &opts).is_ok_and(|s| formats.contains(&s.format()));
+    every_trace_file().into_iter().filter(is).collect()
+}
+
 /// `text` in a temporary file (removed when dropped).
 pub fn file(text: &str) -> tempfile::TempPath {
     let mut f = tempfile::Builder::new().suffix(".txt").tempfile().unwrap();

@@ -105,18 +105,9 @@ impl Series {
 
     /// Turns the samples kept as span indices into [`Slim`]s after the others.
     pub(super) fn unpack(&mut self, cx: &Cx<'_>) {
-        let sp = &cx.tl.spans;
-        self.raw.reserve(self.spans.len());
-        for i in std::mem::take(&mut self.spans) {
-            let r = span_raw(cx.tl, i as usize);
-            let unc = if r.uncertain { SLIM_UNCERTAIN } else { 0 };
-            debug_assert_eq!(r.value, sp.dur(i));
-            self.raw.push(Slim {
-                value: r.value,
-                idx: i,
-                tag: unc,
-            });
-        }
+        let spans = std::mem::take(&mut self.spans);
+        self.raw
+            .extend(spans.into_iter().map(|i| span_slim(cx.tl, i)));
     }
 
     pub(super) fn push(&mut self, cx: &Cx<'_>, r: Raw) {
@@ -200,14 +191,7 @@ pub(super) fn group(
     // from the spans, so a large group never holds a `Slim` per sample.
     let spans = std::mem::take(&mut s.spans);
     let sp = &cx.tl.spans;
-    let slim_of = |i: u32| {
-        let unc = sp.flags[i as usize] & (span::UNCERTAIN | span::INFERRED) != 0;
-        Slim {
-            value: sp.dur(i),
-            idx: i,
-            tag: if unc { SLIM_UNCERTAIN } else { 0 },
-        }
-    };
+    let slim_of = |i: u32| span_slim(cx.tl, i);
     // Quantiles need the values in order, the worst list only the top few: sort plain
     // u64s, and select the worst samples without sorting them all.
     let mut vals: Vec<u64> = (s.raw.iter().map(|r| r.value))
@@ -569,6 +553,16 @@ pub(super) fn merge_worst(
     });
     worst.truncate(top);
     worst
+}
+
+/// Span `i` as the sample [`span_raw`] gives, stored slim.
+fn span_slim(tl: &Timeline, i: u32) -> Slim {
+    let r = span_raw(tl, i as usize);
+    Slim {
+        value: r.value,
+        idx: i,
+        tag: if r.uncertain { SLIM_UNCERTAIN } else { 0 },
+    }
 }
 
 pub(super) fn span_raw(tl: &Timeline, i: usize) -> Raw {

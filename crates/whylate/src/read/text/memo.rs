@@ -227,21 +227,15 @@ pub(super) mod tests {
     /// the same diagnostics.
     #[test]
     fn memos_change_nothing_on_any_text_trace() {
-        let files = crate::testkit::every_trace_file();
+        use crate::read::Format;
+        let formats = [
+            Format::Ftrace,
+            Format::TraceCmdReport,
+            Format::PerfScript,
+            Format::LatencyTracer,
+        ];
         let mut compared = 0;
-        for f in files {
-            let Ok(src) = open(&f, &Default::default()) else {
-                continue;
-            };
-            if !matches!(
-                src.format(),
-                crate::read::Format::Ftrace
-                    | crate::read::Format::TraceCmdReport
-                    | crate::read::Format::PerfScript
-                    | crate::read::Format::LatencyTracer
-            ) {
-                continue;
-            }
+        for f in crate::testkit::every_trace_of(&formats) {
             let (a, da, sa) = read(&f, false);
             let (b, db, sb) = read(&f, true);
             // Interning happens in the same order either way, so symbols compare too.
