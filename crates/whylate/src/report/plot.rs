@@ -471,7 +471,10 @@ fn raster(r: &ExplainReport, tl: &Timeline, s: &Interner, ymax: u64) -> Raster {
             _ => false,
         })
         .collect();
-    spans.sort_unstable_by_key(|&i| sp.start[i as usize]);
+    spans.sort_unstable_by_key(|&i| {
+        let i = i as usize;
+        (sp.start[i], sp.kind[i] == SpanKind::Syscall, i)
+    });
     let mut edges: Vec<u32> = (0..tl.edges.len() as u32)
         .filter(|&i| matches!(tl.edges[i as usize].kind, EdgeKind::Wakeup | EdgeKind::Work))
         .collect();
