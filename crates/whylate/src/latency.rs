@@ -5,7 +5,7 @@ use crate::measure::{self, Measure, MeasureReport, Options, Throughput};
 use crate::pipeline::{self, Pass};
 use crate::read::inputs::{InputInfo, Unparsed};
 use crate::read::{OpenOptions, ReadError};
-use crate::timeline::{Anomalies, LostWindow, Spans};
+use crate::timeline::{Anomalies, LostWindow};
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -20,7 +20,7 @@ pub struct LatencyReport {
     pub first_ns: Option<u64>,
     /// Last timestamp.
     pub last_ns: Option<u64>,
-    /// Spans the timeline built.
+    /// Spans the timeline built, system calls included.
     pub spans: u64,
     /// Causal edges the timeline built.
     pub edges: u64,
@@ -108,7 +108,7 @@ pub fn report(pass: Pass, opts: &Options, tput: Option<&Throughput>) -> LatencyR
         events,
         first_ns: tl.first_ts,
         last_ns: tl.first_ts.map(|_| tl.last_ts),
-        spans: tl.spans.len() as u64,
+        spans: (tl.spans.len() + tl.syscalls.len()) as u64,
         edges: tl.edges.len() as u64,
         measures,
         lost: tl.lost.clone(),
@@ -116,14 +116,6 @@ pub fn report(pass: Pass, opts: &Options, tput: Option<&Throughput>) -> LatencyR
         unparsed: inputs.unparsed,
         unparsed_samples: inputs.samples,
         notes,
-    }
-}
-
-impl LatencyReport {
-    /// Memory the timeline holds, bytes (spans and edges).
-    pub fn timeline_bytes(&self) -> u64 {
-        self.spans * Spans::BYTES_PER_SPAN as u64
-            + self.edges * std::mem::size_of::<crate::timeline::Edge>() as u64
     }
 }
 

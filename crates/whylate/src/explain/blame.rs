@@ -323,13 +323,11 @@ pub(super) fn one_syscall(eng: &Engine<'_>, cpu: u32, a: u64, b: u64) -> Option<
         return None;
     }
     let tid = top.id as i32;
-    let sp = &tl.spans;
     let syscalls = eng.syscalls();
-    let upto = syscalls.partition_point(|&i| sp.start[i as usize] <= a);
+    let upto = syscalls.partition_point(|&i| tl.syscalls.get(i).start <= a);
     syscalls[..upto].iter().rev().take(10_000).find_map(|&i| {
-        let i = i as usize;
-        (sp.tid[i] == tid && sp.end[i] >= b)
-            .then(|| (tid, tl.syscall_name(eng.s, sp.key[i], sp.flags[i])))
+        let c = tl.syscalls.get(i);
+        (c.tid == tid && c.end >= b).then(|| (tid, tl.syscall_name(eng.s, c.key, c.flags)))
     })
 }
 
@@ -383,7 +381,7 @@ pub(super) fn silent_cpu(
         .iter()
         .find(|s| s.cpu == cpu && s.from < b && s.to > a)
         .map_or_else(|| "a task".to_string(), |s| eng.task(s.tid));
-    let place = if eng.syscalls().is_empty() {
+    let place = if tl.syscalls.is_empty() {
         "(the trace has no syscall events to say whether it was in the kernel)"
     } else {
         "outside any system call (user space cannot keep the tick off)"

@@ -150,10 +150,15 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// Syscall spans by start.
+    /// System calls by start (ties in call order).
     pub(super) fn syscalls(&self) -> &[u32] {
-        self.syscalls
-            .get_or_init(|| spans_by_start(&self.tl.spans, SpanKind::Syscall))
+        self.syscalls.get_or_init(|| {
+            let mut v: Vec<(u64, u32)> = (self.tl.syscalls.iter())
+                .map(|(i, c)| (c.start, i))
+                .collect();
+            v.sort_unstable();
+            v.into_iter().map(|(_, i)| i).collect()
+        })
     }
 
     pub(super) fn task(&self, tid: i32) -> String {
@@ -372,31 +377,29 @@ impl<'a> Engine<'a> {
         h: u64,
     ) -> Vec<(u64, u64, u32, String)> {
         let tl = self.tl;
-        let sp = &tl.spans;
         let mut seen: FxHashMap<(i32, u32), u32> = FxHashMap::default();
         let mut out = Vec::new();
         let syscalls = self.syscalls();
-        let first = syscalls.partition_point(|&i| sp.start[i as usize] < s);
-        for &si in &syscalls[first..] {
-            let i = si as usize;
-            if sp.start[i] > h {
+        let first = syscalls.partition_point(|&i| tl.syscalls.get(i).start < s);
+        for &i in &syscalls[first..] {
+            let c = tl.syscalls.get(i);
+            if c.start > h {
                 break;
             }
-            let tid = sp.tid[i];
-            if tid == me || !chain.contains(&tid) {
+            if c.tid == me || !chain.contains(&c.tid) {
                 continue;
             }
-            let n = seen.entry((tid, sp.key[i])).or_default();
+            let n = seen.entry((c.tid, c.key)).or_default();
             *n += 1;
             if *n > 2 {
                 continue;
             }
-            let name = tl.syscall_name(self.s, sp.key[i], sp.flags[i]);
+            let name = tl.syscall_name(self.s, c.key, c.flags);
             out.push((
-                sp.start[i],
-                sp.end[i] - sp.start[i],
-                sp.cpu[i],
-                format!("{} {name}() on CPU{}", self.task(tid), sp.cpu[i]),
+                c.start,
+                c.dur(),
+                c.cpu,
+                format!("{} {name}() on CPU{}", self.task(c.tid), c.cpu),
             ));
         }
         out

@@ -25,6 +25,8 @@ pub(super) struct Raw {
 pub(super) enum Src {
     Span,
     Edge,
+    /// A system call (an index into the timeline's `syscalls`).
+    Syscall,
     None,
 }
 
@@ -35,11 +37,13 @@ pub(super) enum Src {
 pub(super) struct Slim {
     pub(super) value: u64,
     pub(super) idx: u32,
-    /// 0 span, 1 edge, 2 synth; bit 7: uncertain.
+    /// 0 span, 1 edge, 2 synth, 3 system call; bit 7: uncertain.
     pub(super) tag: u8,
 }
 
 pub(super) const SLIM_SYNTH: u8 = 2;
+
+pub(super) const SLIM_SYSCALL: u8 = 3;
 
 pub(super) const SLIM_UNCERTAIN: u8 = 0x80;
 
@@ -47,10 +51,10 @@ pub(super) struct Series {
     pub(super) key: String,
     pub(super) metric: &'static str,
     pub(super) raw: Vec<Slim>,
-    /// Samples that are whole spans, as they are (value = duration), by span index: 4
+    /// Samples that are whole system calls, as they are (value = duration), by index: 4
     /// bytes instead of a [`Slim`]'s 16 for the measures with a sample per span (one per
     /// system call). Made [`Slim`]s one series at a time, when the series is grouped.
-    pub(super) spans: Vec<u32>,
+    pub(super) calls: Vec<u32>,
     pub(super) synth: Vec<Raw>,
     pub(super) extra: serde_json::Map<String, serde_json::Value>,
     /// Counters bumped per sample, turned into `extra` once at the end (formatting and
@@ -73,6 +77,7 @@ pub(super) enum Tally {
 pub(super) fn derived(cx: &Cx<'_>, src: Src, idx: u32) -> Raw {
     match src {
         Src::Span => span_raw(cx.tl, idx as usize),
+        Src::Syscall => call_raw(cx.tl, idx),
         Src::Edge => {
             let e = &cx.tl.edges[idx as usize];
             Raw {
@@ -92,22 +97,22 @@ pub(super) fn derived(cx: &Cx<'_>, src: Src, idx: u32) -> Raw {
 }
 
 impl Series {
-    /// Adds span `i` as a sample of its duration.
+    /// Adds system call `i` as a sample of its duration.
     #[inline]
-    pub(super) fn push_span(&mut self, i: usize) {
-        self.spans.push(i as u32);
+    pub(super) fn push_call(&mut self, i: u32) {
+        self.calls.push(i);
     }
 
     /// No samples.
     pub(super) fn is_empty(&self) -> bool {
-        self.raw.is_empty() && self.spans.is_empty()
+        self.raw.is_empty() && self.calls.is_empty()
     }
 
-    /// Turns the samples kept as span indices into [`Slim`]s after the others.
+    /// Turns the samples kept as call indices into [`Slim`]s after the others.
     pub(super) fn unpack(&mut self, cx: &Cx<'_>) {
-        let spans = std::mem::take(&mut self.spans);
+        let calls = std::mem::take(&mut self.calls);
         self.raw
-            .extend(spans.into_iter().map(|i| span_slim(cx.tl, i)));
+            .extend(calls.into_iter().map(|i| call_slim(cx.tl, i)));
     }
 
     pub(super) fn push(&mut self, cx: &Cx<'_>, r: Raw) {
@@ -115,7 +120,11 @@ impl Series {
         if r.src != Src::None {
             let d = derived(cx, r.src, r.idx);
             if (d.ts, d.end, d.cpu, d.tid, d.comm) == (r.ts, r.end, r.cpu, r.tid, r.comm) {
-                let tag = if r.src == Src::Span { 0 } else { 1 };
+                let tag = match r.src {
+                    Src::Span => 0,
+                    Src::Edge => 1,
+                    _ => SLIM_SYSCALL,
+                };
                 self.raw.push(Slim {
                     value: r.value,
                     idx: r.idx,
@@ -136,6 +145,7 @@ impl Series {
         let mut r = match x.tag & !SLIM_UNCERTAIN {
             0 => derived(cx, Src::Span, x.idx),
             1 => derived(cx, Src::Edge, x.idx),
+            SLIM_SYSCALL => derived(cx, Src::Syscall, x.idx),
             _ => self.synth[x.idx as usize],
         };
         r.value = x.value;
@@ -153,7 +163,7 @@ impl Series {
             }
             x
         }));
-        self.spans.extend(b.spans);
+        self.calls.extend(b.calls);
         self.synth.extend(b.synth);
         // `extra` is filled from the counters after collection, never during it.
         debug_assert!(b.extra.is_empty());
@@ -187,15 +197,15 @@ pub(super) fn group(
         // Every sample is listed: the span ones too.
         s.unpack(cx);
     }
-    // Samples kept as span indices stay so: their values and the few worst are read
-    // from the spans, so a large group never holds a `Slim` per sample.
-    let spans = std::mem::take(&mut s.spans);
-    let sp = &cx.tl.spans;
-    let slim_of = |i: u32| span_slim(cx.tl, i);
+    // Samples kept as call indices stay so: their values and the few worst are read
+    // from the calls, so a large group never holds a `Slim` per sample.
+    let calls = std::mem::take(&mut s.calls);
+    let sys = &cx.tl.syscalls;
+    let slim_of = |i: u32| call_slim(cx.tl, i);
     // Quantiles need the values in order, the worst list only the top few: sort plain
     // u64s, and select the worst samples without sorting them all.
     let mut vals: Vec<u64> = (s.raw.iter().map(|r| r.value))
-        .chain(spans.iter().map(|&i| sp.dur(i)))
+        .chain(calls.iter().map(|&i| sys.dur(i)))
         .collect();
     vals.sort_unstable();
     let d = Dist::of_sorted(&vals);
@@ -217,16 +227,16 @@ pub(super) fn group(
         v.truncate(k);
     };
     let uncertain = (s.raw.iter().map(|r| r.tag))
-        .chain(spans.iter().map(|&i| slim_of(i).tag))
+        .chain(calls.iter().map(|&i| slim_of(i).tag))
         .filter(|t| t & SLIM_UNCERTAIN != 0)
         .count() as u64;
-    let mut cand: Vec<Slim> = if spans.is_empty() {
+    let mut cand: Vec<Slim> = if calls.is_empty() {
         std::mem::take(&mut s.raw)
     } else {
         s.raw.clone()
     };
     worst_of(&mut cand);
-    for i in spans {
+    for i in calls {
         cand.push(slim_of(i));
         if cand.len() >= 2 * top.max(1) + 64 {
             worst_of(&mut cand);
@@ -292,7 +302,7 @@ impl Collector {
             key,
             metric,
             raw: Vec::new(),
-            spans: Vec::new(),
+            calls: Vec::new(),
             synth: Vec::new(),
             extra: serde_json::Map::new(),
             tally: Vec::new(),
@@ -488,7 +498,7 @@ fn group_all(
     series: Vec<Series>,
     make: &(dyn Fn(&Cx<'_>, Series) -> Group + Sync),
 ) -> Vec<Group> {
-    let size = |s: &Series| s.raw.len() + s.spans.len();
+    let size = |s: &Series| s.raw.len() + s.calls.len();
     let total: usize = series.iter().map(size).sum();
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
     if total < SPLIT_MIN || cores < 2 || series.len() < 2 {
@@ -555,13 +565,34 @@ pub(super) fn merge_worst(
     worst
 }
 
-/// Span `i` as the sample [`span_raw`] gives, stored slim.
-fn span_slim(tl: &Timeline, i: u32) -> Slim {
-    let r = span_raw(tl, i as usize);
+/// System call `i` as the sample [`call_raw`] gives, stored slim: read from the calls'
+/// fixed-width part alone (duration and uncertainty), without unpacking the call.
+fn call_slim(tl: &Timeline, i: u32) -> Slim {
+    let unc = if tl.syscalls.uncertain(i) {
+        SLIM_UNCERTAIN
+    } else {
+        0
+    };
     Slim {
-        value: r.value,
+        value: tl.syscalls.dur(i),
         idx: i,
-        tag: if r.uncertain { SLIM_UNCERTAIN } else { 0 },
+        tag: SLIM_SYSCALL | unc,
+    }
+}
+
+/// System call `i` as a sample of its duration.
+pub(super) fn call_raw(tl: &Timeline, i: u32) -> Raw {
+    let c = tl.syscalls.get(i);
+    Raw {
+        ts: c.start,
+        end: c.end,
+        value: c.dur(),
+        cpu: c.cpu,
+        tid: c.tid,
+        comm: c.comm,
+        idx: i,
+        src: Src::Syscall,
+        uncertain: c.flags & (span::UNCERTAIN | span::INFERRED) != 0,
     }
 }
 

@@ -3,8 +3,8 @@
 use super::cx::Cx;
 use super::measurer::{Input, Measurer};
 use super::report::{Measure, MeasureReport, Options};
-use super::series::{base_sample, finish_report, needs, span_raw, Collector, Tally};
-use crate::timeline::{span, KindClass, SpanKind};
+use super::series::{base_sample, finish_report, needs, Collector, Tally};
+use crate::timeline::{span, KindClass};
 use rustc_hash::FxHashMap;
 
 pub(super) fn syscall_name(cx: &Cx<'_>, key: u32, flags: u8) -> String {
@@ -14,52 +14,47 @@ pub(super) fn syscall_name(cx: &Cx<'_>, key: u32, flags: u8) -> String {
 /// Each group's syscall, by label: its name and number, for the JSON.
 type Calls = FxHashMap<String, (String, Option<i64>)>;
 
-/// Spans from which the syscall spans are collected on two threads: a syscall-heavy
-/// trace has millions, and the collection was most of `latency`'s time after the pass.
+/// Calls from which the syscalls are collected on two threads: a syscall-heavy trace has
+/// millions, and the collection was most of `latency`'s time after the pass.
 const SPLIT_MIN: usize = 1 << 20;
 
-/// The syscall spans among `range` into groups per syscall and task.
+/// The system calls among `range` into groups per syscall and task.
 fn collect(cx: &Cx<'_>, range: std::ops::Range<usize>) -> (Collector, Calls) {
     let tl = cx.tl;
-    let sp = &tl.spans;
     let mut coll = Collector::new();
     let mut calls = Calls::default();
-    for i in range {
-        if sp.kind[i] != SpanKind::Syscall {
-            continue;
-        }
-        if sp.flags[i] & span::END_UNKNOWN != 0 {
+    for (i, c) in tl.syscalls.iter_from(range.start).take(range.len()) {
+        if c.flags & span::END_UNKNOWN != 0 {
             cx.open.set(cx.open.get() + 1);
             continue;
         }
-        let r = span_raw(tl, i);
-        if !cx.keep(r.ts, r.cpu, r.tid, r.comm) {
+        if !cx.keep(c.start, c.cpu, c.tid, c.comm) {
             continue;
         }
-        let (key, fl) = (sp.key[i], sp.flags[i]);
+        let (key, fl) = (c.key, c.flags);
         let named = u64::from(fl & span::NAMED != 0);
         let id = (
             (key as u64) << 1 | named,
-            (r.tid as u32 as u64) << 32 | r.comm.0 as u64,
+            (c.tid as u32 as u64) << 32 | c.comm.0 as u64,
         );
         let s = coll.at(id, "duration", || {
             let name = syscall_name(cx, key, fl);
-            let label = format!("{name} {}", cx.task(r.tid, r.comm));
+            let label = format!("{name} {}", cx.task(c.tid, c.comm));
             calls.insert(label.clone(), (name, tl.syscall_nr(cx.s, key, fl)));
             label
         });
-        let mig = sp.aux[i] as u64;
+        let mig = c.migrations as u64;
         s.count("migrations", Tally::Plain, mig);
         s.count("calls_with_migrations", Tally::Plain, u64::from(mig > 0));
-        s.push_span(i);
+        s.push_call(i);
     }
     (coll, calls)
 }
 
-/// [`collect`] over every span: the second half on another thread when the timeline is
-/// large and the machine has a second core; the halves are joined in span order.
+/// [`collect`] over every call: the second half on another thread when there are many
+/// and the machine has a second core; the halves are joined in call order.
 fn collect_all(cx: &Cx<'_>) -> (Collector, Calls) {
-    let n = cx.tl.spans.len();
+    let n = cx.tl.syscalls.len();
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
     if n < SPLIT_MIN || cores < 2 {
         return collect(cx, 0..n);
@@ -94,13 +89,12 @@ pub(super) fn syscall(cx: &Cx<'_>, o: &Options) -> MeasureReport {
         o.top,
         o.raw_samples,
         &|cx, r| {
-            let sp = &cx.tl.spans;
-            let i = r.idx as usize;
-            let name = syscall_name(cx, sp.key[i], sp.flags[i]);
+            let c = cx.tl.syscalls.get(r.idx);
+            let name = syscall_name(cx, c.key, c.flags);
             let key = format!("{} {}", name, cx.task(r.tid, r.comm));
             let d = format!(
                 "{name} entered on CPU{}, {} migration(s) before it returned",
-                r.cpu, sp.aux[i]
+                r.cpu, c.migrations
             );
             base_sample(cx, r, key, d)
         },
@@ -182,7 +176,7 @@ mod tests {
         }
     }
 
-    /// One series, comparable: its label, samples (span indices) and counters.
+    /// One series, comparable: its label, samples (call indices) and counters.
     type Shape = (String, Vec<u32>, Vec<(&'static str, u64)>);
 
     /// What a collector holds, series by series.
@@ -190,49 +184,50 @@ mod tests {
         c.series
             .iter()
             .map(|s| {
-                let raw = s.spans.clone();
+                let raw = s.calls.clone();
                 let tally = s.tally.iter().map(|t| (t.0, t.2)).collect();
                 (s.key.clone(), raw, tally)
             })
             .collect()
     }
 
-    /// The syscall spans collected in two halves and joined are the spans collected in
-    /// one, at every cut: same groups in the same order, same samples, same counters.
+    /// The calls collected in two halves and joined are the calls collected in one, at
+    /// every cut: same groups in the same order, same samples, same counters.
     #[test]
     fn halves_join_into_one_collection_at_every_cut() {
         let p = testkit::pass(&calls_text(12));
         let f = Filter::default();
         let cx = cx(&p, &f);
-        let n = p.tl.spans.len();
+        let n = p.tl.syscalls.len();
+        assert_eq!(n, 12);
         let (whole, calls) = collect(&cx, 0..n);
         let groups = shape(&whole);
         assert_eq!(groups.len(), 4, "{groups:?}");
         let counts: Vec<usize> = groups.iter().map(|g| g.1.len()).collect();
         assert_eq!(counts.iter().sum::<usize>(), 12);
         // The first call: dd-100's read, entered at 100 us and back 5 us later.
-        assert_eq!(p.tl.spans.dur(groups[0].1[0]), 5_000);
+        assert_eq!(p.tl.syscalls.dur(groups[0].1[0]), 5_000);
         for mid in 0..=n {
             let (mut a, mut ca) = collect(&cx.fork(), 0..mid);
             let (b, cb) = collect(&cx.fork(), mid..n);
             a.append(b);
             ca.extend(cb);
-            assert_eq!(shape(&a), groups, "cut at span {mid}");
+            assert_eq!(shape(&a), groups, "cut at call {mid}");
             assert_eq!(ca, calls);
         }
     }
 
-    /// A group made from samples kept as span indices equals the group made from the
+    /// A group made from samples kept as call indices equals the group made from the
     /// same samples as `Slim`s: values, quantiles, histogram, uncertain count and the
     /// worst list, for every length of that list.
     #[test]
-    fn span_samples_group_as_slims_do() {
+    fn call_samples_group_as_slims_do() {
         use super::super::series::group;
         // 100 calls per group: more than the worst list's working buffer holds.
         let p = testkit::pass(&calls_text(400));
         let f = Filter::default();
         let cx = cx(&p, &f);
-        let n = p.tl.spans.len();
+        let n = p.tl.syscalls.len();
         let detail = |cx: &Cx<'_>, r: &super::super::series::Raw| {
             super::super::series::base_sample(cx, r, String::new(), String::new())
         };
@@ -240,9 +235,9 @@ mod tests {
             let (kept, _) = collect(&cx, 0..n);
             let (mut unpacked, _) = collect(&cx, 0..n);
             for (a, mut b) in kept.series.into_iter().zip(unpacked.series.drain(..)) {
-                assert!(!a.spans.is_empty() && a.raw.is_empty());
+                assert!(!a.calls.is_empty() && a.raw.is_empty());
                 b.unpack(&cx);
-                assert!(b.spans.is_empty() && !b.raw.is_empty());
+                assert!(b.calls.is_empty() && !b.raw.is_empty());
                 let ga = group(&cx, a, top, false, 1000, &detail);
                 let gb = group(&cx, b, top, false, 1000, &detail);
                 assert_eq!(ga.worst.len(), top.min(ga.count as usize));

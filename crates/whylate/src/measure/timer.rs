@@ -183,7 +183,8 @@ pub(super) fn timer_detail(cx: &Cx<'_>, r: &Raw) -> Sample {
             s.cpu_held_by = cx.holders(sp.cpu[i], sp.start[i], sp.end[i], r.tid);
             s
         }
-        Src::None => {
+        // The timer measure samples no system calls; synthetic ones are stored whole.
+        Src::None | Src::Syscall => {
             let rl = tl
                 .reported
                 .iter()

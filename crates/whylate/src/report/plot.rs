@@ -9,7 +9,7 @@
 //! millions of events still gives a page that opens at once.
 
 use crate::event::{Interner, Sym, SOFTIRQ_NAMES};
-use crate::explain::{ExplainReport, Hold};
+use crate::explain::{ExplainReport, Hold, Window};
 use crate::timeline::{span, EdgeKind, SpanKind, Timeline};
 use crate::units::dur;
 use rustc_hash::FxHashMap;
@@ -421,18 +421,17 @@ impl Labels<'_> {
                 let f = self.sym(sp.key[i]).to_string();
                 (format!("hrtimer {f} on CPU{cpu}"), f)
             }
-            SpanKind::Syscall => {
-                let n = self.tl.syscall_name(self.s, sp.key[i], sp.flags[i]);
-                (
-                    format!("{} {n}() on CPU{cpu}", self.task(sp.tid[i])),
-                    format!("{n}()"),
-                )
-            }
             k => {
                 let t = self.task(sp.tid[i]);
                 (format!("{k:?} {t} on CPU{cpu}"), t)
             }
         }
+    }
+    /// System call `i` as one line (`dd[42] read() on CPU1`).
+    fn call(&self, i: u32) -> String {
+        let c = self.tl.syscalls.get(i);
+        let n = self.tl.syscall_name(self.s, c.key, c.flags);
+        format!("{} {n}() on CPU{}", self.task(c.tid), c.cpu)
     }
     fn edge(&self, i: usize) -> String {
         let e = &self.tl.edges[i];
@@ -455,6 +454,35 @@ impl Labels<'_> {
     }
 }
 
+/// The system calls that start in some cycle's window (its first `ymax`), as (start,
+/// index) by start: read in one pass over the packed calls, holding only those.
+fn calls_in(tl: &Timeline, windows: &[Window], ymax: u64) -> Vec<(u64, u32)> {
+    let mut w: Vec<(u64, u64)> = (windows.iter())
+        .map(|w| {
+            let end = w.end_ns.unwrap_or(w.horizon_ns);
+            (w.start_ns, end.min(w.start_ns + ymax))
+        })
+        .collect();
+    w.sort_unstable();
+    // Each window's end raised to the furthest end so far: `inside` asks the last
+    // window starting at or before `t` whether any reaches `t`.
+    let mut reach = 0;
+    for x in &mut w {
+        reach = reach.max(x.1);
+        x.1 = reach;
+    }
+    let inside = |t: u64| {
+        let n = w.partition_point(|x| x.0 <= t);
+        n > 0 && w[n - 1].1 >= t
+    };
+    let mut v: Vec<(u64, u32)> = (tl.syscalls.iter())
+        .filter(|(_, c)| c.flags & span::START_UNKNOWN == 0 && inside(c.start))
+        .map(|(i, c)| (c.start, i))
+        .collect();
+    v.sort_unstable();
+    v
+}
+
 fn raster(r: &ExplainReport, tl: &Timeline, s: &Interner, ymax: u64) -> Raster {
     let sp = &tl.spans;
     let lab = Labels { tl, s };
@@ -463,18 +491,14 @@ fn raster(r: &ExplainReport, tl: &Timeline, s: &Interner, ymax: u64) -> Raster {
     let mut spans: Vec<u32> = (0..sp.len() as u32)
         .filter(|&i| match sp.kind[i as usize] {
             SpanKind::Run => sp.tid[i as usize] > 0,
-            SpanKind::Hardirq
-            | SpanKind::Softirq
-            | SpanKind::Work
-            | SpanKind::TimerCb
-            | SpanKind::Syscall => sp.flags[i as usize] & span::START_UNKNOWN == 0,
+            SpanKind::Hardirq | SpanKind::Softirq | SpanKind::Work | SpanKind::TimerCb => {
+                sp.flags[i as usize] & span::START_UNKNOWN == 0
+            }
             _ => false,
         })
         .collect();
-    spans.sort_unstable_by_key(|&i| {
-        let i = i as usize;
-        (sp.start[i], sp.kind[i] == SpanKind::Syscall, i)
-    });
+    spans.sort_unstable_by_key(|&i| (sp.start[i as usize], i));
+    let calls = calls_in(tl, &r.windows, ymax);
     let mut edges: Vec<u32> = (0..tl.edges.len() as u32)
         .filter(|&i| matches!(tl.edges[i as usize].kind, EdgeKind::Wakeup | EdgeKind::Work))
         .collect();
@@ -529,20 +553,33 @@ fn raster(r: &ExplainReport, tl: &Timeline, s: &Interner, ymax: u64) -> Raster {
         });
         let (a, b) = (w.start_ns, end.min(w.start_ns + ymax));
         let first = spans.partition_point(|&i| sp.start[i as usize] < a);
-        for &i in &spans[first..] {
-            let i = i as usize;
-            if sp.start[i] > b {
-                break;
+        let mut spans_in = (spans[first..].iter())
+            .map(|&i| (sp.start[i as usize], i))
+            .take_while(|x| x.0 <= b)
+            .peekable();
+        let first = calls.partition_point(|x| x.0 < a);
+        let mut calls_in = calls[first..].iter().take_while(|x| x.0 <= b).peekable();
+        // The two in start order; at the same start, spans before calls.
+        loop {
+            let call_first = match (spans_in.peek(), calls_in.peek()) {
+                (None, None) => break,
+                (Some(s), Some(c)) => c.0 < s.0,
+                (s, _) => s.is_none(),
+            };
+            if call_first {
+                let &(ts, i) = calls_in.next().expect("peeked");
+                add(&mut out, ci, ts - a, K_SYSCALL, &|| lab.call(i));
+                continue;
             }
-            let kind = match sp.kind[i] {
+            let (ts, i) = spans_in.next().expect("peeked");
+            let kind = match sp.kind[i as usize] {
                 SpanKind::Run => K_SWITCH,
                 SpanKind::Hardirq => K_HARDIRQ,
                 SpanKind::Softirq => K_SOFTIRQ,
                 SpanKind::Work => K_WORK,
-                SpanKind::TimerCb => K_TIMER,
-                _ => K_SYSCALL,
+                _ => K_TIMER,
             };
-            add(&mut out, ci, sp.start[i] - a, kind, &|| lab.span(i).0);
+            add(&mut out, ci, ts - a, kind, &|| lab.span(i as usize).0);
         }
         let first = edges.partition_point(|&i| tl.edges[i as usize].ts < a);
         for &i in &edges[first..] {

@@ -1,12 +1,13 @@
 //! The timeline: the model one streaming pass builds (`build`), of what every CPU and task was doing.
 //!
 //! Input: time-ordered [`Event`]s. Output: [`Spans`] (run, runnable-wait, sleep, hardirq,
-//! softirq, tasklet, work, syscall, hrtimer callback, irqs-off, preempt-off) in columnar
-//! vectors, and causal [`Edge`]s (who woke whom from which context, who queued the work a
-//! worker ran, which context raised the softirq that ran, which hrtimer woke a task).
+//! softirq, tasklet, work, hrtimer callback, irqs-off, preempt-off) in columnar vectors,
+//! system calls packed apart ([`Syscalls`]), and causal [`Edge`]s (who woke whom from
+//! which context, who queued the work a worker ran, which context raised the softirq that
+//! ran, which hrtimer woke a task).
 //!
 //! Memory grows with spans and edges kept, never with events read: a span costs
-//! [`Spans::BYTES_PER_SPAN`] bytes, an edge `size_of::<Edge>()`. Per-event work is a few
+//! [`Spans::BYTES_PER_SPAN`] bytes, a system call about 10, an edge `size_of::<Edge>()`. Per-event work is a few
 //! compares plus at most two hash lookups (the tasks a sched event names).
 //!
 //! Real traces are incomplete, and the timeline says so instead of guessing:
@@ -23,6 +24,8 @@ mod clock;
 mod model;
 mod profile;
 mod query;
+pub mod span;
+mod syscalls;
 
 pub use build::Builder;
 pub use clock::TimerClock;
@@ -30,6 +33,7 @@ pub use model::*;
 pub(crate) use profile::irq_label;
 pub use profile::{profile, CpuProfile, IrqCount, Share};
 pub use query::{Occupant, OccupantKind};
+pub use syscalls::{Syscall, Syscalls, BLOCK as SYSCALL_BLOCK};
 
 #[cfg(test)]
 mod tests {

@@ -27,9 +27,6 @@ pub enum SpanKind {
     Tasklet,
     /// A work item executing. `key`: work function; `aux`: the queue edge; `tid`: worker.
     Work,
-    /// A system call. `key`: syscall number, or name symbol with [`span::NAMED`];
-    /// `aux`: CPU migrations during the call.
-    Syscall,
     /// An hrtimer callback. `key`: function; `aux`: the timer edge.
     TimerCb,
     /// Interrupts disabled. `key`: caller that disabled them; `aux`: caller that enabled.
@@ -62,27 +59,6 @@ impl Cause {
     }
 }
 
-/// Span flag bits.
-pub mod span {
-    /// The span began before the trace (or before a loss): its start is when we first saw it.
-    pub const START_UNKNOWN: u8 = 1;
-    /// Still open when the trace ended: its end is the last timestamp.
-    pub const END_UNKNOWN: u8 = 2;
-    /// Crosses a lost-events window: events inside it may be missing.
-    pub const UNCERTAIN: u8 = 4;
-    /// An endpoint was inferred (no sched_switch recorded where one must have happened).
-    pub const INFERRED: u8 = 8;
-    /// Softirq run by ksoftirqd.
-    pub const KSOFTIRQD: u8 = 16;
-    /// Softirq run in task context (local_bh_enable), neither irq exit nor ksoftirqd.
-    pub const IN_TASK: u8 = 32;
-    /// Syscall key is a name symbol, not a number.
-    pub const NAMED: u8 = 64;
-    /// Runnable: the wakeup came while the task was still switching out (the waker's
-    /// try_to_wake_up waited for it to leave the CPU); the wait starts at the switch.
-    pub const RACED: u8 = 128;
-}
-
 /// Spans in columnar form: index `i` of every vector is span `i`. Spans are pushed when they
 /// close, so per CPU they are in order of their end.
 #[derive(Debug, Default)]
@@ -103,7 +79,7 @@ pub struct Spans {
     pub key: Vec<u32>,
     /// Kind-specific reference (see [`SpanKind`]).
     pub aux: Vec<u32>,
-    /// [`span`] flag bits.
+    /// [`super::span`] flag bits.
     pub flags: Vec<u8>,
 }
 
@@ -192,7 +168,7 @@ pub enum EdgeKind {
     /// `val` activation time (0: not seen); `span` the work span.
     Work,
     /// Softirq `key` raised at `ts` by `from`, entered at `at`; `span` the softirq span;
-    /// `val` the [`span`] flags saying where it ran.
+    /// `val` the [`super::span`] flags saying where it ran.
     Softirq,
     /// hrtimer armed at `ts` by `from` (0 when armed before the trace), callback entered
     /// at `at`; `val` requested expiry (softexpires) and `val2` the timer clock at expiry,
@@ -349,8 +325,10 @@ pub struct Anomalies {
 /// The result of the pass.
 #[derive(Debug, Default)]
 pub struct Timeline {
-    /// All spans.
+    /// All spans but system calls.
     pub spans: Spans,
+    /// System calls: one per two events in a syscall-heavy trace, so kept packed.
+    pub syscalls: super::syscalls::Syscalls,
     /// All edges.
     pub edges: Vec<Edge>,
     /// Lost-event windows in time order.

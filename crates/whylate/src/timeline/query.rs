@@ -1,6 +1,7 @@
 //! Queries on a built timeline: names, contexts, who occupied a CPU over a window.
 
 use super::model::*;
+use super::span;
 use crate::event::{Interner, Sym};
 use rustc_hash::FxHashMap;
 

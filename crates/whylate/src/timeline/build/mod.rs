@@ -3,6 +3,8 @@
 //! each); `finish` closes what is still open.
 
 use super::model::*;
+use super::span;
+use super::syscalls::Syscall;
 use crate::event::{flags, Event, Interner, Kind, Sym, TaskState};
 use rustc_hash::FxHashMap;
 

@@ -63,17 +63,16 @@ impl Builder {
                 t.last_sys_exit = (ts, !named);
                 let fl =
                     if s.named { span::NAMED } else { 0 } | self.loss_flag(u32::MAX, s.start, ts);
-                self.tl.spans.push(
-                    SpanKind::Syscall,
-                    s.cpu,
+                self.tl.syscalls.push(Syscall {
+                    start: s.start,
+                    end: ts,
+                    cpu: s.cpu,
                     tid,
                     comm,
-                    s.start,
-                    ts,
-                    s.key,
-                    s.migrations,
-                    fl,
-                );
+                    key: s.key,
+                    migrations: s.migrations,
+                    flags: fl,
+                });
             }
             None => {
                 let (lts, lraw) = t.last_sys_exit;

@@ -1,0 +1,355 @@
+//! System call spans, kept apart from the other spans and packed.
+//!
+//! A syscall-heavy trace has one call per two events, and at a full span's 38 bytes the
+//! calls were nine tenths of the timeline. Here a call costs about 10 bytes:
+//! - its duration and whether it is uncertain, 4 bytes at a fixed place, because grouping
+//!   reads them for every call;
+//! - everything else in blocks of [`BLOCK`] calls, each field a varint delta from the call
+//!   before it in the block (a thread or syscall is an index into a small table of the
+//!   distinct ones), so a block decodes on its own and reading call `i` decodes at most
+//!   `BLOCK - 1` calls before it.
+//!
+//! Calls keep the order they were pushed in (their exits'), which is the order a span
+//! index gave them before they moved here.
+
+use super::span;
+use crate::event::Sym;
+use rustc_hash::FxHashMap;
+
+/// Calls per block.
+pub const BLOCK: usize = 64;
+
+/// One system call, as read back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Syscall {
+    /// Entry, ns.
+    pub start: u64,
+    /// Exit, ns.
+    pub end: u64,
+    /// CPU it entered on (`u32::MAX` when unknown).
+    pub cpu: u32,
+    /// The calling thread.
+    pub tid: i32,
+    /// Its name at the exit.
+    pub comm: Sym,
+    /// Syscall number, or name symbol with [`span::NAMED`].
+    pub key: u32,
+    /// CPU migrations during the call.
+    pub migrations: u32,
+    /// [`span`] flag bits.
+    pub flags: u8,
+}
+
+impl Syscall {
+    /// Exit minus entry.
+    pub fn dur(&self) -> u64 {
+        self.end - self.start
+    }
+}
+
+/// In `durs`: the call is uncertain ([`span::UNCERTAIN`] or [`span::INFERRED`]).
+const DUR_UNCERTAIN: u32 = 1 << 31;
+/// In `durs`: the duration did not fit in 31 bits; it is in `long`.
+const DUR_LONG: u32 = DUR_UNCERTAIN - 1;
+
+// Head byte of a packed call: the four low flag bits as they are, then these.
+const H_NAMED: u8 = 0x10;
+const H_SAME_THREAD: u8 = 0x20;
+const H_MIGRATED: u8 = 0x40;
+const H_OTHER_FLAGS: u8 = 0x80;
+const LOW_FLAGS: u8 = span::START_UNKNOWN | span::END_UNKNOWN | span::UNCERTAIN | span::INFERRED;
+
+/// The system calls of a timeline, in the order they were pushed.
+#[derive(Debug, Default)]
+pub struct Syscalls {
+    /// Per call: duration (or [`DUR_LONG`]) and [`DUR_UNCERTAIN`].
+    durs: Vec<u32>,
+    /// Durations of 2^31 - 1 ns or more, by call.
+    long: FxHashMap<u32, u64>,
+    /// The packed calls.
+    bytes: Vec<u8>,
+    /// Per block: where it starts in `bytes`, and its first call's start.
+    blocks: Vec<(usize, u64)>,
+    /// Distinct (thread, name) pairs, and their indices.
+    threads: Vec<(i32, Sym)>,
+    thread_ix: FxHashMap<(i32, Sym), u32>,
+    /// Distinct keys, and their indices.
+    keys: Vec<u32>,
+    key_ix: FxHashMap<u32, u32>,
+    /// The previous call's start and thread, for the deltas.
+    last: (u64, u32),
+}
+
+impl Syscalls {
+    /// Number of calls.
+    pub fn len(&self) -> usize {
+        self.durs.len()
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.durs.is_empty()
+    }
+
+    /// Bytes held per call, on average (for the docs and benchmarks).
+    pub fn bytes_per_call(&self) -> f64 {
+        let held = self.durs.len() * 4 + self.bytes.len() + self.blocks.len() * 16;
+        held as f64 / self.len().max(1) as f64
+    }
+
+    /// Adds a call; its index is returned.
+    pub fn push(&mut self, c: Syscall) -> u32 {
+        let i = self.durs.len();
+        let end = c.end.max(c.start);
+        let dur = end - c.start;
+        let unc = if c.flags & (span::UNCERTAIN | span::INFERRED) != 0 {
+            DUR_UNCERTAIN
+        } else {
+            0
+        };
+        if dur >= DUR_LONG as u64 {
+            self.long.insert(i as u32, dur);
+            self.durs.push(DUR_LONG | unc);
+        } else {
+            self.durs.push(dur as u32 | unc);
+        }
+        if i.is_multiple_of(BLOCK) {
+            self.blocks.push((self.bytes.len(), c.start));
+            self.last = (c.start, u32::MAX);
+        }
+        let thread = intern(&mut self.threads, &mut self.thread_ix, (c.tid, c.comm));
+        let key = intern(&mut self.keys, &mut self.key_ix, c.key);
+        let mut head = c.flags & LOW_FLAGS;
+        if c.flags & span::NAMED != 0 {
+            head |= H_NAMED;
+        }
+        if thread == self.last.1 {
+            head |= H_SAME_THREAD;
+        }
+        if c.migrations != 0 {
+            head |= H_MIGRATED;
+        }
+        if c.flags & !(LOW_FLAGS | span::NAMED) != 0 {
+            head |= H_OTHER_FLAGS;
+        }
+        self.bytes.push(head);
+        put(
+            &mut self.bytes,
+            zigzag(c.start.wrapping_sub(self.last.0) as i64),
+        );
+        if head & H_SAME_THREAD == 0 {
+            put(&mut self.bytes, thread as u64);
+        }
+        put(&mut self.bytes, key as u64);
+        put(&mut self.bytes, c.cpu.wrapping_add(1) as u64);
+        if head & H_MIGRATED != 0 {
+            put(&mut self.bytes, c.migrations as u64);
+        }
+        if head & H_OTHER_FLAGS != 0 {
+            self.bytes.push(c.flags);
+        }
+        self.last = (c.start, thread);
+        i as u32
+    }
+
+    /// Call `i`'s duration.
+    #[inline]
+    pub fn dur(&self, i: u32) -> u64 {
+        match self.durs[i as usize] & !DUR_UNCERTAIN {
+            DUR_LONG => self.long[&i],
+            d => d as u64,
+        }
+    }
+
+    /// Whether call `i` is uncertain (crosses lost events, or an endpoint was inferred).
+    #[inline]
+    pub fn uncertain(&self, i: u32) -> bool {
+        self.durs[i as usize] & DUR_UNCERTAIN != 0
+    }
+
+    /// Call `i`.
+    pub fn get(&self, i: u32) -> Syscall {
+        let mut r = self.iter_from(i as usize);
+        r.next().map(|(_, c)| c).expect("syscall index in range")
+    }
+
+    /// Every call with its index, in order.
+    pub fn iter(&self) -> Reader<'_> {
+        self.iter_from(0)
+    }
+
+    /// The calls from index `from` on.
+    pub fn iter_from(&self, from: usize) -> Reader<'_> {
+        let b = from / BLOCK;
+        let mut r = Reader {
+            s: self,
+            next: b * BLOCK,
+            pos: self.blocks.get(b).map_or(0, |x| x.0),
+            last: (self.blocks.get(b).map_or(0, |x| x.1), u32::MAX),
+        };
+        // Calls before `from` in its block are decoded for their deltas and dropped.
+        while r.next < from.min(self.len()) {
+            r.next();
+        }
+        r
+    }
+}
+
+/// Reads calls one after another, decoding each block once.
+pub struct Reader<'a> {
+    s: &'a Syscalls,
+    next: usize,
+    pos: usize,
+    last: (u64, u32),
+}
+
+impl Iterator for Reader<'_> {
+    type Item = (u32, Syscall);
+
+    fn next(&mut self) -> Option<(u32, Syscall)> {
+        let s = self.s;
+        let i = self.next;
+        if i >= s.len() {
+            return None;
+        }
+        if i.is_multiple_of(BLOCK) {
+            (self.pos, self.last.0) = s.blocks[i / BLOCK];
+            self.last.1 = u32::MAX;
+        }
+        let b = &s.bytes;
+        let head = b[self.pos];
+        self.pos += 1;
+        let start = self
+            .last
+            .0
+            .wrapping_add(unzigzag(get(b, &mut self.pos)) as u64);
+        let thread = if head & H_SAME_THREAD != 0 {
+            self.last.1
+        } else {
+            get(b, &mut self.pos) as u32
+        };
+        let key = s.keys[get(b, &mut self.pos) as usize];
+        let cpu = (get(b, &mut self.pos) as u32).wrapping_sub(1);
+        let migrations = if head & H_MIGRATED != 0 {
+            get(b, &mut self.pos) as u32
+        } else {
+            0
+        };
+        let flags = if head & H_OTHER_FLAGS != 0 {
+            self.pos += 1;
+            b[self.pos - 1]
+        } else {
+            head & LOW_FLAGS | if head & H_NAMED != 0 { span::NAMED } else { 0 }
+        };
+        self.last = (start, thread);
+        self.next += 1;
+        let (tid, comm) = s.threads[thread as usize];
+        let c = Syscall {
+            start,
+            end: start + s.dur(i as u32),
+            cpu,
+            tid,
+            comm,
+            key,
+            migrations,
+            flags,
+        };
+        Some((i as u32, c))
+    }
+}
+
+fn intern<T: Copy + Eq + std::hash::Hash>(
+    all: &mut Vec<T>,
+    ix: &mut FxHashMap<T, u32>,
+    v: T,
+) -> u32 {
+    *ix.entry(v).or_insert_with(|| {
+        all.push(v);
+        (all.len() - 1) as u32
+    })
+}
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    (v >> 1) as i64 ^ -((v & 1) as i64)
+}
+
+/// LEB128.
+fn put(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn get(b: &[u8], pos: &mut usize) -> u64 {
+    let mut v = 0u64;
+    let mut shift = 0;
+    loop {
+        let x = b[*pos];
+        *pos += 1;
+        v |= ((x & 0x7f) as u64) << shift;
+        if x < 0x80 {
+            return v;
+        }
+        shift += 7;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(i: u64) -> Syscall {
+        Syscall {
+            // Starts that go back and forth, as exits on two CPUs push them.
+            start: 1_000_000 + i * 700 - (i % 3) * 1_500,
+            end: 1_000_000 + i * 700 + 5_000 + (i % 7) * 100,
+            cpu: if i.is_multiple_of(50) {
+                u32::MAX
+            } else {
+                (i % 2) as u32
+            },
+            tid: 100 + (i % 4) as i32 / 2,
+            comm: Sym((i % 4) as u32 / 2),
+            key: if i.is_multiple_of(9) { 70_000 } else { (i % 5) as u32 },
+            migrations: if i.is_multiple_of(11) { 300 } else { 0 },
+            flags: match i % 13 {
+                0 => span::UNCERTAIN | span::NAMED,
+                1 => span::RACED,
+                2 => span::END_UNKNOWN,
+                _ => 0,
+            },
+        }
+    }
+
+    #[test]
+    fn calls_read_back_as_pushed_from_anywhere() {
+        let mut s = Syscalls::default();
+        let mut all: Vec<Syscall> = (0..1000).map(call).collect();
+        // A call longer than the 31-bit duration, in the middle of a block.
+        all[130].end = all[130].start + (5u64 << 32);
+        for (i, c) in all.iter().enumerate() {
+            assert_eq!(s.push(*c), i as u32);
+        }
+        assert_eq!(s.len(), 1000);
+        let read: Vec<Syscall> = s.iter().map(|(_, c)| c).collect();
+        assert_eq!(read, all);
+        for i in [0u32, 1, 63, 64, 65, 130, 999] {
+            assert_eq!(s.get(i), all[i as usize]);
+            assert_eq!(s.dur(i), all[i as usize].dur());
+            let unc = all[i as usize].flags & span::UNCERTAIN != 0;
+            assert_eq!(s.uncertain(i), unc);
+        }
+        assert_eq!(s.dur(130), 5u64 << 32);
+        let tail: Vec<u32> = s.iter_from(998).map(|(i, _)| i).collect();
+        assert_eq!(tail, vec![998, 999]);
+        assert_eq!(s.iter_from(1000).count(), 0);
+        // Ten bytes a call or so, against a span's 38.
+        assert!(s.bytes_per_call() < 14.0, "{}", s.bytes_per_call());
+    }
+}
