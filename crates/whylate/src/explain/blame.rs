@@ -323,12 +323,8 @@ pub(super) fn one_syscall(eng: &Engine<'_>, cpu: u32, a: u64, b: u64) -> Option<
         return None;
     }
     let tid = top.id as i32;
-    let syscalls = eng.syscalls();
-    let upto = syscalls.partition_point(|&i| tl.syscalls.get(i).start <= a);
-    syscalls[..upto].iter().rev().take(10_000).find_map(|&i| {
-        let c = tl.syscalls.get(i);
-        (c.tid == tid && c.end >= b).then(|| (tid, tl.syscall_name(eng.s, c.key, c.flags)))
-    })
+    let c = tl.syscalls.covering(tid, a, b)?;
+    Some((tid, tl.syscall_name(eng.s, c.key, c.flags)))
 }
 
 /// Why `cpu` took no timer interrupt over `[a, b]` (it recorded nothing, or its timer

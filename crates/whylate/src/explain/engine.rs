@@ -77,9 +77,6 @@ pub(super) struct Engine<'a> {
     /// Wakeup, work and timer edges by cause time.
     pub(super) edges: Vec<u32>,
     pub(super) irqsoff_by_cpu: Vec<Vec<u32>>,
-    /// Syscall spans by start, sorted when first asked for ([`Engine::syscalls`]): most
-    /// analyses never ask, and a syscall-heavy trace has millions.
-    syscalls: std::cell::OnceCell<Vec<u32>>,
     /// Per CPU, softirq raise edges by the time the softirq ran.
     pub(super) softirq_runs: Vec<Vec<u32>>,
     /// Packet edges (skb handed to the stack -> taken by it) by the hand-off time.
@@ -142,23 +139,11 @@ impl<'a> Engine<'a> {
             clock: crate::timeline::TimerClock::new(tl),
             tl,
             s,
-            syscalls: Default::default(),
             runnable,
             edges,
             irqsoff_by_cpu,
             trace_median: Default::default(),
         }
-    }
-
-    /// System calls by start (ties in call order).
-    pub(super) fn syscalls(&self) -> &[u32] {
-        self.syscalls.get_or_init(|| {
-            let mut v: Vec<(u64, u32)> = (self.tl.syscalls.iter())
-                .map(|(i, c)| (c.start, i))
-                .collect();
-            v.sort_unstable();
-            v.into_iter().map(|(_, i)| i).collect()
-        })
     }
 
     pub(super) fn task(&self, tid: i32) -> String {
@@ -379,13 +364,7 @@ impl<'a> Engine<'a> {
         let tl = self.tl;
         let mut seen: FxHashMap<(i32, u32), u32> = FxHashMap::default();
         let mut out = Vec::new();
-        let syscalls = self.syscalls();
-        let first = syscalls.partition_point(|&i| tl.syscalls.get(i).start < s);
-        for &i in &syscalls[first..] {
-            let c = tl.syscalls.get(i);
-            if c.start > h {
-                break;
-            }
+        for (_, c) in tl.syscalls.starting_in(s, h) {
             if c.tid == me || !chain.contains(&c.tid) {
                 continue;
             }

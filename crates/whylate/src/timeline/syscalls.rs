@@ -70,6 +70,9 @@ pub struct Syscalls {
     bytes: Vec<u8>,
     /// Per block: where it starts in `bytes`, and its first call's start.
     blocks: Vec<(usize, u64)>,
+    /// Per block: its earliest start and latest end, so a query by time skips the blocks
+    /// that cannot hold an answer without decoding them.
+    bounds: Vec<(u64, u64)>,
     /// Distinct (thread, name) pairs, and their indices.
     threads: Vec<(i32, Sym)>,
     thread_ix: FxHashMap<(i32, Sym), u32>,
@@ -93,7 +96,7 @@ impl Syscalls {
 
     /// Bytes held per call, on average (for the docs and benchmarks).
     pub fn bytes_per_call(&self) -> f64 {
-        let held = self.durs.len() * 4 + self.bytes.len() + self.blocks.len() * 16;
+        let held = self.durs.len() * 4 + self.bytes.len() + self.blocks.len() * 32;
         held as f64 / self.len().max(1) as f64
     }
 
@@ -115,7 +118,11 @@ impl Syscalls {
         }
         if i.is_multiple_of(BLOCK) {
             self.blocks.push((self.bytes.len(), c.start));
+            self.bounds.push((c.start, end));
             self.last = (c.start, u32::MAX);
+        }
+        if let Some(b) = self.bounds.last_mut() {
+            *b = (b.0.min(c.start), b.1.max(end));
         }
         let thread = intern(&mut self.threads, &mut self.thread_ix, (c.tid, c.comm));
         let key = intern(&mut self.keys, &mut self.key_ix, c.key);
@@ -171,6 +178,39 @@ impl Syscalls {
     pub fn get(&self, i: u32) -> Syscall {
         let mut r = self.iter_from(i as usize);
         r.next().map(|(_, c)| c).expect("syscall index in range")
+    }
+
+    /// The calls that start in `[from, to]`, by start (ties in call order).
+    pub fn starting_in(&self, from: u64, to: u64) -> Vec<(u32, Syscall)> {
+        // A call starting at or after `from` ends there or later.
+        let mut v: Vec<(u32, Syscall)> = self
+            .blocks_where(|(lo, hi)| lo <= to && hi >= from)
+            .filter(|(_, c)| (from..=to).contains(&c.start))
+            .collect();
+        v.sort_unstable_by_key(|(i, c)| (c.start, *i));
+        v
+    }
+
+    /// Of `tid`'s calls that were in progress over all of `[from, to]`, the one that
+    /// started last (the latest in call order among equal starts).
+    pub fn covering(&self, tid: i32, from: u64, to: u64) -> Option<Syscall> {
+        self.blocks_where(|(lo, hi)| lo <= from && hi >= to)
+            .filter(|(_, c)| c.tid == tid && c.start <= from && c.end >= to)
+            .max_by_key(|(i, c)| (c.start, *i))
+            .map(|(_, c)| c)
+    }
+
+    /// The calls of the blocks whose (earliest start, latest end) `keep` accepts.
+    fn blocks_where<'a>(
+        &'a self,
+        keep: impl Fn((u64, u64)) -> bool + 'a,
+    ) -> impl Iterator<Item = (u32, Syscall)> + 'a {
+        (0..self.bounds.len())
+            .filter(move |&b| keep(self.bounds[b]))
+            .flat_map(move |b| {
+                let n = BLOCK.min(self.len() - b * BLOCK);
+                self.iter_from(b * BLOCK).take(n)
+            })
     }
 
     /// Every call with its index, in order.
@@ -316,7 +356,11 @@ mod tests {
             },
             tid: 100 + (i % 4) as i32 / 2,
             comm: Sym((i % 4) as u32 / 2),
-            key: if i.is_multiple_of(9) { 70_000 } else { (i % 5) as u32 },
+            key: if i.is_multiple_of(9) {
+                70_000
+            } else {
+                (i % 5) as u32
+            },
             migrations: if i.is_multiple_of(11) { 300 } else { 0 },
             flags: match i % 13 {
                 0 => span::UNCERTAIN | span::NAMED,
@@ -349,6 +393,42 @@ mod tests {
         let tail: Vec<u32> = s.iter_from(998).map(|(i, _)| i).collect();
         assert_eq!(tail, vec![998, 999]);
         assert_eq!(s.iter_from(1000).count(), 0);
+        // Window queries answer what a scan of every call would.
+        for (from, to) in [
+            (0, u64::MAX),
+            (1_050_000, 1_060_000),
+            (1_300_000, 1_300_000),
+        ] {
+            let mut want: Vec<(u64, u32)> = (all.iter().enumerate())
+                .filter(|(_, c)| (from..=to).contains(&c.start))
+                .map(|(i, c)| (c.start, i as u32))
+                .collect();
+            want.sort_unstable();
+            let want: Vec<u32> = want.into_iter().map(|x| x.1).collect();
+            let got: Vec<u32> = s.starting_in(from, to).iter().map(|x| x.0).collect();
+            assert_eq!(got, want, "{from}..{to}");
+        }
+        let cover = |tid, a, b| {
+            (all.iter().enumerate())
+                .filter(|(_, c)| c.tid == tid && c.start <= a && c.end >= b)
+                .max_by_key(|(i, c)| (c.start, *i))
+                .map(|(_, c)| *c)
+        };
+        // Call 130 is the long one: it covers windows far after its block.
+        let long = all[130];
+        for (tid, a, b) in [
+            (long.tid, long.start + 1_000, long.start + 1_000_000),
+            (long.tid, long.start, long.start),
+            (100, 1_200_000, 1_200_100),
+            (101, 1_200_000, 1_200_100),
+            (7, 1_200_000, 1_200_100),
+        ] {
+            assert_eq!(s.covering(tid, a, b), cover(tid, a, b), "{tid} {a} {b}");
+        }
+        assert_eq!(
+            s.covering(long.tid, long.start + 9, long.start + 10),
+            Some(long)
+        );
         // Ten bytes a call or so, against a span's 38.
         assert!(s.bytes_per_call() < 14.0, "{}", s.bytes_per_call());
     }
