@@ -9,7 +9,7 @@ bench/binary.py's: two `dd bs=1` copies, one per CPU, four syscall events per by
 each recording holds about --events events whatever the recorder.
 Then one hyperfine run times, --runs times each, paired:
   whylate explain on perf.data, perf script text, trace.dat, ftrace text
-  whylate latency on perf.data
+  whylate latency and whylate report on perf.data
   perf script (printing the perf.data), perf sched timehist (same file), cat of each text
 and GNU time gives each whylate command's peak RSS and CPU use (user+sys / wall).
 
@@ -85,6 +85,7 @@ def bench(a):
               "ftrace text": ftrace_txt}
     cmds = {f"explain {k}": f"{WHYLATE} explain --json {v}" for k, v in inputs.items()}
     cmds["latency perf.data"] = f"{WHYLATE} latency --json {perf_data}"
+    cmds["report perf.data"] = f"{WHYLATE} report {perf_data} -o /dev/null"
     cmds["perf script"] = f"perf script -i {perf_data}"
     cmds["perf sched timehist"] = f"perf sched timehist -i {perf_data}"
     cmds["cat perf script text"] = f"cat {perf_txt}"
@@ -100,7 +101,8 @@ def bench(a):
     print(f"{'command':<26} {'events':>10} {'min s':>8} {'median s':>9} {'peak MiB':>9} {'CPUs':>5}")
     for name, c in cmds.items():
         r = res[name]
-        rss, cpus = gnu_time(c.split()) if name.startswith(("explain", "latency")) else (0, 0)
+        whylate = name.startswith(("explain", "latency", "report"))
+        rss, cpus = gnu_time(c.split()) if whylate else (0, 0)
         ev = events.get(name.split(" ", 1)[1], "") if " " in name else ""
         print(f"{name:<26} {ev:>10} {r['min']:>8.3f} {r['median']:>9.3f} "
               f"{rss:>9.1f} {cpus:>5.2f}")

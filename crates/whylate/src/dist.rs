@@ -37,17 +37,18 @@ pub struct Dist {
 }
 
 impl Dist {
-    /// The summary of values sorted ascending.
-    pub fn of_sorted(sorted: &[u64]) -> Dist {
+    /// The summary of values sorted ascending (`u64`s, or `u32`s where a large set of
+    /// values fits in half the memory).
+    pub fn of_sorted<T: Copy + Into<u64>>(sorted: &[T]) -> Dist {
         Dist {
             count: sorted.len() as u64,
-            min: sorted.first().copied().unwrap_or(0),
+            min: sorted.first().map_or(0, |&v| v.into()),
             p50: quantile(sorted, 0.5),
             p90: quantile(sorted, 0.9),
             p99: quantile(sorted, 0.99),
             p999: quantile(sorted, 0.999),
-            max: sorted.last().copied().unwrap_or(0),
-            total: sorted.iter().fold(0u64, |a, &v| a.saturating_add(v)),
+            max: sorted.last().map_or(0, |&v| v.into()),
+            total: sorted.iter().fold(0u64, |a, &v| a.saturating_add(v.into())),
         }
     }
 
@@ -58,12 +59,12 @@ impl Dist {
 }
 
 /// Nearest-rank quantile of sorted values (0 when empty): always a value that occurred.
-pub fn quantile(sorted: &[u64], q: f64) -> u64 {
+pub fn quantile<T: Copy + Into<u64>>(sorted: &[T], q: f64) -> u64 {
     if sorted.is_empty() {
         return 0;
     }
     let rank = (q * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
+    sorted[rank.clamp(1, sorted.len()) - 1].into()
 }
 
 /// The median of unsorted values (the lower one of an even count; 0 when empty).
@@ -91,10 +92,10 @@ fn bucket_of(v: u64, base: u64) -> (u64, u64) {
 }
 
 /// A 1-2-5 log histogram of sorted values, from `base` (1000 for ns: buckets from 1 µs).
-pub fn log_histogram(sorted: &[u64], base: u64) -> Vec<Bucket> {
+pub fn log_histogram<T: Copy + Into<u64>>(sorted: &[T], base: u64) -> Vec<Bucket> {
     let mut out: Vec<Bucket> = Vec::new();
     for &v in sorted {
-        let (lo, hi) = bucket_of(v, base);
+        let (lo, hi) = bucket_of(v.into(), base);
         match out.last_mut() {
             Some(l) if l.lo == lo => l.count += 1,
             _ => out.push(Bucket { lo, hi, count: 1 }),
@@ -213,19 +214,27 @@ mod tests {
         assert_eq!(quantile(&v, 0.5), 50);
         assert_eq!(quantile(&v, 0.99), 99);
         assert_eq!(quantile(&v, 0.999), 100);
-        assert_eq!(quantile(&[7], 0.5), 7);
+        assert_eq!(quantile(&[7u64], 0.5), 7);
         let d = Dist::of_sorted(&v);
         assert_eq!(
             (d.min, d.p90, d.max, d.total, d.mean()),
             (1, 90, 100, 5050, 50)
         );
         assert_eq!(median(vec![4, 1, 3, 2]), 2);
-        assert_eq!(Dist::of_sorted(&[]), Dist::default());
+        assert_eq!(Dist::of_sorted::<u64>(&[]), Dist::default());
+        // Values kept as u32 summarise as the same values as u64 do.
+        let narrow: Vec<u32> = (1..=100).collect();
+        assert_eq!(Dist::of_sorted(&narrow), d);
+        let h = |b: Vec<Bucket>| b.iter().map(|b| (b.lo, b.hi, b.count)).collect::<Vec<_>>();
+        assert_eq!(h(log_histogram(&narrow, 10)), h(log_histogram(&v, 10)));
     }
 
     #[test]
     fn log_buckets() {
-        let h = log_histogram(&[0, 999, 1000, 2500, 2600, 7000, 10_000, 2_686_000], 1000);
+        let h = log_histogram(
+            &[0u64, 999, 1000, 2500, 2600, 7000, 10_000, 2_686_000],
+            1000,
+        );
         let got: Vec<(u64, u64, u64)> = h.iter().map(|b| (b.lo, b.hi, b.count)).collect();
         assert_eq!(
             got,

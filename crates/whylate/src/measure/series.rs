@@ -2,7 +2,7 @@
 
 use super::cx::Cx;
 use super::report::{Group, Measure, MeasureReport, Missing, Sample};
-use crate::dist::{log_histogram, Dist};
+use crate::dist::{log_histogram, Bucket, Dist};
 use crate::event::Sym;
 use crate::timeline::{span, Timeline};
 use rustc_hash::FxHashMap;
@@ -203,12 +203,9 @@ pub(super) fn group(
     let sys = &cx.tl.syscalls;
     let slim_of = |i: u32| call_slim(cx.tl, i);
     // Quantiles need the values in order, the worst list only the top few: sort plain
-    // u64s, and select the worst samples without sorting them all.
-    let mut vals: Vec<u64> = (s.raw.iter().map(|r| r.value))
-        .chain(calls.iter().map(|&i| sys.dur(i)))
-        .collect();
-    vals.sort_unstable();
-    let d = Dist::of_sorted(&vals);
+    // numbers, and select the worst samples without sorting them all.
+    let vals = (s.raw.iter().map(|r| r.value)).chain(calls.iter().map(|&i| sys.dur(i)));
+    let (d, histogram) = summarise(vals, base);
     let samples = raw.then(|| {
         let mut v: Vec<[u64; 2]> = s
             .raw
@@ -264,10 +261,24 @@ pub(super) fn group(
         total_ns: d.total,
         mean_ns: d.mean(),
         uncertain,
-        histogram: log_histogram(&vals, base),
+        histogram,
         worst,
         extra: s.extra,
         samples,
+    }
+}
+
+/// Quantiles and histogram of `vals`: sorted as `u32`s when they all fit (a group can
+/// hold millions of samples; durations under 4.3 s fit), else as `u64`s.
+fn summarise(vals: impl Iterator<Item = u64> + Clone, base: u64) -> (Dist, Vec<Bucket>) {
+    if vals.clone().all(|v| v <= u32::MAX as u64) {
+        let mut v: Vec<u32> = vals.map(|x| x as u32).collect();
+        v.sort_unstable();
+        (Dist::of_sorted(&v), log_histogram(&v, base))
+    } else {
+        let mut v: Vec<u64> = vals.collect();
+        v.sort_unstable();
+        (Dist::of_sorted(&v), log_histogram(&v, base))
     }
 }
 
