@@ -75,10 +75,10 @@ pub struct Syscalls {
     bounds: Vec<(u64, u64)>,
     /// Distinct (thread, name) pairs, and their indices.
     threads: Vec<(i32, Sym)>,
-    thread_ix: FxHashMap<(i32, Sym), u32>,
+    thread_ix: Interned<(i32, Sym)>,
     /// Distinct keys, and their indices.
     keys: Vec<u32>,
-    key_ix: FxHashMap<u32, u32>,
+    key_ix: Interned<u32>,
     /// The previous call's start and thread, for the deltas.
     last: (u64, u32),
 }
@@ -124,8 +124,10 @@ impl Syscalls {
         if let Some(b) = self.bounds.last_mut() {
             *b = (b.0.min(c.start), b.1.max(end));
         }
-        let thread = intern(&mut self.threads, &mut self.thread_ix, (c.tid, c.comm));
-        let key = intern(&mut self.keys, &mut self.key_ix, c.key);
+        let thread = self
+            .thread_ix
+            .of(&mut self.threads, (c.tid, c.comm), c.tid as u32);
+        let key = self.key_ix.of(&mut self.keys, c.key, c.key);
         let mut head = c.flags & LOW_FLAGS;
         if c.flags & span::NAMED != 0 {
             head |= H_NAMED;
@@ -298,15 +300,40 @@ impl Iterator for Reader<'_> {
     }
 }
 
-fn intern<T: Copy + Eq + std::hash::Hash>(
-    all: &mut Vec<T>,
-    ix: &mut FxHashMap<T, u32>,
-    v: T,
-) -> u32 {
-    *ix.entry(v).or_insert_with(|| {
-        all.push(v);
-        (all.len() - 1) as u32
-    })
+/// Indices of distinct values, with the last few answers in front of the map: a trace
+/// has few threads and syscalls, and hashing each call's twice was a tenth of the pass.
+#[derive(Debug)]
+struct Interned<T> {
+    map: FxHashMap<T, u32>,
+    recent: [Option<(T, u32)>; 16],
+}
+
+impl<T: Copy> Default for Interned<T> {
+    fn default() -> Self {
+        Interned {
+            map: FxHashMap::default(),
+            recent: [None; 16],
+        }
+    }
+}
+
+impl<T: Copy + Eq + std::hash::Hash> Interned<T> {
+    /// The index of `v` in `all` (added when new); `hint` picks its cache slot.
+    #[inline]
+    fn of(&mut self, all: &mut Vec<T>, v: T, hint: u32) -> u32 {
+        let slot = hint as usize % self.recent.len();
+        if let Some((w, i)) = self.recent[slot] {
+            if w == v {
+                return i;
+            }
+        }
+        let i = *self.map.entry(v).or_insert_with(|| {
+            all.push(v);
+            (all.len() - 1) as u32
+        });
+        self.recent[slot] = Some((v, i));
+        i
+    }
 }
 
 fn zigzag(v: i64) -> u64 {
