@@ -51,9 +51,9 @@ pub(super) struct Series {
     pub(super) key: String,
     pub(super) metric: &'static str,
     pub(super) raw: Vec<Slim>,
-    /// Samples that are whole system calls, as they are (value = duration), by index: 4
-    /// bytes instead of a [`Slim`]'s 16 for the measures with a sample per span (one per
-    /// system call). Made [`Slim`]s one series at a time, when the series is grouped.
+    /// Samples that are whole system calls, as they are (value = duration), by call
+    /// index: 4 bytes instead of a [`Slim`]'s 16 for the syscall measure's sample per
+    /// call. Made [`Slim`]s only when every sample is listed (`unpack`).
     pub(super) calls: Vec<u32>,
     pub(super) synth: Vec<Raw>,
     pub(super) extra: serde_json::Map<String, serde_json::Value>,
