@@ -44,12 +44,15 @@ pub fn explain_with_outputs(
                 .map(|f| f.display().to_string())
                 .collect::<Vec<_>>()
                 .join(", ");
-            let page = whylate::report::html::render(r, &plots, &title);
-            std::fs::write(path, &page).map_err(io(path))?;
+            // Written as composed: a page of a million cycles is tens of MB.
+            let mut w = std::io::BufWriter::new(std::fs::File::create(path).map_err(io(path))?);
+            let len = whylate::report::html::write(r, &plots, &title, &mut w)
+                .and_then(|len| std::io::Write::flush(&mut w).map(|()| len))
+                .map_err(io(path))?;
             eprintln!(
                 "whylate: wrote {} ({} KiB; {} cycles, {} markers, {} misses drawn)",
                 path.display(),
-                page.len() / 1024,
+                len / 1024,
                 plots.raster.cycles.len(),
                 plots.raster.marks.len(),
                 plots.lanes.len()

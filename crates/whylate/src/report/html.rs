@@ -8,6 +8,7 @@ use super::svg::{self, esc, LEFT, TOP};
 use crate::explain::ExplainReport;
 use crate::units::dur;
 use std::fmt::Write as _;
+use std::io;
 
 const STYLE: &str = r#"
 body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1120px;padding:0 16px 40px;color:#222}
@@ -77,9 +78,69 @@ document.documentElement.setAttribute('data-ready','1');
 })();
 "#;
 
-/// `</` inside a script block would end it.
-fn script_safe(json: String) -> String {
-    json.replace("</", "<\\/")
+/// Passes bytes on with every `</` written `<\/`: inside a script block `</` would end
+/// it (in JSON the two spell the same string). Streams, so the data is never held whole.
+struct ScriptSafe<'a, 'w> {
+    page: &'a mut Page<'w>,
+    /// The last byte passed on was `<`.
+    after_lt: bool,
+}
+
+impl io::Write for ScriptSafe<'_, '_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut from = 0;
+        for at in memchr::memchr_iter(b'/', buf) {
+            let lt = if at == 0 {
+                self.after_lt
+            } else {
+                buf[at - 1] == b'<'
+            };
+            if lt {
+                self.page.bytes(&buf[from..at]);
+                self.page.bytes(b"\\");
+                from = at;
+            }
+        }
+        self.page.bytes(&buf[from..]);
+        if let Some(&last) = buf.last() {
+            self.after_lt = last == b'<';
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Where the page goes as it is composed: any byte sink (a file, a `Vec`), so a page of a
+/// million cycles is never held whole. The first write error is kept and the rest skipped.
+struct Page<'w> {
+    w: &'w mut dyn io::Write,
+    len: u64,
+    err: Option<io::Error>,
+}
+
+impl Page<'_> {
+    fn bytes(&mut self, b: &[u8]) {
+        if self.err.is_none() {
+            match self.w.write_all(b) {
+                Ok(()) => self.len += b.len() as u64,
+                Err(e) => self.err = Some(e),
+            }
+        }
+    }
+
+    fn push_str(&mut self, s: &str) {
+        self.bytes(s.as_bytes());
+    }
+}
+
+impl std::fmt::Write for Page<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.push_str(s);
+        Ok(())
+    }
 }
 
 fn pct(x: f64) -> String {
@@ -88,18 +149,34 @@ fn pct(x: f64) -> String {
 
 /// The report page. `title` names the trace(s).
 pub fn render(r: &ExplainReport, p: &Plots, title: &str) -> String {
-    let mut o = String::with_capacity(1 << 20);
-    head(&mut o, r, title);
-    causes(&mut o, r);
-    histogram(&mut o, r, p);
-    raster(&mut o, r, p);
-    lanes(&mut o, r, p);
-    advice_notes_inputs(&mut o, r);
-    o
+    let mut v = Vec::with_capacity(1 << 20);
+    // Writing to a Vec cannot fail, and every piece written is a str.
+    let _ = write(r, p, title, &mut v);
+    String::from_utf8(v).unwrap_or_default()
+}
+
+/// Writes the report page to `w` as it is composed; returns the bytes written.
+pub fn write(r: &ExplainReport, p: &Plots, title: &str, w: &mut dyn io::Write) -> io::Result<u64> {
+    let mut page = Page {
+        w,
+        len: 0,
+        err: None,
+    };
+    let o = &mut page;
+    head(o, r, title);
+    causes(o, r);
+    histogram(o, r, p);
+    raster(o, r, p);
+    lanes(o, r, p);
+    advice_notes_inputs(o, r);
+    match page.err {
+        Some(e) => Err(e),
+        None => Ok(page.len),
+    }
 }
 
 /// The page head, the title and the verdict with the first cause.
-fn head(o: &mut String, r: &ExplainReport, title: &str) {
+fn head(o: &mut Page<'_>, r: &ExplainReport, title: &str) {
     let c = &r.cycles;
     let _ = write!(
         o,
@@ -157,7 +234,7 @@ fn head(o: &mut String, r: &ExplainReport, title: &str) {
 }
 
 /// The ranked causes over all misses.
-fn causes(o: &mut String, r: &ExplainReport) {
+fn causes(o: &mut Page<'_>, r: &ExplainReport) {
     if !r.causes.is_empty() {
         o.push_str("<h2>Causes, over all misses</h2>\n<table id=\"causes\"><tr><th>category</th><th>culprit</th><th>misses</th><th>total excess</th><th>mean</th><th>share</th></tr>\n");
         for row in &r.causes {
@@ -182,7 +259,7 @@ fn causes(o: &mut String, r: &ExplainReport) {
 }
 
 /// The duration histogram.
-fn histogram(o: &mut String, r: &ExplainReport, p: &Plots) {
+fn histogram(o: &mut Page<'_>, r: &ExplainReport, p: &Plots) {
     let c = &r.cycles;
     let _ = writeln!(
         o,
@@ -196,7 +273,7 @@ fn histogram(o: &mut String, r: &ExplainReport, p: &Plots) {
 }
 
 /// The per-cycle raster of kernel events, its legend and its hover data.
-fn raster(o: &mut String, r: &ExplainReport, p: &Plots) {
+fn raster(o: &mut Page<'_>, r: &ExplainReport, p: &Plots) {
     let _ = writeln!(
         o,
         "<h2>Every {} and its kernel events</h2>\n<p class=\"sub\">One column per {}, in order; each marker is a kernel event at its time since the start (events on the same pixel merged, hover to see them). Missed ones have a red band. Untick a kind to hide it.</p>\n<div id=\"legend\">",
@@ -216,40 +293,78 @@ fn raster(o: &mut String, r: &ExplainReport, p: &Plots) {
     }
     o.push_str("</div>\n");
     o.push_str(&svg::raster(&p.raster));
-    // Hover data: flat arrays keep it small.
-    let ra = &p.raster;
-    let mut cycles = Vec::with_capacity(ra.cycles.len() * 4);
-    for cy in &ra.cycles {
-        cycles.extend([
-            cy.start_ns as i64,
-            cy.dur_ns.map_or(-1, |d| d as i64),
-            i64::from(cy.miss),
-            cy.tid as i64,
-        ]);
+    // Hover data: flat arrays keep it small. Serialised straight from the raster: a
+    // `serde_json::Value` per number cost 32 bytes each, 227 MB for a million cycles.
+    o.push_str("<script type=\"application/json\" id=\"raster-data\">");
+    let mut safe = ScriptSafe {
+        page: o,
+        after_lt: false,
+    };
+    // Serialising numbers and strings into a sink that does not fail cannot fail.
+    let _ = serde_json::to_writer(&mut safe, &RasterData(&p.raster));
+    o.push_str("</script>\n");
+}
+
+/// The raster's hover data as the page script reads it: keys in sorted order, each cycle
+/// as four numbers (start, duration or -1, missed, thread), each mark as five (cycle,
+/// offset, kind, label, merged events).
+struct RasterData<'a>(&'a super::plot::Raster);
+
+impl serde::Serialize for RasterData<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let ra = self.0;
+        let cycles = Flat(|| {
+            ra.cycles.iter().flat_map(|cy| {
+                [
+                    cy.start_ns as i64,
+                    cy.dur_ns.map_or(-1, |d| d as i64),
+                    i64::from(cy.miss),
+                    cy.tid as i64,
+                ]
+            })
+        });
+        let marks = Flat(|| {
+            ra.marks.iter().flat_map(|m| {
+                [
+                    m.cycle as u64,
+                    m.off_ns,
+                    m.kind as u64,
+                    m.label as u64,
+                    m.n as u64,
+                ]
+            })
+        });
+        let mut m = s.serialize_map(Some(9))?;
+        m.serialize_entry("cycles", &cycles)?;
+        m.serialize_entry("kinds", &KINDS)?;
+        m.serialize_entry("labels", &ra.labels)?;
+        m.serialize_entry("left", &LEFT)?;
+        m.serialize_entry("marks", &marks)?;
+        m.serialize_entry("ph", &RASTER_H)?;
+        m.serialize_entry("pw", &RASTER_W)?;
+        m.serialize_entry("top", &TOP)?;
+        m.serialize_entry("ymax", &ra.ymax_ns)?;
+        m.end()
     }
-    let mut marks = Vec::with_capacity(ra.marks.len() * 5);
-    for m in &ra.marks {
-        marks.extend([
-            m.cycle as u64,
-            m.off_ns,
-            m.kind as u64,
-            m.label as u64,
-            m.n as u64,
-        ]);
+}
+
+/// A JSON array of the numbers an iterator yields, written without collecting them.
+struct Flat<F>(F);
+
+impl<F, I, T> serde::Serialize for Flat<F>
+where
+    F: Fn() -> I,
+    I: Iterator<Item = T>,
+    T: serde::Serialize,
+{
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq((self.0)())
     }
-    let data = serde_json::json!({
-        "left": LEFT, "top": TOP, "pw": RASTER_W, "ph": RASTER_H, "ymax": ra.ymax_ns,
-        "kinds": KINDS, "cycles": cycles, "marks": marks, "labels": ra.labels,
-    });
-    let _ = writeln!(
-        o,
-        "<script type=\"application/json\" id=\"raster-data\">{}</script>",
-        script_safe(data.to_string())
-    );
 }
 
 /// Each drawn miss: its chain as a table and its swimlane.
-fn lanes(o: &mut String, r: &ExplainReport, p: &Plots) {
+fn lanes(o: &mut Page<'_>, r: &ExplainReport, p: &Plots) {
     if !p.lanes.is_empty() {
         let _ = writeln!(
             o,
@@ -285,7 +400,7 @@ fn lanes(o: &mut String, r: &ExplainReport, p: &Plots) {
 }
 
 /// One miss's chain as a table.
-fn chain_table(o: &mut String, m: &crate::explain::Miss) {
+fn chain_table(o: &mut Page<'_>, m: &crate::explain::Miss) {
     o.push_str("<table class=\"chain\"><tr><th>at</th><th>CPU</th><th>link</th><th>what</th><th>took</th><th>over usual</th><th>held by</th></tr>\n");
     for k in &m.chain {
         let held: Vec<String> = k
@@ -324,7 +439,7 @@ fn chain_table(o: &mut String, m: &crate::explain::Miss) {
 }
 
 /// Advice, the CPU context, blind spots, the inputs and the terminal report.
-fn advice_notes_inputs(o: &mut String, r: &ExplainReport) {
+fn advice_notes_inputs(o: &mut Page<'_>, r: &ExplainReport) {
     if !r.advice.is_empty() {
         o.push_str("<h2>What to do</h2>\n<ul class=\"advice\">\n");
         for a in &r.advice {
@@ -366,7 +481,7 @@ fn advice_notes_inputs(o: &mut String, r: &ExplainReport) {
 }
 
 /// CPU busy shares, interrupt placement and the machine.
-fn context(o: &mut String, r: &ExplainReport) {
+fn context(o: &mut Page<'_>, r: &ExplainReport) {
     if r.cpus.is_empty() && r.context.is_empty() && r.machine.is_none() {
         return;
     }
@@ -449,5 +564,89 @@ fn context(o: &mut String, r: &ExplainReport) {
             }
             o.push_str("</table>\n");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::plot::{Mark, Raster, RasterCycle};
+
+    fn safe(pieces: &[&str]) -> String {
+        let mut v = Vec::new();
+        let mut page = Page {
+            w: &mut v,
+            len: 0,
+            err: None,
+        };
+        let mut s = ScriptSafe {
+            page: &mut page,
+            after_lt: false,
+        };
+        for p in pieces {
+            io::Write::write_all(&mut s, p.as_bytes()).unwrap();
+        }
+        assert_eq!(page.len as usize, v.len());
+        String::from_utf8(v).unwrap()
+    }
+
+    #[test]
+    fn script_safe_escapes_a_closing_tag_split_across_writes() {
+        assert_eq!(safe(&["a</b"]), r"a<\/b");
+        assert_eq!(safe(&["a<", "/b"]), r"a<\/b");
+        assert_eq!(safe(&["<", "<", "/"]), r"<<\/");
+        assert_eq!(safe(&["x/y", "<", "z/"]), "x/y<z/");
+        assert_eq!(safe(&["", "</", "", "/"]), r"<\//");
+    }
+
+    #[test]
+    fn raster_hover_data_is_the_flat_arrays_the_page_reads() {
+        let ra = Raster {
+            cycles: vec![
+                RasterCycle {
+                    start_ns: 1_000,
+                    dur_ns: Some(250),
+                    miss: false,
+                    tid: 7,
+                },
+                RasterCycle {
+                    start_ns: 2_000,
+                    dur_ns: None,
+                    miss: true,
+                    tid: 8,
+                },
+            ],
+            ymax_ns: 900,
+            deadline_ns: Some(300),
+            events: [0; KINDS.len()],
+            marks: vec![Mark {
+                cycle: 1,
+                off_ns: 40,
+                kind: 2,
+                label: 0,
+                n: 3,
+            }],
+            labels: vec!["write </script>".into()],
+            clipped: 0,
+            noun: "cycles".into(),
+        };
+        let mut v = Vec::new();
+        let mut page = Page {
+            w: &mut v,
+            len: 0,
+            err: None,
+        };
+        let mut s = ScriptSafe {
+            page: &mut page,
+            after_lt: false,
+        };
+        serde_json::to_writer(&mut s, &RasterData(&ra)).unwrap();
+        let want = format!(
+            r#"{{"cycles":[1000,250,0,7,2000,-1,1,8],"kinds":{},"labels":["write <\/script>"],"left":{},"marks":[1,40,2,0,3],"ph":{RASTER_H},"pw":{RASTER_W},"top":{},"ymax":900}}"#,
+            serde_json::to_string(&KINDS).unwrap(),
+            serde_json::to_string(&LEFT).unwrap(),
+            serde_json::to_string(&TOP).unwrap(),
+        );
+        assert_eq!(String::from_utf8(v).unwrap(), want);
     }
 }
