@@ -90,10 +90,10 @@ pub struct Cycle {
     pub horizon_ns: u64,
     /// Still open when the trace ended.
     pub at_end: bool,
-    /// Offsets of write syscalls the thread made inside the cycle (a timeout log line is
-    /// one way a deadline shows).
+    /// Write syscalls the thread made inside the cycle, up to 8 (a timeout log line is one
+    /// way a deadline shows); their offsets are in [`Cycles::writes`].
     #[serde(skip)]
-    pub writes: Vec<u64>,
+    pub writes: u8,
 }
 
 /// Cuts cycles from the stream.
@@ -119,6 +119,9 @@ pub struct Cycles {
     streak: FxHashMap<(i64, i64), (u64, u64)>,
     /// The cycles, in start order.
     pub cycles: Vec<Cycle>,
+    /// Offsets of the writes [`Cycle::writes`] counts, of every cycle, in the order seen:
+    /// only their distribution is used, and a vector per cycle cost 24 bytes each.
+    pub writes: Vec<u64>,
     pub(super) write_name: Option<Sym>,
     /// Descriptor names, when a selector filters on `path`.
     pub(super) paths: Option<FdPaths>,
@@ -144,6 +147,7 @@ impl Cycles {
             arch_given: o.arch.is_some(),
             open: FxHashMap::default(),
             cycles: Vec::new(),
+            writes: Vec::new(),
             write_name: None,
             paths: (o.from.uses("path") || o.to.iter().any(|t| t.uses("path"))).then(FdPaths::new),
             seen_from: Seen::default(),
@@ -290,7 +294,7 @@ impl Cycles {
             end_tid: None,
             horizon_ns: e.ts,
             at_end: false,
-            writes: Vec::new(),
+            writes: 0,
         });
     }
 
@@ -320,8 +324,9 @@ impl Cycles {
         };
         if let Some(i) = i {
             let c = &mut self.cycles[i];
-            if c.writes.len() < 8 && e.ts > c.start_ns {
-                c.writes.push(e.ts - c.start_ns);
+            if c.writes < 8 && e.ts > c.start_ns {
+                c.writes += 1;
+                self.writes.push(e.ts - c.start_ns);
             }
         }
     }

@@ -15,15 +15,17 @@ use crate::units::dur;
 
 /// The deadline for cycles: the one given; else one the data shows (`infer_deadline`);
 /// else none, and the slowest 1% (above p99) are explained as outliers.
+/// `writes` are the offsets of the threads' writes into their cycles, `sorted` the replied
+/// cycles' durations.
 pub(super) fn deadline_policy(
     o: &Options,
-    cycles: &[Cycle],
+    writes: &[u64],
     sorted: &[u64],
 ) -> (Option<u64>, String) {
     if let Some(d) = o.deadline_ns {
         return (Some(d), "given".to_string());
     }
-    match infer_deadline(cycles) {
+    match infer_deadline(writes, sorted) {
         (Some(d), why) => (Some(d), why),
         _ => (
             (!sorted.is_empty()).then(|| quantile(sorted, 0.99)),
@@ -49,12 +51,9 @@ pub(super) fn complaint_offset(w: &[u64]) -> Option<(u64, usize)> {
 }
 
 /// The deadline the data shows, if any: the thread writes (a complaint) at one offset in
-/// several cycles, or many cycles end at one duration.
-pub(super) fn infer_deadline(cycles: &[Cycle]) -> (Option<u64>, String) {
-    let mut w: Vec<u64> = cycles
-        .iter()
-        .flat_map(|c| c.writes.iter().copied())
-        .collect();
+/// several cycles (`writes`), or many cycles end at one duration (`d`, sorted).
+pub(super) fn infer_deadline(writes: &[u64], d: &[u64]) -> (Option<u64>, String) {
+    let mut w = writes.to_vec();
     w.sort_unstable();
     if let Some((m, near)) = complaint_offset(&w) {
         let d = (m + 50_000) / 100_000 * 100_000;
@@ -66,11 +65,6 @@ pub(super) fn infer_deadline(cycles: &[Cycle]) -> (Option<u64>, String) {
             ),
         );
     }
-    let mut d: Vec<u64> = cycles
-        .iter()
-        .filter_map(|c| c.end_ns.map(|e| e - c.start_ns))
-        .collect();
-    d.sort_unstable();
     if d.len() >= 20 {
         let max = *d.last().unwrap();
         let pile = d.iter().filter(|&&x| x * 100 >= max * 98).count();
@@ -84,7 +78,7 @@ pub(super) fn infer_deadline(cycles: &[Cycle]) -> (Option<u64>, String) {
             );
         }
     }
-    if let Some((lo, hi, n_hi)) = two_modes(&d) {
+    if let Some((lo, hi, n_hi)) = two_modes(d) {
         let at = round2(((lo as f64) * (hi as f64)).sqrt() as u64);
         return (
             Some(at),
@@ -126,15 +120,22 @@ fn round2(v: u64) -> u64 {
     (v + p / 2) / p * p
 }
 
-/// Explains the cycles on a built timeline.
-pub fn analyze(tl: &Timeline, s: &Interner, o: &Options, cycles: Vec<Cycle>) -> ExplainReport {
+/// Explains the cycles on a built timeline; `writes` are the offsets of the writes the
+/// cycles' threads made inside them ([`super::cutter::Cycles::writes`]).
+pub fn analyze(
+    tl: &Timeline,
+    s: &Interner,
+    o: &Options,
+    cycles: Vec<Cycle>,
+    writes: &[u64],
+) -> ExplainReport {
     let eng = Engine::new(tl, s);
     let mut durations: Vec<u64> = cycles
         .iter()
         .filter_map(|c| c.end_ns.map(|e| e - c.start_ns))
         .collect();
     durations.sort_unstable();
-    let (deadline, source) = deadline_policy(o, &cycles, &durations);
+    let (deadline, source) = deadline_policy(o, writes, &durations);
     let cut = |c: &Cycle| cut_off(tl, c, deadline);
     let is_miss = |c: &Cycle| match (c.end_ns, deadline) {
         (None, _) => !cut(c),
@@ -148,6 +149,7 @@ pub fn analyze(tl: &Timeline, s: &Interner, o: &Options, cycles: Vec<Cycle>) -> 
     stats.cut_off = cut_n;
     let good: Vec<&Cycle> = cycles.iter().filter(|c| !is_miss(c) && !cut(c)).collect();
     let template = Template::learn(&eng, &good, &o.learned);
+    drop(good);
     let mut notes = Vec::new();
     if template.good < 3 && !cycles.is_empty() {
         notes.push(format!(
@@ -175,17 +177,20 @@ pub fn analyze(tl: &Timeline, s: &Interner, o: &Options, cycles: Vec<Cycle>) -> 
             .cmp(&a.duration_ns.is_none())
             .then(b.late_ns.cmp(&a.late_ns))
     });
-    let windows = cycles
-        .iter()
+    // Consumed in place (a window is smaller than a cycle, so the cycles' memory holds
+    // them), then the spare room given back.
+    let mut windows: Vec<Window> = cycles
+        .into_iter()
         .map(|c| Window {
             start_ns: c.start_ns,
             end_ns: c.end_ns,
             horizon_ns: c.horizon_ns,
             tid: c.tid,
             cpu: c.cpu,
-            miss: is_miss(c),
+            miss: is_miss(&c),
         })
         .collect();
+    windows.shrink_to_fit();
     let frame = Framing {
         from: o.from.text().to_string(),
         to: o.to.iter().map(|t| t.text().to_string()).collect(),

@@ -166,7 +166,7 @@ pub fn explain_then<T>(
             let blind = cy.paths_unknown();
             let (pairing, pair_notes) = cy.pairing_stats();
             let undrained = cy.undrained();
-            let mut r = analyze(tl, strings, o, cy.cycles);
+            let mut r = analyze(tl, strings, o, cy.cycles, &cy.writes);
             r.cycles.pairing = Some(pairing);
             r.notes.extend(pair_notes);
             if let Some((from, n)) = undrained {

@@ -105,11 +105,13 @@ fn a_cycle_deadline_is_inferred_from_timeout_complaints() {
             end_tid: Some(5),
             horizon_ns: (i + 1) * 10_000_000,
             at_end: false,
-            writes: vec![3_460_000 + i * 2_000],
+            writes: 1,
         })
         .collect();
+    let writes: Vec<u64> = (0..8).map(|i| 3_460_000 + i * 2_000).collect();
+    assert_eq!(cycles.iter().map(|c| c.writes as usize).sum::<usize>(), 8);
     let o = testkit::chain_options(None);
-    let (d, why) = super::cycles::deadline_policy(&o, &cycles, &[1_000_000; 8]);
+    let (d, why) = super::cycles::deadline_policy(&o, &writes, &[1_000_000; 8]);
     assert_eq!(d, Some(3_500_000));
     assert!(why.starts_with("inferred: the thread wrote"), "{why}");
 }
