@@ -10,6 +10,7 @@ each recording holds about --events events whatever the recorder.
 Then one hyperfine run times, --runs times each, paired:
   whylate explain on perf.data, perf script text, trace.dat, ftrace text
   whylate latency and whylate report on perf.data
+  whylate explain and report in cycle mode (a cycle per dd write) on trace.dat
   perf script (printing the perf.data), perf sched timehist (same file), cat of each text
 and GNU time gives each whylate command's peak RSS and CPU use (user+sys / wall).
 
@@ -86,6 +87,11 @@ def bench(a):
     cmds = {f"explain {k}": f"{WHYLATE} explain --json {v}" for k, v in inputs.items()}
     cmds["latency perf.data"] = f"{WHYLATE} latency --json {perf_data}"
     cmds["report perf.data"] = f"{WHYLATE} report {perf_data} -o /dev/null"
+    # Cycle mode where cycles are many: one per dd write (about a quarter of the events),
+    # so what explain and report keep per cycle shows in their peak RSS.
+    cycles = "--from sys_enter_write[comm=dd] --to sys_exit_write[comm=dd]"
+    cmds["explain cycles trace.dat"] = f"{WHYLATE} explain --json {dat} {cycles}"
+    cmds["report cycles trace.dat"] = f"{WHYLATE} report {dat} {cycles} -o /dev/null"
     cmds["perf script"] = f"perf script -i {perf_data}"
     cmds["perf sched timehist"] = f"perf sched timehist -i {perf_data}"
     cmds["cat perf script text"] = f"cat {perf_txt}"
@@ -103,7 +109,7 @@ def bench(a):
         r = res[name]
         whylate = name.startswith(("explain", "latency", "report"))
         rss, cpus = gnu_time(c.split()) if whylate else (0, 0)
-        ev = events.get(name.split(" ", 1)[1], "") if " " in name else ""
+        ev = next((n for k, n in events.items() if whylate and name.endswith(k)), "")
         print(f"{name:<26} {ev:>10} {r['min']:>8.3f} {r['median']:>9.3f} "
               f"{rss:>9.1f} {cpus:>5.2f}")
     med = lambda n: res[n]["median"]
