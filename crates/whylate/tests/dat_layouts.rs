@@ -75,6 +75,8 @@ struct Dat<'a> {
     cmdlines: &'a str,
     /// Records on one CPU: time and payload (common fields first), in time order.
     records: Vec<(u64, Vec<u8>)>,
+    /// CPUs the header declares: the records are CPU 0's, the others have no data.
+    cpus: usize,
 }
 
 /// A v6 trace.dat: one CPU, one page holding the records.
@@ -117,12 +119,12 @@ fn v6(big: bool, long: usize, d: &Dat<'_>) -> Vec<u8> {
     w.int(0, 4); // printk
     w.int(d.cmdlines.len() as u64, 8);
     w.raw(d.cmdlines.as_bytes());
-    w.int(1, 4); // CPUs
+    w.int(d.cpus as u64, 4);
     w.raw(b"options  \0");
     w.int(0, 2); // DONE
     w.raw(b"flyrecord\0");
     let table = w.b.len();
-    w.b.resize(table + 16, 0);
+    w.b.resize(table + 16 * d.cpus, 0);
     let page_at = w.b.len().div_ceil(PAGE) * PAGE;
     w.b.resize(page_at, 0);
     // The page: timestamp, commit, records with 27-bit deltas (a TIME_EXTEND when not).
@@ -152,12 +154,20 @@ fn v6(big: bool, long: usize, d: &Dat<'_>) -> Vec<u8> {
     let mut t = new();
     t.int(page_at as u64, 8);
     t.int(PAGE as u64, 8);
-    w.b[table..table + 16].copy_from_slice(&t.b);
+    for _ in 1..d.cpus {
+        t.int(page_at as u64 + PAGE as u64, 8);
+        t.int(0, 8);
+    }
+    w.b[table..table + 16 * d.cpus].copy_from_slice(&t.b);
     w.b
 }
 
-/// A v6 trace.dat: one CPU, one page holding `SWITCHES`.
+/// A v6 trace.dat: one page holding `SWITCHES` on CPU 0 of `cpus`.
 fn build(big: bool, long: usize) -> Vec<u8> {
+    build_cpus(big, long, 1)
+}
+
+fn build_cpus(big: bool, long: usize, cpus: usize) -> Vec<u8> {
     let (fmt, _) = switch_format(long);
     let records = SWITCHES
         .iter()
@@ -188,6 +198,7 @@ fn build(big: bool, long: usize) -> Vec<u8> {
         kallsyms: "",
         cmdlines: "100 frob\n200 hog\n31 kworker/0:1\n",
         records,
+        cpus,
     };
     v6(big, long, &d)
 }
@@ -346,6 +357,7 @@ fn function_graph_in_a_trace_dat_gives_calls_with_the_tracers_times() {
         kallsyms: "ffffffff81000000 T serial8250_console_write\nffffffff81000100 T wait_for_xmitr\nffffffff81000200 T io_serial_in\nffffffff81000300 T next_function\n",
         cmdlines: "21649 sertest\n",
         records,
+        cpus: 1,
     };
     let tmp = tempfile::tempdir().unwrap();
     let p = tmp.path().join("funcgraph.dat");
@@ -378,5 +390,31 @@ fn function_graph_in_a_trace_dat_gives_calls_with_the_tracers_times() {
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.contains("411.342 us"), "trace-cmd report:\n{text}");
+    }
+}
+
+#[test]
+fn a_zstd_trace_dat_is_read_in_place_unless_it_has_more_cpus_than_cursors() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 1 CPU: read in place. 8 CPUs (more regions than the cursors kept, less two for the
+    // header and metadata): spooled, found before any CPU's data is read. Same events.
+    for (cpus, in_place) in [(1, true), (8, false)] {
+        let dat = build_cpus(false, 8, cpus);
+        let p = tmp.path().join(format!("{cpus}.dat.zst"));
+        std::fs::write(&p, zstd::bulk::compress(&dat, 3).unwrap()).unwrap();
+        let mut src = read::open(&p, &read::OpenOptions::default()).unwrap();
+        assert_eq!(src.unpack_cost().is_some(), in_place, "{cpus} CPUs");
+        let mut s = Interner::new();
+        let mut ts = Vec::new();
+        while let Some(e) = src.next_event(&mut s).unwrap() {
+            ts.push(e.ts);
+        }
+        assert_eq!(ts, SWITCHES.map(|x| x.0).to_vec(), "{cpus} CPUs");
+        if let Some((skipped, started)) = src.unpack_cost() {
+            // The header's cursor, and the metadata's from its start: nothing skipped
+            // but the header's few bytes and what lies between metadata and the page.
+            assert!(started <= 3, "{started}");
+            assert!(skipped < dat.len() as u64, "{skipped}");
+        }
     }
 }

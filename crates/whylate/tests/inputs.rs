@@ -273,3 +273,50 @@ fn cut_and_corrupted_inputs_never_panic() {
         }
     }
 }
+
+/// The events of `path` as comparable lines, and how the input was read.
+fn event_lines(path: &std::path::Path) -> (Vec<String>, Option<(u64, u64)>) {
+    let mut src = read::open(path, &OpenOptions::default()).unwrap();
+    let cost = src.unpack_cost();
+    let mut s = Interner::new();
+    let mut v = Vec::new();
+    while let Some(e) = src.next_event(&mut s).unwrap() {
+        v.push(format!(
+            "{} {} {} {}",
+            e.ts,
+            e.cpu,
+            e.tid,
+            e.name().render(&s)
+        ));
+    }
+    (v, cost)
+}
+
+#[test]
+fn a_zstd_trace_dat_is_read_in_place_through_one_cursor_per_cpu() {
+    let zst = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/frob.dat.zst");
+    let raw = zstd::decode_all(std::fs::File::open(&zst).unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("frob.dat");
+    std::fs::write(&plain, &raw).unwrap();
+    let (want, none) = event_lines(&plain);
+    assert_eq!(none, None);
+    assert!(want.len() > 10_000, "{}", want.len());
+    // The zstd CLI's file declares its size: read in place, the same events. Cursors: the
+    // header's, then one per CPU region (this trace has 2 CPUs), plus one more when the
+    // metadata is read again from its start.
+    let (got, cost) = event_lines(&zst);
+    assert_eq!(got, want);
+    let (skipped, started) = cost.expect("read through cursors");
+    assert!((2..=4).contains(&started), "{started} cursors");
+    assert!(skipped < 2 * raw.len() as u64, "{skipped} bytes skipped");
+    // Compressed as a stream (no declared size): spooled, the same events.
+    let mut e = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+    e.include_contentsize(false).unwrap();
+    std::io::Write::write_all(&mut e, &raw).unwrap();
+    let streamed = dir.path().join("streamed.dat.zst");
+    std::fs::write(&streamed, e.finish().unwrap()).unwrap();
+    let (again, spooled) = event_lines(&streamed);
+    assert_eq!(spooled, None);
+    assert_eq!(again, want);
+}

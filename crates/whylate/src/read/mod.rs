@@ -22,6 +22,7 @@ mod source;
 pub mod tep;
 mod text;
 pub mod tracedat;
+pub mod unpack;
 
 pub use decompress::Compression;
 pub use merge::{Merged, Sorted};

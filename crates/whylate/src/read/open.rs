@@ -8,7 +8,7 @@ use crate::read::source::{Diag, EventSource, Format, OrderStats, ReadError};
 use crate::read::text::lines::LineReader;
 use crate::read::text::reader::{LineParser, TextReader};
 use crate::read::text::{body, ftrace, funcgraph, kernlog, perf_script, sysdig, systrace};
-use crate::read::{decompress, ksyms, perfdata, tracedat};
+use crate::read::{decompress, ksyms, perfdata, tracedat, unpack};
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
@@ -125,6 +125,15 @@ impl Input {
             InputKind::Text(t) => t.reader().bytes_read(),
             InputKind::Dat(d) => d.bytes(),
             InputKind::Perf(d) => d.bytes(),
+        }
+    }
+    /// For a compressed binary input read in place through decompressing cursors (no
+    /// decompressed copy, [`unpack`]): (bytes decompressed only to skip ahead, cursors
+    /// started). None for every other input.
+    pub fn unpack_cost(&self) -> Option<(u64, u64)> {
+        match &self.kind {
+            InputKind::Dat(d) => d.unpack_cost(),
+            _ => None,
         }
     }
     /// whylate's record-time snapshot, when the input carries one.
@@ -278,17 +287,29 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
     let dat = tracedat::sniff(&head) || opts.format == Some(Format::TraceDat);
     let perf = perfdata::sniff(&head) || opts.format == Some(Format::PerfData);
     if dat || perf {
-        // Binary formats need random access: a compressed one (or stdin) is spooled.
+        if let Some(p) = &opts.progress {
+            // Binary readers seek around the file: their progress shows as events only.
+            p.binary.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        let unpacked = match dat && compression == Compression::Zstd && !stdin {
+            true => open_dat_unpacked(path, opts)?,
+            false => None,
+        };
+        if let Some(kind) = unpacked {
+            return Ok(Input {
+                kind,
+                compression,
+                cut,
+            });
+        }
+        // Binary formats need random access: a compressed one (or stdin) not read through
+        // cursors is spooled.
         let file = if compression == Compression::None && !stdin {
             File::open(path).map_err(io_err)?
         } else {
             let (buffered, rest) = lines.into_inner();
             spool(path, Box::new(io::Cursor::new(buffered).chain(rest)))?
         };
-        if let Some(p) = &opts.progress {
-            // Binary readers seek around the file: their progress shows as events only.
-            p.binary.store(true, std::sync::atomic::Ordering::Relaxed);
-        }
         let kind = open_binary(path, file, dat, opts).map_err(|e| with_cut(e, &cut))?;
         return Ok(Input {
             kind,
@@ -368,6 +389,27 @@ fn open_binary(
             opts.kallsyms.as_ref(),
         )?))
     })
+}
+
+/// A zstd trace.dat read through decompressing cursors, with no decompressed copy
+/// ([`unpack`]); None when its frames do not declare their size or are cut, or when it
+/// has more CPUs than cursors are kept for (each CPU's data is read as its own region):
+/// the caller spools it then.
+fn open_dat_unpacked(path: &Path, opts: &OpenOptions) -> Result<Option<InputKind>, ReadError> {
+    let io_err = |source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let Some(u) = unpack::Unpacked::open(path).map_err(io_err)? else {
+        return Ok(None);
+    };
+    let Some(mut d) = tracedat::TraceDat::open_unpacked(path, u)? else {
+        return Ok(None);
+    };
+    if let Some((name, text)) = &opts.kallsyms {
+        d.use_kallsyms(name, text);
+    }
+    Ok(Some(InputKind::Dat(Box::new(d))))
 }
 
 /// A binary input that fails to open because its compressed stream was cut says so.

@@ -13,11 +13,10 @@ use super::ringbuf::{PageCursor, PageLayout};
 use super::tep::{self, Decoder, Endian, Formats};
 use super::{Diag, ReadError};
 use crate::event::{Event, Interner, Sym};
+use crate::read::unpack::Bytes;
 use crate::snapshot::Snapshot;
 use rustc_hash::FxHashMap;
-use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 mod stream;
@@ -204,7 +203,8 @@ struct CpuStream {
 /// Reads a trace.dat.
 pub struct TraceDat {
     path: PathBuf,
-    file: File,
+    /// The file's bytes: a plain file, or a compressed one read through cursors.
+    file: Bytes,
     fmts: Formats,
     layout: PageLayout,
     page_size: usize,
@@ -274,7 +274,7 @@ enum Taken {
     },
 }
 
-fn read_at_exact(file: &File, buf: &mut [u8], off: u64) -> io::Result<()> {
+fn read_at_exact(file: &Bytes, buf: &mut [u8], off: u64) -> io::Result<()> {
     file.read_exact_at(buf, off)
 }
 
@@ -317,6 +317,15 @@ impl TraceDat {
     pub fn snapshot(&self) -> Option<&Snapshot> {
         self.snapshot.as_ref()
     }
+    /// Read through decompressing cursors: (bytes decompressed only to skip ahead, cursors
+    /// started); None for a plain file.
+    pub fn unpack_cost(&self) -> Option<(u64, u64)> {
+        match &self.file {
+            Bytes::Unpacked(u) => Some(u.cost()),
+            Bytes::File(_) => None,
+        }
+    }
+
     /// File size.
     pub fn bytes(&self) -> u64 {
         self.bytes

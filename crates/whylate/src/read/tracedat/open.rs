@@ -10,12 +10,22 @@ use crate::read::{Diag, ReadError};
 use rustc_hash::FxHashMap;
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 impl TraceDat {
-    /// Opens `path` (an uncompressed trace.dat; `open` decompresses .gz/.zst/.xz first).
+    /// Opens `path`, an uncompressed trace.dat.
     pub fn open(path: &Path, file: File) -> Result<TraceDat, ReadError> {
+        Self::open_bytes(path, Bytes::File(file))
+    }
+
+    /// Opens the trace.dat `path` whose bytes are `file`: plain, or read through
+    /// decompressing cursors ([`crate::read::unpack`]).
+    pub fn open_bytes(path: &Path, file: Bytes) -> Result<TraceDat, ReadError> {
+        Self::parse(path, file)?.start()
+    }
+
+    /// Reads the header, metadata and options, and sets up the CPU streams.
+    fn parse(path: &Path, file: Bytes) -> Result<TraceDat, ReadError> {
         let corrupt = |(offset, why): (u64, String)| ReadError::Corrupt {
             path: path.to_path_buf(),
             offset,
@@ -25,7 +35,7 @@ impl TraceDat {
             path: path.to_path_buf(),
             source,
         };
-        let flen = file.metadata().map_err(io_err)?.len();
+        let flen = file.len().map_err(io_err)?;
         // The fixed part: magic, version, endian, long size, page size.
         let mut head = vec![0u8; 4096.min(flen as usize)];
         read_at_exact(&file, &mut head, 0).map_err(io_err)?;
@@ -136,10 +146,29 @@ impl TraceDat {
         );
         me.diag.header.cpus = Some(me.info.cpus);
         me.diag.header.version = Some(version);
-        for i in 0..me.streams.len() {
-            me.advance(i)?;
-        }
         Ok(me)
+    }
+
+    /// Loads each CPU stream's first record: the reader is ready.
+    fn start(mut self) -> Result<TraceDat, ReadError> {
+        for i in 0..self.streams.len() {
+            self.advance(i)?;
+        }
+        Ok(self)
+    }
+
+    /// Opens the zstd trace.dat `path` in place through `u`'s cursors; None when it has
+    /// more CPU regions than cursors are kept for (the caller spools it instead), found
+    /// before any region is read.
+    pub fn open_unpacked(
+        path: &Path,
+        u: crate::read::unpack::Unpacked,
+    ) -> Result<Option<TraceDat>, ReadError> {
+        let me = Self::parse(path, Bytes::Unpacked(u))?;
+        if me.streams.len() + 2 > crate::read::unpack::MAX_CURSORS {
+            return Ok(None);
+        }
+        me.start().map(Some)
     }
 
     pub(super) fn open_v6(

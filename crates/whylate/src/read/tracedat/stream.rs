@@ -5,7 +5,6 @@ use super::*;
 use crate::read::ringbuf::{Item, PageCursor};
 use crate::read::ReadError;
 use std::io::Read;
-use std::os::unix::fs::FileExt;
 
 impl TraceDat {
     /// Loads the next chunk of pages of stream `i`. False at the end of its data.

@@ -1,0 +1,325 @@
+//! Random access into a zstd-compressed binary trace without a decompressed copy.
+//!
+//! A trace.dat is read at a few places at once (its metadata, then each CPU's data
+//! section, merged by time), so it needs reads at offsets. A compressed one used to be
+//! decompressed whole into a temporary file first. [`Unpacked`] instead keeps a few
+//! decompressing cursors over the file, each moving forward only: a read is served by
+//! the cursor closest behind its offset, which skips ahead to it; when none is behind, a
+//! new cursor starts from the beginning. A reader that moves forward through a few
+//! regions (one per CPU) so keeps one cursor per region, and the extra cost is
+//! decompressing, once, what lies before each region. Each cursor decompresses on a
+//! thread of its own ([`super::decompress`]), bounded to a few MiB.
+//!
+//! The decompressed size must be known up front (the readers check offsets against it,
+//! and a file cut short must look cut): zstd frames declare it, and a file whose frames
+//! do not all declare it, or whose last frame is cut, is not served here.
+
+use super::decompress::{self, Cut};
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
+
+/// Cursors kept at most: the least recently used one is dropped for a new one.
+pub const MAX_CURSORS: usize = 8;
+
+/// A binary trace's bytes: a plain file, or a compressed one read through cursors.
+pub enum Bytes {
+    /// A plain file, read with `pread`.
+    File(File),
+    /// A zstd file of known decompressed size.
+    Unpacked(Unpacked),
+}
+
+impl Bytes {
+    /// Fills `buf` from offset `off`.
+    pub fn read_exact_at(&self, buf: &mut [u8], off: u64) -> io::Result<()> {
+        match self {
+            Bytes::File(f) => f.read_exact_at(buf, off),
+            Bytes::Unpacked(u) => u.read_exact_at(buf, off),
+        }
+    }
+
+    /// The size in bytes (decompressed).
+    pub fn len(&self) -> io::Result<u64> {
+        match self {
+            Bytes::File(f) => Ok(f.metadata()?.len()),
+            Bytes::Unpacked(u) => Ok(u.len),
+        }
+    }
+
+    /// True when there are no bytes.
+    pub fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len()? == 0)
+    }
+}
+
+/// One decompressing stream and where it stands.
+struct Cursor {
+    pos: u64,
+    rd: Box<dyn Read + Send>,
+    cut: Cut,
+    /// When it last served a read (a counter).
+    used: u64,
+}
+
+/// A zstd file read at offsets through forward-moving cursors (see the module doc).
+pub struct Unpacked {
+    path: PathBuf,
+    len: u64,
+    /// The cursors and a use counter (readers on several threads share a file).
+    cursors: Mutex<(Vec<Cursor>, u64)>,
+    /// Bytes decompressed to skip to an offset, and cursors started: the cost of reading
+    /// out of order, for tests and benchmarks.
+    skipped: AtomicU64,
+    started: AtomicU64,
+}
+
+impl Unpacked {
+    /// Opens `path` when it is zstd whose frames all declare their size and are whole;
+    /// None otherwise (other compressions, a size not declared, a cut file).
+    pub fn open(path: &Path) -> io::Result<Option<Unpacked>> {
+        let f = File::open(path)?;
+        let Some(len) = zstd_size(&f)? else {
+            return Ok(None);
+        };
+        Ok(Some(Unpacked {
+            path: path.to_path_buf(),
+            len,
+            cursors: Mutex::new((Vec::new(), 0)),
+            skipped: AtomicU64::new(0),
+            started: AtomicU64::new(0),
+        }))
+    }
+
+    /// The decompressed size.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True when the decompressed file is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// (bytes decompressed only to skip ahead, cursors started) so far.
+    pub fn cost(&self) -> (u64, u64) {
+        (self.skipped.load(Relaxed), self.started.load(Relaxed))
+    }
+
+    /// Fills `buf` from offset `off` with the cursor closest behind it.
+    pub fn read_exact_at(&self, buf: &mut [u8], off: u64) -> io::Result<()> {
+        let end = off.checked_add(buf.len() as u64);
+        if end.is_none_or(|e| e > self.len) {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "{} bytes at {off} run past the end of the decompressed file ({} bytes)",
+                    buf.len(),
+                    self.len
+                ),
+            ));
+        }
+        // A reader that panicked holding the lock left the cursors as they were.
+        let mut g = self.cursors.lock().unwrap_or_else(|p| p.into_inner());
+        let (cs, clock) = &mut *g;
+        let i = self.cursor_for(cs, off)?;
+        *clock += 1;
+        let c = &mut cs[i];
+        c.used = *clock;
+        let r = Self::advance(c, off, buf);
+        if let Err(e) = r {
+            // Where a failed cursor stands is unknown: it is not used again.
+            let cut = c.cut.get().cloned();
+            cs.swap_remove(i);
+            return Err(match cut {
+                Some(why) => io::Error::new(io::ErrorKind::InvalidData, why),
+                None => e,
+            });
+        }
+        self.skipped.fetch_add(r.unwrap_or(0), Relaxed);
+        Ok(())
+    }
+
+    /// Skips cursor `c` to `off` and reads `buf`; returns the bytes skipped.
+    fn advance(c: &mut Cursor, off: u64, buf: &mut [u8]) -> io::Result<u64> {
+        let gap = off - c.pos;
+        let n = io::copy(&mut (&mut c.rd).take(gap), &mut io::sink())?;
+        c.pos += n;
+        if n < gap {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("the decompressed data ends at byte {}", c.pos),
+            ));
+        }
+        c.rd.read_exact(buf)?;
+        c.pos += buf.len() as u64;
+        Ok(gap)
+    }
+
+    /// The index of the cursor to read at `off`: the one closest behind, else a new one
+    /// from the start (in place of the least recently used when there are enough).
+    fn cursor_for(&self, cs: &mut Vec<Cursor>, off: u64) -> io::Result<usize> {
+        let behind = (0..cs.len())
+            .filter(|&i| cs[i].pos <= off)
+            .max_by_key(|&i| cs[i].pos);
+        if let Some(i) = behind {
+            return Ok(i);
+        }
+        let f = File::open(&self.path)?;
+        let (rd, _, cut) = decompress::open(&self.path, Box::new(f))?;
+        self.started.fetch_add(1, Relaxed);
+        let c = Cursor {
+            pos: 0,
+            rd,
+            cut,
+            used: 0,
+        };
+        if cs.len() >= MAX_CURSORS {
+            let lru = (0..cs.len()).min_by_key(|&i| cs[i].used).unwrap_or(0);
+            cs[lru] = c;
+            return Ok(lru);
+        }
+        cs.push(c);
+        Ok(cs.len() - 1)
+    }
+}
+
+/// A sequential reader (Read + Seek) over an [`Unpacked`] file shared with others: for
+/// parsers that seek and read, such as `linux-perf-data`'s.
+pub struct Reader {
+    u: std::sync::Arc<Unpacked>,
+    pos: u64,
+}
+
+impl Reader {
+    /// A reader of `u` at offset 0.
+    pub fn new(u: std::sync::Arc<Unpacked>) -> Reader {
+        Reader { u, pos: 0 }
+    }
+}
+
+impl Read for Reader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = (buf.len() as u64).min(self.u.len.saturating_sub(self.pos)) as usize;
+        if n == 0 {
+            return Ok(0);
+        }
+        self.u.read_exact_at(&mut buf[..n], self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl io::Seek for Reader {
+    fn seek(&mut self, to: io::SeekFrom) -> io::Result<u64> {
+        let at = match to {
+            io::SeekFrom::Start(n) => Some(n),
+            io::SeekFrom::End(d) => self.u.len.checked_add_signed(d),
+            io::SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+        };
+        self.pos =
+            at.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek before the start"))?;
+        Ok(self.pos)
+    }
+}
+
+/// The decompressed size of a zstd file, when every frame declares its size and the last
+/// one is whole; None otherwise.
+fn zstd_size(f: &File) -> io::Result<Option<u64>> {
+    use zstd::zstd_safe;
+    // SAFETY: a read-only map of a file only read here; a file rewritten under us could
+    // fault, as for any reader that maps its input.
+    let map = match unsafe { memmap2::Mmap::map(f) } {
+        Ok(m) => m,
+        Err(_) => return Ok(None),
+    };
+    let (mut at, mut total) = (0usize, 0u64);
+    while at < map.len() {
+        let rest = &map[at..];
+        let Ok(Some(n)) = zstd_safe::get_frame_content_size(rest) else {
+            return Ok(None);
+        };
+        let Ok(c) = zstd_safe::find_frame_compressed_size(rest) else {
+            return Ok(None);
+        };
+        if c == 0 || c > rest.len() {
+            return Ok(None);
+        }
+        total += n;
+        at += c;
+    }
+    Ok((at > 0).then_some(total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zst(dir: &Path, name: &str, data: &[u8]) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, zstd::bulk::compress(data, 3).unwrap()).unwrap();
+        p
+    }
+
+    #[test]
+    fn reads_at_offsets_in_any_order_with_one_cursor_per_region() {
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let p = zst(dir.path(), "a.zst", &data);
+        let u = Unpacked::open(&p).unwrap().expect("declared size");
+        assert_eq!(u.len(), data.len() as u64);
+        // Two regions read alternately, forward, as a trace.dat's two CPUs are.
+        let (mut a, mut b) = (1000u64, 2_000_000u64);
+        let mut buf = vec![0u8; 4096];
+        for _ in 0..100 {
+            for off in [a, b] {
+                u.read_exact_at(&mut buf, off).unwrap();
+                assert_eq!(buf[..], data[off as usize..off as usize + 4096]);
+            }
+            a += 4096;
+            b += 4096;
+        }
+        // Two cursors. The first, after its read at `a`, was the closest behind `b` and
+        // skipped there; the next read at `a` started the second from 0. From then on each
+        // region has its own and nothing more is skipped.
+        let (skipped, started) = u.cost();
+        assert_eq!(started, 2);
+        assert_eq!(skipped, 1000 + (2_000_000 - 5096) + 5096);
+        // Backwards: a new cursor from the start.
+        u.read_exact_at(&mut buf, 10).unwrap();
+        assert_eq!(buf[..], data[10..4106]);
+        assert_eq!(u.cost().1, 3);
+        // Past the end: an error, never a panic.
+        let e = u
+            .read_exact_at(&mut buf, data.len() as u64 - 10)
+            .unwrap_err();
+        assert!(e.to_string().contains("past the end"), "{e}");
+    }
+
+    #[test]
+    fn a_size_not_declared_or_a_cut_file_is_not_served() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = vec![7u8; 100_000];
+        // Two frames, both declaring: the sizes add up.
+        let mut two = zstd::bulk::compress(&data[..], 3).unwrap();
+        two.extend(zstd::bulk::compress(&data[..50_000], 3).unwrap());
+        let p = dir.path().join("two.zst");
+        std::fs::write(&p, &two).unwrap();
+        assert_eq!(Unpacked::open(&p).unwrap().unwrap().len(), 150_000);
+        // Cut inside the last frame.
+        std::fs::write(&p, &two[..two.len() - 5]).unwrap();
+        assert!(Unpacked::open(&p).unwrap().is_none());
+        // A stream compressed from a pipe declares no size.
+        let mut e = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+        e.include_contentsize(false).unwrap();
+        io::Write::write_all(&mut e, &data).unwrap();
+        std::fs::write(&p, e.finish().unwrap()).unwrap();
+        assert!(Unpacked::open(&p).unwrap().is_none());
+        // Not zstd at all.
+        std::fs::write(&p, b"plain").unwrap();
+        assert!(Unpacked::open(&p).unwrap().is_none());
+    }
+}
