@@ -320,3 +320,18 @@ fn a_zstd_trace_dat_is_read_in_place_through_one_cursor_per_cpu() {
     assert_eq!(spooled, None);
     assert_eq!(again, want);
 }
+
+#[test]
+fn a_zstd_perf_data_is_read_in_place_with_the_plain_files_events() {
+    let zst =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/frob.perf.data.zst");
+    let raw = zstd::decode_all(std::fs::File::open(&zst).unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("frob.perf.data");
+    std::fs::write(&plain, &raw).unwrap();
+    let (want, _) = event_lines(&plain);
+    // Two cursors: one to the feature sections after the data, one through the file.
+    let (got, cost) = event_lines(&zst);
+    assert_eq!(got, want);
+    assert_eq!(cost.map(|c| c.1), Some(2));
+}

@@ -96,12 +96,33 @@ fn why(e: &io::Error) -> String {
     format!("damaged data: {t}")
 }
 
+/// A decompressed stream that can also skip ahead without copying what it skips.
+pub trait Stream: Read + Send {
+    /// Discards the next `n` bytes (fewer at the end); returns how many.
+    fn skip(&mut self, n: u64) -> io::Result<u64>;
+}
+
+impl Stream for BufReader<Box<dyn Read + Send>> {
+    fn skip(&mut self, n: u64) -> io::Result<u64> {
+        io::copy(&mut self.take(n), &mut io::sink())
+    }
+}
+
 /// Wraps `f` in the decompressor its first bytes call for. Returns the stream, its
 /// compression and where it was cut (set once the stream ends early).
 pub fn open(
     path: &Path,
     f: Box<dyn Read + Send>,
 ) -> io::Result<(Box<dyn Read + Send>, Compression, Cut)> {
+    let (s, kind, cut) = open_stream(path, f)?;
+    Ok((s, kind, cut))
+}
+
+/// [`open`], with a stream that can skip.
+pub fn open_stream(
+    path: &Path,
+    f: Box<dyn Read + Send>,
+) -> io::Result<(Box<dyn Stream>, Compression, Cut)> {
     let mut br = BufReader::with_capacity(1 << 16, f);
     let head = br.fill_buf()?;
     let cut = Cut::default();
@@ -202,11 +223,13 @@ fn fill(r: &mut dyn Read, buf: &mut [u8]) -> (usize, Option<io::Error>) {
     (n, None)
 }
 
-impl Read for Ahead {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+impl Ahead {
+    /// Takes the next decompressed buffer once the current one is used up; false at the
+    /// end of the stream.
+    fn next_buffer(&mut self) -> io::Result<bool> {
         while self.pos == self.cur.len() {
             if self.done {
-                return Ok(0);
+                return Ok(false);
             }
             let next = match self.full.recv() {
                 Ok(Ok(b)) => b,
@@ -220,6 +243,27 @@ impl Read for Ahead {
             let _ = self.empty.try_send(old);
             self.pos = 0;
             self.done = self.cur.is_empty();
+        }
+        Ok(true)
+    }
+}
+
+impl Stream for Ahead {
+    fn skip(&mut self, n: u64) -> io::Result<u64> {
+        let mut left = n;
+        while left > 0 && self.next_buffer()? {
+            let k = left.min((self.cur.len() - self.pos) as u64);
+            self.pos += k as usize;
+            left -= k;
+        }
+        Ok(n - left)
+    }
+}
+
+impl Read for Ahead {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if !self.next_buffer()? {
+            return Ok(0);
         }
         let n = out.len().min(self.cur.len() - self.pos);
         out[..n].copy_from_slice(&self.cur[self.pos..self.pos + n]);

@@ -12,6 +12,7 @@ use crate::read::{decompress, ksyms, perfdata, tracedat, unpack};
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
+use std::sync::Arc;
 /// Options for opening an input.
 #[derive(Clone, Debug, Default)]
 pub struct OpenOptions {
@@ -133,7 +134,8 @@ impl Input {
     pub fn unpack_cost(&self) -> Option<(u64, u64)> {
         match &self.kind {
             InputKind::Dat(d) => d.unpack_cost(),
-            _ => None,
+            InputKind::Perf(p) => p.unpack_cost(),
+            InputKind::Text(_) => None,
         }
     }
     /// whylate's record-time snapshot, when the input carries one.
@@ -291,8 +293,8 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
             // Binary readers seek around the file: their progress shows as events only.
             p.binary.store(true, std::sync::atomic::Ordering::Relaxed);
         }
-        let unpacked = match dat && compression == Compression::Zstd && !stdin {
-            true => open_dat_unpacked(path, opts)?,
+        let unpacked = match compression == Compression::Zstd && !stdin {
+            true => open_unpacked(path, dat, opts)?,
             false => None,
         };
         if let Some(kind) = unpacked {
@@ -391,11 +393,15 @@ fn open_binary(
     })
 }
 
-/// A zstd trace.dat read through decompressing cursors, with no decompressed copy
-/// ([`unpack`]); None when its frames do not declare their size or are cut, or when it
-/// has more CPUs than cursors are kept for (each CPU's data is read as its own region):
-/// the caller spools it then.
-fn open_dat_unpacked(path: &Path, opts: &OpenOptions) -> Result<Option<InputKind>, ReadError> {
+/// A zstd trace.dat (`dat`) or perf.data read in place through decompressing cursors,
+/// with no decompressed copy ([`unpack`]); None when its frames do not declare their size
+/// or are cut, or when a trace.dat has more CPUs than cursors are kept for (each CPU's
+/// data is read as its own region): the caller spools it then.
+fn open_unpacked(
+    path: &Path,
+    dat: bool,
+    opts: &OpenOptions,
+) -> Result<Option<InputKind>, ReadError> {
     let io_err = |source| ReadError::Io {
         path: path.to_path_buf(),
         source,
@@ -403,6 +409,12 @@ fn open_dat_unpacked(path: &Path, opts: &OpenOptions) -> Result<Option<InputKind
     let Some(u) = unpack::Unpacked::open(path).map_err(io_err)? else {
         return Ok(None);
     };
+    if !dat {
+        let window = opts.window.max(PERF_WINDOW);
+        let p =
+            perfdata::PerfData::open_unpacked(path, Arc::new(u), window, opts.kallsyms.as_ref())?;
+        return Ok(Some(InputKind::Perf(Box::new(p))));
+    }
     let Some(mut d) = tracedat::TraceDat::open_unpacked(path, u)? else {
         return Ok(None);
     };

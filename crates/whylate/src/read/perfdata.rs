@@ -13,6 +13,7 @@
 
 use super::ksyms::{self, KernelId, SymbolSource};
 use super::tep::{self, Decoder, Formats};
+use super::unpack::{self, Bytes};
 use super::{Diag, EventSource, OrderCheck, OrderStats, ReadError, Sorted};
 use crate::event::{Event, Interner, Kind, Sym};
 use linux_perf_data::linux_perf_event_reader::{Endianness, EventRecord};
@@ -44,7 +45,54 @@ pub struct PerfInfo {
     pub symbols: Option<super::ksyms::SymbolSource>,
 }
 
-type Reader = PerfFileReader<BufReader<File>>;
+type Reader = PerfFileReader<BufReader<Src>>;
+
+/// What `linux-perf-data` parses: the file, or a compressed one through its cursors.
+enum Src {
+    File(File),
+    Unpacked(unpack::Reader),
+}
+
+impl Src {
+    /// The main reader of `bytes`, at offset 0: the file's own descriptor (its position is
+    /// only moved by this reader; the rest reads at offsets).
+    fn main(bytes: &Bytes) -> std::io::Result<Src> {
+        Ok(match bytes {
+            Bytes::File(f) => Src::File(f.try_clone()?),
+            Bytes::Unpacked(u) => Src::Unpacked(unpack::Reader::new(u.clone())),
+        })
+    }
+
+    /// A second reader of `bytes` at offset 0, whose position is its own (for a file, a
+    /// second open file description through /proc).
+    fn another(bytes: &Bytes) -> std::io::Result<Src> {
+        Ok(match bytes {
+            Bytes::File(f) => {
+                use std::os::fd::AsRawFd;
+                Src::File(File::open(format!("/proc/self/fd/{}", f.as_raw_fd()))?)
+            }
+            Bytes::Unpacked(u) => Src::Unpacked(unpack::Reader::new(u.clone())),
+        })
+    }
+}
+
+impl std::io::Read for Src {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Src::File(f) => f.read(buf),
+            Src::Unpacked(r) => r.read(buf),
+        }
+    }
+}
+
+impl std::io::Seek for Src {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        match self {
+            Src::File(f) => f.seek(to),
+            Src::Unpacked(r) => r.seek(to),
+        }
+    }
+}
 
 /// Symbols given by the user: the file's name (for notes) and its text.
 pub type Given = (String, std::sync::Arc<[u8]>);
@@ -55,7 +103,7 @@ pub type Given = (String, std::sync::Arc<[u8]>);
 fn choose_symbols(
     fmts: &mut Formats,
     rd: &Reader,
-    file: &File,
+    file: &Bytes,
     given: Option<&Given>,
 ) -> SymbolSource {
     if let Some((name, text)) = given {
@@ -94,11 +142,9 @@ fn choose_symbols(
 
 /// Where the kernel's text was mapped when the trace was recorded: perf's synthesized
 /// `[kernel.kallsyms]_text` MMAP record, near the start of the data section. Read through
-/// a second open file description so the main reader's position is untouched.
-fn kernel_text_address(file: &File) -> Option<u64> {
-    use std::os::fd::AsRawFd;
-    let f = File::open(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()?;
-    let mut rd = PerfFileReader::parse_file(BufReader::new(f)).ok()?;
+/// a reader of its own so the main reader's position is untouched.
+fn kernel_text_address(file: &Bytes) -> Option<u64> {
+    let mut rd = PerfFileReader::parse_file(BufReader::new(Src::another(file).ok()?)).ok()?;
     for _ in 0..100_000 {
         let rec = rd.record_iter.next_record(&mut rd.perf_file).ok()??;
         let PerfFileRecord::EventRecord { record, .. } = rec else {
@@ -120,8 +166,8 @@ const F_EVENT_DESC: usize = Feature::EVENT_DESC.0 as usize;
 /// linux-perf-data trusts the sizes and counts in the header and in the sections it parses
 /// (a corrupt one makes it allocate terabytes, which aborts, or divide by zero): check
 /// everything it will read against the file first. Errors carry the byte offset.
-fn check_layout(file: &File, flen: u64) -> Result<(), (u64, String)> {
-    use std::os::unix::fs::FileExt;
+/// Returns the data section: (offset, size).
+fn check_layout(file: &Bytes, flen: u64) -> Result<(u64, u64), (u64, String)> {
     let mut h = [0u8; 104];
     file.read_exact_at(&mut h, 0).map_err(|_| {
         (
@@ -192,7 +238,7 @@ fn check_layout(file: &File, flen: u64) -> Result<(), (u64, String)> {
         }
         table += 16;
     }
-    Ok(())
+    Ok((doff, dsize))
 }
 
 /// The `n`-byte unsigned integer at `o`, in the file's byte order.
@@ -235,6 +281,8 @@ pub struct PerfData {
     info: PerfInfo,
     bytes: u64,
     mode: Mode,
+    /// The compressed file's cursors, when it is read through them.
+    unpacked: Option<std::sync::Arc<unpack::Unpacked>>,
 }
 
 enum Mode {
@@ -245,7 +293,7 @@ enum Mode {
 impl PerfData {
     /// Opens `path`; `window` is the reorder window of the generic path.
     pub fn open(path: &Path, file: File, window: usize) -> Result<PerfData, ReadError> {
-        Self::open_with(path, file, window, true, None)
+        Self::open_with(path, Bytes::File(file), window, true, None)
     }
 
     /// Opens `path` with the recording machine's symbols (`--kallsyms FILE`), which win
@@ -256,18 +304,30 @@ impl PerfData {
         window: usize,
         kallsyms: Option<&Given>,
     ) -> Result<PerfData, ReadError> {
-        Self::open_with(path, file, window, true, kallsyms)
+        Self::open_with(path, Bytes::File(file), window, true, kallsyms)
+    }
+
+    /// Opens the zstd perf.data `path` in place, through `u`'s decompressing cursors
+    /// ([`unpack`]): the data section is read into a window that holds what the rounds
+    /// still need, not mapped.
+    pub fn open_unpacked(
+        path: &Path,
+        u: std::sync::Arc<unpack::Unpacked>,
+        window: usize,
+        kallsyms: Option<&Given>,
+    ) -> Result<PerfData, ReadError> {
+        Self::open_with(path, Bytes::Unpacked(u), window, true, kallsyms)
     }
 
     /// Opens `path` through `linux-perf-data` only, whatever the layout: the reference the
     /// fast path is checked against.
     pub fn open_generic(path: &Path, file: File, window: usize) -> Result<PerfData, ReadError> {
-        Self::open_with(path, file, window, false, None)
+        Self::open_with(path, Bytes::File(file), window, false, None)
     }
 
     fn open_with(
         path: &Path,
-        file: File,
+        file: Bytes,
         window: usize,
         allow_fast: bool,
         kallsyms: Option<&Given>,
@@ -277,16 +337,13 @@ impl PerfData {
             offset: 0,
             why,
         };
-        let bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let bytes = file.len().unwrap_or(0);
         let mut head = [0u8; 16];
-        {
-            use std::os::unix::fs::FileExt;
-            file.read_exact_at(&mut head, 0)
-                .map_err(|e| ReadError::Io {
-                    path: path.to_path_buf(),
-                    source: e,
-                })?;
-        }
+        file.read_exact_at(&mut head, 0)
+            .map_err(|e| ReadError::Io {
+                path: path.to_path_buf(),
+                source: e,
+            })?;
         // A pipe-mode file's header is only magic + size (16).
         let pipe = u64::from_le_bytes(head[8..16].try_into().expect("8 bytes")) == 16
             || u64::from_be_bytes(head[8..16].try_into().expect("8 bytes")) == 16;
@@ -295,25 +352,20 @@ impl PerfData {
                 "a pipe-mode perf.data (perf record -o -): convert it with `perf inject -i FILE -o FILE2` and read FILE2".into(),
             ));
         }
-        check_layout(&file, bytes).map_err(|(offset, why)| ReadError::Corrupt {
+        let section = check_layout(&file, bytes).map_err(|(offset, why)| ReadError::Corrupt {
             path: path.to_path_buf(),
             offset,
             why,
         })?;
-        // SAFETY: the map is read-only and private to this reader. Another process
-        // truncating the file under us would fault (SIGBUS), as it would for perf itself,
-        // which maps perf.data the same way; a trace being analysed is not being rewritten.
-        let map = if allow_fast {
-            unsafe { memmap2::Mmap::map(&file) }.ok()
-        } else {
-            None
+        let data = match allow_fast {
+            true => Data::of(&file, section),
+            false => None,
         };
-        // A second descriptor of the same file, for the symbol check's own scan.
-        let file_again = file.try_clone().map_err(|e| ReadError::Io {
+        let src = Src::main(&file).map_err(|e| ReadError::Io {
             path: path.to_path_buf(),
             source: e,
         })?;
-        let rd = PerfFileReader::parse_file(BufReader::with_capacity(1 << 20, file))
+        let rd = PerfFileReader::parse_file(BufReader::with_capacity(1 << 20, src))
             .map_err(|e| err(format!("not a readable perf.data: {e}")))?;
         let pf = &rd.perf_file;
         let attrs = pf.event_attributes();
@@ -340,7 +392,7 @@ impl PerfData {
             })?,
             None => (Formats::default(), Vec::new()),
         };
-        info.symbols = Some(choose_symbols(&mut fmts, &rd, &file_again, kallsyms));
+        info.symbols = Some(choose_symbols(&mut fmts, &rd, &file, kallsyms));
         let smp = Samples {
             fmts,
             decoder: Decoder::new(),
@@ -350,8 +402,8 @@ impl PerfData {
             diag: Diag::default(),
             order: OrderCheck::default(),
         };
-        let mode = match map.zip(Fast::layouts(&rd)) {
-            Some((m, lays)) => Mode::Fast(Box::new(Fast::new(&rd, m, lays, window, smp))),
+        let mode = match data.zip(Fast::layouts(&rd)) {
+            Some((d, lays)) => Mode::Fast(Box::new(Fast::new(&rd, d, section, lays, window, smp))),
             None => Mode::Generic(Box::new(Sorted::new(
                 Generic {
                     path: path.to_path_buf(),
@@ -366,7 +418,17 @@ impl PerfData {
             info,
             bytes,
             mode,
+            unpacked: match file {
+                Bytes::Unpacked(u) => Some(u),
+                Bytes::File(_) => None,
+            },
         })
+    }
+
+    /// Read through decompressing cursors: (bytes decompressed only to skip ahead, cursors
+    /// started); None for a plain file.
+    pub fn unpack_cost(&self) -> Option<(u64, u64)> {
+        self.unpacked.as_ref().map(|u| u.cost())
     }
 
     /// What the header says.
@@ -719,9 +781,110 @@ fn u64_at(d: &[u8], o: usize) -> Option<u64> {
     Some(u64::from_le_bytes(d.get(o..o + 8)?.try_into().ok()?))
 }
 
-/// The data section read in place from a map of the file.
+/// The data section's bytes, by file offset: the file mapped, or a window read from a
+/// compressed one.
+enum Data {
+    Map(memmap2::Mmap),
+    Window(Window),
+}
+
+/// The bytes `[base, base + buf.len())` of a file read through cursors: from the earliest
+/// record still held to the scan, refilled 4 MiB at a time and trimmed as records go out.
+struct Window {
+    src: Bytes,
+    buf: Vec<u8>,
+    base: usize,
+    /// Bytes read at least per fill (4 MiB), and dead bytes at least per compaction
+    /// (32 MiB); tests make them small.
+    step: usize,
+    dead: usize,
+}
+
+impl Data {
+    /// The fast path's bytes of `file` with data section `(start, size)`: a map of a plain
+    /// file, a window onto a compressed one; None when a plain file cannot be mapped.
+    fn of(file: &Bytes, (start, _): (u64, u64)) -> Option<Data> {
+        match file {
+            // SAFETY: the map is read-only and private to this reader. Another process
+            // truncating the file under us would fault (SIGBUS), as it would for perf
+            // itself, which maps perf.data the same way; a trace being analysed is not
+            // being rewritten.
+            Bytes::File(f) => unsafe { memmap2::Mmap::map(f) }.ok().map(Data::Map),
+            Bytes::Unpacked(u) => Some(Data::Window(Window {
+                src: Bytes::Unpacked(u.clone()),
+                buf: Vec::new(),
+                base: start as usize,
+                step: 4 << 20,
+                dead: 32 << 20,
+            })),
+        }
+    }
+
+    /// Bytes `a..b` (file offsets), loaded by [`Data::load`] before.
+    #[inline]
+    fn get(&self, a: usize, b: usize) -> &[u8] {
+        match self {
+            Data::Map(m) => &m[a..b],
+            Data::Window(w) => &w.buf[a - w.base..b - w.base],
+        }
+    }
+
+    /// Makes the bytes up to `b` readable (no more than `end`, the data section's end).
+    #[inline]
+    fn load(&mut self, b: usize, end: usize) -> Result<(), String> {
+        match self {
+            Data::Map(_) => Ok(()),
+            Data::Window(w) if b <= w.base + w.buf.len() => Ok(()),
+            Data::Window(w) => w.fill(b, end),
+        }
+    }
+
+    /// Gives back the bytes in `[from, upto)`, all before any record still to decode.
+    fn release(&mut self, from: usize, upto: usize) {
+        match self {
+            // SAFETY: a read-only map of a file: a page given back is read from the file
+            // again if touched, and no reference into the map outlives a decode (events
+            // own their data).
+            Data::Map(m) => {
+                let _ = unsafe {
+                    m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, from, upto - from)
+                };
+            }
+            // Moving the live bytes down costs their size: done when at least as many
+            // dead ones (and 32 MiB) go, it costs at most what is read.
+            Data::Window(w) => {
+                let k = upto.saturating_sub(w.base).min(w.buf.len());
+                if k >= w.dead.max(w.buf.len() - k) {
+                    w.buf.drain(..k);
+                    w.base += k;
+                }
+            }
+        }
+    }
+}
+
+impl Window {
+    /// Reads on to at least `b`, a step of 4 MiB at least, never past `end`.
+    fn fill(&mut self, b: usize, end: usize) -> Result<(), String> {
+        let have = self.base + self.buf.len();
+        let want = b.max(have + self.step).min(end);
+        if want < b {
+            return Err(format!("byte {b} is past the data section's end ({end})"));
+        }
+        let old = self.buf.len();
+        self.buf.resize(old + (want - have), 0);
+        self.src
+            .read_exact_at(&mut self.buf[old..], have as u64)
+            .map_err(|e| {
+                self.buf.truncate(old);
+                format!("reading the data section at byte {have}: {e}")
+            })
+    }
+}
+
+/// The data section read in place from a map of the file, or a window onto it.
 struct Fast {
-    map: memmap2::Mmap,
+    data: Data,
     /// Next record to scan, and the end of the data section.
     pos: usize,
     end: usize,
@@ -754,24 +917,25 @@ struct Fast {
     eof: bool,
     slot: Option<Event>,
     smp: Samples,
+    /// Bytes given back at least at a time (8 MiB; tests make it small).
+    release_step: usize,
     /// The map before this offset was given back to the kernel (see [`Fast::release`]).
     released: usize,
 }
 
 impl Fast {
-    /// The fast path over `map`, with the [`Fast::layouts`] of the file.
+    /// The fast path over `data`, whose data section is `(start, size)` (`check_layout`
+    /// saw it inside the file), with the [`Fast::layouts`] of the file.
     fn new(
         rd: &Reader,
-        map: memmap2::Mmap,
+        data: Data,
+        (start, size): (u64, u64),
         lays: Vec<Layout>,
         window: usize,
         smp: Samples,
     ) -> Fast {
         let attrs = rd.perf_file.event_attributes();
-        // perf_file_header: magic, size, attr_size, attrs {offset, size}, data {offset, size}
-        // (`check_layout` saw the data section inside the file).
-        let start = u64_at(&map, 40).unwrap_or(0) as usize;
-        let size = u64_at(&map, 48).unwrap_or(0) as usize;
+        let (start, size) = (start as usize, size as usize);
         let scan_same = lays.iter().all(|l| {
             (l.time, l.trail, l.trail_time) == (lays[0].time, lays[0].trail, lays[0].trail_time)
         });
@@ -780,11 +944,13 @@ impl Fast {
             .enumerate()
             .flat_map(|(i, a)| a.event_ids.iter().map(move |&id| (id, i)))
             .collect();
-        let _ = map.advise(memmap2::Advice::Sequential);
+        if let Data::Map(m) = &data {
+            let _ = m.advise(memmap2::Advice::Sequential);
+        }
         Fast {
             pos: start,
             end: start.saturating_add(size),
-            map,
+            data,
             lays,
             scan_same,
             ids,
@@ -801,6 +967,7 @@ impl Fast {
             eof: false,
             slot: None,
             smp,
+            release_step: 8 << 20,
             released: start / page_size() * page_size(),
         }
     }
@@ -882,9 +1049,13 @@ impl Fast {
     fn scan_round(&mut self) {
         while self.pos + 8 <= self.end {
             let off = self.pos;
-            let d = &self.map[..self.end];
-            let ty = u32_at(d, off).unwrap_or(0);
-            let size = d[off + 6] as usize | (d[off + 7] as usize) << 8;
+            if let Err(why) = self.data.load(off + 8, self.end) {
+                self.unreadable(why);
+                break;
+            }
+            let h = self.data.get(off, off + 8);
+            let ty = u32_at(h, 0).unwrap_or(0);
+            let size = h[6] as usize | (h[7] as usize) << 8;
             if size < 8 || off + size > self.end {
                 self.smp.diag.truncated = Some(format!(
                     "the record at byte {off} says it has {size} bytes, but the data section ends at byte {}: the rest of the file is unread",
@@ -893,8 +1064,12 @@ impl Fast {
                 self.pos = self.end;
                 break;
             }
+            if let Err(why) = self.data.load(off + size, self.end) {
+                self.unreadable(why);
+                break;
+            }
             self.pos = off + size;
-            let r = &d[off..off + size];
+            let r = self.data.get(off, off + size);
             match ty {
                 REC_SAMPLE | REC_COMM | REC_LOST => match self.time_of(r, ty == REC_SAMPLE) {
                     Some(Some(ts)) => {
@@ -925,13 +1100,19 @@ impl Fast {
         self.finish_round(true);
     }
 
+    /// The rest of the data section cannot be read (a compressed file damaged inside).
+    fn unreadable(&mut self, why: String) {
+        self.smp.diag.truncated = Some(format!("{why}: the rest of the file is unread"));
+        self.pos = self.end;
+    }
+
     /// Gives the pages of the map behind every record still to decode back to the kernel,
     /// 8 MiB at a time: a file read once through stays resident otherwise, and the peak
     /// RSS would grow with the file instead of the reorder window. (Records are held
     /// until a later round lets them out, so a file of one round keeps its pages.)
     fn release(&mut self) {
-        const STEP: usize = 8 << 20;
-        if self.pos < self.released + 2 * STEP {
+        let step = self.release_step;
+        if self.pos < self.released + 2 * step {
             return;
         }
         let low = self
@@ -942,17 +1123,8 @@ impl Fast {
             .unwrap_or(self.pos)
             .min(self.pos);
         let upto = low / page_size() * page_size();
-        if upto >= self.released + STEP {
-            // SAFETY: a read-only map of a file: a page given back is read from the file
-            // again if touched, and no reference into the map outlives a decode (events
-            // own their data).
-            let _ = unsafe {
-                self.map.unchecked_advise_range(
-                    memmap2::UncheckedAdvice::DontNeed,
-                    self.released,
-                    upto - self.released,
-                )
-            };
+        if upto >= self.released + step {
+            self.data.release(self.released, upto);
             self.released = upto;
         }
     }
@@ -1015,9 +1187,9 @@ impl Fast {
 
     /// Decodes the record at `off` (its size was checked by the scan).
     fn decode(&mut self, s: &mut Interner, ts: u64, off: usize) -> Option<Event> {
-        let d = &self.map[..self.end];
-        let size = d[off + 6] as usize | (d[off + 7] as usize) << 8;
-        let r = &d[off..off + size];
+        let h = self.data.get(off, off + 8);
+        let size = h[6] as usize | (h[7] as usize) << 8;
+        let r = self.data.get(off, off + size);
         match u32_at(r, 0)? {
             REC_SAMPLE => {
                 let Some(l) = self.layout(r, true) else {
@@ -1141,6 +1313,73 @@ mod tests {
         assert_eq!(fa.order().reordered, fb.order().reordered);
         assert_eq!(fa.order().unsorted, fb.order().unsorted);
         assert_eq!(fa.diag().unparsed, 0);
+    }
+
+    /// A zstd perf.data read in place: the data section through a window refilled a few
+    /// KiB at a time and compacted as rounds go out yields what the mapped file yields,
+    /// with two cursors (the feature table at the end, then the file from its start).
+    #[test]
+    fn a_zstd_perf_data_read_through_a_window_yields_what_the_map_yields() {
+        let tmp = tmp();
+        let (p, bytes) = example(tmp.path());
+        let mut s = Interner::new();
+        // A small reorder window, so rounds let records go and bytes are given back.
+        let (want, _) = all(
+            PerfData::open(&p, File::open(&p).unwrap(), 16).unwrap(),
+            &mut s,
+        );
+        let z = tmp.path().join("frob.perf.data.zst");
+        std::fs::write(&z, zstd::bulk::compress(&bytes, 3).unwrap()).unwrap();
+        let u = std::sync::Arc::new(unpack::Unpacked::open(&z).unwrap().unwrap());
+        let mut r = PerfData::open_unpacked(&z, u, 16, None).unwrap();
+        let Mode::Fast(f) = &mut r.mode else {
+            panic!("the fast path")
+        };
+        let Data::Window(w) = &mut f.data else {
+            panic!("a window")
+        };
+        (w.step, w.dead, f.release_step) = (4096, 8192, 16384);
+        let (got, r) = all(r, &mut s);
+        assert_eq!(got.len(), want.len());
+        for (i, (x, y)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(x, y, "event {i}");
+        }
+        assert_eq!(r.unpack_cost().map(|c| c.1), Some(2));
+    }
+
+    /// The window serves any loaded bytes by file offset, refills in steps, and moves its
+    /// live bytes down only when at least as many dead ones go.
+    #[test]
+    fn a_window_refills_and_compacts() {
+        let tmp = tmp();
+        let bytes: Vec<u8> = (0..200_000u32).map(|i| (i % 253) as u8).collect();
+        let z = tmp.path().join("w.zst");
+        std::fs::write(&z, zstd::bulk::compress(&bytes, 3).unwrap()).unwrap();
+        let u = std::sync::Arc::new(unpack::Unpacked::open(&z).unwrap().unwrap());
+        let mut d = Data::of(&Bytes::Unpacked(u), (1000, 199_000)).unwrap();
+        if let Data::Window(w) = &mut d {
+            (w.step, w.dead) = (4096, 8192);
+        }
+        let end = 200_000;
+        let window = |d: &Data| match d {
+            Data::Window(w) => (w.base, w.buf.len()),
+            Data::Map(_) => unreachable!(),
+        };
+        d.load(1010, end).unwrap();
+        assert_eq!(window(&d), (1000, 4096));
+        d.load(30_000, end).unwrap();
+        assert_eq!(d.get(29_000, 30_000), &bytes[29_000..30_000]);
+        assert_eq!(window(&d), (1000, 29_000));
+        // 5000 dead bytes, fewer than the 8192 a move needs: kept.
+        d.release(0, 6000);
+        assert_eq!(window(&d), (1000, 29_000));
+        // 20_000 dead, 9000 live: moved down.
+        d.release(0, 21_000);
+        assert_eq!(window(&d), (21_000, 9000));
+        assert_eq!(d.get(21_000, 30_000), &bytes[21_000..30_000]);
+        d.load(200_000, end).unwrap();
+        assert_eq!(d.get(199_990, 200_000), &bytes[199_990..]);
+        assert!(d.load(200_001, end).is_err());
     }
 
     /// Flipped bytes in the data section: counted or cut short, never a panic, and the fast

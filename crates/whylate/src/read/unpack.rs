@@ -29,8 +29,8 @@ pub const MAX_CURSORS: usize = 8;
 pub enum Bytes {
     /// A plain file, read with `pread`.
     File(File),
-    /// A zstd file of known decompressed size.
-    Unpacked(Unpacked),
+    /// A zstd file of known decompressed size (shared with the parsers that read it too).
+    Unpacked(std::sync::Arc<Unpacked>),
 }
 
 impl Bytes {
@@ -56,13 +56,59 @@ impl Bytes {
     }
 }
 
+/// Bytes each cursor keeps of what it last produced (up to twice this before trimming):
+/// parsers step back a little (a buffered reader that read ahead, a table then the
+/// section before it), and without them each step back would decompress from the start.
+const HISTORY: usize = 1 << 20;
+
 /// One decompressing stream and where it stands.
 struct Cursor {
     pos: u64,
-    rd: Box<dyn Read + Send>,
+    rd: Box<dyn decompress::Stream>,
     cut: Cut,
     /// When it last served a read (a counter).
     used: u64,
+    /// The bytes `[pos - history.len(), pos)`.
+    history: Vec<u8>,
+}
+
+impl Cursor {
+    /// How many bytes at `off` its history holds (0 when none).
+    fn held(&self, off: u64) -> u64 {
+        let from = self.pos - self.history.len() as u64;
+        if (from..self.pos).contains(&off) {
+            self.pos - off
+        } else {
+            0
+        }
+    }
+}
+
+/// Appends `b` to a cursor's history, keeping at most its last `2 * HISTORY` bytes.
+fn remember(history: &mut Vec<u8>, b: &[u8]) {
+    if b.len() >= HISTORY {
+        history.clear();
+        history.extend_from_slice(&b[b.len() - HISTORY..]);
+        return;
+    }
+    history.extend_from_slice(b);
+    if history.len() > 2 * HISTORY {
+        history.drain(..history.len() - HISTORY);
+    }
+}
+
+/// Where skipped bytes go: only their tail is kept, in the history.
+struct Tail<'a>(&'a mut Vec<u8>);
+
+impl io::Write for Tail<'_> {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        remember(self.0, b);
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A zstd file read at offsets through forward-moving cursors (see the module doc).
@@ -143,10 +189,25 @@ impl Unpacked {
         Ok(())
     }
 
-    /// Skips cursor `c` to `off` and reads `buf`; returns the bytes skipped.
+    /// Fills `buf` at `off` from cursor `c`: what its history holds, then skipping ahead
+    /// to the rest and reading it; returns the bytes skipped.
     fn advance(c: &mut Cursor, off: u64, buf: &mut [u8]) -> io::Result<u64> {
+        let held = (c.held(off) as usize).min(buf.len());
+        if held > 0 {
+            let at = c.history.len() - (c.pos - off) as usize;
+            buf[..held].copy_from_slice(&c.history[at..at + held]);
+        }
+        let (off, buf) = (off + held as u64, &mut buf[held..]);
+        if buf.is_empty() {
+            return Ok(0);
+        }
         let gap = off - c.pos;
-        let n = io::copy(&mut (&mut c.rd).take(gap), &mut io::sink())?;
+        // Only the skip's tail can be asked for again: the rest is not kept.
+        let far = gap.saturating_sub(HISTORY as u64);
+        let mut n = c.rd.skip(far)?;
+        if n == far {
+            n += io::copy(&mut (&mut c.rd).take(gap - far), &mut Tail(&mut c.history))?;
+        }
         c.pos += n;
         if n < gap {
             return Err(io::Error::new(
@@ -156,12 +217,17 @@ impl Unpacked {
         }
         c.rd.read_exact(buf)?;
         c.pos += buf.len() as u64;
+        remember(&mut c.history, buf);
         Ok(gap)
     }
 
-    /// The index of the cursor to read at `off`: the one closest behind, else a new one
-    /// from the start (in place of the least recently used when there are enough).
+    /// The index of the cursor to read at `off`: one whose history holds it, else the one
+    /// closest behind, else a new one from the start (in place of the least recently used
+    /// when there are enough).
     fn cursor_for(&self, cs: &mut Vec<Cursor>, off: u64) -> io::Result<usize> {
+        if let Some(i) = (0..cs.len()).find(|&i| cs[i].held(off) > 0) {
+            return Ok(i);
+        }
         let behind = (0..cs.len())
             .filter(|&i| cs[i].pos <= off)
             .max_by_key(|&i| cs[i].pos);
@@ -169,13 +235,14 @@ impl Unpacked {
             return Ok(i);
         }
         let f = File::open(&self.path)?;
-        let (rd, _, cut) = decompress::open(&self.path, Box::new(f))?;
+        let (rd, _, cut) = decompress::open_stream(&self.path, Box::new(f))?;
         self.started.fetch_add(1, Relaxed);
         let c = Cursor {
             pos: 0,
             rd,
             cut,
             used: 0,
+            history: Vec::new(),
         };
         if cs.len() >= MAX_CURSORS {
             let lru = (0..cs.len()).min_by_key(|&i| cs[i].used).unwrap_or(0);
@@ -288,15 +355,36 @@ mod tests {
         let (skipped, started) = u.cost();
         assert_eq!(started, 2);
         assert_eq!(skipped, 1000 + (2_000_000 - 5096) + 5096);
-        // Backwards: a new cursor from the start.
-        u.read_exact_at(&mut buf, 10).unwrap();
-        assert_eq!(buf[..], data[10..4106]);
-        assert_eq!(u.cost().1, 3);
+        // A step back within a cursor's history: no new cursor.
+        u.read_exact_at(&mut buf, b - 100_000).unwrap();
+        assert_eq!(buf[..], data[b as usize - 100_000..b as usize - 95_904]);
+        assert_eq!(u.cost(), (skipped, 2));
         // Past the end: an error, never a panic.
         let e = u
             .read_exact_at(&mut buf, data.len() as u64 - 10)
             .unwrap_err();
         assert!(e.to_string().contains("past the end"), "{e}");
+    }
+
+    #[test]
+    fn a_step_back_past_every_history_starts_a_new_cursor() {
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..6_000_000u32).map(|i| (i * 13 % 249) as u8).collect();
+        let u = Unpacked::open(&zst(dir.path(), "b.zst", &data))
+            .unwrap()
+            .unwrap();
+        let mut buf = vec![0u8; 4096];
+        let mut check = |off: usize| {
+            u.read_exact_at(&mut buf, off as u64).unwrap();
+            assert_eq!(buf[..], data[off..off + 4096], "at {off}");
+            u.cost()
+        };
+        assert_eq!(check(4_000_000), (4_000_000, 1));
+        // The skip's last MiB is kept: no cursor, nothing skipped.
+        assert_eq!(check(3_500_000), (4_000_000, 1));
+        // Before it: a new cursor from the start.
+        assert_eq!(check(10), (4_000_010, 2));
+        assert_eq!(check(100), (4_000_010, 2));
     }
 
     #[test]

@@ -164,7 +164,7 @@ impl TraceDat {
         path: &Path,
         u: crate::read::unpack::Unpacked,
     ) -> Result<Option<TraceDat>, ReadError> {
-        let me = Self::parse(path, Bytes::Unpacked(u))?;
+        let me = Self::parse(path, Bytes::Unpacked(std::sync::Arc::new(u)))?;
         if me.streams.len() + 2 > crate::read::unpack::MAX_CURSORS {
             return Ok(None);
         }
