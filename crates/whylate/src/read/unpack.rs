@@ -43,16 +43,11 @@ impl Bytes {
     }
 
     /// The size in bytes (decompressed).
-    pub fn len(&self) -> io::Result<u64> {
+    pub fn size(&self) -> io::Result<u64> {
         match self {
             Bytes::File(f) => Ok(f.metadata()?.len()),
             Bytes::Unpacked(u) => Ok(u.len),
         }
-    }
-
-    /// True when there are no bytes.
-    pub fn is_empty(&self) -> io::Result<bool> {
-        Ok(self.len()? == 0)
     }
 }
 

@@ -572,22 +572,28 @@ mod tests {
     use super::*;
     use crate::report::plot::{Mark, Raster, RasterCycle};
 
-    fn safe(pieces: &[&str]) -> String {
+    /// What `write` puts through a `ScriptSafe` onto a page.
+    fn through_safe(write: impl FnOnce(&mut ScriptSafe<'_, '_>)) -> String {
         let mut v = Vec::new();
         let mut page = Page {
             w: &mut v,
             len: 0,
             err: None,
         };
-        let mut s = ScriptSafe {
+        write(&mut ScriptSafe {
             page: &mut page,
             after_lt: false,
-        };
-        for p in pieces {
-            io::Write::write_all(&mut s, p.as_bytes()).unwrap();
-        }
+        });
         assert_eq!(page.len as usize, v.len());
         String::from_utf8(v).unwrap()
+    }
+
+    fn safe(pieces: &[&str]) -> String {
+        through_safe(|s| {
+            for p in pieces {
+                io::Write::write_all(s, p.as_bytes()).unwrap();
+            }
+        })
     }
 
     #[test]
@@ -630,23 +636,13 @@ mod tests {
             clipped: 0,
             noun: "cycles".into(),
         };
-        let mut v = Vec::new();
-        let mut page = Page {
-            w: &mut v,
-            len: 0,
-            err: None,
-        };
-        let mut s = ScriptSafe {
-            page: &mut page,
-            after_lt: false,
-        };
-        serde_json::to_writer(&mut s, &RasterData(&ra)).unwrap();
+        let got = through_safe(|s| serde_json::to_writer(s, &RasterData(&ra)).unwrap());
         let want = format!(
             r#"{{"cycles":[1000,250,0,7,2000,-1,1,8],"kinds":{},"labels":["write <\/script>"],"left":{},"marks":[1,40,2,0,3],"ph":{RASTER_H},"pw":{RASTER_W},"top":{},"ymax":900}}"#,
             serde_json::to_string(&KINDS).unwrap(),
             serde_json::to_string(&LEFT).unwrap(),
             serde_json::to_string(&TOP).unwrap(),
         );
-        assert_eq!(String::from_utf8(v).unwrap(), want);
+        assert_eq!(got, want);
     }
 }

@@ -35,7 +35,7 @@ impl TraceDat {
             path: path.to_path_buf(),
             source,
         };
-        let flen = file.len().map_err(io_err)?;
+        let flen = file.size().map_err(io_err)?;
         // The fixed part: magic, version, endian, long size, page size.
         let mut head = vec![0u8; 4096.min(flen as usize)];
         read_at_exact(&file, &mut head, 0).map_err(io_err)?;
