@@ -335,3 +335,50 @@ fn a_zstd_perf_data_is_read_in_place_with_the_plain_files_events() {
     assert_eq!(got, want);
     assert_eq!(cost.map(|c| c.1), Some(2));
 }
+
+/// `data` compressed by liblzma as one xz stream per part (`cat a.xz b.xz` makes such
+/// files), with xz's stream padding between them.
+fn xz_streams(parts: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for p in parts {
+        let mut e = liblzma::write::XzEncoder::new(Vec::new(), 0);
+        std::io::Write::write_all(&mut e, p).unwrap();
+        out.extend(e.finish().unwrap());
+        out.extend([0u8; 4]);
+    }
+    out
+}
+
+#[test]
+fn xz_binaries_are_read_in_place_and_gzip_ones_spooled_with_the_same_events() {
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["frob.dat", "frob.perf.data"] {
+        let zst = examples.join(format!("{name}.zst"));
+        let raw = zstd::decode_all(std::fs::File::open(&zst).unwrap()).unwrap();
+        let plain = dir.path().join(name);
+        std::fs::write(&plain, &raw).unwrap();
+        let (want, _) = event_lines(&plain);
+        // Two xz streams, cut in the middle of the file: the index of each gives its size.
+        let xz = dir.path().join(format!("{name}.xz"));
+        let half = raw.len() / 2;
+        std::fs::write(&xz, xz_streams(&[&raw[..half], &raw[half..]])).unwrap();
+        let (got, cost) = event_lines(&xz);
+        assert_eq!(got, want, "{name}.xz");
+        assert!(cost.is_some(), "{name}.xz is read in place");
+        // gzip declares no trustworthy size: spooled, the same events.
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, &raw).unwrap();
+        let gzp = dir.path().join(format!("{name}.gz"));
+        std::fs::write(&gzp, gz.finish().unwrap()).unwrap();
+        let (got, cost) = event_lines(&gzp);
+        assert_eq!(got, want, "{name}.gz");
+        assert_eq!(cost, None, "{name}.gz is spooled");
+        // A cut xz declares no size either: spooled, and read as far as it goes.
+        let bytes = std::fs::read(&xz).unwrap();
+        std::fs::write(&xz, &bytes[..bytes.len() - 20]).unwrap();
+        if let Ok(src) = read::open(&xz, &OpenOptions::default()) {
+            assert_eq!(src.unpack_cost(), None, "{name}.xz cut");
+        }
+    }
+}

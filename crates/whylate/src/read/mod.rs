@@ -11,6 +11,7 @@
 //! around a pasted trace, shell prompts) is counted separately as skipped.
 
 mod comms;
+mod declared;
 pub mod decompress;
 pub mod inputs;
 pub mod ksyms;

@@ -293,7 +293,9 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
             // Binary readers seek around the file: their progress shows as events only.
             p.binary.store(true, std::sync::atomic::Ordering::Relaxed);
         }
-        let unpacked = match compression == Compression::Zstd && !stdin {
+        // gzip declares no size it can be trusted for (`declared`): it is spooled.
+        let in_place = matches!(compression, Compression::Zstd | Compression::Xz);
+        let unpacked = match in_place && !stdin {
             true => open_unpacked(path, dat, opts)?,
             false => None,
         };
@@ -393,9 +395,9 @@ fn open_binary(
     })
 }
 
-/// A zstd trace.dat (`dat`) or perf.data read in place through decompressing cursors,
-/// with no decompressed copy ([`unpack`]); None when its frames do not declare their size
-/// or are cut, or when a trace.dat has more CPUs than cursors are kept for (each CPU's
+/// A zstd or xz trace.dat (`dat`) or perf.data read in place through decompressing cursors,
+/// with no decompressed copy ([`unpack`]); None when it does not declare its size whole
+/// or is cut, or when a trace.dat has more CPUs than cursors are kept for (each CPU's
 /// data is read as its own region): the caller spools it then.
 fn open_unpacked(
     path: &Path,

@@ -1,4 +1,4 @@
-//! Random access into a zstd-compressed binary trace without a decompressed copy.
+//! Random access into a zstd- or xz-compressed binary trace without a decompressed copy.
 //!
 //! A trace.dat is read at a few places at once (its metadata, then each CPU's data
 //! section, merged by time), so it needs reads at offsets. A compressed one used to be
@@ -11,8 +11,9 @@
 //! thread of its own ([`super::decompress`]), bounded to a few MiB.
 //!
 //! The decompressed size must be known up front (the readers check offsets against it,
-//! and a file cut short must look cut): zstd frames declare it, and a file whose frames
-//! do not all declare it, or whose last frame is cut, is not served here.
+//! and a file cut short must look cut): zstd frames and the xz index declare it
+//! ([`super::declared`]), and a file that does not declare it whole, or is cut, is not
+//! served here.
 
 use super::decompress::{self, Cut};
 use std::fs::File;
@@ -29,7 +30,8 @@ pub const MAX_CURSORS: usize = 8;
 pub enum Bytes {
     /// A plain file, read with `pread`.
     File(File),
-    /// A zstd file of known decompressed size (shared with the parsers that read it too).
+    /// A zstd or xz file of known decompressed size (shared with the parsers that read it
+    /// too).
     Unpacked(std::sync::Arc<Unpacked>),
 }
 
@@ -106,10 +108,12 @@ impl io::Write for Tail<'_> {
     }
 }
 
-/// A zstd file read at offsets through forward-moving cursors (see the module doc).
+/// A compressed file read at offsets through forward-moving cursors (see the module doc).
 pub struct Unpacked {
     path: PathBuf,
     len: u64,
+    /// Where a new cursor may start besides 0 (an xz file's blocks).
+    declared: super::declared::Declared,
     /// The cursors and a use counter (readers on several threads share a file).
     cursors: Mutex<(Vec<Cursor>, u64)>,
     /// Bytes decompressed to skip to an offset, and cursors started: the cost of reading
@@ -119,16 +123,17 @@ pub struct Unpacked {
 }
 
 impl Unpacked {
-    /// Opens `path` when it is zstd whose frames all declare their size and are whole;
-    /// None otherwise (other compressions, a size not declared, a cut file).
+    /// Opens `path` when it is zstd or xz that declares its whole decompressed size; None
+    /// otherwise (gzip, a size not declared, a cut file).
     pub fn open(path: &Path) -> io::Result<Option<Unpacked>> {
         let f = File::open(path)?;
-        let Some(len) = zstd_size(&f)? else {
+        let Some(d) = super::declared::of_file(&f)? else {
             return Ok(None);
         };
         Ok(Some(Unpacked {
             path: path.to_path_buf(),
-            len,
+            len: d.size,
+            declared: d,
             cursors: Mutex::new((Vec::new(), 0)),
             skipped: AtomicU64::new(0),
             started: AtomicU64::new(0),
@@ -217,28 +222,21 @@ impl Unpacked {
     }
 
     /// The index of the cursor to read at `off`: one whose history holds it, else the one
-    /// closest behind, else a new one from the start (in place of the least recently used
-    /// when there are enough).
+    /// closest behind unless a block starts between it and `off` (xz), else a new one
+    /// from the last start before `off` (in place of the least recently used when there
+    /// are enough).
     fn cursor_for(&self, cs: &mut Vec<Cursor>, off: u64) -> io::Result<usize> {
         if let Some(i) = (0..cs.len()).find(|&i| cs[i].held(off) > 0) {
             return Ok(i);
         }
+        let start = self.declared.start_before(off);
         let behind = (0..cs.len())
             .filter(|&i| cs[i].pos <= off)
             .max_by_key(|&i| cs[i].pos);
-        if let Some(i) = behind {
+        if let Some(i) = behind.filter(|&i| cs[i].pos >= start.map_or(0, |s| s.1)) {
             return Ok(i);
         }
-        let f = File::open(&self.path)?;
-        let (rd, _, cut) = decompress::open_stream(&self.path, Box::new(f))?;
-        self.started.fetch_add(1, Relaxed);
-        let c = Cursor {
-            pos: 0,
-            rd,
-            cut,
-            used: 0,
-            history: Vec::new(),
-        };
+        let c = self.cursor_at(start)?;
         if cs.len() >= MAX_CURSORS {
             let lru = (0..cs.len()).min_by_key(|&i| cs[i].used).unwrap_or(0);
             cs[lru] = c;
@@ -246,6 +244,25 @@ impl Unpacked {
         }
         cs.push(c);
         Ok(cs.len() - 1)
+    }
+
+    /// A new cursor: from the file's start, or from xz block `k` at decompressed offset
+    /// `raw` ([`super::declared::Declared::stream_from`]).
+    fn cursor_at(&self, start: Option<(usize, u64)>) -> io::Result<Cursor> {
+        let f = File::open(&self.path)?;
+        let (input, raw): (Box<dyn Read + Send>, u64) = match start {
+            None => (Box::new(f), 0),
+            Some((k, raw)) => (Box::new(self.declared.stream_from(k, f)?), raw),
+        };
+        let (rd, _, cut) = decompress::open_stream(&self.path, input)?;
+        self.started.fetch_add(1, Relaxed);
+        Ok(Cursor {
+            pos: raw,
+            rd,
+            cut,
+            used: 0,
+            history: Vec::new(),
+        })
     }
 }
 
@@ -286,34 +303,6 @@ impl io::Seek for Reader {
             at.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "seek before the start"))?;
         Ok(self.pos)
     }
-}
-
-/// The decompressed size of a zstd file, when every frame declares its size and the last
-/// one is whole; None otherwise.
-fn zstd_size(f: &File) -> io::Result<Option<u64>> {
-    use zstd::zstd_safe;
-    // SAFETY: a read-only map of a file only read here; a file rewritten under us could
-    // fault, as for any reader that maps its input.
-    let map = match unsafe { memmap2::Mmap::map(f) } {
-        Ok(m) => m,
-        Err(_) => return Ok(None),
-    };
-    let (mut at, mut total) = (0usize, 0u64);
-    while at < map.len() {
-        let rest = &map[at..];
-        let Ok(Some(n)) = zstd_safe::get_frame_content_size(rest) else {
-            return Ok(None);
-        };
-        let Ok(c) = zstd_safe::find_frame_compressed_size(rest) else {
-            return Ok(None);
-        };
-        if c == 0 || c > rest.len() {
-            return Ok(None);
-        }
-        total += n;
-        at += c;
-    }
-    Ok((at > 0).then_some(total))
 }
 
 #[cfg(test)]
@@ -380,6 +369,32 @@ mod tests {
         // Before it: a new cursor from the start.
         assert_eq!(check(10), (4_000_010, 2));
         assert_eq!(check(100), (4_000_010, 2));
+    }
+
+    #[test]
+    fn an_xz_file_of_blocks_starts_each_cursor_at_the_block_before_its_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..3_000_000u32).map(|i| (i * 11 % 247) as u8).collect();
+        let p = dir.path().join("c.xz");
+        std::fs::write(&p, crate::read::declared::tests::xz_blocks(&data, 500_000)).unwrap();
+        let u = Unpacked::open(&p)
+            .unwrap()
+            .expect("the index declares the size");
+        assert_eq!(u.len(), 3_000_000);
+        let mut buf = vec![0u8; 4096];
+        let mut check = |off: usize| {
+            u.read_exact_at(&mut buf, off as u64).unwrap();
+            assert_eq!(buf[..], data[off..off + 4096], "at {off}");
+            u.cost()
+        };
+        // Near the end: a cursor from the last block (2.5 M), not from 0.
+        assert_eq!(check(2_900_000), (400_000, 1));
+        // Inside the first block: a cursor from 0.
+        assert_eq!(check(1000), (401_000, 2));
+        // A block start lies between that cursor and 1.2 M: a new cursor from there.
+        assert_eq!(check(1_200_000), (601_000, 3));
+        // Forward within the same block: the cursor behind goes on.
+        assert_eq!(check(1_400_000), (601_000 + 195_904, 3));
     }
 
     #[test]

@@ -149,7 +149,7 @@ impl PerfData {
         Self::open_with(path, Bytes::File(file), window, true, kallsyms)
     }
 
-    /// Opens the zstd perf.data `path` in place, through `u`'s decompressing cursors
+    /// Opens the compressed perf.data `path` in place, through `u`'s decompressing cursors
     /// ([`unpack`]): the data section is read into a window that holds what the rounds
     /// still need, not mapped.
     pub fn open_unpacked(

@@ -157,7 +157,7 @@ impl TraceDat {
         Ok(self)
     }
 
-    /// Opens the zstd trace.dat `path` in place through `u`'s cursors; None when it has
+    /// Opens the compressed trace.dat `path` in place through `u`'s cursors; None when it has
     /// more CPU regions than cursors are kept for (the caller spools it instead), found
     /// before any region is read.
     pub fn open_unpacked(
