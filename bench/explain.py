@@ -11,7 +11,8 @@ Then one hyperfine run times, --runs times each, paired:
   whylate explain on perf.data, perf script text, trace.dat, ftrace text
   whylate latency and whylate report on perf.data
   whylate explain and report in cycle mode (a cycle per dd write) on trace.dat
-  whylate explain on perf.data.zst and trace.dat.zst (made with `zstd FILE` when absent)
+  whylate explain on perf.data and trace.dat as .zst and .xz (made with `zstd -T0 FILE`
+  and `xz -T0 -1 FILE` when absent: one zstd frame, xz blocks of a few MiB)
   perf script (printing the perf.data), perf sched timehist (same file), cat of each text
 and GNU time gives each whylate command's peak RSS and CPU use (user+sys / wall).
 
@@ -93,12 +94,15 @@ def bench(a):
     cycles = "--from sys_enter_write[comm=dd] --to sys_exit_write[comm=dd]"
     cmds["explain cycles trace.dat"] = f"{WHYLATE} explain --json {dat} {cycles}"
     cmds["report cycles trace.dat"] = f"{WHYLATE} report {dat} {cycles} -o /dev/null"
-    # The binary formats compressed as `zstd FILE` writes them (read in place, no copy).
+    # The binary formats compressed as `zstd` and `xz` write them (read in place, no copy).
+    pack = {"zst": ["zstd", "-q", "-T0", "-c"], "xz": ["xz", "-T0", "-1", "-c"]}
     for k in ("perf.data", "trace.dat"):
         plain = inputs[k]
-        if not os.path.exists(plain + ".zst"):
-            subprocess.run(["zstd", "-q", "-T0", plain, "-o", plain + ".zst"], check=True)
-        cmds[f"explain {k}.zst"] = f"{WHYLATE} explain --json {plain}.zst"
+        for ext, tool in pack.items():
+            if not os.path.exists(f"{plain}.{ext}"):
+                with open(f"{plain}.{ext}", "wb") as out:
+                    subprocess.run(tool + [plain], stdout=out, check=True)
+            cmds[f"explain {k}.{ext}"] = f"{WHYLATE} explain --json {plain}.{ext}"
     cmds["perf script"] = f"perf script -i {perf_data}"
     cmds["perf sched timehist"] = f"perf sched timehist -i {perf_data}"
     cmds["cat perf script text"] = f"cat {perf_txt}"
@@ -111,7 +115,7 @@ def bench(a):
     subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
     res = {r["command"]: r for r in json.load(open(out))["results"]}
     events = {k: run.events_of(v) for k, v in inputs.items()}
-    events.update({f"{k}.zst": events[k] for k in ("perf.data", "trace.dat")})
+    events.update({f"{k}.{x}": events[k] for k in ("perf.data", "trace.dat") for x in pack})
     print(f"{'command':<26} {'events':>10} {'min s':>8} {'median s':>9} {'peak MiB':>9} {'CPUs':>5}")
     for name, c in cmds.items():
         r = res[name]
@@ -123,8 +127,10 @@ def bench(a):
     med = lambda n: res[n]["median"]
     print(f"\nperf script / explain perf.data: {med('perf script') / med('explain perf.data'):.1f}x"
           f"; latency / perf sched timehist: {med('latency perf.data') / med('perf sched timehist'):.2f}x")
-    print("zst / plain: " + ", ".join(
-        f"{k} {med(f'explain {k}.zst') / med(f'explain {k}'):.2f}x" for k in ("perf.data", "trace.dat")))
+    for x in pack:
+        print(f"{x} / plain: " + ", ".join(
+            f"{k} {med(f'explain {k}.{x}') / med(f'explain {k}'):.2f}x"
+            for k in ("perf.data", "trace.dat")))
     if not (a.keep or a.reuse):
         shutil.rmtree(work)
 
