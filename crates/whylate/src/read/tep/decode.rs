@@ -207,18 +207,6 @@ impl Decoder {
         }
     }
 
-    pub(super) fn func(&mut self, fmts: &Formats, addr: u64, s: &mut Interner) -> Sym {
-        if let Some(&x) = self.funcs.get(&addr) {
-            return x;
-        }
-        let sym = match fmts.symbol(addr) {
-            Some(n) => s.intern(n),
-            None => s.intern(&format!("0x{addr:x}")),
-        };
-        self.funcs.insert(addr, sym);
-        sym
-    }
-
     /// Decodes `data` (a whole record, common fields first) of format `fmt`.
     pub fn decode(
         &mut self,
@@ -227,7 +215,6 @@ impl Decoder {
         data: &[u8],
         s: &mut Interner,
     ) -> Kind {
-        let e = fmts.endian;
         let id = (fmt.id as usize).min(1 << 16);
         if self.plans.len() <= id {
             self.plans.resize(id + 1, None);
@@ -235,269 +222,357 @@ impl Decoder {
         if self.plans[id].is_none() {
             self.plans[id] = Some(Self::plan(fmt, s));
         }
-        // The plan is cloned out only for the rare kinds that need `self` again.
         let plan = self.plans[id].as_ref().expect("just planned");
-        let i = |f: &Option<Field>| opt_int(f, data, e);
-        let u = |f: &Option<Field>| opt_uint(f, data, e);
-        let st = |f: &Option<Field>, s: &mut Interner| {
-            f.as_ref()
-                .map_or(Sym::EMPTY, |f| s.intern_bytes(f.str(data, e)))
+        let r = Rec {
+            data,
+            e: fmts.endian,
+            fmts,
         };
-        match plan {
-            Plan::Switch(f) => {
-                let state = u(&f[3]);
-                Kind::SchedSwitch {
-                    prev_comm: st(&f[0], s),
-                    prev_pid: i(&f[1]) as i32,
-                    prev_prio: i(&f[2]) as i32,
-                    prev_state: TaskState::Numeric(state),
-                    next_comm: st(&f[4], s),
-                    next_pid: i(&f[5]) as i32,
-                    next_prio: i(&f[6]) as i32,
-                }
+        let funcs = &mut Funcs(&mut self.funcs);
+        // The commonest groups first: scheduler and system calls.
+        let kind = match plan {
+            Plan::Switch(_)
+            | Plan::Wake { .. }
+            | Plan::Migrate(_)
+            | Plan::Fork(_)
+            | Plan::Exec(_)
+            | Plan::Exit(_)
+            | Plan::Stat(..) => sched(plan, r, s),
+            Plan::SysEnter(_)
+            | Plan::SysExit(_)
+            | Plan::SyscallEnter(..)
+            | Plan::SyscallExit(..) => syscall(plan, r),
+            Plan::IrqEntry(_)
+            | Plan::IrqExit(_)
+            | Plan::Softirq(..)
+            | Plan::Tasklet(..)
+            | Plan::Napi(_)
+            | Plan::CallerParent(..) => irq(plan, r, funcs, s),
+            Plan::WorkQueue(_) | Plan::Work(..) => work(plan, r, funcs, s),
+            Plan::HrStart(_)
+            | Plan::HrEntry(_)
+            | Plan::HrOne(..)
+            | Plan::TimerStart(_)
+            | Plan::TimerEntry(_)
+            | Plan::TimerOne(..) => timer(plan, r, funcs, s),
+            Plan::Print(..) | Plan::Console(_) | Plan::Function(_) | Plan::FuncGraph(..) => {
+                tracer(plan, r, funcs, s)
             }
-            Plan::Wake { f, waking, new } => Kind::wake(
-                st(&f[0], s),
-                i(&f[1]) as i32,
-                i(&f[2]) as i32,
-                i(&f[3]) as i32,
-                *waking,
-                *new,
-            ),
-            Plan::Migrate(f) => Kind::SchedMigrate {
-                comm: st(&f[0], s),
-                pid: i(&f[1]) as i32,
-                prio: i(&f[2]) as i32,
-                orig_cpu: i(&f[3]) as i32,
-                dest_cpu: i(&f[4]) as i32,
-            },
-            Plan::Fork(f) => Kind::SchedFork {
-                parent_comm: st(&f[0], s),
-                parent_pid: i(&f[1]) as i32,
-                child_comm: st(&f[2], s),
-                child_pid: i(&f[3]) as i32,
-            },
-            Plan::Exec(f) => Kind::SchedExec {
-                filename: st(&f[0], s),
-                pid: i(&f[1]) as i32,
-                old_pid: i(&f[2]) as i32,
-            },
-            Plan::Exit(f) => Kind::SchedExit {
-                comm: st(&f[0], s),
-                pid: i(&f[1]) as i32,
-                prio: i(&f[2]) as i32,
-            },
-            Plan::Stat(stat, f) => Kind::SchedStat {
-                stat: *stat,
-                comm: st(&f[0], s),
-                pid: i(&f[1]) as i32,
-                delay_ns: u(&f[2]),
-            },
-            Plan::IrqEntry(f) => Kind::IrqEntry {
-                irq: i(&f[0]) as i32,
-                name: st(&f[1], s),
-            },
-            Plan::IrqExit(f) => Kind::IrqExit {
-                irq: i(&f[0]) as i32,
-                handled: i(&f[1]) != 0,
-            },
-            Plan::Softirq(k, f) => {
-                let vec = u(f) as u8;
-                match k {
-                    0 => Kind::SoftirqRaise { vec },
-                    1 => Kind::SoftirqEntry { vec },
-                    _ => Kind::SoftirqExit { vec },
-                }
+            Plan::Other(_) => None,
+        };
+        kind.unwrap_or_else(|| {
+            // An event without a typed kind: its fields as text, named by its format.
+            let name = match plan {
+                Plan::Other(name) => *name,
+                _ => s.intern(&fmt.name),
+            };
+            self.text.clear();
+            fmts.render_raw(fmt, data, &mut self.text);
+            Kind::Other {
+                name,
+                fields: self.text.as_str().into(),
             }
-            Plan::Tasklet(entry, f) => {
-                let (entry, addr) = (*entry, u(f));
-                let func = self.func(fmts, addr, s);
-                if entry {
-                    Kind::TaskletEntry { func }
-                } else {
-                    Kind::TaskletExit { func }
-                }
-            }
-            Plan::WorkQueue(f) => {
-                let (work, fa, req_cpu, cpu) = (u(&f[0]), u(&f[1]), i(&f[3]), i(&f[4]));
-                let workqueue = match &f[2] {
-                    Some(w) if w.string => s.intern_bytes(w.str(data, e)),
-                    Some(w) => s.intern(&format!("0x{:x}", w.uint(data, e))),
-                    None => Sym::EMPTY,
-                };
-                Kind::WorkQueue {
-                    work,
-                    function: self.func(fmts, fa, s),
-                    workqueue,
-                    req_cpu: req_cpu as i32,
-                    cpu: cpu as i32,
-                }
-            }
-            Plan::Work(k, f) => {
-                let (k, work, fa) = (*k, u(&f[0]), u(&f[1]));
-                let function = if f[1].is_some() {
-                    self.func(fmts, fa, s)
-                } else {
-                    Sym::EMPTY
-                };
-                match k {
-                    0 => Kind::WorkActivate { work, function },
-                    1 => Kind::WorkStart { work, function },
-                    _ => Kind::WorkEnd { work, function },
-                }
-            }
-            Plan::SysEnter(f) => {
-                let mut args = [0u64; 6];
-                if let Some(a) = &f[1] {
-                    if let Some(b) = a.bytes(data, e) {
-                        let w = (fmts.long_size as usize).max(4);
-                        if w == 8 && !e.big && b.len() >= 48 {
-                            // The usual 64-bit little-endian machine: no per-word dispatch
-                            // on size and byte order (sys_enter is the commonest event).
-                            for (slot, c) in args.iter_mut().zip(b.chunks_exact(8)) {
-                                *slot = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
-                            }
-                        } else {
-                            for (k, slot) in args.iter_mut().enumerate() {
-                                *slot = e.uint(b, k * w, w).unwrap_or(0);
-                            }
-                        }
-                    }
-                }
-                Kind::SysEnter { nr: i(&f[0]), args }
-            }
-            Plan::SysExit(f) => Kind::SysExit {
-                nr: i(&f[0]),
-                ret: i(&f[1]),
-            },
-            Plan::SyscallEnter(name, fs) => Kind::SyscallEnter {
-                name: *name,
-                args: fs
-                    .iter()
-                    .map(|(n, f)| (*n, f.uint(data, e)))
-                    .collect::<Vec<_>>()
-                    .into_boxed_slice(),
-            },
-            Plan::SyscallExit(name, f) => Kind::SyscallExit {
-                name: *name,
-                ret: i(f),
-            },
-            Plan::HrStart(f) => {
-                let (timer, fa, ex, sex) = (u(&f[0]), u(&f[1]), u(&f[2]), u(&f[3]));
-                Kind::HrtimerStart {
-                    timer,
-                    function: self.func(fmts, fa, s),
-                    expires_ns: ex,
-                    softexpires_ns: sex,
-                }
-            }
-            Plan::HrEntry(f) => {
-                let (timer, fa, now) = (u(&f[0]), u(&f[1]), f[2].as_ref().map(|x| x.uint(data, e)));
-                Kind::HrtimerExpireEntry {
-                    timer,
-                    function: self.func(fmts, fa, s),
-                    now_ns: now,
-                }
-            }
-            Plan::HrOne(k, f) => {
-                let timer = u(f);
-                if *k == 0 {
-                    Kind::HrtimerExpireExit { timer }
-                } else {
-                    Kind::HrtimerCancel { timer }
-                }
-            }
-            Plan::TimerStart(f) => {
-                let (timer, fa, expires) = (u(&f[0]), u(&f[1]), u(&f[2]));
-                Kind::TimerStart {
-                    timer,
-                    function: self.func(fmts, fa, s),
-                    expires,
-                }
-            }
-            Plan::TimerEntry(f) => {
-                let (timer, fa, now) = (u(&f[0]), u(&f[1]), u(&f[2]));
-                Kind::TimerExpireEntry {
-                    timer,
-                    function: self.func(fmts, fa, s),
-                    now,
-                }
-            }
-            Plan::TimerOne(k, f) => {
-                let timer = u(f);
-                if *k == 0 {
-                    Kind::TimerExpireExit { timer }
-                } else {
-                    Kind::TimerCancel { timer }
-                }
-            }
-            Plan::Napi(f) => Kind::NapiPoll {
-                napi: u(&f[0]),
-                dev: st(&f[1], s),
-                work: i(&f[2]) as i32,
-                budget: i(&f[3]) as i32,
-            },
-            Plan::CallerParent(k, f) => {
-                let (k, c, p) = (*k, i(&f[0]), i(&f[1]));
-                let base = fmts.stext().unwrap_or(0);
-                let (caller, parent) = if base != 0 {
-                    (
-                        self.func(fmts, base.wrapping_add(c as u64), s),
-                        self.func(fmts, base.wrapping_add(p as u64), s),
-                    )
-                } else {
-                    (
-                        s.intern(&format!("_stext{c:+#x}")),
-                        s.intern(&format!("_stext{p:+#x}")),
-                    )
-                };
-                match k {
-                    0 => Kind::IrqDisable { caller, parent },
-                    1 => Kind::IrqEnable { caller, parent },
-                    2 => Kind::PreemptDisable { caller, parent },
-                    _ => Kind::PreemptEnable { caller, parent },
-                }
-            }
-            Plan::Print(name, f) => {
-                let msg = f.as_ref().map_or(&b""[..], |f| f.str(data, e));
-                let msg = msg.strip_suffix(b"\n").unwrap_or(msg);
-                Kind::Print {
-                    name: *name,
-                    msg: String::from_utf8_lossy(msg).into(),
-                }
-            }
-            Plan::Console(f) => {
-                let msg = f.as_ref().map_or(&b""[..], |f| f.str(data, e));
-                let msg = msg.strip_suffix(b"\n").unwrap_or(msg);
-                Kind::Console {
-                    msg: String::from_utf8_lossy(msg).into(),
-                }
-            }
-            Plan::Function(f) => {
-                let (ip, pip) = (u(&f[0]), u(&f[1]));
-                Kind::Function {
-                    func: self.func(fmts, ip, s),
-                    parent: self.func(fmts, pip, s),
-                }
-            }
-            Plan::FuncGraph(entry, f) => {
-                // The tracer's own times of the call, on the trace clock.
-                let times = (f[2].is_some() && f[3].is_some()).then(|| (u(&f[2]), u(&f[3])));
-                let (entry, addr, depth) = (*entry, u(&f[0]), u(&f[1]));
-                let func = self.func(fmts, addr, s);
-                func_graph(entry, func, depth, times)
-            }
-            Plan::Other(name) => {
-                let name = *name;
-                self.text.clear();
-                fmts.render_raw(fmt, data, &mut self.text);
-                Kind::Other {
-                    name,
-                    fields: self.text.as_str().into(),
-                }
-            }
+        })
+    }
+}
+
+/// One record being decoded: its bytes, their byte order, and the file's formats.
+#[derive(Clone, Copy)]
+struct Rec<'a> {
+    data: &'a [u8],
+    e: Endian,
+    fmts: &'a Formats,
+}
+
+impl Rec<'_> {
+    fn i(&self, f: &Option<Field>) -> i64 {
+        opt_int(f, self.data, self.e)
+    }
+
+    fn u(&self, f: &Option<Field>) -> u64 {
+        opt_uint(f, self.data, self.e)
+    }
+
+    fn st(&self, f: &Option<Field>, s: &mut Interner) -> Sym {
+        f.as_ref()
+            .map_or(Sym::EMPTY, |f| s.intern_bytes(f.str(self.data, self.e)))
+    }
+
+    /// A string field's text without its trailing newline (printk and trace_printk).
+    fn msg(&self, f: &Option<Field>) -> Box<str> {
+        let msg = f.as_ref().map_or(&b""[..], |f| f.str(self.data, self.e));
+        let msg = msg.strip_suffix(b"\n").unwrap_or(msg);
+        String::from_utf8_lossy(msg).into()
+    }
+}
+
+/// Function pointers named once each, from kallsyms (else in hex).
+struct Funcs<'a>(&'a mut FxHashMap<u64, Sym>);
+
+impl Funcs<'_> {
+    fn name(&mut self, fmts: &Formats, addr: u64, s: &mut Interner) -> Sym {
+        if let Some(&x) = self.0.get(&addr) {
+            return x;
+        }
+        let sym = match fmts.symbol(addr) {
+            Some(n) => s.intern(n),
+            None => s.intern(&format!("0x{addr:x}")),
+        };
+        self.0.insert(addr, sym);
+        sym
+    }
+}
+
+/// Scheduler events; None for a plan of another group.
+fn sched(plan: &Plan, r: Rec, s: &mut Interner) -> Option<Kind> {
+    Some(match plan {
+        Plan::Switch(f) => Kind::SchedSwitch {
+            prev_comm: r.st(&f[0], s),
+            prev_pid: r.i(&f[1]) as i32,
+            prev_prio: r.i(&f[2]) as i32,
+            prev_state: TaskState::Numeric(r.u(&f[3])),
+            next_comm: r.st(&f[4], s),
+            next_pid: r.i(&f[5]) as i32,
+            next_prio: r.i(&f[6]) as i32,
+        },
+        Plan::Wake { f, waking, new } => Kind::wake(
+            r.st(&f[0], s),
+            r.i(&f[1]) as i32,
+            r.i(&f[2]) as i32,
+            r.i(&f[3]) as i32,
+            *waking,
+            *new,
+        ),
+        Plan::Migrate(f) => Kind::SchedMigrate {
+            comm: r.st(&f[0], s),
+            pid: r.i(&f[1]) as i32,
+            prio: r.i(&f[2]) as i32,
+            orig_cpu: r.i(&f[3]) as i32,
+            dest_cpu: r.i(&f[4]) as i32,
+        },
+        Plan::Fork(f) => Kind::SchedFork {
+            parent_comm: r.st(&f[0], s),
+            parent_pid: r.i(&f[1]) as i32,
+            child_comm: r.st(&f[2], s),
+            child_pid: r.i(&f[3]) as i32,
+        },
+        Plan::Exec(f) => Kind::SchedExec {
+            filename: r.st(&f[0], s),
+            pid: r.i(&f[1]) as i32,
+            old_pid: r.i(&f[2]) as i32,
+        },
+        Plan::Exit(f) => Kind::SchedExit {
+            comm: r.st(&f[0], s),
+            pid: r.i(&f[1]) as i32,
+            prio: r.i(&f[2]) as i32,
+        },
+        Plan::Stat(stat, f) => Kind::SchedStat {
+            stat: *stat,
+            comm: r.st(&f[0], s),
+            pid: r.i(&f[1]) as i32,
+            delay_ns: r.u(&f[2]),
+        },
+        _ => return None,
+    })
+}
+
+/// System call entries and exits, raw and per-call; None for a plan of another group.
+fn syscall(plan: &Plan, r: Rec) -> Option<Kind> {
+    Some(match plan {
+        Plan::SysEnter(f) => Kind::SysEnter {
+            nr: r.i(&f[0]),
+            args: sys_args(&f[1], r),
+        },
+        Plan::SysExit(f) => Kind::SysExit {
+            nr: r.i(&f[0]),
+            ret: r.i(&f[1]),
+        },
+        Plan::SyscallEnter(name, fs) => Kind::SyscallEnter {
+            name: *name,
+            args: fs
+                .iter()
+                .map(|(n, f)| (*n, f.uint(r.data, r.e)))
+                .collect::<Vec<_>>()
+                .into_boxed_slice(),
+        },
+        Plan::SyscallExit(name, f) => Kind::SyscallExit {
+            name: *name,
+            ret: r.i(f),
+        },
+        _ => return None,
+    })
+}
+
+/// raw_syscalls:sys_enter's six arguments (zeros where the record has none).
+fn sys_args(f: &Option<Field>, r: Rec) -> [u64; 6] {
+    let mut args = [0u64; 6];
+    let Some(b) = f.as_ref().and_then(|a| a.bytes(r.data, r.e)) else {
+        return args;
+    };
+    let w = (r.fmts.long_size as usize).max(4);
+    if w == 8 && !r.e.big && b.len() >= 48 {
+        // The usual 64-bit little-endian machine: no per-word dispatch on size and byte
+        // order (sys_enter is the commonest event).
+        for (slot, c) in args.iter_mut().zip(b.chunks_exact(8)) {
+            *slot = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
+        }
+    } else {
+        for (k, slot) in args.iter_mut().enumerate() {
+            *slot = r.e.uint(b, k * w, w).unwrap_or(0);
         }
     }
+    args
+}
+
+/// Hard and soft interrupts, tasklets, NAPI polls, irqs-off and preempt-off sections;
+/// None for a plan of another group.
+fn irq(plan: &Plan, r: Rec, funcs: &mut Funcs, s: &mut Interner) -> Option<Kind> {
+    Some(match plan {
+        Plan::IrqEntry(f) => Kind::IrqEntry {
+            irq: r.i(&f[0]) as i32,
+            name: r.st(&f[1], s),
+        },
+        Plan::IrqExit(f) => Kind::IrqExit {
+            irq: r.i(&f[0]) as i32,
+            handled: r.i(&f[1]) != 0,
+        },
+        Plan::Softirq(k, f) => {
+            let vec = r.u(f) as u8;
+            match k {
+                0 => Kind::SoftirqRaise { vec },
+                1 => Kind::SoftirqEntry { vec },
+                _ => Kind::SoftirqExit { vec },
+            }
+        }
+        Plan::Tasklet(entry, f) => {
+            let func = funcs.name(r.fmts, r.u(f), s);
+            match entry {
+                true => Kind::TaskletEntry { func },
+                false => Kind::TaskletExit { func },
+            }
+        }
+        Plan::Napi(f) => Kind::NapiPoll {
+            napi: r.u(&f[0]),
+            dev: r.st(&f[1], s),
+            work: r.i(&f[2]) as i32,
+            budget: r.i(&f[3]) as i32,
+        },
+        Plan::CallerParent(k, f) => {
+            let (c, p) = (r.i(&f[0]), r.i(&f[1]));
+            // The tracer records both as offsets from _stext.
+            let base = r.fmts.stext().unwrap_or(0);
+            let (caller, parent) = if base != 0 {
+                (
+                    funcs.name(r.fmts, base.wrapping_add(c as u64), s),
+                    funcs.name(r.fmts, base.wrapping_add(p as u64), s),
+                )
+            } else {
+                (
+                    s.intern(&format!("_stext{c:+#x}")),
+                    s.intern(&format!("_stext{p:+#x}")),
+                )
+            };
+            match k {
+                0 => Kind::IrqDisable { caller, parent },
+                1 => Kind::IrqEnable { caller, parent },
+                2 => Kind::PreemptDisable { caller, parent },
+                _ => Kind::PreemptEnable { caller, parent },
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// Workqueue events; None for a plan of another group.
+fn work(plan: &Plan, r: Rec, funcs: &mut Funcs, s: &mut Interner) -> Option<Kind> {
+    Some(match plan {
+        Plan::WorkQueue(f) => {
+            let workqueue = match &f[2] {
+                Some(w) if w.string => s.intern_bytes(w.str(r.data, r.e)),
+                Some(w) => s.intern(&format!("0x{:x}", w.uint(r.data, r.e))),
+                None => Sym::EMPTY,
+            };
+            Kind::WorkQueue {
+                work: r.u(&f[0]),
+                function: funcs.name(r.fmts, r.u(&f[1]), s),
+                workqueue,
+                req_cpu: r.i(&f[3]) as i32,
+                cpu: r.i(&f[4]) as i32,
+            }
+        }
+        Plan::Work(k, f) => {
+            let work = r.u(&f[0]);
+            let function = match f[1] {
+                Some(_) => funcs.name(r.fmts, r.u(&f[1]), s),
+                None => Sym::EMPTY,
+            };
+            match k {
+                0 => Kind::WorkActivate { work, function },
+                1 => Kind::WorkStart { work, function },
+                _ => Kind::WorkEnd { work, function },
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// hrtimer and timer-wheel events; None for a plan of another group.
+fn timer(plan: &Plan, r: Rec, funcs: &mut Funcs, s: &mut Interner) -> Option<Kind> {
+    Some(match plan {
+        Plan::HrStart(f) => Kind::HrtimerStart {
+            timer: r.u(&f[0]),
+            function: funcs.name(r.fmts, r.u(&f[1]), s),
+            expires_ns: r.u(&f[2]),
+            softexpires_ns: r.u(&f[3]),
+        },
+        Plan::HrEntry(f) => Kind::HrtimerExpireEntry {
+            timer: r.u(&f[0]),
+            function: funcs.name(r.fmts, r.u(&f[1]), s),
+            now_ns: f[2].as_ref().map(|x| x.uint(r.data, r.e)),
+        },
+        Plan::HrOne(k, f) => match k {
+            0 => Kind::HrtimerExpireExit { timer: r.u(f) },
+            _ => Kind::HrtimerCancel { timer: r.u(f) },
+        },
+        Plan::TimerStart(f) => Kind::TimerStart {
+            timer: r.u(&f[0]),
+            function: funcs.name(r.fmts, r.u(&f[1]), s),
+            expires: r.u(&f[2]),
+        },
+        Plan::TimerEntry(f) => Kind::TimerExpireEntry {
+            timer: r.u(&f[0]),
+            function: funcs.name(r.fmts, r.u(&f[1]), s),
+            now: r.u(&f[2]),
+        },
+        Plan::TimerOne(k, f) => match k {
+            0 => Kind::TimerExpireExit { timer: r.u(f) },
+            _ => Kind::TimerCancel { timer: r.u(f) },
+        },
+        _ => return None,
+    })
+}
+
+/// ftrace's own records: trace_printk and console messages, function and function_graph
+/// calls; None for a plan of another group.
+fn tracer(plan: &Plan, r: Rec, funcs: &mut Funcs, s: &mut Interner) -> Option<Kind> {
+    Some(match plan {
+        Plan::Print(name, f) => Kind::Print {
+            name: *name,
+            msg: r.msg(f),
+        },
+        Plan::Console(f) => Kind::Console { msg: r.msg(f) },
+        Plan::Function(f) => Kind::Function {
+            func: funcs.name(r.fmts, r.u(&f[0]), s),
+            parent: funcs.name(r.fmts, r.u(&f[1]), s),
+        },
+        Plan::FuncGraph(entry, f) => {
+            // The tracer's own times of the call, on the trace clock.
+            let times = (f[2].is_some() && f[3].is_some()).then(|| (r.u(&f[2]), r.u(&f[3])));
+            let func = funcs.name(r.fmts, r.u(&f[0]), s);
+            func_graph(*entry, func, r.u(&f[1]), times)
+        }
+        _ => return None,
+    })
 }
 
 /// A function_graph record as a call entry or exit; an exit's duration is the tracer's

@@ -453,7 +453,31 @@ pub fn parse_body(name: &[u8], body: &[u8], s: &mut Interner) -> Option<Kind> {
     if let Some(f) = hot_parser(name) {
         return f(body, s);
     }
-    let b = body;
+    // By the tracepoint's subsystem prefix; each group knows its own names.
+    if name.starts_with(b"sched_") {
+        sched_body(name, body, s)
+    } else if name.starts_with(b"workqueue_") {
+        work_body(name, body, s)
+    } else if name.starts_with(b"hrtimer_") || name.starts_with(b"timer_") {
+        timer_body(name, body, s)
+    } else if let Some(call) = name.strip_prefix(b"sys_enter_") {
+        Some(Kind::SyscallEnter {
+            name: s.intern_bytes(call),
+            args: syscall_args(body, s)?,
+        })
+    } else if let Some(call) = name.strip_prefix(b"sys_exit_") {
+        Some(Kind::SyscallExit {
+            name: s.intern_bytes(call),
+            ret: syscall_ret(body)?,
+        })
+    } else {
+        // Interrupts, then the tracer's own messages (both None for other names).
+        irq_body(name, body, s).or_else(|| print_body(name, body, s))
+    }
+}
+
+/// Scheduler events other than the hot ones (switch, wakeups).
+fn sched_body(name: &[u8], b: &[u8], s: &mut Interner) -> Option<Kind> {
     Some(match name {
         b"sched_migrate_task" => Kind::SchedMigrate {
             comm: sym(s, b, b"comm")?,
@@ -497,6 +521,13 @@ pub fn parse_body(name: &[u8], body: &[u8], s: &mut Interner) -> Option<Kind> {
                 delay_ns: int(b, key)?.max(0) as u64,
             }
         }
+        _ => return None,
+    })
+}
+
+/// Hard and soft interrupts, tasklets, NAPI polls, irqs-off and preempt-off sections.
+fn irq_body(name: &[u8], b: &[u8], s: &mut Interner) -> Option<Kind> {
+    Some(match name {
         b"irq_handler_entry" => Kind::IrqEntry {
             irq: int(b, b"irq")? as i32,
             name: sym(s, b, b"name").unwrap_or(Sym::EMPTY),
@@ -514,6 +545,30 @@ pub fn parse_body(name: &[u8], body: &[u8], s: &mut Interner) -> Option<Kind> {
         b"tasklet_exit" | b"tasklet_hi_exit" => Kind::TaskletExit {
             func: func_sym(s, field(b, b"function").or_else(|| field(b, b"func"))?),
         },
+        b"napi_poll" => Kind::NapiPoll {
+            napi: hexval(b, b"napi struct")
+                .or_else(|| hexval(b, b"napi"))
+                .unwrap_or(0),
+            dev: sym(s, b, b"dev").unwrap_or(Sym::EMPTY),
+            work: int(b, b"work")? as i32,
+            budget: int(b, b"budget")? as i32,
+        },
+        b"irq_disable" | b"irq_enable" | b"preempt_disable" | b"preempt_enable" => {
+            let (caller, parent) = caller_parent(b, s)?;
+            match name {
+                b"irq_disable" => Kind::IrqDisable { caller, parent },
+                b"irq_enable" => Kind::IrqEnable { caller, parent },
+                b"preempt_disable" => Kind::PreemptDisable { caller, parent },
+                _ => Kind::PreemptEnable { caller, parent },
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// Workqueue events.
+fn work_body(name: &[u8], b: &[u8], s: &mut Interner) -> Option<Kind> {
+    Some(match name {
         b"workqueue_queue_work" => Kind::WorkQueue {
             work: work_ptr(b)?,
             function: work_function(b, s),
@@ -535,6 +590,13 @@ pub fn parse_body(name: &[u8], body: &[u8], s: &mut Interner) -> Option<Kind> {
             work: work_ptr(b)?,
             function: work_function(b, s),
         },
+        _ => return None,
+    })
+}
+
+/// hrtimer and timer-wheel events.
+fn timer_body(name: &[u8], b: &[u8], s: &mut Interner) -> Option<Kind> {
+    Some(match name {
         b"hrtimer_start" => Kind::HrtimerStart {
             timer: hexval(b, b"hrtimer")?,
             function: func_sym(s, field(b, b"function")?),
@@ -572,23 +634,13 @@ pub fn parse_body(name: &[u8], body: &[u8], s: &mut Interner) -> Option<Kind> {
         b"timer_cancel" => Kind::TimerCancel {
             timer: hexval(b, b"timer")?,
         },
-        b"napi_poll" => Kind::NapiPoll {
-            napi: hexval(b, b"napi struct")
-                .or_else(|| hexval(b, b"napi"))
-                .unwrap_or(0),
-            dev: sym(s, b, b"dev").unwrap_or(Sym::EMPTY),
-            work: int(b, b"work")? as i32,
-            budget: int(b, b"budget")? as i32,
-        },
-        b"irq_disable" | b"irq_enable" | b"preempt_disable" | b"preempt_enable" => {
-            let (caller, parent) = caller_parent(b, s)?;
-            match name {
-                b"irq_disable" => Kind::IrqDisable { caller, parent },
-                b"irq_enable" => Kind::IrqEnable { caller, parent },
-                b"preempt_disable" => Kind::PreemptDisable { caller, parent },
-                _ => Kind::PreemptEnable { caller, parent },
-            }
-        }
+        _ => return None,
+    })
+}
+
+/// Console messages and trace_printk / trace_marker writes.
+fn print_body(name: &[u8], b: &[u8], s: &mut Interner) -> Option<Kind> {
+    Some(match name {
         b"console" => Kind::Console {
             msg: String::from_utf8_lossy(trim(b)).into(),
         },
@@ -608,21 +660,7 @@ pub fn parse_body(name: &[u8], body: &[u8], s: &mut Interner) -> Option<Kind> {
                 msg: String::from_utf8_lossy(msg).into(),
             }
         }
-        _ => {
-            if let Some(call) = name.strip_prefix(b"sys_enter_") {
-                Kind::SyscallEnter {
-                    name: s.intern_bytes(call),
-                    args: syscall_args(b, s)?,
-                }
-            } else if let Some(call) = name.strip_prefix(b"sys_exit_") {
-                Kind::SyscallExit {
-                    name: s.intern_bytes(call),
-                    ret: syscall_ret(b)?,
-                }
-            } else {
-                return None;
-            }
-        }
+        _ => return None,
     })
 }
 
