@@ -285,14 +285,18 @@ struct Rec<'a> {
 }
 
 impl Rec<'_> {
+    // Always inlined, as `opt_int` is: as calls they cost about what the reads do.
+    #[inline(always)]
     fn i(&self, f: &Option<Field>) -> i64 {
         opt_int(f, self.data, self.e)
     }
 
+    #[inline(always)]
     fn u(&self, f: &Option<Field>) -> u64 {
         opt_uint(f, self.data, self.e)
     }
 
+    #[inline]
     fn st(&self, f: &Option<Field>, s: &mut Interner) -> Sym {
         f.as_ref()
             .map_or(Sym::EMPTY, |f| s.intern_bytes(f.str(self.data, self.e)))

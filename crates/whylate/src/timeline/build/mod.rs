@@ -232,6 +232,11 @@ pub struct Builder {
     overrun_name: Sym,
     last_reported: Option<usize>,
     last_comm: (i32, Sym),
+    /// Per CPU (the first few thousand), the last (tid, comm) the comms table was seen to
+    /// hold, and `renames` then: while no name has changed since, the table still holds it.
+    comm_cache: Vec<(i32, Sym, u64)>,
+    /// How many times a task's name in the comms table changed.
+    renames: u64,
     tick_last: Vec<u64>,
     tick_gaps: Vec<u64>,
     /// Function calls entered so far (their entry numbers).
@@ -261,6 +266,8 @@ impl Builder {
             overrun_name: Sym::EMPTY,
             last_reported: None,
             last_comm: (-1, Sym::EMPTY),
+            comm_cache: Vec::new(),
+            renames: 0,
             tick_last: Vec::new(),
             tick_gaps: Vec::new(),
             in_flight: FxHashMap::default(),
@@ -303,10 +310,7 @@ impl Builder {
         // Consecutive events mostly come from the same thread: one compare, no lookup.
         if e.tid > 0 && (e.tid, e.comm) != self.last_comm {
             self.last_comm = (e.tid, e.comm);
-            // `<...>` never replaces a real name.
-            if e.comm != Sym::EMPTY && !strings.get(e.comm).starts_with('<') {
-                tl.comms.insert(e.tid, e.comm);
-            }
+            self.note_comm(e, strings);
         }
         let Some(c) = self.cpu(e.cpu) else {
             self.push_cpuless(e, ts, strings);
@@ -383,7 +387,41 @@ impl Builder {
 
     fn learn(&mut self, pid: i32, comm: Sym, strings: &Interner) {
         if pid > 0 && comm != Sym::EMPTY && !strings.get(comm).starts_with('<') {
-            self.tl.comms.insert(pid, comm);
+            self.set_comm(pid, comm);
+        }
+    }
+
+    /// Names `tid` `comm` in the comms table, counting a change of name.
+    fn set_comm(&mut self, tid: i32, comm: Sym) {
+        if self
+            .tl
+            .comms
+            .insert(tid, comm)
+            .is_some_and(|old| old != comm)
+        {
+            self.renames += 1;
+        }
+    }
+
+    /// The name event `e` gives its task. Events of tasks on different CPUs interleave,
+    /// so the last pair alone rarely matches; each CPU's last pair skips the table when
+    /// no name changed since it was written (the write would change nothing).
+    fn note_comm(&mut self, e: &Event, strings: &Interner) {
+        let slot = (e.cpu as usize) < 4096;
+        let c = e.cpu as usize;
+        if slot && self.comm_cache.get(c) == Some(&(e.tid, e.comm, self.renames)) {
+            return;
+        }
+        // `<...>` never replaces a real name.
+        if e.comm == Sym::EMPTY || strings.get(e.comm).starts_with('<') {
+            return;
+        }
+        self.set_comm(e.tid, e.comm);
+        if slot {
+            if c >= self.comm_cache.len() {
+                self.comm_cache.resize(c + 1, (-1, Sym::EMPTY, 0));
+            }
+            self.comm_cache[c] = (e.tid, e.comm, self.renames);
         }
     }
 
@@ -502,4 +540,29 @@ fn pop_frame(cs: &mut CpuState, want: impl Fn(FrameKind) -> bool) -> Option<Fram
     let f = cs.frames[pos];
     cs.frames.truncate(pos);
     Some(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testkit::{line, pass};
+
+    /// Tasks on two CPUs interleave; each CPU's last name skips the table only while no
+    /// name changed: a switch that names pid 5 `z` on CPU1 is undone by pid 5's next
+    /// event on CPU0, as writing every change of (tid, comm) does.
+    #[test]
+    fn an_interleaved_tasks_name_is_written_back_after_a_rename() {
+        let mark = "tracing_mark_write: x";
+        let mut t = String::new();
+        t += &line(1, 0, "a-5", "....", mark);
+        t += &line(2, 1, "b-6", "....", mark);
+        t += &line(3, 0, "a-5", "....", mark);
+        let switch = "sched_switch: prev_comm=b prev_pid=6 prev_prio=120 prev_state=S ==> next_comm=z next_pid=5 next_prio=120";
+        t += &line(4, 1, "b-6", "d...", switch);
+        let p = pass(&t);
+        assert_eq!(p.strings.get(p.tl.comm(5)), "z");
+        t += &line(5, 0, "a-5", "....", mark);
+        let p = pass(&t);
+        assert_eq!(p.strings.get(p.tl.comm(5)), "a");
+        assert_eq!(p.strings.get(p.tl.comm(6)), "b");
+    }
 }

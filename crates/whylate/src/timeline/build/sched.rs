@@ -71,7 +71,7 @@ impl Builder {
                 }
             }
             Kind::SchedExec { pid, .. } if e.comm != Sym::EMPTY => {
-                self.tl.comms.insert(*pid, e.comm);
+                self.set_comm(*pid, e.comm);
             }
             _ => {}
         }
