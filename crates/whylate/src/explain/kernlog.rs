@@ -51,7 +51,15 @@ pub struct KernelReports {
 
 impl KernelReports {
     /// Feeds one event: only a log's messages and ftrace's printk:console are read.
+    #[inline]
     pub fn push(&mut self, e: &Event, s: &Interner) {
+        // Inlined test, so the other events (nearly all of a trace) cost no call.
+        if matches!(e.kind, Kind::Print { .. } | Kind::Console { .. }) {
+            self.push_message(e, s);
+        }
+    }
+
+    fn push_message(&mut self, e: &Event, s: &Interner) {
         let msg = match &e.kind {
             Kind::Print { name, msg } if s.get(*name) == "printk" => msg,
             Kind::Console { msg } => msg,
