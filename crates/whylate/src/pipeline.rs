@@ -4,7 +4,7 @@
 
 use crate::event::{Event, Interner};
 use crate::read::inputs::{describe_inputs, Inputs, TracerSample};
-use crate::read::{self, EventSource, Merged, OpenOptions, ReadError};
+use crate::read::{self, EventSource, Format, Merged, OpenOptions, ReadError};
 use crate::snapshot::Snapshot;
 use crate::syscalls::Arch;
 use crate::timeline::{Builder, KindClass, Timeline};
@@ -61,18 +61,22 @@ pub fn read(
     let said = open.arch.or_else(|| sources.iter().find_map(|s| s.arch()));
     let arch = said.unwrap_or_default();
     sink.arch(arch);
-    let mut strings = Interner::new();
-    let mut merged = Merged::new(sources);
+    let merged = Merged::new(sources);
     let mut b = Builder::new();
     let mut per_input = vec![0u64; paths.len()];
     let mut events = 0;
-    while let Some((i, e)) = merged.next_ref(&mut strings)? {
+    let mut feed = |i: usize, e: &Event, strings: &Interner| {
         per_input[i] += 1;
         events += 1;
         read::Progress::tick(&open.progress, events);
-        b.push(e, &strings);
-        sink.event(e, &strings);
-    }
+        b.push(e, strings);
+        sink.event(e, strings);
+    };
+    let (merged, strings) = if reads_apart(&merged) {
+        handed_over(merged, &mut feed)?
+    } else {
+        one_thread(merged, &mut feed)?
+    };
     if let Some(p) = &open.progress {
         p.events.store(events, std::sync::atomic::Ordering::Relaxed);
         p.read_done
@@ -107,6 +111,126 @@ pub fn read(
     })
 }
 
+/// Whether reading gets a thread of its own. Binary inputs decode on one core, so the
+/// timeline and the sink are fed on the other. Text inputs already parse on every core
+/// (`read/text/chunked.rs`), where a reading thread on top only adds hand-over work.
+/// `WHYLATE_ONE_THREAD` set keeps every input on one thread (to measure the difference).
+fn reads_apart(merged: &Merged<read::Input>) -> bool {
+    let binary = |s: &read::Input| matches!(s.format(), Format::TraceDat | Format::PerfData);
+    merged.sources().iter().all(binary) && std::env::var_os("WHYLATE_ONE_THREAD").is_none()
+}
+
+/// What the pass reads from: events lent one at a time, with the index of their input.
+trait Lend: Send {
+    fn lend(&mut self, strings: &mut Interner) -> Result<Option<(usize, &Event)>, ReadError>;
+}
+
+impl Lend for Merged<read::Input> {
+    #[inline(always)]
+    fn lend(&mut self, strings: &mut Interner) -> Result<Option<(usize, &Event)>, ReadError> {
+        self.next_ref(strings)
+    }
+}
+
+/// Reads and feeds on the calling thread.
+fn one_thread<L: Lend>(
+    mut merged: L,
+    feed: &mut impl FnMut(usize, &Event, &Interner),
+) -> Result<(L, Interner), ReadError> {
+    let mut strings = Interner::new();
+    while let Some((i, e)) = merged.lend(&mut strings)? {
+        feed(i, e, &strings);
+    }
+    Ok((merged, strings))
+}
+
+/// Events per hand-over: large enough that the threads rarely wait on each other.
+const BATCH: usize = 4096;
+
+/// What the reading thread hands over: events, and the strings interned since the last
+/// batch (the feeding thread's interner gives them the same symbols).
+struct Batch {
+    events: Vec<(u32, Event)>,
+    strings: Vec<Box<str>>,
+}
+
+/// Reads on a thread of its own and feeds on the calling one: the two halves of the pass
+/// on two cores, joined by a bounded queue of batches.
+fn handed_over<L: Lend>(
+    mut merged: L,
+    feed: &mut impl FnMut(usize, &Event, &Interner),
+) -> Result<(L, Interner), ReadError> {
+    std::thread::scope(|s| {
+        // Made inside the scope, so that a panic while feeding drops the receiver and
+        // the reading thread stops at its next send instead of waiting forever.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Batch, ReadError>>(4);
+        let (back, spare) = std::sync::mpsc::sync_channel::<Vec<(u32, Event)>>(8);
+        let reader = std::thread::Builder::new().name("whylate-read".into());
+        let reader = reader.spawn_scoped(s, move || {
+            let mut strings = Interner::new();
+            let mut sent = strings.len();
+            loop {
+                let mut v = spare
+                    .try_recv()
+                    .unwrap_or_else(|_| Vec::with_capacity(BATCH));
+                let mut err = None;
+                while v.len() < BATCH {
+                    match merged.lend(&mut strings) {
+                        Ok(Some((i, e))) => v.push((i as u32, e.clone())),
+                        Ok(None) => break,
+                        Err(e) => {
+                            err = Some(e);
+                            break;
+                        }
+                    }
+                }
+                let done = err.is_some() || v.len() < BATCH;
+                let new = strings.strings_from(sent).map(Box::from).collect();
+                sent = strings.len();
+                let gone = tx
+                    .send(Ok(Batch {
+                        events: v,
+                        strings: new,
+                    }))
+                    .is_err();
+                if let Some(e) = err {
+                    let _ = tx.send(Err(e));
+                }
+                if gone || done {
+                    return merged;
+                }
+            }
+        });
+        let reader = reader.expect("spawning the reading thread");
+        let mut strings = Interner::new();
+        let mut failed = None;
+        for batch in rx.iter() {
+            let batch = match batch {
+                Ok(b) => b,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            };
+            for s in &batch.strings {
+                strings.intern(s);
+            }
+            for (i, e) in &batch.events {
+                feed(*i as usize, e, &strings);
+            }
+            // Emptied here, where its lines are warm, not on the reading thread.
+            let mut spent = batch.events;
+            spent.clear();
+            let _ = back.try_send(spent);
+        }
+        let merged = reader.join().expect("the reading thread panicked");
+        match failed {
+            Some(e) => Err(e),
+            None => Ok((merged, strings)),
+        }
+    })
+}
+
 /// Latency-tracer dumps (irqsoff, wakeup_rt...) carry their worst case in the header.
 fn tracer_samples(sources: &[read::Input], paths: &[PathBuf]) -> Vec<TracerSample> {
     let mut tracers = Vec::new();
@@ -126,4 +250,89 @@ fn tracer_samples(sources: &[read::Input], paths: &[PathBuf]) -> Vec<TracerSampl
         }
     }
     tracers
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Kind;
+
+    /// The events of `path` as each way of reading feeds them, and the strings after.
+    fn fed(path: &str, apart: bool) -> (Vec<(usize, Event)>, Vec<String>) {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(path);
+        let input = read::open(&p, &OpenOptions::default()).unwrap();
+        let merged = Merged::new(vec![input]);
+        let mut got = Vec::new();
+        let mut feed = |i: usize, e: &Event, _: &Interner| got.push((i, e.clone()));
+        let (_, strings) = if apart {
+            handed_over(merged, &mut feed).unwrap()
+        } else {
+            one_thread(merged, &mut feed).unwrap()
+        };
+        let strings = strings.strings_from(0).map(String::from).collect();
+        (got, strings)
+    }
+
+    #[test]
+    fn a_reading_thread_feeds_what_one_thread_feeds() {
+        for path in ["examples/frob.dat.zst", "examples/frob.perf.data.zst"] {
+            let (one, one_strings) = fed(path, false);
+            let (apart, apart_strings) = fed(path, true);
+            // Several batches, so strings interned between hand-overs are covered.
+            assert!(one.len() > 2 * BATCH, "{path}: {} events", one.len());
+            assert_eq!(one.len(), apart.len(), "{path}");
+            assert!(one == apart, "{path}: the events differ");
+            assert_eq!(one_strings, apart_strings, "{path}");
+        }
+    }
+
+    /// Lends `n` events, a new string every 1000, then fails.
+    struct Failing {
+        n: u64,
+        at: u64,
+        slot: Option<Event>,
+    }
+
+    impl Lend for Failing {
+        fn lend(&mut self, s: &mut Interner) -> Result<Option<(usize, &Event)>, ReadError> {
+            if self.at == self.n {
+                return Err(ReadError::NoMatch { why: "stop".into() });
+            }
+            self.at += 1;
+            let comm = s.intern(&format!("t{}", self.at / 1000));
+            self.slot = Some(Event {
+                ts: self.at,
+                cpu: 0,
+                tid: 1,
+                tgid: 1,
+                comm,
+                flags: 0,
+                kind: Kind::Lost { count: None },
+            });
+            Ok(self.slot.as_ref().map(|e| (0, e)))
+        }
+    }
+
+    #[test]
+    fn a_read_error_comes_after_every_event_before_it() {
+        for n in [0, 5, BATCH as u64, 10_000] {
+            let mut seen = Vec::new();
+            let src = Failing {
+                n,
+                at: 0,
+                slot: None,
+            };
+            let r = handed_over(src, &mut |_, e: &Event, s: &Interner| {
+                seen.push((e.ts, s.get(e.comm).to_string()))
+            });
+            assert!(matches!(r, Err(ReadError::NoMatch { .. })), "{n}");
+            assert_eq!(seen.len() as u64, n);
+            let names_right = seen
+                .iter()
+                .all(|(ts, comm)| *comm == format!("t{}", ts / 1000));
+            assert!(names_right, "{n}: a symbol was fed before its string");
+        }
+    }
 }
