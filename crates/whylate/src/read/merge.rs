@@ -169,6 +169,10 @@ impl<S: EventSource> Merged<S> {
     pub fn sources(&self) -> &[S] {
         &self.sources
     }
+    /// The sources, to change how they are read (before the first event).
+    pub fn sources_mut(&mut self) -> &mut [S] {
+        &mut self.sources
+    }
     /// The next event across all sources, with the index of its source.
     pub fn next_indexed(
         &mut self,

@@ -205,6 +205,14 @@ impl Input {
 }
 
 impl Input {
+    /// The perf.data reader, when the input is one.
+    pub fn perf_mut(&mut self) -> Option<&mut perfdata::PerfData> {
+        match &mut self.kind {
+            InputKind::Perf(p) => Some(p),
+            _ => None,
+        }
+    }
+
     /// The next event, lent (see [`Sorted::next_ref`]).
     pub fn next_ref(&mut self, strings: &mut Interner) -> Result<Option<&Event>, ReadError> {
         match &mut self.kind {

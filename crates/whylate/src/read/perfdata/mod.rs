@@ -45,6 +45,7 @@ pub struct PerfInfo {
     pub symbols: Option<super::ksyms::SymbolSource>,
 }
 
+pub mod apart;
 mod bytes;
 mod layout;
 use bytes::{Data, Src};
@@ -744,23 +745,13 @@ impl Fast {
         ok.then_some(lays)
     }
 
-    /// The attr index of record `r` (a sample when `sample`): from the id in its body or,
-    /// for other records, IDENTIFIER, the last u64 of the sample_id trailer.
+    /// How records find their attr and layout.
     #[inline]
-    fn attr_of(&self, r: &[u8], sample: bool) -> Option<usize> {
-        let at = match sample {
-            true => self.lays[0].id,
-            false => r.len().checked_sub(8),
-        };
-        attr_by_id(&self.ids, self.one_attr, r, at)
-    }
-
-    /// The layout of record `r`.
-    #[inline]
-    fn layout(&self, r: &[u8], sample: bool) -> Option<&Layout> {
-        match self.lays.len() {
-            1 => self.lays.first(),
-            _ => self.lays.get(self.attr_of(r, sample)?),
+    fn keys(&self) -> Keys<'_> {
+        Keys {
+            lays: &self.lays,
+            ids: &self.ids,
+            one_attr: self.one_attr,
         }
     }
 
@@ -771,7 +762,7 @@ impl Fast {
         let l = if self.scan_same {
             &self.lays[0]
         } else {
-            self.layout(r, sample)?
+            self.keys().layout(r, sample)?
         };
         let at = if sample {
             l.time
@@ -931,63 +922,151 @@ impl Fast {
         let h = self.data.get(off, off + 8);
         let size = h[6] as usize | (h[7] as usize) << 8;
         let r = self.data.get(off, off + size);
-        match u32_at(r, 0)? {
-            REC_SAMPLE => {
-                let Some(l) = self.layout(r, true) else {
-                    self.smp.diag.bad(
-                        0,
-                        format!("sample record at byte {off}").as_bytes(),
-                        "a sample id listed in the file's attrs",
-                    );
-                    return None;
+        let keys = Keys {
+            lays: &self.lays,
+            ids: &self.ids,
+            one_attr: self.one_attr,
+        };
+        // Not `self.keys()`: the samples are borrowed mutably beside them.
+        event_of(&mut self.smp, s, ts, fields_of(&keys, off, r))
+    }
+}
+
+/// What finds a record's attr and layout (the attrs' ids, their layouts): the scan's,
+/// lent to decoding.
+struct Keys<'a> {
+    lays: &'a [Layout],
+    ids: &'a FxHashMap<u64, usize>,
+    one_attr: bool,
+}
+
+impl<'a> Keys<'a> {
+    /// The layout of record `r` (a sample when `sample`): found from the id in its body
+    /// or, for other records, IDENTIFIER, the last u64 of the sample_id trailer.
+    #[inline]
+    fn layout(&self, r: &[u8], sample: bool) -> Option<&'a Layout> {
+        match self.lays.len() {
+            1 => self.lays.first(),
+            _ => {
+                let at = match sample {
+                    true => self.lays[0].id,
+                    false => r.len().checked_sub(8),
                 };
-                let (tgid, tid) = match l.tid {
-                    Some(o) => (u32_at(r, o)? as i32, u32_at(r, o + 4)? as i32),
-                    None => (-1, -1),
-                };
-                let cpu = match l.cpu {
-                    Some(o) => u32_at(r, o)?,
-                    None => Event::NO_CPU,
-                };
-                let mut p = l.fixed;
-                if l.callchain {
-                    let nr = u64_at(r, p).map(|n| n as usize);
-                    p = match nr.and_then(|n| n.checked_mul(8)) {
-                        Some(n) => p.saturating_add(8 + n),
-                        None => usize::MAX,
-                    };
-                }
-                let raw = if l.raw {
-                    let body =
-                        u32_at(r, p).and_then(|n| r.get(p + 4..(p + 4).checked_add(n as usize)?));
-                    if body.is_none() {
-                        self.smp.diag.bad(
-                            0,
-                            format!("sample record at byte {off}, {size} bytes").as_bytes(),
-                            "a RAW payload inside the sample",
-                        );
-                        return None;
-                    }
-                    body
-                } else {
-                    None
-                };
-                // Only samples without a decodable payload need their attr (for a name).
-                let (ids, one, at) = (&self.ids, self.one_attr, self.lays[0].id);
-                self.smp
-                    .event(s, ts, cpu, tid, tgid, raw, || attr_by_id(ids, one, r, at))
+                self.lays.get(attr_by_id(self.ids, self.one_attr, r, at)?)
             }
-            REC_COMM => {
-                let tid = u32_at(r, 12)? as i32;
-                let name = r.get(16..)?;
-                let name = &name[..memchr::memchr(0, name).unwrap_or(name.len())];
-                let name = s.intern_bytes(name);
-                self.smp.comms.set(tid, name);
-                None
-            }
-            REC_LOST => Some(Event::lost(ts, Event::NO_CPU, u64_at(r, 16))),
-            _ => None,
         }
+    }
+}
+
+/// What a record holds for the event it makes, read out of it.
+enum Fields<'r> {
+    /// A sample: its task, CPU, RAW payload and attr.
+    Sample {
+        cpu: u32,
+        tid: i32,
+        tgid: i32,
+        raw: Option<&'r [u8]>,
+        attr: Option<usize>,
+    },
+    /// A task named (COMM).
+    Comm { tid: i32, name: &'r [u8] },
+    /// Events perf lost.
+    Lost { count: Option<u64> },
+    /// A sample that does not fit its layout: what it is, and what was expected.
+    Bad { what: String, why: &'static str },
+    /// A record that makes no event.
+    Nothing,
+}
+
+/// The fields of record `r` (at byte `off`).
+#[inline]
+fn fields_of<'r>(keys: &Keys, off: usize, r: &'r [u8]) -> Fields<'r> {
+    let size = r.len();
+    let bad = |what: String, why| Fields::Bad { what, why };
+    match u32_at(r, 0) {
+        Some(REC_SAMPLE) => {
+            let Some(l) = keys.layout(r, true) else {
+                let why = "a sample id listed in the file's attrs";
+                return bad(format!("sample record at byte {off}"), why);
+            };
+            let ids = match l.tid {
+                Some(o) => u32_at(r, o).zip(u32_at(r, o + 4)),
+                None => Some((u32::MAX, u32::MAX)),
+            };
+            let cpu = match l.cpu {
+                Some(o) => u32_at(r, o),
+                None => Some(Event::NO_CPU),
+            };
+            let (Some((tgid, tid)), Some(cpu)) = (ids, cpu) else {
+                return Fields::Nothing;
+            };
+            let mut p = l.fixed;
+            if l.callchain {
+                let nr = u64_at(r, p).map(|n| n as usize);
+                p = match nr.and_then(|n| n.checked_mul(8)) {
+                    Some(n) => p.saturating_add(8 + n),
+                    None => usize::MAX,
+                };
+            }
+            let raw = if l.raw {
+                let body =
+                    u32_at(r, p).and_then(|n| r.get(p + 4..(p + 4).checked_add(n as usize)?));
+                if body.is_none() {
+                    let why = "a RAW payload inside the sample";
+                    return bad(format!("sample record at byte {off}, {size} bytes"), why);
+                }
+                body
+            } else {
+                None
+            };
+            // Samples without a decodable payload are named after their attr.
+            let attr = attr_by_id(keys.ids, keys.one_attr, r, keys.lays[0].id);
+            let (tid, tgid) = (tid as i32, tgid as i32);
+            Fields::Sample {
+                cpu,
+                tid,
+                tgid,
+                raw,
+                attr,
+            }
+        }
+        Some(REC_COMM) => match (u32_at(r, 12), r.get(16..)) {
+            (Some(tid), Some(name)) => Fields::Comm {
+                tid: tid as i32,
+                name: &name[..memchr::memchr(0, name).unwrap_or(name.len())],
+            },
+            _ => Fields::Nothing,
+        },
+        Some(REC_LOST) => Fields::Lost {
+            count: u64_at(r, 16),
+        },
+        _ => Fields::Nothing,
+    }
+}
+
+/// The event `f` makes (due at `ts`); None for records that make none (counted in the
+/// diagnostics when they should have made one).
+#[inline]
+fn event_of(smp: &mut Samples, s: &mut Interner, ts: u64, f: Fields) -> Option<Event> {
+    match f {
+        Fields::Sample {
+            cpu,
+            tid,
+            tgid,
+            raw,
+            attr,
+        } => smp.event(s, ts, cpu, tid, tgid, raw, || attr),
+        Fields::Comm { tid, name } => {
+            let name = s.intern_bytes(name);
+            smp.comms.set(tid, name);
+            None
+        }
+        Fields::Lost { count } => Some(Event::lost(ts, Event::NO_CPU, count)),
+        Fields::Bad { what, why } => {
+            smp.diag.bad(0, what.as_bytes(), why);
+            None
+        }
+        Fields::Nothing => None,
     }
 }
 

@@ -1,0 +1,270 @@
+//! The pass on one thread or two: reading on a thread of its own hands the events (or,
+//! for perf.data, the records' fields) to the thread that feeds the timeline and the sink.
+
+use crate::event::{Event, Interner};
+use crate::read::{self, Format, Merged, ReadError};
+
+/// Whether reading gets a thread of its own. Binary inputs decode on one core, so the
+/// timeline and the sink are fed on the other. Text inputs already parse on every core
+/// (`read/text/chunked.rs`), where a reading thread on top only adds hand-over work.
+/// `WHYLATE_ONE_THREAD` set keeps every input on one thread (to measure the difference).
+pub(super) fn reads_apart(merged: &Merged<read::Input>) -> bool {
+    let binary = |s: &read::Input| matches!(s.format(), Format::TraceDat | Format::PerfData);
+    merged.sources().iter().all(binary) && std::env::var_os("WHYLATE_ONE_THREAD").is_none()
+}
+
+/// What the pass reads from: events lent one at a time, with the index of their input.
+pub(super) trait Lend: Send {
+    fn lend(&mut self, strings: &mut Interner) -> Result<Option<(usize, &Event)>, ReadError>;
+}
+
+impl Lend for Merged<read::Input> {
+    #[inline(always)]
+    fn lend(&mut self, strings: &mut Interner) -> Result<Option<(usize, &Event)>, ReadError> {
+        self.next_ref(strings)
+    }
+}
+
+/// Reads and feeds on the calling thread.
+pub(super) fn one_thread<L: Lend>(
+    mut merged: L,
+    feed: &mut impl FnMut(usize, &Event, &Interner),
+) -> Result<(L, Interner), ReadError> {
+    let mut strings = Interner::new();
+    while let Some((i, e)) = merged.lend(&mut strings)? {
+        feed(i, e, &strings);
+    }
+    Ok((merged, strings))
+}
+
+/// Events per hand-over: large enough that the threads rarely wait on each other.
+const BATCH: usize = 4096;
+
+/// Runs `fill` on a thread of its own and `drain` on the calling one: batches go over a
+/// bounded queue and come back emptied (by `drain`, where their lines are warm) to be
+/// filled again. `fill` says whether more is to come; a batch is drained before the
+/// error that ended its filling is returned.
+fn relay<P: Send, B: Send + Default>(
+    mut producer: P,
+    fill: impl Fn(&mut P, &mut B) -> Result<bool, ReadError> + Send,
+    mut drain: impl FnMut(&mut B),
+) -> Result<P, ReadError> {
+    std::thread::scope(|s| {
+        // Made inside the scope, so that a panic while draining drops the receiver and
+        // the reading thread stops at its next send instead of waiting forever.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<B, ReadError>>(4);
+        let (back, spare) = std::sync::mpsc::sync_channel::<B>(8);
+        let reader = std::thread::Builder::new().name("whylate-read".into());
+        let reader = reader.spawn_scoped(s, move || loop {
+            let mut b = spare.try_recv().unwrap_or_default();
+            let r = fill(&mut producer, &mut b);
+            let gone = tx.send(Ok(b)).is_err();
+            let more = match r {
+                Ok(more) => more,
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    false
+                }
+            };
+            if gone || !more {
+                return producer;
+            }
+        });
+        let reader = reader.expect("spawning the reading thread");
+        let mut failed = None;
+        for b in rx.iter() {
+            match b {
+                Ok(mut b) => {
+                    drain(&mut b);
+                    let _ = back.try_send(b);
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        let producer = reader.join().expect("the reading thread panicked");
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(producer),
+        }
+    })
+}
+
+/// What the reading thread hands over: events, and the strings interned since the last
+/// batch (the feeding thread's interner gives them the same symbols).
+#[derive(Default)]
+struct Batch {
+    events: Vec<(u32, Event)>,
+    strings: Vec<Box<str>>,
+}
+
+/// Reads on a thread of its own and feeds on the calling one: the two halves of the pass
+/// on two cores.
+fn handed_over<L: Lend>(
+    merged: L,
+    feed: &mut impl FnMut(usize, &Event, &Interner),
+) -> Result<(L, Interner), ReadError> {
+    let fill = |(merged, strings): &mut (L, Interner), b: &mut Batch| {
+        let sent = strings.len();
+        b.events.reserve(BATCH);
+        let mut r = Ok(true);
+        while b.events.len() < BATCH {
+            match merged.lend(strings) {
+                Ok(Some((i, e))) => b.events.push((i as u32, e.clone())),
+                Ok(None) => {
+                    r = Ok(false);
+                    break;
+                }
+                Err(e) => {
+                    r = Err(e);
+                    break;
+                }
+            }
+        }
+        b.strings.extend(strings.strings_from(sent).map(Box::from));
+        r
+    };
+    let mut strings = Interner::new();
+    let drain = |b: &mut Batch| {
+        for s in b.strings.drain(..) {
+            strings.intern(&s);
+        }
+        for (i, e) in &b.events {
+            feed(*i as usize, e, &strings);
+        }
+        b.events.clear();
+    };
+    let (merged, _) = relay((merged, Interner::new()), fill, drain)?;
+    Ok((merged, strings))
+}
+
+/// A perf.data read by its fast path: the reading thread scans and copies the due
+/// records, and they are decoded on the calling thread with the timeline, which balances
+/// the two (decoding is about a third of reading). Anything else: `handed_over`.
+pub(super) fn decoded_apart(
+    mut merged: Merged<read::Input>,
+    feed: &mut impl FnMut(usize, &Event, &Interner),
+) -> Result<(Merged<read::Input>, Interner), ReadError> {
+    let dec = match merged.sources_mut() {
+        [one] => one.perf_mut().and_then(|p| p.decode_apart()),
+        _ => None,
+    };
+    let Some(mut dec) = dec else {
+        return handed_over(merged, feed);
+    };
+    let fill = |m: &mut Merged<read::Input>, b: &mut read::perfdata::apart::Records| {
+        let p = m.sources_mut()[0].perf_mut().expect("a perf.data input");
+        Ok(p.next_records(b, BATCH))
+    };
+    let mut strings = Interner::new();
+    let drain = |b: &mut read::perfdata::apart::Records| {
+        dec.decode(&mut strings, b, |e, s| feed(0, e, s));
+        b.clear();
+    };
+    let mut merged = relay(merged, fill, drain)?;
+    if let Some(p) = merged.sources_mut()[0].perf_mut() {
+        p.rejoin(dec);
+    }
+    Ok((merged, strings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::Kind;
+    use crate::read::{EventSource, OpenOptions};
+
+    /// How a test reads.
+    #[derive(Clone, Copy, Debug)]
+    enum Way {
+        One,
+        HandedOver,
+        DecodedApart,
+    }
+
+    /// What one way of reading `path` fed: the events, the strings after, and what the
+    /// reader noticed.
+    fn fed(path: &str, way: Way) -> (Vec<(usize, Event)>, Vec<String>, String) {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(path);
+        let input = read::open(&p, &OpenOptions::default()).unwrap();
+        let merged = Merged::new(vec![input]);
+        let mut got = Vec::new();
+        let mut feed = |i: usize, e: &Event, _: &Interner| got.push((i, e.clone()));
+        let (merged, strings) = match way {
+            Way::One => one_thread(merged, &mut feed).unwrap(),
+            Way::HandedOver => handed_over(merged, &mut feed).unwrap(),
+            Way::DecodedApart => decoded_apart(merged, &mut feed).unwrap(),
+        };
+        let strings = strings.strings_from(0).map(String::from).collect();
+        let diag = format!("{:?}", merged.sources()[0].diag());
+        (got, strings, diag)
+    }
+
+    #[test]
+    fn a_reading_thread_feeds_what_one_thread_feeds() {
+        for path in ["examples/frob.dat.zst", "examples/frob.perf.data.zst"] {
+            let one = fed(path, Way::One);
+            // Several batches, so strings interned between hand-overs are covered.
+            assert!(one.0.len() > 2 * BATCH, "{path}: {} events", one.0.len());
+            for way in [Way::HandedOver, Way::DecodedApart] {
+                let apart = fed(path, way);
+                assert_eq!(one.0.len(), apart.0.len(), "{path} {way:?}");
+                assert!(one.0 == apart.0, "{path} {way:?}: the events differ");
+                assert_eq!(one.1, apart.1, "{path} {way:?}");
+                assert_eq!(one.2, apart.2, "{path} {way:?}");
+            }
+        }
+    }
+
+    /// Lends `n` events, a new string every 1000, then fails.
+    struct Failing {
+        n: u64,
+        at: u64,
+        slot: Option<Event>,
+    }
+
+    impl Lend for Failing {
+        fn lend(&mut self, s: &mut Interner) -> Result<Option<(usize, &Event)>, ReadError> {
+            if self.at == self.n {
+                return Err(ReadError::NoMatch { why: "stop".into() });
+            }
+            self.at += 1;
+            let comm = s.intern(&format!("t{}", self.at / 1000));
+            self.slot = Some(Event {
+                ts: self.at,
+                cpu: 0,
+                tid: 1,
+                tgid: 1,
+                comm,
+                flags: 0,
+                kind: Kind::Lost { count: None },
+            });
+            Ok(self.slot.as_ref().map(|e| (0, e)))
+        }
+    }
+
+    #[test]
+    fn a_read_error_comes_after_every_event_before_it() {
+        for n in [0, 5, BATCH as u64, 10_000] {
+            let mut seen = Vec::new();
+            let src = Failing {
+                n,
+                at: 0,
+                slot: None,
+            };
+            let r = handed_over(src, &mut |_, e: &Event, s: &Interner| {
+                seen.push((e.ts, s.get(e.comm).to_string()))
+            });
+            assert!(matches!(r, Err(ReadError::NoMatch { .. })), "{n}");
+            assert_eq!(seen.len() as u64, n);
+            let names_right = seen
+                .iter()
+                .all(|(ts, comm)| *comm == format!("t{}", ts / 1000));
+            assert!(names_right, "{n}: a symbol was fed before its string");
+        }
+    }
+}

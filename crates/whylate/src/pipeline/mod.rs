@@ -1,0 +1,135 @@
+//! The reading pass every analysis shares: the inputs merged by timestamp into one event
+//! stream, each event fed to the timeline builder and to the command's own sink (the
+//! cycle cutter, the throughput counter), with what the readers said about each input.
+
+use crate::event::{Event, Interner};
+use crate::read::inputs::{describe_inputs, Inputs, TracerSample};
+use crate::read::{self, EventSource, Merged, OpenOptions, ReadError};
+use crate::snapshot::Snapshot;
+use crate::syscalls::Arch;
+use crate::timeline::{Builder, KindClass, Timeline};
+use std::path::PathBuf;
+
+mod apart;
+
+/// Everything one pass over the inputs gives besides what its sink kept.
+pub struct Pass {
+    /// The timeline.
+    pub tl: Timeline,
+    /// Its strings.
+    pub strings: Interner,
+    /// Per-input facts and notes.
+    pub inputs: Inputs,
+    /// Events read.
+    pub events: u64,
+    /// Latency-tracer dump headers, as samples.
+    pub tracers: Vec<TracerSample>,
+    /// The first input's record-time snapshot (`whylate record` trace.dat files).
+    pub snapshot: Option<Snapshot>,
+}
+
+/// What a pass feeds besides the timeline.
+pub trait Sink {
+    /// A recording's snapshot, before any event.
+    fn snapshot(&mut self, _: &Snapshot) {}
+    /// The syscall table raw syscall numbers are named with, before any event.
+    fn arch(&mut self, _: Arch) {}
+    /// Each event, in time order.
+    fn event(&mut self, e: &Event, s: &Interner);
+}
+
+impl<F: FnMut(&Event, &Interner)> Sink for F {
+    fn event(&mut self, e: &Event, s: &Interner) {
+        self(e, s)
+    }
+}
+
+/// Reads `paths` (merged by time) into a timeline, handing every event to `sink` too.
+pub fn read(
+    paths: &[PathBuf],
+    open: &OpenOptions,
+    sink: &mut impl Sink,
+) -> Result<Pass, ReadError> {
+    let mut sources = Vec::new();
+    let mut snapshot = None;
+    for p in paths {
+        let src = read::open(p, open)?;
+        if let Some(s) = src.snapshot() {
+            sink.snapshot(s);
+            snapshot.get_or_insert_with(|| s.clone());
+        }
+        sources.push(src);
+    }
+    let said = open.arch.or_else(|| sources.iter().find_map(|s| s.arch()));
+    let arch = said.unwrap_or_default();
+    sink.arch(arch);
+    let merged = Merged::new(sources);
+    let mut b = Builder::new();
+    let mut per_input = vec![0u64; paths.len()];
+    let mut events = 0;
+    let mut feed = |i: usize, e: &Event, strings: &Interner| {
+        per_input[i] += 1;
+        events += 1;
+        read::Progress::tick(&open.progress, events);
+        b.push(e, strings);
+        sink.event(e, strings);
+    };
+    let (merged, strings) = if apart::reads_apart(&merged) {
+        apart::decoded_apart(merged, &mut feed)?
+    } else {
+        apart::one_thread(merged, &mut feed)?
+    };
+    if let Some(p) = &open.progress {
+        p.events.store(events, std::sync::atomic::Ordering::Relaxed);
+        p.read_done
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    let mut tl = b.finish();
+    tl.arch = arch;
+    for s in merged.sources() {
+        for &cpu in &s.diag().cut_cpus {
+            let from = tl.cpu_last_ts.get(cpu as usize).copied().unwrap_or(0);
+            // A CPU whose data runs to the end anyway lost nothing that matters.
+            if from < tl.last_ts {
+                tl.blind.push(crate::timeline::Blind { cpu, from });
+            }
+        }
+    }
+    let tracers = tracer_samples(merged.sources(), paths);
+    let mut inputs = describe_inputs(merged.sources(), paths, &per_input);
+    if said.is_none() && tl.saw(KindClass::RawSyscall) > 0 {
+        inputs.notes.push(format!(
+            "raw syscall numbers are named with the {} table: the trace does not say its machine (--arch names another)",
+            arch.label()
+        ));
+    }
+    Ok(Pass {
+        tl,
+        strings,
+        inputs,
+        events,
+        tracers,
+        snapshot,
+    })
+}
+
+/// Latency-tracer dumps (irqsoff, wakeup_rt...) carry their worst case in the header.
+fn tracer_samples(sources: &[read::Input], paths: &[PathBuf]) -> Vec<TracerSample> {
+    let mut tracers = Vec::new();
+    for (i, s) in sources.iter().enumerate() {
+        let d = s.diag();
+        if let Some(h) = &d.header.latency {
+            tracers.push(TracerSample {
+                tracer: d.header.tracer.clone().unwrap_or_else(|| "latency".into()),
+                latency_ns: h.latency_us * 1000,
+                cpu: h.cpu,
+                task: h.task.clone(),
+                pid: h.pid,
+                started_at: h.started_at.clone(),
+                ended_at: h.ended_at.clone(),
+                file: paths[i].display().to_string(),
+            });
+        }
+    }
+    tracers
+}

@@ -1,0 +1,236 @@
+//! perf.data read on two threads. The reading thread scans and sorts the rounds as the
+//! one-thread reader does and copies each due record into a batch ([`Records`]); the
+//! decoding half ([`Decoding`]: the event formats, the task names, the interner's side)
+//! moves to the thread that feeds the timeline and makes the events there. What the scan
+//! notices (bad records, a cut file) travels in the batch at the point it was noticed, so
+//! the diagnostics come out as one thread gives them.
+
+use super::*;
+
+/// One item of a [`Records`] batch: a due record's fields (its bytes in the batch).
+enum Item {
+    Sample {
+        ts: u64,
+        cpu: u32,
+        tid: i32,
+        tgid: i32,
+        attr: Option<usize>,
+        /// Where the RAW payload is in the batch.
+        raw: Option<(u32, u32)>,
+    },
+    Comm {
+        tid: i32,
+        name: (u32, u32),
+    },
+    Lost {
+        ts: u64,
+        count: Option<u64>,
+    },
+    /// What the scan noticed before the next record.
+    Notes(Box<Diag>),
+}
+
+/// Due records' fields in time order, copied out of the file.
+#[derive(Default)]
+pub struct Records {
+    items: Vec<Item>,
+    bytes: Vec<u8>,
+}
+
+impl Records {
+    /// Items held (records and notes).
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+    /// True when nothing is held.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+    /// Empties the batch, keeping its memory.
+    pub fn clear(&mut self) {
+        self.items.clear();
+        self.bytes.clear();
+    }
+    fn keep(&mut self, b: &[u8]) -> (u32, u32) {
+        let at = self.bytes.len();
+        self.bytes.extend_from_slice(b);
+        (at as u32, b.len() as u32)
+    }
+    fn bytes(&self, (at, len): (u32, u32)) -> &[u8] {
+        &self.bytes[at as usize..][..len as usize]
+    }
+    /// Adds the fields of a record due at `ts`; the ones that make nothing are left out.
+    fn push(&mut self, ts: u64, f: Fields) {
+        let item = match f {
+            Fields::Sample {
+                cpu,
+                tid,
+                tgid,
+                raw,
+                attr,
+            } => Item::Sample {
+                ts,
+                cpu,
+                tid,
+                tgid,
+                attr,
+                raw: raw.map(|r| self.keep(r)),
+            },
+            Fields::Comm { tid, name } => Item::Comm {
+                tid,
+                name: self.keep(name),
+            },
+            Fields::Lost { count } => Item::Lost { ts, count },
+            Fields::Bad { .. } | Fields::Nothing => return,
+        };
+        self.items.push(item);
+    }
+}
+
+/// The decoding half of a perf.data reader, moved to another thread.
+pub struct Decoding {
+    smp: Samples,
+}
+
+impl Decoding {
+    /// Decodes `batch` in order, handing each event to `f`.
+    pub fn decode(
+        &mut self,
+        s: &mut Interner,
+        batch: &Records,
+        mut f: impl FnMut(&Event, &Interner),
+    ) {
+        self.smp.seed(s);
+        for it in &batch.items {
+            let fields = match *it {
+                Item::Sample {
+                    ts,
+                    cpu,
+                    tid,
+                    tgid,
+                    attr,
+                    raw,
+                } => (
+                    ts,
+                    Fields::Sample {
+                        cpu,
+                        tid,
+                        tgid,
+                        raw: raw.map(|r| batch.bytes(r)),
+                        attr,
+                    },
+                ),
+                Item::Comm { tid, name } => (
+                    0,
+                    Fields::Comm {
+                        tid,
+                        name: batch.bytes(name),
+                    },
+                ),
+                Item::Lost { ts, count } => (ts, Fields::Lost { count }),
+                Item::Notes(ref d) => {
+                    absorb(&mut self.smp.diag, d);
+                    continue;
+                }
+            };
+            if let Some(e) = event_of(&mut self.smp, s, fields.0, fields.1) {
+                f(&e, s);
+            }
+        }
+    }
+}
+
+/// Adds what `d` noticed to `into`, as if noticed there.
+fn absorb(into: &mut Diag, d: &Diag) {
+    into.absorb(d.clone(), 0);
+    if d.truncated.is_some() {
+        into.truncated.clone_from(&d.truncated);
+    }
+}
+
+impl PerfData {
+    /// Moves decoding out of the reader (the fast path only; None otherwise). The reader
+    /// then gives due records through [`PerfData::next_records`] until
+    /// [`PerfData::rejoin`] puts decoding back.
+    pub fn decode_apart(&mut self) -> Option<Decoding> {
+        let Mode::Fast(f) = &mut self.mode else {
+            return None;
+        };
+        let smp = std::mem::replace(&mut f.smp, Samples::notes_only());
+        Some(Decoding { smp })
+    }
+
+    /// Copies due records into `out` until it holds `max` items; false at the end.
+    pub fn next_records(&mut self, out: &mut Records, max: usize) -> bool {
+        match &mut self.mode {
+            Mode::Fast(f) => f.next_records(out, max),
+            Mode::Generic(_) => false,
+        }
+    }
+
+    /// Puts decoding back, with everything it and the scan noticed.
+    pub fn rejoin(&mut self, d: Decoding) {
+        if let Mode::Fast(f) = &mut self.mode {
+            let notes = std::mem::replace(&mut f.smp, d.smp).diag;
+            absorb(&mut f.smp.diag, &notes);
+        }
+    }
+}
+
+impl Fast {
+    /// [`Fast::next_ref`] without the decoding: the due records copied into `out`, and
+    /// what each scan noticed after the records before it.
+    fn next_records(&mut self, out: &mut Records, max: usize) -> bool {
+        loop {
+            while self.ready > 0 {
+                if out.items.len() >= max {
+                    return true;
+                }
+                self.ready -= 1;
+                let Some((ts, off)) = self.held.pop_front() else {
+                    return false;
+                };
+                let h = self.data.get(off, off + 8);
+                let size = h[6] as usize | (h[7] as usize) << 8;
+                let r = self.data.get(off, off + size);
+                match fields_of(&self.keys(), off, r) {
+                    Fields::Bad { what, why } => {
+                        self.smp.diag.bad(0, what.as_bytes(), why);
+                        self.send_notes(out);
+                    }
+                    f => out.push(ts, f),
+                }
+            }
+            if self.eof {
+                return false;
+            }
+            self.scan_round();
+            self.send_notes(out);
+        }
+    }
+}
+
+impl Fast {
+    /// Moves what the scan noticed into the batch, where it falls among the records.
+    fn send_notes(&mut self, out: &mut Records) {
+        let d = &mut self.smp.diag;
+        if d.unparsed > 0 || d.truncated.is_some() {
+            out.items.push(Item::Notes(Box::new(std::mem::take(d))));
+        }
+    }
+}
+
+impl Samples {
+    /// Samples that decode nothing: the scan's notes while decoding is apart.
+    fn notes_only() -> Samples {
+        Samples {
+            fmts: Formats::default(),
+            decoder: Decoder::new(),
+            attr_names: Vec::new(),
+            attr_syms: Vec::new(),
+            comms: crate::read::comms::Comms::new(Vec::new(), Vec::new()),
+            diag: Diag::default(),
+            order: OrderCheck::default(),
+        }
+    }
+}
