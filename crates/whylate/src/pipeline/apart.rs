@@ -140,33 +140,122 @@ fn handed_over<L: Lend>(
     Ok((merged, strings))
 }
 
-/// A perf.data read by its fast path: the reading thread scans and copies the due
-/// records, and they are decoded on the calling thread with the timeline, which balances
-/// the two (decoding is about a third of reading). Anything else: `handed_over`.
+/// A binary reader split in two: the reading half stays with the input on the reading
+/// thread, and this, the decoding half, moves to the feeding thread.
+trait DecodingHalf: Sized {
+    /// What the reading half hands over.
+    type Records: Default + Send;
+    /// Takes the decoding half out of `input`; None when it cannot be split.
+    fn take(input: &mut read::Input) -> Option<Self>;
+    /// Fills `out` with up to `max` items; false at the end.
+    fn fill(
+        input: &mut read::Input,
+        out: &mut Self::Records,
+        max: usize,
+    ) -> Result<bool, ReadError>;
+    /// Decodes `out` in order, handing each event to `f`, and empties it.
+    fn drain(
+        &mut self,
+        s: &mut Interner,
+        out: &mut Self::Records,
+        f: impl FnMut(&Event, &Interner),
+    );
+    /// Puts the decoding half back into `input`.
+    fn rejoin(self, input: &mut read::Input);
+}
+
+impl DecodingHalf for read::perfdata::apart::Decoding {
+    type Records = read::perfdata::apart::Records;
+    fn take(input: &mut read::Input) -> Option<Self> {
+        input.perf_mut()?.decode_apart()
+    }
+    fn fill(
+        input: &mut read::Input,
+        out: &mut Self::Records,
+        max: usize,
+    ) -> Result<bool, ReadError> {
+        Ok(input.perf_mut().is_some_and(|p| p.next_records(out, max)))
+    }
+    fn drain(
+        &mut self,
+        s: &mut Interner,
+        out: &mut Self::Records,
+        f: impl FnMut(&Event, &Interner),
+    ) {
+        self.decode(s, out, f);
+        out.clear();
+    }
+    fn rejoin(self, input: &mut read::Input) {
+        if let Some(p) = input.perf_mut() {
+            p.rejoin(self);
+        }
+    }
+}
+
+impl DecodingHalf for read::tracedat::apart::Decoding {
+    type Records = read::tracedat::apart::Records;
+    fn take(input: &mut read::Input) -> Option<Self> {
+        Some(input.dat_mut()?.decode_apart())
+    }
+    fn fill(
+        input: &mut read::Input,
+        out: &mut Self::Records,
+        max: usize,
+    ) -> Result<bool, ReadError> {
+        match input.dat_mut() {
+            Some(d) => d.next_records(out, max),
+            None => Ok(false),
+        }
+    }
+    fn drain(
+        &mut self,
+        s: &mut Interner,
+        out: &mut Self::Records,
+        f: impl FnMut(&Event, &Interner),
+    ) {
+        self.decode(s, out, f);
+        out.clear();
+    }
+    fn rejoin(self, input: &mut read::Input) {
+        if let Some(d) = input.dat_mut() {
+            d.rejoin(self);
+        }
+    }
+}
+
+/// One binary input whose reader splits: the reading thread walks the file and copies
+/// each due record (or its fields) into a batch, and the calling thread decodes them
+/// with the timeline. That balances the two threads better than handing over decoded
+/// events, and keeps every string interned on one thread, in one-thread order.
+/// Anything else: `handed_over`.
 pub(super) fn decoded_apart(
+    merged: Merged<read::Input>,
+    feed: &mut impl FnMut(usize, &Event, &Interner),
+) -> Result<(Merged<read::Input>, Interner), ReadError> {
+    use read::{perfdata, tracedat};
+    match merged.sources().first().map(|s| s.format()) {
+        _ if merged.sources().len() != 1 => handed_over(merged, feed),
+        Some(Format::PerfData) => split::<perfdata::apart::Decoding>(merged, feed),
+        Some(Format::TraceDat) => split::<tracedat::apart::Decoding>(merged, feed),
+        _ => handed_over(merged, feed),
+    }
+}
+
+fn split<D: DecodingHalf>(
     mut merged: Merged<read::Input>,
     feed: &mut impl FnMut(usize, &Event, &Interner),
 ) -> Result<(Merged<read::Input>, Interner), ReadError> {
-    let dec = match merged.sources_mut() {
-        [one] => one.perf_mut().and_then(|p| p.decode_apart()),
-        _ => None,
-    };
-    let Some(mut dec) = dec else {
+    let Some(mut dec) = D::take(&mut merged.sources_mut()[0]) else {
         return handed_over(merged, feed);
     };
-    let fill = |m: &mut Merged<read::Input>, b: &mut read::perfdata::apart::Records| {
-        let p = m.sources_mut()[0].perf_mut().expect("a perf.data input");
-        Ok(p.next_records(b, BATCH))
+    let fill = |m: &mut Merged<read::Input>, b: &mut D::Records| {
+        D::fill(&mut m.sources_mut()[0], b, BATCH)
     };
     let mut strings = Interner::new();
-    let drain = |b: &mut read::perfdata::apart::Records| {
-        dec.decode(&mut strings, b, |e, s| feed(0, e, s));
-        b.clear();
-    };
-    let mut merged = relay(merged, fill, drain)?;
-    if let Some(p) = merged.sources_mut()[0].perf_mut() {
-        p.rejoin(dec);
-    }
+    let drain = |b: &mut D::Records| dec.drain(&mut strings, b, |e, s| feed(0, e, s));
+    let relayed = relay(merged, fill, drain);
+    let mut merged = relayed?;
+    dec.rejoin(&mut merged.sources_mut()[0]);
     Ok((merged, strings))
 }
 

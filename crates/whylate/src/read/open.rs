@@ -213,6 +213,14 @@ impl Input {
         }
     }
 
+    /// The trace.dat reader, when the input is one.
+    pub fn dat_mut(&mut self) -> Option<&mut tracedat::TraceDat> {
+        match &mut self.kind {
+            InputKind::Dat(d) => Some(d),
+            _ => None,
+        }
+    }
+
     /// The next event, lent (see [`Sorted::next_ref`]).
     pub fn next_ref(&mut self, strings: &mut Interner) -> Result<Option<&Event>, ReadError> {
         match &mut self.kind {

@@ -19,6 +19,7 @@ use rustc_hash::FxHashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
+pub mod apart;
 mod stream;
 
 pub(crate) mod open;
@@ -194,10 +195,8 @@ struct CpuStream {
     /// A lost-events marker to emit before `head`: (ts, count).
     lost: Option<(u64, Option<u64>)>,
     done: bool,
-    /// (pid, comm, tgid) of this CPU's last record, valid while the names' generation is
-    /// the one stored with it.
-    last_comm: (i32, Sym, i32),
-    comm_gen: u64,
+    /// (pid, comm, tgid) of this CPU's last record, and the names' generation then.
+    last: ((i32, Sym, i32), u64),
 }
 
 /// Reads a trace.dat.
@@ -206,6 +205,8 @@ pub struct TraceDat {
     /// The file's bytes: a plain file, or a compressed one read through cursors.
     file: Bytes,
     fmts: Formats,
+    /// The formats' byte order (kept apart: decoding may take the formats to another thread).
+    endian: Endian,
     layout: PageLayout,
     page_size: usize,
     codec: Option<Codec>,
@@ -378,52 +379,20 @@ impl TraceDat {
                     end,
                 }) => (ts, cpu, i, start, end),
             };
-            let data = &self.streams[i].buf[start..end];
-            let e = self.fmts.endian;
-            let Some(c) = tep::common(data, e) else {
-                self.diag.unparsed += 1;
-                continue;
-            };
-            let Some(fmt) = self.fmts.get(c.id) else {
-                let n = self.unknown_ids.entry(c.id).or_default();
-                *n += 1;
-                if *n == 1 {
-                    self.diag.bad(
-                        0,
-                        format!(
-                            "record at {} on CPU {cpu} has event id {}",
-                            crate::units::secs(ts),
-                            c.id
-                        )
-                        .as_bytes(),
-                        "an event id with no format in the file",
-                    );
-                } else {
-                    self.diag.unparsed += 1;
-                }
-                continue;
-            };
-            let kind = self.decoder.decode(&self.fmts, fmt, data, s);
-            self.comms.learn(&kind);
             let st = &mut self.streams[i];
-            // Consecutive records on a CPU are mostly the same task: skip the lookups
-            // unless some name changed since (any CPU's event may rename it).
-            if st.last_comm.0 != c.pid || st.comm_gen != self.comms.generation {
-                st.last_comm = (c.pid, self.comms.get(c.pid), self.comms.tgid(c.pid));
-                st.comm_gen = self.comms.generation;
+            let parts = Parts {
+                fmts: &self.fmts,
+                decoder: &mut self.decoder,
+                comms: &mut self.comms,
+                unknown_ids: &mut self.unknown_ids,
+                order: &mut self.order,
+                diag: &mut self.diag,
+                last: &mut st.last,
+            };
+            if let Some(e) = parts.event(ts, cpu, &st.buf[start..end], s) {
+                self.slot = Some(e);
+                return Ok(true);
             }
-            let (_, comm, tgid) = st.last_comm;
-            self.order.see(ts);
-            self.slot = Some(Event {
-                ts,
-                cpu,
-                tid: c.pid,
-                tgid,
-                comm,
-                flags: c.flags,
-                kind,
-            });
-            return Ok(true);
         }
     }
 
@@ -435,5 +404,70 @@ impl TraceDat {
     /// Events that came earlier than one before them (a skewed clock between CPUs).
     pub fn order(&self) -> super::OrderStats {
         self.order.stats
+    }
+}
+
+/// What decodes a taken record, borrowed from wherever it lives (the reader, or the
+/// decoding half moved to another thread: [`apart::Decoding`]).
+struct Parts<'a> {
+    fmts: &'a Formats,
+    decoder: &'a mut Decoder,
+    comms: &'a mut super::comms::Comms,
+    unknown_ids: &'a mut FxHashMap<u32, u64>,
+    order: &'a mut super::OrderCheck,
+    diag: &'a mut Diag,
+    /// The record's CPU stream's last task: (pid, comm, tgid), valid while the names'
+    /// generation is the one stored with it.
+    last: &'a mut ((i32, Sym, i32), u64),
+}
+
+impl Parts<'_> {
+    /// The event of record `data` (at `ts` on `cpu`); None, counted, when it has no known
+    /// format or no common fields.
+    #[inline(always)]
+    fn event(self, ts: u64, cpu: u32, data: &[u8], s: &mut Interner) -> Option<Event> {
+        let Some(c) = tep::common(data, self.fmts.endian) else {
+            self.diag.unparsed += 1;
+            return None;
+        };
+        let Some(fmt) = self.fmts.get(c.id) else {
+            let n = self.unknown_ids.entry(c.id).or_default();
+            *n += 1;
+            if *n == 1 {
+                self.diag.bad(
+                    0,
+                    format!(
+                        "record at {} on CPU {cpu} has event id {}",
+                        crate::units::secs(ts),
+                        c.id
+                    )
+                    .as_bytes(),
+                    "an event id with no format in the file",
+                );
+            } else {
+                self.diag.unparsed += 1;
+            }
+            return None;
+        };
+        let kind = self.decoder.decode(self.fmts, fmt, data, s);
+        self.comms.learn(&kind);
+        // Consecutive records on a CPU are mostly the same task: skip the lookups
+        // unless some name changed since (any CPU's event may rename it).
+        let (last, generation) = self.last;
+        if last.0 != c.pid || *generation != self.comms.generation {
+            *last = (c.pid, self.comms.get(c.pid), self.comms.tgid(c.pid));
+            *generation = self.comms.generation;
+        }
+        let (_, comm, tgid) = *last;
+        self.order.see(ts);
+        Some(Event {
+            ts,
+            cpu,
+            tid: c.pid,
+            tgid,
+            comm,
+            flags: c.flags,
+            kind,
+        })
     }
 }

@@ -85,6 +85,7 @@ impl TraceDat {
             path: path.to_path_buf(),
             file,
             fmts: Formats::default(),
+            endian: Endian::default(),
             layout: PageLayout::default_64(),
             page_size: page_size as usize,
             codec: None,
@@ -130,6 +131,7 @@ impl TraceDat {
                 .map_err(corrupt)?;
         }
         info.formats = fmts.len();
+        me.endian = fmts.endian;
         me.fmts = fmts;
         me.info = info;
         if let Some(clock) = &me.info.clock {
@@ -307,8 +309,7 @@ impl TraceDat {
             head: None,
             lost: None,
             done: false,
-            last_comm: (-1, Sym::EMPTY, -1),
-            comm_gen: 0,
+            last: ((-1, Sym::EMPTY, -1), 0),
         });
     }
 

@@ -14,7 +14,7 @@ impl TraceDat {
     pub(super) fn refill(&mut self, i: usize) -> Result<bool, ReadError> {
         let page = self.page_size;
         let codec = self.codec;
-        let e = self.fmts.endian;
+        let e = self.endian;
         let s = &mut self.streams[i];
         let corrupt = |offset: u64, why: String| ReadError::Corrupt {
             path: self.path.clone(),
