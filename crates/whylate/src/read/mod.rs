@@ -18,6 +18,7 @@ pub mod ksyms;
 mod merge;
 mod open;
 pub mod perfdata;
+mod records;
 pub mod ringbuf;
 mod source;
 pub mod tep;

@@ -8,7 +8,8 @@
 use super::*;
 
 /// One item of a [`Records`] batch: a due record's fields (its bytes in the batch).
-enum Item {
+pub(crate) enum Item {
+    /// A sample.
     Sample {
         ts: u64,
         cpu: u32,
@@ -18,90 +19,60 @@ enum Item {
         /// Where the RAW payload is in the batch.
         raw: Option<(u32, u32)>,
     },
-    Comm {
-        tid: i32,
-        name: (u32, u32),
-    },
-    Lost {
-        ts: u64,
-        count: Option<u64>,
-    },
+    /// A task named.
+    Comm { tid: i32, name: (u32, u32) },
+    /// Events perf lost.
+    Lost { ts: u64, count: Option<u64> },
     /// What the scan noticed before the next record.
     Notes(Box<Diag>),
 }
 
 /// Due records' fields in time order, copied out of the file.
-#[derive(Default)]
-pub struct Records {
-    items: Vec<Item>,
-    bytes: Vec<u8>,
-}
+pub(crate) type Records = crate::read::records::Records<Item>;
 
-impl Records {
-    /// Items held (records and notes).
-    pub fn len(&self) -> usize {
-        self.items.len()
-    }
-    /// True when nothing is held.
-    pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
-    }
-    /// Empties the batch, keeping its memory.
-    pub fn clear(&mut self) {
-        self.items.clear();
-        self.bytes.clear();
-    }
-    fn keep(&mut self, b: &[u8]) -> (u32, u32) {
-        let at = self.bytes.len();
-        self.bytes.extend_from_slice(b);
-        (at as u32, b.len() as u32)
-    }
-    fn bytes(&self, (at, len): (u32, u32)) -> &[u8] {
-        &self.bytes[at as usize..][..len as usize]
-    }
-    /// Adds the fields of a record due at `ts`; the ones that make nothing are left out.
-    fn push(&mut self, ts: u64, f: Fields) {
-        let item = match f {
-            Fields::Sample {
-                cpu,
-                tid,
-                tgid,
-                raw,
-                attr,
-            } => Item::Sample {
-                ts,
-                cpu,
-                tid,
-                tgid,
-                attr,
-                raw: raw.map(|r| self.keep(r)),
-            },
-            Fields::Comm { tid, name } => Item::Comm {
-                tid,
-                name: self.keep(name),
-            },
-            Fields::Lost { count } => Item::Lost { ts, count },
-            Fields::Bad { .. } | Fields::Nothing => return,
-        };
-        self.items.push(item);
-    }
+/// Adds the fields of a record due at `ts` to `out`; the ones that make nothing are left
+/// out.
+fn push_fields(out: &mut Records, ts: u64, f: Fields) {
+    let item = match f {
+        Fields::Sample {
+            cpu,
+            tid,
+            tgid,
+            raw,
+            attr,
+        } => Item::Sample {
+            ts,
+            cpu,
+            tid,
+            tgid,
+            attr,
+            raw: raw.map(|r| out.keep(r)),
+        },
+        Fields::Comm { tid, name } => Item::Comm {
+            tid,
+            name: out.keep(name),
+        },
+        Fields::Lost { count } => Item::Lost { ts, count },
+        Fields::Bad { .. } | Fields::Nothing => return,
+    };
+    out.push(item);
 }
 
 /// The decoding half of a perf.data reader, moved to another thread.
-pub struct Decoding {
+pub(crate) struct Decoding {
     smp: Samples,
 }
 
 impl Decoding {
     /// Decodes `batch` in order, handing each event to `f`.
-    pub fn decode(
+    pub(crate) fn decode(
         &mut self,
         s: &mut Interner,
         batch: &Records,
         mut f: impl FnMut(&Event, &Interner),
     ) {
         self.smp.seed(s);
-        for it in &batch.items {
+        for it in batch.items() {
             let fields = match *it {
                 Item::Sample {
                     ts,
@@ -152,7 +123,7 @@ impl PerfData {
     /// Moves decoding out of the reader (the fast path only; None otherwise). The reader
     /// then gives due records through [`PerfData::next_records`] until
     /// [`PerfData::rejoin`] puts decoding back.
-    pub fn decode_apart(&mut self) -> Option<Decoding> {
+    pub(crate) fn decode_apart(&mut self) -> Option<Decoding> {
         let Mode::Fast(f) = &mut self.mode else {
             return None;
         };
@@ -161,7 +132,7 @@ impl PerfData {
     }
 
     /// Copies due records into `out` until it holds `max` items; false at the end.
-    pub fn next_records(&mut self, out: &mut Records, max: usize) -> bool {
+    pub(crate) fn next_records(&mut self, out: &mut Records, max: usize) -> bool {
         match &mut self.mode {
             Mode::Fast(f) => f.next_records(out, max),
             Mode::Generic(_) => false,
@@ -169,7 +140,7 @@ impl PerfData {
     }
 
     /// Puts decoding back, with everything it and the scan noticed.
-    pub fn rejoin(&mut self, d: Decoding) {
+    pub(crate) fn rejoin(&mut self, d: Decoding) {
         if let Mode::Fast(f) = &mut self.mode {
             let notes = std::mem::replace(&mut f.smp, d.smp).diag;
             absorb(&mut f.smp.diag, &notes);
@@ -183,7 +154,7 @@ impl Fast {
     fn next_records(&mut self, out: &mut Records, max: usize) -> bool {
         loop {
             while self.ready > 0 {
-                if out.items.len() >= max {
+                if out.len() >= max {
                     return true;
                 }
                 self.ready -= 1;
@@ -198,7 +169,7 @@ impl Fast {
                         self.smp.diag.bad(0, what.as_bytes(), why);
                         self.send_notes(out);
                     }
-                    f => out.push(ts, f),
+                    f => push_fields(out, ts, f),
                 }
             }
             if self.eof {
@@ -215,7 +186,7 @@ impl Fast {
     fn send_notes(&mut self, out: &mut Records) {
         let d = &mut self.smp.diag;
         if d.unparsed > 0 || d.truncated.is_some() {
-            out.items.push(Item::Notes(Box::new(std::mem::take(d))));
+            out.push(Item::Notes(Box::new(std::mem::take(d))));
         }
     }
 }

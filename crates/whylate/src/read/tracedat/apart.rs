@@ -9,7 +9,7 @@ use crate::read::comms::Comms;
 use crate::read::OrderCheck;
 
 /// One taken item of a [`Records`] batch.
-enum Item {
+pub(crate) enum Item {
     /// A record of CPU stream `stream`, its bytes at `at..at + len` in the batch.
     Record {
         ts: u64,
@@ -27,30 +27,10 @@ enum Item {
 }
 
 /// Taken records in time order, copied out of the pages.
-#[derive(Default)]
-pub struct Records {
-    items: Vec<Item>,
-    bytes: Vec<u8>,
-}
-
-impl Records {
-    /// Items held.
-    pub fn len(&self) -> usize {
-        self.items.len()
-    }
-    /// True when nothing is held.
-    pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
-    }
-    /// Empties the batch, keeping its memory.
-    pub fn clear(&mut self) {
-        self.items.clear();
-        self.bytes.clear();
-    }
-}
+pub(crate) type Records = crate::read::records::Records<Item>;
 
 /// The decoding half of a trace.dat reader, moved to another thread.
-pub struct Decoding {
+pub(crate) struct Decoding {
     fmts: Formats,
     decoder: Decoder,
     comms: Comms,
@@ -64,14 +44,14 @@ pub struct Decoding {
 
 impl Decoding {
     /// Decodes `batch` in order, handing each event to `f`.
-    pub fn decode(
+    pub(crate) fn decode(
         &mut self,
         s: &mut Interner,
         batch: &Records,
         mut f: impl FnMut(&Event, &Interner),
     ) {
         self.comms.seed(s);
-        for it in &batch.items {
+        for it in batch.items() {
             let e = match *it {
                 Item::Lost { ts, cpu, count } => Some(Event::lost(ts, cpu, count)),
                 Item::Record {
@@ -90,7 +70,7 @@ impl Decoding {
                         diag: &mut self.diag,
                         last: &mut self.last[stream as usize],
                     };
-                    let data = &batch.bytes[at as usize..][..len as usize];
+                    let data = batch.bytes((at, len));
                     parts.event(ts, cpu, data, s)
                 }
             };
@@ -104,7 +84,7 @@ impl Decoding {
 impl TraceDat {
     /// Moves decoding out of the reader; it then gives taken records through
     /// [`TraceDat::next_records`] until [`TraceDat::rejoin`] puts decoding back.
-    pub fn decode_apart(&mut self) -> Decoding {
+    pub(crate) fn decode_apart(&mut self) -> Decoding {
         Decoding {
             fmts: std::mem::take(&mut self.fmts),
             decoder: std::mem::take(&mut self.decoder),
@@ -117,8 +97,12 @@ impl TraceDat {
     }
 
     /// Copies taken records into `out` until it holds `max` items; false at the end.
-    pub fn next_records(&mut self, out: &mut Records, max: usize) -> Result<bool, ReadError> {
-        while out.items.len() < max {
+    pub(crate) fn next_records(
+        &mut self,
+        out: &mut Records,
+        max: usize,
+    ) -> Result<bool, ReadError> {
+        while out.len() < max {
             let item = match self.take_next()? {
                 None => return Ok(false),
                 Some(Taken::Lost { ts, cpu, count }) => Item::Lost { ts, cpu, count },
@@ -129,25 +113,23 @@ impl TraceDat {
                     start,
                     end,
                 }) => {
-                    let at = out.bytes.len() as u32;
-                    out.bytes
-                        .extend_from_slice(&self.streams[i].buf[start..end]);
+                    let (at, len) = out.keep(&self.streams[i].buf[start..end]);
                     Item::Record {
                         ts,
                         cpu,
                         stream: i as u32,
                         at,
-                        len: (end - start) as u32,
+                        len,
                     }
                 }
             };
-            out.items.push(item);
+            out.push(item);
         }
         Ok(true)
     }
 
     /// Puts decoding back, with what it noticed.
-    pub fn rejoin(&mut self, d: Decoding) {
+    pub(crate) fn rejoin(&mut self, d: Decoding) {
         self.fmts = d.fmts;
         self.decoder = d.decoder;
         self.comms = d.comms;
