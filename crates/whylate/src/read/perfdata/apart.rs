@@ -5,6 +5,7 @@
 //! notices (bad records, a cut file) travels in the batch at the point it was noticed, so
 //! the diagnostics come out as one thread gives them.
 
+use super::record::{event_of, fields_of, Fields};
 use super::*;
 
 /// One item of a [`Records`] batch: a due record's fields (its bytes in the batch).
