@@ -60,6 +60,18 @@ impl Syms {
     }
 }
 
+/// Puts the calling thread in `SCHED_IDLE`: it then runs only on a core nothing else
+/// wants, so reading symbols ahead takes no time from decoding on a busy machine. A
+/// thread waiting for the symbols sleeps, which frees a core for it.
+fn idle_priority() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 is the calling thread, and `param` outlives the call. A refusal
+    // (a seccomp filter, another OS's libc) only leaves the thread at its priority.
+    unsafe {
+        libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
+    }
+}
+
 /// This machine's symbols, read on first call; a call while the reading thread is at
 /// it waits for it.
 fn this_machines_syms() -> &'static Syms {
@@ -120,6 +132,7 @@ impl Formats {
             let _ = std::thread::Builder::new()
                 .name("kallsyms".into())
                 .spawn(|| {
+                    idle_priority();
                     this_machines_syms();
                 });
         });
