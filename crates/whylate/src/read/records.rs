@@ -26,22 +26,31 @@ impl<I> Records<I> {
         self.items.clear();
         self.bytes.clear();
     }
-    /// The items, in order.
-    pub(crate) fn items(&self) -> &[I] {
-        &self.items
-    }
     /// Adds an item.
     pub(crate) fn push(&mut self, item: I) {
         self.items.push(item);
     }
-    /// Copies `b` in; where it is, for [`Records::bytes`].
+    /// Copies `b` in; where it is, for [`Kept::get`].
     pub(crate) fn keep(&mut self, b: &[u8]) -> (u32, u32) {
         let at = self.bytes.len();
         self.bytes.extend_from_slice(b);
         (at as u32, b.len() as u32)
     }
+    /// Takes the items out in order (by value: some own what they decoded), beside the
+    /// bytes they point into. The batch keeps its memory; [`Records::clear`] empties the
+    /// bytes.
+    pub(crate) fn drain(&mut self) -> (std::vec::Drain<'_, I>, Kept<'_>) {
+        (self.items.drain(..), Kept(&self.bytes))
+    }
+}
+
+/// The bytes a batch kept, while its items are taken out.
+#[derive(Clone, Copy)]
+pub(crate) struct Kept<'a>(&'a [u8]);
+
+impl<'a> Kept<'a> {
     /// The bytes kept at `(at, len)`.
-    pub(crate) fn bytes(&self, (at, len): (u32, u32)) -> &[u8] {
-        &self.bytes[at as usize..][..len as usize]
+    pub(crate) fn get(self, (at, len): (u32, u32)) -> &'a [u8] {
+        &self.0[at as usize..][..len as usize]
     }
 }

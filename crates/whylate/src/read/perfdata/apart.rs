@@ -20,6 +20,15 @@ pub(crate) enum Item {
         /// Where the RAW payload is in the batch.
         raw: Option<(u32, u32)>,
     },
+    /// A sample of a pure event (see [`tep::Pure`]), decoded on the reading thread; the
+    /// task's name is looked up where decoding is.
+    Pure {
+        ts: u64,
+        cpu: u32,
+        task: (i32, i32),
+        flags: u16,
+        kind: Kind,
+    },
     /// A task named.
     Comm { tid: i32, name: (u32, u32) },
     /// Events perf lost.
@@ -31,9 +40,30 @@ pub(crate) enum Item {
 /// Due records' fields in time order, copied out of the file.
 pub(crate) type Records = crate::read::records::Records<Item>;
 
-/// Adds the fields of a record due at `ts` to `out`; the ones that make nothing are left
-/// out.
-fn push_fields(out: &mut Records, ts: u64, f: Fields) {
+/// Adds the fields of a record due at `ts` to `out`, or its event when `pure` decodes it;
+/// the ones that make nothing are left out.
+fn push_fields(out: &mut Records, pure: Option<&tep::Pure>, ts: u64, f: Fields) {
+    if let Fields::Sample {
+        cpu,
+        tid,
+        tgid,
+        raw: Some(raw),
+        ..
+    } = f
+    {
+        if let Some((c, kind)) = pure.and_then(|p| p.decode(raw)) {
+            let task = (tid, tgid);
+            let flags = c.flags;
+            out.push(Item::Pure {
+                ts,
+                cpu,
+                task,
+                flags,
+                kind,
+            });
+            return;
+        }
+    }
     let item = match f {
         Fields::Sample {
             cpu,
@@ -69,12 +99,13 @@ impl Decoding {
     pub(crate) fn decode(
         &mut self,
         s: &mut Interner,
-        batch: &Records,
+        batch: &mut Records,
         mut f: impl FnMut(&Event, &Interner),
     ) {
         self.smp.seed(s);
-        for it in batch.items() {
-            let fields = match *it {
+        let (items, kept) = batch.drain();
+        for it in items {
+            let fields = match it {
                 Item::Sample {
                     ts,
                     cpu,
@@ -88,20 +119,30 @@ impl Decoding {
                         cpu,
                         tid,
                         tgid,
-                        raw: raw.map(|r| batch.bytes(r)),
+                        raw: raw.map(|r| kept.get(r)),
                         attr,
                     },
                 ),
+                Item::Pure {
+                    ts,
+                    cpu,
+                    task,
+                    flags,
+                    kind,
+                } => {
+                    f(&self.smp.finish(ts, cpu, task, flags, kind), s);
+                    continue;
+                }
                 Item::Comm { tid, name } => (
                     0,
                     Fields::Comm {
                         tid,
-                        name: batch.bytes(name),
+                        name: kept.get(name),
                     },
                 ),
                 Item::Lost { ts, count } => (ts, Fields::Lost { count }),
-                Item::Notes(ref d) => {
-                    absorb(&mut self.smp.diag, d);
+                Item::Notes(d) => {
+                    absorb(&mut self.smp.diag, *d);
                     continue;
                 }
             };
@@ -113,10 +154,11 @@ impl Decoding {
 }
 
 /// Adds what `d` noticed to `into`, as if noticed there.
-fn absorb(into: &mut Diag, d: &Diag) {
-    into.absorb(d.clone(), 0);
-    if d.truncated.is_some() {
-        into.truncated.clone_from(&d.truncated);
+fn absorb(into: &mut Diag, d: Diag) {
+    let truncated = d.truncated.clone();
+    into.absorb(d, 0);
+    if truncated.is_some() {
+        into.truncated = truncated;
     }
 }
 
@@ -129,6 +171,7 @@ impl PerfData {
             return None;
         };
         let smp = std::mem::replace(&mut f.smp, Samples::notes_only());
+        f.pure = Some(tep::Pure::new(&smp.fmts));
         Some(Decoding { smp })
     }
 
@@ -143,8 +186,9 @@ impl PerfData {
     /// Puts decoding back, with everything it and the scan noticed.
     pub(crate) fn rejoin(&mut self, d: Decoding) {
         if let Mode::Fast(f) = &mut self.mode {
+            f.pure = None;
             let notes = std::mem::replace(&mut f.smp, d.smp).diag;
-            absorb(&mut f.smp.diag, &notes);
+            absorb(&mut f.smp.diag, notes);
         }
     }
 }
@@ -170,7 +214,7 @@ impl Fast {
                         self.smp.diag.bad(0, what.as_bytes(), why);
                         self.send_notes(out);
                     }
-                    f => push_fields(out, ts, f),
+                    f => push_fields(out, self.pure.as_ref(), ts, f),
                 }
             }
             if self.eof {

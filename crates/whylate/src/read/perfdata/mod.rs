@@ -412,10 +412,17 @@ impl Samples {
                 0,
             ),
         };
+        Some(self.finish(ts, cpu, (tid, tgid), flags, kind))
+    }
+
+    /// The event of a sample whose kind is made: named after its task as of now.
+    #[inline]
+    fn finish(&mut self, ts: u64, cpu: u32, task: (i32, i32), flags: u16, kind: Kind) -> Event {
         self.comms.learn(&kind);
+        let (tid, tgid) = task;
         let comm = self.comms.get(tid);
         self.order.see(ts);
-        Some(Event {
+        Event {
             ts,
             cpu,
             tid,
@@ -423,7 +430,7 @@ impl Samples {
             comm,
             flags,
             kind,
-        })
+        }
     }
 }
 
@@ -639,6 +646,8 @@ struct Fast {
     /// Sample id → attr index, when there are several attrs.
     ids: FxHashMap<u64, usize>,
     one_attr: bool,
+    /// While decoding is apart: the events the reading thread decodes itself.
+    pure: Option<tep::Pure>,
     /// (time, offset) of the records of the round being scanned.
     round: Vec<(u64, usize)>,
     /// Records scanned and not yet emitted, in time order (ties in file order).
@@ -698,6 +707,7 @@ impl Fast {
             scan_same,
             ids,
             one_attr: attrs.len() == 1,
+            pure: None,
             round: Vec::new(),
             held: Default::default(),
             merge: Vec::new(),

@@ -1,75 +1,10 @@
 //! A binary record decoded into the typed `Kind` every reader produces, with field handles resolved once per event id.
 
-use super::format::{EventFormat, Field};
+use super::format::EventFormat;
 use super::formats::Formats;
-use super::value::{opt_int, opt_uint, Endian};
-use crate::event::{flags, Interner, Kind, SchedStat, Sym, TaskState};
+use super::plan::{Plan, Rec};
+use crate::event::{Interner, Kind, SchedStat, Sym, TaskState};
 use rustc_hash::FxHashMap;
-
-/// The common header of a record.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Common {
-    /// `common_type`.
-    pub id: u32,
-    /// `common_flags` and preempt depth packed as [`crate::event::flags`].
-    pub flags: u16,
-    /// `common_pid`.
-    pub pid: i32,
-}
-
-/// Reads the common fields; the layout is fixed since 2.6.32.
-#[inline]
-pub fn common(data: &[u8], e: Endian) -> Option<Common> {
-    let id = e.uint(data, 0, 2)? as u32;
-    let fl = *data.get(2)? as u16;
-    let pc = *data.get(3)? as u16;
-    let pid = e.u32(data, 4)? as i32;
-    Some(Common {
-        id,
-        flags: fl | ((pc & 0xf) << flags::PREEMPT_SHIFT) | flags::KNOWN,
-        pid,
-    })
-}
-
-/// How one event id becomes a typed [`Kind`]: field handles resolved once per format.
-#[derive(Clone, Debug)]
-pub(super) enum Plan {
-    Switch([Option<Field>; 7]),
-    Wake {
-        f: [Option<Field>; 4],
-        waking: bool,
-        new: bool,
-    },
-    Migrate([Option<Field>; 5]),
-    Fork([Option<Field>; 4]),
-    Exec([Option<Field>; 3]),
-    Exit([Option<Field>; 3]),
-    Stat(SchedStat, [Option<Field>; 3]),
-    IrqEntry([Option<Field>; 2]),
-    IrqExit([Option<Field>; 2]),
-    Softirq(u8, Option<Field>),
-    Tasklet(bool, Option<Field>),
-    WorkQueue([Option<Field>; 5]),
-    Work(u8, [Option<Field>; 2]),
-    SysEnter([Option<Field>; 2]),
-    SysExit([Option<Field>; 2]),
-    SyscallEnter(Sym, Vec<(Sym, Field)>),
-    SyscallExit(Sym, Option<Field>),
-    HrStart([Option<Field>; 4]),
-    HrEntry([Option<Field>; 3]),
-    HrOne(u8, Option<Field>),
-    TimerStart([Option<Field>; 3]),
-    TimerEntry([Option<Field>; 3]),
-    TimerOne(u8, Option<Field>),
-    Napi([Option<Field>; 4]),
-    CallerParent(u8, [Option<Field>; 2]),
-    Print(Sym, Option<Field>),
-    Console(Option<Field>),
-    Function([Option<Field>; 2]),
-    /// function_graph: entry (func, depth) or exit (func, depth, calltime, rettime).
-    FuncGraph(bool, [Option<Field>; 4]),
-    Other(Sym),
-}
 
 /// Turns binary records into [`Kind`]s, caching per event id the fields it needs and the
 /// symbol names of function pointers.
@@ -97,6 +32,9 @@ impl Decoder {
     }
 
     pub(super) fn plan(fmt: &EventFormat, s: &mut Interner) -> Plan {
+        if let Some(p) = super::pure::plan(fmt) {
+            return p;
+        }
         let g = |n: &str| fmt.field(n).cloned();
         let name = &*fmt.name;
         match name {
@@ -142,10 +80,6 @@ impl Decoder {
                 Plan::Stat(st, [g("comm"), g("pid"), d])
             }
             "irq_handler_entry" => Plan::IrqEntry([g("irq"), g("name")]),
-            "irq_handler_exit" => Plan::IrqExit([g("irq"), g("ret")]),
-            "softirq_raise" => Plan::Softirq(0, g("vec")),
-            "softirq_entry" => Plan::Softirq(1, g("vec")),
-            "softirq_exit" => Plan::Softirq(2, g("vec")),
             "tasklet_entry" | "tasklet_exit" => {
                 Plan::Tasklet(name == "tasklet_entry", g("func").or_else(|| g("tasklet")))
             }
@@ -159,8 +93,6 @@ impl Decoder {
             "workqueue_activate_work" => Plan::Work(0, [g("work"), g("function")]),
             "workqueue_execute_start" => Plan::Work(1, [g("work"), g("function")]),
             "workqueue_execute_end" => Plan::Work(2, [g("work"), g("function")]),
-            "sys_enter" if &*fmt.system == "raw_syscalls" => Plan::SysEnter([g("id"), g("args")]),
-            "sys_exit" if &*fmt.system == "raw_syscalls" => Plan::SysExit([g("id"), g("ret")]),
             _ if name.starts_with("sys_enter_") && &*fmt.system == "syscalls" => {
                 let args = fmt
                     .fields
@@ -177,12 +109,8 @@ impl Decoder {
                 Plan::HrStart([g("hrtimer"), g("function"), g("expires"), g("softexpires")])
             }
             "hrtimer_expire_entry" => Plan::HrEntry([g("hrtimer"), g("function"), g("now")]),
-            "hrtimer_expire_exit" => Plan::HrOne(0, g("hrtimer")),
-            "hrtimer_cancel" => Plan::HrOne(1, g("hrtimer")),
             "timer_start" => Plan::TimerStart([g("timer"), g("function"), g("expires")]),
             "timer_expire_entry" => Plan::TimerEntry([g("timer"), g("function"), g("now")]),
-            "timer_expire_exit" => Plan::TimerOne(0, g("timer")),
-            "timer_cancel" => Plan::TimerOne(1, g("timer")),
             "napi_poll" => Plan::Napi([g("napi"), g("dev_name"), g("work"), g("budget")]),
             "irq_disable" | "irq_enable" | "preempt_disable" | "preempt_enable"
                 if &*fmt.system == "preemptirq" =>
@@ -240,21 +168,18 @@ impl Decoder {
             | Plan::Stat(..) => sched(plan, r, s),
             Plan::SysEnter(_)
             | Plan::SysExit(_)
-            | Plan::SyscallEnter(..)
-            | Plan::SyscallExit(..) => syscall(plan, r),
-            Plan::IrqEntry(_)
             | Plan::IrqExit(_)
             | Plan::Softirq(..)
-            | Plan::Tasklet(..)
-            | Plan::Napi(_)
-            | Plan::CallerParent(..) => irq(plan, r, funcs, s),
-            Plan::WorkQueue(_) | Plan::Work(..) => work(plan, r, funcs, s),
-            Plan::HrStart(_)
-            | Plan::HrEntry(_)
             | Plan::HrOne(..)
-            | Plan::TimerStart(_)
-            | Plan::TimerEntry(_)
-            | Plan::TimerOne(..) => timer(plan, r, funcs, s),
+            | Plan::TimerOne(..) => super::pure::kind(plan, r),
+            Plan::SyscallEnter(..) | Plan::SyscallExit(..) => syscall(plan, r),
+            Plan::IrqEntry(_) | Plan::Tasklet(..) | Plan::Napi(_) | Plan::CallerParent(..) => {
+                irq(plan, r, funcs, s)
+            }
+            Plan::WorkQueue(_) | Plan::Work(..) => work(plan, r, funcs, s),
+            Plan::HrStart(_) | Plan::HrEntry(_) | Plan::TimerStart(_) | Plan::TimerEntry(_) => {
+                timer(plan, r, funcs, s)
+            }
             Plan::Print(..) | Plan::Console(_) | Plan::Function(_) | Plan::FuncGraph(..) => {
                 tracer(plan, r, funcs, s)
             }
@@ -273,40 +198,6 @@ impl Decoder {
                 fields: self.text.as_str().into(),
             }
         })
-    }
-}
-
-/// One record being decoded: its bytes, their byte order, and the file's formats.
-#[derive(Clone, Copy)]
-struct Rec<'a> {
-    data: &'a [u8],
-    e: Endian,
-    fmts: &'a Formats,
-}
-
-impl Rec<'_> {
-    // Always inlined, as `opt_int` is: as calls they cost about what the reads do.
-    #[inline(always)]
-    fn i(&self, f: &Option<Field>) -> i64 {
-        opt_int(f, self.data, self.e)
-    }
-
-    #[inline(always)]
-    fn u(&self, f: &Option<Field>) -> u64 {
-        opt_uint(f, self.data, self.e)
-    }
-
-    #[inline]
-    fn st(&self, f: &Option<Field>, s: &mut Interner) -> Sym {
-        f.as_ref()
-            .map_or(Sym::EMPTY, |f| s.intern_bytes(f.str(self.data, self.e)))
-    }
-
-    /// A string field's text without its trailing newline (printk and trace_printk).
-    fn msg(&self, f: &Option<Field>) -> Box<str> {
-        let msg = f.as_ref().map_or(&b""[..], |f| f.str(self.data, self.e));
-        let msg = msg.strip_suffix(b"\n").unwrap_or(msg);
-        String::from_utf8_lossy(msg).into()
     }
 }
 
@@ -380,17 +271,9 @@ fn sched(plan: &Plan, r: Rec, s: &mut Interner) -> Option<Kind> {
     })
 }
 
-/// System call entries and exits, raw and per-call; None for a plan of another group.
+/// Per-call system call entries and exits (`syscalls:`); None for a plan of another group.
 fn syscall(plan: &Plan, r: Rec) -> Option<Kind> {
     Some(match plan {
-        Plan::SysEnter(f) => Kind::SysEnter {
-            nr: r.i(&f[0]),
-            args: sys_args(&f[1], r),
-        },
-        Plan::SysExit(f) => Kind::SysExit {
-            nr: r.i(&f[0]),
-            ret: r.i(&f[1]),
-        },
         Plan::SyscallEnter(name, fs) => Kind::SyscallEnter {
             name: *name,
             args: fs
@@ -407,27 +290,6 @@ fn syscall(plan: &Plan, r: Rec) -> Option<Kind> {
     })
 }
 
-/// raw_syscalls:sys_enter's six arguments (zeros where the record has none).
-fn sys_args(f: &Option<Field>, r: Rec) -> [u64; 6] {
-    let mut args = [0u64; 6];
-    let Some(b) = f.as_ref().and_then(|a| a.bytes(r.data, r.e)) else {
-        return args;
-    };
-    let w = (r.fmts.long_size as usize).max(4);
-    if w == 8 && !r.e.big && b.len() >= 48 {
-        // The usual 64-bit little-endian machine: no per-word dispatch on size and byte
-        // order (sys_enter is the commonest event).
-        for (slot, c) in args.iter_mut().zip(b.chunks_exact(8)) {
-            *slot = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
-        }
-    } else {
-        for (k, slot) in args.iter_mut().enumerate() {
-            *slot = r.e.uint(b, k * w, w).unwrap_or(0);
-        }
-    }
-    args
-}
-
 /// Hard and soft interrupts, tasklets, NAPI polls, irqs-off and preempt-off sections;
 /// None for a plan of another group.
 fn irq(plan: &Plan, r: Rec, funcs: &mut Funcs, s: &mut Interner) -> Option<Kind> {
@@ -436,18 +298,6 @@ fn irq(plan: &Plan, r: Rec, funcs: &mut Funcs, s: &mut Interner) -> Option<Kind>
             irq: r.i(&f[0]) as i32,
             name: r.st(&f[1], s),
         },
-        Plan::IrqExit(f) => Kind::IrqExit {
-            irq: r.i(&f[0]) as i32,
-            handled: r.i(&f[1]) != 0,
-        },
-        Plan::Softirq(k, f) => {
-            let vec = r.u(f) as u8;
-            match k {
-                0 => Kind::SoftirqRaise { vec },
-                1 => Kind::SoftirqEntry { vec },
-                _ => Kind::SoftirqExit { vec },
-            }
-        }
         Plan::Tasklet(entry, f) => {
             let func = funcs.name(r.fmts, r.u(f), s);
             match entry {
@@ -534,10 +384,6 @@ fn timer(plan: &Plan, r: Rec, funcs: &mut Funcs, s: &mut Interner) -> Option<Kin
             function: funcs.name(r.fmts, r.u(&f[1]), s),
             now_ns: f[2].as_ref().map(|x| x.uint(r.data, r.e)),
         },
-        Plan::HrOne(k, f) => match k {
-            0 => Kind::HrtimerExpireExit { timer: r.u(f) },
-            _ => Kind::HrtimerCancel { timer: r.u(f) },
-        },
         Plan::TimerStart(f) => Kind::TimerStart {
             timer: r.u(&f[0]),
             function: funcs.name(r.fmts, r.u(&f[1]), s),
@@ -547,10 +393,6 @@ fn timer(plan: &Plan, r: Rec, funcs: &mut Funcs, s: &mut Interner) -> Option<Kin
             timer: r.u(&f[0]),
             function: funcs.name(r.fmts, r.u(&f[1]), s),
             now: r.u(&f[2]),
-        },
-        Plan::TimerOne(k, f) => match k {
-            0 => Kind::TimerExpireExit { timer: r.u(f) },
-            _ => Kind::TimerCancel { timer: r.u(f) },
         },
         _ => return None,
     })

@@ -10,12 +10,16 @@
 mod decode;
 mod format;
 mod formats;
+mod plan;
+mod pure;
 mod render;
 mod value;
 
 pub use decode::*;
 pub use format::*;
 pub use formats::*;
+pub use plan::{common, Common};
+pub use pure::Pure;
 pub use value::*;
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! events there, in the same order.
 
 use super::*;
+use crate::event::Kind;
 use crate::read::comms::Comms;
 use crate::read::OrderCheck;
 
@@ -17,6 +18,15 @@ pub(crate) enum Item {
         stream: u32,
         at: u32,
         len: u32,
+    },
+    /// A record of a pure event (see [`tep::Pure`]), decoded on the reading thread; the
+    /// task's name is looked up where decoding is.
+    Pure {
+        ts: u64,
+        cpu: u32,
+        stream: u32,
+        c: tep::Common,
+        kind: Kind,
     },
     /// Events lost on `cpu` before `ts`.
     Lost {
@@ -43,40 +53,50 @@ pub(crate) struct Decoding {
 }
 
 impl Decoding {
-    /// Decodes `batch` in order, handing each event to `f`.
+    /// Decodes `batch` in order, handing each event to `f`; leaves the batch's bytes.
     pub(crate) fn decode(
         &mut self,
         s: &mut Interner,
-        batch: &Records,
+        batch: &mut Records,
         mut f: impl FnMut(&Event, &Interner),
     ) {
         self.comms.seed(s);
-        for it in batch.items() {
-            let e = match *it {
+        let (items, kept) = batch.drain();
+        for it in items {
+            let e = match it {
                 Item::Lost { ts, cpu, count } => Some(Event::lost(ts, cpu, count)),
+                Item::Pure {
+                    ts,
+                    cpu,
+                    stream,
+                    c,
+                    kind,
+                } => Some(self.parts(stream).finish(ts, cpu, c, kind)),
                 Item::Record {
                     ts,
                     cpu,
                     stream,
                     at,
                     len,
-                } => {
-                    let parts = Parts {
-                        fmts: &self.fmts,
-                        decoder: &mut self.decoder,
-                        comms: &mut self.comms,
-                        unknown_ids: &mut self.unknown_ids,
-                        order: &mut self.order,
-                        diag: &mut self.diag,
-                        last: &mut self.last[stream as usize],
-                    };
-                    let data = batch.bytes((at, len));
-                    parts.event(ts, cpu, data, s)
-                }
+                } => self.parts(stream).event(ts, cpu, kept.get((at, len)), s),
             };
             if let Some(e) = e {
                 f(&e, s);
             }
+        }
+    }
+
+    /// The decoding state, borrowed for a record of CPU stream `stream`.
+    #[inline(always)]
+    fn parts(&mut self, stream: u32) -> Parts<'_> {
+        Parts {
+            fmts: &self.fmts,
+            decoder: &mut self.decoder,
+            comms: &mut self.comms,
+            unknown_ids: &mut self.unknown_ids,
+            order: &mut self.order,
+            diag: &mut self.diag,
+            last: &mut self.last[stream as usize],
         }
     }
 }
@@ -85,6 +105,7 @@ impl TraceDat {
     /// Moves decoding out of the reader; it then gives taken records through
     /// [`TraceDat::next_records`] until [`TraceDat::rejoin`] puts decoding back.
     pub(crate) fn decode_apart(&mut self) -> Decoding {
+        self.pure = Some(tep::Pure::new(&self.fmts));
         Decoding {
             fmts: std::mem::take(&mut self.fmts),
             decoder: std::mem::take(&mut self.decoder),
@@ -113,13 +134,26 @@ impl TraceDat {
                     start,
                     end,
                 }) => {
-                    let (at, len) = out.keep(&self.streams[i].buf[start..end]);
-                    Item::Record {
-                        ts,
-                        cpu,
-                        stream: i as u32,
-                        at,
-                        len,
+                    let data = &self.streams[i].buf[start..end];
+                    let stream = i as u32;
+                    match self.pure.as_ref().and_then(|p| p.decode(data)) {
+                        Some((c, kind)) => Item::Pure {
+                            ts,
+                            cpu,
+                            stream,
+                            c,
+                            kind,
+                        },
+                        None => {
+                            let (at, len) = out.keep(data);
+                            Item::Record {
+                                ts,
+                                cpu,
+                                stream,
+                                at,
+                                len,
+                            }
+                        }
                     }
                 }
             };
@@ -130,6 +164,7 @@ impl TraceDat {
 
     /// Puts decoding back, with what it noticed.
     pub(crate) fn rejoin(&mut self, d: Decoding) {
+        self.pure = None;
         self.fmts = d.fmts;
         self.decoder = d.decoder;
         self.comms = d.comms;

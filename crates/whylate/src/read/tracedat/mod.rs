@@ -229,6 +229,8 @@ pub struct TraceDat {
     data_bytes: u64,
     order: super::OrderCheck,
     unknown_ids: FxHashMap<u32, u64>,
+    /// While decoding is apart: the events the reading thread decodes itself.
+    pure: Option<tep::Pure>,
 }
 
 /// One raw record, for callers that want the fields themselves (`whylate`'s own tests
@@ -450,6 +452,13 @@ impl Parts<'_> {
             return None;
         };
         let kind = self.decoder.decode(self.fmts, fmt, data, s);
+        Some(self.finish(ts, cpu, c, kind))
+    }
+
+    /// The event of a record (at `ts` on `cpu`, common fields `c`) whose kind is made:
+    /// named after its task as of now.
+    #[inline(always)]
+    fn finish(self, ts: u64, cpu: u32, c: tep::Common, kind: crate::event::Kind) -> Event {
         self.comms.learn(&kind);
         // Consecutive records on a CPU are mostly the same task: skip the lookups
         // unless some name changed since (any CPU's event may rename it).
@@ -460,7 +469,7 @@ impl Parts<'_> {
         }
         let (_, comm, tgid) = *last;
         self.order.see(ts);
-        Some(Event {
+        Event {
             ts,
             cpu,
             tid: c.pid,
@@ -468,6 +477,6 @@ impl Parts<'_> {
             comm,
             flags: c.flags,
             kind,
-        })
+        }
     }
 }

@@ -104,6 +104,7 @@ impl TraceDat {
             data_bytes: 0,
             order: crate::read::OrderCheck::default(),
             unknown_ids: FxHashMap::default(),
+            pure: None,
         };
         if version == 6 {
             me.open_v6(c.off(), flen, &mut fmts, &mut info)
