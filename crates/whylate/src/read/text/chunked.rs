@@ -106,6 +106,8 @@ struct Splitter {
     in_flight: usize,
     stop: bool,
     size: usize,
+    /// Pieces' buffers the reader is done with, to be filled again.
+    spare: Vec<Vec<u8>>,
 }
 
 impl Splitter {
@@ -114,7 +116,9 @@ impl Splitter {
         if self.done {
             return Ok(None);
         }
-        let mut buf = std::mem::take(&mut self.rest);
+        let mut buf = self.spare.pop().unwrap_or_default();
+        buf.clear();
+        buf.extend_from_slice(&self.rest);
         let mut eof = false;
         let mut searched = 0;
         let cut = loop {
@@ -129,7 +133,9 @@ impl Splitter {
             }
             eof = read_some(&mut *self.src, &mut buf, self.size)? == 0;
         };
-        self.rest = buf.split_off(cut);
+        self.rest.clear();
+        self.rest.extend_from_slice(&buf[cut..]);
+        buf.truncate(cut);
         let last = eof && self.rest.is_empty();
         self.done = last;
         let index = self.next;
@@ -144,20 +150,15 @@ impl Splitter {
 
 /// Appends up to `want` bytes read from `src` to `buf`; the count (0 at the end).
 fn read_some(src: &mut dyn Read, buf: &mut Vec<u8>, want: usize) -> io::Result<usize> {
+    // Into the spare capacity: a file reads there without the bytes being zeroed first.
     let old = buf.len();
-    buf.resize(old + want, 0);
-    let n = loop {
-        match src.read(&mut buf[old..]) {
-            Ok(n) => break n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                buf.truncate(old);
-                return Err(e);
-            }
+    match src.take(want as u64).read_to_end(buf) {
+        Ok(n) => Ok(n),
+        Err(e) => {
+            buf.truncate(old);
+            Err(e)
         }
-    };
-    buf.truncate(old + n);
-    Ok(n)
+    }
 }
 
 /// The splitter and the wake-up of workers waiting for room.
@@ -165,6 +166,9 @@ struct Shared {
     split: Mutex<Splitter>,
     room: Condvar,
     ahead: usize,
+    /// Event queues the reader emptied, for the workers to fill again: a fresh one per
+    /// chunk cost page faults on the worker and growth copies on both sides.
+    spare: Mutex<Vec<VecDeque<Event>>>,
 }
 
 /// Parses `bytes` line by line (as `LineReader` splits them), line numbers after `base`.
@@ -232,7 +236,8 @@ fn work(
             // Whatever the last chunk this worker parsed ended in, this one starts usual.
             parser.rebase();
         }
-        let (mut events, mut diag) = (VecDeque::new(), Diag::default());
+        let spare = shared.spare.lock().map(|mut v| v.pop()).ok().flatten();
+        let (mut events, mut diag) = (spare.unwrap_or_default(), Diag::default());
         parse_piece(
             &mut *parser,
             &piece.bytes,
@@ -296,9 +301,11 @@ impl Chunked {
                 in_flight: 0,
                 stop: false,
                 size: size.max(1),
+                spare: Vec::new(),
             }),
             room: Condvar::new(),
             ahead: AHEAD * workers,
+            spare: Mutex::new(Vec::new()),
         });
         let (tx, rx) = channel();
         for me in 0..workers {
@@ -357,11 +364,6 @@ impl Chunked {
         }
         let p = self.receive()?;
         self.next += 1;
-        {
-            let mut s = self.shared.split.lock().unwrap_or_else(|p| p.into_inner());
-            s.in_flight -= 1;
-            self.shared.room.notify_one();
-        }
         let names = &mut self.renames[p.worker];
         names.extend(p.strings.iter().map(|s| strings.intern(s)));
         let pushed = out.len();
@@ -375,10 +377,15 @@ impl Chunked {
             self.carry = c.rebase();
         } else {
             let names = &self.renames[p.worker];
-            out.extend(p.events.into_iter().map(|mut e| {
+            // Renamed in place, then moved over in bulk: cheaper than one by one.
+            let mut events = p.events;
+            for e in events.iter_mut() {
                 e.map_syms(|s| names[s.0 as usize]);
-                e
-            }));
+            }
+            out.append(&mut events);
+            if let Ok(mut spare) = self.shared.spare.lock() {
+                spare.push(events);
+            }
             let n = p.diag.lines;
             diag.absorb(p.diag, self.lines_before);
             self.lines_before += n;
@@ -388,6 +395,12 @@ impl Chunked {
             self.last_ts = out.back().map_or(self.last_ts, |e| e.ts);
         }
         self.bytes += p.piece.bytes.len() as u64;
+        {
+            let mut s = self.shared.split.lock().unwrap_or_else(|p| p.into_inner());
+            s.in_flight -= 1;
+            s.spare.push(p.piece.bytes);
+            self.shared.room.notify_one();
+        }
         if p.piece.last {
             self.done = true;
             if let Some(mut c) = self.carry.take() {
