@@ -40,6 +40,16 @@ pub(super) fn one_thread<L: Lend>(
 /// Events per hand-over: large enough that the threads rarely wait on each other.
 const BATCH: usize = 4096;
 
+/// Records per hand-over when decoding is apart. Larger: a thread that waits sleeps, and
+/// waking it costs tens of microseconds on a VM; with 4096, explain on the 4 M-event
+/// perf.data took 1.2x as long (paired runs). Events handed over keep [`BATCH`]: there,
+/// larger batches measured slower.
+#[cfg(not(test))]
+const RECORDS: usize = 16384;
+/// Small in tests, so that the bundled examples cross many batch boundaries.
+#[cfg(test)]
+const RECORDS: usize = 1000;
+
 /// Runs `fill` on a thread of its own and `drain` on the calling one: batches go over a
 /// bounded queue and come back emptied (by `drain`, where their lines are warm) to be
 /// filled again. `fill` says whether more is to come; a batch is drained before the
@@ -251,7 +261,7 @@ fn split<D: DecodingHalf>(
         return handed_over(merged, feed);
     };
     let fill = |m: &mut Merged<read::Input>, b: &mut D::Records| {
-        D::fill(&mut m.sources_mut()[0], b, BATCH)
+        D::fill(&mut m.sources_mut()[0], b, RECORDS)
     };
     let mut strings = Interner::new();
     let drain = |b: &mut D::Records| dec.drain(&mut strings, b, |e, s| feed(0, e, s));
