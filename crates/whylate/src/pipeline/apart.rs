@@ -41,9 +41,9 @@ pub(super) fn one_thread<L: Lend>(
 const BATCH: usize = 4096;
 
 /// Records per hand-over when decoding is apart. Larger: a thread that waits sleeps, and
-/// waking it costs tens of microseconds on a VM; with 4096, explain on the 4 M-event
-/// perf.data took 1.2x as long (paired runs). Events handed over keep [`BATCH`]: there,
-/// larger batches measured slower.
+/// waking it costs tens of microseconds on a VM, more on a busy host, where 4096 made
+/// explain on the 4 M-event perf.data take 1.16x as long (paired; equal on a quiet host).
+/// Events handed over keep [`BATCH`]: there, larger batches measured slower.
 #[cfg(not(test))]
 const RECORDS: usize = 16384;
 /// Small in tests, so that the bundled examples cross many batch boundaries.
