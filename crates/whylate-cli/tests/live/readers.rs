@@ -330,7 +330,9 @@ pub(crate) fn runqueue_and_run_times_match_perf_sched_timehist() {
         repo().join("lab/ptypoll.py").display()
     );
     let st = Command::new("perf")
-        .args(["record", "-q", "-a", "-m", "8M", "-e"])
+        // A large buffer: the hogs and the tests beside this one starve perf's reader,
+        // and a full buffer drops switches, which leaves the busy threads uncompared.
+        .args(["record", "-q", "-a", "-m", "32M", "-e"])
         .arg("sched:sched_switch,sched:sched_waking,sched:sched_wakeup,sched:sched_wakeup_new,sched:sched_migrate_task")
         .arg("-o")
         .arg(&data)
@@ -519,6 +521,8 @@ pub(crate) fn runqueue_and_run_times_match_perf_sched_timehist() {
     assert!(compared >= 10, "too few threads compared: {compared}");
     assert!(
         big >= 2,
-        "the hog and the periodic thread must be among them; busy threads left out (tid, inferred switches, partial): {big_left:?}"
+        "the hog and the periodic thread must be among them; busy threads left out (tid, inferred switches, partial): {big_left:?}; whylate's lost events and notes: {} {}",
+        j["lost"],
+        j["notes"]
     );
 }
