@@ -3,13 +3,6 @@
 
 use super::*;
 
-/// The data section through `linux-perf-data` (copies each record; sorts rounds itself).
-pub(super) struct Generic {
-    pub(super) path: PathBuf,
-    pub(super) rd: Reader,
-    pub(super) smp: Samples,
-}
-
 impl EventSource for Generic {
     fn next_event(&mut self, s: &mut Interner) -> Result<Option<Event>, ReadError> {
         self.smp.seed(s);

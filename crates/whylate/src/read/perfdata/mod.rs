@@ -52,7 +52,6 @@ mod layout;
 mod record;
 mod sample;
 use bytes::{Data, Src};
-use generic::Generic;
 use layout::check_layout;
 use sample::*;
 
@@ -463,6 +462,13 @@ fn count_from_back<T>(held: &std::collections::VecDeque<T>, pred: impl Fn(&T) ->
         hi = probe;
         step *= 2;
     }
+}
+
+/// The data section through `linux-perf-data` (copies each record; sorts rounds itself).
+struct Generic {
+    path: PathBuf,
+    rd: Reader,
+    smp: Samples,
 }
 
 /// The data section read in place from a map of the file, or a window onto it.
