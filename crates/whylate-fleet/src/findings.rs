@@ -150,7 +150,7 @@ impl Findings {
                     Val::S(None),
                     Val::S(None),
                     w.start_ns.into(),
-                    w.end_ns.map(|e| e - w.start_ns).into(),
+                    w.end_ns().map(|e| e - w.start_ns).into(),
                     w.miss.into(),
                     r.deadline_ns.into(),
                     w.tid.into(),

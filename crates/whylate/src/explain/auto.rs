@@ -92,13 +92,15 @@ pub fn analyze_auto(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport {
         found.truncate(LISTED);
     }
     let mut windows: Vec<Window> = (found.iter())
-        .map(|m| Window {
-            start_ns: m.start_ns,
-            end_ns: m.duration_ns.map(|d| m.start_ns + d),
-            horizon_ns: m.start_ns + m.duration_ns.unwrap_or(0),
-            tid: m.tid,
-            cpu: m.cpu,
-            miss: true,
+        .map(|m| {
+            Window::new(
+                m.start_ns,
+                m.duration_ns.map(|d| m.start_ns + d),
+                m.start_ns + m.duration_ns.unwrap_or(0),
+                m.tid,
+                m.cpu,
+                true,
+            )
         })
         .collect();
     windows.sort_by_key(|w| w.start_ns);

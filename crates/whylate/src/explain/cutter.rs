@@ -8,7 +8,6 @@ use crate::fdpath::FdPaths;
 use crate::selector::{Names, Seen, Selector};
 use crate::syscalls::Arch;
 use rustc_hash::FxHashMap;
-use serde::Serialize;
 use std::collections::VecDeque;
 
 /// Which later `to` closes a cycle.
@@ -72,28 +71,68 @@ pub struct Options {
     pub learned: super::learned::Learned,
 }
 
-/// One cycle as cut from the stream.
-#[derive(Clone, Debug, Serialize)]
+/// One cycle as cut from the stream: 32 bytes, because cycles can number millions and all
+/// are kept until the deadline is known (a reply's time and the horizon share a field,
+/// the horizon of a replied cycle being its reply).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cycle {
     /// The `from` event.
     pub start_ns: u64,
-    /// The `to` event, if one came.
-    pub end_ns: Option<u64>,
+    /// The reply's time if one came, else when the cycle stopped waiting.
+    stop_ns: u64,
     /// Thread that matched `from`.
     pub tid: i32,
     /// Its CPU.
     pub cpu: u32,
-    /// Thread that matched `to` (the reply), if one came.
-    #[serde(skip)]
-    pub end_tid: Option<i32>,
-    /// When the cycle stopped waiting without reply: the next `from`, or the trace end.
-    pub horizon_ns: u64,
+    /// Thread that matched `to` (the reply); meaningless without one.
+    reply_tid: i32,
+    replied: bool,
     /// Still open when the trace ended.
     pub at_end: bool,
     /// Write syscalls the thread made inside the cycle, up to 8 (a timeout log line is one
     /// way a deadline shows); their offsets are in [`Cycles::writes`].
-    #[serde(skip)]
     pub writes: u8,
+}
+
+impl Cycle {
+    /// A cycle opened at `start_ns` by `tid` on `cpu`, with no reply yet.
+    pub fn open(start_ns: u64, tid: i32, cpu: u32) -> Cycle {
+        Cycle {
+            start_ns,
+            stop_ns: start_ns,
+            tid,
+            cpu,
+            reply_tid: 0,
+            replied: false,
+            at_end: false,
+            writes: 0,
+        }
+    }
+
+    /// The reply came at `ts` from `tid`.
+    pub fn reply(&mut self, ts: u64, tid: i32) {
+        (self.stop_ns, self.reply_tid, self.replied) = (ts, tid, true);
+    }
+
+    /// The `to` event, if one came.
+    pub fn end_ns(&self) -> Option<u64> {
+        self.replied.then_some(self.stop_ns)
+    }
+
+    /// Thread that matched `to`, if one did.
+    pub fn end_tid(&self) -> Option<i32> {
+        self.replied.then_some(self.reply_tid)
+    }
+
+    /// When the cycle stopped waiting: its reply, else the next `from` or the trace end.
+    pub fn horizon_ns(&self) -> u64 {
+        self.stop_ns
+    }
+
+    /// Stops waiting, unreplied, at `ts`.
+    pub fn give_up(&mut self, ts: u64) {
+        self.stop_ns = ts;
+    }
 }
 
 /// Cuts cycles from the stream.
@@ -173,7 +212,7 @@ impl Cycles {
         if self.cycles.is_empty() {
             return say(&self.from, &self.seen_from);
         }
-        if self.cycles.iter().all(|c| c.end_ns.is_none()) {
+        if self.cycles.iter().all(|c| c.end_ns().is_none()) {
             return self
                 .to
                 .iter()
@@ -247,10 +286,7 @@ impl Cycles {
                     self.open.remove(&k);
                     self.streak.remove(&k);
                 }
-                let c = &mut self.cycles[i];
-                c.end_ns = Some(e.ts);
-                c.end_tid = Some(e.tid);
-                c.horizon_ns = e.ts;
+                self.cycles[i].reply(e.ts, e.tid);
             }
             return;
         }
@@ -281,21 +317,12 @@ impl Cycles {
             self.overlapped += 1;
             if self.pairing == Pairing::Latest {
                 let i = q.pop_front().expect("not empty");
-                self.cycles[i].horizon_ns = e.ts;
+                self.cycles[i].give_up(e.ts);
             }
         }
         q.push_back(self.cycles.len());
         self.max_open = self.max_open.max(q.len() as u64);
-        self.cycles.push(Cycle {
-            start_ns: e.ts,
-            end_ns: None,
-            tid: e.tid,
-            cpu: e.cpu,
-            end_tid: None,
-            horizon_ns: e.ts,
-            at_end: false,
-            writes: 0,
-        });
+        self.cycles.push(Cycle::open(e.ts, e.tid, e.cpu));
     }
 
     /// Writes by a waiting thread: a timeout complaint is one. Counted for its oldest open
@@ -371,9 +398,36 @@ impl Cycles {
     pub fn finish(&mut self, last_ns: u64) {
         for (_, q) in self.open.drain() {
             for i in q {
-                self.cycles[i].horizon_ns = last_ns;
+                self.cycles[i].give_up(last_ns);
                 self.cycles[i].at_end = true;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::Cycle;
+    use crate::explain::Window;
+
+    /// Cycle mode keeps one of each per cycle, millions of them: their size is the
+    /// analysis's memory per cycle.
+    #[test]
+    fn a_cycle_and_its_window_take_32_bytes() {
+        assert_eq!(std::mem::size_of::<Cycle>(), 32);
+        assert_eq!(std::mem::size_of::<Window>(), 32);
+        let mut c = Cycle::open(100, 7, 1);
+        assert_eq!((c.end_ns(), c.end_tid(), c.horizon_ns()), (None, None, 100));
+        c.give_up(150);
+        assert_eq!((c.end_ns(), c.horizon_ns()), (None, 150));
+        c.reply(180, 9);
+        assert_eq!(
+            (c.end_ns(), c.end_tid(), c.horizon_ns()),
+            (Some(180), Some(9), 180)
+        );
+        let w = Window::new(100, None, 150, 7, 1, true);
+        assert_eq!((w.end_ns(), w.stop_ns()), (None, 150));
+        let w = Window::new(100, Some(180), 180, 7, 1, false);
+        assert_eq!((w.end_ns(), w.stop_ns()), (Some(180), 180));
     }
 }

@@ -47,15 +47,15 @@ impl MissCx<'_> {
     pub(super) fn explain(&self, c: &Cycle, tally: &mut Tally) -> (Miss, bool) {
         let eng = self.eng;
         let dl = self.deadline.map(|d| c.start_ns + d);
-        let end = c.end_ns.unwrap_or(c.horizon_ns);
+        let end = c.end_ns().unwrap_or(c.horizon_ns());
         let h = dl.map_or(end, |d| d.min(end));
         let sp = Span { dl, end, h };
         // The chain is followed to the end, to show what came after the deadline; only
         // `[start, h]` is weighed.
-        let (mut links, chain_set) = eng.chain(c.tid, c.end_tid, c.start_ns, end);
+        let (mut links, chain_set) = eng.chain(c.tid, c.end_tid(), c.start_ns, end);
         // When another thread replied, the requester's own waits after the deadline are
         // for its next requests, not on the way to this reply.
-        if c.end_tid.is_some_and(|r| r != c.tid) {
+        if c.end_tid().is_some_and(|r| r != c.tid) {
             links.retain(|l| !(l.tid == c.tid && l.start >= h && h < end));
         }
         let connected = links.iter().any(|l| l.end > l.start && l.start <= h);
@@ -93,16 +93,16 @@ impl MissCx<'_> {
             let mark = matches!(l.kind.as_str(), "to" | "deadline");
             (l.after_deadline, l.offset_ns, mark)
         });
-        let late = match (c.end_ns, self.deadline) {
+        let late = match (c.end_ns(), self.deadline) {
             (Some(e), Some(d)) => (e - c.start_ns).saturating_sub(d),
-            (None, _) => c.horizon_ns - c.start_ns,
+            (None, _) => c.horizon_ns() - c.start_ns,
             _ => 0,
         };
         let blame = tally.add_miss(b.per);
         let miss = Miss {
             blame,
             start_ns: c.start_ns,
-            duration_ns: c.end_ns.map(|e| e - c.start_ns),
+            duration_ns: c.end_ns().map(|e| e - c.start_ns),
             tid: c.tid,
             cpu: c.cpu,
             late_ns: late,
@@ -175,7 +175,7 @@ impl MissCx<'_> {
                     || (l.kind != LinkKind::Run && a >= l.start && e <= stop))
         });
         // Significant: above 10 us and a tenth of the cycle's lateness.
-        let late = match (c.end_ns, self.deadline) {
+        let late = match (c.end_ns(), self.deadline) {
             (Some(e), Some(dd)) => (e - c.start_ns).saturating_sub(dd),
             _ => d,
         };
@@ -332,8 +332,8 @@ impl MissCx<'_> {
     /// came), and the reply.
     fn end_marks(&self, c: &Cycle, sp: &Span) -> Vec<Link> {
         let mut out = Vec::new();
-        if let Some(d) = sp.dl.filter(|&d| d < sp.end || c.end_ns.is_none()) {
-            let what = match c.end_ns {
+        if let Some(d) = sp.dl.filter(|&d| d < sp.end || c.end_ns().is_none()) {
+            let what = match c.end_ns() {
                 Some(e) => format!(
                     "passed; the reply came {} later (what follows is not blamed)",
                     dur(e - d)
@@ -342,7 +342,7 @@ impl MissCx<'_> {
             };
             out.push(Link::mark("deadline", c.start_ns, d, None, what));
         }
-        if let Some(e) = c.end_ns {
+        if let Some(e) = c.end_ns() {
             let to: Vec<&str> = self.o.to.iter().map(|t| t.text()).collect();
             let what = format!("{} (reply)", to.join(" | "));
             let mut l = Link::mark("to", c.start_ns, e, None, what);

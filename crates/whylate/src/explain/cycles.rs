@@ -132,24 +132,23 @@ pub fn analyze(
     let eng = Engine::new(tl, s);
     let mut durations: Vec<u64> = cycles
         .iter()
-        .filter_map(|c| c.end_ns.map(|e| e - c.start_ns))
+        .filter_map(|c| c.end_ns().map(|e| e - c.start_ns))
         .collect();
     durations.sort_unstable();
     let (deadline, source) = deadline_policy(o, writes, &durations);
     let cut = |c: &Cycle| cut_off(tl, c, deadline);
-    let is_miss = |c: &Cycle| match (c.end_ns, deadline) {
+    let is_miss = |c: &Cycle| match (c.end_ns(), deadline) {
         (None, _) => !cut(c),
         (Some(e), Some(d)) => e - c.start_ns > d,
         (Some(_), None) => false,
     };
     let cut_n = cycles.iter().filter(|c| cut(c)).count() as u64;
-    let no_reply = cycles.iter().filter(|c| c.end_ns.is_none()).count() as u64 - cut_n;
+    let no_reply = cycles.iter().filter(|c| c.end_ns().is_none()).count() as u64 - cut_n;
     let missed = cycles.iter().filter(|c| is_miss(c)).count() as u64;
     let mut stats = CycleStats::of(&durations, cycles.len() as u64, no_reply, missed);
     stats.cut_off = cut_n;
-    let good: Vec<&Cycle> = cycles.iter().filter(|c| !is_miss(c) && !cut(c)).collect();
-    let template = Template::learn(&eng, &good, &o.learned);
-    drop(good);
+    let good = cycles.iter().filter(|c| !is_miss(c) && !cut(c));
+    let template = Template::learn(&eng, good, &o.learned);
     let mut notes = Vec::new();
     if template.good < 3 && !cycles.is_empty() {
         notes.push(format!(
@@ -181,13 +180,15 @@ pub fn analyze(
     // them), then the spare room given back.
     let mut windows: Vec<Window> = cycles
         .into_iter()
-        .map(|c| Window {
-            start_ns: c.start_ns,
-            end_ns: c.end_ns,
-            horizon_ns: c.horizon_ns,
-            tid: c.tid,
-            cpu: c.cpu,
-            miss: is_miss(&c),
+        .map(|c| {
+            Window::new(
+                c.start_ns,
+                c.end_ns(),
+                c.horizon_ns(),
+                c.tid,
+                c.cpu,
+                is_miss(&c),
+            )
         })
         .collect();
     windows.shrink_to_fit();
@@ -213,11 +214,11 @@ pub fn analyze(
 /// before the deadline passed, so the reply may be in what was not recorded. Blindness,
 /// not latency.
 fn cut_off(tl: &Timeline, c: &Cycle, deadline: Option<u64>) -> bool {
-    if c.end_ns.is_some() {
+    if c.end_ns().is_some() {
         return false;
     }
     let due = deadline.map_or(u64::MAX, |d| c.start_ns.saturating_add(d));
-    (c.at_end && c.horizon_ns < due) || tl.blind_in(u32::MAX, c.start_ns, due).is_some()
+    (c.at_end && c.horizon_ns() < due) || tl.blind_in(u32::MAX, c.start_ns, due).is_some()
 }
 
 /// Where the misses' chains are blind: misses with no hand-off at all, and misses whose

@@ -305,13 +305,15 @@ pub fn analyze_expect(
     };
     let cstats = CycleStats::of(&lat, occ.len() as u64, never, misses.len() as u64);
     let windows = (occ.iter())
-        .map(|x| Window {
-            start_ns: x.ts,
-            end_ns: x.b.map(|b| b.0),
-            horizon_ns: x.b.map_or(tl.last_ts, |b| b.0),
-            tid: x.tid,
-            cpu: x.cpu,
-            miss: missed(x),
+        .map(|x| {
+            Window::new(
+                x.ts,
+                x.b.map(|b| b.0),
+                x.b.map_or(tl.last_ts, |b| b.0),
+                x.tid,
+                x.cpu,
+                missed(x),
+            )
         })
         .collect();
     let frame = Framing {

@@ -61,13 +61,15 @@ pub fn analyze_function(tl: &Timeline, s: &Interner, o: &FunctionOptions) -> Exp
     let notes = notes(tl, o, &samples, from_sections);
     let stats = CycleStats::of(&lat, samples.len() as u64, 0, misses.len() as u64);
     let windows = (samples.iter())
-        .map(|x| Window {
-            start_ns: x.start,
-            end_ns: Some(x.start + x.dur),
-            horizon_ns: x.start + x.dur,
-            tid: x.tid,
-            cpu: x.cpu,
-            miss: x.dur > deadline,
+        .map(|x| {
+            Window::new(
+                x.start,
+                Some(x.start + x.dur),
+                x.start + x.dur,
+                x.tid,
+                x.cpu,
+                x.dur > deadline,
+            )
         })
         .collect();
     let name = o.func.as_str();

@@ -54,7 +54,7 @@ impl RunSummary {
     pub fn add(&mut self, r: &ExplainReport, settled: &[Window], misses: &[&Miss]) {
         for w in settled {
             self.count += 1;
-            match w.end_ns {
+            match w.end_ns() {
                 Some(e) => self.durations.add(e - w.start_ns),
                 None => self.no_reply += 1,
             }

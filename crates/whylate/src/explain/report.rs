@@ -361,21 +361,54 @@ pub struct ExplainReport {
     pub kernel: Option<super::KernelSummary>,
 }
 
-/// One measured cycle (request/response cycle, timer period, softirq service, outlier).
+/// One measured cycle (request/response cycle, timer period, softirq service, outlier):
+/// 32 bytes, one per cycle kept for the plots (an end and a horizon share a field: only a
+/// cycle without an end has a horizon).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Window {
     /// Start (the `from` event, the timer's requested expiry, the raise).
     pub start_ns: u64,
-    /// End, when it came (the reply, the woken task running, the handler entry).
-    pub end_ns: Option<u64>,
-    /// Without an end: when the cycle stopped waiting.
-    pub horizon_ns: u64,
+    /// The end if it came, else the horizon.
+    stop_ns: u64,
     /// The thread it measured (-1: none).
     pub tid: i32,
     /// CPU where it started.
     pub cpu: u32,
+    ended: bool,
     /// Over the deadline (or no reply).
     pub miss: bool,
+}
+
+impl Window {
+    /// A window from `start_ns` to `end_ns` (the reply, the woken task running, the
+    /// handler entry) when it came, else to `horizon_ns`, when it stopped waiting.
+    pub fn new(
+        start_ns: u64,
+        end_ns: Option<u64>,
+        horizon_ns: u64,
+        tid: i32,
+        cpu: u32,
+        miss: bool,
+    ) -> Window {
+        Window {
+            start_ns,
+            stop_ns: end_ns.unwrap_or(horizon_ns),
+            tid,
+            cpu,
+            ended: end_ns.is_some(),
+            miss,
+        }
+    }
+
+    /// End, when it came.
+    pub fn end_ns(&self) -> Option<u64> {
+        self.ended.then_some(self.stop_ns)
+    }
+
+    /// The end, or without one, when the cycle stopped waiting.
+    pub fn stop_ns(&self) -> u64 {
+        self.stop_ns
+    }
 }
 
 /// An IRQ line the report mentions, as the record-time snapshot saw it.

@@ -85,14 +85,7 @@ pub fn analyze_softirq(
     let windows = (samples.iter())
         .map(|&i| {
             let e = &tl.edges[i];
-            Window {
-                start_ns: e.ts,
-                end_ns: Some(e.at),
-                horizon_ns: e.at,
-                tid: -1,
-                cpu: e.to_cpu,
-                miss: e.at - e.ts > deadline,
-            }
+            Window::new(e.ts, Some(e.at), e.at, -1, e.to_cpu, e.at - e.ts > deadline)
         })
         .collect();
     let frame = Framing {

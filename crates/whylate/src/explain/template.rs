@@ -27,8 +27,8 @@ fn samples(eng: &Engine<'_>, good: &[&Cycle]) -> Samples {
     let mut usual: FxHashMap<LinkKey, Vec<u64>> = FxHashMap::default();
     let mut gaps: Vec<u64> = Vec::new();
     for c in good {
-        let h = c.end_ns.unwrap_or(c.horizon_ns);
-        let (links, _) = eng.chain(c.tid, c.end_tid, c.start_ns, h);
+        let h = c.end_ns().unwrap_or(c.horizon_ns());
+        let (links, _) = eng.chain(c.tid, c.end_tid(), c.start_ns, h);
         gaps.push(
             uncovered(&links, c.start_ns, h)
                 .iter()
@@ -89,15 +89,21 @@ impl TemplateMemory {
 
 impl Template {
     /// Learns from up to ~400 good cycles spread over the trace, or, with a shared
-    /// memory, from every good cycle the stream has shown so far.
-    pub(super) fn learn(eng: &Engine<'_>, good: &[&Cycle], learned: &Learned) -> Template {
+    /// memory, from every good cycle the stream has shown so far. `good` is walked rather
+    /// than held: a reference per good cycle cost 8 bytes each, and cycles can be millions.
+    pub(super) fn learn<'c, I>(eng: &Engine<'_>, good: I, learned: &Learned) -> Template
+    where
+        I: Iterator<Item = &'c Cycle> + Clone,
+    {
         if let Some(m) = &learned.0 {
+            let good: Vec<&Cycle> = good.collect();
             let mut m = m.lock().unwrap_or_else(|e| e.into_inner());
-            m.absorb(eng, good);
+            m.absorb(eng, &good);
             return m.template();
         }
-        let step = (good.len() / 400).max(1);
-        let spread: Vec<&Cycle> = good.iter().step_by(step).copied().collect();
+        let n = good.clone().count();
+        let step = (n / 400).max(1);
+        let spread: Vec<&Cycle> = good.step_by(step).collect();
         let (usual, gaps) = samples(eng, &spread);
         let links = usual
             .into_iter()
@@ -106,7 +112,7 @@ impl Template {
         Template {
             links,
             gap: median(gaps),
-            good: good.len(),
+            good: n,
         }
     }
 }

@@ -97,15 +97,11 @@ fn a_cycle_deadline_is_inferred_from_timeout_complaints() {
     // Eight cycles whose thread wrote (a complaint) 3.46-3.48 ms after starting: the
     // deadline is that offset rounded to 100 us.
     let cycles: Vec<Cycle> = (0..8u64)
-        .map(|i| Cycle {
-            start_ns: i * 10_000_000,
-            end_ns: Some(i * 10_000_000 + 1_000_000),
-            tid: 5,
-            cpu: 0,
-            end_tid: Some(5),
-            horizon_ns: (i + 1) * 10_000_000,
-            at_end: false,
-            writes: 1,
+        .map(|i| {
+            let mut c = Cycle::open(i * 10_000_000, 5, 0);
+            c.reply(i * 10_000_000 + 1_000_000, 5);
+            c.writes = 1;
+            c
         })
         .collect();
     let writes: Vec<u64> = (0..8).map(|i| 3_460_000 + i * 2_000).collect();

@@ -187,13 +187,15 @@ pub(super) fn timer_findings(eng: &Engine<'_>, o: &TimerOptions) -> (Framing, Fi
     let stats = CycleStats::of(&totals, samples.len() as u64, 0, misses.len() as u64);
     let mut windows: Vec<Window> = samples
         .iter()
-        .map(|x| Window {
-            start_ns: x.expiry,
-            end_ns: Some(x.expiry + x.total()),
-            horizon_ns: x.expiry + x.total(),
-            tid: x.tid,
-            cpu: x.cpu,
-            miss: is_miss(x),
+        .map(|x| {
+            Window::new(
+                x.expiry,
+                Some(x.expiry + x.total()),
+                x.expiry + x.total(),
+                x.tid,
+                x.cpu,
+                is_miss(x),
+            )
         })
         .collect();
     windows.sort_by_key(|w| w.start_ns);

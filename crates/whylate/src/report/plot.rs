@@ -293,7 +293,7 @@ impl ByCpu {
 fn durations(r: &ExplainReport) -> Vec<u64> {
     r.windows
         .iter()
-        .filter_map(|w| w.end_ns.map(|e| e - w.start_ns))
+        .filter_map(|w| w.end_ns().map(|e| e - w.start_ns))
         .collect()
 }
 
@@ -459,7 +459,7 @@ impl Labels<'_> {
 fn calls_in(tl: &Timeline, windows: &[Window], ymax: u64) -> Vec<(u64, u32)> {
     let mut w: Vec<(u64, u64)> = (windows.iter())
         .map(|w| {
-            let end = w.end_ns.unwrap_or(w.horizon_ns);
+            let end = w.stop_ns();
             (w.start_ns, end.min(w.start_ns + ymax))
         })
         .collect();
@@ -544,10 +544,10 @@ fn raster(r: &ExplainReport, tl: &Timeline, s: &Interner, ymax: u64) -> Raster {
         });
     };
     for (ci, w) in r.windows.iter().enumerate() {
-        let end = w.end_ns.unwrap_or(w.horizon_ns);
+        let end = w.stop_ns();
         out.cycles.push(RasterCycle {
             start_ns: w.start_ns,
-            dur_ns: w.end_ns.map(|e| e - w.start_ns),
+            dur_ns: w.end_ns().map(|e| e - w.start_ns),
             miss: w.miss,
             tid: w.tid,
         });
@@ -606,7 +606,7 @@ fn raster(r: &ExplainReport, tl: &Timeline, s: &Interner, ymax: u64) -> Raster {
                 )
             });
         }
-        if let Some(e) = w.end_ns {
+        if let Some(e) = w.end_ns() {
             let d = e - w.start_ns;
             add(&mut out, ci, d, K_REPLY, &|| {
                 format!(

@@ -72,12 +72,12 @@ impl Settler {
         let mut out = Vec::new();
         self.pending = None;
         for w in samples {
-            let end = match (w.end_ns, self.deadline) {
+            let end = match (w.end_ns(), self.deadline) {
                 (Some(e), _) => e,
                 // No reply yet: decided at its deadline (its window shows what was
                 // pending then), or where it stopped waiting if that came first.
-                (None, Some(d)) if w.miss => w.horizon_ns.min(w.start_ns + d),
-                (None, _) => w.horizon_ns,
+                (None, Some(d)) if w.miss => w.stop_ns().min(w.start_ns + d),
+                (None, _) => w.stop_ns(),
             };
             if !first && w.start_ns < from + self.before {
                 continue;
@@ -104,14 +104,14 @@ mod tests {
     use crate::explain::Window;
 
     fn w(start: u64, end: Option<u64>) -> Window {
-        Window {
-            start_ns: start,
-            end_ns: end,
-            horizon_ns: end.unwrap_or(start + 50),
-            tid: 1,
-            cpu: 0,
-            miss: end.is_none_or(|e| e - start > 10),
-        }
+        Window::new(
+            start,
+            end,
+            end.unwrap_or(start + 50),
+            1,
+            0,
+            end.is_none_or(|e| e - start > 10),
+        )
     }
 
     #[test]
