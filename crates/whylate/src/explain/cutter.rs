@@ -262,23 +262,26 @@ impl Cycles {
         if !self.seen_from.met() || !self.seen_to.iter().all(Seen::met) {
             self.names.observe(e);
         }
-        self.seen_from.observe(&self.from, e, s, self.arch);
-        for (t, seen) in self.to.iter().zip(&mut self.seen_to) {
-            seen.observe(t, e, s, self.arch);
-        }
+        // Descriptor names follow the event before a selector asks about it (an exit
+        // finds the descriptor its entry named).
         if let Some(p) = self.paths.as_mut() {
             p.observe(e, s, self.arch);
         }
         self.note_entry(e, s);
         let paths = self.paths.as_ref();
-        if self.from.matches_in(e, s, self.arch, paths) {
+        let from = (self.seen_from).observe_match(&self.from, e, s, self.arch, paths);
+        let mut to = false;
+        for (t, seen) in self.to.iter().zip(&mut self.seen_to) {
+            to |= seen.observe_match(t, e, s, self.arch, paths);
+        }
+        if from {
             self.open_cycle(e, s);
             return;
         }
         if self.open.is_empty() {
             return;
         }
-        if self.to.iter().any(|t| t.matches_in(e, s, self.arch, paths)) {
+        if to {
             let k = self.key(e, s);
             if let Some(q) = self.open.get_mut(&k) {
                 let i = q.pop_front().expect("open queues are never empty");

@@ -38,9 +38,31 @@ impl Seen {
 
     /// Notes what `e` tells about `sel`.
     pub fn observe(&mut self, sel: &Selector, e: &Event, s: &Interner, arch: Arch) {
-        if !sel.is_target(e, s, arch) {
-            return;
+        if sel.is_target(e, s, arch) {
+            self.note_target(sel, e, s, arch);
         }
+    }
+
+    /// Notes what `e` tells about `sel`, and says whether `sel` selects it (`paths`
+    /// names descriptors, as in [`Selector::matches_in`]): one test of the event's
+    /// name where observing and matching apart took two, on every event of the pass.
+    pub fn observe_match(
+        &mut self,
+        sel: &Selector,
+        e: &Event,
+        s: &Interner,
+        arch: Arch,
+        paths: Option<&crate::fdpath::FdPaths>,
+    ) -> bool {
+        if !sel.is_target(e, s, arch) {
+            return false;
+        }
+        self.note_target(sel, e, s, arch);
+        sel.conds_hold(e, s, arch, paths)
+    }
+
+    /// `e` is `sel`'s event: counts it and which condition fields it has.
+    fn note_target(&mut self, sel: &Selector, e: &Event, s: &Interner, arch: Arch) {
         self.target += 1;
         if self.example.is_none() {
             self.example = Some(e.clone());
@@ -259,5 +281,35 @@ mod tests {
     fn a_selector_that_could_match_is_not_an_error() {
         assert_eq!(why("sys_enter_write[comm=other,count=9]"), None);
         assert_eq!(why("sys_enter_write[comm~frob*]"), None);
+    }
+
+    #[test]
+    fn observing_and_matching_at_once_agree_with_doing_them_apart() {
+        let mut s = Interner::new();
+        let w = write_event(&mut s);
+        let mut other = w.clone();
+        other.kind = Kind::Print {
+            name: s.intern("print"),
+            msg: "x".into(),
+        };
+        for text in [
+            "sys_enter_write[count=7]",
+            "sys_enter_write[count=9]",
+            "sys_enter_write[cmm=x]",
+            "print",
+        ] {
+            let sel = Selector::parse(text).unwrap();
+            let (mut apart, mut once) = (Seen::default(), Seen::default());
+            for e in [&w, &other, &w] {
+                apart.observe(&sel, e, &s, Arch::X86_64);
+                let m = once.observe_match(&sel, e, &s, Arch::X86_64, None);
+                assert_eq!(m, sel.matches(e, &s, Arch::X86_64), "{text}");
+            }
+            assert_eq!(
+                (apart.target, &apart.present),
+                (once.target, &once.present),
+                "{text}"
+            );
+        }
     }
 }

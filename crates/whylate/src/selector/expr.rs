@@ -204,7 +204,18 @@ impl Selector {
 
     /// True when `e` is selected; `paths` names descriptors for the `path` field.
     pub fn matches_in(&self, e: &Event, s: &Interner, arch: Arch, paths: Option<&FdPaths>) -> bool {
-        self.is_target(e, s, arch) && self.conds.iter().all(|c| cond(c, e, s, arch, paths))
+        self.is_target(e, s, arch) && self.conds_hold(e, s, arch, paths)
+    }
+
+    /// True when every condition holds on `e` (its event aside).
+    pub(super) fn conds_hold(
+        &self,
+        e: &Event,
+        s: &Interner,
+        arch: Arch,
+        paths: Option<&FdPaths>,
+    ) -> bool {
+        self.conds.iter().all(|c| cond(c, e, s, arch, paths))
     }
 
     /// True when `e` is the selector's event, whatever its conditions say.
