@@ -173,17 +173,17 @@ impl Expectations {
         if !self.seen_a.met() || !self.seen_b.met() {
             self.names.observe(e);
         }
-        self.seen_a.observe(&self.o.a, e, s, self.arch);
-        self.seen_b.observe(&self.o.b, e, s, self.arch);
+        let a = self.seen_a.observe_match(&self.o.a, e, s, self.arch, None);
+        let b = self.seen_b.observe_match(&self.o.b, e, s, self.arch, None);
         self.collect(e, s);
-        if self.o.b.matches(e, s, self.arch) {
+        if b {
             if let Some(q) = self.key(e, s).and_then(|k| self.open.remove(&k)) {
                 for i in q {
                     self.occurrences[i].b = Some((e.ts, e.tid));
                 }
             }
         }
-        if self.o.a.matches(e, s, self.arch) {
+        if a {
             if let Some(k) = self.key(e, s) {
                 let before = self.recent.get(&e.cpu).cloned().unwrap_or_default();
                 self.open.entry(k).or_default().push(self.occurrences.len());
