@@ -125,7 +125,7 @@ impl Cycle {
     }
 
     /// When the cycle stopped waiting: its reply, else the next `from` or the trace end.
-    pub fn horizon_ns(&self) -> u64 {
+    pub fn stop_ns(&self) -> u64 {
         self.stop_ns
     }
 
@@ -420,12 +420,12 @@ mod size_tests {
         assert_eq!(std::mem::size_of::<Cycle>(), 32);
         assert_eq!(std::mem::size_of::<Window>(), 32);
         let mut c = Cycle::open(100, 7, 1);
-        assert_eq!((c.end_ns(), c.end_tid(), c.horizon_ns()), (None, None, 100));
+        assert_eq!((c.end_ns(), c.end_tid(), c.stop_ns()), (None, None, 100));
         c.give_up(150);
-        assert_eq!((c.end_ns(), c.horizon_ns()), (None, 150));
+        assert_eq!((c.end_ns(), c.stop_ns()), (None, 150));
         c.reply(180, 9);
         assert_eq!(
-            (c.end_ns(), c.end_tid(), c.horizon_ns()),
+            (c.end_ns(), c.end_tid(), c.stop_ns()),
             (Some(180), Some(9), 180)
         );
         let w = Window::new(100, None, 150, 7, 1, true);

@@ -47,7 +47,7 @@ impl MissCx<'_> {
     pub(super) fn explain(&self, c: &Cycle, tally: &mut Tally) -> (Miss, bool) {
         let eng = self.eng;
         let dl = self.deadline.map(|d| c.start_ns + d);
-        let end = c.end_ns().unwrap_or(c.horizon_ns());
+        let end = c.stop_ns();
         let h = dl.map_or(end, |d| d.min(end));
         let sp = Span { dl, end, h };
         // The chain is followed to the end, to show what came after the deadline; only
@@ -95,7 +95,7 @@ impl MissCx<'_> {
         });
         let late = match (c.end_ns(), self.deadline) {
             (Some(e), Some(d)) => (e - c.start_ns).saturating_sub(d),
-            (None, _) => c.horizon_ns() - c.start_ns,
+            (None, _) => c.stop_ns() - c.start_ns,
             _ => 0,
         };
         let blame = tally.add_miss(b.per);

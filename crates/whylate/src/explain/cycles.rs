@@ -184,7 +184,7 @@ pub fn analyze(
             Window::new(
                 c.start_ns,
                 c.end_ns(),
-                c.horizon_ns(),
+                c.stop_ns(),
                 c.tid,
                 c.cpu,
                 is_miss(&c),
@@ -218,7 +218,7 @@ fn cut_off(tl: &Timeline, c: &Cycle, deadline: Option<u64>) -> bool {
         return false;
     }
     let due = deadline.map_or(u64::MAX, |d| c.start_ns.saturating_add(d));
-    (c.at_end && c.horizon_ns() < due) || tl.blind_in(u32::MAX, c.start_ns, due).is_some()
+    (c.at_end && c.stop_ns() < due) || tl.blind_in(u32::MAX, c.start_ns, due).is_some()
 }
 
 /// Where the misses' chains are blind: misses with no hand-off at all, and misses whose

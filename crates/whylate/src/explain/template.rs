@@ -27,7 +27,7 @@ fn samples(eng: &Engine<'_>, good: &[&Cycle]) -> Samples {
     let mut usual: FxHashMap<LinkKey, Vec<u64>> = FxHashMap::default();
     let mut gaps: Vec<u64> = Vec::new();
     for c in good {
-        let h = c.end_ns().unwrap_or(c.horizon_ns());
+        let h = c.stop_ns();
         let (links, _) = eng.chain(c.tid, c.end_tid(), c.start_ns, h);
         gaps.push(
             uncovered(&links, c.start_ns, h)
