@@ -110,6 +110,14 @@ pub struct Occurrence {
     flags: u16,
     /// The B that answered it: time, thread.
     b: Option<(u64, i32)>,
+    /// The events around it, kept while it may still be a miss: an A answered in time
+    /// drops them, so the As of a long trace cost their 56 bytes, not their context.
+    around: Option<Box<Around>>,
+}
+
+/// The events around one A, for its explanation should it miss.
+#[derive(Clone, Debug)]
+struct Around {
     /// The A event itself and the events after it on its CPU within T, in words.
     after: Vec<(u64, String)>,
     /// The events just before it on its CPU: time and name.
@@ -179,7 +187,11 @@ impl Expectations {
         if b {
             if let Some(q) = self.key(e, s).and_then(|k| self.open.remove(&k)) {
                 for i in q {
-                    self.occurrences[i].b = Some((e.ts, e.tid));
+                    let o = &mut self.occurrences[i];
+                    o.b = Some((e.ts, e.tid));
+                    if e.ts - o.ts <= self.o.within_ns {
+                        o.around = None;
+                    }
                 }
             }
         }
@@ -194,8 +206,10 @@ impl Expectations {
                     tid: e.tid,
                     flags: e.flags,
                     b: None,
-                    after: vec![(e.ts, brief(e, s))],
-                    before,
+                    around: Some(Box::new(Around {
+                        after: vec![(e.ts, brief(e, s))],
+                        before,
+                    })),
                 });
             }
         }
@@ -212,13 +226,16 @@ impl Expectations {
         let occ = &mut self.occurrences;
         self.collecting.retain(|&i| {
             let o = &mut occ[i];
+            let Some(around) = o.around.as_mut() else {
+                return false; // answered in time: nothing to explain
+            };
             if e.ts > o.ts + within {
                 return false;
             }
             if e.cpu == o.cpu {
-                o.after.push((e.ts, brief(e, s)));
+                around.after.push((e.ts, brief(e, s)));
             }
-            o.after.len() <= AROUND
+            around.after.len() <= AROUND
         });
     }
 
@@ -358,10 +375,14 @@ fn explain_one(
     per.add_holds(std::slice::from_ref(&hold));
     tally.blame_cpu(x.cpu, late);
     let blame = tally.add_miss(per);
-    let before: Vec<String> = (x.before.iter())
+    // A miss keeps its events (only As answered in time drop them).
+    let (after, before) =
+        (x.around.as_deref()).map_or((&[][..], &[][..]), |a| (&a.after[..], &a.before[..]));
+    let before: Vec<String> = (before.iter())
         .map(|(ts, n)| format!("{} (-{})", n.render(s), dur(x.ts - ts)))
         .collect();
-    let mut what = format!("{} on CPU{} in {}", x.after[0].1, x.cpu, ctx.1);
+    let a_words = after.first().map_or(o.a.text(), |a| a.1.as_str());
+    let mut what = format!("{a_words} on CPU{} in {}", x.cpu, ctx.1);
     if !before.is_empty() {
         what += &format!("; before it: {}", before.join(", "));
     }
@@ -371,7 +392,7 @@ fn explain_one(
         excess_ns: late,
         ..Link::mark("expect", x.ts, x.ts, Some(x.cpu), what)
     }];
-    for (ts, w) in x.after.iter().skip(1) {
+    for (ts, w) in after.iter().skip(1) {
         chain.push(Link::mark("after", x.ts, *ts, Some(x.cpu), w.clone()));
     }
     let b_words = match x.b {
@@ -579,6 +600,36 @@ mod tests {
             (x.misses_per_s - 2.0 / 0.009).abs() < 1e-6,
             "{}",
             x.misses_per_s
+        );
+    }
+
+    #[test]
+    fn only_as_that_may_miss_keep_their_events() {
+        assert_eq!(std::mem::size_of::<Occurrence>(), 56);
+        let o = ExpectOptions::parse("my_irq -> my_poll within 1ms", Scope::Cpu, 3, ms).unwrap();
+        let mut ex = Expectations::new(&o);
+        let f = file(&trace());
+        let mut feed = |e: &Event, s: &Interner| ex.push(e, s);
+        crate::pipeline::read(&[f.to_path_buf()], &OpenOptions::default(), &mut feed).unwrap();
+        let kept: Vec<(u64, Option<(usize, usize)>)> = (ex.occurrences.iter())
+            .map(|x| {
+                (
+                    x.ts,
+                    x.around.as_ref().map(|a| (a.after.len(), a.before.len())),
+                )
+            })
+            .collect();
+        // Answered within 1 ms: nothing kept. The irq at 3 ms keeps itself and the irq and
+        // poll before it on CPU0; CPU1's irq keeps itself.
+        assert_eq!(
+            kept,
+            vec![
+                (1_000_000, None),
+                (3_000_000, Some((1, 2))),
+                (4_000_000, Some((1, 0))),
+                (5_000_000, None),
+                (7_000_000, None),
+            ]
         );
     }
 
