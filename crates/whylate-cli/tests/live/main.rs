@@ -67,6 +67,21 @@ fn tmpdir(tag: &str) -> tempfile::TempDir {
         .unwrap()
 }
 
+/// Copies a failing check's files out of its temporary directory (a disagreement seen
+/// once in several full runs needs its inputs to be understood); says where, for the
+/// failure message.
+fn keep_for_failure(tag: &str, files: &[&Path]) -> String {
+    let to = std::env::temp_dir().join(format!("whylate-{tag}-failure-{}", std::process::id()));
+    let copy = |f: &&Path| {
+        f.file_name()
+            .is_some_and(|n| std::fs::copy(f, to.join(n)).is_ok())
+    };
+    match std::fs::create_dir_all(&to).is_ok() && files.iter().all(copy) {
+        true => format!("kept in {}", to.display()),
+        false => format!("could not keep them in {}", to.display()),
+    }
+}
+
 /// Top-level tracefs state that must be the same after a test as before.
 fn tracefs_snapshot() -> BTreeMap<String, String> {
     let mut m = BTreeMap::new();

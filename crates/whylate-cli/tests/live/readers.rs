@@ -290,21 +290,6 @@ raw_syscalls:sys_exit,syscalls:sys_enter_write,syscalls:sys_exit_write";
     assert_eq!(n as u64, names.values().sum::<u64>());
 }
 
-/// Copies a failing comparison's recording and texts out of its temporary directory (a
-/// disagreement seen once in several full runs needs the recording to be understood);
-/// says where, for the failure message.
-fn keep_recording(dir: &std::path::Path) -> String {
-    let to = std::env::temp_dir().join(format!("whylate-timehist-failure-{}", std::process::id()));
-    let copied = std::fs::create_dir_all(&to).is_ok()
-        && ["perf.data", "perf.txt"]
-            .iter()
-            .all(|f| std::fs::copy(dir.join(f), to.join(f)).is_ok());
-    match copied {
-        true => format!("recording kept in {}", to.display()),
-        false => format!("could not keep the recording in {}", to.display()),
-    }
-}
-
 /// `perf sched timehist` on the same perf.data is the oracle for run and wait times.
 /// Definitions: timehist's "sch delay" is the time from sched_waking (or sched_wakeup) to
 /// the switch-in and is 0 for preempted tasks, so it is compared with our woken + new
@@ -504,7 +489,7 @@ pub(crate) fn runqueue_and_run_times_match_perf_sched_timehist() {
                 (w.abs_diff(*delay) <= tol || w.abs_diff(*delay + lw) <= tol + 1000)
                     && r + tol >= *run,
                 "exited tid {tid}: timehist sch delay {delay} run {run} over {lines} switches; whylate woken wait {w} run {r}; wait before the last run {lw}; {}",
-                keep_recording(dir)
+                keep_for_failure("timehist", &[&dir.join("perf.data"), &dir.join("perf.txt")])
             );
             if w.abs_diff(*delay) > tol {
                 last_wait_used += 1;
@@ -525,7 +510,7 @@ pub(crate) fn runqueue_and_run_times_match_perf_sched_timehist() {
         assert!(
             w.abs_diff(*delay) <= tol && r.abs_diff(*run) <= tol,
             "tid {tid}: timehist sch delay {delay} run {run} over {lines} switches; whylate woken wait {w} run {r}; {}",
-            keep_recording(dir)
+            keep_for_failure("timehist", &[&dir.join("perf.data"), &dir.join("perf.txt")])
         );
         compared += 1;
         if *lines >= 50 && *run > 1_000_000 {

@@ -117,7 +117,10 @@ fn kept_windows_re_explain(
         assert_eq!(
             worst_hold(again),
             worst_hold(m),
-            "{p}: the culprit differs offline"
+            "{p}: the culprit differs offline; live chain {}; offline chain {}; window {}",
+            m["chain"],
+            again["chain"],
+            keep_for_failure("watch", &[Path::new(p)])
         );
         checked += 1;
     }
