@@ -707,6 +707,73 @@ fn a_late_timer_under_one_long_syscall_is_an_inferred_irqs_off_section() {
     assert_eq!(c["total_excess_ns"], 3_500_000u64);
 }
 
+/// p's timer fires on time on idle CPU1 at 1.001 s and wakes it; p's next event there is
+/// at 1.0018 s. With `switch` the switch from idle to p is traced there; without, it is
+/// not (as when watch's or a lossy reader's stream misses it), and the time p waited for
+/// its CPU is only bounded by that first event.
+fn woken_on_an_idle_cpu(switch: bool) -> Value {
+    let mut t = String::from("\
+ p-7 [001] d..1. 1.000000: hrtimer_start: hrtimer=00000000000000aa function=hrtimer_wakeup expires=9001000000 softexpires=9001000000 mode=ABS
+ p-7 [001] d..2. 1.000001: sched_switch: prev_comm=p prev_pid=7 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+ <idle>-0 [001] d.h1. 1.001000: hrtimer_expire_entry: hrtimer=00000000000000aa function=hrtimer_wakeup now=9001000000
+ <idle>-0 [001] d.h2. 1.001001: sched_waking: comm=p pid=7 prio=120 target_cpu=001
+ <idle>-0 [001] d.h1. 1.001002: hrtimer_expire_exit: hrtimer=00000000000000aa
+");
+    if switch {
+        t += " <idle>-0 [001] d..2. 1.001800: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=p next_pid=7 next_prio=120\n";
+    }
+    t += " p-7 [001] ....1 1.001800: sys_exit: NR 230 = 0\n";
+    use whylate::explain::{explain_timers, TimerOptions};
+    let p = tmp("idle-wake.txt", &t);
+    let r = explain_timers(
+        &[p.to_path_buf()],
+        &OpenOptions::default(),
+        &TimerOptions {
+            deadline_ns: Some(500_000),
+            top: 1,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    serde_json::to_value(&r).unwrap()
+}
+
+#[test]
+fn a_wait_whose_switch_in_is_not_traced_is_blind_where_the_trace_shows_nothing() {
+    // Traced: the CPU sat idle for the 799 us p waited (1.001001 to 1.0018).
+    let j = woken_on_an_idle_cpu(true);
+    assert_eq!(j["cycles"]["misses"], 1);
+    assert_eq!(j["causes"][0]["category"], "cpu-idle", "{}", j["causes"]);
+    assert_eq!(j["causes"][0]["total_excess_ns"], 799_000);
+    // Untraced: the CPU is seen idle up to its last event (1.001002), and from there to
+    // p's first event when p got the CPU is unknown: said so, not scaled onto the idle
+    // microsecond, and ranked after what the trace shows.
+    let j = woken_on_an_idle_cpu(false);
+    assert_eq!(j["cycles"]["misses"], 1);
+    let causes: Vec<(&str, u64, u64)> = (j["causes"].as_array().unwrap().iter())
+        .map(|c| {
+            let cpu = c["culprit"]["cpu"].as_u64().unwrap();
+            (
+                c["category"].as_str().unwrap(),
+                cpu,
+                c["total_excess_ns"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        causes,
+        vec![("cpu-idle", 1, 1_000), ("switch-in-untraced", 1, 798_000)]
+    );
+    let wakeup = &j["misses"][0]["chain"][2];
+    assert!(
+        wakeup["what"]
+            .as_str()
+            .unwrap()
+            .ends_with("(switch-in not traced: the end is its first event there)"),
+        "{wakeup}"
+    );
+}
+
 /// A 2-CPU trace with 1 ms ticks on both CPUs (hrtimer clock = trace clock + 8 s), a
 /// busy task on CPU0 throughout, and `busy` on CPU1 recording nothing from 1.001 s to
 /// 1.0073 s, while p's timer (due at 1.001 s) fires 6.3 ms late. `busy` is inside one

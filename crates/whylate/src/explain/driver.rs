@@ -161,7 +161,7 @@ pub(super) fn assemble(tl: &Timeline, s: &Interner, frame: Framing, f: Findings)
 
 /// Categories that say where the trace is blind rather than what held the chain: ranked
 /// after every cause the trace does show.
-const BLINDNESS: [&str; 2] = ["trace-cut", "unknown-lost-events"];
+const BLINDNESS: [&str; 3] = ["trace-cut", "unknown-lost-events", "switch-in-untraced"];
 
 /// Causes as rows, largest total first (ties by culprit, so the order is stable), the
 /// blind spots last.

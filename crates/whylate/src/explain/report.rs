@@ -140,6 +140,7 @@ fn anonymous(category: &str) -> &'static str {
         "timer-irq-late" => "(no cause in the trace)",
         "unknown-lost-events" => "(events lost there)",
         "trace-cut" => "(no data: file cut)",
+        "switch-in-untraced" => "(when the task got the CPU is not traced)",
         _ => "(no task or irq to name)",
     }
 }

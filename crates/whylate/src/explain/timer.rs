@@ -38,6 +38,8 @@ pub(super) struct TimerSample {
     pub(super) function: String,
     /// The woken task's wait: runnable span.
     pub(super) wait: Option<(u64, u64, u32)>,
+    /// No sched_switch put the task on the CPU: the wait's end is its first event there.
+    pub(super) switch_untraced: bool,
     pub(super) armed_late: bool,
     /// When the timer was armed, in trace time.
     pub(super) armed: Option<u64>,
@@ -78,13 +80,11 @@ fn samples(eng: &Engine<'_>, o: &TimerOptions, keep: &dyn Fn(i32) -> bool) -> Ve
         let due = eng.clock.due(tl, ei).unwrap_or(e.at);
         let late = e.at - due;
         let from_armed = eng.clock.armed_late(tl, ei);
-        let wait = (e.link != NONE)
+        let wait_span = (e.link != NONE)
             .then(|| tl.edges[e.link as usize].span)
             .filter(|&si| si != NONE && sp.flags[si as usize] & span::END_UNKNOWN == 0)
-            .map(|si| {
-                let si = si as usize;
-                (sp.start[si], sp.end[si], sp.cpu[si])
-            });
+            .map(|si| si as usize);
+        let wait = wait_span.map(|si| (sp.start[si], sp.end[si], sp.cpu[si]));
         out.push(TimerSample {
             expiry: due,
             fired: e.at,
@@ -94,6 +94,7 @@ fn samples(eng: &Engine<'_>, o: &TimerOptions, keep: &dyn Fn(i32) -> bool) -> Ve
             tid: e.to_tid,
             function: s.get(Sym(e.key)).to_string(),
             wait,
+            switch_untraced: wait_span.is_some_and(|si| sp.flags[si] & span::INFERRED != 0),
             armed_late: from_armed.is_some(),
             armed: (e.ts != 0).then_some(e.ts),
         });
@@ -111,6 +112,7 @@ fn samples(eng: &Engine<'_>, o: &TimerOptions, keep: &dyn Fn(i32) -> bool) -> Ve
             tid: r.tid,
             function: format!("{} (self-reported)", s.get(r.name)),
             wait: None,
+            switch_untraced: false,
             armed_late: false,
             armed: None,
         });
@@ -344,12 +346,25 @@ impl PeriodCx<'_> {
         if ex > 10_000 {
             let l = RawLink::wait(LinkKind::Run, ws, we, wcpu, x.tid);
             held = eng.holds(&l, we - ex, we);
-            scale(&mut held, ex);
+            let seen: u64 = held.iter().map(|h| h.ns).sum();
+            if x.switch_untraced && seen < ex {
+                // The wait's end is only the task's first event there: what the trace
+                // shows on the CPU keeps its own time, and the rest is not known, rather
+                // than scaled onto what was seen.
+                held.push(Hold::on_cpu("switch-in-untraced", wcpu, ex - seen));
+            } else {
+                scale(&mut held, ex);
+            }
             per.add_holds(&held);
             tally.blame_cpu(wcpu, ex);
         }
+        let untraced = if x.switch_untraced {
+            " (switch-in not traced: the end is its first event there)"
+        } else {
+            ""
+        };
         let what = format!(
-            "{} woken by the timer, runnable on CPU{wcpu}, then ran",
+            "{} woken by the timer, runnable on CPU{wcpu}, then ran{untraced}",
             eng.task(x.tid)
         );
         // A wakeup before the expiry (a self-reported period) sits at offset 0.
