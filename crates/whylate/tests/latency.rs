@@ -685,19 +685,7 @@ fn a_late_timer_under_one_long_syscall_is_an_inferred_irqs_off_section() {
  busy-9 [001] ....1 1.004010: sys_exit: NR 16 = 0
  busy-9 [001] d..2. 1.004020: sched_switch: prev_comm=busy prev_pid=9 prev_prio=120 prev_state=R ==> next_comm=p next_pid=7 next_prio=120
 ";
-    use whylate::explain::{explain_timers, TimerOptions};
-    let p = tmp("inferred.txt", t);
-    let r = explain_timers(
-        &[p.to_path_buf()],
-        &OpenOptions::default(),
-        &TimerOptions {
-            deadline_ns: Some(1_000_000),
-            top: 1,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    let j = serde_json::to_value(&r).unwrap();
+    let j = timers_json("inferred.txt", t, 1_000_000);
     assert_eq!(j["cycles"]["misses"], 1);
     let c = &j["causes"][0];
     assert_eq!(c["category"], "irqs-off (inferred)", "{}", j["causes"]);
@@ -723,18 +711,19 @@ fn woken_on_an_idle_cpu(switch: bool) -> Value {
         t += " <idle>-0 [001] d..2. 1.001800: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=p next_pid=7 next_prio=120\n";
     }
     t += " p-7 [001] ....1 1.001800: sys_exit: NR 230 = 0\n";
+    timers_json("idle-wake.txt", &t, 500_000)
+}
+
+/// `explain --timer --deadline` of `text` (in a file named `name`), as JSON.
+fn timers_json(name: &str, text: &str, deadline_ns: u64) -> Value {
     use whylate::explain::{explain_timers, TimerOptions};
-    let p = tmp("idle-wake.txt", &t);
-    let r = explain_timers(
-        &[p.to_path_buf()],
-        &OpenOptions::default(),
-        &TimerOptions {
-            deadline_ns: Some(500_000),
-            top: 1,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let p = tmp(name, text);
+    let o = TimerOptions {
+        deadline_ns: Some(deadline_ns),
+        top: 1,
+        ..Default::default()
+    };
+    let r = explain_timers(&[p.to_path_buf()], &OpenOptions::default(), &o).unwrap();
     serde_json::to_value(&r).unwrap()
 }
 

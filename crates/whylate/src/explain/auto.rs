@@ -2,9 +2,9 @@
 //! handlers, irqs-off sections, deferred softirqs, slow work, late timers), each one a
 //! one-link miss explained by the engine.
 
-use super::blame::scale;
+use super::blame::{scale, untraced_rest};
 use super::driver::{assemble, Findings, Framing, Tally};
-use super::engine::{Engine, LinkKind, RawLink};
+use super::engine::{untraced_words, Engine, LinkKind, RawLink};
 use super::report::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss, Window};
 use super::timer::{timer_findings, TimerOptions};
 use crate::dist::median;
@@ -161,7 +161,10 @@ fn cpu_waits(eng: &Engine<'_>, found: &mut Vec<Miss>) {
         let l = RawLink::wait(LinkKind::Run, sp.start[i], sp.end[i], sp.cpu[i], tid);
         let ex = d - u;
         let mut held = eng.holds(&l, sp.end[i] - ex, sp.end[i]);
-        scale(&mut held, ex);
+        let inferred = sp.flags[i] & span::INFERRED != 0;
+        if !(inferred && untraced_rest(&mut held, ex, sp.cpu[i])) {
+            scale(&mut held, ex);
+        }
         let by = if sp.aux[i] != NONE {
             let e = &tl.edges[sp.aux[i] as usize];
             format!(
@@ -171,7 +174,13 @@ fn cpu_waits(eng: &Engine<'_>, found: &mut Vec<Miss>) {
         } else {
             String::new()
         };
-        let what = format!("{}{} waited for CPU{}", eng.task(tid), by, sp.cpu[i]);
+        let what = format!(
+            "{}{} waited for CPU{}{}",
+            eng.task(tid),
+            by,
+            sp.cpu[i],
+            untraced_words(inferred)
+        );
         let mut lk = link("wakeup", sp.start[i], sp.cpu[i], what, d, u, held);
         lk.waiter = Some(Culprit::task(tl, eng.s, tid, sp.cpu[i]));
         // Real-time waits rank first: they are the ones a deadline usually hangs on.

@@ -164,6 +164,19 @@ pub(super) fn scale(held: &mut [Hold], ex: u64) {
     }
 }
 
+/// A wait whose end is inferred (its task's switch onto the CPU is not in the trace):
+/// what the trace shows on the CPU keeps its own time, and the rest of the excess `ex` is
+/// `switch-in-untraced`, a blind spot, rather than scaled onto what was seen. False when
+/// the holds already cover `ex` (they are then scaled like any other).
+pub(super) fn untraced_rest(held: &mut Vec<Hold>, ex: u64, cpu: u32) -> bool {
+    let seen: u64 = held.iter().map(|h| h.ns).sum();
+    if seen >= ex {
+        return false;
+    }
+    held.push(Hold::on_cpu("switch-in-untraced", cpu, ex - seen));
+    true
+}
+
 /// The holds of a softirq's pending time: what ran instead of ksoftirqd is a deferral
 /// (`deferred-to-ksoftirqd`, when it waited for the CPU), else the softirq waited for an
 /// interrupt exit or bh enable (`softirq-pending`).

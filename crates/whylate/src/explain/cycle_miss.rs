@@ -2,7 +2,7 @@
 //! excess over the usual chain and what held it up, CPUs that recorded nothing, the time
 //! no link covers, and where the chain stood at the deadline when no reply came.
 
-use super::blame::{as_pending, scale};
+use super::blame::{as_pending, scale, untraced_rest};
 use super::blame::{gap_cause, silent_cpu, uncovered};
 use super::cutter::{Cycle, Options};
 use super::driver::{PerMiss, Tally};
@@ -187,10 +187,12 @@ impl MissCx<'_> {
             if let Some(k) = l.deferred {
                 as_pending(&mut hs, k);
             }
-            if hs.iter().map(|h| h.ns).sum::<u64>() == 0 {
-                hs = vec![Hold::on_cpu("unknown", l.cpu, excess)];
+            if !(l.untraced_end && untraced_rest(&mut hs, excess, l.cpu)) {
+                if hs.iter().map(|h| h.ns).sum::<u64>() == 0 {
+                    hs = vec![Hold::on_cpu("unknown", l.cpu, excess)];
+                }
+                scale(&mut hs, excess);
             }
-            scale(&mut hs, excess);
             hs.sort_by_key(|h| std::cmp::Reverse(h.ns));
             if !nested {
                 b.counted.push((l.cpu, l.start, stop));

@@ -36,6 +36,9 @@ pub(super) struct RawLink {
     /// A softirq pending: `Some(true)` while its ksoftirqd waited for the CPU (the time
     /// is a deferral), `Some(false)` with no ksoftirqd waiting.
     pub(super) deferred: Option<bool>,
+    /// A wait for a CPU whose end is inferred: no sched_switch put the task on the CPU,
+    /// and the wait ends at its first event there ([`span::INFERRED`]).
+    pub(super) untraced_end: bool,
 }
 
 impl RawLink {
@@ -53,7 +56,18 @@ impl RawLink {
             preempted: false,
             irq: None,
             deferred: None,
+            untraced_end: false,
         }
+    }
+}
+
+/// What a wait's words add when its end is inferred ([`span::INFERRED`]): the task's
+/// switch onto the CPU is not in the trace, so the wait ends at its first event there.
+pub(super) fn untraced_words(inferred: bool) -> &'static str {
+    if inferred {
+        " (switch-in not traced: the end is its first event there)"
+    } else {
+        ""
     }
 }
 
@@ -227,6 +241,7 @@ impl<'a> Engine<'a> {
             preempted: false,
             irq,
             deferred: None,
+            untraced_end: false,
         }
     }
 
@@ -293,6 +308,7 @@ impl<'a> Engine<'a> {
                         preempted: false,
                         irq: None,
                         deferred: None,
+                        untraced_end: false,
                     });
                 }
                 _ => {}
@@ -339,13 +355,15 @@ impl<'a> Engine<'a> {
                 cpu: sp.cpu[i],
                 tid: sp.tid[i],
                 what: format!(
-                    "{} runnable on CPU{}{by}, then ran",
+                    "{} runnable on CPU{}{by}, then ran{}",
                     self.task(sp.tid[i]),
-                    sp.cpu[i]
+                    sp.cpu[i],
+                    untraced_words(sp.flags[i] & span::INFERRED != 0)
                 ),
                 preempted: cause == RunCause::Preempted,
                 irq: None,
                 deferred: None,
+                untraced_end: sp.flags[i] & span::INFERRED != 0,
             });
         }
         links.sort_by_key(|l| (l.start, l.end));
@@ -437,14 +455,16 @@ impl<'a> Engine<'a> {
                         String::new()
                     };
                     format!(
-                        "{} runnable on CPU{}{by}, then ran",
+                        "{} runnable on CPU{}{by}, then ran{}",
                         self.task(sp.tid[i]),
-                        sp.cpu[i]
+                        sp.cpu[i],
+                        untraced_words(sp.flags[i] & span::INFERRED != 0)
                     )
                 },
                 preempted: cause == RunCause::Preempted,
                 irq: None,
                 deferred: None,
+                untraced_end: sp.flags[i] & span::INFERRED != 0,
             });
         }
         links.sort_by_key(|l| (l.start, l.end));

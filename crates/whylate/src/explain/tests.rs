@@ -676,3 +676,84 @@ fn network_events_match_the_packet_by_skb_address() {
     assert_eq!(r.causes[0].category, "deferred-to-ksoftirqd");
     assert_eq!(r.causes[0].culprit.pid, Some(60));
 }
+
+/// Ten cycles: client `c-5` writes a request on CPU0 and sleeps; worker `w-40` on CPU1
+/// wakes it 10 us later and it runs 10 us after that. In cycle 6 it waits 900 us: irq 16
+/// runs on CPU0 from +100 to +400 us, and the switch from idle to the client is not
+/// traced (as on a guest whose idle exits record none), so its wait ends at its first
+/// event, the read's return at +910.
+fn untraced_wakeup_chain() -> String {
+    use testkit::line;
+    let sw = |p: &str, n: &str| format!("sched_switch: {p} ==> {n}");
+    let (c, idle0) = (
+        "prev_comm=c prev_pid=5 prev_prio=120 prev_state=S",
+        "next_comm=swapper/0 next_pid=0 next_prio=120",
+    );
+    let mut t = String::new();
+    for k in 0..10u64 {
+        let at = 1_000_000 + k * 2_000;
+        let slow = k == 6;
+        t += &line(at, 0, "c-5", "....1", "sys_write(fd: 3, buf: 0, count: 7)");
+        t += &line(at + 5, 0, "c-5", "d..2.", &sw(c, idle0));
+        t += &line(
+            at + 10,
+            1,
+            "w-40",
+            "d..3.",
+            "sched_waking: comm=c pid=5 prio=120 target_cpu=000",
+        );
+        let ran = if slow { at + 910 } else { at + 20 };
+        if slow {
+            t += &line(
+                at + 100,
+                0,
+                "<idle>-0",
+                "d.h1.",
+                "irq_handler_entry: irq=16 name=dev",
+            );
+            t += &line(
+                at + 400,
+                0,
+                "<idle>-0",
+                "d.h1.",
+                "irq_handler_exit: irq=16 ret=handled",
+            );
+        } else {
+            let back = "prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R";
+            t += &line(
+                ran,
+                0,
+                "<idle>-0",
+                "d..2.",
+                &sw(back, "next_comm=c next_pid=5 next_prio=120"),
+            );
+        }
+        t += &line(ran + 1, 0, "c-5", "....1", "sys_read -> 0x1");
+    }
+    t
+}
+
+#[test]
+fn a_wakeup_whose_switch_in_is_not_traced_blames_only_what_the_trace_shows() {
+    let r = cycles_of(&untraced_wakeup_chain(), Some(500_000));
+    assert_eq!((r.cycles.count, r.cycles.misses), (10, 1));
+    // Up to the deadline (+500 us) the client waited from +20 (its usual 10 us after
+    // the wakeup): idle to +100, irq 16 to +400, then nothing the trace shows.
+    let causes: Vec<(&str, u64)> = (r.causes.iter())
+        .map(|c| (c.category.as_str(), c.total_excess_ns))
+        .collect();
+    assert_eq!(
+        causes,
+        vec![
+            ("hardirq", 300_000),
+            ("cpu-idle", 80_000),
+            ("switch-in-untraced", 100_000)
+        ]
+    );
+    let wakeup = (r.misses[0].chain.iter())
+        .find(|l| l.kind == "wakeup" && l.what.starts_with("c[5]"))
+        .unwrap();
+    assert!(wakeup
+        .what
+        .ends_with("(switch-in not traced: the end is its first event there)"));
+}

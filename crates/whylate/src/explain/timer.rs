@@ -1,9 +1,9 @@
 //! `--timer`: late hrtimer periods (requested expiry to the woken task running), the
 //! timer deadline policy, and why the interrupt or the wakeup came late.
 
-use super::blame::{one_syscall, scale, silent_cpu};
+use super::blame::{one_syscall, scale, silent_cpu, untraced_rest};
 use super::driver::{assemble, Findings, Framing, PerMiss, Tally};
-use super::engine::{Engine, LinkKind, RawLink};
+use super::engine::{untraced_words, Engine, LinkKind, RawLink};
 use super::report::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss, Window};
 use crate::dist::quantile;
 use crate::event::{Interner, Sym};
@@ -346,26 +346,16 @@ impl PeriodCx<'_> {
         if ex > 10_000 {
             let l = RawLink::wait(LinkKind::Run, ws, we, wcpu, x.tid);
             held = eng.holds(&l, we - ex, we);
-            let seen: u64 = held.iter().map(|h| h.ns).sum();
-            if x.switch_untraced && seen < ex {
-                // The wait's end is only the task's first event there: what the trace
-                // shows on the CPU keeps its own time, and the rest is not known, rather
-                // than scaled onto what was seen.
-                held.push(Hold::on_cpu("switch-in-untraced", wcpu, ex - seen));
-            } else {
+            if !(x.switch_untraced && untraced_rest(&mut held, ex, wcpu)) {
                 scale(&mut held, ex);
             }
             per.add_holds(&held);
             tally.blame_cpu(wcpu, ex);
         }
-        let untraced = if x.switch_untraced {
-            " (switch-in not traced: the end is its first event there)"
-        } else {
-            ""
-        };
         let what = format!(
-            "{} woken by the timer, runnable on CPU{wcpu}, then ran{untraced}",
-            eng.task(x.tid)
+            "{} woken by the timer, runnable on CPU{wcpu}, then ran{}",
+            eng.task(x.tid),
+            untraced_words(x.switch_untraced)
         );
         // A wakeup before the expiry (a self-reported period) sits at offset 0.
         let at = Link::mark("wakeup", ws.min(x.expiry), ws, Some(wcpu), what);
