@@ -160,25 +160,49 @@ impl Drop for Instance {
     }
 }
 
-/// Restores "tracefs not mounted" on drop when it was not mounted at creation.
+/// Unmounts on drop every tracefs mount that was not there at creation: perf mounts
+/// tracefs to read event formats (on this kernel by looking into debugfs/tracing, which
+/// automounts it there), and a killed recorder cannot unmount what it mounted.
 struct MountGuard {
-    was_mounted: bool,
+    before: Vec<String>,
 }
 
 impl MountGuard {
     fn new() -> Self {
         MountGuard {
-            was_mounted: Path::new(TRACEFS).join("instances").exists(),
+            before: tracefs_mounts(),
+        }
+    }
+
+    /// As if made when the mounts were `mounted` (a [`tracefs_state`]'s `mounted`).
+    fn since(mounted: &str) -> Self {
+        MountGuard {
+            before: (mounted.split(',').filter(|m| !m.is_empty()))
+                .map(str::to_string)
+                .collect(),
         }
     }
 }
 
 impl Drop for MountGuard {
     fn drop(&mut self) {
-        if !self.was_mounted && Path::new(TRACEFS).join("instances").exists() {
-            let _ = Command::new("umount").arg(TRACEFS).status();
+        for m in tracefs_mounts().iter().rev() {
+            if !self.before.contains(m) {
+                let _ = Command::new("umount").arg(m).status();
+            }
         }
     }
+}
+
+/// The mount points of tracefs, in mount order.
+fn tracefs_mounts() -> Vec<String> {
+    (std::fs::read_to_string("/proc/mounts")
+        .unwrap_or_default()
+        .lines())
+    .map(|l| l.split_whitespace().collect::<Vec<&str>>())
+    .filter(|f| f.len() > 2 && f[2] == "tracefs")
+    .map(|f| f[1].to_string())
+    .collect()
 }
 
 fn workload(extra: &[&str]) -> Command {
@@ -237,19 +261,27 @@ fn latency_json(args: &[&str], file: &Path) -> serde_json::Value {
 #[path = "../../../whylate/tests/common/report.rs"]
 mod report;
 
-/// tracefs as a test must leave it: mounted or not and, when mounted, the top-level
-/// files and the instance list.
+/// Where the recorder finds tracefs: the first mounted (from /proc/mounts), else
+/// [`TRACEFS`], where it mounts it.
+fn tracefs_root() -> PathBuf {
+    PathBuf::from(
+        tracefs_mounts()
+            .into_iter()
+            .next()
+            .unwrap_or(TRACEFS.into()),
+    )
+}
+
+/// tracefs as a test must leave it: where it is mounted (a look into debugfs/tracing
+/// automounts it there) and, when mounted, the top-level files and the instance list.
 fn tracefs_state() -> BTreeMap<String, String> {
-    let mounted = std::fs::read_to_string("/proc/mounts")
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l.split_whitespace().nth(2) == Some("tracefs"));
-    let mut m = if mounted {
-        tracefs_snapshot()
-    } else {
+    let mounts = tracefs_mounts();
+    let mut m = if mounts.is_empty() {
         BTreeMap::new()
+    } else {
+        tracefs_snapshot()
     };
-    m.insert("mounted".into(), mounted.to_string());
+    m.insert("mounted".into(), mounts.join(","));
     m
 }
 

@@ -194,26 +194,27 @@ pub(crate) fn record_restores_tracefs_after_sigint_a_bad_event_and_a_kill() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(before, tracefs_state(), "after Ctrl-C of record -- CMD");
-    // SIGKILL cannot be caught: the instance stays, and --reset removes it.
-    let child = Command::new(whylate())
-        .args(["record", "-e", "sched", "-o"])
-        .arg(dir.join("killed.dat"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let inst = Path::new(TRACEFS).join(format!("instances/whylate-{pid}"));
+    // SIGKILL cannot be caught: the instance stays, and --reset removes it. The recorder
+    // is killed also when a check fails first (a live recorder would outlast the test).
+    let child = KillOnDrop(
+        Command::new(whylate())
+            .args(["record", "-e", "sched", "-o"])
+            .arg(dir.join("killed.dat"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = child.0.id();
+    let inst = || tracefs_root().join(format!("instances/whylate-{pid}"));
     for _ in 0..100 {
-        if inst.exists() {
+        if inst().exists() {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    assert!(inst.exists(), "the recorder made its instance");
-    let mut child = child;
-    child.kill().unwrap();
-    child.wait().unwrap();
+    assert!(inst().exists(), "the recorder made its instance");
+    drop(child);
     let out = Command::new(whylate())
         .args(["record", "--reset"])
         .output()
@@ -225,13 +226,20 @@ pub(crate) fn record_restores_tracefs_after_sigint_a_bad_event_and_a_kill() {
         String::from_utf8_lossy(&out.stdout)
     );
     // The killed run could not unmount what it mounted.
-    let _m = MountGuard {
-        was_mounted: before["mounted"] == "true",
-    };
-    drop(_m);
+    drop(MountGuard::since(&before["mounted"]));
     assert_eq!(before, tracefs_state(), "after a kill and --reset");
     for f in std::fs::read_dir(dir).unwrap().flatten() {
         let n = f.file_name().to_string_lossy().to_string();
         assert!(!n.starts_with(".whylate-"), "spool file {n} left behind");
+    }
+}
+
+/// A child killed (and reaped) when dropped.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }

@@ -13,24 +13,25 @@ pub(super) struct Mount {
     pub(super) mounted_by_us: bool,
 }
 
+/// The first tracefs mounted, from /proc/mounts.
 pub(super) fn find_tracefs() -> Option<PathBuf> {
     let m = fs::read_to_string("/proc/mounts").ok()?;
-    for line in m.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() > 2 && f[2] == "tracefs" {
-            return Some(PathBuf::from(f[1]));
-        }
-    }
-    for line in m.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() > 2 && f[2] == "debugfs" {
-            let p = Path::new(f[1]).join("tracing");
-            if p.join("instances").is_dir() {
-                return Some(p);
-            }
-        }
-    }
-    None
+    (m.lines())
+        .map(|l| l.split_whitespace().collect::<Vec<&str>>())
+        .find(|f| f.len() > 2 && f[2] == "tracefs")
+        .map(|f| PathBuf::from(f[1]))
+}
+
+/// Tracing inside debugfs itself, as kernels before tracefs (4.1) kept it. Only asked on
+/// such kernels: on later ones `debugfs/tracing` is an automount, and looking into it
+/// would leave tracefs mounted there after the run.
+fn debugfs_tracing() -> Option<PathBuf> {
+    let m = fs::read_to_string("/proc/mounts").ok()?;
+    (m.lines())
+        .map(|l| l.split_whitespace().collect::<Vec<&str>>())
+        .filter(|f| f.len() > 2 && f[2] == "debugfs")
+        .map(|f| Path::new(f[1]).join("tracing"))
+        .find(|p| p.join("instances").is_dir())
 }
 
 pub(super) fn mount_tracefs() -> Result<Mount, RecordError> {
@@ -42,9 +43,15 @@ pub(super) fn mount_tracefs() -> Result<Mount, RecordError> {
     }
     let root = PathBuf::from("/sys/kernel/tracing");
     if !root.is_dir() {
-        return Err(RecordError::NoTracefs(
-            "/sys/kernel/tracing does not exist (kernel built without CONFIG_TRACING?)".into(),
-        ));
+        return match debugfs_tracing() {
+            Some(root) => Ok(Mount {
+                root,
+                mounted_by_us: false,
+            }),
+            None => Err(RecordError::NoTracefs(
+                "/sys/kernel/tracing does not exist (kernel built without CONFIG_TRACING?)".into(),
+            )),
+        };
     }
     let src = CString::new("nodev").expect("static");
     let target = CString::new("/sys/kernel/tracing").expect("static");
