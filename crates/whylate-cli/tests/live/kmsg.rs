@@ -45,7 +45,13 @@ fn dmesg_is_read_as_a_kernel_log_with_the_writers_times() {
             return;
         }
     };
-    let tag = format!("whylate-live-{}", std::process::id());
+    // Unique across runs: the kernel log keeps earlier runs' messages, and pids recur.
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    let tag = format!(
+        "whylate-live-{}-{}:",
+        std::process::id(),
+        now.map_or(0, |d| d.as_nanos())
+    );
     let mut kmsg = match std::fs::OpenOptions::new().write(true).open("/dev/kmsg") {
         Ok(f) => f,
         Err(e) => {
@@ -59,7 +65,7 @@ fn dmesg_is_read_as_a_kernel_log_with_the_writers_times() {
     for i in 0..N {
         let before = t0.elapsed().as_nanos() as i64;
         // One write is one record; `<6>` = KERN_INFO.
-        kmsg.write_all(format!("<6>{tag}: message {i} of {N}\n").as_bytes())
+        kmsg.write_all(format!("<6>{tag} message {i} of {N}\n").as_bytes())
             .unwrap();
         let after = t0.elapsed().as_nanos() as i64;
         clocks.push((before, after));
