@@ -734,6 +734,7 @@ fn a_wait_whose_switch_in_is_not_traced_is_blind_where_the_trace_shows_nothing()
     assert_eq!(j["cycles"]["misses"], 1);
     assert_eq!(j["causes"][0]["category"], "cpu-idle", "{}", j["causes"]);
     assert_eq!(j["causes"][0]["total_excess_ns"], 799_000);
+    assert_eq!(j["blind"], serde_json::json!([]));
     // Untraced: the CPU is seen idle up to its last event (1.001002), and from there to
     // p's first event when p got the CPU is unknown: said so, not scaled onto the idle
     // microsecond, and ranked after what the trace shows.
@@ -752,6 +753,11 @@ fn a_wait_whose_switch_in_is_not_traced_is_blind_where_the_trace_shows_nothing()
     assert_eq!(
         causes,
         vec![("cpu-idle", 1, 1_000), ("switch-in-untraced", 1, 798_000)]
+    );
+    // And once, under the verdict, for the CPU.
+    assert_eq!(
+        j["blind"][0].as_str().unwrap().split(';').next(),
+        Some("CPU1: no switch out of the idle task is recorded there, and 1 switch out of it is missing")
     );
     let wakeup = &j["misses"][0]["chain"][2];
     assert!(

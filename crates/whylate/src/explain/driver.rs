@@ -187,16 +187,25 @@ pub(super) fn rank(causes: FxHashMap<CauseKey, (u64, u64)>) -> Vec<CauseRow> {
     rows
 }
 
-/// Where the trace is blind, in words: each CPU whose data ends early, and from when.
+/// Where the trace is blind, in words: each CPU whose data ends early, and from when;
+/// each CPU that records no switch out of its idle task although tasks came out of it
+/// (a guest's kernel, here; a stray lost switch is said on its own link only).
 fn blind(tl: &Timeline) -> Vec<String> {
-    (tl.blind.iter())
-        .map(|b| {
-            format!(
-                "CPU{} from {} to the end ({} later): its data in the file is cut short; time there is not blamed on the workload",
-                b.cpu,
-                crate::units::secs(b.from),
-                crate::units::dur(tl.last_ts.saturating_sub(b.from))
-            )
-        })
-        .collect()
+    let cut = (tl.blind.iter()).map(|b| {
+        format!(
+            "CPU{} from {} to the end ({} later): its data in the file is cut short; time there is not blamed on the workload",
+            b.cpu,
+            crate::units::secs(b.from),
+            crate::units::dur(tl.last_ts.saturating_sub(b.from))
+        )
+    });
+    let a = &tl.anomalies;
+    let never = |cpu: &&u32| !a.traced_from_idle.contains_key(cpu);
+    let idle = (a.implicit_from_idle.iter().filter(|(c, _)| never(c))).map(|(cpu, n)| {
+        let (noun, verb) = if *n == 1 { ("switch", "is") } else { ("switches", "are") };
+        format!(
+            "CPU{cpu}: no switch out of the idle task is recorded there, and {n} {noun} out of it {verb} missing; a task's wait for that CPU ends at its first event there, and what the trace does not show of it is switch-in-untraced"
+        )
+    });
+    cut.chain(idle).collect()
 }

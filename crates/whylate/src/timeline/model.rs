@@ -3,6 +3,7 @@
 
 use crate::event::{Kind, Sym};
 use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
 
 /// "No index" for span and edge references.
 pub const NONE: u32 = u32::MAX;
@@ -305,6 +306,13 @@ pub struct ReportedLate {
 pub struct Anomalies {
     /// Tasks switched in with no sched_switch (implicit switch-ins).
     pub implicit_switches: u64,
+    /// Of those, per CPU: the ones out of the idle task (some guests record none there).
+    /// Said under explain's verdict, not in this summary's JSON.
+    #[serde(skip)]
+    pub implicit_from_idle: BTreeMap<u32, u64>,
+    /// Per CPU, the switches out of the idle task the trace does record.
+    #[serde(skip)]
+    pub traced_from_idle: BTreeMap<u32, u64>,
     /// sched_switch whose prev was not the task we thought was running.
     pub switch_mismatch: u64,
     /// Switch-ins of a task we last saw sleeping, with no wakeup in between.

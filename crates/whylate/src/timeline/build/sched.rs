@@ -20,6 +20,9 @@ impl Builder {
             } => {
                 self.tl.set_prio(*prev_pid, *prev_prio, ts);
                 self.tl.set_prio(*next_pid, *next_prio, ts);
+                if *prev_pid == 0 {
+                    *self.tl.anomalies.traced_from_idle.entry(cpu).or_default() += 1;
+                }
                 self.switch(
                     c,
                     ts,
@@ -107,6 +110,9 @@ impl Builder {
                 }
             }
             self.tl.anomalies.implicit_switches += 1;
+            if old == 0 {
+                *self.tl.anomalies.implicit_from_idle.entry(cpu).or_default() += 1;
+            }
         }
         let cs = &mut self.cpus[c];
         cs.curr = tid;
