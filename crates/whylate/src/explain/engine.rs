@@ -334,37 +334,9 @@ impl<'a> Engine<'a> {
             if !chain.contains(&sp.tid[i]) || sp.flags[i] & span::END_UNKNOWN != 0 {
                 continue;
             }
-            let name = norm_comm(self.s.get(self.tl.comm(sp.tid[i])));
-            let cause = RunCause::from_key(sp.key[i]);
-            let by = if sp.aux[i] != NONE {
-                let e = &tl.edges[sp.aux[i] as usize];
-                format!(
-                    " (woken by {})",
-                    self.ctx(e.from, e.from_tid, e.from_cpu, e.ts)
-                )
-            } else if cause == RunCause::Preempted {
-                " (preempted)".into()
-            } else {
-                String::new()
-            };
-            links.push(RawLink {
-                kind: LinkKind::Run,
-                key: key(LinkKind::Run, name),
-                start: sp.start[i],
-                end: sp.end[i],
-                cpu: sp.cpu[i],
-                tid: sp.tid[i],
-                what: format!(
-                    "{} runnable on CPU{}{by}, then ran{}",
-                    self.task(sp.tid[i]),
-                    sp.cpu[i],
-                    untraced_words(sp.flags[i] & span::INFERRED != 0)
-                ),
-                preempted: cause == RunCause::Preempted,
-                irq: None,
-                deferred: None,
-                untraced_end: sp.flags[i] & span::INFERRED != 0,
-            });
+            let mut l = self.run_link(i);
+            l.key = key(LinkKind::Run, std::mem::take(&mut l.key.1));
+            links.push(l);
         }
         links.sort_by_key(|l| (l.start, l.end));
         (links, chain)
@@ -402,6 +374,44 @@ impl<'a> Engine<'a> {
         out
     }
 
+    /// The wait for a CPU that runnable span `i` is: who woke it (or that it was
+    /// preempted), and whether its end is inferred. Its template key is its task's
+    /// normalised name, first of that name.
+    fn run_link(&self, i: usize) -> RawLink {
+        let (tl, sp) = (self.tl, &self.tl.spans);
+        let cause = RunCause::from_key(sp.key[i]);
+        let by = if sp.aux[i] != NONE {
+            let e = &tl.edges[sp.aux[i] as usize];
+            format!(
+                " (woken by {})",
+                self.ctx(e.from, e.from_tid, e.from_cpu, e.ts)
+            )
+        } else if cause == RunCause::Preempted {
+            " (preempted)".into()
+        } else {
+            String::new()
+        };
+        let inferred = sp.flags[i] & span::INFERRED != 0;
+        RawLink {
+            kind: LinkKind::Run,
+            key: (LinkKind::Run, norm_comm(self.s.get(tl.comm(sp.tid[i]))), 1),
+            start: sp.start[i],
+            end: sp.end[i],
+            cpu: sp.cpu[i],
+            tid: sp.tid[i],
+            what: format!(
+                "{} runnable on CPU{}{by}, then ran{}",
+                self.task(sp.tid[i]),
+                sp.cpu[i],
+                untraced_words(inferred)
+            ),
+            preempted: cause == RunCause::Preempted,
+            irq: None,
+            deferred: None,
+            untraced_end: inferred,
+        }
+    }
+
     /// All waits in `[s, h]`, whoever they belong to: for cycles whose chain the trace
     /// does not connect (device interrupts, untraced hand-offs).
     pub(super) fn all_waits(&self, s: u64, h: u64) -> Vec<RawLink> {
@@ -430,42 +440,7 @@ impl<'a> Engine<'a> {
             if sp.tid[i] <= 0 || sp.flags[i] & span::END_UNKNOWN != 0 {
                 continue;
             }
-            let cause = RunCause::from_key(sp.key[i]);
-            links.push(RawLink {
-                kind: LinkKind::Run,
-                key: (
-                    LinkKind::Run,
-                    norm_comm(self.s.get(self.tl.comm(sp.tid[i]))),
-                    1,
-                ),
-                start: sp.start[i],
-                end: sp.end[i],
-                cpu: sp.cpu[i],
-                tid: sp.tid[i],
-                what: {
-                    let by = if sp.aux[i] != NONE {
-                        let e = &tl.edges[sp.aux[i] as usize];
-                        format!(
-                            " (woken by {})",
-                            self.ctx(e.from, e.from_tid, e.from_cpu, e.ts)
-                        )
-                    } else if cause == RunCause::Preempted {
-                        " (preempted)".into()
-                    } else {
-                        String::new()
-                    };
-                    format!(
-                        "{} runnable on CPU{}{by}, then ran{}",
-                        self.task(sp.tid[i]),
-                        sp.cpu[i],
-                        untraced_words(sp.flags[i] & span::INFERRED != 0)
-                    )
-                },
-                preempted: cause == RunCause::Preempted,
-                irq: None,
-                deferred: None,
-                untraced_end: sp.flags[i] & span::INFERRED != 0,
-            });
+            links.push(self.run_link(i));
         }
         links.sort_by_key(|l| (l.start, l.end));
         links
