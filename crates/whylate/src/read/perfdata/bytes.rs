@@ -59,16 +59,31 @@ pub(super) enum Data {
     Window(Window),
 }
 
-/// The bytes `[base, base + buf.len())` of a file read through cursors: from the earliest
-/// record still held to the scan, refilled 4 MiB at a time and trimmed as records go out.
+/// The bytes of a compressed file's data section read through cursors, from the chunk of
+/// the earliest record still held to the scan: chunks of `step` bytes (4 MiB) by offset
+/// from the section's start, each also holding the last [`OVERLAP`] bytes before it, so a
+/// record (at most 64 KiB) that runs past its chunk's end is whole in the next one. Chunks
+/// go as soon as every record left starts after them: no grown buffer twice the live
+/// bytes, and no live bytes moved down.
 pub(super) struct Window {
     src: Bytes,
-    pub(super) buf: Vec<u8>,
-    pub(super) base: usize,
-    /// Bytes read at least per fill (4 MiB), and dead bytes at least per compaction
-    /// (32 MiB); tests make them small.
+    chunks: std::collections::VecDeque<Chunk>,
+    /// The section's start (chunk `i` owns `[start + i * step, start + (i + 1) * step)`).
+    start: usize,
+    /// The index of `chunks[0]`, and the offset loaded up to.
+    first: usize,
+    loaded: usize,
+    /// Bytes per chunk (4 MiB; tests make it small, down to [`OVERLAP`]).
     pub(super) step: usize,
-    pub(super) dead: usize,
+}
+
+/// Bytes a record can span past its start: perf's record size is 16 bits.
+const OVERLAP: usize = 1 << 16;
+
+/// One chunk: the bytes `[base, base + buf.len())`.
+struct Chunk {
+    base: usize,
+    buf: Vec<u8>,
 }
 
 impl Data {
@@ -83,20 +98,21 @@ impl Data {
             Bytes::File(f) => unsafe { memmap2::Mmap::map(f) }.ok().map(Data::Map),
             Bytes::Unpacked(u) => Some(Data::Window(Window {
                 src: Bytes::Unpacked(u.clone()),
-                buf: Vec::new(),
-                base: start as usize,
+                chunks: Default::default(),
+                start: start as usize,
+                first: 0,
+                loaded: start as usize,
                 step: 4 << 20,
-                dead: 32 << 20,
             })),
         }
     }
 
-    /// Bytes `a..b` (file offsets), loaded by [`Data::load`] before.
+    /// Bytes `a..b` (file offsets, at most 64 KiB), loaded by [`Data::load`] before.
     #[inline]
     pub(super) fn get(&self, a: usize, b: usize) -> &[u8] {
         match self {
             Data::Map(m) => &m[a..b],
-            Data::Window(w) => &w.buf[a - w.base..b - w.base],
+            Data::Window(w) => w.get(a, b),
         }
     }
 
@@ -105,7 +121,7 @@ impl Data {
     pub(super) fn load(&mut self, b: usize, end: usize) -> Result<(), String> {
         match self {
             Data::Map(_) => Ok(()),
-            Data::Window(w) if b <= w.base + w.buf.len() => Ok(()),
+            Data::Window(w) if b <= w.loaded => Ok(()),
             Data::Window(w) => w.fill(b, end),
         }
     }
@@ -121,35 +137,61 @@ impl Data {
                     m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, from, upto - from)
                 };
             }
-            // Moving the live bytes down costs their size: done when at least as many
-            // dead ones (and 32 MiB) go, it costs at most what is read.
-            Data::Window(w) => {
-                let k = upto.saturating_sub(w.base).min(w.buf.len());
-                if k >= w.dead.max(w.buf.len() - k) {
-                    w.buf.drain(..k);
-                    w.base += k;
-                }
-            }
+            Data::Window(w) => w.release(upto),
         }
     }
 }
 
 impl Window {
-    /// Reads on to at least `b`, a step of 4 MiB at least, never past `end`.
+    /// The chunk that holds `a..b` whole: `a`'s own chunk, or the next one when the bytes
+    /// run past its end (the next one starts [`OVERLAP`] bytes early).
+    #[inline]
+    fn get(&self, a: usize, b: usize) -> &[u8] {
+        let i = (a - self.start) / self.step - self.first;
+        let mut c = &self.chunks[i];
+        if b > c.base + c.buf.len() {
+            c = &self.chunks[i + 1];
+        }
+        &c.buf[a - c.base..b - c.base]
+    }
+
+    /// Reads on, a chunk at a time, until the bytes up to `b` are loaded, never past `end`.
     fn fill(&mut self, b: usize, end: usize) -> Result<(), String> {
-        let have = self.base + self.buf.len();
-        let want = b.max(have + self.step).min(end);
-        if want < b {
+        if b > end {
             return Err(format!("byte {b} is past the data section's end ({end})"));
         }
-        let old = self.buf.len();
-        self.buf.resize(old + (want - have), 0);
-        self.src
-            .read_exact_at(&mut self.buf[old..], have as u64)
-            .map_err(|e| {
-                self.buf.truncate(old);
-                format!("reading the data section at byte {have}: {e}")
-            })
+        while self.loaded < b {
+            let own = self.loaded;
+            let upto = (own + self.step - (own - self.start) % self.step).min(end);
+            let mut buf = Vec::with_capacity(OVERLAP + upto - own);
+            if let Some(prev) = self.chunks.back() {
+                buf.extend_from_slice(&prev.buf[prev.buf.len().saturating_sub(OVERLAP)..]);
+            }
+            let base = own - buf.len();
+            let have = buf.len();
+            buf.resize(have + (upto - own), 0);
+            self.src
+                .read_exact_at(&mut buf[have..], own as u64)
+                .map_err(|e| format!("reading the data section at byte {own}: {e}"))?;
+            if self.chunks.is_empty() {
+                self.first = (own - self.start) / self.step;
+            }
+            self.chunks.push_back(Chunk { base, buf });
+            self.loaded = upto;
+        }
+        Ok(())
+    }
+
+    /// Drops the chunks that end at or before `upto` (no record left starts in them).
+    fn release(&mut self, upto: usize) {
+        while self.chunks.len() > 1 {
+            let ends = self.start + (self.first + 1) * self.step;
+            if ends > upto {
+                break;
+            }
+            self.chunks.pop_front();
+            self.first += 1;
+        }
     }
 }
 
@@ -157,38 +199,45 @@ impl Window {
 mod tests {
     use super::*;
 
-    /// The window serves any loaded bytes by file offset, refills in steps, and moves its
-    /// live bytes down only when at least as many dead ones go.
+    /// The window serves any loaded bytes by file offset (a record past its chunk's end
+    /// from the next chunk), reads a chunk at a time, and drops the chunks no record left
+    /// starts in.
     #[test]
-    fn a_window_refills_and_compacts() {
+    fn a_window_reads_chunks_and_drops_them() {
         let tmp = tempfile::tempdir().unwrap();
-        let bytes: Vec<u8> = (0..200_000u32).map(|i| (i % 253) as u8).collect();
+        let bytes: Vec<u8> = (0..400_000u32).map(|i| (i % 253) as u8).collect();
         let z = tmp.path().join("w.zst");
         std::fs::write(&z, zstd::bulk::compress(&bytes, 3).unwrap()).unwrap();
         let u = std::sync::Arc::new(unpack::Unpacked::open(&z).unwrap().unwrap());
-        let mut d = Data::of(&Bytes::Unpacked(u), (1000, 199_000)).unwrap();
+        let mut d = Data::of(&Bytes::Unpacked(u), (1000, 399_000)).unwrap();
+        let step = OVERLAP;
         if let Data::Window(w) = &mut d {
-            (w.step, w.dead) = (4096, 8192);
+            w.step = step;
         }
-        let end = 200_000;
+        let end = 400_000;
+        // (first chunk's index, chunks held, bytes loaded up to)
         let window = |d: &Data| match d {
-            Data::Window(w) => (w.base, w.buf.len()),
+            Data::Window(w) => (w.first, w.chunks.len(), w.loaded),
             Data::Map(_) => unreachable!(),
         };
         d.load(1010, end).unwrap();
-        assert_eq!(window(&d), (1000, 4096));
-        d.load(30_000, end).unwrap();
-        assert_eq!(d.get(29_000, 30_000), &bytes[29_000..30_000]);
-        assert_eq!(window(&d), (1000, 29_000));
-        // 5000 dead bytes, fewer than the 8192 a move needs: kept.
-        d.release(0, 6000);
-        assert_eq!(window(&d), (1000, 29_000));
-        // 20_000 dead, 9000 live: moved down.
-        d.release(0, 21_000);
-        assert_eq!(window(&d), (21_000, 9000));
-        assert_eq!(d.get(21_000, 30_000), &bytes[21_000..30_000]);
-        d.load(200_000, end).unwrap();
-        assert_eq!(d.get(199_990, 200_000), &bytes[199_990..]);
-        assert!(d.load(200_001, end).is_err());
+        assert_eq!(window(&d), (0, 1, 1000 + step));
+        // A record across the first chunk's end comes whole from the second.
+        let a = 1000 + step - 100;
+        d.load(a + 5000, end).unwrap();
+        assert_eq!(window(&d), (0, 2, 1000 + 2 * step));
+        assert_eq!(d.get(a, a + 5000), &bytes[a..a + 5000]);
+        assert_eq!(d.get(2000, 2100), &bytes[2000..2100]);
+        // Released up to inside the second chunk: the first goes, the second stays.
+        d.release(0, 1000 + step + 10);
+        assert_eq!(window(&d), (1, 1, 1000 + 2 * step));
+        assert_eq!(d.get(a + 200, a + 300), &bytes[a + 200..a + 300]);
+        d.load(end, end).unwrap();
+        assert_eq!(window(&d), (1, 6, end));
+        assert_eq!(d.get(399_990, 400_000), &bytes[399_990..]);
+        assert!(d.load(400_001, end).is_err());
+        // The last chunk always stays.
+        d.release(0, end);
+        assert_eq!(window(&d), (6, 1, end));
     }
 }
