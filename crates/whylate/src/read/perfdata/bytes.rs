@@ -75,6 +75,9 @@ pub(super) struct Window {
     loaded: usize,
     /// Bytes per chunk (4 MiB; tests make it small, down to [`OVERLAP`]).
     pub(super) step: usize,
+    /// The most chunks held at once (tests check the bound).
+    #[cfg(test)]
+    most: usize,
 }
 
 /// Bytes a record can span past its start: perf's record size is 16 bits.
@@ -103,6 +106,8 @@ impl Data {
                 first: 0,
                 loaded: start as usize,
                 step: 4 << 20,
+                #[cfg(test)]
+                most: 0,
             })),
         }
     }
@@ -177,9 +182,19 @@ impl Window {
                 self.first = (own - self.start) / self.step;
             }
             self.chunks.push_back(Chunk { base, buf });
+            #[cfg(test)]
+            {
+                self.most = self.most.max(self.chunks.len());
+            }
             self.loaded = upto;
         }
         Ok(())
+    }
+
+    /// The most chunks held at once so far.
+    #[cfg(test)]
+    pub(super) fn most_chunks(&self) -> usize {
+        self.most
     }
 
     /// Drops the chunks that end at or before `upto` (no record left starts in them).

@@ -627,8 +627,10 @@ impl Fast {
         }
     }
 
-    /// Scans records up to the next FINISHED_ROUND (or the end) into `round`.
+    /// Scans records up to the next FINISHED_ROUND (or the end) into `round`, after
+    /// giving back what the records already out were read from.
     fn scan_round(&mut self) {
+        self.release();
         while self.pos + 8 <= self.end {
             let off = self.pos;
             if let Err(why) = self.data.load(off + 8, self.end) {
@@ -666,10 +668,7 @@ impl Fast {
                         "a record as long as its attr's sample_type says",
                     ),
                 },
-                REC_FINISHED_ROUND => {
-                    self.finish_round(false);
-                    return self.release();
-                }
+                REC_FINISHED_ROUND => return self.finish_round(false),
                 REC_COMPRESSED | REC_COMPRESSED2 => self.smp.diag.bad(
                     0,
                     format!("record at byte {off}").as_bytes(),
@@ -833,13 +832,58 @@ mod tests {
         assert_eq!(fa.diag().unparsed, 0);
     }
 
-    /// A zstd perf.data read in place: the data section through a window refilled a few
-    /// KiB at a time and compacted as rounds go out yields what the mapped file yields,
-    /// with two cursors (the feature table at the end, then the file from its start).
+    /// `bytes` (a perf.data at `p`) with its data section's records sorted by time and a
+    /// FINISHED_ROUND after every `n`, the feature sections after it moved along: many
+    /// small rounds that each let the one before go, as a long recording that perf kept
+    /// up with has (the example's 1.2 MB are nearly one round, its CPUs' runs overlapping).
+    fn in_rounds(p: &Path, bytes: &[u8], n: usize) -> Vec<u8> {
+        let r = PerfData::open(p, File::open(p).unwrap(), 16).unwrap();
+        let Mode::Fast(f) = &r.mode else {
+            panic!("the fast path")
+        };
+        let at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap()) as usize;
+        let (start, size) = (at(40), at(48));
+        let (mut recs, mut pos, mut last) = (Vec::new(), start, 0);
+        while pos < start + size {
+            let len = u16::from_le_bytes([bytes[pos + 6], bytes[pos + 7]]) as usize;
+            let r = &bytes[pos..pos + len];
+            let ty = u32::from_le_bytes(r[..4].try_into().unwrap());
+            if ty != REC_FINISHED_ROUND {
+                last = f.time_of(r, ty == REC_SAMPLE).flatten().unwrap_or(last);
+                recs.push((last, r));
+            }
+            pos += len;
+        }
+        recs.sort_by_key(|x| x.0);
+        let mut out = bytes[..start].to_vec();
+        for (k, (_, r)) in recs.iter().enumerate() {
+            out.extend_from_slice(r);
+            if k % n == n - 1 {
+                out.extend_from_slice(&[68, 0, 0, 0, 0, 0, 8, 0]);
+            }
+        }
+        let grew = out.len() - pos;
+        out[48..56].copy_from_slice(&((size + grew) as u64).to_le_bytes());
+        // The feature table: an (offset, size) pair per feature bit set.
+        let features: u32 = (0..4).map(|i| (at(72 + 8 * i) as u64).count_ones()).sum();
+        for f in 0..features as usize {
+            let o = pos + 16 * f;
+            out.extend_from_slice(&((at(o) + grew) as u64).to_le_bytes());
+            out.extend_from_slice(&bytes[o + 8..o + 16]);
+        }
+        out.extend_from_slice(&bytes[pos + 16 * features as usize..]);
+        out
+    }
+
+    /// A zstd perf.data read in place: the data section through a window read in 64 KiB
+    /// chunks, dropped as rounds go out, yields what the mapped file yields, with two
+    /// cursors (the feature table at the end, then the file from its start).
     #[test]
     fn a_zstd_perf_data_read_through_a_window_yields_what_the_map_yields() {
         let tmp = tmp();
         let (p, bytes) = example(tmp.path());
+        let bytes = in_rounds(&p, &bytes, 2000);
+        std::fs::write(&p, &bytes).unwrap();
         let mut s = Interner::new();
         // A small reorder window, so rounds let records go and bytes are given back.
         let (want, _) = all(
@@ -857,7 +901,19 @@ mod tests {
             panic!("a window")
         };
         (w.step, f.release_step) = (1 << 16, 16384);
+        // perf's rule holds a round until the next one ends, and what went out is given
+        // back before the round after is read: at most two rounds of 2000 records (about
+        // 200 KiB each) in 64 KiB chunks, 8 with partial ones (11 when the bytes went only
+        // after each round was sorted, while the round before was still held).
         let (got, r) = all(r, &mut s);
+        let Mode::Fast(f) = &r.mode else {
+            unreachable!()
+        };
+        let Data::Window(w) = &f.data else {
+            unreachable!()
+        };
+        let most = w.most_chunks();
+        assert!(most <= 9, "{most} chunks held at once");
         assert_eq!(got.len(), want.len());
         for (i, (x, y)) in got.iter().zip(&want).enumerate() {
             assert_eq!(x, y, "event {i}");
