@@ -480,7 +480,8 @@ struct Fast {
     /// One layout when every attr has the same; else one per attr (all have IDENTIFIER,
     /// so a record's attr is found from its first or last u64).
     lays: Vec<Layout>,
-    /// The scan can take every record's time from `lays[0]` without finding its attr.
+    /// The scan can take every record's time and CPU from `lays[0]` without finding its
+    /// attr.
     scan_same: bool,
     /// Sample id → attr index, when there are several attrs.
     ids: FxHashMap<u64, usize>,
@@ -505,6 +506,19 @@ struct Fast {
     /// that comes after its round still finds its place.
     window: usize,
     reordered: u64,
+    /// Each CPU's latest sample time (`u64::MAX`: none yet), when every record carries its
+    /// time, every sample its CPU, and the file says how many CPUs were online. A CPU's buffer is read in order, so nothing earlier
+    /// than the earliest of these is still to come: records up to it may go before the
+    /// round ends, where perf's rule would hold them (a recording whose last rounds drain
+    /// whole buffers of 64 MiB holds two of them otherwise).
+    cpu_last: Option<Vec<u64>>,
+    /// CPUs online when the file was recorded, and how many of them have had a sample:
+    /// until each has, one not yet seen may still have earlier records to come.
+    cpus: usize,
+    cpus_seen: usize,
+    /// The latest time let out ahead of perf's rule: a record earlier than it means some
+    /// CPU's buffer was not in order, and the per-CPU rule is dropped for the rest.
+    early: u64,
     eof: bool,
     slot: Option<Event>,
     smp: Samples,
@@ -527,8 +541,12 @@ impl Fast {
     ) -> Fast {
         let attrs = rd.perf_file.event_attributes();
         let (start, size) = (start as usize, size as usize);
+        let cpu_rule = by_cpu(&lays);
+        let cpus = rd.perf_file.nr_cpus().ok().flatten();
+        let cpus = cpus.map_or(0, |n| n.nr_cpus_online as usize);
         let scan_same = lays.iter().all(|l| {
-            (l.time, l.trail, l.trail_time) == (lays[0].time, lays[0].trail, lays[0].trail_time)
+            (l.time, l.cpu, l.trail, l.trail_time)
+                == (lays[0].time, lays[0].cpu, lays[0].trail, lays[0].trail_time)
         });
         let ids = attrs
             .iter()
@@ -556,6 +574,10 @@ impl Fast {
             perf_last: 0,
             window,
             reordered: 0,
+            cpu_last: (cpu_rule && cpus > 0).then(Vec::new),
+            cpus,
+            cpus_seen: 0,
+            early: 0,
             eof: false,
             slot: None,
             smp,
@@ -627,6 +649,17 @@ impl Fast {
         }
     }
 
+    /// The CPU of sample `r`, when its layout has one.
+    #[inline]
+    fn cpu_of(&self, r: &[u8]) -> Option<u32> {
+        let l = if self.scan_same {
+            &self.lays[0]
+        } else {
+            self.keys().layout(r, true)?
+        };
+        u32_at(r, l.cpu?)
+    }
+
     /// Scans records up to the next FINISHED_ROUND (or the end) into `round`, after
     /// giving back what the records already out were read from.
     fn scan_round(&mut self) {
@@ -657,8 +690,12 @@ impl Fast {
             match ty {
                 REC_SAMPLE | REC_COMM | REC_LOST => match self.time_of(r, ty == REC_SAMPLE) {
                     Some(Some(ts)) => {
+                        let cpu = (ty == REC_SAMPLE).then(|| self.cpu_of(r)).flatten();
                         self.max_ts = self.max_ts.max(ts);
                         self.round.push((ts, off));
+                        if self.per_cpu(cpu, ts) {
+                            return self.finish_part();
+                        }
                     }
                     // perf delivers an untimed record as it comes: "now" in its order.
                     Some(None) => self.round.push((self.perf_last, off)),
@@ -710,8 +747,77 @@ impl Fast {
         }
     }
 
+    /// Notes sample time `ts` on `cpu`; true when enough of the round is scanned for the
+    /// per-CPU rule to let some of it go.
+    #[inline]
+    fn per_cpu(&mut self, cpu: Option<u32>, ts: u64) -> bool {
+        let Some(last) = &mut self.cpu_last else {
+            return false;
+        };
+        if ts < self.early {
+            self.cpu_last = None;
+            return false;
+        }
+        if let Some(c) = cpu.map(|c| c as usize).filter(|&c| c < 1 << 16) {
+            if last.len() <= c {
+                last.resize(c + 1, u64::MAX);
+            }
+            self.cpus_seen += usize::from(last[c] == u64::MAX);
+            last[c] = ts;
+        }
+        self.round.len() >= PART
+    }
+
+    /// The time up to which every CPU's buffer has been read (0 without the per-CPU rule,
+    /// or while a CPU has had no sample yet).
+    fn cpus_read_to(&self) -> u64 {
+        let Some(last) = self
+            .cpu_last
+            .as_ref()
+            .filter(|_| self.cpus_seen >= self.cpus)
+        else {
+            return 0;
+        };
+        last.iter()
+            .filter(|&&t| t != u64::MAX)
+            .min()
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Lets out, mid-round, the held records no CPU can still precede.
+    fn finish_part(&mut self) {
+        self.merge_round();
+        self.let_out(self.cpus_read_to(), false);
+    }
+
+    /// Sets how many held records may go: those up to `limit`, less the ones the window
+    /// keeps (all of them at the end).
+    fn let_out(&mut self, limit: u64, last: bool) {
+        let n = count_from_back(&self.held, |&(ts, _)| ts <= limit);
+        self.ready = if last {
+            self.held.len()
+        } else {
+            n.min(self.held.len().saturating_sub(self.window))
+        };
+        if self.ready > 0 && !last {
+            self.early = self.early.max(self.held[self.ready - 1].0);
+        }
+    }
+
     /// Puts the round's records in their place among those held and sets how many may go.
     fn finish_round(&mut self, last: bool) {
+        self.merge_round();
+        let limit = self.next_flush;
+        self.next_flush = self.max_ts;
+        // What perf's rule has let out by now: everything up to the round before's latest
+        // time (that record is held or went out earlier).
+        self.perf_last = self.perf_last.max(limit);
+        self.let_out(limit.max(self.cpus_read_to()), last);
+    }
+
+    /// Sorts the records scanned since the last merge into those held.
+    fn merge_round(&mut self) {
         // A round is a few sorted runs (one per CPU buffer): the stable sort merges runs.
         // Offsets make keys unique, so equal times keep file order, as in perf.
         self.round.sort();
@@ -734,17 +840,6 @@ impl Fast {
             }
             self.round.clear();
         }
-        let limit = self.next_flush;
-        self.next_flush = self.max_ts;
-        let n = count_from_back(&self.held, |&(ts, _)| ts <= limit);
-        if n > 0 {
-            self.perf_last = self.perf_last.max(self.held[n - 1].0);
-        }
-        self.ready = if last {
-            self.held.len()
-        } else {
-            n.min(self.held.len().saturating_sub(self.window))
-        };
     }
 
     /// The next due record decoded into the slot; None at the end.
@@ -765,6 +860,21 @@ impl Fast {
             self.scan_round();
         }
     }
+}
+
+/// Records of one round scanned at most before the per-CPU rule lets some go: rounds are
+/// usually tens of records, and only a drained backlog reaches this.
+#[cfg(not(test))]
+const PART: usize = 1 << 16;
+/// Small in tests, so that the example's rounds of thousands are let out in parts.
+#[cfg(test)]
+const PART: usize = 500;
+
+/// Whether the per-CPU rule can be used: every sample has its time and CPU, and every
+/// other record its time (`sample_id_all`).
+fn by_cpu(lays: &[Layout]) -> bool {
+    lays.iter()
+        .all(|l| l.time.is_some() && l.cpu.is_some() && l.trail_time.is_some())
 }
 
 /// The system's page size.
@@ -832,11 +942,11 @@ mod tests {
         assert_eq!(fa.diag().unparsed, 0);
     }
 
-    /// `bytes` (a perf.data at `p`) with its data section's records sorted by time and a
-    /// FINISHED_ROUND after every `n`, the feature sections after it moved along: many
-    /// small rounds that each let the one before go, as a long recording that perf kept
-    /// up with has (the example's 1.2 MB are nearly one round, its CPUs' runs overlapping).
-    fn in_rounds(p: &Path, bytes: &[u8], n: usize) -> Vec<u8> {
+    /// `bytes` (a perf.data at `p`) with its data section's records re-laid: sorted by
+    /// `key` (of each record's time and CPU; other records are CPU 0's) with a
+    /// FINISHED_ROUND after every `n` (none when `n` is 0), the feature sections after it
+    /// moved along.
+    fn relaid(p: &Path, bytes: &[u8], key: impl Fn(u64, u32) -> (u64, u64), n: usize) -> Vec<u8> {
         let r = PerfData::open(p, File::open(p).unwrap(), 16).unwrap();
         let Mode::Fast(f) = &r.mode else {
             panic!("the fast path")
@@ -850,7 +960,8 @@ mod tests {
             let ty = u32::from_le_bytes(r[..4].try_into().unwrap());
             if ty != REC_FINISHED_ROUND {
                 last = f.time_of(r, ty == REC_SAMPLE).flatten().unwrap_or(last);
-                recs.push((last, r));
+                let cpu = (ty == REC_SAMPLE).then(|| f.cpu_of(r)).flatten();
+                recs.push((key(last, cpu.unwrap_or(0)), r));
             }
             pos += len;
         }
@@ -858,7 +969,7 @@ mod tests {
         let mut out = bytes[..start].to_vec();
         for (k, (_, r)) in recs.iter().enumerate() {
             out.extend_from_slice(r);
-            if k % n == n - 1 {
+            if n > 0 && k % n == n - 1 {
                 out.extend_from_slice(&[68, 0, 0, 0, 0, 0, 8, 0]);
             }
         }
@@ -875,22 +986,11 @@ mod tests {
         out
     }
 
-    /// A zstd perf.data read in place: the data section through a window read in 64 KiB
-    /// chunks, dropped as rounds go out, yields what the mapped file yields, with two
-    /// cursors (the feature table at the end, then the file from its start).
-    #[test]
-    fn a_zstd_perf_data_read_through_a_window_yields_what_the_map_yields() {
-        let tmp = tmp();
-        let (p, bytes) = example(tmp.path());
-        let bytes = in_rounds(&p, &bytes, 2000);
-        std::fs::write(&p, &bytes).unwrap();
-        let mut s = Interner::new();
-        // A small reorder window, so rounds let records go and bytes are given back.
-        let (want, _) = all(
-            PerfData::open(&p, File::open(&p).unwrap(), 16).unwrap(),
-            &mut s,
-        );
-        let z = tmp.path().join("frob.perf.data.zst");
+    /// `path` compressed with zstd beside it, read through a window of 64 KiB chunks, with
+    /// the per-CPU rule or perf's alone: the events, and the most chunks held at once.
+    fn through_window(path: &Path, s: &mut Interner, per_cpu: bool) -> (Vec<Event>, usize) {
+        let bytes = std::fs::read(path).unwrap();
+        let z = path.with_extension("zst");
         std::fs::write(&z, zstd::bulk::compress(&bytes, 3).unwrap()).unwrap();
         let u = std::sync::Arc::new(unpack::Unpacked::open(&z).unwrap().unwrap());
         let mut r = PerfData::open_unpacked(&z, u, 16, None).unwrap();
@@ -901,24 +1001,79 @@ mod tests {
             panic!("a window")
         };
         (w.step, f.release_step) = (1 << 16, 16384);
-        // perf's rule holds a round until the next one ends, and what went out is given
-        // back before the round after is read: at most two rounds of 2000 records (about
-        // 200 KiB each) in 64 KiB chunks, 8 with partial ones (11 when the bytes went only
-        // after each round was sorted, while the round before was still held).
-        let (got, r) = all(r, &mut s);
+        if !per_cpu {
+            f.cpu_last = None;
+        }
+        let (got, r) = all(r, s);
+        assert_eq!(r.unpack_cost().map(|c| c.1), Some(2));
         let Mode::Fast(f) = &r.mode else {
             unreachable!()
         };
         let Data::Window(w) = &f.data else {
             unreachable!()
         };
-        let most = w.most_chunks();
+        (got, w.most_chunks())
+    }
+
+    /// A recording where perf fell behind ends with rounds that drain whole buffers, one
+    /// CPU's after the other. Laid out so (the example as one round: CPU 0's records, then
+    /// CPU 1's), perf's rule would hold all of it; each CPU's buffer being in order, what
+    /// no CPU can precede goes as the second CPU's records come, so about one CPU's share
+    /// is held. The events are the generic reader's, in its order.
+    #[test]
+    fn a_drained_backlog_goes_out_as_every_cpu_passes_it() {
+        let tmp = tmp();
+        let (p, bytes) = example(tmp.path());
+        let bytes = relaid(&p, &bytes, |t, cpu| (u64::from(cpu), t), 0);
+        std::fs::write(&p, &bytes).unwrap();
+        let mut s = Interner::new();
+        let (want, _) = all(
+            PerfData::open_generic(&p, File::open(&p).unwrap(), 1 << 16).unwrap(),
+            &mut s,
+        );
+        let (got, most) = through_window(&p, &mut s, true);
+        assert_eq!(got.len(), want.len());
+        for (i, (x, y)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(x, y, "event {i}");
+        }
+        // perf's rule alone holds every chunk (20) to the end; this, 14.
+        let (_, all_held) = through_window(&p, &mut s, false);
+        assert!(all_held >= bytes.len() >> 16, "{all_held}");
+        assert!(
+            most * 4 <= all_held * 3,
+            "{most} of {all_held} chunks held at once"
+        );
+    }
+
+    /// A zstd perf.data read in place: the data section through a window read in 64 KiB
+    /// chunks, dropped as rounds go out, yields what the mapped file yields, with two
+    /// cursors (the feature table at the end, then the file from its start).
+    #[test]
+    fn a_zstd_perf_data_read_through_a_window_yields_what_the_map_yields() {
+        let tmp = tmp();
+        let (p, bytes) = example(tmp.path());
+        let bytes = relaid(&p, &bytes, |t, _| (t, 0), 2000);
+        std::fs::write(&p, &bytes).unwrap();
+        let mut s = Interner::new();
+        // A small reorder window, so rounds let records go and bytes are given back.
+        let (want, _) = all(
+            PerfData::open(&p, File::open(&p).unwrap(), 16).unwrap(),
+            &mut s,
+        );
+        // perf's rule alone holds a round until the next one ends, and what went out is
+        // given back before the round after is read: at most two rounds of 2000 records
+        // (about 200 KiB each) in 64 KiB chunks, 8 with partial ones (11 when the bytes
+        // went only after each round was sorted, while the round before was still held).
+        let (got, most) = through_window(&p, &mut s, false);
         assert!(most <= 9, "{most} chunks held at once");
         assert_eq!(got.len(), want.len());
         for (i, (x, y)) in got.iter().zip(&want).enumerate() {
             assert_eq!(x, y, "event {i}");
         }
-        assert_eq!(r.unpack_cost().map(|c| c.1), Some(2));
+        // With the per-CPU rule, records go before their round ends too.
+        let (got, fewer) = through_window(&p, &mut s, true);
+        assert_eq!(got, want);
+        assert!(fewer < most, "{fewer} chunks held at once");
     }
 
     /// Flipped bytes in the data section: counted or cut short, never a panic, and the fast
