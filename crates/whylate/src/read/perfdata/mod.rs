@@ -507,17 +507,19 @@ struct Fast {
     window: usize,
     reordered: u64,
     /// Each CPU's latest sample time (`u64::MAX`: none yet), when every record carries its
-    /// time, every sample its CPU, and the file says how many CPUs were online. A CPU's buffer is read in order, so nothing earlier
-    /// than the earliest of these is still to come: records up to it may go before the
-    /// round ends, where perf's rule would hold them (a recording whose last rounds drain
-    /// whole buffers of 64 MiB holds two of them otherwise).
+    /// time, every sample its CPU, and the file says how many CPUs were online. A CPU's
+    /// buffer is read in order, so nothing earlier than the earliest of these is still to
+    /// come: records up to it may go before the round ends, where perf's rule would hold
+    /// them (a recording whose last rounds drain whole buffers of 64 MiB holds two of
+    /// them otherwise).
     cpu_last: Option<Vec<u64>>,
     /// CPUs online when the file was recorded, and how many of them have had a sample:
     /// until each has, one not yet seen may still have earlier records to come.
     cpus: usize,
     cpus_seen: usize,
-    /// The latest time let out ahead of perf's rule: a record earlier than it means some
-    /// CPU's buffer was not in order, and the per-CPU rule is dropped for the rest.
+    /// The latest time let out: a record earlier than it came after its place (a CPU's
+    /// buffer not in order, or a round perf itself prints late), and the per-CPU rule is
+    /// dropped for the rest of the file.
     early: u64,
     eof: bool,
     slot: Option<Event>,
