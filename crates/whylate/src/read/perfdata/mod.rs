@@ -1047,6 +1047,57 @@ mod tests {
         );
     }
 
+    /// `bytes` (a perf.data) with the `k`-th record of its data section moved to the
+    /// section's end (sizes and offsets unchanged).
+    fn moved_to_end(bytes: &[u8], k: usize) -> Vec<u8> {
+        let at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap()) as usize;
+        let (start, end) = (at(40), at(40) + at(48));
+        let mut pos = start;
+        for _ in 0..k {
+            pos += u16::from_le_bytes([bytes[pos + 6], bytes[pos + 7]]) as usize;
+        }
+        let len = u16::from_le_bytes([bytes[pos + 6], bytes[pos + 7]]) as usize;
+        let mut out = bytes[..pos].to_vec();
+        out.extend_from_slice(&bytes[pos + len..end]);
+        out.extend_from_slice(&bytes[pos..pos + len]);
+        out.extend_from_slice(&bytes[end..]);
+        out
+    }
+
+    /// A record that comes after records later than it went out (a CPU's buffer out of
+    /// order) turns the per-CPU rule off, and is said: counted as out of order.
+    #[test]
+    fn a_record_after_its_place_turns_the_per_cpu_rule_off() {
+        let tmp = tmp();
+        let (p, bytes) = example(tmp.path());
+        let sorted = relaid(&p, &bytes, |t, _| (t, 0), 0);
+        std::fs::write(&p, moved_to_end(&sorted, 1000)).unwrap();
+        let mut s = Interner::new();
+        let generic = PerfData::open_generic(&p, File::open(&p).unwrap(), 16).unwrap();
+        let (want, _) = all(generic, &mut s);
+        let (got, r) = all(
+            PerfData::open(&p, File::open(&p).unwrap(), 16).unwrap(),
+            &mut s,
+        );
+        assert_eq!(got.len(), want.len());
+        let Mode::Fast(f) = &r.mode else {
+            panic!("the fast path")
+        };
+        assert!(f.cpu_last.is_none(), "the per-CPU rule is still on");
+        assert_eq!(r.order().unsorted, 1);
+        // Without the move, the rule stays on and nothing is out of order.
+        std::fs::write(&p, &sorted).unwrap();
+        let (_, r) = all(
+            PerfData::open(&p, File::open(&p).unwrap(), 16).unwrap(),
+            &mut s,
+        );
+        let Mode::Fast(f) = &r.mode else {
+            panic!("the fast path")
+        };
+        assert!(f.cpu_last.is_some());
+        assert_eq!(r.order().unsorted, 0);
+    }
+
     /// A zstd perf.data read in place: the data section through a window read in 64 KiB
     /// chunks, dropped as rounds go out, yields what the mapped file yields, with two
     /// cursors (the feature table at the end, then the file from its start).
