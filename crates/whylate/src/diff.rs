@@ -272,14 +272,7 @@ pub fn compare(pa: PathBuf, a: &ExplainReport, pb: PathBuf, b: &ExplainReport) -
             _ => "same",
         };
     }
-    let excess = |s: &Option<CauseSide>| s.as_ref().map_or(0, |x| x.total_excess_ns) as i128;
-    causes.sort_by(|x, y| {
-        let dx = (excess(&x.b) - excess(&x.a)).abs();
-        let dy = (excess(&y.b) - excess(&y.a)).abs();
-        dy.cmp(&dx)
-            .then(x.category.cmp(&y.category))
-            .then(x.culprit.cmp(&y.culprit))
-    });
+    order_causes(&mut causes);
 
     let cpus = cpu_diffs(&a.cpus, &b.cpus);
     let irqs = irq_moves(&a.cpus, &b.cpus);
@@ -479,8 +472,24 @@ fn named(category: &str, culprit: &str, cpu: Option<u32>) -> String {
 /// A cause that names something a fix can act on (a task, an interrupt, a softirq, a code
 /// path), as opposed to the machine itself (an idle or stalled CPU, a late timer with no
 /// visible reason, lost events).
+/// Causes by how much their excess moved, the blind spots last (as explain ranks them).
+fn order_causes(causes: &mut [CauseDiff]) {
+    let excess = |s: &Option<CauseSide>| s.as_ref().map_or(0, |x| x.total_excess_ns) as i128;
+    causes.sort_by(|x, y| {
+        let dx = (excess(&x.b) - excess(&x.a)).abs();
+        let dy = (excess(&y.b) - excess(&y.a)).abs();
+        let blind = |d: &CauseDiff| explain::is_blind_spot(&d.category);
+        blind(x)
+            .cmp(&blind(y))
+            .then(dy.cmp(&dx))
+            .then(x.category.cmp(&y.category))
+            .then(x.culprit.cmp(&y.culprit))
+    });
+}
+
+/// A cause a fix can act on: a named holder, not where the trace is blind.
 fn actionable(d: &CauseDiff) -> bool {
-    d.culprit != "-" && !d.culprit.is_empty()
+    d.culprit != "-" && !d.culprit.is_empty() && !explain::is_blind_spot(&d.category)
 }
 
 fn verdict(a: &ExplainReport, b: &ExplainReport, causes: &[CauseDiff], cpus: &[CpuDiff]) -> String {
@@ -611,6 +620,49 @@ fn moved(d: &CauseDiff, cpus: &[CpuDiff]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A cause with `a`/`b` ns of excess (None: absent on that side).
+    fn cause(category: &str, culprit: &str, a: Option<u64>, b: Option<u64>) -> CauseDiff {
+        let side = |ns: u64| CauseSide {
+            misses: 1,
+            total_excess_ns: ns,
+            share: 0.0,
+            label: culprit.to_string(),
+        };
+        CauseDiff {
+            category: category.to_string(),
+            culprit: culprit.to_string(),
+            cpu: Some(1),
+            status: "same",
+            a: a.map(side),
+            b: b.map(side),
+        }
+    }
+
+    /// Blind spots come after every cause, however much they moved, and are not what a
+    /// fix acts on.
+    #[test]
+    fn blind_spots_rank_last_and_are_not_actionable() {
+        let mut c = vec![
+            cause("switch-in-untraced", "CPU1", Some(1_000), Some(900_000)),
+            cause("runqueue-wait", "hog", Some(5_000), None),
+            cause("softirq", "softirq NET_RX", Some(400_000), Some(1_000)),
+            cause("trace-cut", "CPU0", None, Some(2_000_000)),
+        ];
+        order_causes(&mut c);
+        let order: Vec<&str> = c.iter().map(|d| d.category.as_str()).collect();
+        assert_eq!(
+            order,
+            [
+                "softirq",
+                "runqueue-wait",
+                "trace-cut",
+                "switch-in-untraced"
+            ]
+        );
+        let acts: Vec<bool> = c.iter().map(actionable).collect();
+        assert_eq!(acts, [true, true, false, false]);
+    }
 
     #[test]
     fn pids_are_stripped_but_other_brackets_stay() {

@@ -163,6 +163,12 @@ pub(super) fn assemble(tl: &Timeline, s: &Interner, frame: Framing, f: Findings)
 /// after every cause the trace does show.
 const BLINDNESS: [&str; 3] = ["trace-cut", "unknown-lost-events", "switch-in-untraced"];
 
+/// Whether a cause category says where the trace is blind (ranked after every cause,
+/// never offered as what to fix).
+pub fn is_blind_spot(category: &str) -> bool {
+    BLINDNESS.contains(&category)
+}
+
 /// Causes as rows, largest total first (ties by culprit, so the order is stable), the
 /// blind spots last.
 pub(super) fn rank(causes: FxHashMap<CauseKey, (u64, u64)>) -> Vec<CauseRow> {
@@ -178,7 +184,7 @@ pub(super) fn rank(causes: FxHashMap<CauseKey, (u64, u64)>) -> Vec<CauseRow> {
             share: ns as f64 / sum as f64,
         })
         .collect();
-    let blind = |r: &CauseRow| BLINDNESS.contains(&r.category.as_str());
+    let blind = |r: &CauseRow| is_blind_spot(&r.category);
     rows.sort_by(|a, b| {
         (blind(a).cmp(&blind(b)))
             .then(b.total_excess_ns.cmp(&a.total_excess_ns))
