@@ -77,14 +77,18 @@ fn sum_by_hand(
     want
 }
 
-/// The hand sums in the fleet's order: excess, then misses, descending; then names.
+/// The hand sums in the fleet's order: the blind spots last, excess, then misses,
+/// descending; then names.
 fn ranked(want: &Sums) -> Vec<(String, String, u64, u64, u64)> {
     let mut v: Vec<_> = want
         .iter()
         .map(|((c, k), (e, m, h))| (c.clone(), k.clone(), *e, *m, h.len() as u64))
         .collect();
+    let blind = |c: &str| ["trace-cut", "unknown-lost-events", "switch-in-untraced"].contains(&c);
     v.sort_by(|a, b| {
-        b.2.cmp(&a.2)
+        blind(&a.0)
+            .cmp(&blind(&b.0))
+            .then(b.2.cmp(&a.2))
             .then(b.3.cmp(&a.3))
             .then(a.0.cmp(&b.0))
             .then(a.1.cmp(&b.1))

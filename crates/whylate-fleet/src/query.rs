@@ -159,15 +159,22 @@ pub fn modes() -> String {
         .into()
 }
 
-/// Causes ranked across the fleet: excess, misses, hosts affected, share of all excess.
+/// Causes ranked across the fleet: excess, misses, hosts affected, share of all excess;
+/// the blind spots (where traces could not see) after every cause, as explain ranks them.
 pub fn causes(o: &FleetOptions) -> String {
+    let blind: Vec<String> = whylate::explain::BLIND_SPOTS
+        .iter()
+        .map(|c| lit(c))
+        .collect();
     format!(
         "SELECT t.category, t.culprit, SUM(t.total_excess_ns) AS excess_ns, SUM(t.misses) AS misses, \
          COUNT(DISTINCT t.host) AS hosts, \
          CAST(SUM(t.total_excess_ns) AS DOUBLE) / NULLIF(SUM(SUM(t.total_excess_ns)) OVER (), 0) AS share \
          FROM {} t GROUP BY t.category, t.culprit \
-         ORDER BY excess_ns DESC, misses DESC, t.category, t.culprit LIMIT {}",
+         ORDER BY CASE WHEN t.category IN ({}) THEN 1 ELSE 0 END, \
+         excess_ns DESC, misses DESC, t.category, t.culprit LIMIT {}",
         causes_rel(o),
+        blind.join(", "),
         o.top
     )
 }

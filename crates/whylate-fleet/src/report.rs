@@ -253,7 +253,7 @@ fn group_causes_of(gc: &Rows) -> Vec<GroupCause> {
 }
 
 /// For each group and cause, its rate (misses it contributed to per 1000 samples) against
-/// the other group where it was rarest. Largest excess first.
+/// the other group where it was rarest. Largest excess first; blind spots left out.
 fn changes(groups: &[GroupRow], gc: &[GroupCause]) -> Vec<Change> {
     if groups.len() < 2 {
         return Vec::new();
@@ -275,6 +275,10 @@ fn changes(groups: &[GroupRow], gc: &[GroupCause]) -> Vec<Change> {
     };
     let mut out: Vec<(u64, Change)> = Vec::new();
     for ((category, culprit), per) in &by_cause {
+        // Where traces were blind is not a cause that appeared.
+        if whylate::explain::is_blind_spot(category) {
+            continue;
+        }
         // The two groups where the cause is rarest: each group's baseline is the rarest
         // other one (linear in groups: `--by host` may have thousands).
         let mut rarest: Vec<(f64, usize)> = groups
@@ -345,6 +349,7 @@ fn hosts_of(h: &Rows) -> Vec<HostRow> {
         .collect()
 }
 
+/// Each host's top cause: its largest by excess, blind spots left out.
 fn top_causes(hosts: &mut [HostRow], hc: &Rows) {
     let (h, cat, who, ex) = (
         hc.text("host"),
@@ -354,7 +359,11 @@ fn top_causes(hosts: &mut [HostRow], hc: &Rows) {
     );
     let mut best: BTreeMap<String, (u64, String)> = BTreeMap::new();
     for i in 0..hc.len() {
-        let label = cause_label(&s(cat[i].clone()), &s(who[i].clone()));
+        let category = s(cat[i].clone());
+        if whylate::explain::is_blind_spot(&category) {
+            continue;
+        }
+        let label = cause_label(&category, &s(who[i].clone()));
         let e = best.entry(s(h[i].clone())).or_insert((0, String::new()));
         let n = u(ex[i]);
         if n > e.0 || (n == e.0 && (e.1.is_empty() || label < e.1)) {
@@ -468,6 +477,8 @@ mod tests {
             c("new", "runqueue-wait", 5, 20),
             // too few to say: 2 misses
             c("new", "hardirq", 2, 5000),
+            // where traces were blind is not a cause, however much it appeared
+            c("new", "switch-in-untraced", 40, 9000),
         ];
         let ch = changes(&groups, &gc);
         let got: Vec<(&str, &str, &str, f64, &str)> = ch

@@ -160,13 +160,12 @@ pub(super) fn assemble(tl: &Timeline, s: &Interner, frame: Framing, f: Findings)
 }
 
 /// Categories that say where the trace is blind rather than what held the chain: ranked
-/// after every cause the trace does show.
-const BLINDNESS: [&str; 3] = ["trace-cut", "unknown-lost-events", "switch-in-untraced"];
+/// after every cause the trace does show, and never offered as what to fix.
+pub const BLIND_SPOTS: [&str; 3] = ["trace-cut", "unknown-lost-events", "switch-in-untraced"];
 
-/// Whether a cause category says where the trace is blind (ranked after every cause,
-/// never offered as what to fix).
+/// Whether a cause category is one of the [`BLIND_SPOTS`].
 pub fn is_blind_spot(category: &str) -> bool {
-    BLINDNESS.contains(&category)
+    BLIND_SPOTS.contains(&category)
 }
 
 /// Causes as rows, largest total first (ties by culprit, so the order is stable), the

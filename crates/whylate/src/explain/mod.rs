@@ -51,7 +51,7 @@ mod timer;
 pub use auto::*;
 pub use cutter::*;
 pub use cycles::*;
-pub use driver::is_blind_spot;
+pub use driver::{is_blind_spot, BLIND_SPOTS};
 pub use expect::*;
 pub use function::*;
 pub use kernlog::*;
