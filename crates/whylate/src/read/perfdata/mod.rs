@@ -767,7 +767,9 @@ impl Fast {
             self.cpus_seen += usize::from(last[c] == u64::MAX);
             last[c] = ts;
         }
-        self.round.len() >= PART
+        // A merge costs up to what is held (when the part's times reach back among it):
+        // parts of at least an eighth of that keep a round of millions linear.
+        self.round.len() >= PART.max(self.held.len() / 8)
     }
 
     /// The time up to which every CPU's buffer has been read (0 without the per-CPU rule,
