@@ -305,6 +305,13 @@ fn for_cause(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
             command: "whylate record -e latency,preemptirq:irq_disable,preemptirq:irq_enable   (needs CONFIG_PREEMPTIRQ_TRACEPOINTS)".into(),
             cost: "preemptirq events are frequent: a bigger buffer, more overhead while tracing".into(),
         }),
+        "irq-late" => out.push(Advice {
+            action: format!(
+                "The interrupt that carried the chain on reached CPU{cpu} late, after a stretch in which that CPU recorded nothing: tell a late sender or device from a CPU that could not take it (interrupts off, or a vCPU its host did not run)"
+            ),
+            command: "whylate record -e latency,preemptirq:irq_disable,preemptirq:irq_enable,ipi,irq_vectors   (and on a VM: grep '^cpu ' /proc/stat, 8th number: steal time)".into(),
+            cost: "preemptirq events are frequent: a bigger buffer, more overhead while tracing".into(),
+        }),
         "preemption-delay" => out.push(Advice {
             action: format!(
                 "A real-time task waited on CPU{cpu} for non-preemptible kernel code to finish"

@@ -7,7 +7,7 @@ use super::cutter::Cycle;
 use super::engine::{Engine, LinkKind, RawLink};
 use super::report::{Culprit, Hold};
 use crate::event::{Sym, SOFTIRQ_NAMES};
-use crate::timeline::{OccupantKind, NONE};
+use crate::timeline::{Ctx, OccupantKind, NONE};
 use crate::units::dur;
 use rustc_hash::FxHashSet;
 
@@ -77,6 +77,9 @@ pub(super) fn gap_cause(
                 dur(ns)
             );
             return ("hardirq", culprit, what);
+        }
+        if let Some(late) = late_interrupt(eng, links, a, b) {
+            return late;
         }
         return (
             "device/external",
@@ -441,4 +444,91 @@ fn longest_handler(eng: &Engine<'_>, a: u64, b: u64) -> Option<(u32, u32, u64)> 
                 .map(move |o| (o.id as u32, cpu, o.ns))
         })
         .max_by_key(|x| x.2)
+}
+
+/// A gap `[a, b]` that ended when the chain went on through an interrupt: the first
+/// softirq hand-off after it was raised in a hardirq on its CPU. When that CPU had
+/// recorded nothing (no switch, wakeup or softirq) for most of the gap while a task was on
+/// it, the interrupt either came late (the device, or the sender's IPI) or could not be
+/// taken there (interrupts off in that task's kernel code, or a vCPU the host did not
+/// run): the trace cannot say which, and `irq-late` says so instead of blaming the device.
+fn late_interrupt(
+    eng: &Engine<'_>,
+    links: &[RawLink],
+    a: u64,
+    b: u64,
+) -> Option<(&'static str, Culprit, String)> {
+    let tl = eng.tl;
+    let next = (links.iter())
+        .filter(|l| l.kind == LinkKind::Softirq && l.start >= b)
+        .min_by_key(|l| l.start)?;
+    let (cpu, at) = (next.cpu, next.start);
+    let name = next.key.1.split(' ').next().unwrap_or("");
+    let vec = SOFTIRQ_NAMES.iter().position(|n| *n == name)? as u8;
+    // The run the link waited for or is: raised by `at`, entered at or after it.
+    let runs = eng.softirq_runs.get(cpu as usize)?;
+    let n = runs.partition_point(|&i| tl.edges[i as usize].at < at);
+    let raise = (runs[n..].iter().take(8))
+        .map(|&i| &tl.edges[i as usize])
+        .find(|e| e.key == vec as u32 && e.ts <= at)?;
+    if !matches!(
+        tl.resolve(raise.from, raise.from_cpu, raise.ts),
+        Ctx::Hardirq { .. }
+    ) {
+        return None;
+    }
+    let last = last_activity(eng, cpu, raise.ts)?;
+    if (raise.ts.min(b)).saturating_sub(last.max(a)) * 2 < b - a {
+        return None;
+    }
+    let on = tl.occupants(cpu, last, raise.ts);
+    let top = on
+        .first()
+        .filter(|o| o.what == OccupantKind::Task && o.id > 0)?;
+    let task = eng.task(top.id as i32);
+    let what = format!(
+        "nothing on the chain moved for {} until an interrupt on CPU{cpu} raised {name} there; CPU{cpu} had recorded nothing for {} before it while {task} ran: the interrupt came late (the device or the sender), or CPU{cpu} could not take it (interrupts off, or the vCPU did not run); the trace cannot tell which",
+        dur(b - a),
+        dur(raise.ts - last),
+    );
+    let culprit = Culprit {
+        cpu: Some(cpu),
+        ..Default::default()
+    };
+    Some(("irq-late", culprit, what))
+}
+
+/// The last time `cpu` recorded a switch, a wakeup or a softirq before `t`.
+fn last_activity(eng: &Engine<'_>, cpu: u32, t: u64) -> Option<u64> {
+    let tl = eng.tl;
+    let sp = &tl.spans;
+    let runs = tl.runs_by_cpu.get(cpu as usize)?;
+    let n = runs.partition_point(|&i| sp.start[i as usize] < t);
+    let switch = (runs[..n].iter().rev().take(2))
+        .flat_map(|&i| [sp.start[i as usize], sp.end[i as usize]])
+        .filter(|&x| x < t)
+        .max();
+    let softirqs = eng.softirq_runs.get(cpu as usize)?;
+    let n = softirqs.partition_point(|&i| tl.edges[i as usize].at < t);
+    let softirq = (softirqs[..n].iter().rev().take(2))
+        .map(|&i| &tl.edges[i as usize])
+        .flat_map(|e| {
+            [
+                e.ts,
+                e.at,
+                if e.span != NONE {
+                    sp.end[e.span as usize]
+                } else {
+                    0
+                },
+            ]
+        })
+        .filter(|&x| x < t)
+        .max();
+    let n = eng.edges.partition_point(|&i| tl.edges[i as usize].ts < t);
+    let wakeup = (eng.edges[..n].iter().rev().take(4096))
+        .map(|&i| &tl.edges[i as usize])
+        .find(|e| e.from_cpu == cpu)
+        .map(|e| e.ts);
+    [switch, softirq, wakeup].into_iter().flatten().max()
 }

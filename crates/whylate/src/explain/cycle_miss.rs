@@ -60,9 +60,15 @@ impl MissCx<'_> {
         }
         let connected = links.iter().any(|l| l.end > l.start && l.start <= h);
         if !connected {
-            // The trace does not connect the chain (device interrupt, untraced hand-off):
-            // every wait inside the cycle is a suspect.
+            // The trace does not connect the chain up to the deadline (device interrupt,
+            // untraced hand-off): every wait inside the cycle is a suspect. A softirq found
+            // after the deadline still shows how the reply came (and `gap` weighs the
+            // silence before it).
+            let later: Vec<RawLink> = (links.into_iter())
+                .filter(|l| l.start > h && l.kind == LinkKind::Softirq)
+                .collect();
             links = eng.all_waits(c.start_ns, h);
+            links.extend(later);
         }
         let what = format!("{} by {}", self.o.from.text(), eng.task(c.tid));
         let mut chain = vec![Link::mark(
@@ -83,10 +89,9 @@ impl MissCx<'_> {
         }
         // Unconnected cycles list only the waits that matter.
         chain.extend(
-            weighed
-                .into_iter()
-                .flatten()
-                .filter(|l| connected || l.excess_ns > 0 || l.pending_at_deadline),
+            weighed.into_iter().flatten().filter(|l| {
+                connected || l.excess_ns > 0 || l.pending_at_deadline || l.after_deadline
+            }),
         );
         chain.extend(self.end_marks(c, &sp));
         chain.sort_by_key(|l| {

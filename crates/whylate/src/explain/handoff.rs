@@ -43,7 +43,7 @@ impl Engine<'_> {
             // After its last wakeup (or all along) the thread was on its CPU, where a
             // softirq run in its own context (bh enable, an interrupt exit over it) may
             // have delivered the reply: that run, and the backlog it worked through since
-            // the wakeup, are links; without a wakeup in the cycle they are all there is.
+            // the wakeup, are links.
             if depth == 0 {
                 let after = wake.map_or(s, |w| self.tl.edges[w].ts);
                 if let Some((cpu, run)) = self.own_softirq(tid, after, e) {
@@ -55,7 +55,10 @@ impl Engine<'_> {
                 }
             }
             let Some(w) = wake else {
-                if depth == 0 && out.links.is_empty() {
+                // Not woken in the cycle: it may have been waiting for its CPU since an
+                // earlier wakeup (for an earlier request), and could not reply before it
+                // ran, whatever ran in its context after.
+                if depth == 0 {
                     out.links.extend(self.waiting_since_before(tid, s, e));
                 }
                 break;
@@ -147,8 +150,12 @@ impl Engine<'_> {
         true
     }
 
-    /// The last softirq run in `tid`'s own context that began in `[a, e]`, with its CPU.
+    /// The last softirq run in `tid`'s own context that began in `[a, e]` and could have
+    /// carried data to it, with its CPU: HI, NET_RX, BLOCK, IRQ_POLL or TASKLET. The others
+    /// hand data on only by waking someone (timer callbacks), or never (NET_TX frees what
+    /// was sent, SCHED balances load, RCU runs callbacks after a grace period).
     fn own_softirq(&self, tid: i32, a: u64, e: u64) -> Option<(u32, &Edge)> {
+        const CARRIERS: [u32; 5] = [0, 3, 4, 5, 6];
         let tl = self.tl;
         (self.softirq_runs.iter().enumerate())
             .filter_map(|(cpu, runs)| {
@@ -156,7 +163,7 @@ impl Engine<'_> {
                 (runs[..n].iter().rev())
                     .map(|&i| &tl.edges[i as usize])
                     .take_while(|r| r.at >= a)
-                    .find(|r| r.to_tid == tid)
+                    .find(|r| r.to_tid == tid && CARRIERS.contains(&r.key))
                     .map(|r| (cpu as u32, r))
             })
             .max_by_key(|(_, r)| r.at)
@@ -173,6 +180,7 @@ impl Engine<'_> {
         if sp.end[i] > e || sp.flags[i] & span::END_UNKNOWN != 0 {
             return None;
         }
+        let inferred = sp.flags[i] & span::INFERRED != 0;
         Some(RawLink {
             key: (
                 LinkKind::Run,
@@ -183,12 +191,14 @@ impl Engine<'_> {
                 1,
             ),
             what: format!(
-                "{} runnable on CPU{} since before the request (not yet waiting for it), then ran",
+                "{} runnable on CPU{} since before the request (not yet waiting for it), then ran{}",
                 self.task(tid),
-                sp.cpu[i]
+                sp.cpu[i],
+                super::engine::untraced_words(inferred)
             ),
             preempted: crate::timeline::Cause::from_key(sp.key[i])
                 == crate::timeline::Cause::Preempted,
+            untraced_end: inferred,
             ..RawLink::wait(LinkKind::Run, s, sp.end[i], sp.cpu[i], tid)
         })
     }

@@ -137,7 +137,7 @@ fn anonymous(category: &str) -> &'static str {
         "unknown" => "(nothing the trace shows)",
         "device/external" => "(the device or peer: nothing on the CPUs)",
         "cpu-stalled" => "(the CPU did not run: host or lost events)",
-        "timer-irq-late" => "(no cause in the trace)",
+        "timer-irq-late" | "irq-late" => "(no cause in the trace)",
         "unknown-lost-events" => "(events lost there)",
         "trace-cut" => "(no data: file cut)",
         "switch-in-untraced" => "(when the task got the CPU is not traced)",

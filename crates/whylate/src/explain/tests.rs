@@ -633,6 +633,168 @@ fn a_receiver_not_yet_waiting_is_blamed_as_a_normal_task_behind_the_hog() {
 }
 
 #[test]
+fn a_timer_softirq_in_the_receivers_context_does_not_hide_its_wait_for_the_cpu() {
+    // As above, but the tick's TIMER softirq (raised in a hardirq over the hog at +2.9 ms)
+    // runs at the interrupt exit over rx once it has the CPU: a timer run in its context
+    // carries no datagram, so the chain is still rx's wait since before the request.
+    let l = testkit::line;
+    let mut t = testkit::udp_deferral(5, &[], 0);
+    let s = 1_010_000;
+    let timer = "vec=1 [action=TIMER]";
+    t += &l(
+        s - 300,
+        1,
+        "hog-60",
+        "d.h1.",
+        "sched_waking: comm=rx pid=7 prio=49 target_cpu=001",
+    );
+    t += &l(
+        s,
+        0,
+        "tx-5",
+        "....1",
+        "sys_sendto(fd: 4, buff: 0, len: 10, flags: 0, addr: 0, addr_len: 10)",
+    );
+    t += &l(
+        s + 2_900,
+        1,
+        "hog-60",
+        "d.h1.",
+        &format!("softirq_raise: {timer}"),
+    );
+    t += &l(s + 3_000, 1, "hog-60", "d..2.", "sched_switch: prev_comm=hog prev_pid=60 prev_prio=101 prev_state=R ==> next_comm=rx next_pid=7 next_prio=49");
+    t += &l(
+        s + 3_002,
+        1,
+        "rx-7",
+        "..s1.",
+        &format!("softirq_entry: {timer}"),
+    );
+    t += &l(
+        s + 3_004,
+        1,
+        "rx-7",
+        "..s1.",
+        &format!("softirq_exit: {timer}"),
+    );
+    t += &l(s + 3_010, 1, "rx-7", "....1", "sys_recvfrom -> 0xa");
+    t += &l(s + 3_020, 1, "rx-7", "d..2.", "sched_switch: prev_comm=rx prev_pid=7 prev_prio=49 prev_state=S ==> next_comm=hog next_pid=60 next_prio=101");
+    let r = udp_cycles(&t, Pairing::Fifo);
+    assert_eq!(r.cycles.misses, 1);
+    let m = &r.misses[0];
+    let wait = m.chain.iter().find(|l| l.kind == "wakeup").unwrap();
+    assert!(
+        wait.what.contains("since before the request"),
+        "{}",
+        wait.what
+    );
+    assert_eq!((wait.offset_ns, wait.duration_ns), (0, 3_000_000));
+    assert!(
+        !m.chain.iter().any(|l| l.what.contains("TIMER")),
+        "{:?}",
+        m.chain
+    );
+    let c = &r.causes[0];
+    assert_eq!(c.category, "preemption-delay", "{:?}", r.causes);
+    assert!(!r.causes.iter().any(|c| c.category == "device/external"));
+}
+
+/// Five usual datagrams; then one whose NET_RX is raised on CPU1 only 1.5 ms after the
+/// send, by an interrupt over the hog, after CPU1 last recorded something at
+/// `s + quiet_from` us (a wakeup the hog made).
+fn late_interrupt_trace(quiet_from: u64) -> String {
+    let l = testkit::line;
+    let mut t = testkit::udp_deferral(5, &[], 0);
+    let s = 1_010_000;
+    let net_rx = "vec=3 [action=NET_RX]";
+    t += &l(
+        s,
+        0,
+        "tx-5",
+        "....1",
+        "sys_sendto(fd: 4, buff: 0, len: 10, flags: 0, addr: 0, addr_len: 10)",
+    );
+    t += &l(
+        s + quiet_from,
+        1,
+        "hog-60",
+        "d..2.",
+        "sched_waking: comm=other pid=99 prio=120 target_cpu=000",
+    );
+    t += &l(
+        s + 1_500,
+        1,
+        "hog-60",
+        "d.h1.",
+        &format!("softirq_raise: {net_rx}"),
+    );
+    t += &l(
+        s + 1_501,
+        1,
+        "hog-60",
+        "..s1.",
+        &format!("softirq_entry: {net_rx}"),
+    );
+    t += &l(
+        s + 1_503,
+        1,
+        "hog-60",
+        "d.s3.",
+        "sched_waking: comm=rx pid=7 prio=49 target_cpu=001",
+    );
+    t += &l(
+        s + 1_505,
+        1,
+        "hog-60",
+        "..s1.",
+        &format!("softirq_exit: {net_rx}"),
+    );
+    t += &l(s + 1_507, 1, "hog-60", "d..2.", "sched_switch: prev_comm=hog prev_pid=60 prev_prio=101 prev_state=R ==> next_comm=rx next_pid=7 next_prio=49");
+    t += &l(s + 1_510, 1, "rx-7", "....1", "sys_recvfrom -> 0xa");
+    t += &l(s + 1_520, 1, "rx-7", "d..2.", "sched_switch: prev_comm=rx prev_pid=7 prev_prio=49 prev_state=S ==> next_comm=hog next_pid=60 next_prio=101");
+    t
+}
+
+#[test]
+fn an_interrupt_that_ends_a_cpus_silence_is_late_not_the_device() {
+    // CPU1 recorded nothing from +100 us until the interrupt at +1.5 ms that raised the
+    // NET_RX carrying the datagram: the interrupt came late or could not be taken there,
+    // which the trace cannot tell apart. Up to the deadline, 1 ms minus the usual 15 us
+    // of a cycle's uncovered time is that.
+    let r = udp_cycles(&late_interrupt_trace(100), Pairing::Fifo);
+    assert_eq!(r.cycles.misses, 1);
+    let c = &r.causes[0];
+    assert_eq!(
+        (c.category.as_str(), c.culprit.cpu),
+        ("irq-late", Some(1)),
+        "{:?}",
+        r.causes
+    );
+    let m = &r.misses[0];
+    let gap = m.chain.iter().find(|l| l.kind == "gap").unwrap();
+    assert!(
+        gap.what
+            .contains("CPU1 had recorded nothing for 1.400 ms before it while hog[60]"),
+        "{}",
+        gap.what
+    );
+    assert_eq!(gap.excess_ns, c.total_excess_ns);
+    // The NET_RX that carried it on is in the chain, after the deadline.
+    let net: Vec<_> = (m.chain.iter())
+        .filter(|l| l.kind == "softirq" && l.what.contains("NET_RX"))
+        .collect();
+    assert!(
+        !net.is_empty() && net.iter().all(|l| l.after_deadline && l.cpu == Some(1)),
+        "{:?}",
+        m.chain
+    );
+    // CPU1 recording something in the second half of the gap: its silence explains
+    // too little, and the wait is the device's (or the peer's) again.
+    let r = udp_cycles(&late_interrupt_trace(800), Pairing::Fifo);
+    assert_eq!(r.causes[0].category, "device/external", "{:?}", r.causes);
+}
+
+#[test]
 fn network_events_match_the_packet_by_skb_address() {
     // The deferral again, with each datagram's skb traced from sendto() (+5 us) to where
     // NET_RX took it: the link is the packet's own, not inferred from timing.
