@@ -2,11 +2,13 @@
 // receiver thread over loopback, each stamped with its send time (seed 002: a reply
 // that waits because the softirq that carries it waits).
 //
-//   udpping [--tx-cpu C] [--rx-cpu R] [--rx-fifo PRIO] [--every-us P] [--count N]
-//           [--log FILE]
+//   udpping [--tx-cpu C] [--rx-cpu R] [--rx-fifo PRIO] [--tx-fifo PRIO] [--every-us P]
+//           [--count N] [--log FILE]
 //
-// The sender (thread "udpping-tx", pinned to C) sends datagram i at start + i*P with
-// sendto(); the receiver ("udpping-rx", pinned to R, SCHED_FIFO PRIO when given) blocks in
+// The sender (thread "udpping-tx", pinned to C, SCHED_FIFO PRIO when given) sends datagram
+// i at start + i*P with sendto(); one that falls behind that schedule (a busy CPU C) sends
+// the overdue datagrams back to back, so --tx-fifo keeps the probe's traffic the same
+// whatever else runs on C. The receiver ("udpping-rx", pinned to R, SCHED_FIFO PRIO when given) blocks in
 // recvfrom(). With Receive Packet Steering on lo set to R, every datagram crosses to R and
 // is delivered by the NET_RX softirq there. Each datagram carries its sequence number and
 // the sender's CLOCK_MONOTONIC time just before sendto(); the receiver reads the clock
@@ -35,7 +37,7 @@ struct stamp {
     uint64_t send_ns;
 };
 
-static long tx_cpu = 0, rx_cpu = 1, rx_fifo = 0, every_us = 2000, count = 1000;
+static long tx_cpu = 0, rx_cpu = 1, rx_fifo = 0, tx_fifo = 0, every_us = 2000, count = 1000;
 static int tx_fd, rx_fd;
 static uint64_t *send_ns, *recv_ns;
 static volatile int rx_ready;
@@ -53,14 +55,17 @@ static void pin(long cpu) {
     if (sched_setaffinity(0, sizeof s, &s)) perror("udpping: sched_setaffinity");
 }
 
+static void fifo(long prio) {
+    if (prio <= 0) return;
+    struct sched_param p = {.sched_priority = (int)prio};
+    if (sched_setscheduler(0, SCHED_FIFO, &p)) perror("udpping: SCHED_FIFO (root?)");
+}
+
 static void *receiver(void *arg) {
     (void)arg;
     prctl(PR_SET_NAME, "udpping-rx");
     pin(rx_cpu);
-    if (rx_fifo > 0) {
-        struct sched_param p = {.sched_priority = (int)rx_fifo};
-        if (sched_setscheduler(0, SCHED_FIFO, &p)) perror("udpping: SCHED_FIFO (root?)");
-    }
+    fifo(rx_fifo);
     // On its CPU with its policy: from here it runs as soon as it is woken.
     __atomic_store_n(&rx_ready, 1, __ATOMIC_RELEASE);
     for (;;) {
@@ -83,6 +88,7 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "--tx-cpu")) tx_cpu = atol(v);
         else if (!strcmp(a, "--rx-cpu")) rx_cpu = atol(v);
         else if (!strcmp(a, "--rx-fifo")) rx_fifo = atol(v);
+        else if (!strcmp(a, "--tx-fifo")) tx_fifo = atol(v);
         else if (!strcmp(a, "--every-us")) every_us = atol(v);
         else if (!strcmp(a, "--count")) count = atol(v);
         else if (!strcmp(a, "--log")) log = v;
@@ -108,6 +114,7 @@ int main(int argc, char **argv) {
     if (pthread_create(&rx, NULL, receiver, NULL)) { perror("udpping: pthread_create"); return 1; }
     prctl(PR_SET_NAME, "udpping-tx");
     pin(tx_cpu);
+    fifo(tx_fifo);
     // The receiver first needs its CPU, which a hog may hold for a long time before it
     // is real-time: wait until it is, then give it time to block in recvfrom.
     while (!__atomic_load_n(&rx_ready, __ATOMIC_ACQUIRE)) usleep(1000);

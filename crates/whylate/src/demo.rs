@@ -70,7 +70,7 @@ impl Scenario {
             (Scenario::Timer, true) => "seed 004 mitigated: the periodic thread runs SCHED_FIFO 50, the hog stays",
             (Scenario::Softirq, false) => "seeds 002/003: a 1.33 ms SCHED_FIFO periodic thread on CPU1; a loopback UDP flood from CPU0 is steered to CPU1 (RPS), where its NET_RX softirq runs ahead of any task; a period is late past 300 us",
             (Scenario::Softirq, true) => "seeds 002/003 mitigated: the same flood, received on CPU0 (RPS off CPU1)",
-            (Scenario::Deferral, false) => "seed 002 over the network stack: a datagram every 2.3 ms from CPU0 to a SCHED_FIFO receiver on CPU1 (RPS); bursts of a filtered flood outlast a NET_RX run, the rest is deferred to ksoftirqd/1, which waits behind a nice -19 task there; a datagram is late past 1 ms",
+            (Scenario::Deferral, false) => "seed 002 over the network stack: a datagram every 2.3 ms from a SCHED_FIFO sender on CPU0 to a SCHED_FIFO receiver on CPU1 (RPS); bursts of a filtered flood outlast a NET_RX run, the rest is deferred to ksoftirqd/1, which waits behind a nice -19 task there; a datagram is late past 1 ms",
             (Scenario::Deferral, true) => "seed 002 mitigated: the nice -19 task moved to CPU0, so ksoftirqd/1 runs when it is woken",
         }
     }
@@ -453,6 +453,10 @@ fn deferral(
         "1",
         "--rx-fifo",
         "50",
+        // A sender behind its schedule sends what is overdue back to back: real-time, it
+        // keeps to it when --mitigate moves the task onto its CPU.
+        "--tx-fifo",
+        "40",
         "--every-us",
         "2300",
         "--count",
