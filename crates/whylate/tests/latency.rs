@@ -695,6 +695,61 @@ fn a_late_timer_under_one_long_syscall_is_an_inferred_irqs_off_section() {
     assert_eq!(c["total_excess_ns"], 3_500_000u64);
 }
 
+#[test]
+fn a_period_whose_task_had_not_run_when_the_trace_ended_is_no_sample() {
+    // Two periods of p on CPU1: the first runs 20 us after its expiry; the second's timer
+    // fires 10 us late and wakes p, and the trace ends 2 ms later with p still waiting
+    // behind `busy`. Its lateness is not known: it is left out, not counted as 10 us
+    // (which a watch window ending mid-wait would then have settled as on time), and its
+    // window stays unfinished.
+    let t = "\
+ p-7 [001] d..1. 1.000000: hrtimer_start: hrtimer=00000000000000aa function=hrtimer_wakeup expires=9001000000 softexpires=9001000000 mode=ABS
+ p-7 [001] d..2. 1.000001: sched_switch: prev_comm=p prev_pid=7 prev_prio=120 prev_state=S ==> next_comm=busy next_pid=9 next_prio=120
+ busy-9 [001] d.h1. 1.001000: hrtimer_expire_entry: hrtimer=00000000000000aa function=hrtimer_wakeup now=9001000000
+ busy-9 [001] d.h2. 1.001001: sched_waking: comm=p pid=7 prio=120 target_cpu=001
+ busy-9 [001] d.h1. 1.001002: hrtimer_expire_exit: hrtimer=00000000000000aa
+ busy-9 [001] d..2. 1.001020: sched_switch: prev_comm=busy prev_pid=9 prev_prio=120 prev_state=R ==> next_comm=p next_pid=7 next_prio=120
+ p-7 [001] d..1. 1.001030: hrtimer_start: hrtimer=00000000000000aa function=hrtimer_wakeup expires=9002000000 softexpires=9002000000 mode=ABS
+ p-7 [001] d..2. 1.001031: sched_switch: prev_comm=p prev_pid=7 prev_prio=120 prev_state=S ==> next_comm=busy next_pid=9 next_prio=120
+ busy-9 [001] d.h1. 1.002010: hrtimer_expire_entry: hrtimer=00000000000000aa function=hrtimer_wakeup now=9002010000
+ busy-9 [001] d.h2. 1.002011: sched_waking: comm=p pid=7 prio=120 target_cpu=001
+ busy-9 [001] d.h1. 1.002012: hrtimer_expire_exit: hrtimer=00000000000000aa
+ busy-9 [001] d.h1. 1.004000: irq_handler_entry: irq=11 name=eth0
+ busy-9 [001] d.h1. 1.004001: irq_handler_exit: irq=11 ret=handled
+";
+    let j = timers_json("open-period.txt", t, 500_000);
+    assert_eq!(
+        (
+            j["cycles"]["count"].as_u64(),
+            j["cycles"]["misses"].as_u64()
+        ),
+        (Some(1), Some(0))
+    );
+    assert_eq!(j["cycles"]["max_ns"], 20_000);
+    let notes = j["notes"].to_string();
+    assert!(
+        notes.contains("1 period(s) had woken their task, which had not run"),
+        "{notes}"
+    );
+    use whylate::explain::{explain_timers, TimerOptions};
+    let o = TimerOptions {
+        deadline_ns: Some(500_000),
+        ..Default::default()
+    };
+    let p = tmp("open-period-w.txt", t);
+    let r = explain_timers(&[p.to_path_buf()], &OpenOptions::default(), &o).unwrap();
+    let w: Vec<(u64, Option<u64>, bool)> = (r.windows.iter())
+        .map(|w| (w.start_ns, w.end_ns(), w.miss))
+        .collect();
+    assert_eq!(
+        w,
+        vec![
+            (1_001_000_000, Some(1_001_020_000), false),
+            (1_002_000_000, None, false)
+        ]
+    );
+}
+
 /// p's timer fires on time on idle CPU1 at 1.001 s and wakes it; p's next event there is
 /// at 1.0018 s. With `switch` the switch from idle to p is traced there; without, it is
 /// not (as when watch's or a lossy reader's stream misses it), and the time p waited for

@@ -43,6 +43,9 @@ pub(super) struct TimerSample {
     pub(super) armed_late: bool,
     /// When the timer was armed, in trace time.
     pub(super) armed: Option<u64>,
+    /// The woken task had not run when the trace (or a watch window) ended: its lateness
+    /// is not known yet.
+    pub(super) open: bool,
 }
 
 /// The timer deadline policy: the one given; else the slowest 1% (p99) when there are 100
@@ -80,10 +83,11 @@ fn samples(eng: &Engine<'_>, o: &TimerOptions, keep: &dyn Fn(i32) -> bool) -> Ve
         let due = eng.clock.due(tl, ei).unwrap_or(e.at);
         let late = e.at - due;
         let from_armed = eng.clock.armed_late(tl, ei);
-        let wait_span = (e.link != NONE)
+        let woken = (e.link != NONE)
             .then(|| tl.edges[e.link as usize].span)
-            .filter(|&si| si != NONE && sp.flags[si as usize] & span::END_UNKNOWN == 0)
-            .map(|si| si as usize);
+            .filter(|&si| si != NONE);
+        let open = woken.is_some_and(|si| sp.flags[si as usize] & span::END_UNKNOWN != 0);
+        let wait_span = woken.filter(|_| !open).map(|si| si as usize);
         let wait = wait_span.map(|si| (sp.start[si], sp.end[si], sp.cpu[si]));
         out.push(TimerSample {
             expiry: due,
@@ -97,6 +101,7 @@ fn samples(eng: &Engine<'_>, o: &TimerOptions, keep: &dyn Fn(i32) -> bool) -> Ve
             switch_untraced: wait_span.is_some_and(|si| sp.flags[si] & span::INFERRED != 0),
             armed_late: from_armed.is_some(),
             armed: (e.ts != 0).then_some(e.ts),
+            open,
         });
     }
     for r in &tl.reported {
@@ -115,6 +120,7 @@ fn samples(eng: &Engine<'_>, o: &TimerOptions, keep: &dyn Fn(i32) -> bool) -> Ve
             switch_untraced: false,
             armed_late: false,
             armed: None,
+            open: false,
         });
     }
     out
@@ -150,7 +156,11 @@ pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainR
 pub(super) fn timer_findings(eng: &Engine<'_>, o: &TimerOptions) -> (Framing, Findings) {
     let (tl, s) = (eng.tl, eng.s);
     let keep = |tid: i32| (o.task.as_ref()).is_none_or(|t| t.matches(tid, s.get(tl.comm(tid))));
-    let samples = samples(eng, o, &keep);
+    // A period whose task had not run by the end is no sample: counting only its
+    // interrupt's lateness would call it on time (a watch window would then settle it so
+    // before it ends). Its window stays unfinished.
+    let (samples, open): (Vec<TimerSample>, Vec<TimerSample>) =
+        samples(eng, o, &keep).into_iter().partition(|x| !x.open);
     let mut totals: Vec<u64> = samples.iter().map(TimerSample::total).collect();
     totals.sort_unstable();
     let (deadline, source) = deadline_policy(o, &totals);
@@ -181,6 +191,12 @@ pub(super) fn timer_findings(eng: &Engine<'_>, o: &TimerOptions) -> (Framing, Fi
             "{overran} late periods were armed after they were due (the task was still on an earlier period): each one's lateness includes the waits that made the earlier ones late, so the totals count such a wait once per period it delayed"
         ));
     }
+    if !open.is_empty() {
+        notes.push(format!(
+            "{} period(s) had woken their task, which had not run when the trace ended: left out, their lateness is not known",
+            open.len()
+        ));
+    }
     if samples.is_empty() {
         notes.push(
             "no hrtimer expiry that woke a task (or self-reported lateness) matched: record timer:hrtimer_start, timer:hrtimer_expire_entry/exit and sched:sched_waking/sched_switch".into(),
@@ -200,6 +216,9 @@ pub(super) fn timer_findings(eng: &Engine<'_>, o: &TimerOptions) -> (Framing, Fi
             )
         })
         .collect();
+    windows.extend(
+        (open.iter()).map(|x| Window::new(x.expiry, None, tl.last_ts, x.tid, x.cpu, false)),
+    );
     windows.sort_by_key(|w| w.start_ns);
     let frame = Framing {
         from: "hrtimer expiry (requested time)".into(),
