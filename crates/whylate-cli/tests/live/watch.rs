@@ -295,20 +295,46 @@ fn periodic_under_watch(
         .iter()
         .map(|m| m["start_ns"].as_u64().unwrap())
         .collect();
-    let unmatched: Vec<u64> = (offline.iter().copied())
-        .filter(|o| !live_starts.iter().any(|l| l.abs_diff(*o) < 5_000))
+    // The same stamps differ by that much in the period's length too: one within 1 us of
+    // the deadline may be a miss by one instance's clock reads and not by the other's.
+    let border = |m: &serde_json::Value| m["late_ns"].as_u64().is_some_and(|l| l <= 1_000);
+    let off_misses = off["misses"].as_array().unwrap();
+    let offline_only: Vec<&serde_json::Value> = (off_misses.iter())
+        .filter(|m| {
+            let o = m["start_ns"].as_u64().unwrap();
+            !live_starts.iter().any(|l| l.abs_diff(o) < 5_000)
+        })
         .collect();
-    assert_eq!(
-        misses.len(),
-        offline.len(),
-        "{label}: live vs offline misses; offline only {unmatched:?}; live {live_starts:?}; \
-         offline {offline:?}"
-    );
-    for m in &misses {
-        let st = m["start_ns"].as_u64().unwrap();
-        assert!(
-            offline.iter().any(|&o| o.abs_diff(st) < 5_000),
-            "{label}: live miss at {st} is not one offline explain finds"
+    let live_only: Vec<&serde_json::Value> = (misses.iter())
+        .filter(|m| {
+            let st = m["start_ns"].as_u64().unwrap();
+            !offline.iter().any(|&o| o.abs_diff(st) < 5_000)
+        })
+        .collect();
+    let at = |v: &[&serde_json::Value]| -> Vec<(u64, u64)> {
+        (v.iter())
+            .map(|m| {
+                (
+                    m["start_ns"].as_u64().unwrap(),
+                    m["late_ns"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    if !(offline_only.iter().chain(&live_only)).all(|m| border(m)) {
+        let kept = keep_for_failure("watch-periodic", &[&full, &log]);
+        panic!(
+            "{label}: live vs offline misses ({} / {}); offline only (start, late) {:?}; live only {:?}; recording {kept}",
+            misses.len(),
+            offline.len(),
+            at(&offline_only),
+            at(&live_only)
+        );
+    }
+    for m in offline_only.iter().chain(&live_only) {
+        eprintln!(
+            "{label}: miss at {} is {} ns over the deadline: within the two instances' clock reads",
+            m["start_ns"], m["late_ns"]
         );
     }
     // And offline explain of that recording against the program's own log, as the demo
