@@ -443,15 +443,54 @@ fn notes(r: &mut FleetReport, o: &FleetOptions) {
 }
 
 impl FleetReport {
-    /// The largest cause, if any.
+    /// The largest cause that is not a blind spot, if any: where every trace was blind,
+    /// the fleet has no first cause to name (the causes table still lists the blindness).
     pub fn first_cause(&self) -> Option<&FleetCause> {
-        self.causes.first()
+        (self.causes.iter()).find(|c| !whylate::explain::is_blind_spot(&c.category))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn cause(category: &str, share: f64) -> FleetCause {
+        FleetCause {
+            category: category.into(),
+            culprit: String::new(),
+            excess_ns: 1,
+            misses: 1,
+            hosts: 1,
+            share,
+        }
+    }
+
+    #[test]
+    fn the_first_cause_is_never_a_blind_spot() {
+        let mut r = FleetReport {
+            hosts: 1,
+            traces: 1,
+            kernels: 1,
+            judged_traces: 1,
+            samples: 10,
+            misses: 2,
+            modes: Vec::new(),
+            deadline_ns: None,
+            causes: vec![cause("switch-in-untraced", 0.9)],
+            by: None,
+            groups: Vec::new(),
+            changes: Vec::new(),
+            worst_hosts: Vec::new(),
+            notes: Vec::new(),
+            sql: Vec::new(),
+        };
+        assert!(r.first_cause().is_none());
+        r.causes.push(cause("cpu-idle", 0.1));
+        assert_eq!(
+            r.first_cause().map(|c| c.category.as_str()),
+            Some("cpu-idle")
+        );
+    }
 
     fn group(name: &str, samples: u64) -> GroupRow {
         GroupRow {
