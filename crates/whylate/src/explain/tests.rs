@@ -565,63 +565,73 @@ fn a_reply_delivered_by_a_softirq_in_the_receivers_own_context_is_in_the_chain()
         .any(|c| c.category == "device/external" || c.category == "unknown"));
 }
 
-#[test]
-fn a_receiver_not_yet_waiting_is_blamed_as_a_normal_task_behind_the_hog() {
-    // Five usual datagrams; then the receiver, as a normal task again (prio 120, as a
-    // thread is before it makes itself real-time), is woken 300 us before the request
-    // and waits behind the hog until +3 ms; then it reads the datagram and is real-time
-    // (prio 49) again. Its priority then, not its last one, decides: the hog held it.
+/// Five usual datagrams; then the receiver, at kernel priority `prio`, is woken 300 us
+/// before the request and waits behind the hog until +3 ms (the datagram's NET_RX runs
+/// over the hog at +20 us); `between` (lines at `s` + us) comes before it gets the CPU,
+/// then it reads the datagram.
+fn woken_before_the_request(prio: u32, between: &[(u64, &str, &str, &str)]) -> ExplainReport {
     let l = testkit::line;
     let mut t = testkit::udp_deferral(5, &[], 0);
     let s = 1_010_000;
-    t += &l(
-        s - 300,
-        1,
-        "hog-60",
-        "d.h1.",
-        "sched_waking: comm=rx pid=7 prio=120 target_cpu=001",
-    );
-    t += &l(
-        s,
-        0,
-        "tx-5",
-        "....1",
-        "sys_sendto(fd: 4, buff: 0, len: 10, flags: 0, addr: 0, addr_len: 10)",
-    );
+    let net_rx = "vec=3 [action=NET_RX]";
+    let waking = format!("sched_waking: comm=rx pid=7 prio={prio} target_cpu=001");
+    t += &l(s - 300, 1, "hog-60", "d.h1.", &waking);
+    let sendto = "sys_sendto(fd: 4, buff: 0, len: 10, flags: 0, addr: 0, addr_len: 10)";
+    t += &l(s, 0, "tx-5", "....1", sendto);
     t += &l(
         s + 20,
         1,
         "hog-60",
         "d.h1.",
-        "softirq_raise: vec=3 [action=NET_RX]",
+        &format!("softirq_raise: {net_rx}"),
     );
     t += &l(
         s + 21,
         1,
         "hog-60",
         "..s1.",
-        "softirq_entry: vec=3 [action=NET_RX]",
+        &format!("softirq_entry: {net_rx}"),
     );
     t += &l(
         s + 25,
         1,
         "hog-60",
         "..s1.",
-        "softirq_exit: vec=3 [action=NET_RX]",
+        &format!("softirq_exit: {net_rx}"),
     );
-    t += &l(s + 3_000, 1, "hog-60", "d..2.", "sched_switch: prev_comm=hog prev_pid=60 prev_prio=101 prev_state=R ==> next_comm=rx next_pid=7 next_prio=120");
+    let hog_r = "prev_comm=hog prev_pid=60 prev_prio=101 prev_state=R";
+    let to_rx = format!("sched_switch: {hog_r} ==> next_comm=rx next_pid=7 next_prio={prio}");
+    for &(us, who, flags, body) in between.iter().filter(|b| b.0 < 3_000) {
+        t += &l(s + us, 1, who, flags, body);
+    }
+    t += &l(s + 3_000, 1, "hog-60", "d..2.", &to_rx);
+    for &(us, who, flags, body) in between.iter().filter(|b| b.0 >= 3_000) {
+        t += &l(s + us, 1, who, flags, body);
+    }
     t += &l(s + 3_010, 1, "rx-7", "....1", "sys_recvfrom -> 0xa");
     t += &l(s + 3_020, 1, "rx-7", "d..2.", "sched_switch: prev_comm=rx prev_pid=7 prev_prio=49 prev_state=S ==> next_comm=hog next_pid=60 next_prio=101");
     let r = udp_cycles(&t, Pairing::Fifo);
     assert_eq!(r.cycles.misses, 1);
-    let m = &r.misses[0];
-    let wait = m.chain.iter().find(|l| l.kind == "wakeup").unwrap();
+    let wait = r.misses[0]
+        .chain
+        .iter()
+        .find(|l| l.kind == "wakeup")
+        .unwrap();
     assert!(
         wait.what.contains("since before the request"),
         "{}",
         wait.what
     );
     assert_eq!((wait.offset_ns, wait.duration_ns), (0, 3_000_000));
+    r
+}
+
+#[test]
+fn a_receiver_not_yet_waiting_is_blamed_as_a_normal_task_behind_the_hog() {
+    // The receiver is a normal task again when woken (prio 120, as a thread is before it
+    // makes itself real-time), and real-time (prio 49) once it reads. Its priority then,
+    // not its last one, decides: the hog held it.
+    let r = woken_before_the_request(120, &[]);
     let c = &r.causes[0];
     assert_eq!(
         (c.category.as_str(), c.culprit.pid),
@@ -634,61 +644,25 @@ fn a_receiver_not_yet_waiting_is_blamed_as_a_normal_task_behind_the_hog() {
 
 #[test]
 fn a_timer_softirq_in_the_receivers_context_does_not_hide_its_wait_for_the_cpu() {
-    // As above, but the tick's TIMER softirq (raised in a hardirq over the hog at +2.9 ms)
-    // runs at the interrupt exit over rx once it has the CPU: a timer run in its context
-    // carries no datagram, so the chain is still rx's wait since before the request.
-    let l = testkit::line;
-    let mut t = testkit::udp_deferral(5, &[], 0);
-    let s = 1_010_000;
-    let timer = "vec=1 [action=TIMER]";
-    t += &l(
-        s - 300,
-        1,
-        "hog-60",
-        "d.h1.",
-        "sched_waking: comm=rx pid=7 prio=49 target_cpu=001",
+    // Real-time this time, and the tick's TIMER softirq (raised in a hardirq over the hog
+    // at +2.9 ms) runs at the interrupt exit over rx once it has the CPU: a timer run in
+    // its context carries no datagram, so the chain is still rx's wait since before the
+    // request, and a lower-priority task held a real-time one.
+    let timer = |what: &str| format!("{what}: vec=1 [action=TIMER]");
+    let (raise, entry, exit) = (
+        timer("softirq_raise"),
+        timer("softirq_entry"),
+        timer("softirq_exit"),
     );
-    t += &l(
-        s,
-        0,
-        "tx-5",
-        "....1",
-        "sys_sendto(fd: 4, buff: 0, len: 10, flags: 0, addr: 0, addr_len: 10)",
+    let r = woken_before_the_request(
+        49,
+        &[
+            (2_900, "hog-60", "d.h1.", &raise),
+            (3_002, "rx-7", "..s1.", &entry),
+            (3_004, "rx-7", "..s1.", &exit),
+        ],
     );
-    t += &l(
-        s + 2_900,
-        1,
-        "hog-60",
-        "d.h1.",
-        &format!("softirq_raise: {timer}"),
-    );
-    t += &l(s + 3_000, 1, "hog-60", "d..2.", "sched_switch: prev_comm=hog prev_pid=60 prev_prio=101 prev_state=R ==> next_comm=rx next_pid=7 next_prio=49");
-    t += &l(
-        s + 3_002,
-        1,
-        "rx-7",
-        "..s1.",
-        &format!("softirq_entry: {timer}"),
-    );
-    t += &l(
-        s + 3_004,
-        1,
-        "rx-7",
-        "..s1.",
-        &format!("softirq_exit: {timer}"),
-    );
-    t += &l(s + 3_010, 1, "rx-7", "....1", "sys_recvfrom -> 0xa");
-    t += &l(s + 3_020, 1, "rx-7", "d..2.", "sched_switch: prev_comm=rx prev_pid=7 prev_prio=49 prev_state=S ==> next_comm=hog next_pid=60 next_prio=101");
-    let r = udp_cycles(&t, Pairing::Fifo);
-    assert_eq!(r.cycles.misses, 1);
     let m = &r.misses[0];
-    let wait = m.chain.iter().find(|l| l.kind == "wakeup").unwrap();
-    assert!(
-        wait.what.contains("since before the request"),
-        "{}",
-        wait.what
-    );
-    assert_eq!((wait.offset_ns, wait.duration_ns), (0, 3_000_000));
     assert!(
         !m.chain.iter().any(|l| l.what.contains("TIMER")),
         "{:?}",
