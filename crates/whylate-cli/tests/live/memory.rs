@@ -78,8 +78,10 @@ fn a_large_perf_data_is_not_kept_resident() {
     let (rss, st) = peak_rss(Command::new(whylate()).args(["stats", "--json"]).arg(&data));
     assert!(st.success(), "whylate stats failed");
     eprintln!("rss: whylate stats on a {size} KiB perf.data peaked at {rss} KiB");
-    assert!(
-        rss * 2 < size,
-        "peak RSS {rss} KiB for a {size} KiB perf.data: the file stayed resident"
-    );
+    if rss * 2 >= size {
+        // Seen once in many runs (502 MiB for 157 MiB), never on its own: keep the
+        // recording, whose rounds say what was held.
+        let kept = keep_for_failure("rss", &[&data]);
+        panic!("peak RSS {rss} KiB for a {size} KiB perf.data: the file stayed resident ({kept})");
+    }
 }
