@@ -29,6 +29,7 @@ pub mod fdpath;
 pub mod glob;
 pub mod latency;
 pub mod measure;
+pub mod packed;
 pub mod pipeline;
 pub mod read;
 pub mod record;

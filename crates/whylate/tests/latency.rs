@@ -988,9 +988,9 @@ fn plots_account_for_every_cycle_and_event() {
     assert_eq!(progress.events.load(Relaxed), r.events);
     assert!(progress.read_done.load(Relaxed));
     let ra = &plots.raster;
-    assert_eq!(ra.cycles.len() as u64, r.cycles.count);
+    assert_eq!(r.windows.len() as u64, r.cycles.count);
     assert_eq!(
-        ra.cycles.iter().filter(|c| c.miss).count() as u64,
+        r.windows.iter().filter(|c| c.miss).count() as u64,
         r.cycles.misses
     );
     let merged: u64 = ra.marks.iter().map(|m| m.n as u64).sum();

@@ -17,6 +17,7 @@ const LAYERS: &[&[&str]] = &[
         "syscalls_table",
         "snapshot",
         "swar",
+        "packed",
     ],
     &["event"],
     &["read", "fdpath"],

@@ -53,7 +53,7 @@ pub fn explain_with_outputs(
                 "whylate: wrote {} ({} KiB; {} cycles, {} markers, {} misses drawn)",
                 path.display(),
                 len / 1024,
-                plots.raster.cycles.len(),
+                r.windows.len(),
                 plots.raster.marks.len(),
                 plots.lanes.len()
             );
@@ -67,7 +67,7 @@ pub fn explain_with_outputs(
                 ),
                 (
                     "raster.svg".to_string(),
-                    whylate::report::svg::raster(&plots.raster),
+                    whylate::report::svg::raster(&plots.raster, &r.windows),
                 ),
             ];
             for l in &plots.lanes {

@@ -117,7 +117,7 @@ pub fn analyze_auto(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport {
         misses: found,
         tally,
         notes,
-        windows,
+        windows: windows.into(),
     };
     assemble(tl, s, frame, found)
 }

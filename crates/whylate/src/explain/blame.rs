@@ -3,7 +3,7 @@
 //! split over them (`scale`), and the time no link explains: the gaps between a cycle's
 //! links and what the chain was doing then (on-cpu, blocked-on, device/external).
 
-use super::cutter::Cycle;
+use super::cycle::Cycle;
 use super::engine::{Engine, LinkKind, RawLink};
 use super::report::{Culprit, Hold};
 use crate::event::{Sym, SOFTIRQ_NAMES};

@@ -3,6 +3,7 @@
 //! anyone closes it). Requests that overlap are paired first in, first out, or by a field
 //! both events carry, or a new request abandons the open one (`Pairing`).
 
+use super::cycle::{Cycle, CycleStore};
 use crate::event::{Event, Interner, Kind, Sym};
 use crate::fdpath::FdPaths;
 use crate::selector::{Names, Seen, Selector};
@@ -71,70 +72,6 @@ pub struct Options {
     pub learned: super::learned::Learned,
 }
 
-/// One cycle as cut from the stream: 32 bytes, because cycles can number millions and all
-/// are kept until the deadline is known (a reply's time and the horizon share a field,
-/// the horizon of a replied cycle being its reply).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Cycle {
-    /// The `from` event.
-    pub start_ns: u64,
-    /// The reply's time if one came, else when the cycle stopped waiting.
-    stop_ns: u64,
-    /// Thread that matched `from`.
-    pub tid: i32,
-    /// Its CPU.
-    pub cpu: u32,
-    /// Thread that matched `to` (the reply); meaningless without one.
-    reply_tid: i32,
-    replied: bool,
-    /// Still open when the trace ended.
-    pub at_end: bool,
-    /// Write syscalls the thread made inside the cycle, up to 8 (a timeout log line is one
-    /// way a deadline shows); their offsets are in [`Cycles::writes`].
-    pub writes: u8,
-}
-
-impl Cycle {
-    /// A cycle opened at `start_ns` by `tid` on `cpu`, with no reply yet.
-    pub fn open(start_ns: u64, tid: i32, cpu: u32) -> Cycle {
-        Cycle {
-            start_ns,
-            stop_ns: start_ns,
-            tid,
-            cpu,
-            reply_tid: 0,
-            replied: false,
-            at_end: false,
-            writes: 0,
-        }
-    }
-
-    /// The reply came at `ts` from `tid`.
-    pub fn reply(&mut self, ts: u64, tid: i32) {
-        (self.stop_ns, self.reply_tid, self.replied) = (ts, tid, true);
-    }
-
-    /// The `to` event, if one came.
-    pub fn end_ns(&self) -> Option<u64> {
-        self.replied.then_some(self.stop_ns)
-    }
-
-    /// Thread that matched `to`, if one did.
-    pub fn end_tid(&self) -> Option<i32> {
-        self.replied.then_some(self.reply_tid)
-    }
-
-    /// When the cycle stopped waiting: its reply, else the next `from` or the trace end.
-    pub fn stop_ns(&self) -> u64 {
-        self.stop_ns
-    }
-
-    /// Stops waiting, unreplied, at `ts`.
-    pub fn give_up(&mut self, ts: u64) {
-        self.stop_ns = ts;
-    }
-}
-
 /// Cuts cycles from the stream.
 pub struct Cycles {
     pub(super) from: Selector,
@@ -157,7 +94,7 @@ pub struct Cycles {
     /// empty (a reply lost shifts FIFO pairs from there on, and the queue never drains).
     streak: FxHashMap<(i64, i64), (u64, u64)>,
     /// The cycles, in start order.
-    pub cycles: Vec<Cycle>,
+    pub cycles: CycleStore,
     /// Offsets of the writes [`Cycle::writes`] counts, of every cycle, in the order seen:
     /// only their distribution is used, and a vector per cycle cost 24 bytes each.
     pub writes: Vec<u64>,
@@ -185,7 +122,7 @@ impl Cycles {
             arch: o.arch.unwrap_or_default(),
             arch_given: o.arch.is_some(),
             open: FxHashMap::default(),
-            cycles: Vec::new(),
+            cycles: CycleStore::default(),
             writes: Vec::new(),
             write_name: None,
             paths: (o.from.uses("path") || o.to.iter().any(|t| t.uses("path"))).then(FdPaths::new),
@@ -289,7 +226,7 @@ impl Cycles {
                     self.open.remove(&k);
                     self.streak.remove(&k);
                 }
-                self.cycles[i].reply(e.ts, e.tid);
+                self.cycles.open_mut(i).reply(e.ts, e.tid);
             }
             return;
         }
@@ -320,12 +257,11 @@ impl Cycles {
             self.overlapped += 1;
             if self.pairing == Pairing::Latest {
                 let i = q.pop_front().expect("not empty");
-                self.cycles[i].give_up(e.ts);
+                self.cycles.open_mut(i).give_up(e.ts);
             }
         }
-        q.push_back(self.cycles.len());
+        q.push_back(self.cycles.push(Cycle::open(e.ts, e.tid, e.cpu)));
         self.max_open = self.max_open.max(q.len() as u64);
-        self.cycles.push(Cycle::open(e.ts, e.tid, e.cpu));
     }
 
     /// Writes by a waiting thread: a timeout complaint is one. Counted for its oldest open
@@ -345,7 +281,8 @@ impl Cycles {
             return;
         }
         let cycles = &self.cycles;
-        let mine = |q: &VecDeque<usize>| q.front().copied().filter(|&i| cycles[i].tid == e.tid);
+        let mine =
+            |q: &VecDeque<usize>| q.front().copied().filter(|&i| cycles.open(i).tid == e.tid);
         let i = if matches!(self.pairing, Pairing::Key(_)) {
             self.open.values().find_map(mine)
         } else {
@@ -353,7 +290,7 @@ impl Cycles {
             self.open.get(&who).and_then(mine)
         };
         if let Some(i) = i {
-            let c = &mut self.cycles[i];
+            let c = self.cycles.open_mut(i);
             if c.writes < 8 && e.ts > c.start_ns {
                 c.writes += 1;
                 self.writes.push(e.ts - c.start_ns);
@@ -401,36 +338,10 @@ impl Cycles {
     pub fn finish(&mut self, last_ns: u64) {
         for (_, q) in self.open.drain() {
             for i in q {
-                self.cycles[i].give_up(last_ns);
-                self.cycles[i].at_end = true;
+                let c = self.cycles.open_mut(i);
+                c.give_up(last_ns);
+                c.at_end = true;
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod size_tests {
-    use super::Cycle;
-    use crate::explain::Window;
-
-    /// Cycle mode keeps one of each per cycle, millions of them: their size is the
-    /// analysis's memory per cycle.
-    #[test]
-    fn a_cycle_and_its_window_take_32_bytes() {
-        assert_eq!(std::mem::size_of::<Cycle>(), 32);
-        assert_eq!(std::mem::size_of::<Window>(), 32);
-        let mut c = Cycle::open(100, 7, 1);
-        assert_eq!((c.end_ns(), c.end_tid(), c.stop_ns()), (None, None, 100));
-        c.give_up(150);
-        assert_eq!((c.end_ns(), c.stop_ns()), (None, 150));
-        c.reply(180, 9);
-        assert_eq!(
-            (c.end_ns(), c.end_tid(), c.stop_ns()),
-            (Some(180), Some(9), 180)
-        );
-        let w = Window::new(100, None, 150, 7, 1, true);
-        assert_eq!((w.end_ns(), w.stop_ns()), (None, 150));
-        let w = Window::new(100, Some(180), 180, 7, 1, false);
-        assert_eq!((w.end_ns(), w.stop_ns()), (Some(180), 180));
     }
 }

@@ -4,7 +4,8 @@
 
 use super::blame::{as_pending, scale, untraced_rest};
 use super::blame::{gap_cause, silent_cpu, uncovered};
-use super::cutter::{Cycle, Options};
+use super::cutter::Options;
+use super::cycle::Cycle;
 use super::driver::{PerMiss, Tally};
 use super::engine::{Engine, LinkKind, RawLink};
 use super::report::{Culprit, Hold, Link, Miss};

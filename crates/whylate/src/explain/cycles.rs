@@ -2,11 +2,12 @@
 //! or a pile-up, else the slowest 1%), the usual chain learnt from good cycles, and the
 //! analysis of every missed one (`cycle_miss`).
 
-use super::cutter::{Cycle, Options};
+use super::cutter::Options;
+use super::cycle::{Cycle, CycleStore};
 use super::cycle_miss::MissCx;
 use super::driver::{assemble, Findings, Framing, Tally};
 use super::engine::Engine;
-use super::report::{CycleStats, ExplainReport, Window};
+use super::report::{CycleStats, ExplainReport, Window, Windows};
 use super::template::Template;
 use crate::dist::quantile;
 use crate::event::Interner;
@@ -126,10 +127,11 @@ pub fn analyze(
     tl: &Timeline,
     s: &Interner,
     o: &Options,
-    cycles: Vec<Cycle>,
+    cycles: CycleStore,
     writes: &[u64],
 ) -> ExplainReport {
     let eng = Engine::new(tl, s);
+    // The packed cycles are read a few times over rather than held unpacked.
     let mut durations: Vec<u64> = cycles
         .iter()
         .filter_map(|c| c.end_ns().map(|e| e - c.start_ns))
@@ -142,13 +144,21 @@ pub fn analyze(
         (Some(e), Some(d)) => e - c.start_ns > d,
         (Some(_), None) => false,
     };
-    let cut_n = cycles.iter().filter(|c| cut(c)).count() as u64;
-    let no_reply = cycles.iter().filter(|c| c.end_ns().is_none()).count() as u64 - cut_n;
-    let missed = cycles.iter().filter(|c| is_miss(c)).count() as u64;
+    let (mut cut_n, mut missed) = (0u64, 0u64);
+    for c in cycles.iter() {
+        // A cycle cut off is no miss: the two are counted apart.
+        match cut(&c) {
+            true => cut_n += 1,
+            false => missed += u64::from(is_miss(&c)),
+        }
+    }
+    let no_reply = (cycles.len() - durations.len()) as u64 - cut_n;
     let mut stats = CycleStats::of(&durations, cycles.len() as u64, no_reply, missed);
     stats.cut_off = cut_n;
+    drop(durations);
     let good = cycles.iter().filter(|c| !is_miss(c) && !cut(c));
-    let template = Template::learn(&eng, good, &o.learned);
+    let good_n = cycles.len() - (cut_n + missed) as usize;
+    let template = Template::learn(&eng, good, good_n, &o.learned);
     let mut notes = Vec::new();
     if template.good < 3 && !cycles.is_empty() {
         notes.push(format!(
@@ -164,10 +174,17 @@ pub fn analyze(
     };
     let mut tally = Tally::default();
     let (mut misses, mut unconnected) = (Vec::new(), 0u64);
-    for c in cycles.iter().filter(|c| is_miss(c)) {
-        let (m, connected) = cx.explain(c, &mut tally);
-        unconnected += u64::from(!connected);
-        misses.push(m);
+    // One last pass explains the misses and turns every cycle into its plot window.
+    let mut windows = Windows::new();
+    for c in cycles.into_cycles() {
+        let miss = is_miss(&c);
+        if miss {
+            let (m, connected) = cx.explain(&c, &mut tally);
+            unconnected += u64::from(!connected);
+            misses.push(m);
+        }
+        let w = Window::new(c.start_ns, c.end_ns(), c.stop_ns(), c.tid, c.cpu, miss);
+        windows.push(w);
     }
     notes.extend(blind_notes(&misses, unconnected));
     misses.sort_by(|a, b| {
@@ -176,22 +193,6 @@ pub fn analyze(
             .cmp(&a.duration_ns.is_none())
             .then(b.late_ns.cmp(&a.late_ns))
     });
-    // Consumed in place (a window is smaller than a cycle, so the cycles' memory holds
-    // them), then the spare room given back.
-    let mut windows: Vec<Window> = cycles
-        .into_iter()
-        .map(|c| {
-            Window::new(
-                c.start_ns,
-                c.end_ns(),
-                c.stop_ns(),
-                c.tid,
-                c.cpu,
-                is_miss(&c),
-            )
-        })
-        .collect();
-    windows.shrink_to_fit();
     let frame = Framing {
         from: o.from.text().to_string(),
         to: o.to.iter().map(|t| t.text().to_string()).collect(),

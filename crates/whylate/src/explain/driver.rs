@@ -5,7 +5,7 @@
 //! does the rest once.
 
 use super::advice::{advise, context};
-use super::report::{CauseKey, CauseRow, Culprit, CycleStats, ExplainReport, Hold, Miss, Window};
+use super::report::{CauseKey, CauseRow, Culprit, CycleStats, ExplainReport, Hold, Miss, Windows};
 use crate::dist::Dist;
 use crate::event::Interner;
 use crate::timeline::Timeline;
@@ -105,7 +105,7 @@ pub(super) struct Findings {
     /// Where the analysis is blind or approximate.
     pub(super) notes: Vec<String>,
     /// Every sample, in start order (what the plots draw).
-    pub(super) windows: Vec<Window>,
+    pub(super) windows: Windows,
 }
 
 impl CycleStats {

@@ -329,7 +329,7 @@ pub fn analyze_kernel_log(
         misses,
         tally,
         notes,
-        windows: Vec::new(),
+        windows: Default::default(),
     };
     let mut r = assemble(tl, s, frame, found);
     // Reports are counted, not timed (most say nothing of how long): the mechanism

@@ -6,7 +6,9 @@
 //! are kept.
 
 use super::driver::{rank, Tally};
-use super::report::{Advice, CauseRow, CpuContext, CycleStats, ExplainReport, Miss, Window};
+use super::report::{
+    Advice, CauseRow, CpuContext, CycleStats, ExplainReport, Miss, Window, Windows,
+};
 use crate::dist::Sketch;
 
 /// What a run explained window by window has shown so far.
@@ -63,7 +65,7 @@ impl RunSummary {
         }
         if self.base.is_none() && !settled.is_empty() {
             let mut b = r.clone();
-            (b.misses, b.windows, b.causes) = (Vec::new(), Vec::new(), Vec::new());
+            (b.misses, b.windows, b.causes) = (Vec::new(), Windows::new(), Vec::new());
             self.base = Some(b);
         }
         if misses.is_empty() {
@@ -172,7 +174,7 @@ mod tests {
         let r = explain(&[f.to_path_buf()], &OpenOptions::default(), &o).unwrap();
         let mut s = RunSummary::new(10);
         let misses: Vec<_> = r.misses.iter().collect();
-        s.add(&r, &r.windows, &misses);
+        s.add(&r, &r.windows.iter().collect::<Vec<_>>(), &misses);
         let m = s.report().unwrap();
         let (a, b) = (&m.cycles, &r.cycles);
         assert_eq!(

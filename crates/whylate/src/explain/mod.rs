@@ -30,6 +30,7 @@ mod advice;
 mod auto;
 mod blame;
 mod cutter;
+mod cycle;
 mod cycle_miss;
 mod cycles;
 mod driver;
@@ -50,6 +51,7 @@ mod timer;
 
 pub use auto::*;
 pub use cutter::*;
+pub use cycle::{Cycle, CycleStore};
 pub use cycles::*;
 pub use driver::{is_blind_spot, BLIND_SPOTS};
 pub use expect::*;

@@ -2,6 +2,7 @@
 //! schema in docs/json.md).
 
 use crate::event::Interner;
+use crate::packed::{get_i, get_u, put_i, put_u, Pack, Packed};
 use crate::read::inputs::InputInfo;
 use crate::timeline::Timeline;
 use serde::Serialize;
@@ -347,7 +348,7 @@ pub struct ExplainReport {
     pub cpus: Vec<crate::timeline::CpuProfile>,
     /// Every measured cycle (period, service), in start order: what the plots draw.
     #[serde(skip)]
-    pub windows: Vec<Window>,
+    pub windows: Windows,
     /// How many misses the terminal shows in full.
     #[serde(skip)]
     pub top: usize,
@@ -363,9 +364,10 @@ pub struct ExplainReport {
 }
 
 /// One measured cycle (request/response cycle, timer period, softirq service, outlier):
-/// 32 bytes, one per cycle kept for the plots (an end and a horizon share a field: only a
-/// cycle without an end has a horizon).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// 32 bytes as a struct, one per cycle kept for the plots, so they are kept packed
+/// ([`Windows`]). An end and a horizon share a field: only a cycle without an end has a
+/// horizon.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Window {
     /// Start (the `from` event, the timer's requested expiry, the raise).
     pub start_ns: u64,
@@ -412,6 +414,38 @@ impl Window {
     }
 }
 
+/// Every measured cycle's window, packed: 6 to 8 bytes each where windows start
+/// microseconds apart and last less than a few milliseconds.
+pub type Windows = Packed<Window>;
+
+impl Pack for Window {
+    fn pack(&self, prev: &Self, out: &mut Vec<u8>) {
+        // Windows mostly come by start, a thread after the one before: small deltas.
+        put_i(out, self.start_ns.wrapping_sub(prev.start_ns) as i64);
+        put_i(out, self.stop_ns.wrapping_sub(self.start_ns) as i64);
+        put_i(out, i64::from(self.tid) - i64::from(prev.tid));
+        put_u(
+            out,
+            u64::from(self.cpu) << 2 | u64::from(self.ended) << 1 | u64::from(self.miss),
+        );
+    }
+
+    fn unpack(prev: &Self, buf: &[u8], at: &mut usize) -> Self {
+        let start_ns = prev.start_ns.wrapping_add(get_i(buf, at) as u64);
+        let stop_ns = start_ns.wrapping_add(get_i(buf, at) as u64);
+        let tid = (i64::from(prev.tid) + get_i(buf, at)) as i32;
+        let f = get_u(buf, at);
+        Window {
+            start_ns,
+            stop_ns,
+            tid,
+            cpu: (f >> 2) as u32,
+            ended: f & 2 != 0,
+            miss: f & 1 != 0,
+        }
+    }
+}
+
 /// An IRQ line the report mentions, as the record-time snapshot saw it.
 #[derive(Clone, Debug, Serialize)]
 pub struct IrqPlacement {
@@ -442,4 +476,24 @@ pub struct Machine {
     pub irqbalance: bool,
     /// The IRQ lines named in the context, causes or advice.
     pub irqs: Vec<IrqPlacement>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Window, Windows};
+
+    /// A window keeps its end or its horizon, packed or not, in any order of start.
+    #[test]
+    fn windows_keep_their_end_or_horizon_when_packed() {
+        let v = vec![
+            Window::new(100, None, 150, 7, 1, true),
+            Window::new(100, Some(180), 180, 7, 1, false),
+            Window::new(90, Some(5_000_000), 5_000_000, -1, 300, true),
+            Window::new(u64::MAX - 5, None, u64::MAX, i32::MAX, 0, false),
+        ];
+        assert_eq!((v[0].end_ns(), v[0].stop_ns()), (None, 150));
+        assert_eq!((v[1].end_ns(), v[1].stop_ns()), (Some(180), 180));
+        let p: Windows = v.clone().into();
+        assert_eq!(p.iter().collect::<Vec<_>>(), v);
+    }
 }

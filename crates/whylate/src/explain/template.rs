@@ -3,7 +3,7 @@
 //! excess in a miss is its time above this.
 
 use super::blame::uncovered;
-use super::cutter::Cycle;
+use super::cycle::Cycle;
 use super::engine::{Engine, LinkKey};
 use super::learned::{push_capped, Learned, TemplateMemory};
 use crate::dist::median;
@@ -23,7 +23,7 @@ pub(super) struct Template {
 type Samples = (FxHashMap<LinkKey, Vec<u64>>, Vec<u64>);
 
 /// Each good cycle's links by key, and the time no link covers.
-fn samples(eng: &Engine<'_>, good: &[&Cycle]) -> Samples {
+fn samples(eng: &Engine<'_>, good: &[Cycle]) -> Samples {
     let mut usual: FxHashMap<LinkKey, Vec<u64>> = FxHashMap::default();
     let mut gaps: Vec<u64> = Vec::new();
     for c in good {
@@ -53,8 +53,8 @@ fn upper_median(mut v: Vec<u64>) -> u64 {
 
 impl TemplateMemory {
     /// Takes in the good cycles it has not seen yet.
-    fn absorb(&mut self, eng: &Engine<'_>, good: &[&Cycle]) {
-        let fresh: Vec<&Cycle> = good
+    fn absorb(&mut self, eng: &Engine<'_>, good: &[Cycle]) {
+        let fresh: Vec<Cycle> = good
             .iter()
             .copied()
             .filter(|c| c.start_ns > self.mark)
@@ -89,21 +89,20 @@ impl TemplateMemory {
 
 impl Template {
     /// Learns from up to ~400 good cycles spread over the trace, or, with a shared
-    /// memory, from every good cycle the stream has shown so far. `good` is walked rather
-    /// than held: a reference per good cycle cost 8 bytes each, and cycles can be millions.
-    pub(super) fn learn<'c, I>(eng: &Engine<'_>, good: I, learned: &Learned) -> Template
+    /// memory, from every good cycle the stream has shown so far. `good` (`n` of them) is
+    /// walked once rather than held: cycles can be millions.
+    pub(super) fn learn<I>(eng: &Engine<'_>, good: I, n: usize, learned: &Learned) -> Template
     where
-        I: Iterator<Item = &'c Cycle> + Clone,
+        I: Iterator<Item = Cycle>,
     {
         if let Some(m) = &learned.0 {
-            let good: Vec<&Cycle> = good.collect();
+            let good: Vec<Cycle> = good.collect();
             let mut m = m.lock().unwrap_or_else(|e| e.into_inner());
             m.absorb(eng, &good);
             return m.template();
         }
-        let n = good.clone().count();
         let step = (n / 400).max(1);
-        let spread: Vec<&Cycle> = good.step_by(step).collect();
+        let spread: Vec<Cycle> = good.step_by(step).collect();
         let (usual, gaps) = samples(eng, &spread);
         let links = usual
             .into_iter()

@@ -233,7 +233,7 @@ pub(super) fn timer_findings(eng: &Engine<'_>, o: &TimerOptions) -> (Framing, Fi
         misses,
         tally,
         notes,
-        windows,
+        windows: windows.into(),
     };
     (frame, found)
 }

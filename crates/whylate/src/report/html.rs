@@ -5,7 +5,7 @@
 
 use super::plot::{Plots, KINDS, RASTER_H, RASTER_W};
 use super::svg::{self, esc, LEFT, TOP};
-use crate::explain::ExplainReport;
+use crate::explain::{ExplainReport, Windows};
 use crate::units::dur;
 use std::fmt::Write as _;
 use std::io;
@@ -292,7 +292,7 @@ fn raster(o: &mut Page<'_>, r: &ExplainReport, p: &Plots) {
         );
     }
     o.push_str("</div>\n");
-    o.push_str(&svg::raster(&p.raster));
+    o.push_str(&svg::raster(&p.raster, &r.windows));
     // Hover data: flat arrays keep it small. Serialised straight from the raster: a
     // `serde_json::Value` per number cost 32 bytes each, 227 MB for a million cycles.
     o.push_str("<script type=\"application/json\" id=\"raster-data\">");
@@ -301,24 +301,24 @@ fn raster(o: &mut Page<'_>, r: &ExplainReport, p: &Plots) {
         after_lt: false,
     };
     // Serialising numbers and strings into a sink that does not fail cannot fail.
-    let _ = serde_json::to_writer(&mut safe, &RasterData(&p.raster));
+    let _ = serde_json::to_writer(&mut safe, &RasterData(&p.raster, &r.windows));
     o.push_str("</script>\n");
 }
 
 /// The raster's hover data as the page script reads it: keys in sorted order, each cycle
 /// as four numbers (start, duration or -1, missed, thread), each mark as five (cycle,
 /// offset, kind, label, merged events).
-struct RasterData<'a>(&'a super::plot::Raster);
+struct RasterData<'a>(&'a super::plot::Raster, &'a Windows);
 
 impl serde::Serialize for RasterData<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let ra = self.0;
         let cycles = Flat(|| {
-            ra.cycles.iter().flat_map(|cy| {
+            self.1.iter().flat_map(|cy| {
                 [
                     cy.start_ns as i64,
-                    cy.dur_ns.map_or(-1, |d| d as i64),
+                    cy.end_ns().map_or(-1, |e| (e - cy.start_ns) as i64),
                     i64::from(cy.miss),
                     cy.tid as i64,
                 ]
@@ -570,7 +570,8 @@ fn context(o: &mut Page<'_>, r: &ExplainReport) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::plot::{Mark, Raster, RasterCycle};
+    use crate::explain::Window;
+    use crate::report::plot::{Mark, Raster};
 
     /// What `write` puts through a `ScriptSafe` onto a page.
     fn through_safe(write: impl FnOnce(&mut ScriptSafe<'_, '_>)) -> String {
@@ -607,21 +608,12 @@ mod tests {
 
     #[test]
     fn raster_hover_data_is_the_flat_arrays_the_page_reads() {
+        let cycles: Windows = vec![
+            Window::new(1_000, Some(1_250), 1_250, 7, 0, false),
+            Window::new(2_000, None, 2_600, 8, 1, true),
+        ]
+        .into();
         let ra = Raster {
-            cycles: vec![
-                RasterCycle {
-                    start_ns: 1_000,
-                    dur_ns: Some(250),
-                    miss: false,
-                    tid: 7,
-                },
-                RasterCycle {
-                    start_ns: 2_000,
-                    dur_ns: None,
-                    miss: true,
-                    tid: 8,
-                },
-            ],
             ymax_ns: 900,
             deadline_ns: Some(300),
             events: [0; KINDS.len()],
@@ -636,7 +628,7 @@ mod tests {
             clipped: 0,
             noun: "cycles".into(),
         };
-        let got = through_safe(|s| serde_json::to_writer(s, &RasterData(&ra)).unwrap());
+        let got = through_safe(|s| serde_json::to_writer(s, &RasterData(&ra, &cycles)).unwrap());
         let want = format!(
             r#"{{"cycles":[1000,250,0,7,2000,-1,1,8],"kinds":{},"labels":["write <\/script>"],"left":{},"marks":[1,40,2,0,3],"ph":{RASTER_H},"pw":{RASTER_W},"top":{},"ymax":900}}"#,
             serde_json::to_string(&KINDS).unwrap(),

@@ -9,7 +9,7 @@
 //! millions of events still gives a page that opens at once.
 
 use crate::event::{Interner, Sym, SOFTIRQ_NAMES};
-use crate::explain::{ExplainReport, Hold, Window};
+use crate::explain::{ExplainReport, Hold, Windows};
 use crate::timeline::{span, EdgeKind, SpanKind, Timeline};
 use crate::units::dur;
 use rustc_hash::FxHashMap;
@@ -91,19 +91,6 @@ const K_TIMER: u8 = 7;
 const K_LOST: u8 = 8;
 const K_REPLY: u8 = 9;
 
-/// One cycle column.
-#[derive(Clone, Debug)]
-pub struct RasterCycle {
-    /// Start.
-    pub start_ns: u64,
-    /// Duration, when it ended.
-    pub dur_ns: Option<u64>,
-    /// Missed.
-    pub miss: bool,
-    /// Thread.
-    pub tid: i32,
-}
-
 /// One marker: the first event of its kind on its pixel, and how many more fell there.
 #[derive(Clone, Copy, Debug)]
 pub struct Mark {
@@ -119,11 +106,10 @@ pub struct Mark {
     pub n: u32,
 }
 
-/// The per-cycle raster.
+/// The per-cycle raster. Its columns are the report's windows
+/// ([`ExplainReport::windows`]), in start order, read where drawn rather than copied.
 #[derive(Clone, Debug)]
 pub struct Raster {
-    /// Columns, in start order.
-    pub cycles: Vec<RasterCycle>,
     /// Top of the y axis.
     pub ymax_ns: u64,
     /// The deadline line.
@@ -456,7 +442,7 @@ impl Labels<'_> {
 
 /// The system calls that start in some cycle's window (its first `ymax`), as (start,
 /// index) by start: read in one pass over the packed calls, holding only those.
-fn calls_in(tl: &Timeline, windows: &[Window], ymax: u64) -> Vec<(u64, u32)> {
+fn calls_in(tl: &Timeline, windows: &Windows, ymax: u64) -> Vec<(u64, u32)> {
     let mut w: Vec<(u64, u64)> = (windows.iter())
         .map(|w| {
             let end = w.stop_ns();
@@ -524,7 +510,6 @@ fn raster(r: &ExplainReport, tl: &Timeline, s: &Interner, ymax: u64) -> Raster {
         .collect();
     edges.sort_unstable_by_key(|&i| tl.edges[i as usize].ts);
     let mut out = Raster {
-        cycles: Vec::with_capacity(r.windows.len()),
         ymax_ns: ymax,
         deadline_ns: r.deadline_ns,
         events: [0; KINDS.len()],
@@ -567,12 +552,6 @@ fn raster(r: &ExplainReport, tl: &Timeline, s: &Interner, ymax: u64) -> Raster {
     let (mut s_at, mut c_at, mut e_at) = (0, 0, 0);
     for (ci, w) in r.windows.iter().enumerate() {
         let end = w.stop_ns();
-        out.cycles.push(RasterCycle {
-            start_ns: w.start_ns,
-            dur_ns: w.end_ns().map(|e| e - w.start_ns),
-            miss: w.miss,
-            tid: w.tid,
-        });
         let (a, b) = (w.start_ns, end.min(w.start_ns + ymax));
         s_at = partition_near(&spans, s_at, |&i| sp.start[i as usize] < a);
         let mut spans_in = (spans[s_at..].iter())
@@ -971,7 +950,7 @@ mod tests {
     fn the_missed_cycle_is_drawn_with_its_blame_on_the_hogged_cpu() {
         let f = testkit::file(&testkit::three_cpu_chain(6, &[4], 3_000));
         let o = testkit::chain_options(Some(1_000_000));
-        let (_, p) = explain_then(
+        let (r, p) = explain_then(
             &[f.to_path_buf()],
             &OpenOptions::default(),
             &Mode::Cycles(o),
@@ -979,8 +958,8 @@ mod tests {
         )
         .unwrap();
         // Every cycle has its raster column; one is missed.
-        assert_eq!(p.raster.cycles.len(), 6);
-        assert_eq!(p.raster.cycles.iter().filter(|c| c.miss).count(), 1);
+        assert_eq!(r.windows.len(), 6);
+        assert_eq!(r.windows.iter().filter(|c| c.miss).count(), 1);
         // One lane: the chain's CPUs 0 and 1 (CPU2's bystander is not part of it).
         assert_eq!(p.lanes.len(), 1);
         let l = &p.lanes[0];

@@ -2,6 +2,7 @@
 //! report gets exactly what the page shows.
 
 use super::plot::{Histogram, Raster, RowKind, Swimlane, KINDS, RASTER_H, RASTER_W};
+use crate::explain::Windows;
 use crate::units::dur;
 use std::fmt::Write as _;
 
@@ -229,13 +230,14 @@ pub fn histogram(h: &Histogram) -> String {
     o
 }
 
-/// The per-cycle raster: x = cycle, y = time since its start, one marker per event kind;
-/// missed cycles on a red band, the deadline as a dashed line.
-pub fn raster(r: &Raster) -> String {
+/// The per-cycle raster: x = cycle (`cycles`, the report's windows), y = time since its
+/// start, one marker per event kind; missed cycles on a red band, the deadline as a
+/// dashed line.
+pub fn raster(r: &Raster, cycles: &Windows) -> String {
     let (pw, ph) = (RASTER_W as f64, RASTER_H as f64);
     let (w, h) = (LEFT + pw + 24.0, TOP + ph + 48.0);
-    let n = r.cycles.len().max(1) as f64;
-    let misses = r.cycles.iter().filter(|c| c.miss).count();
+    let n = cycles.len().max(1) as f64;
+    let misses = cycles.iter().filter(|c| c.miss).count();
     let mut o = String::new();
     open(
         &mut o,
@@ -244,7 +246,7 @@ pub fn raster(r: &Raster) -> String {
         h,
         &format!(
             " data-cycles=\"{}\" data-misses=\"{misses}\" data-marks=\"{}\" data-ymax-ns=\"{}\"",
-            r.cycles.len(),
+            cycles.len(),
             r.marks.len(),
             r.ymax_ns
         ),
@@ -261,13 +263,14 @@ pub fn raster(r: &Raster) -> String {
     let cw = (pw / n).max(1.0);
     let _ = writeln!(o, "<g class=\"missbands\">");
     // When every column is a miss (the automatic mode's outliers), bands say nothing.
-    let bands = misses < r.cycles.len();
-    for (i, c) in r.cycles.iter().enumerate().filter(|(_, c)| c.miss && bands) {
+    let bands = misses < cycles.len();
+    for (i, c) in cycles.iter().enumerate().filter(|(_, c)| c.miss && bands) {
         let _ = writeln!(
             o,
             "<rect class=\"missband\" x=\"{:.1}\" y=\"{TOP}\" width=\"{cw:.1}\" height=\"{ph}\" fill=\"#fde0dd\"><title>cycle {i}: {}</title></rect>",
             x(i as u32) - cw / 2.0,
-            c.dur_ns.map_or("no reply".to_string(), |d| format!("took {}", dur(d)))
+            c.end_ns()
+                .map_or("no reply".to_string(), |e| format!("took {}", dur(e - c.start_ns)))
         );
     }
     let _ = writeln!(o, "</g>");

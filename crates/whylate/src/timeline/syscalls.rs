@@ -14,6 +14,7 @@
 
 use super::span;
 use crate::event::Sym;
+use crate::packed::{get_i, get_u, put_i, put_u};
 use rustc_hash::FxHashMap;
 
 /// Calls per block.
@@ -142,17 +143,14 @@ impl Syscalls {
             head |= H_OTHER_FLAGS;
         }
         self.bytes.push(head);
-        put(
-            &mut self.bytes,
-            zigzag(c.start.wrapping_sub(self.last.0) as i64),
-        );
+        put_i(&mut self.bytes, c.start.wrapping_sub(self.last.0) as i64);
         if head & H_SAME_THREAD == 0 {
-            put(&mut self.bytes, thread as u64);
+            put_u(&mut self.bytes, thread as u64);
         }
-        put(&mut self.bytes, key as u64);
-        put(&mut self.bytes, c.cpu.wrapping_add(1) as u64);
+        put_u(&mut self.bytes, key as u64);
+        put_u(&mut self.bytes, c.cpu.wrapping_add(1) as u64);
         if head & H_MIGRATED != 0 {
-            put(&mut self.bytes, c.migrations as u64);
+            put_u(&mut self.bytes, c.migrations as u64);
         }
         if head & H_OTHER_FLAGS != 0 {
             self.bytes.push(c.flags);
@@ -261,19 +259,16 @@ impl Iterator for Reader<'_> {
         let b = &s.bytes;
         let head = b[self.pos];
         self.pos += 1;
-        let start = self
-            .last
-            .0
-            .wrapping_add(unzigzag(get(b, &mut self.pos)) as u64);
+        let start = self.last.0.wrapping_add(get_i(b, &mut self.pos) as u64);
         let thread = if head & H_SAME_THREAD != 0 {
             self.last.1
         } else {
-            get(b, &mut self.pos) as u32
+            get_u(b, &mut self.pos) as u32
         };
-        let key = s.keys[get(b, &mut self.pos) as usize];
-        let cpu = (get(b, &mut self.pos) as u32).wrapping_sub(1);
+        let key = s.keys[get_u(b, &mut self.pos) as usize];
+        let cpu = (get_u(b, &mut self.pos) as u32).wrapping_sub(1);
         let migrations = if head & H_MIGRATED != 0 {
-            get(b, &mut self.pos) as u32
+            get_u(b, &mut self.pos) as u32
         } else {
             0
         };
@@ -333,37 +328,6 @@ impl<T: Copy + Eq + std::hash::Hash> Interned<T> {
         });
         self.recent[slot] = Some((v, i));
         i
-    }
-}
-
-fn zigzag(v: i64) -> u64 {
-    ((v << 1) ^ (v >> 63)) as u64
-}
-
-fn unzigzag(v: u64) -> i64 {
-    (v >> 1) as i64 ^ -((v & 1) as i64)
-}
-
-/// LEB128.
-fn put(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn get(b: &[u8], pos: &mut usize) -> u64 {
-    let mut v = 0u64;
-    let mut shift = 0;
-    loop {
-        let x = b[*pos];
-        *pos += 1;
-        v |= ((x & 0x7f) as u64) << shift;
-        if x < 0x80 {
-            return v;
-        }
-        shift += 7;
     }
 }
 

@@ -64,7 +64,7 @@ impl Settler {
     /// after it.
     pub(crate) fn settle(
         &mut self,
-        samples: &[Window],
+        samples: impl IntoIterator<Item = Window>,
         (from, to): (u64, u64),
         first: bool,
         last: bool,
@@ -87,7 +87,7 @@ impl Settler {
                 continue;
             }
             if self.seen.insert((w.start_ns, w.tid, w.cpu)) {
-                out.push(*w);
+                out.push(w);
             }
         }
         self.last_end = Some(to);
@@ -126,14 +126,14 @@ mod tests {
         ];
         assert_eq!(s.start(0), 0);
         // [0, 100]: the first window settles what ends by 95; the long one is unfinished.
-        let a = s.settle(&all, (0, 100), true, false);
+        let a = s.settle(all, (0, 100), true, false);
         assert_eq!(
             a.iter().map(|x| x.start_ns).collect::<Vec<_>>(),
             vec![2, 40]
         );
         // The next starts at 100 - 30 = 70, and earlier for the one seen unfinished (95-5).
         assert_eq!(s.start(0), 70);
-        let b = s.settle(&all[1..], (70, 160), false, false);
+        let b = s.settle(all[1..].iter().copied(), (70, 160), false, false);
         assert_eq!(
             b.iter().map(|x| x.start_ns).collect::<Vec<_>>(),
             vec![95, 150]
@@ -143,10 +143,10 @@ mod tests {
         // once its deadline (10) and `after` passed, not when its wait ends.
         s.deadline = Some(10);
         let late = [w(150, Some(152)), w(160, None), w(166, None)];
-        let c = s.settle(&late, (130, 175), false, false);
+        let c = s.settle(late, (130, 175), false, false);
         assert_eq!(c.iter().map(|x| x.start_ns).collect::<Vec<_>>(), vec![160]);
         // The last window takes what is left, as offline explain would.
-        let d = s.settle(&late, (150, 400), false, true);
+        let d = s.settle(late, (150, 400), false, true);
         assert_eq!(d.iter().map(|x| x.start_ns).collect::<Vec<_>>(), vec![166]);
     }
 }

@@ -433,7 +433,7 @@ mod tests {
             blind: Vec::new(),
             machine: None,
             cpus: Vec::new(),
-            windows: Vec::new(),
+            windows: Default::default(),
             top: 1,
             noun: "cycles",
             expect: None,

@@ -1,0 +1,248 @@
+//! One request/response cycle, and where the cutter keeps them: cycles can number
+//! millions and all are kept until the deadline is known, so all but the newest few
+//! thousand are packed (6 to 10 bytes each where the struct takes 32) and read back in
+//! order.
+
+use crate::packed::{get_i, get_u, put_i, put_u, Pack, Packed};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
+
+/// One cycle as cut from the stream (a reply's time and the horizon share a field, the
+/// horizon of a replied cycle being its reply).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cycle {
+    /// The `from` event.
+    pub start_ns: u64,
+    /// The reply's time if one came, else when the cycle stopped waiting.
+    stop_ns: u64,
+    /// Thread that matched `from`.
+    pub tid: i32,
+    /// Its CPU.
+    pub cpu: u32,
+    /// Thread that matched `to` (the reply); meaningless without one.
+    reply_tid: i32,
+    replied: bool,
+    /// Still open when the trace ended.
+    pub at_end: bool,
+    /// Write syscalls the thread made inside the cycle, up to 8 (a timeout log line is one
+    /// way a deadline shows); their offsets are in [`super::Cycles::writes`].
+    pub writes: u8,
+    /// Replied or given up: it changes no more.
+    closed: bool,
+}
+
+impl Cycle {
+    /// A cycle opened at `start_ns` by `tid` on `cpu`, with no reply yet.
+    pub fn open(start_ns: u64, tid: i32, cpu: u32) -> Cycle {
+        Cycle {
+            start_ns,
+            stop_ns: start_ns,
+            tid,
+            cpu,
+            ..Cycle::default()
+        }
+    }
+
+    /// The reply came at `ts` from `tid`.
+    pub fn reply(&mut self, ts: u64, tid: i32) {
+        (self.stop_ns, self.reply_tid, self.replied) = (ts, tid, true);
+        self.closed = true;
+    }
+
+    /// The `to` event, if one came.
+    pub fn end_ns(&self) -> Option<u64> {
+        self.replied.then_some(self.stop_ns)
+    }
+
+    /// Thread that matched `to`, if one did.
+    pub fn end_tid(&self) -> Option<i32> {
+        self.replied.then_some(self.reply_tid)
+    }
+
+    /// When the cycle stopped waiting: its reply, else the next `from` or the trace end.
+    pub fn stop_ns(&self) -> u64 {
+        self.stop_ns
+    }
+
+    /// Stops waiting, unreplied, at `ts`.
+    pub fn give_up(&mut self, ts: u64) {
+        self.stop_ns = ts;
+        self.closed = true;
+    }
+}
+
+impl Pack for Cycle {
+    fn pack(&self, prev: &Self, out: &mut Vec<u8>) {
+        // Cycles come by start, mostly of one thread or a few: small deltas.
+        put_i(out, self.start_ns.wrapping_sub(prev.start_ns) as i64);
+        put_i(out, self.stop_ns.wrapping_sub(self.start_ns) as i64);
+        put_i(out, i64::from(self.tid) - i64::from(prev.tid));
+        let flags = u64::from(self.cpu) << 7
+            | u64::from(self.writes.min(15)) << 3
+            | u64::from(self.closed) << 2
+            | u64::from(self.at_end) << 1
+            | u64::from(self.replied);
+        put_u(out, flags);
+        if self.replied {
+            put_i(out, i64::from(self.reply_tid) - i64::from(self.tid));
+        }
+    }
+
+    fn unpack(prev: &Self, buf: &[u8], at: &mut usize) -> Self {
+        let start_ns = prev.start_ns.wrapping_add(get_i(buf, at) as u64);
+        let stop_ns = start_ns.wrapping_add(get_i(buf, at) as u64);
+        let tid = (i64::from(prev.tid) + get_i(buf, at)) as i32;
+        let f = get_u(buf, at);
+        let replied = f & 1 != 0;
+        let reply_tid = if replied {
+            (i64::from(tid) + get_i(buf, at)) as i32
+        } else {
+            0
+        };
+        Cycle {
+            start_ns,
+            stop_ns,
+            tid,
+            cpu: (f >> 7) as u32,
+            reply_tid,
+            replied,
+            at_end: f & 2 != 0,
+            writes: ((f >> 3) & 15) as u8,
+            closed: f & 4 != 0,
+        }
+    }
+}
+
+/// Cycles kept unpacked behind the newest: a reply mostly comes before this many later
+/// requests, so nearly every cycle is packed closed, never to change again.
+const RECENT: usize = 4096;
+
+/// Every cycle, in start order: the newest [`RECENT`] as they are, the older packed. An
+/// older one still open when packed (its reply is far behind) lives on in a side table,
+/// where the cutter updates it.
+#[derive(Debug, Default)]
+pub struct CycleStore {
+    packed: Packed<Cycle>,
+    recent: VecDeque<Cycle>,
+    open_packed: FxHashMap<usize, Cycle>,
+}
+
+impl CycleStore {
+    /// Appends a cycle; returns its index.
+    pub fn push(&mut self, c: Cycle) -> usize {
+        let i = self.len();
+        self.recent.push_back(c);
+        if self.recent.len() > RECENT {
+            let old = self.recent.pop_front().expect("more than RECENT");
+            if !old.closed {
+                self.open_packed.insert(self.packed.len(), old);
+            }
+            self.packed.push(old);
+        }
+        i
+    }
+
+    /// Cycles held.
+    pub fn len(&self) -> usize {
+        self.packed.len() + self.recent.len()
+    }
+
+    /// True when none are.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Cycle `i`, which must still be open (a closed packed one cannot be reached).
+    pub fn open(&self, i: usize) -> &Cycle {
+        match i.checked_sub(self.packed.len()) {
+            Some(r) => &self.recent[r],
+            None => &self.open_packed[&i],
+        }
+    }
+
+    /// Cycle `i`, still open, to change.
+    pub fn open_mut(&mut self, i: usize) -> &mut Cycle {
+        match i.checked_sub(self.packed.len()) {
+            Some(r) => &mut self.recent[r],
+            None => (self.open_packed.get_mut(&i)).expect("only open cycles change"),
+        }
+    }
+
+    /// Every cycle, in start order.
+    pub fn iter(&self) -> impl Iterator<Item = Cycle> + Clone + '_ {
+        let late = &self.open_packed;
+        (self.packed.iter().enumerate())
+            .map(move |(i, c)| if c.closed { c } else { late[&i] })
+            .chain(self.recent.iter().copied())
+    }
+
+    /// Every cycle, in start order, giving back the packed ones' memory as they are read.
+    pub fn into_cycles(self) -> impl Iterator<Item = Cycle> {
+        let CycleStore {
+            packed,
+            recent,
+            mut open_packed,
+        } = self;
+        (packed.into_iter().enumerate())
+            .map(move |(i, c)| match c.closed {
+                true => c,
+                false => open_packed.remove(&i).expect("packed open, kept aside"),
+            })
+            .chain(recent)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Cycles answered far behind their request (a deep queue) are packed while open and
+    /// still take their reply; every cycle comes back as it was left.
+    #[test]
+    fn cycles_packed_while_open_still_change_and_all_come_back_in_order() {
+        let n = 3 * RECENT;
+        let mut st = CycleStore::default();
+        let mut want = Vec::new();
+        for k in 0..n {
+            let c = Cycle::open(1_000 + k as u64 * 500, 40 + (k % 3) as i32, (k % 2) as u32);
+            assert_eq!(st.push(c), k);
+            want.push(c);
+            // Every tenth request is answered only 2*RECENT requests later.
+            if !k.is_multiple_of(10) {
+                st.open_mut(k).reply(1_200 + k as u64 * 500, 7);
+                want[k].reply(1_200 + k as u64 * 500, 7);
+            }
+            if k >= 2 * RECENT && (k - 2 * RECENT).is_multiple_of(10) {
+                let j = k - 2 * RECENT;
+                assert_eq!(st.open(j).tid, want[j].tid);
+                let at = want[j].start_ns + 9_000_000;
+                st.open_mut(j).reply(at, 8);
+                want[j].reply(at, 8);
+            }
+        }
+        st.open_mut(n - 10).give_up(99_000_000);
+        want[n - 10].give_up(99_000_000);
+        want[n - 10].at_end = true;
+        st.open_mut(n - 10).at_end = true;
+        assert!(!st.open_packed.is_empty());
+        assert_eq!(st.len(), n);
+        assert_eq!(st.iter().collect::<Vec<_>>(), want);
+        let bytes = st.packed.heap_bytes();
+        assert!(bytes < st.packed.len() * 12, "{bytes}");
+        assert_eq!(st.into_cycles().collect::<Vec<_>>(), want);
+    }
+
+    #[test]
+    fn a_cycle_is_32_bytes_and_keeps_its_reply_or_horizon() {
+        assert_eq!(std::mem::size_of::<Cycle>(), 32);
+        let mut c = Cycle::open(100, 7, 1);
+        assert_eq!((c.end_ns(), c.end_tid(), c.stop_ns()), (None, None, 100));
+        c.give_up(150);
+        assert_eq!((c.end_ns(), c.stop_ns()), (None, 150));
+        c.reply(180, 9);
+        assert_eq!(
+            (c.end_ns(), c.end_tid(), c.stop_ns()),
+            (Some(180), Some(9), 180)
+        );
+    }
+}
