@@ -9,10 +9,11 @@
 //! millions of events still gives a page that opens at once.
 
 use crate::event::{Interner, Sym, SOFTIRQ_NAMES};
-use crate::explain::{ExplainReport, Hold, Windows};
-use crate::timeline::{span, EdgeKind, SpanKind, Timeline};
+use crate::explain::{ExplainReport, Hold, Window, Windows};
+use crate::timeline::{span, ByStart, EdgeKind, SpanKind, Timeline};
 use crate::units::dur;
 use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
 
 /// Raster plot area, pixels: markers are merged per pixel of this grid.
 pub const RASTER_W: u32 = 1000;
@@ -440,35 +441,49 @@ impl Labels<'_> {
     }
 }
 
-/// The system calls that start in some cycle's window (its first `ymax`), as (start,
-/// index) by start: read in one pass over the packed calls, holding only those.
-fn calls_in(tl: &Timeline, windows: &Windows, ymax: u64) -> Vec<(u64, u32)> {
-    let mut w: Vec<(u64, u64)> = (windows.iter())
-        .map(|w| {
-            let end = w.stop_ns();
-            (w.start_ns, end.min(w.start_ns + ymax))
-        })
-        .collect();
-    w.sort_unstable();
-    // Each window's end raised to the furthest end so far: `inside` asks the last
-    // window starting at or before `t` whether any reaches `t`.
-    let mut reach = 0;
-    for x in &mut w {
-        reach = reach.max(x.1);
-        x.1 = reach;
+/// The system calls by start, for windows visited by start: those before a window are
+/// passed over, those in it read ahead and kept until a later window starts past them.
+struct CallsAhead<'a> {
+    src: std::iter::Peekable<ByStart<'a>>,
+    kept: VecDeque<(u64, u32)>,
+}
+
+impl<'a> CallsAhead<'a> {
+    fn new(tl: &'a Timeline) -> Self {
+        CallsAhead {
+            src: tl.syscalls.by_start().peekable(),
+            kept: VecDeque::new(),
+        }
     }
-    // Calls come in exit order, so nearly by start: each search starts at the last answer.
-    let mut at = 0;
-    let mut inside = |t: u64| {
-        at = partition_near(&w, at, |x| x.0 <= t);
-        at > 0 && w[at - 1].1 >= t
-    };
-    let mut v: Vec<(u64, u32)> = (tl.syscalls.iter())
-        .filter(|(_, c)| c.flags & span::START_UNKNOWN == 0 && inside(c.start))
-        .map(|(i, c)| (c.start, i))
-        .collect();
-    v.sort_unstable();
-    v
+
+    /// The calls that start in `[a, b]`, by start; `a` never goes back between calls.
+    fn starting_in(&mut self, a: u64, b: u64) -> impl Iterator<Item = &(u64, u32)> {
+        while self.kept.front().is_some_and(|x| x.0 < a) {
+            self.kept.pop_front();
+        }
+        while let Some(x) = self.src.next_if(|x| x.0 <= b) {
+            if x.0 >= a {
+                self.kept.push_back(x);
+            }
+        }
+        self.kept.iter().take_while(move |x| x.0 <= b)
+    }
+}
+
+/// The windows with their column, by start: they come so (cycles are cut in time order,
+/// the other modes sort theirs), and should a source give them otherwise they are
+/// visited by start all the same.
+fn by_start(windows: &Windows) -> Box<dyn Iterator<Item = (usize, Window)> + '_> {
+    let mut prev = 0;
+    if windows
+        .iter()
+        .all(|w| std::mem::replace(&mut prev, w.start_ns) <= w.start_ns)
+    {
+        return Box::new(windows.iter().enumerate());
+    }
+    let mut v: Vec<(usize, Window)> = windows.iter().enumerate().collect();
+    v.sort_by_key(|(_, w)| w.start_ns);
+    Box::new(v.into_iter())
 }
 
 /// `v.partition_point(pred)`, searched from `at`, the caller's previous answer: callers
@@ -504,7 +519,7 @@ fn raster(r: &ExplainReport, tl: &Timeline, s: &Interner, ymax: u64) -> Raster {
         })
         .collect();
     spans.sort_unstable_by_key(|&i| (sp.start[i as usize], i));
-    let calls = calls_in(tl, &r.windows, ymax);
+    let mut calls = CallsAhead::new(tl);
     let mut edges: Vec<u32> = (0..tl.edges.len() as u32)
         .filter(|&i| matches!(tl.edges[i as usize].kind, EdgeKind::Wakeup | EdgeKind::Work))
         .collect();
@@ -548,9 +563,9 @@ fn raster(r: &ExplainReport, tl: &Timeline, s: &Interner, ymax: u64) -> Raster {
             n: 1,
         });
     };
-    // Where the last window's spans, calls and edges began: windows come by start.
-    let (mut s_at, mut c_at, mut e_at) = (0, 0, 0);
-    for (ci, w) in r.windows.iter().enumerate() {
+    // Where the last window's spans and edges began.
+    let (mut s_at, mut e_at) = (0, 0);
+    for (ci, w) in by_start(&r.windows) {
         let end = w.stop_ns();
         let (a, b) = (w.start_ns, end.min(w.start_ns + ymax));
         s_at = partition_near(&spans, s_at, |&i| sp.start[i as usize] < a);
@@ -558,8 +573,7 @@ fn raster(r: &ExplainReport, tl: &Timeline, s: &Interner, ymax: u64) -> Raster {
             .map(|&i| (sp.start[i as usize], i))
             .take_while(|x| x.0 <= b)
             .peekable();
-        c_at = partition_near(&calls, c_at, |x| x.0 < a);
-        let mut calls_in = calls[c_at..].iter().take_while(|x| x.0 <= b).peekable();
+        let mut calls_in = calls.starting_in(a, b).peekable();
         // The two in start order; at the same start, spans before calls.
         loop {
             let call_first = match (spans_in.peek(), calls_in.peek()) {
@@ -944,6 +958,21 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Windows out of start order are visited by start, each with its own column.
+    #[test]
+    fn windows_are_visited_by_start_with_their_column() {
+        let w = |start| Window::new(start, Some(start + 10), start + 10, 1, 0, false);
+        let sorted: Windows = vec![w(10), w(20), w(20), w(30)].into();
+        let cols = |ws: &Windows| {
+            by_start(ws)
+                .map(|(i, w)| (i, w.start_ns))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(cols(&sorted), [(0, 10), (1, 20), (2, 20), (3, 30)]);
+        let unsorted: Windows = vec![w(30), w(10), w(20), w(15)].into();
+        assert_eq!(cols(&unsorted), [(1, 10), (3, 15), (2, 20), (0, 30)]);
     }
 
     #[test]

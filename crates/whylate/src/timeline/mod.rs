@@ -20,6 +20,7 @@
 //!   forgotten and rebuilt from the next events, never invented.
 
 mod build;
+mod call_order;
 mod clock;
 mod model;
 mod profile;
@@ -28,6 +29,7 @@ pub mod span;
 mod syscalls;
 
 pub use build::Builder;
+pub use call_order::ByStart;
 pub use clock::TimerClock;
 pub use model::*;
 pub(crate) use profile::irq_label;

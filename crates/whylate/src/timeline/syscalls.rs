@@ -243,6 +243,13 @@ pub struct Reader<'a> {
     last: (u64, u32),
 }
 
+impl Reader<'_> {
+    /// Index of the call it reads next.
+    pub fn position(&self) -> usize {
+        self.next
+    }
+}
+
 impl Iterator for Reader<'_> {
     type Item = (u32, Syscall);
 
