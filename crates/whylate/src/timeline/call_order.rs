@@ -32,15 +32,21 @@ impl Syscalls {
         let blocks = self.len().div_ceil(BLOCK);
         let mut floor = vec![u64::MAX; blocks + 1];
         let mut long = Vec::new();
-        for (i, c) in self.iter() {
-            if c.flags & span::START_UNKNOWN != 0 {
+        for (b, f) in floor.iter_mut().enumerate().take(blocks) {
+            let calls = b * BLOCK..self.len().min((b + 1) * BLOCK);
+            // Durations are at fixed places: only a block with a long call is decoded.
+            if !calls.clone().any(|i| self.dur(i as u32) > LONG_NS) {
+                *f = self.earliest_start_in_block(b);
                 continue;
             }
-            if self.dur(i) > LONG_NS {
-                long.push((c.start, i));
-            } else {
-                let f = &mut floor[i as usize / BLOCK];
-                *f = (*f).min(c.start);
+            for (i, c) in self.iter_from(calls.start).take(calls.len()) {
+                if c.flags & span::START_UNKNOWN != 0 {
+                    continue;
+                }
+                match self.dur(i) > LONG_NS {
+                    true => long.push((c.start, i)),
+                    false => *f = (*f).min(c.start),
+                }
             }
         }
         for b in (0..blocks).rev() {

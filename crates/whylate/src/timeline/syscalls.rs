@@ -213,6 +213,12 @@ impl Syscalls {
             })
     }
 
+    /// The earliest start among the calls of block `b` (calls `b * BLOCK` on), whatever
+    /// their flags.
+    pub fn earliest_start_in_block(&self, b: usize) -> u64 {
+        self.bounds[b].0
+    }
+
     /// Every call with its index, in order.
     pub fn iter(&self) -> Reader<'_> {
         self.iter_from(0)
