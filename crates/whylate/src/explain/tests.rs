@@ -893,3 +893,38 @@ fn a_wakeup_whose_switch_in_is_not_traced_blames_only_what_the_trace_shows() {
         .what
         .ends_with("(switch-in not traced: the end is its first event there)"));
 }
+
+/// More requests open at once than the cutter keeps unpacked (5,000 datagrams sent 10 us
+/// apart, all answered only after the last, first in, first out): each is packed while
+/// still open and must still take its own reply.
+#[test]
+fn requests_packed_while_open_still_take_their_own_reply() {
+    let n = 5_000u64;
+    let mut text = String::new();
+    let sendto = "sys_sendto(fd: 4, buff: 0, len: 10, flags: 0, addr: 0, addr_len: 10)";
+    for k in 0..n {
+        text += &testkit::line(1_000_000 + k * 10, 0, "tx-5", "....1", sendto);
+    }
+    // Reply k at +60 ms + 3 us x k: cycle k lasts 60 ms - 7 us x k.
+    for k in 0..n {
+        let at = 1_060_000 + k * 3;
+        text += &testkit::line(at, 1, "rx-7", "....1", "sys_recvfrom -> 0xa");
+    }
+    let r = udp_cycles(&text, Pairing::Fifo);
+    let c = &r.cycles;
+    assert_eq!((c.count, c.replied, c.no_reply), (n, n, 0));
+    assert_eq!(
+        (c.max_ns, c.min_ns),
+        (60_000_000, 60_000_000 - 7_000 * (n - 1))
+    );
+    assert_eq!(c.pairing.as_ref().unwrap().max_open, n);
+    // The 1 ms deadline is missed by every cycle; each window keeps its own duration.
+    assert_eq!(c.misses, n);
+    let d: Vec<u64> = (r.windows.iter())
+        .map(|w| w.end_ns().unwrap() - w.start_ns)
+        .collect();
+    assert!(d
+        .iter()
+        .enumerate()
+        .all(|(k, &d)| d == 60_000_000 - 7_000 * k as u64));
+}
