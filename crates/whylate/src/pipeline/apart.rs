@@ -3,6 +3,7 @@
 
 use crate::event::{Event, Interner};
 use crate::read::{self, Format, Merged, ReadError};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 /// Whether reading gets a thread of its own. Binary inputs decode on one core, so the
 /// timeline and the sink are fed on the other. Text inputs already parse on every core
@@ -53,21 +54,28 @@ const RECORDS: usize = 1000;
 /// Runs `fill` on a thread of its own and `drain` on the calling one: batches go over a
 /// bounded queue and come back emptied (by `drain`, where their lines are warm) to be
 /// filled again. `fill` says whether more is to come; a batch is drained before the
-/// error that ended its filling is returned.
+/// error that ended its filling is returned. `fill` is also told whether the calling
+/// thread is behind (a batch was still waiting for it at the last hand-over), so that it
+/// can take on work the calling thread would otherwise do.
 fn relay<P: Send, B: Send + Default>(
     mut producer: P,
-    fill: impl Fn(&mut P, &mut B) -> Result<bool, ReadError> + Send,
+    fill: impl Fn(&mut P, &mut B, bool) -> Result<bool, ReadError> + Send,
     mut drain: impl FnMut(&mut B),
 ) -> Result<P, ReadError> {
+    // Batches handed over and not yet taken.
+    let queued = AtomicUsize::new(0);
     std::thread::scope(|s| {
+        let queued = &queued;
         // Made inside the scope, so that a panic while draining drops the receiver and
         // the reading thread stops at its next send instead of waiting forever.
         let (tx, rx) = std::sync::mpsc::sync_channel::<Result<B, ReadError>>(4);
         let (back, spare) = std::sync::mpsc::sync_channel::<B>(8);
         let reader = std::thread::Builder::new().name("whylate-read".into());
+        let mut behind = false;
         let reader = reader.spawn_scoped(s, move || loop {
             let mut b = spare.try_recv().unwrap_or_default();
-            let r = fill(&mut producer, &mut b);
+            let r = fill(&mut producer, &mut b, behind);
+            behind = queued.fetch_add(1, Relaxed) > 0;
             let gone = tx.send(Ok(b)).is_err();
             let more = match r {
                 Ok(more) => more,
@@ -85,6 +93,7 @@ fn relay<P: Send, B: Send + Default>(
         for b in rx.iter() {
             match b {
                 Ok(mut b) => {
+                    queued.fetch_sub(1, Relaxed);
                     drain(&mut b);
                     let _ = back.try_send(b);
                 }
@@ -116,7 +125,7 @@ fn handed_over<L: Lend>(
     merged: L,
     feed: &mut impl FnMut(usize, &Event, &Interner),
 ) -> Result<(L, Interner), ReadError> {
-    let fill = |(merged, strings): &mut (L, Interner), b: &mut Batch| {
+    let fill = |(merged, strings): &mut (L, Interner), b: &mut Batch, _: bool| {
         let sent = strings.len();
         b.events.reserve(BATCH);
         let mut r = Ok(true);
@@ -158,10 +167,12 @@ trait DecodingHalf: Sized {
     /// Takes the decoding half out of `input`; None when it cannot be split.
     fn take(input: &mut read::Input) -> Option<Self>;
     /// Fills `out` with up to `max` items; false at the end.
+    /// With `help`, the reading half also does what it can of the decoding.
     fn fill(
         input: &mut read::Input,
         out: &mut Self::Records,
         max: usize,
+        help: bool,
     ) -> Result<bool, ReadError>;
     /// Decodes `out` in order, handing each event to `f`, and empties it.
     fn drain(
@@ -183,8 +194,11 @@ impl DecodingHalf for read::perfdata::apart::Decoding {
         input: &mut read::Input,
         out: &mut Self::Records,
         max: usize,
+        help: bool,
     ) -> Result<bool, ReadError> {
-        Ok(input.perf_mut().is_some_and(|p| p.next_records(out, max)))
+        Ok(input
+            .perf_mut()
+            .is_some_and(|p| p.next_records(out, max, help)))
     }
     fn drain(
         &mut self,
@@ -211,9 +225,10 @@ impl DecodingHalf for read::tracedat::apart::Decoding {
         input: &mut read::Input,
         out: &mut Self::Records,
         max: usize,
+        help: bool,
     ) -> Result<bool, ReadError> {
         match input.dat_mut() {
-            Some(d) => d.next_records(out, max),
+            Some(d) => d.next_records(out, max, help),
             None => Ok(false),
         }
     }
@@ -260,8 +275,15 @@ fn split<D: DecodingHalf>(
     let Some(mut dec) = D::take(&mut merged.sources_mut()[0]) else {
         return handed_over(merged, feed);
     };
-    let fill = |m: &mut Merged<read::Input>, b: &mut D::Records| {
-        D::fill(&mut m.sources_mut()[0], b, RECORDS)
+    // The reading thread decodes the events that intern nothing only while the feeding
+    // thread is behind: which thread has time to spare depends on the format and on
+    // what the sink does (perf.data's scan is the slower half for a plain explain,
+    // trace.dat's page walk is not). Tests alternate, so that both ways are read.
+    let batches = AtomicU64::new(0);
+    let fill = |m: &mut Merged<read::Input>, b: &mut D::Records, behind: bool| {
+        let n = batches.fetch_add(1, Relaxed);
+        let help = if cfg!(test) { n % 2 == 1 } else { behind };
+        D::fill(&mut m.sources_mut()[0], b, RECORDS, help)
     };
     let mut strings = Interner::new();
     let drain = |b: &mut D::Records| dec.drain(&mut strings, b, |e, s| feed(0, e, s));

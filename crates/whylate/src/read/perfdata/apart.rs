@@ -175,10 +175,11 @@ impl PerfData {
         Some(Decoding { smp })
     }
 
-    /// Copies due records into `out` until it holds `max` items; false at the end.
-    pub(crate) fn next_records(&mut self, out: &mut Records, max: usize) -> bool {
+    /// Copies due records into `out` until it holds `max` items; false at the end. With
+    /// `help`, the pure events among them are decoded here, on the reading thread.
+    pub(crate) fn next_records(&mut self, out: &mut Records, max: usize, help: bool) -> bool {
         match &mut self.mode {
-            Mode::Fast(f) => f.next_records(out, max),
+            Mode::Fast(f) => f.next_records(out, max, help),
             Mode::Generic(_) => false,
         }
     }
@@ -196,7 +197,16 @@ impl PerfData {
 impl Fast {
     /// [`Fast::next_ref`] without the decoding: the due records copied into `out`, and
     /// what each scan noticed after the records before it.
-    fn next_records(&mut self, out: &mut Records, max: usize) -> bool {
+    fn next_records(&mut self, out: &mut Records, max: usize, help: bool) -> bool {
+        // Taken out for the call, which borrows the reader whole.
+        let pure = self.pure.take();
+        let more = self.records_into(out, max, pure.as_ref().filter(|_| help));
+        self.pure = pure;
+        more
+    }
+
+    /// [`Fast::next_records`], decoding pure events with `pure` when given.
+    fn records_into(&mut self, out: &mut Records, max: usize, pure: Option<&tep::Pure>) -> bool {
         loop {
             while self.ready > 0 {
                 if out.len() >= max {
@@ -214,7 +224,7 @@ impl Fast {
                         self.smp.diag.bad(0, what.as_bytes(), why);
                         self.send_notes(out);
                     }
-                    f => push_fields(out, self.pure.as_ref(), ts, f),
+                    f => push_fields(out, pure, ts, f),
                 }
             }
             if self.eof {

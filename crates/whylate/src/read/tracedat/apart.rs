@@ -117,11 +117,13 @@ impl TraceDat {
         }
     }
 
-    /// Copies taken records into `out` until it holds `max` items; false at the end.
+    /// Copies taken records into `out` until it holds `max` items; false at the end. With
+    /// `help`, the pure events among them are decoded here, on the reading thread.
     pub(crate) fn next_records(
         &mut self,
         out: &mut Records,
         max: usize,
+        help: bool,
     ) -> Result<bool, ReadError> {
         while out.len() < max {
             let item = match self.take_next()? {
@@ -136,7 +138,8 @@ impl TraceDat {
                 }) => {
                     let data = &self.streams[i].buf[start..end];
                     let stream = i as u32;
-                    match self.pure.as_ref().and_then(|p| p.decode(data)) {
+                    let pure = self.pure.as_ref().filter(|_| help);
+                    match pure.and_then(|p| p.decode(data)) {
                         Some((c, kind)) => Item::Pure {
                             ts,
                             cpu,
