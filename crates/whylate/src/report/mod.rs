@@ -7,6 +7,7 @@ pub mod perfetto;
 pub mod plot;
 pub mod style;
 pub mod svg;
+mod sweep;
 mod text;
 
 pub use style::Paint;

@@ -8,13 +8,14 @@
 //! land on the same pixel of the same kind become one marker with a count, so a trace of
 //! millions of events still gives a page that opens at once.
 
+use super::sweep::{by_start, partition_near, CallsAhead};
 use crate::event::{Interner, Sym, SOFTIRQ_NAMES};
-use crate::explain::{ExplainReport, Hold, Window, Windows};
-use crate::timeline::{span, ByStart, EdgeKind, SpanKind, Timeline};
+use crate::explain::{ExplainReport, Hold};
+use crate::timeline::{span, EdgeKind, SpanKind, Timeline};
 use crate::units::dur;
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 
 /// Raster plot area, pixels: markers are merged per pixel of this grid.
 pub const RASTER_W: u32 = 1000;
@@ -454,69 +455,6 @@ impl Labels<'_> {
             _ => format!("{:?} on CPU{}", e.kind, e.from_cpu),
         }
     }
-}
-
-/// The system calls by start, for windows visited by start: those before a window are
-/// passed over, those in it read ahead and kept until a later window starts past them.
-struct CallsAhead<'a> {
-    src: std::iter::Peekable<ByStart<'a>>,
-    kept: VecDeque<(u64, u32)>,
-}
-
-impl<'a> CallsAhead<'a> {
-    fn new(tl: &'a Timeline) -> Self {
-        CallsAhead {
-            src: tl.syscalls.by_start().peekable(),
-            kept: VecDeque::new(),
-        }
-    }
-
-    /// The calls that start in `[a, b]`, by start; `a` never goes back between calls.
-    fn starting_in(&mut self, a: u64, b: u64) -> impl Iterator<Item = &(u64, u32)> {
-        while self.kept.front().is_some_and(|x| x.0 < a) {
-            self.kept.pop_front();
-        }
-        while let Some(x) = self.src.next_if(|x| x.0 <= b) {
-            if x.0 >= a {
-                self.kept.push_back(x);
-            }
-        }
-        self.kept.iter().take_while(move |x| x.0 <= b)
-    }
-}
-
-/// The windows with their column, by start: they come so (cycles are cut in time order,
-/// the other modes sort theirs), and should a source give them otherwise they are
-/// visited by start all the same.
-fn by_start(windows: &Windows) -> Box<dyn Iterator<Item = (usize, Window)> + '_> {
-    let mut prev = 0;
-    if windows
-        .iter()
-        .all(|w| std::mem::replace(&mut prev, w.start_ns) <= w.start_ns)
-    {
-        return Box::new(windows.iter().enumerate());
-    }
-    let mut v: Vec<(usize, Window)> = windows.iter().enumerate().collect();
-    v.sort_by_key(|(_, w)| w.start_ns);
-    Box::new(v.into_iter())
-}
-
-/// `v.partition_point(pred)`, searched from `at`, the caller's previous answer: callers
-/// ask in nearly increasing order (windows by start, calls by exit), so the answer is
-/// usually a few steps on, where a binary search of the whole took ~20 cache misses.
-fn partition_near<T>(v: &[T], at: usize, pred: impl Fn(&T) -> bool) -> usize {
-    let at = at.min(v.len());
-    if at > 0 && !pred(&v[at - 1]) {
-        return v[..at].partition_point(pred);
-    }
-    let mut i = at;
-    while i < v.len() && i < at + 8 {
-        if !pred(&v[i]) {
-            return i;
-        }
-        i += 1;
-    }
-    i + v[i..].partition_point(pred)
 }
 
 fn raster(r: &ExplainReport, tl: &Timeline, s: &Interner, ymax: u64) -> Raster {
@@ -960,21 +898,6 @@ mod tests {
     use crate::read::OpenOptions;
     use crate::testkit;
 
-    #[test]
-    fn a_search_near_the_last_answer_finds_what_a_full_search_finds() {
-        // Duplicates, gaps, and answers far before and far after the starting point.
-        let v: Vec<u64> = (0..200u64).map(|i| i / 3 * 10).collect();
-        for at in [0, 1, 7, 8, 9, 50, 199, 200, 500] {
-            for t in [0, 5, 10, 11, 300, 305, 600, 660, 2000] {
-                assert_eq!(
-                    partition_near(&v, at, |&x| x <= t),
-                    v.partition_point(|&x| x <= t),
-                    "at {at}, t {t}"
-                );
-            }
-        }
-    }
-
     /// The p99 from the top 1% is the sorted one's, for few and many durations.
     #[test]
     fn the_p99_from_the_top_percent_is_the_sorted_ones() {
@@ -988,21 +911,6 @@ mod tests {
             };
             assert_eq!(p99_and_max(d.iter().copied()), want, "{n}");
         }
-    }
-
-    /// Windows out of start order are visited by start, each with its own column.
-    #[test]
-    fn windows_are_visited_by_start_with_their_column() {
-        let w = |start| Window::new(start, Some(start + 10), start + 10, 1, 0, false);
-        let sorted: Windows = vec![w(10), w(20), w(20), w(30)].into();
-        let cols = |ws: &Windows| {
-            by_start(ws)
-                .map(|(i, w)| (i, w.start_ns))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(cols(&sorted), [(0, 10), (1, 20), (2, 20), (3, 30)]);
-        let unsorted: Windows = vec![w(30), w(10), w(20), w(15)].into();
-        assert_eq!(cols(&unsorted), [(1, 10), (3, 15), (2, 20), (0, 30)]);
     }
 
     #[test]
