@@ -310,15 +310,22 @@ fn a_zstd_trace_dat_is_read_in_place_through_one_cursor_per_cpu() {
     let (skipped, started) = cost.expect("read through cursors");
     assert!((2..=4).contains(&started), "{started} cursors");
     assert!(skipped < 2 * raw.len() as u64, "{skipped} bytes skipped");
-    // Compressed as a stream (no declared size): spooled, the same events.
+    // Compressed as a stream (no declared size): decompressed through once to learn the
+    // size, then read in place, the same events.
     let mut e = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
     e.include_contentsize(false).unwrap();
     std::io::Write::write_all(&mut e, &raw).unwrap();
     let streamed = dir.path().join("streamed.dat.zst");
     std::fs::write(&streamed, e.finish().unwrap()).unwrap();
-    let (again, spooled) = event_lines(&streamed);
-    assert_eq!(spooled, None);
+    let (again, cost) = event_lines(&streamed);
     assert_eq!(again, want);
+    let (skipped, started) = cost.expect("read in place");
+    assert!(
+        skipped >= raw.len() as u64,
+        "{skipped}: the pass that found the size"
+    );
+    // (The measuring cursor's last 2 MiB can serve the last CPU's region.)
+    assert!((2..=5).contains(&started), "{started} cursors");
 }
 
 #[test]
@@ -336,6 +343,17 @@ fn a_zstd_perf_data_is_read_in_place_with_the_plain_files_events() {
     assert_eq!(cost.map(|c| c.1), Some(2));
 }
 
+/// `parts` gzipped one member each, concatenated (as `cat a.gz b.gz` makes them).
+fn gzip_members(parts: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for p in parts {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut e, p).unwrap();
+        out.extend(e.finish().unwrap());
+    }
+    out
+}
+
 /// `data` compressed by liblzma as one xz stream per part (`cat a.xz b.xz` makes such
 /// files), with xz's stream padding between them.
 fn xz_streams(parts: &[&[u8]]) -> Vec<u8> {
@@ -350,7 +368,7 @@ fn xz_streams(parts: &[&[u8]]) -> Vec<u8> {
 }
 
 #[test]
-fn xz_binaries_are_read_in_place_and_gzip_ones_spooled_with_the_same_events() {
+fn xz_and_gzip_binaries_are_read_in_place_with_the_same_events() {
     let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
     let dir = tempfile::tempdir().unwrap();
     for name in ["frob.dat", "frob.perf.data"] {
@@ -366,14 +384,41 @@ fn xz_binaries_are_read_in_place_and_gzip_ones_spooled_with_the_same_events() {
         let (got, cost) = event_lines(&xz);
         assert_eq!(got, want, "{name}.xz");
         assert!(cost.is_some(), "{name}.xz is read in place");
-        // gzip declares no trustworthy size: spooled, the same events.
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        std::io::Write::write_all(&mut gz, &raw).unwrap();
+        // gzip declares no trustworthy size. A trace.dat whose regions end where its
+        // trailer says is read in place at once; a perf.data after one pass through,
+        // which it needs anyway (its feature sections come after the data, and here the
+        // pass's last 2 MiB hold the whole small file). Same events.
+        let gz = gzip_members(&[&raw]);
         let gzp = dir.path().join(format!("{name}.gz"));
-        std::fs::write(&gzp, gz.finish().unwrap()).unwrap();
+        std::fs::write(&gzp, &gz).unwrap();
         let (got, cost) = event_lines(&gzp);
         assert_eq!(got, want, "{name}.gz");
-        assert_eq!(cost, None, "{name}.gz is spooled");
+        let (skipped, started) = cost.expect("read in place");
+        let dat = name == "frob.dat";
+        assert_eq!(
+            skipped >= raw.len() as u64,
+            !dat,
+            "{name}.gz: {skipped} skipped"
+        );
+        if !dat {
+            assert!(started <= 2, "{name}.gz: {started} cursors");
+        }
+        // Two members: the trailer gives only the last one's size, so the size is learnt
+        // by a pass through.
+        let two = dir.path().join(format!("{name}.2.gz"));
+        std::fs::write(&two, gzip_members(&[&raw[..half], &raw[half..]])).unwrap();
+        let (got, cost) = event_lines(&two);
+        assert_eq!(got, want, "{name}.2.gz");
+        let (skipped, _) = cost.expect("read in place");
+        assert!(
+            skipped >= raw.len() as u64,
+            "{name}.2.gz: {skipped} skipped"
+        );
+        // A cut gzip: spooled, and read as far as it goes.
+        std::fs::write(&gzp, &gz[..gz.len() / 2]).unwrap();
+        if let Ok(src) = read::open(&gzp, &OpenOptions::default()) {
+            assert_eq!(src.unpack_cost(), None, "{name}.gz cut");
+        }
         // A cut xz declares no size either: spooled, and read as far as it goes.
         let bytes = std::fs::read(&xz).unwrap();
         std::fs::write(&xz, &bytes[..bytes.len() - 20]).unwrap();

@@ -2,9 +2,9 @@
 //! decompressing it: the size (zstd frame headers, the xz index) and, for xz, where
 //! decompression may start (each block is independent).
 //!
-//! A binary trace is read at offsets in place ([`super::unpack`]) only when its size is
-//! known up front and the file is whole. gzip declares none it can be trusted for: its
-//! trailer holds the last member's size modulo 4 GiB, so a gzip file is spooled.
+//! A binary trace read at offsets in place ([`super::unpack`]) needs its size up front.
+//! gzip declares none it can be trusted for (its trailer holds the last member's size
+//! modulo 4 GiB): there the size is learnt by decompressing the file once.
 
 use std::io;
 
@@ -238,6 +238,20 @@ pub fn of_file(f: &std::fs::File) -> io::Result<Option<Declared>> {
         Ok(m) => Ok(declared(&m)),
         Err(_) => Ok(None),
     }
+}
+
+/// A gzip file's decompressed size modulo 4 GiB, as its trailer gives it (the last
+/// member's); None when it is not gzip. Only a check of a size found otherwise: a cut
+/// file's last bytes are not a trailer, and agree with that size by chance only.
+pub fn gzip_size_mod_4g(f: &std::fs::File) -> io::Result<Option<u32>> {
+    use std::os::unix::fs::FileExt;
+    let (mut magic, mut isize) = ([0u8; 2], [0u8; 4]);
+    let len = f.metadata()?.len();
+    if len < 18 || f.read_at(&mut magic, 0)? < 2 || magic != [0x1f, 0x8b] {
+        return Ok(None);
+    }
+    f.read_exact_at(&mut isize, len - 4)?;
+    Ok(Some(u32::from_le_bytes(isize)))
 }
 
 #[cfg(test)]

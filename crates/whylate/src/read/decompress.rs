@@ -100,6 +100,25 @@ fn why(e: &io::Error) -> String {
 pub trait Stream: Read + Send {
     /// Discards the next `n` bytes (fewer at the end); returns how many.
     fn skip(&mut self, n: u64) -> io::Result<u64>;
+
+    /// Reads to the end of the stream: the bytes it held, and the last `keep` of them (at
+    /// most). A gzip file's size is learnt this way ([`super::unpack`]).
+    fn skip_to_end(&mut self, keep: usize) -> io::Result<(u64, Vec<u8>)> {
+        let (mut n, mut tail, mut buf) = (0u64, Vec::new(), vec![0u8; 1 << 16]);
+        loop {
+            let k = self.read(&mut buf)?;
+            if k == 0 {
+                break;
+            }
+            n += k as u64;
+            tail.extend_from_slice(&buf[..k]);
+            if tail.len() > 2 * keep {
+                tail.drain(..tail.len() - keep);
+            }
+        }
+        tail.drain(..tail.len().saturating_sub(keep));
+        Ok((n, tail))
+    }
 }
 
 impl Stream for BufReader<Box<dyn Read + Send>> {
@@ -118,40 +137,46 @@ pub fn open(
     Ok((s, kind, cut))
 }
 
+/// The compression whose magic bytes `head` starts with.
+pub fn compression_of(head: &[u8]) -> Compression {
+    if head.starts_with(&[0x1f, 0x8b]) {
+        Compression::Gzip
+    } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        Compression::Zstd
+    } else if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
+        Compression::Xz
+    } else {
+        Compression::None
+    }
+}
+
 /// [`open`], with a stream that can skip.
 pub fn open_stream(
     path: &Path,
     f: Box<dyn Read + Send>,
 ) -> io::Result<(Box<dyn Stream>, Compression, Cut)> {
     let mut br = BufReader::with_capacity(1 << 16, f);
-    let head = br.fill_buf()?;
+    let kind = compression_of(br.fill_buf()?);
     let cut = Cut::default();
-    let (inner, kind): (Box<dyn Read + Send>, _) = if head.starts_with(&[0x1f, 0x8b]) {
-        (
-            Box::new(flate2::bufread::MultiGzDecoder::new(br)),
-            Compression::Gzip,
-        )
-    } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-        // libzstd streams: every byte before a cut comes out (a block-at-a-time decoder
-        // keeps the last window back and loses it at the cut). Windows up to 2 GiB
-        // (`zstd --long=31`) are accepted; memory follows the frame's own window.
-        let mut d = zstd::stream::read::Decoder::with_buffer(br).map_err(|e| {
-            io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("{}: not a readable zstd stream: {e}", path.display()),
-            )
-        })?;
-        d.window_log_max(31)?;
-        (Box::new(d), Compression::Zstd)
-    } else if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
-        (
-            Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(br)),
-            Compression::Xz,
-        )
-    } else {
+    let inner: Box<dyn Read + Send> = match kind {
+        Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(br)),
+        Compression::Zstd => {
+            // libzstd streams: every byte before a cut comes out (a block-at-a-time decoder
+            // keeps the last window back and loses it at the cut). Windows up to 2 GiB
+            // (`zstd --long=31`) are accepted; memory follows the frame's own window.
+            let mut d = zstd::stream::read::Decoder::with_buffer(br).map_err(|e| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{}: not a readable zstd stream: {e}", path.display()),
+                )
+            })?;
+            d.window_log_max(31)?;
+            Box::new(d)
+        }
+        Compression::Xz => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(br)),
         // Plain files stay on the caller's thread: the copy out of the page cache is
         // cheap (measured: a thread for it did not pay).
-        return Ok((Box::new(br), Compression::None, cut));
+        Compression::None => return Ok((Box::new(br), Compression::None, cut)),
     };
     let rd = Tolerant {
         inner,
@@ -210,7 +235,7 @@ impl Ahead {
 }
 
 /// Reads until `buf` is full, the stream ends or fails: the bytes read, and the error.
-fn fill(r: &mut dyn Read, buf: &mut [u8]) -> (usize, Option<io::Error>) {
+pub(crate) fn fill(r: &mut dyn Read, buf: &mut [u8]) -> (usize, Option<io::Error>) {
     let mut n = 0;
     while n < buf.len() {
         match r.read(&mut buf[n..]) {
@@ -258,6 +283,28 @@ impl Stream for Ahead {
         }
         Ok(n - left)
     }
+
+    /// Keeps the last buffers whole instead of copying every byte through a tail.
+    fn skip_to_end(&mut self, keep: usize) -> io::Result<(u64, Vec<u8>)> {
+        let (mut n, mut last, mut held) = (0u64, std::collections::VecDeque::new(), 0usize);
+        while self.next_buffer()? {
+            let mut b = std::mem::take(&mut self.cur);
+            b.drain(..std::mem::take(&mut self.pos));
+            (n, held) = (n + b.len() as u64, held + b.len());
+            last.push_back(b);
+            while last
+                .front()
+                .is_some_and(|f: &Vec<u8>| held - f.len() >= keep)
+            {
+                let old = last.pop_front().expect("a front buffer");
+                held -= old.len();
+                let _ = self.empty.try_send(old);
+            }
+        }
+        let mut tail: Vec<u8> = last.into_iter().flatten().collect();
+        tail.drain(..tail.len().saturating_sub(keep));
+        Ok((n, tail))
+    }
 }
 
 impl Read for Ahead {
@@ -302,6 +349,28 @@ mod tests {
         let said = cut.get().expect("the cut is remembered");
         assert!(said.starts_with("the zstd stream is cut after"), "{said}");
         assert!(!said.contains("BlockContentReadError"), "{said}");
+    }
+
+    /// Both ways to the end (a plain stream's copy, the thread's buffers kept whole)
+    /// count every byte and keep the last ones asked for.
+    #[test]
+    fn skipping_to_the_end_keeps_the_tail() {
+        let data: Vec<u8> = (0..3_000_000u32).map(|i| (i % 239) as u8).collect();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        io::Write::write_all(&mut gz, &data).unwrap();
+        for input in [data.clone(), gz.finish().unwrap()] {
+            let open = || open_stream(Path::new("t"), Box::new(io::Cursor::new(input.clone())));
+            for keep in [100, 1_500_000, 5_000_000] {
+                let (n, tail) = open().unwrap().0.skip_to_end(keep).unwrap();
+                assert_eq!(n, 3_000_000);
+                assert_eq!(tail[..], data[3_000_000 - keep.min(3_000_000)..], "{keep}");
+            }
+            // From inside a buffer.
+            let mut rd = open().unwrap().0;
+            rd.read_exact(&mut [0u8; 10]).unwrap();
+            let (n, tail) = rd.skip_to_end(1 << 20).unwrap();
+            assert_eq!((n, &tail[..]), (2_999_990, &data[3_000_000 - (1 << 20)..]));
+        }
     }
 
     #[test]

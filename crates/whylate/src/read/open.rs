@@ -309,8 +309,8 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
             // Binary readers seek around the file: their progress shows as events only.
             p.binary.store(true, std::sync::atomic::Ordering::Relaxed);
         }
-        // gzip declares no size it can be trusted for (`declared`): it is spooled.
-        let in_place = matches!(compression, Compression::Zstd | Compression::Xz);
+        // A compressed file is read in place; one that is cut, or standard input, is spooled.
+        let in_place = compression != Compression::None;
         let unpacked = match in_place && !stdin {
             true => open_unpacked(path, dat, opts)?,
             false => None,
@@ -384,6 +384,27 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
     })
 }
 
+/// A compressed trace that declares no size (gzip, zstd from a pipe), read in place when
+/// its size can be had: for a trace.dat whose CPU regions end where its gzip trailer says
+/// the data does (modulo 4 GiB), that end, without a pass; otherwise by decompressing it
+/// through once. None for a trace.dat that would be spooled anyway (too many CPU
+/// regions, found before that pass) and for a cut file.
+fn unsized_trace(path: &Path, dat: bool) -> io::Result<Option<unpack::Unpacked>> {
+    if dat {
+        match tracedat::TraceDat::probe(path) {
+            tracedat::Probe::TooManyRegions => return Ok(None),
+            tracedat::Probe::Ends(end) => {
+                let trailer = crate::read::declared::gzip_size_mod_4g(&File::open(path)?)?;
+                if trailer == Some(end as u32) {
+                    return Ok(Some(unpack::Unpacked::claimed(path, end)));
+                }
+            }
+            tracedat::Probe::Unknown => {}
+        }
+    }
+    unpack::Unpacked::measure(path)
+}
+
 /// Opens a (seekable) trace.dat or perf.data, with `--kallsyms` symbols when given.
 fn open_binary(
     path: &Path,
@@ -411,10 +432,10 @@ fn open_binary(
     })
 }
 
-/// A zstd or xz trace.dat (`dat`) or perf.data read in place through decompressing cursors,
-/// with no decompressed copy ([`unpack`]); None when it does not declare its size whole
-/// or is cut, or when a trace.dat has more CPUs than cursors are kept for (each CPU's
-/// data is read as its own region): the caller spools it then.
+/// A compressed trace.dat (`dat`) or perf.data read in place through decompressing
+/// cursors, with no decompressed copy ([`unpack`]); None when it is cut or damaged, or
+/// when a trace.dat has more CPUs than cursors are kept for (each CPU's data is read as
+/// its own region): the caller spools it then.
 fn open_unpacked(
     path: &Path,
     dat: bool,
@@ -424,8 +445,12 @@ fn open_unpacked(
         path: path.to_path_buf(),
         source,
     };
-    let Some(u) = unpack::Unpacked::open(path).map_err(io_err)? else {
-        return Ok(None);
+    let u = match unpack::Unpacked::open(path).map_err(io_err)? {
+        Some(u) => u,
+        None => match unsized_trace(path, dat).map_err(io_err)? {
+            Some(u) => u,
+            None => return Ok(None),
+        },
     };
     if !dat {
         let window = opts.window.max(PERF_WINDOW);

@@ -1,4 +1,5 @@
-//! Random access into a zstd- or xz-compressed binary trace without a decompressed copy.
+//! Random access into a compressed binary trace (zstd, xz, gzip) without a decompressed
+//! copy.
 //!
 //! A trace.dat is read at a few places at once (its metadata, then each CPU's data
 //! section, merged by time), so it needs reads at offsets. A compressed one used to be
@@ -12,10 +13,11 @@
 //!
 //! The decompressed size must be known up front (the readers check offsets against it,
 //! and a file cut short must look cut): zstd frames and the xz index declare it
-//! ([`super::declared`]), and a file that does not declare it whole, or is cut, is not
-//! served here.
+//! ([`super::declared`]). gzip does not, nor does zstd written as a stream: such a file
+//! is decompressed through once to learn it (for a perf.data that pass also reaches the
+//! feature sections the reader needs first). A cut or damaged file is not served here.
 
-use super::decompress::{self, Cut};
+use super::decompress::{self, Compression, Cut};
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
@@ -120,24 +122,71 @@ pub struct Unpacked {
     /// out of order, for tests and benchmarks.
     skipped: AtomicU64,
     started: AtomicU64,
+    /// Where the data was found to end by a read past it (u64::MAX: not yet).
+    ended: AtomicU64,
 }
 
 impl Unpacked {
     /// Opens `path` when it is zstd or xz that declares its whole decompressed size; None
-    /// otherwise (gzip, a size not declared, a cut file).
+    /// otherwise (gzip, zstd written as a stream, a cut file): see [`Unpacked::measure`].
     pub fn open(path: &Path) -> io::Result<Option<Unpacked>> {
         let f = File::open(path)?;
-        let Some(d) = super::declared::of_file(&f)? else {
-            return Ok(None);
-        };
-        Ok(Some(Unpacked {
+        Ok(super::declared::of_file(&f)?.map(|d| Self::with(path, d)))
+    }
+
+    /// Compressed `path` of decompressed size `size`, found by other means (a gzip
+    /// trace.dat's regions, checked against its trailer).
+    pub fn claimed(path: &Path, size: u64) -> Unpacked {
+        let mut u = Self::with(path, Default::default());
+        u.len = size;
+        u
+    }
+
+    /// `path` with no size yet, for a look at its start before deciding to measure it:
+    /// reads are only bounded by the data itself.
+    pub fn unmeasured(path: &Path) -> Unpacked {
+        let mut u = Self::with(path, Default::default());
+        u.len = u64::MAX;
+        u
+    }
+
+    fn with(path: &Path, declared: super::declared::Declared) -> Unpacked {
+        Unpacked {
             path: path.to_path_buf(),
-            len: d.size,
-            declared: d,
+            len: declared.size,
+            declared,
             cursors: Mutex::new((Vec::new(), 0)),
             skipped: AtomicU64::new(0),
             started: AtomicU64::new(0),
-        }))
+            ended: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    /// Opens compressed `path` that declares no size (gzip's trailer holds only the last
+    /// member's size modulo 4 GiB; zstd written as a stream): a first cursor decompresses
+    /// it to the end, and stays there with the last bytes in its history, where
+    /// perf.data's feature sections, read before its data, usually are. None when it is
+    /// not compressed, or cut or damaged: it is then spooled and read as far as it goes.
+    pub fn measure(path: &Path) -> io::Result<Option<Unpacked>> {
+        let mut head = [0u8; 6];
+        let n = File::open(path)?.read_at(&mut head, 0)?;
+        if decompress::compression_of(&head[..n]) == Compression::None {
+            return Ok(None);
+        }
+        let mut u = Self::with(path, Default::default());
+        let mut c = u.cursor_at(None)?;
+        let (n, tail) = c.rd.skip_to_end(2 * HISTORY)?;
+        if c.cut.get().is_some() {
+            return Ok(None);
+        }
+        (c.pos, c.history, u.len) = (n, tail, n);
+        u.skipped.fetch_add(n, Relaxed);
+        u.cursors
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .0
+            .push(c);
+        Ok(Some(u))
     }
 
     /// The decompressed size.
@@ -148,6 +197,11 @@ impl Unpacked {
     /// True when the decompressed file is empty.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The decompressed size, when a read ran past the end of a stream that ended whole.
+    pub fn ended(&self) -> Option<u64> {
+        Some(self.ended.load(Relaxed)).filter(|&n| n != u64::MAX)
     }
 
     /// (bytes decompressed only to skip ahead, cursors started) so far.
@@ -177,6 +231,10 @@ impl Unpacked {
         c.used = *clock;
         let r = Self::advance(c, off, buf);
         if let Err(e) = r {
+            // A stream that ended whole tells the size (a file read before it was known).
+            if e.kind() == io::ErrorKind::UnexpectedEof && c.cut.get().is_none() {
+                self.ended.store(c.pos, Relaxed);
+            }
             // Where a failed cursor stands is unknown: it is not used again.
             let cut = c.cut.get().cloned();
             cs.swap_remove(i);
@@ -209,15 +267,22 @@ impl Unpacked {
             n += io::copy(&mut (&mut c.rd).take(gap - far), &mut Tail(&mut c.history))?;
         }
         c.pos += n;
-        if n < gap {
+        let (got, err) = if n < gap {
+            (0, None)
+        } else {
+            decompress::fill(&mut c.rd, buf)
+        };
+        c.pos += got as u64;
+        remember(&mut c.history, &buf[..got]);
+        if let Some(e) = err {
+            return Err(e);
+        }
+        if got < buf.len() {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
                 format!("the decompressed data ends at byte {}", c.pos),
             ));
         }
-        c.rd.read_exact(buf)?;
-        c.pos += buf.len() as u64;
-        remember(&mut c.history, buf);
         Ok(gap)
     }
 
@@ -410,14 +475,58 @@ mod tests {
         // Cut inside the last frame.
         std::fs::write(&p, &two[..two.len() - 5]).unwrap();
         assert!(Unpacked::open(&p).unwrap().is_none());
-        // A stream compressed from a pipe declares no size.
+        // Not compressed at all.
+        std::fs::write(&p, b"plain").unwrap();
+        assert!(Unpacked::open(&p).unwrap().is_none());
+        assert!(Unpacked::measure(&p).unwrap().is_none());
+        // gzip, cut: the pass that learns the size finds the cut.
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        io::Write::write_all(&mut gz, &data).unwrap();
+        let gz = gz.finish().unwrap();
+        std::fs::write(&p, &gz[..gz.len() - 9]).unwrap();
+        assert!(Unpacked::open(&p).unwrap().is_none());
+        assert!(Unpacked::measure(&p).unwrap().is_none());
+    }
+
+    /// gzip, and zstd written as a stream, declare no size: one cursor decompresses the
+    /// file through to learn it and stays at the end, its last 2 MiB at hand.
+    #[test]
+    fn a_size_not_declared_is_learnt_by_one_pass_that_keeps_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..5_000_000u32).map(|i| (i * 17 % 241) as u8).collect();
         let mut e = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
         e.include_contentsize(false).unwrap();
         io::Write::write_all(&mut e, &data).unwrap();
-        std::fs::write(&p, e.finish().unwrap()).unwrap();
-        assert!(Unpacked::open(&p).unwrap().is_none());
-        // Not zstd at all.
-        std::fs::write(&p, b"plain").unwrap();
-        assert!(Unpacked::open(&p).unwrap().is_none());
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        io::Write::write_all(&mut gz, &data).unwrap();
+        for (name, bytes) in [
+            ("s.zst", e.finish().unwrap()),
+            ("g.gz", gz.finish().unwrap()),
+        ] {
+            let p = dir.path().join(name);
+            std::fs::write(&p, bytes).unwrap();
+            assert!(
+                Unpacked::open(&p).unwrap().is_none(),
+                "{name} declares no size"
+            );
+            let u = Unpacked::measure(&p).unwrap().expect("measured");
+            assert_eq!((u.len(), u.cost()), (5_000_000, (5_000_000, 1)), "{name}");
+            let mut buf = vec![0u8; 4096];
+            let mut check = |off: usize| {
+                u.read_exact_at(&mut buf, off as u64).unwrap();
+                assert_eq!(buf[..], data[off..off + 4096], "{name} at {off}");
+                u.cost().1
+            };
+            // The last 2 MiB come from that pass's cursor; what lies before, from a new one.
+            assert_eq!(check(5_000_000 - 4096), 1);
+            assert_eq!(check(5_000_000 - 2_000_000), 1);
+            assert_eq!(check(1000), 2);
+            // Not measured: a read past the end fails, and tells where the data ends.
+            let u = Unpacked::unmeasured(&p);
+            assert_eq!(u.ended(), None);
+            u.read_exact_at(&mut buf, 4_000_000).unwrap();
+            assert!(u.read_exact_at(&mut buf, 4_998_000).is_err());
+            assert_eq!(u.ended(), Some(5_000_000), "{name}");
+        }
     }
 }

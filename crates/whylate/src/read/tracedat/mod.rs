@@ -177,6 +177,18 @@ enum Src {
     Chunks { off: u64, chunks: u32 },
 }
 
+/// What a compressed trace.dat's start says before its size is known
+/// ([`TraceDat::probe`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Probe {
+    /// More CPU regions than cursors are kept for: it will be spooled.
+    TooManyRegions,
+    /// Its CPU regions end at this byte, its last (for v6, the file's end).
+    Ends(u64),
+    /// Not known without the size.
+    Unknown,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Codec {
     Zlib,

@@ -174,6 +174,31 @@ impl TraceDat {
         me.start().map(Some)
     }
 
+    /// What the start of compressed `path`, of no declared size, says before it is
+    /// measured (a parse of a few MiB, against decompressing it all only to spool it
+    /// after): whether it has too many CPU regions to read in place, and where its
+    /// regions end.
+    pub fn probe(path: &Path) -> Probe {
+        let u = std::sync::Arc::new(crate::read::unpack::Unpacked::unmeasured(path));
+        let Ok(me) = Self::parse(path, Bytes::Unpacked(u.clone())) else {
+            // Not parsed without the size: a file shorter than the metadata's first read
+            // was decompressed whole by it, so its size is known; else the measured
+            // parse decides.
+            return u.ended().map_or(Probe::Unknown, Probe::Ends);
+        };
+        if me.streams.len() + 2 > crate::read::unpack::MAX_CURSORS {
+            return Probe::TooManyRegions;
+        }
+        let ends = me.streams.iter().map(|s| match s.src {
+            Src::Plain { end, .. } => Some(end),
+            Src::Chunks { .. } => None,
+        });
+        match ends.collect::<Option<Vec<u64>>>() {
+            Some(e) if !e.is_empty() => Probe::Ends(e.into_iter().max().unwrap_or(0)),
+            _ => Probe::Unknown,
+        }
+    }
+
     pub(super) fn open_v6(
         &mut self,
         start: u64,
