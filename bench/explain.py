@@ -11,8 +11,9 @@ Then one hyperfine run times, --runs times each, paired:
   whylate explain on perf.data, perf script text, trace.dat, ftrace text
   whylate latency and whylate report on perf.data
   whylate explain and report in cycle mode (a cycle per dd write) on trace.dat
-  whylate explain on perf.data and trace.dat as .zst and .xz (made with `zstd -T0 FILE`
-  and `xz -T0 -1 FILE` when absent: one zstd frame, xz blocks of a few MiB)
+  whylate explain on perf.data and trace.dat as .zst, .xz and .gz (made with `zstd -T0
+  FILE`, `xz -T0 -1 FILE` and `gzip FILE` when absent: one zstd frame, xz blocks of a
+  few MiB, one gzip member)
   perf script (printing the perf.data), perf sched timehist (same file), cat of each text
 and GNU time gives each whylate command's peak RSS and CPU use (user+sys / wall).
 
@@ -94,8 +95,10 @@ def bench(a):
     cycles = "--from sys_enter_write[comm=dd] --to sys_exit_write[comm=dd]"
     cmds["explain cycles trace.dat"] = f"{WHYLATE} explain --json {dat} {cycles}"
     cmds["report cycles trace.dat"] = f"{WHYLATE} report {dat} {cycles} -o /dev/null"
-    # The binary formats compressed as `zstd` and `xz` write them (read in place, no copy).
-    pack = {"zst": ["zstd", "-q", "-T0", "-c"], "xz": ["xz", "-T0", "-1", "-c"]}
+    # The binary formats compressed as `zstd`, `xz` and `gzip` write them (read in place,
+    # no copy).
+    pack = {"zst": ["zstd", "-q", "-T0", "-c"], "xz": ["xz", "-T0", "-1", "-c"],
+            "gz": ["gzip", "-c"]}
     for k in ("perf.data", "trace.dat"):
         plain = inputs[k]
         for ext, tool in pack.items():
