@@ -393,6 +393,49 @@ fn function_graph_in_a_trace_dat_gives_calls_with_the_tracers_times() {
     }
 }
 
+/// A gzip trace.dat large enough for its start to parse without the size: its CPU
+/// region ends where the gzip trailer says the data does, so it is read in place with
+/// that size and no pass to measure it; with bytes after its region the two disagree,
+/// and it is measured. Same events either way.
+#[test]
+fn a_gzip_trace_dat_whose_regions_end_at_its_trailer_is_not_measured() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pad = 9 << 20;
+    let mut dat = build_cpus(false, 8, 1);
+    // CPU 0's region (the last page) grows by empty pages past the probe's 8 MiB read.
+    let page_at = (dat.len() - 4096) as u64;
+    let entry = [page_at.to_le_bytes(), 4096u64.to_le_bytes()].concat();
+    let at = dat
+        .windows(16)
+        .position(|w| w == entry)
+        .expect("CPU 0's entry");
+    dat[at + 8..at + 16].copy_from_slice(&(4096 + pad as u64).to_le_bytes());
+    dat.resize(dat.len() + pad, 0);
+    for (name, tail) in [("regions.dat.gz", 0), ("after.dat.gz", 100)] {
+        let mut raw = dat.clone();
+        raw.resize(raw.len() + tail, 0);
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut e, &raw).unwrap();
+        let p = tmp.path().join(name);
+        std::fs::write(&p, e.finish().unwrap()).unwrap();
+        let mut src = read::open(&p, &read::OpenOptions::default()).unwrap();
+        let mut s = Interner::new();
+        let mut ts = Vec::new();
+        while let Some(e) = src.next_event(&mut s).unwrap() {
+            ts.push(e.ts);
+        }
+        assert_eq!(ts, SWITCHES.map(|x| x.0).to_vec(), "{name}");
+        let (skipped, _) = src.unpack_cost().expect("read in place");
+        let measured = skipped >= raw.len() as u64;
+        assert_eq!(
+            measured,
+            tail > 0,
+            "{name}: {skipped} of {} skipped",
+            raw.len()
+        );
+    }
+}
+
 #[test]
 fn a_compressed_trace_dat_is_read_in_place_unless_it_has_more_cpus_than_cursors() {
     let tmp = tempfile::tempdir().unwrap();
