@@ -329,7 +329,19 @@ mod tests {
 
     #[test]
     fn a_reading_thread_feeds_what_one_thread_feeds() {
-        for path in ["examples/frob.dat.zst", "examples/frob.perf.data.zst"] {
+        // The perf.data also plain: its records then go over where they are in the map.
+        let dir = tempfile::tempdir().unwrap();
+        let zst = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples/frob.perf.data.zst");
+        let plain = dir.path().join("frob.perf.data");
+        let raw = zstd::decode_all(std::fs::File::open(zst).unwrap()).unwrap();
+        std::fs::write(&plain, raw).unwrap();
+        let plain = plain.to_str().unwrap();
+        for path in [
+            "examples/frob.dat.zst",
+            "examples/frob.perf.data.zst",
+            plain,
+        ] {
             let one = fed(path, Way::One);
             // Several batches, so strings interned between hand-overs are covered.
             assert!(one.0.len() > 2 * BATCH, "{path}: {} events", one.0.len());

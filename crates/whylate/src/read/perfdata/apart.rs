@@ -33,6 +33,9 @@ pub(crate) enum Item {
     Comm { tid: i32, name: (u32, u32) },
     /// Events perf lost.
     Lost { ts: u64, count: Option<u64> },
+    /// A record left where it is in a plain file's map, due at `ts`: the decoding half
+    /// reads its fields there, so the reading thread neither parses nor copies it.
+    Mapped { ts: u64, off: usize },
     /// What the scan noticed before the next record.
     Notes(Box<Diag>),
 }
@@ -92,6 +95,11 @@ fn push_fields(out: &mut Records, pure: Option<&tep::Pure>, ts: u64, f: Fields) 
 /// The decoding half of a perf.data reader, moved to another thread.
 pub(crate) struct Decoding {
     smp: Samples,
+    /// A plain file's map and what finds a record's layout, for [`Item::Mapped`].
+    map: Option<std::sync::Arc<memmap2::Mmap>>,
+    lays: Vec<Layout>,
+    ids: FxHashMap<u64, usize>,
+    one_attr: bool,
 }
 
 impl Decoding {
@@ -104,8 +112,18 @@ impl Decoding {
     ) {
         self.smp.seed(s);
         let (items, kept) = batch.drain();
+        let keys = Keys {
+            lays: &self.lays,
+            ids: &self.ids,
+            one_attr: self.one_attr,
+        };
         for it in items {
             let fields = match it {
+                Item::Mapped { ts, off } => {
+                    let m = self.map.as_deref().map_or(&[][..], |m| &m[..]);
+                    let size = m[off + 6] as usize | (m[off + 7] as usize) << 8;
+                    (ts, fields_of(&keys, off, &m[off..off + size]))
+                }
                 Item::Sample {
                     ts,
                     cpu,
@@ -172,7 +190,16 @@ impl PerfData {
         };
         let smp = std::mem::replace(&mut f.smp, Samples::notes_only());
         f.pure = Some(tep::Pure::new(&smp.fmts));
-        Some(Decoding { smp })
+        if matches!(f.data, Data::Map(_)) {
+            f.lag = f.release_step;
+        }
+        Some(Decoding {
+            smp,
+            map: f.data.shared(),
+            lays: f.lays.clone(),
+            ids: f.ids.clone(),
+            one_attr: f.one_attr,
+        })
     }
 
     /// Copies due records into `out` until it holds `max` items; false at the end. With
@@ -188,6 +215,7 @@ impl PerfData {
     pub(crate) fn rejoin(&mut self, d: Decoding) {
         if let Mode::Fast(f) = &mut self.mode {
             f.pure = None;
+            f.lag = 0;
             let notes = std::mem::replace(&mut f.smp, d.smp).diag;
             absorb(&mut f.smp.diag, notes);
         }
@@ -216,6 +244,10 @@ impl Fast {
                 let Some((ts, off)) = self.held.pop_front() else {
                     return false;
                 };
+                if pure.is_none() && matches!(self.data, Data::Map(_)) {
+                    out.push(Item::Mapped { ts, off });
+                    continue;
+                }
                 let h = self.data.get(off, off + 8);
                 let size = h[6] as usize | (h[7] as usize) << 8;
                 let r = self.data.get(off, off + size);

@@ -55,7 +55,8 @@ impl std::io::Seek for Src {
 /// The data section's bytes, by file offset: the file mapped, or a window read from a
 /// compressed one.
 pub(super) enum Data {
-    Map(memmap2::Mmap),
+    /// Shared with the decoding half, which reads due records where they are.
+    Map(std::sync::Arc<memmap2::Mmap>),
     Window(Window),
 }
 
@@ -118,7 +119,9 @@ impl Data {
             // truncating the file under us would fault (SIGBUS), as it would for perf
             // itself, which maps perf.data the same way; a trace being analysed is not
             // being rewritten.
-            Bytes::File(f) => unsafe { memmap2::Mmap::map(f) }.ok().map(Data::Map),
+            Bytes::File(f) => unsafe { memmap2::Mmap::map(f) }
+                .ok()
+                .map(|m| Data::Map(std::sync::Arc::new(m))),
             Bytes::Unpacked(u) => Some(Data::Window(Window {
                 src: Bytes::Unpacked(u.clone()),
                 chunks: Default::default(),
@@ -129,6 +132,15 @@ impl Data {
                 #[cfg(test)]
                 most: 0,
             })),
+        }
+    }
+
+    /// The map of a plain file, for a reader on another thread (a window's chunks go
+    /// while records read from them may still be on their way: those are copied).
+    pub(super) fn shared(&self) -> Option<std::sync::Arc<memmap2::Mmap>> {
+        match self {
+            Data::Map(m) => Some(m.clone()),
+            Data::Window(_) => None,
         }
     }
 

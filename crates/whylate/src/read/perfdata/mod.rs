@@ -525,7 +525,12 @@ struct Fast {
     slot: Option<Event>,
     smp: Samples,
     /// Bytes given back at least at a time (8 MiB; tests make it small).
+    /// Bytes kept before the earliest record held: records handed over in place
+    /// ([`apart`]) may still be read there (a page given back is read again, slower).
+    lag: usize,
     release_step: usize,
+    /// No release is tried before the scan reaches this offset.
+    retry: usize,
     /// The map before this offset was given back to the kernel (see [`Fast::release`]).
     released: usize,
 }
@@ -584,6 +589,8 @@ impl Fast {
             slot: None,
             smp,
             release_step: 8 << 20,
+            lag: 0,
+            retry: 0,
             released: start / page_size() * page_size(),
         }
     }
@@ -732,7 +739,7 @@ impl Fast {
     /// until a later round lets them out, so a file of one round keeps its pages.)
     fn release(&mut self) {
         let step = self.release_step;
-        if self.pos < self.released + 2 * step {
+        if self.pos < self.released + 2 * step || self.pos < self.retry {
             return;
         }
         let low = self
@@ -742,10 +749,15 @@ impl Fast {
             .min()
             .unwrap_or(self.pos)
             .min(self.pos);
-        let upto = low / page_size() * page_size();
+        let upto = low.saturating_sub(self.lag) / page_size() * page_size();
         if upto >= self.released + step {
             self.data.release(self.released, upto);
             self.released = upto;
+        } else {
+            // A record held far behind (a CPU's backlog) pins the map: finding the
+            // earliest costs a walk of everything held, so not again before the scan
+            // has moved on by another step.
+            self.retry = self.pos + step;
         }
     }
 
