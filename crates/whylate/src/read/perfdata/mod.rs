@@ -753,10 +753,11 @@ impl Fast {
         if upto >= self.released + step {
             self.data.release(self.released, upto);
             self.released = upto;
-        } else {
-            // A record held far behind (a CPU's backlog) pins the map: finding the
-            // earliest costs a walk of everything held, so not again before the scan
-            // has moved on by another step.
+        } else if self.lag > 0 {
+            // A record held far behind (a CPU's backlog) pins the map, and the lag makes
+            // that the usual case: finding the earliest costs a walk of everything held,
+            // so not again before the scan has moved on by another step. (A window's
+            // chunks are dropped as soon as they can be: its memory is the process's.)
             self.retry = self.pos + step;
         }
     }
