@@ -750,6 +750,46 @@ fn a_period_whose_task_had_not_run_when_the_trace_ended_is_no_sample() {
     );
 }
 
+#[test]
+fn with_no_period_on_time_the_usual_interrupt_lateness_is_the_least_seen() {
+    // Both periods of p miss 100 us: their timers fire 15 and 20 us late, then p waits
+    // behind busy for 283 and 378 us. No period on time teaches the usual, and a usual
+    // of zero would blame every interrupt's few us as `timer-irq-late` (as a watch window
+    // holding only misses did, where the live run had learnt 13 us). The usual is the
+    // least lateness seen, 15 us: neither interrupt is blamed, busy is.
+    let t = "\
+ p-7 [001] d..1. 1.000000: hrtimer_start: hrtimer=00000000000000aa function=hrtimer_wakeup expires=9001000000 softexpires=9001000000 mode=ABS
+ p-7 [001] d..2. 1.000001: sched_switch: prev_comm=p prev_pid=7 prev_prio=120 prev_state=S ==> next_comm=busy next_pid=9 next_prio=120
+ busy-9 [001] d.h1. 1.001015: hrtimer_expire_entry: hrtimer=00000000000000aa function=hrtimer_wakeup now=9001015000
+ busy-9 [001] d.h2. 1.001016: sched_waking: comm=p pid=7 prio=120 target_cpu=001
+ busy-9 [001] d.h1. 1.001017: hrtimer_expire_exit: hrtimer=00000000000000aa
+ busy-9 [001] d..2. 1.001300: sched_switch: prev_comm=busy prev_pid=9 prev_prio=120 prev_state=R ==> next_comm=p next_pid=7 next_prio=120
+ p-7 [001] d..1. 1.001310: hrtimer_start: hrtimer=00000000000000aa function=hrtimer_wakeup expires=9002000000 softexpires=9002000000 mode=ABS
+ p-7 [001] d..2. 1.001311: sched_switch: prev_comm=p prev_pid=7 prev_prio=120 prev_state=S ==> next_comm=busy next_pid=9 next_prio=120
+ busy-9 [001] d.h1. 1.002020: hrtimer_expire_entry: hrtimer=00000000000000aa function=hrtimer_wakeup now=9002020000
+ busy-9 [001] d.h2. 1.002021: sched_waking: comm=p pid=7 prio=120 target_cpu=001
+ busy-9 [001] d.h1. 1.002022: hrtimer_expire_exit: hrtimer=00000000000000aa
+ busy-9 [001] d..2. 1.002400: sched_switch: prev_comm=busy prev_pid=9 prev_prio=120 prev_state=R ==> next_comm=p next_pid=7 next_prio=120
+ p-7 [001] d..1. 1.002410: hrtimer_start: hrtimer=00000000000000aa function=hrtimer_wakeup expires=9003000000 softexpires=9003000000 mode=ABS
+ p-7 [001] d..2. 1.002411: sched_switch: prev_comm=p prev_pid=7 prev_prio=120 prev_state=S ==> next_comm=busy next_pid=9 next_prio=120
+";
+    let j = timers_json("all-late.txt", t, 100_000);
+    assert_eq!(j["cycles"]["misses"], 2, "{}", j["cycles"]);
+    let timer: Vec<(Value, Value)> = (j["misses"].as_array().unwrap().iter())
+        .filter_map(|m| m["chain"].as_array()?.iter().find(|l| l["kind"] == "timer"))
+        .map(|l| (l["usual_ns"].clone(), l["excess_ns"].clone()))
+        .collect();
+    assert_eq!(
+        timer,
+        vec![(15_000.into(), 0.into()), (15_000.into(), 0.into())]
+    );
+    let causes: Vec<&str> = (j["causes"].as_array().unwrap().iter())
+        .map(|c| c["category"].as_str().unwrap())
+        .collect();
+    assert_eq!(causes, ["runqueue-wait"], "{}", j["causes"]);
+    assert_eq!(j["causes"][0]["culprit"]["comm"], "busy");
+}
+
 /// p's timer fires on time on idle CPU1 at 1.001 s and wakes it; p's next event there is
 /// at 1.0018 s. With `switch` the switch from idle to p is traced there; without, it is
 /// not (as when watch's or a lossy reader's stream misses it), and the time p waited for

@@ -166,9 +166,20 @@ pub(super) fn timer_findings(eng: &Engine<'_>, o: &TimerOptions) -> (Framing, Fi
     let (deadline, source) = deadline_policy(o, &totals);
     let is_miss = |x: &TimerSample| deadline.is_some_and(|d| x.total() > d);
     let good = || samples.iter().filter(|x| !is_miss(x));
+    // The usual is learnt from the periods on time. With none but several periods (a
+    // watch window holding only misses), a timer interrupt's usual lateness is the least
+    // any other period saw (for each period, the least overall): zero would make the few
+    // µs every interrupt takes an excess, and a kept window blame what the live run,
+    // which learnt the usual, did not. A lone period has no other to compare with: zero.
+    // A wait keeps zero: the misses' own waits are what is being explained.
+    let usual_irq = match (good().next(), samples.len()) {
+        (Some(_), _) => median_upper(good().map(|x| x.irq_late).collect()),
+        (None, n) if n >= 2 => samples.iter().map(|x| x.irq_late).min().unwrap_or(0),
+        (None, _) => 0,
+    };
     let cx = PeriodCx {
         eng,
-        usual_irq: median_upper(good().map(|x| x.irq_late).collect()),
+        usual_irq,
         usual_wait: median_upper(good().filter_map(|x| x.wait.map(|w| w.1 - w.0)).collect()),
         runnable: if samples.iter().any(|x| x.armed_late) {
             runnable_of(tl, &keep)
