@@ -121,7 +121,7 @@ impl Decoding {
             let fields = match it {
                 Item::Mapped { ts, off } => {
                     let m = self.map.as_deref().map_or(&[][..], |m| &m[..]);
-                    let size = m[off + 6] as usize | (m[off + 7] as usize) << 8;
+                    let size = record_size(&m[off..off + 8]);
                     (ts, fields_of(&keys, off, &m[off..off + size]))
                 }
                 Item::Sample {
@@ -248,8 +248,7 @@ impl Fast {
                     out.push(Item::Mapped { ts, off });
                     continue;
                 }
-                let h = self.data.get(off, off + 8);
-                let size = h[6] as usize | (h[7] as usize) << 8;
+                let size = record_size(self.data.get(off, off + 8));
                 let r = self.data.get(off, off + size);
                 match fields_of(&self.keys(), off, r) {
                     Fields::Bad { what, why } => {

@@ -52,6 +52,12 @@ impl std::io::Seek for Src {
     }
 }
 
+/// The size of the record whose 8-byte header `h` starts with (perf's `u16 size`).
+#[inline]
+pub(super) fn record_size(h: &[u8]) -> usize {
+    h[6] as usize | (h[7] as usize) << 8
+}
+
 /// The data section's bytes, by file offset: the file mapped, or a window read from a
 /// compressed one.
 pub(super) enum Data {

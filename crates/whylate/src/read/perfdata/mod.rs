@@ -51,7 +51,7 @@ mod generic;
 mod layout;
 mod record;
 mod sample;
-use bytes::{Data, Src};
+use bytes::{record_size, Data, Src};
 use layout::check_layout;
 use sample::*;
 
@@ -681,7 +681,7 @@ impl Fast {
             }
             let h = self.data.get(off, off + 8);
             let ty = u32_at(h, 0).unwrap_or(0);
-            let size = h[6] as usize | (h[7] as usize) << 8;
+            let size = record_size(h);
             if size < 8 || off + size > self.end {
                 self.smp.diag.truncated = Some(format!(
                     "the record at byte {off} says it has {size} bytes, but the data section ends at byte {}: the rest of the file is unread",

@@ -7,8 +7,7 @@ use super::*;
 impl Fast {
     /// Decodes the record at `off` (its size was checked by the scan).
     pub(super) fn decode(&mut self, s: &mut Interner, ts: u64, off: usize) -> Option<Event> {
-        let h = self.data.get(off, off + 8);
-        let size = h[6] as usize | (h[7] as usize) << 8;
+        let size = record_size(self.data.get(off, off + 8));
         let r = self.data.get(off, off + size);
         let keys = Keys {
             lays: &self.lays,
