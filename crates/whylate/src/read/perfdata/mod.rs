@@ -675,6 +675,7 @@ impl Fast {
         self.release();
         while self.pos + 8 <= self.end {
             let off = self.pos;
+            self.data.prefetch(off + AHEAD);
             if let Err(why) = self.data.load(off + 8, self.end) {
                 self.unreadable(why);
                 break;
@@ -886,6 +887,11 @@ const PART: usize = 1 << 16;
 /// Small in tests, so that the example's rounds of thousands are let out in parts.
 #[cfg(test)]
 const PART: usize = 500;
+
+/// Bytes ahead of the scan asked into the cache: the hardware's own prefetch stops at
+/// each page's end, and the scan waited on the first line of every page (explain on the
+/// 4 M-sample perf.data: 300 -> 276 ms; any distance from 512 B to 16 KiB did as well).
+const AHEAD: usize = 2048;
 
 /// Whether the per-CPU rule can be used: every sample has its time and CPU, and every
 /// other record its time (`sample_id_all`).
