@@ -30,6 +30,10 @@ impl<I> Records<I> {
     pub(crate) fn push(&mut self, item: I) {
         self.items.push(item);
     }
+    /// The last item added, to extend it.
+    pub(crate) fn last_mut(&mut self) -> Option<&mut I> {
+        self.items.last_mut()
+    }
     /// Copies `b` in; where it is, for [`Kept::get`].
     pub(crate) fn keep(&mut self, b: &[u8]) -> (u32, u32) {
         let at = self.bytes.len();
