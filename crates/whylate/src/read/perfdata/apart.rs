@@ -233,6 +233,22 @@ impl Decoding {
         let m = self.map.as_deref().map_or(&[][..], |m| &m[..]);
         let size = record_size(&m[off..off + 8]);
         let fields = fields_of(&keys, off, &m[off..off + size]);
+        if let Fields::Sample {
+            cpu,
+            tid,
+            tgid,
+            raw: Some(raw),
+            ..
+        } = fields
+        {
+            // The pure events' shortcut, as on the reading thread: made and handed on in
+            // place, it took explain's user time on 4 M system calls from 419 to 390 ms
+            // (the same decoding through `event_of` measured no gain).
+            if let Some((c, kind)) = self.smp.pure.decode(raw) {
+                f(&self.smp.finish(ts, cpu, (tid, tgid), c.flags, kind), s);
+                return;
+            }
+        }
         if let Some(e) = event_of(&mut self.smp, s, ts, fields) {
             f(&e, s);
         }
@@ -257,7 +273,7 @@ impl PerfData {
             return None;
         };
         let smp = std::mem::replace(&mut f.smp, Samples::notes_only());
-        f.pure = Some(tep::Pure::new(&smp.fmts));
+        f.pure = Some(smp.pure.clone());
         if matches!(f.data, Data::Map(_)) {
             f.lag = f.release_step;
         }
@@ -351,6 +367,7 @@ impl Samples {
     /// Samples that decode nothing: the scan's notes while decoding is apart.
     fn notes_only() -> Samples {
         Samples {
+            pure: tep::Pure::new(&Formats::default()),
             fmts: Formats::default(),
             decoder: Decoder::new(),
             attr_names: Vec::new(),

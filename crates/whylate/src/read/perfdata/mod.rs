@@ -241,6 +241,7 @@ impl PerfData {
         };
         info.symbols = Some(choose_symbols(&mut fmts, &rd, &file, kallsyms));
         let smp = Samples {
+            pure: tep::Pure::new(&fmts),
             fmts,
             decoder: Decoder::new(),
             attr_names,
@@ -354,6 +355,8 @@ impl EventSource for PerfData {
 /// What turns one sample into an event, for both ways through the file.
 struct Samples {
     fmts: Formats,
+    /// The pure events' plans, for the records read in the map (see `apart.rs`).
+    pure: tep::Pure,
     decoder: Decoder,
     /// Per attr index: the attr's name (for non-tracepoint samples), and as a symbol.
     attr_names: Vec<Option<String>>,

@@ -87,6 +87,7 @@ fn sys_args(f: &Option<Field>, r: Rec) -> [u64; 6] {
 
 /// Decodes the pure events of one file's formats, with no interner: the reading thread's
 /// share of decoding when a binary reader runs on two threads.
+#[derive(Clone)]
 pub struct Pure {
     /// By event id, as in `Decoder`; None for the events left to the interner's thread.
     plans: Vec<Option<Plan>>,
