@@ -51,6 +51,34 @@ impl KernelId {
     }
 }
 
+/// True for a perf event (its attr's name, None when unnamed) whose records carry no
+/// kernel code address whylate would name: system calls, the scheduler's typed events,
+/// interrupt and softirq entries and exits, perf's `dummy`. Untyped events are rendered
+/// field by field, and a field may be a function (`sched_kthread_work_execute_start`).
+pub fn names_no_code(event: Option<&str>) -> bool {
+    const TYPED: &[&str] = &[
+        "sched:sched_switch",
+        "sched:sched_waking",
+        "sched:sched_wakeup",
+        "sched:sched_wakeup_new",
+        "sched:sched_migrate_task",
+        "sched:sched_process_fork",
+        "sched:sched_process_exec",
+        "sched:sched_process_exit",
+        "irq:irq_handler_entry",
+        "irq:irq_handler_exit",
+        "irq:softirq_raise",
+        "irq:softirq_entry",
+        "irq:softirq_exit",
+        "raw_syscalls:sys_enter",
+        "raw_syscalls:sys_exit",
+    ];
+    let Some(e) = event else {
+        return false;
+    };
+    TYPED.contains(&e) || e.starts_with("syscalls:sys_") || e.starts_with("dummy")
+}
+
 /// Decides whether this machine's symbols may resolve a trace recorded on `rec`; the
 /// error says why not, in words for a note.
 pub fn host_may_resolve(rec: &KernelId, here: &KernelId) -> Result<(), String> {
@@ -209,6 +237,30 @@ mod tests {
         let none = KernelId::default();
         assert!(host_may_resolve(&none, &rec).is_err());
         assert!(host_may_resolve(&rec, &none).is_err());
+    }
+
+    /// Only events typed without a code address skip reading the symbols ahead.
+    #[test]
+    fn events_without_code_addresses_are_named_exactly() {
+        for e in [
+            "raw_syscalls:sys_enter",
+            "syscalls:sys_exit_read",
+            "sched:sched_switch",
+            "irq:softirq_entry",
+            "dummy:HG",
+        ] {
+            assert!(names_no_code(Some(e)), "{e}");
+        }
+        for e in [
+            "sched:sched_kthread_work_execute_start",
+            "workqueue:workqueue_execute_start",
+            "timer:hrtimer_expire_entry",
+            "irq:tasklet_entry",
+            "cpu-clock",
+        ] {
+            assert!(!names_no_code(Some(e)), "{e}");
+        }
+        assert!(!names_no_code(None));
     }
 
     #[test]

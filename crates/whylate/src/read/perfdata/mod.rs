@@ -96,7 +96,8 @@ fn choose_symbols(
     }
     match ksyms::host_may_resolve(&rec, here) {
         Ok(()) => {
-            fmts.load_this_machines_kallsyms();
+            let attrs = rd.perf_file.event_attributes();
+            fmts.load_this_machines_kallsyms(!attrs.iter().all(|a| ksyms::names_no_code(a.name())));
             SymbolSource::ThisMachine
         }
         Err(why) => SymbolSource::Unresolved(why),

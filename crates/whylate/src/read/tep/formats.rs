@@ -122,12 +122,16 @@ impl Formats {
         self.syms = Default::default();
     }
 
-    /// Uses this machine's `/proc/kallsyms`, read once per process on a thread of its own
-    /// while the trace is decoded: the kernel takes tens of ms to print it, most analyses
-    /// never ask for a symbol, and `diff` or a test opens many files.
-    pub fn load_this_machines_kallsyms(&mut self) {
+    /// Uses this machine's `/proc/kallsyms`, read once per process: with `ahead`, on a
+    /// thread of its own while the trace is decoded (the kernel takes tens of ms of CPU to
+    /// print it, and `diff` or a test opens many files); else when a symbol is first
+    /// asked for, which a trace whose events carry no code address never does.
+    pub fn load_this_machines_kallsyms(&mut self, ahead: bool) {
         static STARTED: std::sync::Once = std::sync::Once::new();
         STARTED.call_once(|| {
+            if !ahead {
+                return;
+            }
             // Without a thread, the first symbol asked for reads it.
             let _ = std::thread::Builder::new()
                 .name("kallsyms".into())
