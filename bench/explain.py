@@ -14,8 +14,11 @@ Then one hyperfine run times, --runs times each, paired:
   whylate explain on perf.data and trace.dat as .zst, .xz and .gz (made with `zstd -T0
   FILE`, `xz -T0 -1 FILE` and `gzip FILE` when absent: one zstd frame, xz blocks of a
   few MiB, one gzip member)
-  perf script (printing the perf.data), perf sched timehist (same file), cat of each text
-and GNU time gives each whylate command's peak RSS and CPU use (user+sys / wall).
+  perf script (printing the perf.data), perf sched timehist (same file), cat of each text,
+  zstd -dc of each .zst (decompression alone)
+and GNU time gives each whylate command's peak RSS and CPU use (user+sys / wall). The
+last line is the floor under the .zst runs that the plain run's CPU time and one
+decompression set on this machine's cores (see docs/benchmarks.md).
 
 Usage: sudo python3 bench/explain.py [--events 4000000] [--runs 5] [--keep DIR] [--reuse DIR]
 --reuse DIR times the recordings an earlier --keep DIR left (perf.data, perf.txt,
@@ -110,6 +113,9 @@ def bench(a):
     cmds["perf sched timehist"] = f"perf sched timehist -i {perf_data}"
     cmds["cat perf script text"] = f"cat {perf_txt}"
     cmds["cat ftrace text"] = f"cat {ftrace_txt}"
+    # Decompression alone, for the floor under the .zst runs (see the end).
+    for k in ("perf.data", "trace.dat"):
+        cmds[f"zstd -dc {k}.zst"] = f"zstd -q -dc {inputs[k]}.zst"
     out = os.path.join(work, "hyperfine.json")
     args = ["hyperfine", "-N", "--warmup", "1", "--runs", str(a.runs), "--export-json", out,
             "--output", "null"]
@@ -120,10 +126,12 @@ def bench(a):
     events = {k: run.events_of(v) for k, v in inputs.items()}
     events.update({f"{k}.{x}": events[k] for k in ("perf.data", "trace.dat") for x in pack})
     print(f"{'command':<26} {'events':>10} {'min s':>8} {'median s':>9} {'peak MiB':>9} {'CPUs':>5}")
+    used = {}
     for name, c in cmds.items():
         r = res[name]
         whylate = name.startswith(("explain", "latency", "report"))
         rss, cpus = gnu_time(c.split()) if whylate else (0, 0)
+        used[name] = cpus
         ev = next((n for k, n in events.items() if whylate and name.endswith(k)), "")
         print(f"{name:<26} {ev:>10} {r['min']:>8.3f} {r['median']:>9.3f} "
               f"{rss:>9.1f} {cpus:>5.2f}")
@@ -134,6 +142,18 @@ def bench(a):
         print(f"{x} / plain: " + ", ".join(
             f"{k} {med(f'explain {k}.{x}') / med(f'explain {k}'):.2f}x"
             for k in ("perf.data", "trace.dat")))
+    # What no reader of a single-frame .zst can beat on this machine's cores, given the
+    # plain run's CPU time: perf.data keeps its event formats after the data, so one whole
+    # decompression comes before the first event, then the plain work with a second
+    # decompression beside it; trace.dat's work and one decompression share the cores.
+    cores = os.cpu_count() or 1
+    def shared(k):
+        return max(med(f"explain {k}"),
+                   (med(f"explain {k}") * used[f"explain {k}"] + med(f"zstd -dc {k}.zst")) / cores)
+    pd, td = "perf.data", "trace.dat"
+    print(f"zst floor on {cores} cores: {pd} "
+          f"{(med(f'zstd -dc {pd}.zst') + shared(pd)) / med(f'explain {pd}'):.2f}x, "
+          f"{td} {shared(td) / med(f'explain {td}'):.2f}x")
     if not (a.keep or a.reuse):
         shutil.rmtree(work)
 
