@@ -336,8 +336,11 @@ impl Fast {
                 }
                 if pure.is_none() && matches!(self.data, Data::Map(_)) {
                     let n = self.ready.min(max - out.len()).min(self.held.len());
+                    if n == 0 {
+                        return false;
+                    }
                     out.mapped(self.held.drain(..n));
-                    self.ready = if n == 0 { 0 } else { self.ready - n };
+                    self.ready -= n;
                     continue;
                 }
                 self.ready -= 1;

@@ -356,7 +356,7 @@ impl EventSource for PerfData {
 /// What turns one sample into an event, for both ways through the file.
 struct Samples {
     fmts: Formats,
-    /// The pure events' plans, for the records read in the map (see `apart.rs`).
+    /// The pure events' plans, for the decoding half's shortcut (`apart::emit`).
     pure: tep::Pure,
     decoder: Decoder,
     /// Per attr index: the attr's name (for non-tracepoint samples), and as a symbol.

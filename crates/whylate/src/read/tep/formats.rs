@@ -128,18 +128,18 @@ impl Formats {
     /// asked for, which a trace whose events carry no code address never does.
     pub fn load_this_machines_kallsyms(&mut self, ahead: bool) {
         static STARTED: std::sync::Once = std::sync::Once::new();
-        STARTED.call_once(|| {
-            if !ahead {
-                return;
-            }
-            // Without a thread, the first symbol asked for reads it.
-            let _ = std::thread::Builder::new()
-                .name("kallsyms".into())
-                .spawn(|| {
-                    idle_priority();
-                    this_machines_syms();
-                });
-        });
+        // Not marked started without `ahead`: a later file (`diff`) may need the thread.
+        if ahead {
+            STARTED.call_once(|| {
+                // Without a thread, the first symbol asked for reads it.
+                let _ = std::thread::Builder::new()
+                    .name("kallsyms".into())
+                    .spawn(|| {
+                        idle_priority();
+                        this_machines_syms();
+                    });
+            });
+        }
         self.kallsyms_text = None;
         self.syms = Default::default();
         self.this_machine = true;
