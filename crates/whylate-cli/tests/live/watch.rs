@@ -322,7 +322,18 @@ fn periodic_under_watch(
             .collect()
     };
     if !(offline_only.iter().chain(&live_only)).all(|m| border(m)) {
-        let kept = keep_for_failure("watch-periodic", &[&full, &log]);
+        // The live run's own windows too, to tell whether its stream lost events there.
+        let windows: Vec<PathBuf> = std::fs::read_dir(dir.join("kept"))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.is_file())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut files: Vec<&Path> = vec![&full, &log];
+        files.extend(windows.iter().map(PathBuf::as_path));
+        let kept = keep_for_failure("watch-periodic", &files);
         panic!(
             "{label}: live vs offline misses ({} / {}); offline only (start, late) {:?}; live only {:?}; recording {kept}",
             misses.len(),
