@@ -354,10 +354,8 @@ impl<'a> Engine<'a> {
         let tl = self.tl;
         let mut seen: FxHashMap<(i32, u32), u32> = FxHashMap::default();
         let mut out = Vec::new();
-        for (_, c) in tl.syscalls.starting_in(s, h) {
-            if c.tid == me || !chain.contains(&c.tid) {
-                continue;
-            }
+        let theirs = |c: &crate::timeline::Syscall| c.tid != me && chain.contains(&c.tid);
+        for (_, c) in tl.syscalls.starting_in_where(s, h, theirs) {
             let n = seen.entry((c.tid, c.key)).or_default();
             *n += 1;
             if *n > 2 {

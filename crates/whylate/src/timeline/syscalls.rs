@@ -60,6 +60,10 @@ const H_MIGRATED: u8 = 0x40;
 const H_OTHER_FLAGS: u8 = 0x80;
 const LOW_FLAGS: u8 = span::START_UNKNOWN | span::END_UNKNOWN | span::UNCERTAIN | span::INFERRED;
 
+/// What queries by start search: per block the latest start up to it and the earliest
+/// (non-straggler) start from it on, and the stragglers as (start, index), by start.
+type StartIndex = (Vec<u64>, Vec<u64>, Vec<(u64, u32)>);
+
 /// The system calls of a timeline, in the order they were pushed.
 #[derive(Debug, Default)]
 pub struct Syscalls {
@@ -74,6 +78,19 @@ pub struct Syscalls {
     /// Per block: its earliest start and latest end, so a query by time skips the blocks
     /// that cannot hold an answer without decoding them.
     bounds: Vec<(u64, u64)>,
+    /// Per block: its latest start (calls are pushed roughly, not exactly, by start).
+    max_start: Vec<u64>,
+    /// Built at the first query by start: per block, the latest start up to it and the
+    /// earliest start from it on. Both are monotone, so the blocks a time range can hit
+    /// are found by binary search, not by a scan of every block per query (a scan made
+    /// explaining tens of thousands of misses quadratic).
+    by_start: std::sync::OnceLock<StartIndex>,
+    /// Per block: the earliest start of its calls that are not stragglers.
+    min_start: Vec<u64>,
+    /// Stragglers, (start, index): calls pushed more than a block after their start
+    /// (a call blocked for long is pushed at its exit). Kept apart, so one of them does
+    /// not make every block before it a candidate for every query.
+    stragglers: Vec<(u64, u32)>,
     /// Distinct (thread, name) pairs, and their indices.
     threads: Vec<(i32, Sym)>,
     thread_ix: Interned<(i32, Sym)>,
@@ -120,11 +137,29 @@ impl Syscalls {
         if i.is_multiple_of(BLOCK) {
             self.blocks.push((self.bytes.len(), c.start));
             self.bounds.push((c.start, end));
+            self.max_start.push(c.start);
             self.last = (c.start, u32::MAX);
         }
         if let Some(b) = self.bounds.last_mut() {
             *b = (b.0.min(c.start), b.1.max(end));
         }
+        if let Some(m) = self.max_start.last_mut() {
+            *m = (*m).max(c.start);
+        }
+        let nb = self.blocks.len();
+        let behind = nb >= 2 && c.start < self.blocks[nb - 2].1;
+        if behind {
+            self.stragglers.push((c.start, i as u32));
+        } else if i.is_multiple_of(BLOCK) {
+            self.min_start.push(c.start);
+        } else if let Some(m) = self.min_start.last_mut() {
+            *m = (*m).min(c.start);
+        }
+        if i.is_multiple_of(BLOCK) && behind {
+            // A block that starts with a straggler: its first regular call sets it.
+            self.min_start.push(u64::MAX);
+        }
+        self.by_start.take();
         let thread = self
             .thread_ix
             .of(&mut self.threads, (c.tid, c.comm), c.tid as u32);
@@ -182,13 +217,58 @@ impl Syscalls {
 
     /// The calls that start in `[from, to]`, by start (ties in call order).
     pub fn starting_in(&self, from: u64, to: u64) -> Vec<(u32, Syscall)> {
-        // A call starting at or after `from` ends there or later.
-        let mut v: Vec<(u32, Syscall)> = self
-            .blocks_where(|(lo, hi)| lo <= to && hi >= from)
-            .filter(|(_, c)| (from..=to).contains(&c.start))
+        self.starting_in_where(from, to, |_| true)
+    }
+
+    /// The calls that start in `[from, to]` and that `keep` accepts, by start (ties in
+    /// call order): filtered before they are sorted, for queries that want a few threads'.
+    pub fn starting_in_where(
+        &self,
+        from: u64,
+        to: u64,
+        keep: impl Fn(&Syscall) -> bool,
+    ) -> Vec<(u32, Syscall)> {
+        let (upto, onward, late) = self.by_start.get_or_init(|| self.start_index());
+        let first = upto.partition_point(|&m| m < from);
+        let end = onward.partition_point(|&m| m <= to).max(first);
+        let mut v: Vec<(u32, Syscall)> = (first..end)
+            .filter(|&b| self.bounds[b].0 <= to && self.max_start[b] >= from)
+            .flat_map(|b| {
+                self.iter_from(b * BLOCK)
+                    .take(BLOCK.min(self.len() - b * BLOCK))
+            })
+            .filter(|(_, c)| (from..=to).contains(&c.start) && keep(c))
             .collect();
+        // Stragglers in range whose block the search did not reach.
+        let reached = (first * BLOCK) as u32..(end * BLOCK) as u32;
+        let at = late.partition_point(|&(st, _)| st < from);
+        v.extend(
+            (late[at..].iter())
+                .take_while(|&&(st, _)| st <= to)
+                .filter(|&&(_, i)| !reached.contains(&i))
+                .map(|&(_, i)| (i, self.get(i)))
+                .filter(|(_, c)| keep(c)),
+        );
         v.sort_unstable_by_key(|(i, c)| (c.start, *i));
         v
+    }
+
+    /// Per block, the latest start up to it and the earliest start from it on; the
+    /// stragglers by start.
+    fn start_index(&self) -> StartIndex {
+        let upto: Vec<u64> = (self.max_start.iter())
+            .scan(0, |m, &x| {
+                *m = x.max(*m);
+                Some(*m)
+            })
+            .collect();
+        let mut onward: Vec<u64> = self.min_start.clone();
+        for b in (0..onward.len().saturating_sub(1)).rev() {
+            onward[b] = onward[b].min(onward[b + 1]);
+        }
+        let mut late = self.stragglers.clone();
+        late.sort_unstable();
+        (upto, onward, late)
     }
 
     /// Of `tid`'s calls that were in progress over all of `[from, to]`, the one that
@@ -381,6 +461,10 @@ mod tests {
         let mut all: Vec<Syscall> = (0..1000).map(call).collect();
         // A call longer than the 31-bit duration, in the middle of a block.
         all[130].end = all[130].start + (5u64 << 32);
+        // Stragglers: calls pushed long after they started (blocked, pushed at exit),
+        // one of them first in its block.
+        all[700].start = all[200].start + 3;
+        all[768].start = all[10].start;
         for (i, c) in all.iter().enumerate() {
             assert_eq!(s.push(*c), i as u32);
         }
@@ -402,6 +486,16 @@ mod tests {
             (0, u64::MAX),
             (1_050_000, 1_060_000),
             (1_300_000, 1_300_000),
+            // Across block ends (64 calls = 44.8 us), at the edges, and outside.
+            (1_044_000, 1_046_500),
+            (1_000_000 + 63 * 700 - 1_500, 1_000_000 + 64 * 700),
+            (all[999].start, u64::MAX),
+            (0, all[0].start),
+            (0, 999_000),
+            (2_000_000, 1_000_000),
+            (all[200].start, all[200].start + 10),
+            (all[10].start, all[10].start),
+            (all[768].start - 1, all[760].start),
         ] {
             let mut want: Vec<(u64, u32)> = (all.iter().enumerate())
                 .filter(|(_, c)| (from..=to).contains(&c.start))
