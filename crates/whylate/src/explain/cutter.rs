@@ -11,6 +11,11 @@ use crate::syscalls::Arch;
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
+/// Requests kept open at once under one key: a reply that comes after this many later
+/// requests is not waited for (no real request queue is this deep, and an open request
+/// costs memory until the trace ends).
+pub const OPEN_CAP: usize = 1 << 16;
+
 /// Which later `to` closes a cycle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Same {
@@ -90,6 +95,15 @@ pub struct Cycles {
     pub overlapped: u64,
     /// The most requests open at once under one key.
     pub max_open: u64,
+    /// Requests dropped unanswered because [`OPEN_CAP`] were open at once: selectors that
+    /// do not pair (a `--to` that never matches) must not grow memory with the input.
+    pub dropped: u64,
+    /// `to` matches, and those that found an open request (a reply).
+    pub to_matched: u64,
+    /// See `to_matched`.
+    pub replies: u64,
+    /// `to` matches that `from` matched too: they open a cycle, never close one.
+    to_also_from: u64,
     /// Per key with requests open: since when and over how many requests it has not been
     /// empty (a reply lost shifts FIFO pairs from there on, and the queue never drains).
     streak: FxHashMap<(i64, i64), (u64, u64)>,
@@ -118,6 +132,10 @@ impl Cycles {
             enter_keys: FxHashMap::default(),
             overlapped: 0,
             max_open: 0,
+            dropped: 0,
+            to_matched: 0,
+            replies: 0,
+            to_also_from: 0,
             streak: FxHashMap::default(),
             arch: o.arch.unwrap_or_default(),
             arch_given: o.arch.is_some(),
@@ -157,6 +175,34 @@ impl Cycles {
                 .find_map(|(t, seen)| say(t, seen));
         }
         None
+    }
+
+    /// When requests were cut but no reply ever came, the selectors are the likeliest
+    /// reason, not a lost reply: the line that says which selector found nothing.
+    pub fn why_unanswered(&self) -> Option<String> {
+        if self.replies > 0 || self.cycles.is_empty() {
+            return None;
+        }
+        let to: Vec<&str> = self.to.iter().map(Selector::text).collect();
+        let to = to.join(" | ");
+        Some(match self.to_matched {
+            n if n > 0 && n == self.to_also_from => format!(
+                "no reply: every event {to:?} matched ({n}) also matches {:?}, and a request's event opens a cycle, so none could end (make the selectors tell request from reply)",
+                self.from.text()
+            ),
+            0 => format!(
+                "no reply: {to:?} matched no event in the trace, so no cycle could end (check its event, fields and values)"
+            ),
+            n => format!(
+                "no reply: {to:?} matched {n} events, none while a {:?} request {} had open (who may answer: --same thread|tgid|any)",
+                self.from.text(),
+                match self.same {
+                    Same::Thread => "of the same thread",
+                    Same::Tgid => "of the same process",
+                    Same::Any => "of anyone",
+                }
+            ),
+        })
     }
 
     /// Names descriptors from a recording's snapshot.
@@ -211,6 +257,8 @@ impl Cycles {
         for (t, seen) in self.to.iter().zip(&mut self.seen_to) {
             to |= seen.observe_match(t, e, s, self.arch, paths);
         }
+        self.to_matched += u64::from(to);
+        self.to_also_from += u64::from(to && from);
         if from {
             self.open_cycle(e, s);
             return;
@@ -221,6 +269,7 @@ impl Cycles {
         if to {
             let k = self.key(e, s);
             if let Some(q) = self.open.get_mut(&k) {
+                self.replies += 1;
                 let i = q.pop_front().expect("open queues are never empty");
                 if q.is_empty() {
                     self.open.remove(&k);
@@ -262,6 +311,15 @@ impl Cycles {
         }
         q.push_back(self.cycles.push(Cycle::open(e.ts, e.tid, e.cpu)));
         self.max_open = self.max_open.max(q.len() as u64);
+        if q.len() > OPEN_CAP {
+            // Still unanswered after OPEN_CAP later requests: followed no further, and
+            // judged like a cycle the trace's end cut (no reply seen, none ruled out).
+            let i = q.pop_front().expect("over the cap");
+            let c = self.cycles.open_mut(i);
+            c.give_up(e.ts);
+            c.at_end = true;
+            self.dropped += 1;
+        }
     }
 
     /// Writes by a waiting thread: a timeout complaint is one. Counted for its oldest open

@@ -48,8 +48,11 @@ impl MissCx<'_> {
     pub(super) fn explain(&self, c: &Cycle, tally: &mut Tally) -> (Miss, bool) {
         let eng = self.eng;
         let dl = self.deadline.map(|d| c.start_ns + d);
-        let end = c.stop_ns();
-        let h = dl.map_or(end, |d| d.min(end));
+        let h = dl.map_or(c.stop_ns(), |d| d.min(c.stop_ns()));
+        // With no reply, nothing after the deadline leads to one: the chain stops there,
+        // so a request that never got its reply costs its deadline's worth of trace, not
+        // the rest of the trace.
+        let end = c.end_ns().unwrap_or(h);
         let sp = Span { dl, end, h };
         // The chain is followed to the end, to show what came after the deadline; only
         // `[start, h]` is weighed.

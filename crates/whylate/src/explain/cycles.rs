@@ -5,7 +5,7 @@
 use super::cutter::Options;
 use super::cycle::{Cycle, CycleStore};
 use super::cycle_miss::MissCx;
-use super::driver::{assemble, Findings, Framing, Tally};
+use super::driver::{assemble, Findings, Framing, MissKeeper, Tally};
 use super::engine::Engine;
 use super::report::{CycleStats, ExplainReport, Window, Windows};
 use super::template::Template;
@@ -173,7 +173,7 @@ pub fn analyze(
         template: &template,
     };
     let mut tally = Tally::default();
-    let (mut misses, mut unconnected) = (Vec::new(), 0u64);
+    let (mut kept, mut unconnected, mut bare) = (MissKeeper::default(), 0u64, 0u64);
     // One last pass explains the misses and turns every cycle into its plot window.
     let mut windows = Windows::new();
     for c in cycles.into_cycles() {
@@ -181,18 +181,15 @@ pub fn analyze(
         if miss {
             let (m, connected) = cx.explain(&c, &mut tally);
             unconnected += u64::from(!connected);
-            misses.push(m);
+            bare += u64::from(no_handoff(&m));
+            kept.push(m);
         }
         let w = Window::new(c.start_ns, c.end_ns(), c.stop_ns(), c.tid, c.cpu, miss);
         windows.push(w);
     }
-    notes.extend(blind_notes(&misses, unconnected));
-    misses.sort_by(|a, b| {
-        b.duration_ns
-            .is_none()
-            .cmp(&a.duration_ns.is_none())
-            .then(b.late_ns.cmp(&a.late_ns))
-    });
+    let (misses, dropped) = kept.finish();
+    notes.extend(blind_notes(bare, unconnected));
+    notes.extend(dropped);
     let frame = Framing {
         from: o.from.text().to_string(),
         to: o.to.iter().map(|t| t.text().to_string()).collect(),
@@ -222,18 +219,15 @@ fn cut_off(tl: &Timeline, c: &Cycle, deadline: Option<u64>) -> bool {
     (c.at_end && c.stop_ns() < due) || tl.blind_in(u32::MAX, c.start_ns, due).is_some()
 }
 
+/// True when a miss's chain shows no hand-off at all.
+fn no_handoff(m: &super::report::Miss) -> bool {
+    !(m.chain.iter()).any(|l| !matches!(l.kind.as_str(), "from" | "to" | "deadline"))
+}
+
 /// Where the misses' chains are blind: misses with no hand-off at all, and misses whose
 /// hand-offs the trace does not connect to the cycle's thread.
-fn blind_notes(misses: &[super::report::Miss], unconnected: u64) -> Vec<String> {
+fn blind_notes(bare: u64, unconnected: u64) -> Vec<String> {
     let mut notes = Vec::new();
-    let bare = misses
-        .iter()
-        .filter(|m| {
-            !m.chain
-                .iter()
-                .any(|l| !matches!(l.kind.as_str(), "from" | "to" | "deadline"))
-        })
-        .count();
     if bare > 0 {
         notes.push(format!(
             "{bare} miss(es) show no hand-off at all: the trace lacks the events that would show the chain (record sched:sched_waking, sched:sched_switch, workqueue:*, irq:*, timer:hrtimer_*)"

@@ -54,6 +54,67 @@ impl Tally {
     }
 }
 
+/// Misses that keep their chain in full: the worst ones. Every miss keeps its numbers
+/// and its blame (the causes table counts all of them), but a chain costs kilobytes, and
+/// selectors that pair badly can make every request a miss.
+pub const FULL_CHAINS: usize = 1000;
+
+/// Worst first: no reply first, then the latest.
+pub(super) fn worse(a: &Miss, b: &Miss) -> std::cmp::Ordering {
+    b.duration_ns
+        .is_none()
+        .cmp(&a.duration_ns.is_none())
+        .then(b.late_ns.cmp(&a.late_ns))
+}
+
+/// Collects explained misses, keeping the chains of the worst [`FULL_CHAINS`] only, so
+/// memory stays bounded however many misses there are.
+#[derive(Default)]
+pub(super) struct MissKeeper {
+    full: Vec<Miss>,
+    bare: Vec<Miss>,
+}
+
+impl MissKeeper {
+    /// Adds one explained miss.
+    pub(super) fn push(&mut self, m: Miss) {
+        self.full.push(m);
+        if self.full.len() >= 2 * FULL_CHAINS {
+            self.shed();
+        }
+    }
+
+    /// Keeps the chains of the worst FULL_CHAINS of those that have one.
+    fn shed(&mut self) {
+        if self.full.len() <= FULL_CHAINS {
+            return;
+        }
+        self.full.select_nth_unstable_by(FULL_CHAINS, worse);
+        self.bare
+            .extend(self.full.drain(FULL_CHAINS..).map(|mut m| {
+                m.chain = Vec::new();
+                m
+            }));
+    }
+
+    /// Every miss, worst first, and how many lost their chain (with the note that says
+    /// so, when any did).
+    pub(super) fn finish(mut self) -> (Vec<Miss>, Option<String>) {
+        self.shed();
+        let dropped = self.bare.len();
+        let mut all = self.full;
+        all.append(&mut self.bare);
+        all.sort_by(worse);
+        let note = (dropped > 0).then(|| {
+            format!(
+                "the worst {FULL_CHAINS} of {} misses keep their chain; the other {dropped} are counted in every table and cause, without one (an empty `chain` in JSON)",
+                all.len()
+            )
+        });
+        (all, note)
+    }
+}
+
 /// One miss's blame, per cause, before it joins the [`Tally`].
 #[derive(Default)]
 pub(super) struct PerMiss(pub(super) FxHashMap<CauseKey, u64>);
@@ -149,6 +210,7 @@ pub(super) fn assemble(tl: &Timeline, s: &Interner, frame: Framing, f: Findings)
         advice,
         notes: f.notes,
         blind: blind(tl),
+        unread: None,
         machine: None,
         cpus: Vec::new(),
         windows: f.windows,
@@ -213,4 +275,47 @@ fn blind(tl: &Timeline) -> Vec<String> {
         )
     });
     cut.chain(idle).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn miss(late_ns: u64, replied: bool) -> Miss {
+        Miss {
+            start_ns: late_ns,
+            duration_ns: replied.then_some(late_ns + 1),
+            tid: 1,
+            cpu: 0,
+            late_ns,
+            blamed_ns: 0,
+            chain: vec![super::super::report::Link::mark(
+                "from",
+                0,
+                0,
+                Some(0),
+                "x".into(),
+            )],
+            blame: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_worst_misses_keep_their_chain_and_every_miss_is_kept() {
+        let mut k = MissKeeper::default();
+        let n = 2 * FULL_CHAINS + 537;
+        for i in 0..n as u64 {
+            // Every seventh has no reply: those come first, whatever their lateness.
+            k.push(miss(i, i % 7 != 0));
+        }
+        let (all, note) = k.finish();
+        assert_eq!(all.len(), n);
+        assert!(all.windows(2).all(|w| worse(&w[0], &w[1]).is_le()));
+        assert!(all[..FULL_CHAINS].iter().all(|m| !m.chain.is_empty()));
+        assert!(all[FULL_CHAINS..].iter().all(|m| m.chain.is_empty()));
+        assert!(all[0].duration_ns.is_none() && all[0].late_ns == (n as u64 - 1) / 7 * 7);
+        assert!(note
+            .unwrap()
+            .starts_with(&format!("the worst {FULL_CHAINS} of {n} misses")));
+    }
 }

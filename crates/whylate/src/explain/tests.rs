@@ -928,3 +928,114 @@ fn requests_packed_while_open_still_take_their_own_reply() {
         .enumerate()
         .all(|(k, &d)| d == 60_000_000 - 7_000 * k as u64));
 }
+
+/// Cycles of `text` cut by `from` and `to` (same thread, first in first out).
+fn cycles_with(text: &str, from: &str, to: &str, deadline_ns: Option<u64>) -> ExplainReport {
+    let f = testkit::file(text);
+    let mut o = testkit::chain_options(deadline_ns);
+    o.from = crate::selector::Selector::parse(from).unwrap();
+    o.to = vec![crate::selector::Selector::parse(to).unwrap()];
+    explain(&[f.to_path_buf()], &OpenOptions::default(), &o).unwrap()
+}
+
+#[test]
+fn a_request_without_reply_is_explained_up_to_its_deadline_and_the_selector_is_named() {
+    // Twenty cycles of 1 ms and more, a reply selector that matches nothing: each request
+    // is a miss at the deadline, and its chain stops there (the rest of the trace, where
+    // the later requests are, is not on the way to a reply).
+    let t = testkit::three_cpu_chain(20, &[3], 3_000);
+    let r = cycles_with(
+        &t,
+        "sys_enter_write[comm=c,count=7]",
+        "sys_exit_read[comm=nobody]",
+        Some(200_000),
+    );
+    // The last request is cut: the trace ends before its deadline.
+    let c = &r.cycles;
+    assert_eq!((c.count, c.misses, c.no_reply, c.cut_off), (20, 19, 19, 1));
+    for m in &r.misses {
+        let last = m.chain.iter().map(|l| l.offset_ns).max().unwrap();
+        assert!(last <= 200_000, "a link after the deadline: {:?}", m.chain);
+    }
+    assert!(
+        r.blind
+            .iter()
+            .any(|b| b.contains("\"sys_exit_read[comm=nobody]\" matched no event")),
+        "{:?}",
+        r.blind
+    );
+    // Not blamed on a lost reply.
+    assert!(
+        !r.blind.iter().any(|b| b.contains("dropped packet")),
+        "{:?}",
+        r.blind
+    );
+}
+
+#[test]
+fn a_reply_selector_that_only_matches_requests_is_named() {
+    let t = testkit::three_cpu_chain(5, &[], 0);
+    let s = "sys_enter_write[comm=c,count=7]";
+    let r = cycles_with(&t, s, s, Some(200_000));
+    assert_eq!(r.cycles.replied, 0);
+    assert!(
+        r.blind
+            .iter()
+            .any(|b| b.contains("also matches") && b.contains("(5)")),
+        "{:?}",
+        r.blind
+    );
+}
+
+#[test]
+fn without_a_deadline_unanswered_requests_are_not_read_as_answered() {
+    let t = testkit::three_cpu_chain(6, &[], 0);
+    let r = cycles_with(
+        &t,
+        "sys_enter_write[comm=c,count=7]",
+        "sys_exit_read[comm=nobody]",
+        None,
+    );
+    assert_eq!(
+        (r.deadline_ns, r.cycles.misses, r.cycles.cut_off),
+        (None, 0, 6)
+    );
+    let head = r.render_text(&crate::report::Paint::new(false));
+    let head = head.lines().next().unwrap();
+    assert!(
+        head.contains("6 never answered and not judged: no deadline"),
+        "{head}"
+    );
+}
+
+#[test]
+fn open_requests_are_capped_and_the_dropped_ones_are_said() {
+    // More requests than may be open at once, none answered: the oldest are dropped as
+    // they go, so memory stays bounded, and the report counts them.
+    let n = super::cutter::OPEN_CAP + 10;
+    // Someone else's read: the reply event exists, and is no reply.
+    let mut t = testkit::line(999_000, 1, "other-9", "....1", "sys_read -> 0x1");
+    for k in 0..n as u64 {
+        t += &testkit::line(
+            1_000_000 + k * 10,
+            0,
+            "c-5",
+            "....1",
+            "sys_write(fd: 3, buf: 0, count: 7)",
+        );
+    }
+    let r = cycles_with(
+        &t,
+        "sys_enter_write[comm=c,count=7]",
+        "sys_exit_read[comm=c]",
+        None,
+    );
+    assert_eq!(r.cycles.count, n as u64);
+    assert!(
+        r.notes
+            .iter()
+            .any(|x| x.starts_with("10 requests were dropped unanswered")),
+        "{:?}",
+        r.notes
+    );
+}
