@@ -15,6 +15,9 @@ pub struct PageLayout {
     pub commit_size: usize,
     /// Offset where records start.
     pub data_off: usize,
+    /// Bytes of records a page holds, as `header_page` declares them (its `data` field):
+    /// with `data_off`, the page size the kernel wrote, to check the file's own against.
+    pub data_size: Option<usize>,
     /// Byte order.
     pub endian: Endian,
 }
@@ -27,6 +30,7 @@ impl PageLayout {
             commit_off: 8,
             commit_size: 8,
             data_off: 16,
+            data_size: None,
             endian: Endian::default(),
         }
     }
@@ -39,6 +43,7 @@ impl PageLayout {
             commit_off: 8,
             commit_size: long_size,
             data_off: 8 + long_size,
+            data_size: None,
             endian,
         };
         for line in text.lines() {
@@ -49,7 +54,10 @@ impl PageLayout {
                         l.commit_off = f.offset as usize;
                         l.commit_size = f.size as usize;
                     }
-                    "data" => l.data_off = f.offset as usize,
+                    "data" => {
+                        l.data_off = f.offset as usize;
+                        l.data_size = Some(f.size as usize);
+                    }
                     _ => {}
                 }
             }

@@ -221,6 +221,8 @@ pub struct TraceDat {
     endian: Endian,
     layout: PageLayout,
     page_size: usize,
+    /// Where the header holds the page size (for the error when it is wrong).
+    page_size_at: u64,
     codec: Option<Codec>,
     streams: Vec<CpuStream>,
     /// The stream whose record was taken last, to move on at the next take.

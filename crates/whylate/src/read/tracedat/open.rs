@@ -66,6 +66,7 @@ impl TraceDat {
         };
         c.e = e;
         let long_size = c.take(1, "long size").map_err(corrupt)?[0] as u32;
+        let page_off = c.off();
         let page_size = c.u32("page size").map_err(corrupt)?;
         if !(1024..=(1 << 24)).contains(&page_size) {
             return Err(corrupt((
@@ -88,6 +89,7 @@ impl TraceDat {
             endian: Endian::default(),
             layout: PageLayout::default_64(),
             page_size: page_size as usize,
+            page_size_at: page_off,
             codec: None,
             streams: Vec::new(),
             stale: None,
@@ -131,6 +133,7 @@ impl TraceDat {
             me.open_v7(first, flen, &mut fmts, &mut info)
                 .map_err(corrupt)?;
         }
+        me.check_page_size().map_err(corrupt)?;
         info.formats = fmts.len();
         me.endian = fmts.endian;
         me.fmts = fmts;
@@ -288,6 +291,8 @@ impl TraceDat {
                             info.instance = name;
                         }
                     }
+                    self.check_page_size()?;
+                    check_regions(&v, self.page_size as u64)?;
                     self.diag.cut_cpus = (v.iter())
                         .filter(|(_, off, size)| off.saturating_add(*size) > flen)
                         .map(|(cpu, _, _)| *cpu)
@@ -551,6 +556,10 @@ impl TraceDat {
             .map_err(|x| (sect_off, format!("flyrecord section header: {x}")))?;
         let flags = Cur::new(&h, sect_off, e).e.uint(&h, 2, 2).unwrap_or(0);
         let compressed = flags & 1 != 0 && self.codec.is_some();
+        self.check_page_size()?;
+        if !compressed {
+            check_regions(&cpus, self.page_size as u64)?;
+        }
         for (cpu, off, size) in cpus {
             if size == 0 {
                 continue;
@@ -580,6 +589,55 @@ impl TraceDat {
         }
         Ok(())
     }
+}
+
+impl TraceDat {
+    /// The header's page size (at byte `at`) against the pages `header_page` describes:
+    /// a page size read wrong makes every page after the first land mid-page, and most
+    /// of the data is skipped without a word.
+    fn check_page_size(&self) -> R<()> {
+        let at = self.page_size_at;
+        let Some(data) = self.layout.data_size else {
+            return Ok(());
+        };
+        let described = self.layout.data_off + data;
+        if described == self.page_size {
+            return Ok(());
+        }
+        Err((
+            at,
+            format!(
+                "the header's page size is {} bytes, but its header_page describes pages of {described} bytes ({} of header, {data} of data): the file is damaged",
+                self.page_size, self.layout.data_off
+            ),
+        ))
+    }
+}
+
+/// Checks uncompressed CPU regions (cpu, offset, size) against each other and the page
+/// size: regions that overlap would read one CPU's pages as another's, and a region that
+/// is no whole number of pages was written by no tracer.
+fn check_regions(v: &[(u32, u64, u64)], page: u64) -> R<()> {
+    let mut sorted: Vec<&(u32, u64, u64)> = v.iter().filter(|r| r.2 > 0).collect();
+    sorted.sort_by_key(|r| r.1);
+    for &&(cpu, off, size) in &sorted {
+        if size % page != 0 {
+            return Err((
+                off,
+                format!("CPU {cpu}'s data is {size} bytes, not a whole number of {page}-byte pages: the region table or the page size is damaged"),
+            ));
+        }
+    }
+    for w in sorted.windows(2) {
+        let ((a, ao, asz), (b, bo, _)) = (*w[0], *w[1]);
+        if ao.saturating_add(asz) > bo {
+            return Err((
+                ao,
+                format!("CPU {a}'s data (bytes {ao}..{}) overlaps CPU {b}'s, which starts at byte {bo}: the region table is damaged", ao.saturating_add(asz)),
+            ));
+        }
+    }
+    Ok(())
 }
 
 pub(super) fn read_header_info(c: &mut Cur<'_>, fmts: &Formats) -> R<PageLayout> {
