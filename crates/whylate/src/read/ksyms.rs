@@ -134,20 +134,48 @@ pub fn gnu_build_id(notes: &[u8]) -> Option<String> {
 /// `_text` from this machine's `/proc/kallsyms` (zero when addresses are hidden: None).
 fn kallsyms_text_addr() -> Option<u64> {
     let f = std::fs::File::open("/proc/kallsyms").ok()?;
-    let mut rd = std::io::BufReader::new(f);
-    let mut line = String::new();
+    let mut head = Vec::new();
     // `_text` is among the first lines; stop early rather than read 10 MB.
-    for _ in 0..64 {
-        line.clear();
-        if std::io::BufRead::read_line(&mut rd, &mut line).ok()? == 0 {
-            break;
-        }
+    f.take(64 << 10).read_to_end(&mut head).ok()?;
+    text_addr(&head)
+}
+
+/// The address of `_text` in kallsyms text (0 when hidden: kptr_restrict).
+pub fn text_addr(kallsyms: &[u8]) -> Option<u64> {
+    for line in kallsyms.split(|&b| b == b'\n').take(4096) {
+        let line = std::str::from_utf8(line).ok()?;
         let mut it = line.split_whitespace();
         if let (Some(a), Some(_), Some("_text")) = (it.next(), it.next(), it.next()) {
             return u64::from_str_radix(a, 16).ok().filter(|&a| a != 0);
         }
     }
     None
+}
+
+/// Whether symbols given with `--kallsyms` (named `name`) can belong to a trace recorded
+/// on `rec`: the kernel's load address the trace recorded against the given `_text`, and
+/// for this machine's own `/proc/kallsyms` the build-id too. Symbols of another build or
+/// boot name the wrong functions with full confidence, which is worse than hex.
+pub fn given_matches(rec: &KernelId, name: &str, text: &[u8]) -> Result<(), String> {
+    let here = Path::new(name).canonicalize().ok();
+    if here.as_deref() == Some(Path::new("/proc/kallsyms")) {
+        let have = KernelId::here();
+        if let (Some(want), Some(have)) = (&rec.build_id, &have.build_id) {
+            if want != have {
+                return Err(format!(
+                    "{name} is this machine's kernel (build-id {}), but the trace was recorded on build-id {}: its symbols would name the wrong functions; give the recording machine's kallsyms",
+                    short(have),
+                    short(want)
+                ));
+            }
+        }
+    }
+    match (rec.text, text_addr(text)) {
+        (Some(a), Some(b)) if a != b => Err(format!(
+            "the trace's kernel was loaded at {a:#x}, but {name} has _text at {b:#x}: these symbols are of another kernel or boot (KASLR) and would name the wrong functions"
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Reads a `/proc/kallsyms` copy (plain or .gz/.zst/.xz) for `--kallsyms FILE`, checking

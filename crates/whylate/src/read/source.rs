@@ -103,6 +103,20 @@ pub enum ReadError {
         /// What is missing, and what is close.
         why: String,
     },
+    /// Every line or record of the inputs failed to read: no event at all, so no
+    /// analysis (an answer such as "0 outliers" would be about nothing).
+    #[error("{what}")]
+    Unreadable {
+        /// How many failed, and the first of them, located.
+        what: String,
+    },
+    /// The inputs cannot be analysed as asked (symbols given for another kernel): why,
+    /// naming the file.
+    #[error("{why}")]
+    Refused {
+        /// What does not fit, and what to give instead.
+        why: String,
+    },
     /// The input holds nothing (0 bytes, or nothing after decompression).
     #[error("{path}: empty file{what}")]
     Empty {

@@ -68,23 +68,20 @@ fn choose_symbols(
     rd: &Reader,
     file: &Bytes,
     given: Option<&Given>,
-) -> SymbolSource {
+) -> Result<SymbolSource, String> {
     if let Some((name, text)) = given {
+        let rec = KernelId {
+            build_id: kernel_build_id(rd),
+            text: kernel_text_address(file),
+        };
+        ksyms::given_matches(&rec, name, text)?;
         fmts.load_kallsyms(text);
-        return SymbolSource::Given(name.clone());
+        return Ok(SymbolSource::Given(name.clone()));
     }
     if fmts.has_kallsyms() {
-        return SymbolSource::Trace;
+        return Ok(SymbolSource::Trace);
     }
-    let build_id = rd.perf_file.build_ids().ok().and_then(|ids| {
-        let k = ids.get(&linux_perf_data::DsoKey::Kernel)?;
-        Some(
-            k.build_id
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>(),
-        )
-    });
+    let build_id = kernel_build_id(rd);
     let here = KernelId::here();
     let mut rec = KernelId {
         build_id,
@@ -94,14 +91,27 @@ fn choose_symbols(
     if rec.build_id.is_some() && rec.build_id == here.build_id {
         rec.text = kernel_text_address(file);
     }
-    match ksyms::host_may_resolve(&rec, here) {
+    Ok(match ksyms::host_may_resolve(&rec, here) {
         Ok(()) => {
             let attrs = rd.perf_file.event_attributes();
             fmts.load_this_machines_kallsyms(!attrs.iter().all(|a| ksyms::names_no_code(a.name())));
             SymbolSource::ThisMachine
         }
         Err(why) => SymbolSource::Unresolved(why),
-    }
+    })
+}
+
+/// The recording kernel's build-id, as hex, when perf stored it.
+fn kernel_build_id(rd: &Reader) -> Option<String> {
+    rd.perf_file.build_ids().ok().and_then(|ids| {
+        let k = ids.get(&linux_perf_data::DsoKey::Kernel)?;
+        Some(
+            k.build_id
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>(),
+        )
+    })
 }
 
 /// Where the kernel's text was mapped when the trace was recorded: perf's synthesized
@@ -240,7 +250,9 @@ impl PerfData {
             })?,
             None => (Formats::default(), Vec::new()),
         };
-        info.symbols = Some(choose_symbols(&mut fmts, &rd, &file, kallsyms));
+        let symbols = choose_symbols(&mut fmts, &rd, &file, kallsyms)
+            .map_err(|why| ReadError::Refused { why })?;
+        info.symbols = Some(symbols);
         let smp = Samples {
             pure: tep::Pure::new(&fmts),
             fmts,
