@@ -7,7 +7,7 @@
 //! `irq virtio3-tx`): the two runs have different pids, and a kernel upgrade can renumber
 //! interrupt lines.
 
-use crate::explain::{self, CauseRow, CycleStats, ExplainReport, Mode};
+use crate::explain::{self, Culprit, CycleStats, ExplainReport, Mode};
 use crate::read::{OpenOptions, ReadError};
 use crate::timeline::{irq_label, CpuProfile};
 use crate::units::dur;
@@ -29,6 +29,8 @@ pub struct Side {
     pub deadline_source: String,
     /// Counts and quantiles.
     pub cycles: CycleStats,
+    /// What its reader could not understand (null when everything was read).
+    pub unread: Option<crate::read::inputs::Unread>,
 }
 
 /// One histogram bucket, both sides.
@@ -177,8 +179,7 @@ fn strip_pids(s: &str) -> String {
 
 /// The culprit's name for keying: no pid, no priority (a fix may change the priority of
 /// the very task it is about), the irq by name.
-fn culprit_key(c: &CauseRow) -> String {
-    let k = &c.culprit;
+fn culprit_key(k: &Culprit) -> String {
     if let Some(comm) = &k.comm {
         return comm.clone();
     }
@@ -186,6 +187,49 @@ fn culprit_key(c: &CauseRow) -> String {
         return irq_label(i, k.irq_name.as_deref().unwrap_or(""));
     }
     strip_pids(&k.label())
+}
+
+/// Folded cause key (category, culprit without pid, CPU) -> distinct misses it held.
+type Folded = FxHashMap<(String, String, Option<u32>), u64>;
+
+/// Misses per folded cause: a miss that two pids of one name both held counts once.
+fn distinct_misses(r: &ExplainReport) -> Folded {
+    let mut n = Folded::default();
+    for m in &r.misses {
+        let mut keys: Vec<_> = (m.blame.iter())
+            .map(|((cat, c), _)| (cat.clone(), culprit_key(c), c.cpu))
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        for k in keys {
+            *n.entry(k).or_default() += 1;
+        }
+    }
+    n
+}
+
+/// No verdict when a side measured nothing: a cause "removed" there was never looked
+/// for. Says which side is empty and why.
+fn one_side_empty(a: &ExplainReport, b: &ExplainReport) -> Option<String> {
+    let why = |r: &ExplainReport| match (r.events, r.cycles.count) {
+        (0, _) => Some("it holds no event".to_string()),
+        (_, 0) => Some(format!(
+            "none of its {} events made one (the selectors matched nothing there)",
+            r.events
+        )),
+        _ => None,
+    };
+    let (wa, wb) = (why(a), why(b));
+    if wa.is_none() && wb.is_none() {
+        return None;
+    }
+    let mut v = format!("no verdict: a comparison needs {} on both sides", a.noun);
+    for (side, w) in [("A", wa), ("B", wb)] {
+        if let Some(w) = w {
+            let _ = write!(v, "; {side} has none: {w}");
+        }
+    }
+    Some(v)
 }
 
 /// Compares two reports.
@@ -199,6 +243,7 @@ pub fn compare(pa: PathBuf, a: &ExplainReport, pb: PathBuf, b: &ExplainReport) -
             histogram: Vec::new(),
             ..r.cycles.clone()
         },
+        unread: r.unread.clone(),
     };
     // Histograms: the union of buckets (both come from the same log scale).
     let mut bins: Vec<BinPair> = Vec::new();
@@ -227,8 +272,11 @@ pub fn compare(pa: PathBuf, a: &ExplainReport, pb: PathBuf, b: &ExplainReport) -
 
     let mut causes: Vec<CauseDiff> = Vec::new();
     for (r, is_a) in [(a, true), (b, false)] {
+        let distinct = distinct_misses(r);
         for c in &r.causes {
-            let (category, culprit, cpu) = (c.category.clone(), culprit_key(c), c.culprit.cpu);
+            let (category, culprit, cpu) =
+                (c.category.clone(), culprit_key(&c.culprit), c.culprit.cpu);
+            let key = (category.clone(), culprit.clone(), cpu);
             let i = match causes
                 .iter()
                 .position(|d| d.category == category && d.culprit == culprit && d.cpu == cpu)
@@ -257,8 +305,12 @@ pub fn compare(pa: PathBuf, a: &ExplainReport, pb: PathBuf, b: &ExplainReport) -
                 share: 0.0,
                 label: c.culprit.label(),
             });
-            // Two rows of one side can fold into one key (two pids of one name).
-            x.misses += c.count;
+            // Two rows of one side can fold into one key (two pids of one name): a miss
+            // both held counts once.
+            x.misses = match distinct.get(&key) {
+                Some(&n) => n,
+                None => x.misses + c.count,
+            };
             x.total_excess_ns += c.total_excess_ns;
             x.share += c.share;
         }
@@ -493,6 +545,9 @@ fn actionable(d: &CauseDiff) -> bool {
 }
 
 fn verdict(a: &ExplainReport, b: &ExplainReport, causes: &[CauseDiff], cpus: &[CpuDiff]) -> String {
+    if let Some(v) = one_side_empty(a, b) {
+        return v;
+    }
     let (ma, mb) = (a.cycles.misses, b.cycles.misses);
     let mut v = format!("misses {ma} → {mb}");
     if a.cycles.count != b.cycles.count {
@@ -587,7 +642,7 @@ fn verdict(a: &ExplainReport, b: &ExplainReport, causes: &[CauseDiff], cpus: &[C
                 let _ = write!(
                     v,
                     "; left: {} ({} misses)",
-                    named(&top.category, &culprit_key(top), top.culprit.cpu),
+                    named(&top.category, &culprit_key(&top.culprit), top.culprit.cpu),
                     top.count
                 );
             }
@@ -672,5 +727,51 @@ mod tests {
             "non-preemptible kernel code while whylate ran"
         );
         assert_eq!(strip_pids("a[x] b[] c[12"), "a[x] b[] c[12");
+    }
+
+    fn chain_report(text: &str) -> ExplainReport {
+        let f = crate::testkit::file(text);
+        let o = crate::testkit::chain_options(Some(1_000_000));
+        explain::explain(&[f.to_path_buf()], &Default::default(), &o).unwrap()
+    }
+
+    #[test]
+    fn no_verdict_when_one_side_measured_nothing() {
+        let t = crate::testkit::three_cpu_chain(6, &[4], 3_000);
+        let a = chain_report(&t);
+        // B has the events, but none of the client's: no cycle at all.
+        let b = chain_report(&t.replace("c-5", "d-5"));
+        assert_eq!((a.cycles.count, b.cycles.count), (6, 0));
+        let d = compare("a".into(), &a, "b".into(), &b);
+        assert!(
+            d.verdict.starts_with(
+                "no verdict: a comparison needs cycles on both sides; B has none: none of its"
+            ),
+            "{}",
+            d.verdict
+        );
+        assert!(!d.verdict.contains("removed"), "{}", d.verdict);
+    }
+
+    #[test]
+    fn a_cause_folded_over_pids_counts_each_miss_once() {
+        // Two pids of one name both held the one miss: folded, the cause held 1 miss.
+        let mut a = chain_report(&crate::testkit::three_cpu_chain(6, &[4], 3_000));
+        let row = a
+            .causes
+            .iter()
+            .find(|c| c.culprit.comm.as_deref() == Some("hog"))
+            .unwrap();
+        let mut twin = row.clone();
+        twin.culprit.pid = Some(61);
+        a.causes.push(twin.clone());
+        for m in &mut a.misses {
+            m.blame
+                .push(((twin.category.clone(), twin.culprit.clone()), 1_000));
+        }
+        assert_eq!(a.cycles.misses, 1);
+        let d = compare("a".into(), &a, "b".into(), &a);
+        let hog = d.causes.iter().find(|c| c.culprit == "hog").unwrap();
+        assert_eq!(hog.a.as_ref().unwrap().misses, 1, "{:?}", d.causes);
     }
 }

@@ -34,6 +34,8 @@ pub struct LatencyReport {
     pub unparsed: u64,
     /// The first of them.
     pub unparsed_samples: Vec<Unparsed>,
+    /// The unread part of the input as a whole (null when everything was read).
+    pub unread: Option<crate::read::inputs::Unread>,
     /// Where the analysis is blind or approximate.
     pub notes: Vec<String>,
 }
@@ -46,6 +48,7 @@ pub fn latency(
     tput: Option<measure::ThroughputOpts>,
 ) -> Result<LatencyReport, ReadError> {
     let (pass, tput) = build(paths, open, tput)?;
+    crate::read::inputs::Unread::nothing_read(&pass.inputs, pass.events)?;
     Ok(report(pass, opts, tput.as_ref()))
 }
 
@@ -76,6 +79,7 @@ pub fn report(pass: Pass, opts: &Options, tput: Option<&Throughput>) -> LatencyR
     } = pass;
     let tl = &tl;
     let measures = measure::compute(tl, &strings, opts, &tracers, tput);
+    let unread = crate::read::inputs::Unread::of(&inputs, events);
     let mut notes = inputs.notes;
     let a = &tl.anomalies;
     if a.implicit_switches > 0 {
@@ -115,6 +119,7 @@ pub fn report(pass: Pass, opts: &Options, tput: Option<&Throughput>) -> LatencyR
         anomalies: tl.anomalies.clone(),
         unparsed: inputs.unparsed,
         unparsed_samples: inputs.samples,
+        unread,
         notes,
     }
 }

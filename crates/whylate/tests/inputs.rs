@@ -427,3 +427,88 @@ fn xz_and_gzip_binaries_are_read_in_place_with_the_same_events() {
         }
     }
 }
+
+/// examples/frob.dat.zst (a trace.dat v6, 4096-byte pages, two CPUs), decompressed and
+/// changed by `damage`, in a temporary file.
+fn damaged_frob(damage: impl FnOnce(&mut Vec<u8>)) -> tempfile::TempPath {
+    let z = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/frob.dat.zst"
+    ))
+    .unwrap();
+    let mut d = zstd::decode_all(&z[..]).unwrap();
+    damage(&mut d);
+    let mut f = tempfile::Builder::new().suffix(".dat").tempfile().unwrap();
+    std::io::Write::write_all(&mut f, &d).unwrap();
+    f.into_temp_path()
+}
+
+fn open_err(p: &std::path::Path) -> String {
+    match read::open(p, &OpenOptions::default()) {
+        Ok(_) => panic!("{} opened", p.display()),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn a_trace_dat_whose_page_size_disagrees_with_its_header_page_is_refused() {
+    // Byte 14 holds the page size: 65536 would read one page in sixteen, silently.
+    let p = damaged_frob(|d| d[14..18].copy_from_slice(&65536u32.to_le_bytes()));
+    let e = open_err(&p);
+    assert!(e.ends_with("byte 14: the header's page size is 65536 bytes, but its header_page describes pages of 4096 bytes (16 of header, 4080 of data): the file is damaged"), "{e}");
+}
+
+#[test]
+fn a_trace_dat_whose_cpu_regions_overlap_is_refused() {
+    // CPU0's region grown into CPU1's: CPU1's pages would be read again as CPU0's.
+    let p = damaged_frob(|d| {
+        let at = d.windows(10).position(|w| w == b"flyrecord\0").unwrap() + 10;
+        let size = u64::from_le_bytes(d[at + 8..at + 16].try_into().unwrap());
+        d[at + 8..at + 16].copy_from_slice(&(size + 8192).to_le_bytes());
+    });
+    let e = open_err(&p);
+    assert!(
+        e.contains("CPU 0's data (bytes ") && e.contains("overlaps CPU 1's"),
+        "{e}"
+    );
+    // A region that is no whole number of pages is refused too.
+    let p = damaged_frob(|d| {
+        let at = d.windows(10).position(|w| w == b"flyrecord\0").unwrap() + 10;
+        let size = u64::from_le_bytes(d[at + 8..at + 16].try_into().unwrap());
+        d[at + 8..at + 16].copy_from_slice(&(size - 100).to_le_bytes());
+    });
+    let e = open_err(&p);
+    assert!(e.contains("not a whole number of 4096-byte pages"), "{e}");
+}
+
+#[test]
+fn kallsyms_of_another_boot_or_build_are_refused_for_a_perf_data() {
+    let ex = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/");
+    let trace = std::path::PathBuf::from(format!("{ex}frob.perf.data.zst"));
+    let given =
+        read::ksyms::load_file(std::path::Path::new(&format!("{ex}frob.perf.kallsyms.zst")))
+            .unwrap();
+    let with = |text: std::sync::Arc<[u8]>| OpenOptions {
+        kallsyms: Some(("k.txt".into(), text)),
+        ..Default::default()
+    };
+    // The recording machine's own symbols are taken.
+    assert!(read::open(&trace, &with(given.clone())).is_ok());
+    // The same symbols with `_text` elsewhere (another boot, or build) are refused,
+    // naming both addresses, rather than naming the wrong functions.
+    let moved = String::from_utf8_lossy(&given).replacen(
+        "ffffffff81000000 T _text",
+        "ffffffff8a000000 T _text",
+        1,
+    );
+    let e = match read::open(&trace, &with(moved.as_bytes().into())) {
+        Ok(_) => panic!("symbols of another boot were taken"),
+        Err(e) => e,
+    };
+    assert!(matches!(e, ReadError::Refused { .. }), "{e}");
+    assert!(
+        e.to_string()
+            .contains("loaded at 0xffffffff81000000, but k.txt has _text at 0xffffffff8a000000"),
+        "{e}"
+    );
+}

@@ -158,6 +158,7 @@ pub fn explain_then<T>(
     let mut kr = matches!(mode, Mode::Auto { .. }).then(KernelReports::default);
     let mut pass = read_all(paths, open, (cy.as_mut(), ex.as_mut(), kr.as_mut()))?;
     let inputs = std::mem::take(&mut pass.inputs);
+    crate::read::inputs::Unread::nothing_read(&inputs, pass.events)?;
     let (tl, strings) = (&pass.tl, &pass.strings);
     let r = match mode {
         Mode::Cycles(o) => {
@@ -168,10 +169,19 @@ pub fn explain_then<T>(
             }
             let blind = cy.paths_unknown();
             let (pairing, pair_notes) = cy.pairing_stats();
-            let undrained = cy.undrained();
+            let unanswered = cy.why_unanswered();
+            let undrained = cy.undrained().filter(|_| unanswered.is_none());
+            let dropped = cy.dropped;
             let mut r = analyze(tl, strings, o, cy.cycles, &cy.writes);
             r.cycles.pairing = Some(pairing);
             r.notes.extend(pair_notes);
+            r.blind.extend(unanswered);
+            if dropped > 0 {
+                r.notes.push(format!(
+                    "{dropped} requests were dropped unanswered when {} later ones were open under the same key: they count as no reply (or cut off, before their deadline); selectors that pair this badly rarely mean what was intended",
+                    cutter::OPEN_CAP
+                ));
+            }
             if let Some((from, n)) = undrained {
                 r.blind.push(format!(
                     "pairing from {} on: the {n} requests since then never all got their reply before the trace ended; a lost reply (a dropped packet) there gives every later reply to an earlier request, so those cycles look longer than they were (pair by a field both events carry with --key FIELD)",
@@ -294,9 +304,16 @@ fn auto_or_kernel_log(tl: &Timeline, s: &Interner, top: usize, k: &KernelReports
 /// record-time snapshot knows about the machine into the context and advice.
 fn with_inputs(mut r: ExplainReport, inputs: Inputs, pass: &Pass) -> ExplainReport {
     r.cpus = crate::timeline::profile(&pass.tl, &pass.strings);
+    r.unread = crate::read::inputs::Unread::of(&inputs, pass.events);
+    let mut notes = inputs.notes;
+    match &r.unread {
+        // Said under the verdict: every count above it rests on the part that was read.
+        Some(u) if u.matters() => r.blind.insert(0, u.line()),
+        Some(u) => notes.push(u.line()),
+        None => {}
+    }
     r.inputs = inputs.inputs;
     r.events = pass.events;
-    let mut notes = inputs.notes;
     notes.append(&mut r.notes);
     r.notes = notes;
     match &pass.snapshot {

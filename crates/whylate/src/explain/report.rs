@@ -342,6 +342,8 @@ pub struct ExplainReport {
     /// Where the trace itself is blind (a CPU's data cut short), with the time: said
     /// under the verdict, before any cause.
     pub blind: Vec<String>,
+    /// What the readers could not understand (null when everything was read).
+    pub unread: Option<crate::read::inputs::Unread>,
     /// The machine as `whylate record` saw it (null for other inputs).
     pub machine: Option<Machine>,
     /// What every CPU spent the trace on.

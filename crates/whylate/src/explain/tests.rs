@@ -1039,3 +1039,70 @@ fn open_requests_are_capped_and_the_dropped_ones_are_said() {
         r.notes
     );
 }
+
+#[test]
+fn a_result_built_on_a_partly_unread_trace_says_so_under_its_verdict() {
+    // Every third line of the cycles garbled: the report counts them, locates the
+    // first, and says it under the verdict (a third is far above the 1% line).
+    let t: String = (testkit::three_cpu_chain(6, &[4], 3_000).lines())
+        .enumerate()
+        .map(|(i, l)| match i % 3 {
+            2 => format!("{}\n", l.replacen('[', "{", 1)),
+            _ => format!("{l}\n"),
+        })
+        .collect();
+    let r = cycles_of(&t, Some(1_000_000));
+    let u = r.unread.as_ref().expect("unread lines are reported");
+    assert_eq!((u.count, u.unit), (t.lines().count() as u64 / 3, "lines"));
+    assert_eq!(u.first[0].line, 3);
+    assert!(u.matters());
+    assert!(
+        r.blind[0].contains("were not understood and are left out; first at "),
+        "{:?}",
+        r.blind
+    );
+    // Read in full, the same trace reports nothing unread.
+    let whole = cycles_of(&testkit::three_cpu_chain(6, &[4], 3_000), Some(1_000_000));
+    assert!(whole.unread.is_none());
+}
+
+#[test]
+fn a_trace_of_which_nothing_could_be_read_is_refused_with_why() {
+    let bad = |stamp: &str| {
+        let l = testkit::line(
+            1_000_000,
+            0,
+            "c-5",
+            "....1",
+            "sys_write(fd: 3, buf: 0, count: 7)",
+        );
+        // The header makes it an ftrace file; every line after it fails.
+        "# tracer: nop\n#\n".to_string() + &l.replace("1.000000:", stamp).repeat(3)
+    };
+    for (stamp, why) in [
+        ("-1.000000:", "a negative timestamp"),
+        ("1000000000000000.000000:", "a timestamp beyond 2^64 ns"),
+    ] {
+        let f = testkit::file(&bad(stamp));
+        let e = explain_auto(&[f.to_path_buf()], &OpenOptions::default(), 3).unwrap_err();
+        let msg = e.to_string();
+        assert!(matches!(e, ReadError::Unreadable { .. }), "{msg}");
+        assert!(msg.starts_with("no event could be read: 3 lines"), "{msg}");
+        assert!(msg.contains(why), "{msg}");
+    }
+}
+
+#[test]
+fn a_cpu_number_beyond_32_bits_is_not_read_as_another_cpu() {
+    let l = testkit::line(
+        1_000_000,
+        0,
+        "c-5",
+        "....1",
+        "sys_write(fd: 3, buf: 0, count: 7)",
+    );
+    let text = l.replace("[000]", "[4294967296]") + &l;
+    let p = testkit::pass(&text);
+    assert_eq!(p.events, 1);
+    assert_eq!(p.inputs.unparsed, 1);
+}

@@ -19,6 +19,17 @@ pub struct Unparsed {
     pub text: String,
 }
 
+impl Unparsed {
+    /// Where it is: `file:line` for text; for a binary record (line 0) the file alone,
+    /// its text then says where (byte offset, or time and CPU).
+    pub fn at(&self) -> String {
+        match self.line {
+            0 => format!("{}: {}", self.file, self.text),
+            n => format!("{}:{n}", self.file),
+        }
+    }
+}
+
 /// Per-input facts.
 #[derive(Clone, Debug, Serialize)]
 pub struct InputInfo {
@@ -161,6 +172,78 @@ pub fn describe_inputs(sources: &[read::Input], paths: &[PathBuf], per_input: &[
         skipped,
         samples,
         notes,
+    }
+}
+
+/// What the readers could not understand, summed over the inputs: what every report
+/// that rests on the events carries, so a result built on half a trace says so.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Unread {
+    /// Lines (text) or records (binary) not understood.
+    pub count: u64,
+    /// `lines` or `records`.
+    pub unit: &'static str,
+    /// Their share of everything the readers met (events read plus these), 0..1.
+    pub share: f64,
+    /// The first few, located (file and 1-based line; for binary inputs the byte offset
+    /// is in `why`).
+    pub first: Vec<Unparsed>,
+}
+
+/// Above this share of the input not understood, a report says so under its verdict.
+pub const UNREAD_WARN: f64 = 0.01;
+
+impl Unread {
+    /// The unread part of `inputs`, which gave `events` events; None when all was read.
+    pub fn of(inputs: &Inputs, events: u64) -> Option<Unread> {
+        if inputs.unparsed == 0 {
+            return None;
+        }
+        let binary = inputs
+            .inputs
+            .iter()
+            .all(|i| matches!(i.format, read::Format::TraceDat | read::Format::PerfData));
+        Some(Unread {
+            count: inputs.unparsed,
+            unit: if binary { "records" } else { "lines" },
+            share: inputs.unparsed as f64 / (inputs.unparsed + events) as f64,
+            first: inputs.samples.iter().take(3).cloned().collect(),
+        })
+    }
+
+    /// One line for the report: how much, and where the first one is.
+    pub fn line(&self) -> String {
+        let first = self.first.first().map_or(String::new(), |u| {
+            match u.line {
+                // A binary reader's `why` says what the record should have been.
+                0 => format!("; first at {}: expected {}", u.at(), u.why),
+                _ => format!("; first at {}: {}", u.at(), u.why),
+            }
+        });
+        format!(
+            "{} {} ({:.1}% of the input) were not understood and are left out{first}",
+            self.count,
+            self.unit,
+            self.share * 100.0
+        )
+    }
+
+    /// The error when nothing at all could be read from `inputs` (which gave `events`).
+    pub fn nothing_read(inputs: &Inputs, events: u64) -> Result<(), read::ReadError> {
+        match Unread::of(inputs, events) {
+            Some(u) if events == 0 => Err(read::ReadError::Unreadable {
+                what: format!(
+                    "no event could be read: {}",
+                    u.line().replace(" (100.0% of the input)", "")
+                ),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Large enough that a verdict must say it rests on part of the trace.
+    pub fn matters(&self) -> bool {
+        self.share >= UNREAD_WARN
     }
 }
 

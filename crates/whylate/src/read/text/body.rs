@@ -711,6 +711,12 @@ pub(crate) fn dec(b: &[u8]) -> Option<u64> {
     parse_u64(b)
 }
 
+/// A CPU column's number, when it is one: truncating 2^32 to CPU 0 would put the event
+/// on a CPU it never ran on (u32::MAX stands for "no CPU").
+pub(crate) fn cpu_num(v: u64) -> Option<u32> {
+    u32::try_from(v).ok().filter(|&c| c != u32::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

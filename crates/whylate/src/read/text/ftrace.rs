@@ -69,7 +69,7 @@ impl FtraceParser {
                 h.entries_written = dec(w);
             }
             if let Some(p) = memchr::memmem::find(rest, b"#P:") {
-                h.cpus = dec(trim(&rest[p + 3..])).map(|v| v as u32);
+                h.cpus = dec(trim(&rest[p + 3..])).and_then(super::body::cpu_num);
             }
         } else if let Some(l) = c.strip_prefix(b"latency:") {
             h.latency = Some(parse_latency_header(l));
@@ -137,7 +137,7 @@ pub(crate) fn parse_latency_header(l: &[u8]) -> LatencyHeader {
             .iter()
             .position(|c| !c.is_ascii_digit())
             .unwrap_or(r.len());
-        h.cpu = dec(&r[..end]).map(|v| v as u32);
+        h.cpu = dec(&r[..end]).and_then(super::body::cpu_num);
     }
     if let Some(p) = memchr::memmem::find(l, b"(M:") {
         let r = &l[p + 3..];
@@ -151,7 +151,7 @@ pub(crate) fn parse_latency_header(l: &[u8]) -> LatencyHeader {
 fn lost_line(l: &[u8]) -> Option<(u32, u64)> {
     let r = l.strip_prefix(b"CPU:")?;
     let sp = r.iter().position(|c| *c == b' ')?;
-    let cpu = dec(&r[..sp])? as u32;
+    let cpu = super::body::cpu_num(dec(&r[..sp])?)?;
     let rest = trim(&r[sp..]);
     let inner = rest.strip_prefix(b"[")?.strip_suffix(b"]")?;
     let n = if let Some(x) = inner.strip_prefix(b"LOST ") {
@@ -223,7 +223,7 @@ fn fast(line: &[u8]) -> Option<(Prefix<'_>, u64, usize, usize)> {
     }
     let close = e - 1;
     let open = line[..close].iter().rposition(|&c| c == b'[')? + 1;
-    let cpu = dec(&line[open..close])? as u32;
+    let cpu = super::body::cpu_num(dec(&line[open..close])?)?;
     e = back(open - 1);
     let mut tgid = -1;
     if e > 0 && line[e - 1] == b')' {
@@ -287,8 +287,8 @@ impl LineParser for FtraceParser {
         if let Some(r) = t.strip_prefix(b"##### CPU ") {
             // The CPU's buffer (re)started: what came before on it was overwritten.
             let end = r.iter().position(|c| *c == b' ').unwrap_or(r.len());
-            if let Some(cpu) = dec(&r[..end]) {
-                self.lost(cpu as u32, None);
+            if let Some(cpu) = dec(&r[..end]).and_then(super::body::cpu_num) {
+                self.lost(cpu, None);
                 return;
             }
         }
@@ -302,7 +302,7 @@ impl LineParser for FtraceParser {
         }
         if let Some(n) = t.strip_prefix(b"cpus=") {
             cx.diag.comment_lines += 1;
-            cx.diag.header.cpus = dec(trim(n)).map(|v| v as u32);
+            cx.diag.header.cpus = dec(trim(n)).and_then(super::body::cpu_num);
             return;
         }
         if let Some(n) = t.strip_prefix(b"version = ") {
@@ -329,8 +329,9 @@ impl LineParser for FtraceParser {
         }
         let Some(st) = find_stamp(line) else {
             if memchr::memchr(b'[', line).is_some() && memchr::memchr(b'-', line).is_some() {
-                cx.diag
-                    .bad(cx.lineno, line, "no timestamp (`sec.usec:`) found");
+                let why =
+                    super::grammar::odd_stamp(line).unwrap_or("no timestamp (`sec.usec:`) found");
+                cx.diag.bad(cx.lineno, line, why);
             } else {
                 cx.diag.skipped_lines += 1;
             }

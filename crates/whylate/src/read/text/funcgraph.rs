@@ -26,7 +26,7 @@ use rustc_hash::FxHashMap;
 fn cpu_col(seg: &[u8]) -> Option<(u32, &[u8])> {
     let t = trim(seg);
     let p = memchr::memchr(b')', t)?;
-    let cpu = dec(&t[..p])? as u32;
+    let cpu = super::body::cpu_num(dec(&t[..p])?)?;
     Some((cpu, &t[p + 1..]))
 }
 

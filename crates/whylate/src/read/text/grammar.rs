@@ -151,6 +151,38 @@ pub(crate) fn find_stamp(line: &[u8]) -> Option<Stamp> {
     None
 }
 
+/// Why a line whose stamp was not found has one that cannot be read: a `sec.usec:` token
+/// that is negative, or too large for nanoseconds in 64 bits (over 584 years). None when
+/// no such token is there.
+pub(crate) fn odd_stamp(line: &[u8]) -> Option<&'static str> {
+    // Seconds of 2^64 ns: 18446744073.7 s, eleven digits.
+    const MAX_SECS: u64 = u64::MAX / 1_000_000_000;
+    for (colon, _) in line.iter().enumerate().filter(|(_, c)| **c == b':') {
+        let tok = &line[word_start(line, colon)..colon];
+        let (neg, t) = match tok.strip_prefix(b"-") {
+            Some(t) => (true, t),
+            None => (false, tok),
+        };
+        let Some(dot) = t.iter().position(|&c| c == b'.') else {
+            continue;
+        };
+        let (int, frac) = (&t[..dot], &t[dot + 1..]);
+        let digits = |d: &[u8]| !d.is_empty() && d.iter().all(u8::is_ascii_digit);
+        if !digits(int) || !digits(frac) {
+            continue;
+        }
+        if neg {
+            return Some(
+                "a negative timestamp (`-sec.usec:`): times before the clock's zero cannot be read",
+            );
+        }
+        if int.len() > 11 || dec(int).is_none_or(|v| v > MAX_SECS) {
+            return Some("a timestamp beyond 2^64 ns (584 years): not a trace clock");
+        }
+    }
+    None
+}
+
 pub(crate) fn word_start(line: &[u8], end: usize) -> usize {
     let mut s = end;
     while s > 0 && line[s - 1] != b' ' && line[s - 1] != b'\t' {
@@ -231,7 +263,7 @@ pub(crate) fn parse_prefix(left: &[u8]) -> Option<Prefix<'_>> {
     let cpu;
     if let Some(stripped) = rest.strip_suffix(b"]") {
         let lb = memchr::memrchr(b'[', stripped)?;
-        cpu = Some(dec(&stripped[lb + 1..])? as u32);
+        cpu = Some(super::body::cpu_num(dec(&stripped[lb + 1..])?)?);
         rest = &stripped[..lb];
     } else {
         let sp = word_start(rest, rest.len());
@@ -242,7 +274,7 @@ pub(crate) fn parse_prefix(left: &[u8]) -> Option<Prefix<'_>> {
             flags = parse_flags(tok)?;
             let stripped = &head[..head.len() - 1];
             let lb = memchr::memrchr(b'[', stripped)?;
-            cpu = Some(dec(&stripped[lb + 1..])? as u32);
+            cpu = Some(super::body::cpu_num(dec(&stripped[lb + 1..])?)?);
             rest = &stripped[..lb];
         } else {
             // `-l` / latency dumps: cpu digits glued to the flags.
@@ -250,7 +282,7 @@ pub(crate) fn parse_prefix(left: &[u8]) -> Option<Prefix<'_>> {
             if nd == 0 {
                 return None;
             }
-            cpu = Some(dec(&tok[..nd])? as u32);
+            cpu = Some(super::body::cpu_num(dec(&tok[..nd])?)?);
             flags = if nd == tok.len() {
                 0
             } else {

@@ -38,7 +38,7 @@ fn fast(line: &[u8]) -> Option<(Head<'_>, u64, &[u8], usize)> {
     if e > 0 && line[e - 1] == b']' {
         let close = e - 1;
         let o = line[..close].iter().rposition(|&c| c == b'[')? + 1;
-        cpu = Some(dec(&line[o..close])? as u32);
+        cpu = Some(super::body::cpu_num(dec(&line[o..close])?)?);
         e = o - 1;
         while e > 0 && line[e - 1] == b' ' {
             e -= 1;
@@ -81,7 +81,7 @@ fn head(left: &[u8]) -> Option<Head<'_>> {
     let mut cpu = None;
     if let Some(s) = left.strip_suffix(b"]") {
         let lb = memchr::memrchr(b'[', s)?;
-        cpu = Some(dec(&s[lb + 1..])? as u32);
+        cpu = Some(super::body::cpu_num(dec(&s[lb + 1..])?)?);
         left = trim(&s[..lb]);
     }
     let sp = left.iter().rposition(|c| *c == b' ' || *c == b'\t')?;

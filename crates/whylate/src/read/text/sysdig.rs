@@ -27,7 +27,7 @@ fn split(line: &[u8]) -> Option<Line<'_>> {
     let num = it.next()?;
     dec(num)?;
     let time = it.next()?;
-    let cpu = dec(it.next()?)? as u32;
+    let cpu = super::body::cpu_num(dec(it.next()?)?)?;
     let rest = it.next()?;
     // proc may hold spaces: anchor on `) > ` / `) < `.
     let dir_at = memchr::memmem::find(rest, b") > ")

@@ -10,6 +10,16 @@ impl DiffReport {
     pub fn render_text(&self, p: &Paint) -> String {
         let mut o = String::new();
         let _ = writeln!(o, "{}", p.heading(&self.verdict));
+        for (side, s) in [("A", &self.a), ("B", &self.b)] {
+            if let Some(u) = &s.unread {
+                let tag = if u.matters() {
+                    p.warn("blind:")
+                } else {
+                    "note:".into()
+                };
+                let _ = writeln!(o, "  {tag} {side}: {}", u.line());
+            }
+        }
         let _ = writeln!(
             o,
             "\nA: {} ({} events)\nB: {} ({} events)",

@@ -81,10 +81,12 @@ fn verdict(o: &mut String, r: &ExplainReport, p: &Paint) {
     } else if r.noun == "outliers" {
         format!("{} outliers across the measures{q}", c.count)
     } else {
-        let cut = if c.cut_off > 0 {
-            format!(", {} cut off by the trace's end", c.cut_off)
-        } else {
-            String::new()
+        let cut = match (c.cut_off, r.deadline_ns) {
+            (0, _) => String::new(),
+            // Without a deadline nothing is late: an unanswered request is unjudged, and
+            // "0 missed" alone would read as all answered.
+            (n, None) => format!(", {n} never answered and not judged: no deadline"),
+            (n, Some(_)) => format!(", {n} cut off by the trace's end"),
         };
         format!(
             "{} {}, {} missed ({} no reply{cut}), {dl}{q}",
@@ -431,6 +433,7 @@ mod tests {
             advice: Vec::new(),
             notes: Vec::new(),
             blind: Vec::new(),
+            unread: None,
             machine: None,
             cpus: Vec::new(),
             windows: Default::default(),

@@ -24,6 +24,10 @@ impl LatencyReport {
             self.edges
         );
         let _ = writeln!(o, "{}", p.heading(&first));
+        if let Some(u) = self.unread.as_ref().filter(|u| u.matters()) {
+            // Under the verdict: every number below rests on the part that was read.
+            let _ = writeln!(o, "  {} {}", p.warn("blind:"), u.line());
+        }
         for m in &self.measures {
             o.push('\n');
             render_measure(&mut o, m, top_groups);
@@ -34,16 +38,8 @@ impl LatencyReport {
                 let _ = writeln!(o, "  - {n}");
             }
         }
-        if self.unparsed > 0 {
-            let _ = writeln!(
-                o,
-                "\n{} lines were not understood (first: {})",
-                self.unparsed,
-                self.unparsed_samples
-                    .first()
-                    .map(|u| format!("{}:{}: {}", u.file, u.line, u.why))
-                    .unwrap_or_default()
-            );
+        if let Some(u) = self.unread.as_ref().filter(|u| !u.matters()) {
+            let _ = writeln!(o, "\n{}", u.line());
         }
         o
     }

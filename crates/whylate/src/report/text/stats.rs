@@ -110,7 +110,11 @@ impl StatsReport {
         if self.unparsed > 0 {
             let _ = writeln!(o, "\n{} not understood: {}", self.unit(), self.unparsed);
             for u in &self.unparsed_samples {
-                let _ = writeln!(o, "  {}:{}: {}\n    {}", u.file, u.line, u.why, u.text);
+                match u.line {
+                    0 => writeln!(o, "  {}: expected {}", u.at(), u.why),
+                    _ => writeln!(o, "  {}: {}\n    {}", u.at(), u.why, u.text),
+                }
+                .ok();
             }
         }
         if self.skipped > 0 {
