@@ -13,6 +13,7 @@
 mod comms;
 mod declared;
 pub mod decompress;
+pub mod ident;
 pub mod inputs;
 pub mod ksyms;
 mod merge;
