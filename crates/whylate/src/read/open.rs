@@ -280,6 +280,8 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
         source,
     };
     let stdin = path.as_os_str() == "-";
+    // A pipe, FIFO or `<(cmd)` cannot be opened again or seeked: read it as stdin is.
+    let stream = stdin || super::ident::is_stream(path);
     let f: Box<dyn Read + Send> = if stdin {
         Box::new(io::stdin())
     } else {
@@ -309,9 +311,9 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
             // Binary readers seek around the file: their progress shows as events only.
             p.binary.store(true, std::sync::atomic::Ordering::Relaxed);
         }
-        // A compressed file is read in place; one that is cut, or standard input, is spooled.
+        // A compressed file is read in place; one that is cut, or a stream, is spooled.
         let in_place = compression != Compression::None;
-        let unpacked = match in_place && !stdin {
+        let unpacked = match in_place && !stream {
             true => open_unpacked(path, dat, opts)?,
             false => None,
         };
@@ -322,9 +324,9 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
                 cut,
             });
         }
-        // Binary formats need random access: a compressed one (or stdin) not read through
-        // cursors is spooled.
-        let file = if compression == Compression::None && !stdin {
+        // Binary formats need random access: a compressed one (or a stream) not read
+        // through cursors is spooled.
+        let file = if compression == Compression::None && !stream {
             File::open(path).map_err(io_err)?
         } else {
             let (buffered, rest) = lines.into_inner();
@@ -357,7 +359,7 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
         Format::TraceDat | Format::PerfData => unreachable!("binary formats return above"),
     };
     let diag = Diag::strict(opts.strict);
-    let size = (compression == Compression::None && !stdin)
+    let size = (compression == Compression::None && !stream)
         .then(|| std::fs::metadata(path).ok().map(|m| m.len()))
         .flatten();
     let plan = crate::read::text::chunked::plan(format, head.len(), HEAD, size);
