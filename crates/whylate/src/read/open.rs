@@ -271,6 +271,59 @@ fn spool(path: &Path, mut rd: Box<dyn Read + Send>) -> Result<File, ReadError> {
 
 /// Bytes read ahead to decide the format.
 const HEAD: usize = 256 * 1024;
+/// Most bytes read ahead when the first [`HEAD`] hold no data line (only blank and
+/// comment lines): enough for any real preamble, bounded for a hostile one.
+const HEAD_MAX: usize = 16 << 20;
+/// Comment bytes kept for the sniffer from such a preamble (its headers are at its top).
+const HEAD_COMMENTS: usize = 64 * 1024;
+
+/// The bytes the format is decided on, and how many were read ahead. Past a preamble of
+/// blank and comment lines longer than [`HEAD`], reads on (up to [`HEAD_MAX`]) to the
+/// first data lines; the head is then the preamble's first comments and those lines.
+fn read_head<R: Read>(lines: &mut LineReader<R>) -> io::Result<(Vec<u8>, usize)> {
+    let mut want = HEAD;
+    let mut buf = lines.peek(want)?;
+    while buf.len() >= want && want < HEAD_MAX && !has_data(buf) {
+        want = (want * 4).min(HEAD_MAX);
+        buf = lines.peek(want)?;
+    }
+    if buf.len() <= HEAD {
+        return Ok((buf.to_vec(), buf.len()));
+    }
+    let (mut head, mut comments) = (Vec::with_capacity(HEAD), 0);
+    for line in buf.split(|c| *c == b'\n') {
+        if head.len() >= HEAD {
+            break;
+        }
+        if body::trim(line).is_empty() {
+            continue;
+        }
+        if !is_data(line) {
+            comments += line.len() + 1;
+            if comments > HEAD_COMMENTS {
+                continue;
+            }
+        }
+        head.extend_from_slice(line);
+        head.push(b'\n');
+    }
+    Ok((head, buf.len()))
+}
+
+/// True when `buf` (read ahead, its last line possibly cut) holds a whole data line.
+fn has_data(buf: &[u8]) -> bool {
+    let whole = memchr::memrchr(b'\n', buf).map_or(&buf[..0], |p| &buf[..p]);
+    whole.split(|c| *c == b'\n').any(is_data)
+}
+
+/// A line that is trace data to the sniffer: not blank, no comment, no report header.
+fn is_data(line: &[u8]) -> bool {
+    let line = body::trim(line);
+    !(line.is_empty()
+        || line.starts_with(b"#")
+        || line.starts_with(b"cpus=")
+        || line.starts_with(b"version = "))
+}
 
 /// Opens `path` (`-` = standard input), decompresses and sniffs it, and returns an event
 /// source in time order.
@@ -293,8 +346,8 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
     };
     let (rd, compression, cut) = decompress::open(path, f).map_err(io_err)?;
     let mut lines = LineReader::new(rd);
-    let head = lines.peek(HEAD).map_err(io_err)?.to_vec();
-    if head.is_empty() {
+    let (head, peeked) = read_head(&mut lines).map_err(io_err)?;
+    if peeked == 0 {
         return Err(ReadError::Empty {
             path: path.to_path_buf(),
             what: match (compression, cut.get()) {
@@ -362,7 +415,7 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
     let size = (compression == Compression::None && !stream)
         .then(|| std::fs::metadata(path).ok().map(|m| m.len()))
         .flatten();
-    let plan = crate::read::text::chunked::plan(format, head.len(), HEAD, size);
+    let plan = crate::read::text::chunked::plan(format, peeked, HEAD, size);
     let r = TextReader::new(
         path,
         lines,
@@ -511,7 +564,8 @@ pub fn sniff(head: &[u8]) -> Option<Format> {
     let mut data = 0;
     // Ignore a possibly cut last line.
     let usable = memchr::memrchr(b'\n', head).map_or(head, |p| &head[..p]);
-    for raw in usable.split(|c| *c == b'\n').take(4000) {
+    // Blank and comment lines are passed over, however many (the head is bounded).
+    for raw in usable.split(|c| *c == b'\n') {
         let line = raw.strip_suffix(b"\r").unwrap_or(raw);
         if let Some(c) = line.strip_prefix(b"#") {
             let c = body::trim(c);
