@@ -30,7 +30,9 @@ pub mod unpack;
 
 pub use decompress::Compression;
 pub use merge::{Merged, Sorted};
-pub use open::{open, sniff, Input, OpenOptions, Progress, DEFAULT_WINDOW, PERF_WINDOW};
+pub use open::{
+    open, sniff, trace_format, Input, OpenOptions, Progress, DEFAULT_WINDOW, PERF_WINDOW,
+};
 pub(crate) use source::OrderCheck;
 pub use source::{
     BadLine, Diag, EventSource, Format, Header, LatencyHeader, OrderStats, ReadError,

@@ -6,9 +6,10 @@ use crate::read::decompress::Compression;
 use crate::read::merge::Sorted;
 use crate::read::source::{Diag, EventSource, Format, OrderStats, ReadError};
 use crate::read::text::lines::LineReader;
-use crate::read::text::reader::{LineParser, TextReader};
+use crate::read::text::reader::{Cx, LineParser, TextReader};
 use crate::read::text::{body, ftrace, funcgraph, kernlog, perf_script, sysdig, systrace};
 use crate::read::{decompress, ksyms, perfdata, tracedat, unpack};
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
@@ -400,16 +401,8 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
             start: describe_start(&head),
         })?,
     };
-    let parser: Box<dyn LineParser> = match format {
-        Format::Ftrace | Format::TraceCmdReport | Format::LatencyTracer => {
-            Box::new(ftrace::FtraceParser::new())
-        }
-        Format::FunctionGraph => Box::new(funcgraph::FuncGraphParser::new()),
-        Format::PerfScript => Box::new(perf_script::PerfScriptParser::new()),
-        Format::Sysdig => Box::new(sysdig::SysdigParser::new()),
-        Format::Systrace => Box::new(systrace::SystraceParser::new(&head)),
-        Format::KernelLog => Box::new(kernlog::KernLogParser::new()),
-        Format::TraceDat | Format::PerfData => unreachable!("binary formats return above"),
+    let Some(parser) = parser_for(format, &head) else {
+        unreachable!("binary formats return above")
     };
     let diag = Diag::strict(opts.strict);
     let size = (compression == Compression::None && !stream)
@@ -437,6 +430,65 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
         compression,
         cut,
     })
+}
+
+/// The line parser of a text `format` (None for a binary one); `head` starts the input.
+fn parser_for(format: Format, head: &[u8]) -> Option<Box<dyn LineParser>> {
+    Some(match format {
+        Format::Ftrace | Format::TraceCmdReport | Format::LatencyTracer => {
+            Box::new(ftrace::FtraceParser::new())
+        }
+        Format::FunctionGraph => Box::new(funcgraph::FuncGraphParser::new()),
+        Format::PerfScript => Box::new(perf_script::PerfScriptParser::new()),
+        Format::Sysdig => Box::new(sysdig::SysdigParser::new()),
+        Format::Systrace => Box::new(systrace::SystraceParser::new(head)),
+        Format::KernelLog => Box::new(kernlog::KernLogParser::new()),
+        Format::TraceDat | Format::PerfData => return None,
+    })
+}
+
+/// The format of the trace at `path`, when it is a regular file holding one (compressed
+/// or not); None for anything else. Outputs are checked with it, so that a trace named
+/// where an output was meant is not written over. Text counts as a trace when its first
+/// [`HEAD`] bytes give an event: the sniffer alone takes any HTML page for systrace.
+pub fn trace_format(path: &Path) -> Option<Format> {
+    let m = std::fs::metadata(path).ok()?;
+    if !m.is_file() || m.len() == 0 {
+        return None;
+    }
+    let f = File::open(path).ok()?;
+    let (rd, _, _) = decompress::open(path, Box::new(f)).ok()?;
+    let (head, _) = read_head(&mut LineReader::new(rd)).ok()?;
+    if tracedat::sniff(&head) {
+        return Some(Format::TraceDat);
+    }
+    if perfdata::sniff(&head) {
+        return Some(Format::PerfData);
+    }
+    let format = sniff(&head)?;
+    let mut parser = parser_for(format, &head)?;
+    let (mut strings, mut out, mut diag) = (Interner::new(), VecDeque::new(), Diag::default());
+    let whole = memchr::memrchr(b'\n', &head).map_or(&head[..], |p| &head[..p]);
+    for (i, line) in whole.split(|c| *c == b'\n').enumerate() {
+        let mut cx = Cx {
+            strings: &mut strings,
+            out: &mut out,
+            diag: &mut diag,
+            lineno: i as u64 + 1,
+        };
+        parser.line(crate::read::text::reader::chomp(line), &mut cx);
+        if !out.is_empty() {
+            return Some(format);
+        }
+    }
+    let mut cx = Cx {
+        strings: &mut strings,
+        out: &mut out,
+        diag: &mut diag,
+        lineno: 0,
+    };
+    parser.finish(&mut cx);
+    (!out.is_empty()).then_some(format)
 }
 
 /// A compressed trace that declares no size (gzip, zstd from a pipe), read in place when
