@@ -965,3 +965,24 @@ fn watch_without_a_mode_or_with_a_bad_selector_is_a_usage_error() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("--from"), "{}", text(&o.stderr));
 }
+
+fn json_into_a_closed_pipe_ends_quietly_as_text_does() {
+    for json in [false, true] {
+        let mut args = vec!["latency", "examples/pty-poll.ftrace.gz", "--top", "1000"];
+        if json {
+            args.extend(["--json", "--samples"]);
+        }
+        let mut c = Command::new(env!("CARGO_BIN_EXE_whylate"))
+            .args(&args)
+            .current_dir(repo())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away before anything is written (`| head -0`).
+        drop(c.stdout.take());
+        let o = c.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "json {json}: {}", text(&o.stderr));
+        assert_eq!(text(&o.stderr), "", "json {json}");
+    }
+}
