@@ -986,3 +986,17 @@ fn json_into_a_closed_pipe_ends_quietly_as_text_does() {
         assert_eq!(text(&o.stderr), "", "json {json}");
     }
 }
+
+fn help_is_wrapped_to_the_terminal_width() {
+    for cmd in [&["--help"][..], &["explain", "--help"], &["latency", "-h"]] {
+        let o = Command::new(env!("CARGO_BIN_EXE_whylate"))
+            .args(cmd)
+            .env("COLUMNS", "80")
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+        let help = text(&o.stdout);
+        let widest = help.lines().map(|l| l.chars().count()).max().unwrap();
+        assert!(widest <= 80, "{cmd:?}: {widest} columns:\n{help}");
+    }
+}
