@@ -1135,6 +1135,44 @@ fn outputs_and_host_are_checked_before_any_input_is_read() {
 }
 
 #[test]
+fn a_fifo_carries_a_binary_trace_as_standard_input_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let zst = std::fs::read(repo().join("examples/frob.dat.zst")).unwrap();
+    let plain = zstd::decode_all(&zst[..]).unwrap();
+    let want = text(&run(&["stats", "examples/frob.dat.zst"]).stdout);
+    assert!(want.contains("trace.dat format"), "{want}");
+    for (name, bytes) in [("z.fifo", zst), ("p.fifo", plain)] {
+        let fifo = tmp.path().join(name);
+        let st = Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(st.success());
+        let f2 = fifo.clone();
+        let writer = std::thread::spawn(move || {
+            use std::io::Write;
+            // Opening blocks until whylate opens the other end.
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&f2)
+                .and_then(|mut f| f.write_all(&bytes));
+        });
+        let o = run(&["stats", fifo.to_str().unwrap()]);
+        writer.join().unwrap();
+        assert!(o.status.success(), "{name}: {}", text(&o.stderr));
+        // The same report but for the file's name and compression.
+        let got = text(&o.stdout);
+        let first = |s: &str| {
+            s.lines()
+                .next()
+                .unwrap()
+                .split(" format")
+                .next()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(first(&got), first(&want), "{name}");
+    }
+}
+
+#[test]
 fn json_into_a_closed_pipe_ends_quietly_as_text_does() {
     for json in [false, true] {
         let mut args = vec!["latency", "examples/pty-poll.ftrace.gz", "--top", "1000"];
