@@ -100,7 +100,7 @@ pub struct FindingsArgs {
     pub parquet: Option<PathBuf>,
     /// The host the trace comes from (default: the name `whylate record` kept, else
     /// `unknown`).
-    #[arg(long, requires = "parquet")]
+    #[arg(long, requires = "parquet", value_parser = host_arg)]
     pub host: Option<String>,
     /// The kernel release (default: the one `whylate record` kept, else empty).
     #[arg(long, requires = "parquet")]
@@ -113,6 +113,12 @@ pub struct FindingsArgs {
     /// `--label rollout=b`; `fleet --by label:team` groups by it.
     #[arg(long = "label", requires = "parquet", value_name = "KEY=VALUE", value_parser = whylate_fleet::meta::parse_label)]
     pub labels: Vec<(String, String)>,
+}
+
+/// `--host`: it names a directory of the findings, checked here rather than after the
+/// analysis.
+fn host_arg(s: &str) -> Result<String, String> {
+    whylate_fleet::meta::check_part("host", s).map(|()| s.to_string())
 }
 
 fn date_arg(s: &str) -> Result<String, String> {

@@ -4,6 +4,7 @@
 mod args;
 mod commands;
 mod output;
+mod paths;
 mod progress;
 
 use args::{Cli, Cmd, DrawArgs, ExplainArgs, InputArgs, ModeArgs};

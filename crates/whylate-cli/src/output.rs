@@ -49,7 +49,8 @@ impl Out {
         // Buffered: stdout alone flushes at every newline, and pretty JSON has one per
         // field (a cycle-mode report of a million cycles made 450k write calls).
         let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-        serde_json::to_writer_pretty(&mut out, value)?;
+        // As an io::Error (serde_json's wraps it), so a closed pipe ends quietly as text does.
+        serde_json::to_writer_pretty(&mut out, value).map_err(std::io::Error::from)?;
         writeln!(out)?;
         out.flush()?;
         Ok(())
@@ -80,6 +81,17 @@ impl Out {
     }
 }
 
+/// True when the error, or one it wraps (serde_json wraps the writer's), is a closed pipe.
+fn broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        let kind = c
+            .downcast_ref::<std::io::Error>()
+            .map(std::io::Error::kind)
+            .or_else(|| c.downcast_ref::<serde_json::Error>()?.io_error_kind());
+        kind == Some(std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 /// A usage error, one line, exit 2.
 pub fn usage(msg: &str) -> anyhow::Result<ExitCode> {
     eprintln!("whylate: {msg}");
@@ -106,13 +118,12 @@ pub fn clap_error(e: clap::Error) -> ExitCode {
     ExitCode::from(EXIT_BAD_INPUT)
 }
 
-/// The end of a run that failed: a broken pipe is no failure (`| head`); a read error
-/// names its file and cause in its own message (the chain would print the cause twice).
+/// The end of a run that failed: a broken pipe is no failure (`| head`, text or JSON); a
+/// read error names its file and cause in its own message (the chain would print the
+/// cause twice).
 pub fn failed(e: anyhow::Error) -> ExitCode {
-    if let Some(io) = e.downcast_ref::<std::io::Error>() {
-        if io.kind() == std::io::ErrorKind::BrokenPipe {
-            return ExitCode::SUCCESS;
-        }
+    if broken_pipe(&e) {
+        return ExitCode::SUCCESS;
     }
     match e.downcast_ref::<ReadError>() {
         Some(r) => eprintln!("whylate: {r}"),

@@ -965,3 +965,246 @@ fn watch_without_a_mode_or_with_a_bad_selector_is_a_usage_error() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("--from"), "{}", text(&o.stderr));
 }
+
+/// Runs whylate in `dir` with `stdin` fed to it; the input may be left unread (a run
+/// refused before reading it).
+fn run_in(dir: &std::path::Path, args: &[&str], stdin: &[u8]) -> Output {
+    use std::io::Write;
+    let mut c = Command::new(env!("CARGO_BIN_EXE_whylate"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _ = c.stdin.take().unwrap().write_all(stdin);
+    c.wait_with_output().unwrap()
+}
+
+/// A small ftrace text trace: a task woken and run on CPU 0, `n` times.
+fn small_trace(n: u32) -> String {
+    let mut t = String::new();
+    for i in 0..n {
+        let s = 10.0 + f64::from(i) * 0.001;
+        t += &format!("          <idle>-0     [000] d..2. {s:.6}: sched_waking: comm=app pid=7 prio=120 target_cpu=000\n");
+        t += &format!("          <idle>-0     [000] d..2. {:.6}: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=app next_pid=7 next_prio=120\n", s + 0.0002);
+        t += &format!("             app-7     [000] d..2. {:.6}: sched_switch: prev_comm=app prev_pid=7 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120\n", s + 0.0005);
+    }
+    t
+}
+
+#[test]
+fn an_output_that_is_an_input_or_a_trace_is_refused_before_anything_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let trace = small_trace(50);
+    std::fs::write(d.join("A.txt"), &trace).unwrap();
+    std::fs::write(d.join("B.txt"), &trace).unwrap();
+    std::fs::copy(repo().join("examples/frob.dat.zst"), d.join("f.dat.zst")).unwrap();
+    let untouched = |f: &str| std::fs::read(d.join(f)).unwrap() == trace.as_bytes();
+    // Two traces meant, the first taken as the output: it is a trace, so it stays.
+    let e = refused(&run_in(d, &["export", "--perfetto", "A.txt", "B.txt"], b""));
+    assert!(
+        e.contains("--perfetto A.txt: already exists and is a trace (ftrace)"),
+        "{e}"
+    );
+    assert!(untouched("A.txt"));
+    // A binary trace, compressed, is recognised too.
+    let e = refused(&run_in(
+        d,
+        &["explain", "B.txt", "--html", "f.dat.zst"],
+        b"",
+    ));
+    assert!(e.contains("is a trace (trace.dat)"), "{e}");
+    // The input itself, under its name or another.
+    let e = refused(&run_in(d, &["report", "A.txt", "-o", "A.txt"], b""));
+    assert!(e.contains("-o A.txt: is the input A.txt"), "{e}");
+    let e = refused(&run_in(d, &["explain", "A.txt", "--html", "./A.txt"], b""));
+    assert!(e.contains("--html ./A.txt: is the input A.txt"), "{e}");
+    assert!(untouched("A.txt"));
+    // An input inside a directory output, under a name the run writes there.
+    std::fs::create_dir(d.join("svg")).unwrap();
+    std::fs::write(d.join("svg/raster.svg"), &trace).unwrap();
+    let e = refused(&run_in(
+        d,
+        &["report", "svg/raster.svg", "--svg", "svg"],
+        b"",
+    ));
+    assert!(
+        e.contains("--svg svg: the run writes svg/raster.svg there"),
+        "{e}"
+    );
+    // What whylate wrote before is no trace: writing it again is fine.
+    for _ in 0..2 {
+        for args in [
+            &["export", "A.txt", "--perfetto", "p.json"][..],
+            &["report", "A.txt", "-o", "r.html", "--svg", "svg"],
+        ] {
+            let o = run_in(d, args, b"");
+            assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+        }
+    }
+}
+
+#[test]
+fn the_same_input_given_twice_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(d.join("A.txt"), small_trace(10)).unwrap();
+    std::os::unix::fs::symlink(d.join("A.txt"), d.join("link.txt")).unwrap();
+    let e = refused(&run_in(d, &["explain", "A.txt", "A.txt"], b""));
+    assert!(e.contains("A.txt: given twice as an input"), "{e}");
+    let e = refused(&run_in(d, &["latency", "A.txt", "link.txt"], b""));
+    assert!(
+        e.contains("link.txt: given twice as an input (also as A.txt)"),
+        "{e}"
+    );
+    let e = refused(&run_in(d, &["stats", "-", "-"], small_trace(10).as_bytes()));
+    assert!(e.contains("- (standard input): given twice"), "{e}");
+    let e = refused(&run_in(d, &["diff", "-", "-"], small_trace(10).as_bytes()));
+    assert!(e.contains("is both A and B"), "{e}");
+    // Two files, or one file compared with itself, are fine.
+    std::fs::write(d.join("B.txt"), small_trace(10)).unwrap();
+    let o = run_in(d, &["stats", "A.txt", "B.txt"], b"");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+}
+
+#[test]
+fn outputs_and_host_are_checked_before_any_input_is_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    // Not a trace: reading it first would say so instead.
+    std::fs::write(d.join("prose.txt"), "hello world\n").unwrap();
+    std::fs::write(d.join("file"), "x").unwrap();
+    let cases: [&[&str]; 6] = [
+        &["explain", "prose.txt", "--html", "file/r.html"],
+        &["explain", "prose.txt", "--svg", "file"],
+        &["explain", "prose.txt", "--parquet", "file/x"],
+        &["report", "prose.txt", "-o", "file/r.html"],
+        &["export", "prose.txt", "--perfetto", "file/p.json"],
+        &["latency", "prose.txt", "--parquet", "."],
+    ];
+    for (i, args) in cases.iter().enumerate() {
+        let o = run_in(d, args, b"");
+        if i == 5 {
+            // A writable directory: then the input is read, and refused.
+            assert!(refused(&o).contains("not a trace"));
+            continue;
+        }
+        let e = refused(&o);
+        assert!(
+            e.contains("file") && !e.contains("not a trace"),
+            "{args:?}: {e}"
+        );
+    }
+    let e = refused(&run_in(
+        d,
+        &["explain", "prose.txt", "--parquet", "pq", "--host", "a/b"],
+        b"",
+    ));
+    assert!(e.contains("--host") && e.contains("\"a/b\""), "{e}");
+    // Missing directories are created for every output, the same way.
+    std::fs::write(d.join("A.txt"), small_trace(50)).unwrap();
+    for args in [
+        &[
+            "explain",
+            "A.txt",
+            "--html",
+            "h/1/r.html",
+            "--svg",
+            "s/1",
+            "--parquet",
+            "q/1",
+        ][..],
+        &["report", "A.txt", "-o", "r/1/r.html"],
+        &["export", "A.txt", "--perfetto", "p/1/p.json"],
+    ] {
+        let o = run_in(d, args, b"");
+        assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+    }
+    for p in [
+        "h/1/r.html",
+        "s/1/histogram.svg",
+        "q/1",
+        "r/1/r.html",
+        "p/1/p.json",
+    ] {
+        assert!(d.join(p).exists(), "{p}");
+    }
+}
+
+#[test]
+fn a_fifo_carries_a_binary_trace_as_standard_input_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let zst = std::fs::read(repo().join("examples/frob.dat.zst")).unwrap();
+    let plain = zstd::decode_all(&zst[..]).unwrap();
+    let want = text(&run(&["stats", "examples/frob.dat.zst"]).stdout);
+    assert!(want.contains("trace.dat format"), "{want}");
+    for (name, bytes) in [("z.fifo", zst), ("p.fifo", plain)] {
+        let fifo = tmp.path().join(name);
+        let st = Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(st.success());
+        let f2 = fifo.clone();
+        let writer = std::thread::spawn(move || {
+            use std::io::Write;
+            // Opening blocks until whylate opens the other end.
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&f2)
+                .and_then(|mut f| f.write_all(&bytes));
+        });
+        let o = run(&["stats", fifo.to_str().unwrap()]);
+        writer.join().unwrap();
+        assert!(o.status.success(), "{name}: {}", text(&o.stderr));
+        // The same report but for the file's name and compression.
+        let got = text(&o.stdout);
+        let first = |s: &str| {
+            s.lines()
+                .next()
+                .unwrap()
+                .split(" format")
+                .next()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(first(&got), first(&want), "{name}");
+    }
+}
+
+#[test]
+fn json_into_a_closed_pipe_ends_quietly_as_text_does() {
+    for json in [false, true] {
+        let mut args = vec!["latency", "examples/pty-poll.ftrace.gz", "--top", "1000"];
+        if json {
+            args.extend(["--json", "--samples"]);
+        }
+        let mut c = Command::new(env!("CARGO_BIN_EXE_whylate"))
+            .args(&args)
+            .current_dir(repo())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away before anything is written (`| head -0`).
+        drop(c.stdout.take());
+        let o = c.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "json {json}: {}", text(&o.stderr));
+        assert_eq!(text(&o.stderr), "", "json {json}");
+    }
+}
+
+#[test]
+fn help_is_wrapped_to_the_terminal_width() {
+    for cmd in [&["--help"][..], &["explain", "--help"], &["latency", "-h"]] {
+        let o = Command::new(env!("CARGO_BIN_EXE_whylate"))
+            .args(cmd)
+            .env("COLUMNS", "80")
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+        let help = text(&o.stdout);
+        let widest = help.lines().map(|l| l.chars().count()).max().unwrap();
+        assert!(widest <= 80, "{cmd:?}: {widest} columns:\n{help}");
+    }
+}

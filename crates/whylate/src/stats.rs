@@ -228,6 +228,7 @@ impl Acc {
 
 /// Reads `paths` (merged by time when several) and counts.
 pub fn stats(paths: &[PathBuf], opts: &OpenOptions, top: usize) -> Result<StatsReport, ReadError> {
+    read::ident::check_distinct(paths)?;
     let mut sources = Vec::new();
     for p in paths {
         sources.push(read::open(p, opts)?);

@@ -179,6 +179,29 @@ fn empty_input_says_empty() {
 }
 
 #[test]
+fn a_preamble_of_blank_and_comment_lines_is_passed_over_when_sniffing() {
+    // 300 k blank lines and 20 k comments: far past the first 256 KiB read ahead.
+    let mut text = "\n".repeat(300_000);
+    text += &"# a note\n".repeat(20_000);
+    text +=
+        "  bash-42 [001] d..2. 10.000001: sched_waking: comm=cat pid=7 prio=120 target_cpu=001\n";
+    text +=
+        "  bash-42 [001] d..2. 10.000002: sched_waking: comm=cat pid=8 prio=120 target_cpu=001\n";
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("late.txt");
+    std::fs::write(&p, &text).unwrap();
+    let r = read_all(&p);
+    assert_eq!(r.format, Format::Ftrace);
+    assert_eq!(r.events.len(), 2);
+    // Line numbers count the preamble.
+    assert_eq!(r.diag.lines, 320_002);
+    // Blank lines alone are still no trace.
+    std::fs::write(&p, "\n".repeat(300_000)).unwrap();
+    let e = read::open(&p, &OpenOptions::default()).err().unwrap();
+    assert!(matches!(e, ReadError::UnknownFormat { .. }), "{e}");
+}
+
+#[test]
 fn unknown_format_names_what_was_tried() {
     for f in ["bad/binary.bin", "bad/prose.txt"] {
         match read::open(&data(f), &OpenOptions::default()) {

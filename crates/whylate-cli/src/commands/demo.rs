@@ -1,12 +1,19 @@
 //! `whylate demo`.
 
 use crate::args::DemoArgs;
-use crate::output::{Out, EXIT_BAD_INPUT};
+use crate::output::{usage, Out, EXIT_BAD_INPUT};
+use crate::paths::Paths;
 use std::process::ExitCode;
 use whylate::demo::{DemoError, DemoOptions};
 
 /// A lab program, recorded and explained beside its own count.
 pub fn run(a: DemoArgs, out: &Out) -> anyhow::Result<ExitCode> {
+    if let Err(e) = Paths::default()
+        .recording("--keep", a.keep.as_deref())
+        .check()
+    {
+        return usage(&e);
+    }
     let r = whylate::demo::run(&DemoOptions {
         scenario: a.scenario.into(),
         mitigate: a.mitigate,

@@ -4,15 +4,23 @@ use crate::args::DiffArgs;
 use crate::output::{usage, Out};
 use crate::progress::with_progress;
 use std::process::ExitCode;
+use whylate::read::ident;
 
 /// Two traces explained the same way, side by side.
 pub fn run(a: DiffArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode> {
-    let open = a.input.open()?;
     let mode = match a.mode.mode() {
         Ok(m) => m,
         Err(e) => return usage(&e),
     };
+    // A trace compared with itself is read twice, which a stream cannot be.
     let both = [a.a.clone(), a.b.clone()];
+    if ident::is_stream(&a.a) && ident::check_distinct(&both).is_err() {
+        return usage(&format!(
+            "{} is both A and B: a stream can be read once; save it to a file to compare it with itself",
+            ident::display(&a.a)
+        ));
+    }
+    let open = a.input.open()?;
     let (open, bar) = with_progress(open, &both, quiet);
     let r = whylate::diff::diff(&a.a, &a.b, &open, &mode);
     drop(bar);

@@ -4,6 +4,7 @@
 use super::draw::{explain_with_outputs, Outputs};
 use crate::args::{ExplainArgs, ExportArgs, ReportArgs};
 use crate::output::{usage, Out};
+use crate::paths::{self, Paths};
 use crate::progress::with_progress;
 use std::process::ExitCode;
 
@@ -13,6 +14,20 @@ pub fn explain(a: ExplainArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCod
         Ok(m) => m,
         Err(e) => return usage(&e),
     };
+    let checked = Paths::default()
+        .merged(&a.files)
+        .reads(a.input.kallsyms.as_deref())
+        .file("--html", a.draw.html.as_deref())
+        .dir("--svg", a.draw.svg.as_deref(), paths::svg_files)
+        .dir(
+            "--parquet",
+            a.findings.parquet.as_deref(),
+            paths::parquet_files,
+        )
+        .check();
+    if let Err(e) = checked {
+        return usage(&e);
+    }
     let (open, bar) = with_progress(a.input.open()?, &a.files, quiet);
     let outputs = Outputs {
         html: a.draw.html,
@@ -33,6 +48,15 @@ pub fn report(a: ReportArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode>
         Ok(m) => m,
         Err(e) => return usage(&e),
     };
+    let checked = Paths::default()
+        .merged(&a.files)
+        .reads(a.input.kallsyms.as_deref())
+        .file("-o", Some(&a.output))
+        .dir("--svg", a.svg.as_deref(), paths::svg_files)
+        .check();
+    if let Err(e) = checked {
+        return usage(&e);
+    }
     let (open, bar) = with_progress(a.input.open()?, &a.files, quiet);
     let outputs = Outputs {
         html: Some(a.output),
@@ -55,6 +79,14 @@ pub fn export(a: ExportArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode>
         Ok(m) => m,
         Err(e) => return usage(&e),
     };
+    let checked = Paths::default()
+        .merged(&a.files)
+        .reads(a.input.kallsyms.as_deref())
+        .file("--perfetto", Some(&a.perfetto))
+        .check();
+    if let Err(e) = checked {
+        return usage(&e);
+    }
     let perfetto = a.perfetto;
     let (open, bar) = with_progress(a.input.open()?, &a.files, quiet);
     let r = whylate::explain::explain_then(&a.files, &open, &mode, |r, tl, s| {

@@ -2,6 +2,7 @@
 
 use crate::args::FleetArgs;
 use crate::output::{usage, Out};
+use crate::paths::Paths;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use whylate_fleet::engine::Engine;
@@ -13,6 +14,14 @@ pub fn run(a: FleetArgs, out: &Out) -> anyhow::Result<ExitCode> {
         Ok(r) => r,
         Err(e) => return usage(&e),
     };
+    let checked = roots
+        .iter()
+        .fold(Paths::default(), |p, r| p.reads(Some(r)))
+        .file("--html", a.html.as_deref())
+        .check();
+    if let Err(e) = checked {
+        return usage(&e);
+    }
     let eng = match Engine::open(&roots) {
         Ok(e) => e,
         Err(e) => return usage(&e.to_string()),

@@ -2,13 +2,13 @@
 
 use crate::args::LatencyArgs;
 use crate::output::{usage, Out};
+use crate::paths::{self, Paths};
 use crate::progress::with_progress;
 use std::process::ExitCode;
 use whylate::measure::{Filter, Measure, Options, ThroughputOpts};
 
 /// The measures, per group.
 pub fn run(a: LatencyArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode> {
-    let open = a.input.open()?;
     if a.field.is_some() && a.event.is_none() {
         return usage("--field needs --event");
     }
@@ -17,6 +17,19 @@ pub fn run(a: LatencyArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode> {
             "--measure throughput needs --event NAME (and optionally --field, --interval, --expect)",
         );
     }
+    let checked = Paths::default()
+        .merged(&a.files)
+        .reads(a.input.kallsyms.as_deref())
+        .dir(
+            "--parquet",
+            a.findings.parquet.as_deref(),
+            paths::parquet_files,
+        )
+        .check();
+    if let Err(e) = checked {
+        return usage(&e);
+    }
+    let open = a.input.open()?;
     let tput = a.event.map(|event| ThroughputOpts {
         event,
         field: a.field,

@@ -2,6 +2,7 @@
 
 use crate::args::RecordArgs;
 use crate::output::{usage, EXIT_INTERRUPTED};
+use crate::paths::Paths;
 use std::process::ExitCode;
 
 /// Records until the command ends, --duration passes or Ctrl-C.
@@ -30,6 +31,9 @@ pub fn run(a: RecordArgs) -> anyhow::Result<ExitCode> {
             }
             Err(e) => usage(&e.to_string()),
         };
+    }
+    if let Err(e) = Paths::default().recording("-o", Some(&output)).check() {
+        return usage(&e);
     }
     let duration = duration.map(std::time::Duration::from_nanos);
     let stop = Arc::new(AtomicBool::new(false));

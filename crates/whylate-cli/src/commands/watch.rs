@@ -3,6 +3,7 @@
 
 use crate::args::WatchArgs;
 use crate::output::{usage, Out, EXIT_INTERRUPTED};
+use crate::paths::{self, Paths};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,6 +19,17 @@ pub fn run(a: WatchArgs, out: &Out) -> anyhow::Result<ExitCode> {
         Ok(m) => m,
         Err(e) => return usage(&e),
     };
+    let checked = Paths::default()
+        .dir("--keep", a.keep.as_deref(), paths::no_inputs)
+        .dir(
+            "--parquet",
+            a.findings.parquet.as_deref(),
+            paths::parquet_files,
+        )
+        .check();
+    if let Err(e) = checked {
+        return usage(&e);
+    }
     let events = if a.events.is_empty() {
         watch::default_events(&mode)
     } else {

@@ -56,6 +56,7 @@ pub fn read(
     open: &OpenOptions,
     sink: &mut impl Sink,
 ) -> Result<Pass, ReadError> {
+    read::ident::check_distinct(paths)?;
     let mut sources = Vec::new();
     let mut snapshot = None;
     for p in paths {

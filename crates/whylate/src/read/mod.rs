@@ -1,10 +1,11 @@
 //! Readers: any trace file → one time-ordered stream of [`Event`]s.
 //!
 //! Pipeline per input: bytes (decompressed transparently: gzip, zstd, xz) → format sniffed
-//! from the first 256 KiB → a line parser for that format → [`Sorted`] (a bounded reorder
-//! window, because real traces are not always in time order) → the consumer. Several inputs
-//! are merged by timestamp ([`Merged`]). Nothing holds the whole input: memory is the reorder
-//! window, the line buffer and the interned strings.
+//! from the first 256 KiB of data (past any blank and comment lines) → a line parser for
+//! that format → [`Sorted`] (a bounded reorder window, because real traces are not always
+//! in time order) → the consumer. Several inputs are merged by timestamp ([`Merged`]).
+//! Nothing holds the whole input: memory is the reorder window, the line buffer and the
+//! interned strings.
 //!
 //! Readers never panic on bad input. A line that is trace data but does not parse is counted
 //! and sampled in [`Diag`] with its line number; a line that is not trace data at all (prose
@@ -13,6 +14,7 @@
 mod comms;
 mod declared;
 pub mod decompress;
+pub mod ident;
 pub mod inputs;
 pub mod ksyms;
 mod merge;
@@ -28,7 +30,9 @@ pub mod unpack;
 
 pub use decompress::Compression;
 pub use merge::{Merged, Sorted};
-pub use open::{open, sniff, Input, OpenOptions, Progress, DEFAULT_WINDOW, PERF_WINDOW};
+pub use open::{
+    open, sniff, trace_format, Input, OpenOptions, Progress, DEFAULT_WINDOW, PERF_WINDOW,
+};
 pub(crate) use source::OrderCheck;
 pub use source::{
     BadLine, Diag, EventSource, Format, Header, LatencyHeader, OrderStats, ReadError,

@@ -6,9 +6,10 @@ use crate::read::decompress::Compression;
 use crate::read::merge::Sorted;
 use crate::read::source::{Diag, EventSource, Format, OrderStats, ReadError};
 use crate::read::text::lines::LineReader;
-use crate::read::text::reader::{LineParser, TextReader};
+use crate::read::text::reader::{Cx, LineParser, TextReader};
 use crate::read::text::{body, ftrace, funcgraph, kernlog, perf_script, sysdig, systrace};
 use crate::read::{decompress, ksyms, perfdata, tracedat, unpack};
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
@@ -271,6 +272,59 @@ fn spool(path: &Path, mut rd: Box<dyn Read + Send>) -> Result<File, ReadError> {
 
 /// Bytes read ahead to decide the format.
 const HEAD: usize = 256 * 1024;
+/// Most bytes read ahead when the first [`HEAD`] hold no data line (only blank and
+/// comment lines): enough for any real preamble, bounded for a hostile one.
+const HEAD_MAX: usize = 16 << 20;
+/// Comment bytes kept for the sniffer from such a preamble (its headers are at its top).
+const HEAD_COMMENTS: usize = 64 * 1024;
+
+/// The bytes the format is decided on, and how many were read ahead. Past a preamble of
+/// blank and comment lines longer than [`HEAD`], reads on (up to [`HEAD_MAX`]) to the
+/// first data lines; the head is then the preamble's first comments and those lines.
+fn read_head<R: Read>(lines: &mut LineReader<R>) -> io::Result<(Vec<u8>, usize)> {
+    let mut want = HEAD;
+    let mut buf = lines.peek(want)?;
+    while buf.len() >= want && want < HEAD_MAX && !has_data(buf) {
+        want = (want * 4).min(HEAD_MAX);
+        buf = lines.peek(want)?;
+    }
+    if buf.len() <= HEAD {
+        return Ok((buf.to_vec(), buf.len()));
+    }
+    let (mut head, mut comments) = (Vec::with_capacity(HEAD), 0);
+    for line in buf.split(|c| *c == b'\n') {
+        if head.len() >= HEAD {
+            break;
+        }
+        if body::trim(line).is_empty() {
+            continue;
+        }
+        if !is_data(line) {
+            comments += line.len() + 1;
+            if comments > HEAD_COMMENTS {
+                continue;
+            }
+        }
+        head.extend_from_slice(line);
+        head.push(b'\n');
+    }
+    Ok((head, buf.len()))
+}
+
+/// True when `buf` (read ahead, its last line possibly cut) holds a whole data line.
+fn has_data(buf: &[u8]) -> bool {
+    let whole = memchr::memrchr(b'\n', buf).map_or(&buf[..0], |p| &buf[..p]);
+    whole.split(|c| *c == b'\n').any(is_data)
+}
+
+/// A line that is trace data to the sniffer: not blank, no comment, no report header.
+fn is_data(line: &[u8]) -> bool {
+    let line = body::trim(line);
+    !(line.is_empty()
+        || line.starts_with(b"#")
+        || line.starts_with(b"cpus=")
+        || line.starts_with(b"version = "))
+}
 
 /// Opens `path` (`-` = standard input), decompresses and sniffs it, and returns an event
 /// source in time order.
@@ -280,6 +334,8 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
         source,
     };
     let stdin = path.as_os_str() == "-";
+    // A pipe, FIFO or `<(cmd)` cannot be opened again or seeked: read it as stdin is.
+    let stream = stdin || super::ident::is_stream(path);
     let f: Box<dyn Read + Send> = if stdin {
         Box::new(io::stdin())
     } else {
@@ -291,8 +347,8 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
     };
     let (rd, compression, cut) = decompress::open(path, f).map_err(io_err)?;
     let mut lines = LineReader::new(rd);
-    let head = lines.peek(HEAD).map_err(io_err)?.to_vec();
-    if head.is_empty() {
+    let (head, peeked) = read_head(&mut lines).map_err(io_err)?;
+    if peeked == 0 {
         return Err(ReadError::Empty {
             path: path.to_path_buf(),
             what: match (compression, cut.get()) {
@@ -309,9 +365,9 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
             // Binary readers seek around the file: their progress shows as events only.
             p.binary.store(true, std::sync::atomic::Ordering::Relaxed);
         }
-        // A compressed file is read in place; one that is cut, or standard input, is spooled.
+        // A compressed file is read in place; one that is cut, or a stream, is spooled.
         let in_place = compression != Compression::None;
-        let unpacked = match in_place && !stdin {
+        let unpacked = match in_place && !stream {
             true => open_unpacked(path, dat, opts)?,
             false => None,
         };
@@ -322,9 +378,9 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
                 cut,
             });
         }
-        // Binary formats need random access: a compressed one (or stdin) not read through
-        // cursors is spooled.
-        let file = if compression == Compression::None && !stdin {
+        // Binary formats need random access: a compressed one (or a stream) not read
+        // through cursors is spooled.
+        let file = if compression == Compression::None && !stream {
             File::open(path).map_err(io_err)?
         } else {
             let (buffered, rest) = lines.into_inner();
@@ -345,22 +401,14 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
             start: describe_start(&head),
         })?,
     };
-    let parser: Box<dyn LineParser> = match format {
-        Format::Ftrace | Format::TraceCmdReport | Format::LatencyTracer => {
-            Box::new(ftrace::FtraceParser::new())
-        }
-        Format::FunctionGraph => Box::new(funcgraph::FuncGraphParser::new()),
-        Format::PerfScript => Box::new(perf_script::PerfScriptParser::new()),
-        Format::Sysdig => Box::new(sysdig::SysdigParser::new()),
-        Format::Systrace => Box::new(systrace::SystraceParser::new(&head)),
-        Format::KernelLog => Box::new(kernlog::KernLogParser::new()),
-        Format::TraceDat | Format::PerfData => unreachable!("binary formats return above"),
+    let Some(parser) = parser_for(format, &head) else {
+        unreachable!("binary formats return above")
     };
     let diag = Diag::strict(opts.strict);
-    let size = (compression == Compression::None && !stdin)
+    let size = (compression == Compression::None && !stream)
         .then(|| std::fs::metadata(path).ok().map(|m| m.len()))
         .flatten();
-    let plan = crate::read::text::chunked::plan(format, head.len(), HEAD, size);
+    let plan = crate::read::text::chunked::plan(format, peeked, HEAD, size);
     let r = TextReader::new(
         path,
         lines,
@@ -382,6 +430,65 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
         compression,
         cut,
     })
+}
+
+/// The line parser of a text `format` (None for a binary one); `head` starts the input.
+fn parser_for(format: Format, head: &[u8]) -> Option<Box<dyn LineParser>> {
+    Some(match format {
+        Format::Ftrace | Format::TraceCmdReport | Format::LatencyTracer => {
+            Box::new(ftrace::FtraceParser::new())
+        }
+        Format::FunctionGraph => Box::new(funcgraph::FuncGraphParser::new()),
+        Format::PerfScript => Box::new(perf_script::PerfScriptParser::new()),
+        Format::Sysdig => Box::new(sysdig::SysdigParser::new()),
+        Format::Systrace => Box::new(systrace::SystraceParser::new(head)),
+        Format::KernelLog => Box::new(kernlog::KernLogParser::new()),
+        Format::TraceDat | Format::PerfData => return None,
+    })
+}
+
+/// The format of the trace at `path`, when it is a regular file holding one (compressed
+/// or not); None for anything else. Outputs are checked with it, so that a trace named
+/// where an output was meant is not written over. Text counts as a trace when its first
+/// [`HEAD`] bytes give an event: the sniffer alone takes any HTML page for systrace.
+pub fn trace_format(path: &Path) -> Option<Format> {
+    let m = std::fs::metadata(path).ok()?;
+    if !m.is_file() || m.len() == 0 {
+        return None;
+    }
+    let f = File::open(path).ok()?;
+    let (rd, _, _) = decompress::open(path, Box::new(f)).ok()?;
+    let (head, _) = read_head(&mut LineReader::new(rd)).ok()?;
+    if tracedat::sniff(&head) {
+        return Some(Format::TraceDat);
+    }
+    if perfdata::sniff(&head) {
+        return Some(Format::PerfData);
+    }
+    let format = sniff(&head)?;
+    let mut parser = parser_for(format, &head)?;
+    let (mut strings, mut out, mut diag) = (Interner::new(), VecDeque::new(), Diag::default());
+    let whole = memchr::memrchr(b'\n', &head).map_or(&head[..], |p| &head[..p]);
+    for (i, line) in whole.split(|c| *c == b'\n').enumerate() {
+        let mut cx = Cx {
+            strings: &mut strings,
+            out: &mut out,
+            diag: &mut diag,
+            lineno: i as u64 + 1,
+        };
+        parser.line(crate::read::text::reader::chomp(line), &mut cx);
+        if !out.is_empty() {
+            return Some(format);
+        }
+    }
+    let mut cx = Cx {
+        strings: &mut strings,
+        out: &mut out,
+        diag: &mut diag,
+        lineno: 0,
+    };
+    parser.finish(&mut cx);
+    (!out.is_empty()).then_some(format)
 }
 
 /// A compressed trace that declares no size (gzip, zstd from a pipe), read in place when
@@ -509,7 +616,8 @@ pub fn sniff(head: &[u8]) -> Option<Format> {
     let mut data = 0;
     // Ignore a possibly cut last line.
     let usable = memchr::memrchr(b'\n', head).map_or(head, |p| &head[..p]);
-    for raw in usable.split(|c| *c == b'\n').take(4000) {
+    // Blank and comment lines are passed over, however many (the head is bounded).
+    for raw in usable.split(|c| *c == b'\n') {
         let line = raw.strip_suffix(b"\r").unwrap_or(raw);
         if let Some(c) = line.strip_prefix(b"#") {
             let c = body::trim(c);

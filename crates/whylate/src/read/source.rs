@@ -135,6 +135,19 @@ pub enum ReadError {
         /// What was expected and what was found.
         why: String,
     },
+    /// One file given twice as an input (the same path, or two paths to it): its
+    /// events would count twice, or a pipe would be split between two readers.
+    #[error(
+        "{}: given twice as an input{}; give each trace once",
+        super::ident::display(path),
+        same_as(path, first)
+    )]
+    SameInput {
+        /// The second mention.
+        path: PathBuf,
+        /// The first mention (the same path, or another path to the same file).
+        first: PathBuf,
+    },
     /// `--strict` and a line did not parse.
     #[error("{path}:{line}: {why}: {text:?}")]
     Strict {
@@ -147,6 +160,15 @@ pub enum ReadError {
         /// The line, shortened.
         text: String,
     },
+}
+
+/// " (also as FIRST)" when the file was first given under another name.
+fn same_as(path: &std::path::Path, first: &std::path::Path) -> String {
+    if path == first {
+        String::new()
+    } else {
+        format!(" (also as {})", super::ident::display(first))
+    }
 }
 
 /// A line that looked like trace data but did not parse.

@@ -1,0 +1,89 @@
+//! Which file a path names: the same input given twice (under any name) would be read
+//! twice and counted twice, and a pipe given twice would be split between two readers;
+//! an output that is an input would destroy it. Files are compared by device and inode,
+//! so `./t.dat`, `t.dat` and a link to it are one file; `-` is standard input.
+
+use crate::read::ReadError;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+/// A file's identity: (device, inode).
+pub type Ident = (u64, u64);
+
+/// The metadata of `path`, `-` being standard input (`/dev/stdin` names its descriptor).
+fn metadata(path: &Path) -> Option<std::fs::Metadata> {
+    let p = if path.as_os_str() == "-" {
+        Path::new("/dev/stdin")
+    } else {
+        path
+    };
+    std::fs::metadata(p).ok()
+}
+
+/// The identity of the file `path` names (following links), None when it cannot be
+/// had (no such file: opening it says why).
+pub fn identity(path: &Path) -> Option<Ident> {
+    metadata(path).map(|m| (m.dev(), m.ino()))
+}
+
+/// True when `path` can only be read once, front to back: standard input, a pipe (a
+/// FIFO, `<(cmd)`), a socket or a character device. Binary readers seek, so such an
+/// input is read as standard input is: spooled, or read as a stream.
+pub fn is_stream(path: &Path) -> bool {
+    if path.as_os_str() == "-" {
+        return true;
+    }
+    metadata(path).is_some_and(|m| {
+        let t = m.file_type();
+        t.is_fifo() || t.is_socket() || t.is_char_device()
+    })
+}
+
+/// How `path` is named in messages: `-` says it is standard input.
+pub fn display(path: &Path) -> String {
+    if path.as_os_str() == "-" {
+        "- (standard input)".into()
+    } else {
+        path.display().to_string()
+    }
+}
+
+/// Refuses inputs that name one file twice (the same path, or two paths to one file):
+/// each of its events would count twice, and a pipe would be split between two readers.
+pub fn check_distinct(paths: &[PathBuf]) -> Result<(), ReadError> {
+    let mut seen: Vec<(&PathBuf, Option<Ident>)> = Vec::with_capacity(paths.len());
+    for p in paths {
+        let id = identity(p);
+        let first = seen
+            .iter()
+            .find(|(q, qid)| *q == p || (id.is_some() && *qid == id));
+        if let Some((q, _)) = first {
+            return Err(ReadError::SameInput {
+                path: p.clone(),
+                first: (*q).clone(),
+            });
+        }
+        seen.push((p, id));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_file_under_two_names_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::write(&a, "x").unwrap();
+        std::fs::write(&b, "x").unwrap();
+        std::os::unix::fs::symlink(&a, dir.path().join("l")).unwrap();
+        assert!(check_distinct(&[a.clone(), b.clone()]).is_ok());
+        let e = check_distinct(&[a.clone(), b.clone(), dir.path().join("l")]).unwrap_err();
+        assert!(e.to_string().contains("given twice"), "{e}");
+        let e = check_distinct(&["-".into(), "-".into()]).unwrap_err();
+        assert!(e.to_string().starts_with("- (standard input)"), "{e}");
+        assert!(is_stream(Path::new("-")) && !is_stream(&a));
+    }
+}
