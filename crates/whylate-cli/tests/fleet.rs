@@ -10,6 +10,7 @@ use std::process::Command;
 
 mod common;
 use common::{repo, skip, whylate};
+use whylate::explain::ExplainReport;
 use whylate_fleet::synth;
 
 /// The culprit key the fleet groups by, from `explain --json`'s culprit object: task
@@ -56,22 +57,51 @@ fn is_auto(h: &synth::Host) -> bool {
 /// (category, culprit) -> (excess, misses, hosts), summed by hand over the hosts.
 type Sums = BTreeMap<(String, String), (u64, u64, BTreeSet<String>)>;
 
+/// Per example: (category, culprit key) -> the misses whose blame names it, each once
+/// (two pids of one task, `hog[1]` and `hog[2]`, blamed for one miss are one miss).
+type Distinct = Vec<BTreeMap<(String, String), u64>>;
+
+fn distinct_misses(reports: &[(&str, ExplainReport)]) -> Distinct {
+    reports
+        .iter()
+        .map(|(_, r)| {
+            let mut per = BTreeMap::new();
+            for m in &r.misses {
+                let keys: BTreeSet<(String, String)> = (m.blame.iter())
+                    .map(|((cat, who), _)| {
+                        (cat.clone(), hand_key(&serde_json::to_value(who).unwrap()))
+                    })
+                    .collect();
+                for k in keys {
+                    *per.entry(k).or_default() += 1;
+                }
+            }
+            per
+        })
+        .collect()
+}
+
 fn sum_by_hand(
     jsons: &[Value],
+    distinct: &Distinct,
     hosts: &[synth::Host],
     only: impl Fn(&synth::Host) -> bool,
 ) -> Sums {
     let mut want = Sums::new();
     for h in hosts.iter().filter(|h| only(h)) {
+        let mut causes = BTreeSet::new();
         for c in jsons[h.example]["causes"].as_array().unwrap() {
             let key = (
                 c["category"].as_str().unwrap().to_string(),
                 hand_key(&c["culprit"]),
             );
-            let e = want.entry(key).or_default();
+            let e = want.entry(key.clone()).or_default();
             e.0 += c["total_excess_ns"].as_u64().unwrap();
-            e.1 += c["count"].as_u64().unwrap();
             e.2.insert(h.host.clone());
+            causes.insert(key);
+        }
+        for key in causes {
+            want.get_mut(&key).unwrap().1 += distinct[h.example].get(&key).copied().unwrap_or(0);
         }
     }
     want
@@ -132,13 +162,14 @@ fn a_thousand_hosts_rank_as_their_explain_outputs_sum() {
         .iter()
         .map(|(_, r)| serde_json::to_value(r).unwrap())
         .collect();
+    let distinct = distinct_misses(&reports);
     let hosts = synth::plan(1000);
     let w = synth::write_fleet(&dir, &reports, &hosts).unwrap();
     assert_eq!(w.files, 1000 * whylate_fleet::TABLES.len());
     let d = dir.to_str().unwrap();
 
     let r = fleet_json(&["fleet", d, "--json", "--top", "1000", "--by", "kernel"]);
-    let want = sum_by_hand(&jsons, &hosts, |_| true);
+    let want = sum_by_hand(&jsons, &distinct, &hosts, |_| true);
     assert!(want.len() > 5, "the examples name several causes");
     assert_eq!(fleet_causes(&r), ranked(&want));
     let total: u64 = want.values().map(|v| v.0).sum();
@@ -195,7 +226,7 @@ fn a_thousand_hosts_rank_as_their_explain_outputs_sum() {
     assert!((worst["miss_rate"].as_f64().unwrap() - best_rate).abs() < 1e-12);
 
     duckdb_agrees(&dir, &r);
-    deadline_rejudges(d, &jsons, &hosts);
+    deadline_rejudges(d, &jsons, &distinct, &hosts);
 }
 
 /// DuckDB reads the same files and, running the SQL whylate printed, finds the same rows.
@@ -247,7 +278,7 @@ fn duckdb_agrees(dir: &Path, r: &Value) {
 
 /// `--deadline` judges samples again: at the traces' own deadline it gives what the
 /// causes tables say; at a longer one only the misses over it, by their own blame.
-fn deadline_rejudges(d: &str, jsons: &[Value], hosts: &[synth::Host]) {
+fn deadline_rejudges(d: &str, jsons: &[Value], distinct: &Distinct, hosts: &[synth::Host]) {
     let timer = |h: &synth::Host| synth::examples()[h.example].2.name() == "timer";
     let timer_fleet = |extra: &[&str]| {
         let mut a = vec!["fleet", d, "--json", "--top", "1000", "--mode", "timer"];
@@ -259,7 +290,7 @@ fn deadline_rejudges(d: &str, jsons: &[Value], hosts: &[synth::Host]) {
     assert_eq!(fleet_causes(&own), fleet_causes(&same));
     assert_eq!(
         fleet_causes(&own),
-        ranked(&sum_by_hand(jsons, hosts, timer))
+        ranked(&sum_by_hand(jsons, distinct, hosts, timer))
     );
     let longer = timer_fleet(&["--deadline", "1ms"]);
     let want: u64 = hosts

@@ -127,7 +127,7 @@ impl Findings {
     }
 
     /// Appends a row to `name`, after the common columns.
-    fn push(&mut self, name: &str, row: Vec<Val>) {
+    pub(crate) fn push(&mut self, name: &str, row: Vec<Val>) {
         let m = &self.meta;
         let mut full: Vec<Val> = vec![
             m.trace_id.as_str().into(),

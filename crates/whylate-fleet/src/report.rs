@@ -552,4 +552,69 @@ mod tests {
         assert_eq!(cause_label("cpu-idle", ""), "cpu-idle");
         assert_eq!(cause_label("runqueue-wait", "hog"), "runqueue-wait: hog");
     }
+
+    /// One miss of host `h1`, held up by two tasks named `hog` (pids 1 and 2) on its
+    /// runqueue: explain lists one cause row per pid, each with that miss.
+    fn two_hogs_one_miss(dir: &std::path::Path) {
+        use crate::findings::Findings;
+        use crate::meta::TraceMeta;
+        use crate::table::Val;
+        let meta = TraceMeta {
+            host: "h1".into(),
+            date: "2026-11-25".into(),
+            trace_id: "00000000000000aa".into(),
+            kernel: "6.18".into(),
+            labels: Vec::new(),
+            mode: "cycles".into(),
+        };
+        let mut f = Findings::new(meta);
+        let hog = |pid: i64| {
+            let mut v = vec![Val::from("hog"), Val::I(Some(pid)), Val::I(None)];
+            v.extend([Val::S(None), Val::S(None), Val::S(None), Val::S(None)]);
+            v.push(Val::from(1u64));
+            v
+        };
+        for (rank, pid, ns) in [(1u64, 1, 300u64), (2, 2, 200)] {
+            let mut cause = vec![Val::from(rank), "runqueue-wait".into()];
+            cause.extend(hog(pid));
+            cause.extend(["hog".into(), 1u64.into(), ns.into(), ns.into(), 0.5.into()]);
+            f.push("causes", cause);
+            let mut blame = vec![Val::from(1u64), "runqueue-wait".into()];
+            blame.extend(hog(pid));
+            blame.extend(["hog".into(), ns.into()]);
+            f.push("blame", blame);
+        }
+        let mut miss: Vec<Val> = [1u64, 1_000, 5_000_000, 1_500_000, 500]
+            .map(Val::from)
+            .into();
+        miss.extend([
+            Val::I(Some(7)),
+            0u64.into(),
+            "runqueue-wait".into(),
+            "hog".into(),
+        ]);
+        f.push("misses", miss);
+        crate::write(dir, &f).unwrap();
+    }
+
+    #[test]
+    fn a_cause_counts_each_miss_once_whatever_pids_its_culprit_had() {
+        let tmp = tempfile::tempdir().unwrap();
+        two_hogs_one_miss(tmp.path());
+        let eng = Engine::open(&[tmp.path().to_path_buf()]).unwrap();
+        for deadline_ns in [None, Some(3_500_000)] {
+            let o = FleetOptions {
+                top: 10,
+                deadline_ns,
+                ..FleetOptions::default()
+            };
+            let r = fleet(&eng, &o).unwrap();
+            let c = &r.causes[0];
+            assert_eq!(
+                (c.culprit.as_str(), c.misses, c.excess_ns, c.hosts),
+                ("hog", 1, 500, 1),
+                "deadline {deadline_ns:?}"
+            );
+        }
+    }
 }
