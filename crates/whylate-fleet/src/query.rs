@@ -119,27 +119,23 @@ pub fn totals(o: &FleetOptions) -> String {
 /// Per trace and cause: host, trace_id, mode, kernel, category, culprit, misses,
 /// total_excess_ns. A culprit is keyed without its pid, so one cause may be several rows of
 /// a trace's `causes` (`hog[1]`, `hog[2]`) that a miss shares: its misses are the distinct
-/// misses whose `blame` names it (no fewer than any one row counted, for findings whose
-/// blame lists only the first misses, as a long `watch` writes). With a deadline, from
-/// each miss's blame, keeping the misses still over it.
+/// misses its key was blamed for (`key_misses`), and no fewer than one row counted
+/// (findings written before that column, or whose blame lists only some misses). With a
+/// deadline, from each miss's blame, keeping the misses still over it: a miss counts on
+/// its key's first row (`key_first`).
 pub fn causes_rel(o: &FleetOptions) -> String {
     match o.deadline_ns {
         None => format!(
-            "(SELECT c.host, c.trace_id, c.mode, c.kernel, c.category, c.culprit, \
-             GREATEST(COALESCE(b.misses, 0), c.row_misses) AS misses, c.total_excess_ns \
-             FROM (SELECT t.host, t.trace_id, t.mode, t.kernel, t.category, t.culprit, \
-             MAX(t.misses) AS row_misses, SUM(t.total_excess_ns) AS total_excess_ns FROM causes t{} \
-             GROUP BY t.host, t.trace_id, t.mode, t.kernel, t.category, t.culprit) c \
-             LEFT JOIN (SELECT t.host, t.trace_id, t.category, t.culprit, COUNT(DISTINCT t.miss) AS misses \
-             FROM blame t GROUP BY t.host, t.trace_id, t.category, t.culprit) b \
-             ON b.host = c.host AND b.trace_id = c.trace_id AND b.category = c.category AND b.culprit = c.culprit)",
+            "(SELECT t.host, t.trace_id, t.mode, t.kernel, t.category, t.culprit, \
+             GREATEST(COALESCE(MAX(t.key_misses), 0), MAX(t.misses)) AS misses, \
+             SUM(t.total_excess_ns) AS total_excess_ns FROM causes t{} \
+             GROUP BY t.host, t.trace_id, t.mode, t.kernel, t.category, t.culprit)",
             and_where(&mode_filter(o, false), "")
         ),
         Some(d) => format!(
             "(SELECT t.host, t.trace_id, t.mode, t.kernel, t.category, t.culprit, \
-             COUNT(DISTINCT t.miss) AS misses, SUM(t.excess_ns) AS total_excess_ns \
-             FROM blame t JOIN misses m ON m.host = t.host AND m.trace_id = t.trace_id AND m.miss = t.miss{} \
-             GROUP BY t.host, t.trace_id, t.mode, t.kernel, t.category, t.culprit)",
+             CASE WHEN COALESCE(t.key_first, TRUE) THEN 1 ELSE 0 END AS misses, t.excess_ns AS total_excess_ns \
+             FROM blame t JOIN misses m ON m.host = t.host AND m.trace_id = t.trace_id AND m.miss = t.miss{})",
             and_where(
                 &mode_filter(o, false),
                 &format!("(m.duration_ns IS NULL OR m.duration_ns > {d})")

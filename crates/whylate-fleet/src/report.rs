@@ -554,11 +554,11 @@ mod tests {
     }
 
     /// One miss of host `h1`, held up by two tasks named `hog` (pids 1 and 2) on its
-    /// runqueue: explain lists one cause row per pid, each with that miss.
+    /// runqueue: explain lists one cause per pid, each with that miss.
     fn two_hogs_one_miss(dir: &std::path::Path) {
         use crate::findings::Findings;
         use crate::meta::TraceMeta;
-        use crate::table::Val;
+        use whylate::explain::{CauseRow, Culprit, Miss};
         let meta = TraceMeta {
             host: "h1".into(),
             date: "2026-11-25".into(),
@@ -567,33 +567,38 @@ mod tests {
             labels: Vec::new(),
             mode: "cycles".into(),
         };
-        let mut f = Findings::new(meta);
-        let hog = |pid: i64| {
-            let mut v = vec![Val::from("hog"), Val::I(Some(pid)), Val::I(None)];
-            v.extend([Val::S(None), Val::S(None), Val::S(None), Val::S(None)]);
-            v.push(Val::from(1u64));
-            v
+        let hog = |pid: i32| Culprit {
+            comm: Some("hog".into()),
+            pid: Some(pid),
+            cpu: Some(1),
+            ..Culprit::default()
         };
-        for (rank, pid, ns) in [(1u64, 1, 300u64), (2, 2, 200)] {
-            let mut cause = vec![Val::from(rank), "runqueue-wait".into()];
-            cause.extend(hog(pid));
-            cause.extend(["hog".into(), 1u64.into(), ns.into(), ns.into(), 0.5.into()]);
-            f.push("causes", cause);
-            let mut blame = vec![Val::from(1u64), "runqueue-wait".into()];
-            blame.extend(hog(pid));
-            blame.extend(["hog".into(), ns.into()]);
-            f.push("blame", blame);
-        }
-        let mut miss: Vec<Val> = [1u64, 1_000, 5_000_000, 1_500_000, 500]
-            .map(Val::from)
-            .into();
-        miss.extend([
-            Val::I(Some(7)),
-            0u64.into(),
-            "runqueue-wait".into(),
-            "hog".into(),
-        ]);
-        f.push("misses", miss);
+        let blamed = [(1, 300u64), (2, 200)];
+        let miss = Miss {
+            start_ns: 1_000,
+            duration_ns: Some(5_000_000),
+            tid: 7,
+            cpu: 0,
+            late_ns: 1_500_000,
+            blamed_ns: 500,
+            chain: Vec::new(),
+            blame: (blamed.iter())
+                .map(|&(pid, ns)| (("runqueue-wait".to_string(), hog(pid)), ns))
+                .collect(),
+        };
+        let causes: Vec<CauseRow> = (blamed.iter())
+            .map(|&(pid, ns)| CauseRow {
+                category: "runqueue-wait".into(),
+                culprit: hog(pid),
+                count: 1,
+                total_excess_ns: ns,
+                mean_excess_ns: ns,
+                share: ns as f64 / 500.0,
+            })
+            .collect();
+        let mut f = Findings::new(meta);
+        f.add_miss(1, &miss);
+        f.add_causes(&causes, std::slice::from_ref(&miss));
         crate::write(dir, &f).unwrap();
     }
 
