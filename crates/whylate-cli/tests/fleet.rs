@@ -427,3 +427,102 @@ fn bad_fleet_input_is_one_clear_line() {
     let (code, err) = run(&["explain", "x.dat", "--host", "h"]);
     assert_eq!(code, Some(2), "--host needs --parquet: {err}");
 }
+
+/// `explain --timer` of the timer example for host `rig-1`, findings under `d`, labelled
+/// `run=RUN`: the process, not waited for.
+fn write_timer_findings(d: &str, run: &str) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_whylate"))
+        .args([
+            "explain",
+            "examples/timer.dat.zst",
+            "--timer",
+            "--task",
+            "periodic",
+        ])
+        .args(["--deadline", "300us", "--parquet", d, "--host", "rig-1"])
+        .args(["--label", &format!("run={run}")])
+        .current_dir(repo())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The exit code and stderr of a finished run.
+fn ended(c: std::process::Child) -> (Option<i32>, String) {
+    let o = c.wait_with_output().unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_parquet_write_that_fails_part_way_leaves_nothing_fleet_reads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().to_str().unwrap();
+    let (code, err) = ended(write_timer_findings(d, "a"));
+    assert_eq!(code, Some(0), "{err}");
+    let f = fleet_json(&["fleet", d, "--json"]);
+    assert_eq!(f["traces"], 1);
+    // A directory where this trace's `misses` goes: the rewrite fails after `traces`
+    // and `samples` were put in place.
+    let part = tmp.path().join("misses/host=rig-1");
+    let day = std::fs::read_dir(&part)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let file = std::fs::read_dir(&day)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::remove_file(&file).unwrap();
+    std::fs::create_dir(&file).unwrap();
+    let (code, err) = ended(write_timer_findings(d, "b"));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.starts_with(&format!("whylate: {}: ", file.display())) && err.lines().count() == 1,
+        "{err}"
+    );
+    let f = fleet_json(&["fleet", d, "--json"]);
+    assert_eq!(
+        (f["traces"].as_u64(), f["misses"].as_u64()),
+        (Some(0), Some(0))
+    );
+}
+
+#[test]
+fn two_processes_writing_one_trace_leave_one_whole_set() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().to_str().unwrap();
+    for round in 0..3 {
+        let a = write_timer_findings(d, &format!("{round}a"));
+        let b = write_timer_findings(d, &format!("{round}b"));
+        for (code, err) in [ended(a), ended(b)] {
+            assert_eq!(code, Some(0), "{err}");
+        }
+        // Every table of the trace is from the same run: one group by the run label,
+        // and the misses its causes count are that run's.
+        let f = fleet_json(&["fleet", d, "--json", "--by", "label:run"]);
+        assert_eq!(f["traces"], 1);
+        assert_eq!(f["groups"].as_array().unwrap().len(), 1, "{}", f["groups"]);
+        let files = |t: &str| parquet_files(&tmp.path().join(t));
+        assert_eq!((files("labels"), files("traces")), (1, 1));
+    }
+}
+
+/// `.parquet` files under `dir`, at any depth.
+fn parquet_files(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| match p.is_dir() {
+            true => parquet_files(&p),
+            false => usize::from(p.extension().is_some_and(|x| x == "parquet")),
+        })
+        .sum()
+}

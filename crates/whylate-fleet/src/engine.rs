@@ -3,9 +3,10 @@
 //! results turned into plain rows.
 
 use crate::findings::{Findings, TABLES};
-use datafusion::arrow::array::{Array, Float64Array, Int64Array, StringArray};
+use crate::write::COMMITTED;
+use datafusion::arrow::array::{Array, ArrayRef, Float64Array, Int64Array, StringArray};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{
@@ -14,7 +15,9 @@ use datafusion::datasource::listing::{
 use datafusion::datasource::MemTable;
 use datafusion::execution::cache::cache_manager::CacheManagerConfig;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::logical_expr::JoinType;
 use datafusion::prelude::{SessionConfig, SessionContext};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -27,9 +30,15 @@ pub enum FleetError {
     /// The engine failed (a file it could not read, a query error).
     #[error("query engine: {0}")]
     Engine(#[from] datafusion::error::DataFusionError),
-    /// The runtime could not start.
+    /// The runtime could not start, or the commit lock could not be taken.
     #[error("{0}")]
     Runtime(#[from] std::io::Error),
+}
+
+impl From<crate::write::WriteError> for FleetError {
+    fn from(e: crate::write::WriteError) -> FleetError {
+        FleetError::Input(e.to_string())
+    }
 }
 
 /// Bytes of Parquet footers the engine keeps between queries. Its default, 50 MiB, filled
@@ -41,10 +50,21 @@ const METADATA_CACHE_BYTES: usize = 4 << 20;
 pub struct Engine {
     ctx: SessionContext,
     rt: tokio::runtime::Runtime,
+    roots: Vec<PathBuf>,
+    /// The traces read: (host, date, trace_id) with a commit marker.
+    committed: HashSet<TraceKey>,
+    /// Some files are of traces without a marker: each table is read through a join to
+    /// the marked ones.
+    filter: bool,
+    /// Each root's commit lock, held shared while the engine lives: no trace is replaced
+    /// between two queries of one report.
+    _locks: Vec<std::fs::File>,
+    notes: Vec<String>,
 }
 
 impl Engine {
-    /// Registers every table under each root (a directory `whylate ... --parquet` wrote).
+    /// Registers every table under each root (a directory `whylate ... --parquet` wrote):
+    /// of each, only the traces with a commit marker (crate::write).
     pub fn open(roots: &[PathBuf]) -> Result<Engine, FleetError> {
         if roots.is_empty() {
             return Err(FleetError::Input("no findings directory given".into()));
@@ -58,45 +78,151 @@ impl Engine {
             .build()?;
         // No statistics: collecting them opens every file's footer while planning each
         // query, and these queries scan whole tables anyway.
-        let cfg = SessionConfig::new()
+        let mut cfg = SessionConfig::new()
             .with_information_schema(false)
             .with_collect_statistics(false);
+        // The join to the marked traces would push its keys into every file's scan as a
+        // filter to prune by: no file or row group is pruned (every trace is marked, but
+        // for a failed write's), and evaluating it per file cost 4x the whole report.
+        cfg.options_mut()
+            .optimizer
+            .enable_join_dynamic_filter_pushdown = false;
         let caches = CacheManagerConfig::default().with_metadata_cache_limit(METADATA_CACHE_BYTES);
         let rt_env = RuntimeEnvBuilder::new()
             .with_cache_manager(caches)
             .build_arc()?;
         let ctx = SessionContext::new_with_config_rt(cfg, rt_env);
-        for (name, schema) in Findings::schemas() {
-            let urls = roots
-                .iter()
-                .map(|r| r.join(name))
-                .filter(|d| d.is_dir())
-                .map(|d| table_url(&d))
-                .collect::<Result<Vec<_>, _>>()?;
-            if urls.is_empty() {
-                // Findings from before this table existed: it answers with no rows.
-                let mut fields = schema.fields().to_vec();
-                for p in ["host", "date"] {
-                    fields.push(Arc::new(Field::new(p, DataType::Utf8, true)));
+        let mut e = Engine {
+            ctx,
+            rt,
+            roots: roots.to_vec(),
+            committed: HashSet::new(),
+            filter: false,
+            _locks: Vec::new(),
+            notes: Vec::new(),
+        };
+        e.read_markers()?;
+        e.register()?;
+        Ok(e)
+    }
+
+    /// Takes each root's lock and reads its markers. A root without any (written before
+    /// markers) is read whole: each trace with a `traces` file counts, and a note says a
+    /// write that failed part-way cannot be told apart there. Files of a trace without a
+    /// marker (a write cut short mid-commit) are left out, and a note says how many.
+    fn read_markers(&mut self) -> Result<(), FleetError> {
+        for r in &self.roots {
+            self._locks.extend(crate::write::lock(r, false)?);
+            let marked = r.join(COMMITTED);
+            if marked.is_dir() {
+                for (host, date, f) in parts(&marked)? {
+                    let id = f.file_name().map(|n| n.to_string_lossy().into_owned());
+                    self.committed.extend(id.map(|id| (host, date, id)));
                 }
-                let all = Arc::new(Schema::new(fields));
-                ctx.register_table(name, Arc::new(MemTable::try_new(all, vec![vec![]])?))?;
-                continue;
+            } else {
+                self.committed
+                    .extend(trace_files(r, "traces")?.into_iter().map(|(k, _)| k));
+                self.notes.push(format!(
+                    "{}: no commit markers (findings written before whylate marked them): every trace with a `traces` file there is read, and one whose write failed part-way cannot be told from a whole one; writing a trace again marks it",
+                    r.display()
+                ));
             }
-            let opts = ListingOptions::new(Arc::new(ParquetFormat::default()))
-                .with_file_extension(".parquet")
-                .with_table_partition_cols(vec![
-                    ("host".into(), DataType::Utf8),
-                    ("date".into(), DataType::Utf8),
-                ]);
-            // The schema is known: no file is opened to infer it, and a table no trace
-            // has rows in yet still answers (with no rows).
-            let cfg = ListingTableConfig::new_with_multi_paths(urls)
-                .with_listing_options(opts)
-                .with_schema(schema);
-            ctx.register_table(name, Arc::new(ListingTable::try_new(cfg)?))?;
+            let mut stray = HashSet::new();
+            for t in TABLES {
+                for (k, _) in trace_files(r, t)? {
+                    if !self.committed.contains(&k) {
+                        stray.insert(k);
+                    }
+                }
+            }
+            if !stray.is_empty() {
+                self.notes.push(format!(
+                    "{}: {} trace(s) have tables but no commit marker (a write cut short): left out",
+                    r.display(),
+                    stray.len()
+                ));
+                self.filter = true;
+            }
         }
-        Ok(Engine { ctx, rt })
+        Ok(())
+    }
+
+    /// Registers `_committed` (the marked traces) and each table: its files, or, when
+    /// some are of unmarked traces, a view of the rows whose trace is marked.
+    fn register(&self) -> Result<(), FleetError> {
+        let mut keys: Vec<&TraceKey> = self.committed.iter().collect();
+        keys.sort();
+        let col = |f: fn(&TraceKey) -> &String| -> ArrayRef {
+            Arc::new(StringArray::from_iter_values(keys.iter().map(|k| f(k))))
+        };
+        let cschema = Arc::new(Schema::new(
+            ["c_host", "c_date", "c_trace_id"]
+                .map(|n| Field::new(n, DataType::Utf8, false))
+                .to_vec(),
+        ));
+        let batch = RecordBatch::try_new(
+            cschema.clone(),
+            vec![col(|k| &k.0), col(|k| &k.1), col(|k| &k.2)],
+        )
+        .map_err(datafusion::error::DataFusionError::from)?;
+        let marked = MemTable::try_new(cschema, vec![vec![batch]])?;
+        self.ctx.register_table("_committed", Arc::new(marked))?;
+        for (name, schema) in Findings::schemas() {
+            self.register_one(name, schema)?;
+        }
+        Ok(())
+    }
+
+    fn register_one(&self, name: &'static str, schema: SchemaRef) -> Result<(), FleetError> {
+        let urls = (self.roots.iter())
+            .map(|r| r.join(name))
+            .filter(|d| d.is_dir())
+            .map(|d| table_url(&d))
+            .collect::<Result<Vec<_>, _>>()?;
+        if urls.is_empty() {
+            // Findings from before this table existed: it answers with no rows.
+            let mut fields = schema.fields().to_vec();
+            for p in ["host", "date"] {
+                fields.push(Arc::new(Field::new(p, DataType::Utf8, true)));
+            }
+            let all = Arc::new(Schema::new(fields));
+            let empty = MemTable::try_new(all, vec![vec![]])?;
+            self.ctx.register_table(name, Arc::new(empty))?;
+            return Ok(());
+        }
+        let opts = ListingOptions::new(Arc::new(ParquetFormat::default()))
+            .with_file_extension(".parquet")
+            .with_table_partition_cols(vec![
+                ("host".into(), DataType::Utf8),
+                ("date".into(), DataType::Utf8),
+            ]);
+        // The schema is known: no file is opened to infer it, and a table no trace
+        // has rows in yet still answers (with no rows).
+        let cfg = ListingTableConfig::new_with_multi_paths(urls)
+            .with_listing_options(opts)
+            .with_schema(schema);
+        let table = Arc::new(ListingTable::try_new(cfg)?);
+        if !self.filter {
+            // Every file is of a marked trace: nothing to leave out, no join to pay.
+            self.ctx.register_table(name, table)?;
+            return Ok(());
+        }
+        let all = format!("_all_{name}");
+        self.ctx.register_table(all.as_str(), table)?;
+        // The marked traces on the left: the join builds its table from the small side.
+        let view = self.rt.block_on(async {
+            let marked = self.ctx.table("_committed").await?;
+            let rows = self.ctx.table(all.as_str()).await?;
+            marked.join(
+                rows,
+                JoinType::RightSemi,
+                &["c_host", "c_date", "c_trace_id"],
+                &["host", "date", "trace_id"],
+                None,
+            )
+        })?;
+        self.ctx.register_table(name, view.into_view())?;
+        Ok(())
     }
 
     /// Runs one query to the end; results are small (aggregates), the scans stream.
@@ -104,9 +230,64 @@ impl Engine {
         let batches = self.rt.block_on(async {
             let df = self.ctx.sql(sql).await?;
             df.collect().await
-        })?;
-        Ok(Rows { batches })
+        });
+        Ok(Rows { batches: batches? })
     }
+
+    /// What the fleet cannot say from these findings (roots without commit markers).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+}
+
+/// A trace's key: host, date, trace id.
+type TraceKey = (String, String, String);
+
+/// The `.parquet` files of `table` under `root`, each with its trace's key.
+fn trace_files(root: &Path, table: &str) -> std::io::Result<Vec<(TraceKey, PathBuf)>> {
+    let mut out = Vec::new();
+    for (host, date, f) in parts(&root.join(table))? {
+        if f.extension().is_some_and(|x| x == "parquet") {
+            if let Some(id) = f.file_stem().map(|n| n.to_string_lossy().into_owned()) {
+                out.push(((host, date, id), f));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The entries of `dir/host=H/date=D/` as (H, D, path); hidden names (temporary files, the
+/// lock) are left out. A missing `dir` has none.
+fn parts(dir: &Path) -> std::io::Result<Vec<(String, String, PathBuf)>> {
+    let list = |d: &Path| -> std::io::Result<Vec<(String, PathBuf)>> {
+        let mut v = Vec::new();
+        for e in std::fs::read_dir(d)? {
+            let e = e?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !name.starts_with('.') {
+                v.push((name, e.path()));
+            }
+        }
+        Ok(v)
+    };
+    if !dir.is_dir() {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for (h, hp) in list(dir)? {
+        let Some(host) = h.strip_prefix("host=").filter(|_| hp.is_dir()) else {
+            continue;
+        };
+        for (d, dp) in list(&hp)? {
+            let Some(date) = d.strip_prefix("date=").filter(|_| dp.is_dir()) else {
+                continue;
+            };
+            for (_, f) in list(&dp)? {
+                out.push((host.to_string(), date.to_string(), f));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// A root must hold the findings tables' directories.
@@ -276,6 +457,35 @@ mod tests {
         assert!(
             msg.contains("no findings tables") && msg.contains("trace.dat"),
             "{msg}"
+        );
+    }
+
+    #[test]
+    fn a_trace_without_a_commit_marker_is_left_out_and_said() {
+        let tmp = tempfile::tempdir().unwrap();
+        for id in ["00000000000000aa", "00000000000000bb"] {
+            let meta = TraceMeta {
+                host: "h1".into(),
+                date: "2026-11-25".into(),
+                trace_id: id.into(),
+                kernel: "6.18".into(),
+                labels: vec![("id".into(), id.into())],
+                mode: "timer".into(),
+            };
+            crate::write(tmp.path(), &Findings::new(meta)).unwrap();
+        }
+        // A writer stopped between putting its tables in place and marking them.
+        let marker = "_committed/host=h1/date=2026-11-25/00000000000000bb";
+        std::fs::remove_file(tmp.path().join(marker)).unwrap();
+        let e = Engine::open(&[tmp.path().to_path_buf()]).unwrap();
+        let r = e.query("SELECT value FROM labels").unwrap();
+        assert_eq!(r.text("value"), [Some("00000000000000aa".to_string())]);
+        assert!(
+            e.notes()[0].ends_with(
+                "1 trace(s) have tables but no commit marker (a write cut short): left out"
+            ),
+            "{:?}",
+            e.notes()
         );
     }
 }

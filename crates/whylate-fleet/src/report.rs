@@ -185,6 +185,7 @@ pub fn fleet(eng: &Engine, o: &FleetOptions) -> Result<FleetReport, FleetError> 
         notes_for_deadline(&mut r, &j, d);
     }
     notes(&mut r, o);
+    r.notes.extend(eng.notes().iter().cloned());
     r.sql = sql;
     Ok(r)
 }
