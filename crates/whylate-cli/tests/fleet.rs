@@ -526,3 +526,32 @@ fn parquet_files(dir: &Path) -> usize {
         })
         .sum()
 }
+
+#[test]
+fn a_findings_file_that_does_not_fit_its_table_is_refused_in_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().to_str().unwrap();
+    let (code, err) = ended(write_timer_findings(d, "a"));
+    assert_eq!(code, Some(0), "{err}");
+    let day = std::fs::read_dir(tmp.path().join("traces/host=rig-1"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let file = std::fs::read_dir(&day)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::write(&file, b"not parquet").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_whylate"))
+        .args(["fleet", d])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let want = format!("whylate: {}: not a readable Parquet file (", file.display());
+    assert!(err.starts_with(&want) && err.lines().count() == 1, "{err}");
+}

@@ -3,6 +3,7 @@
 //! results turned into plain rows.
 
 use crate::findings::{Findings, TABLES};
+use crate::schema::{self, mismatch_in, Strict};
 use crate::write::COMMITTED;
 use datafusion::arrow::array::{Array, ArrayRef, Float64Array, Int64Array, StringArray};
 use datafusion::arrow::compute::cast;
@@ -27,12 +28,22 @@ pub enum FleetError {
     /// A path that holds no findings.
     #[error("{0}")]
     Input(String),
-    /// The engine failed (a file it could not read, a query error).
-    #[error("query engine: {0}")]
+    /// A findings file that is not what its table holds: its path, the column, what was
+    /// expected and found.
+    #[error("{0}")]
+    File(String),
+    /// The engine failed (a query error): its innermost cause, one line.
+    #[error("query engine: {}", root_line(.0))]
     Engine(#[from] datafusion::error::DataFusionError),
     /// The runtime could not start, or the commit lock could not be taken.
     #[error("{0}")]
     Runtime(#[from] std::io::Error),
+}
+
+/// An engine error's innermost cause, first line: the layers above it repeat it.
+fn root_line(e: &datafusion::error::DataFusionError) -> String {
+    let root = e.find_root().to_string();
+    root.lines().next().unwrap_or_default().to_string()
 }
 
 impl From<crate::write::WriteError> for FleetError {
@@ -197,10 +208,11 @@ impl Engine {
                 ("date".into(), DataType::Utf8),
             ]);
         // The schema is known: no file is opened to infer it, and a table no trace
-        // has rows in yet still answers (with no rows).
+        // has rows in yet still answers (with no rows). Each file is held to it.
         let cfg = ListingTableConfig::new_with_multi_paths(urls)
             .with_listing_options(opts)
-            .with_schema(schema);
+            .with_schema(schema)
+            .with_expr_adapter_factory(Arc::new(Strict { table: name }));
         let table = Arc::new(ListingTable::try_new(cfg)?);
         if !self.filter {
             // Every file is of a marked trace: nothing to leave out, no join to pay.
@@ -231,12 +243,45 @@ impl Engine {
             let df = self.ctx.sql(sql).await?;
             df.collect().await
         });
-        Ok(Rows { batches: batches? })
+        batches
+            .map(|batches| Rows { batches })
+            .map_err(|e| self.failure(e))
     }
 
     /// What the fleet cannot say from these findings (roots without commit markers).
     pub fn notes(&self) -> &[String] {
         &self.notes
+    }
+
+    /// A query that failed: the file at fault, when one is (a column missing or of
+    /// another type, a file that is no Parquet), named with its full path.
+    fn failure(&self, e: datafusion::error::DataFusionError) -> FleetError {
+        let m = mismatch_in(&e);
+        for (name, schema) in Findings::schemas() {
+            if m.as_ref().is_some_and(|m| m.table != name) {
+                continue;
+            }
+            let files = self.files(name);
+            let only = m.as_ref().map(|m| m.column.as_str());
+            if let Some(msg) = schema::locate(&files, name, &schema, only) {
+                return FleetError::File(msg);
+            }
+        }
+        match m {
+            Some(m) => FleetError::File(m.to_string()),
+            None => FleetError::Engine(e),
+        }
+    }
+
+    /// The files of `table` the engine reads (marked traces), in path order.
+    fn files(&self, table: &str) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = (self.roots.iter())
+            .flat_map(|r| trace_files(r, table).unwrap_or_default())
+            .filter(|(k, _)| self.committed.contains(k))
+            .map(|(_, f)| f)
+            .collect();
+        out.sort();
+        out
     }
 }
 
@@ -458,6 +503,116 @@ mod tests {
             msg.contains("no findings tables") && msg.contains("trace.dat"),
             "{msg}"
         );
+    }
+
+    /// A whole trace of host `h1` under `dir`, then its `traces` file replaced by one
+    /// with the table's columns but `column` (left out, or of type `as_type`), one row.
+    fn traces_file_with(dir: &Path, column: &str, as_type: Option<DataType>) -> PathBuf {
+        file_with(dir, 0, column, as_type)
+    }
+
+    /// As [`traces_file_with`], for the table `TABLES[table]`.
+    fn file_with(dir: &Path, table: usize, column: &str, as_type: Option<DataType>) -> PathBuf {
+        use datafusion::arrow::array::new_null_array;
+        let meta = TraceMeta {
+            host: "h1".into(),
+            date: "2026-11-25".into(),
+            trace_id: "00000000000000aa".into(),
+            kernel: "6.18".into(),
+            labels: Vec::new(),
+            mode: "cycles".into(),
+        };
+        crate::write(dir, &Findings::new(meta)).unwrap();
+        let (name, table) = Findings::schemas().remove(table);
+        let mut fields = Vec::new();
+        let mut cols: Vec<ArrayRef> = Vec::new();
+        for f in table.fields() {
+            let t = match (f.name() == column, &as_type) {
+                (true, None) => continue,
+                (true, Some(t)) => t.clone(),
+                (false, _) => f.data_type().clone(),
+            };
+            fields.push(Field::new(f.name(), t.clone(), true));
+            cols.push(if f.name() == "trace_id" {
+                Arc::new(StringArray::from(vec!["00000000000000aa"]))
+            } else {
+                new_null_array(&t, 1)
+            });
+        }
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap();
+        let path = dir.join(format!(
+            "{name}/host=h1/date=2026-11-25/00000000000000aa.parquet"
+        ));
+        let file = std::fs::File::create(&path).unwrap();
+        let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        path
+    }
+
+    fn fleet_error(dir: &Path) -> String {
+        let e = Engine::open(&[dir.to_path_buf()]).unwrap();
+        let o = crate::query::FleetOptions {
+            top: 10,
+            ..Default::default()
+        };
+        match crate::report::fleet(&e, &o) {
+            Ok(r) => panic!("read as {} misses of {} samples", r.misses, r.samples),
+            Err(e @ FleetError::File(_)) => e.to_string(),
+            Err(e) => panic!("not located: {e}"),
+        }
+    }
+
+    #[test]
+    fn a_file_missing_a_column_is_refused_naming_the_file_and_the_column() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = traces_file_with(tmp.path(), "misses", None);
+        let msg = fleet_error(tmp.path());
+        let want = format!("{}: no column `misses` (expected Int64); the file's columns: trace_id, kernel, labels, mode, whylate_version,", path.display());
+        assert!(msg.starts_with(&want), "{msg}");
+        assert!(msg.starts_with('/') && !msg.contains('\n'), "{msg}");
+    }
+
+    #[test]
+    fn a_column_of_another_type_is_refused_with_the_file_and_both_types() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = traces_file_with(tmp.path(), "misses", Some(DataType::Utf8));
+        assert_eq!(
+            fleet_error(tmp.path()),
+            format!(
+                "{}: column `misses`: expected Int64, found Utf8",
+                path.display()
+            )
+        );
+        // Another width of the same kind reads as it is.
+        let tmp = tempfile::tempdir().unwrap();
+        traces_file_with(tmp.path(), "misses", Some(DataType::Int32));
+        let e = Engine::open(&[tmp.path().to_path_buf()]).unwrap();
+        assert_eq!(count(&e, "traces"), 1);
+    }
+
+    #[test]
+    fn a_file_that_is_no_parquet_is_refused_by_its_full_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = traces_file_with(tmp.path(), "misses", None);
+        std::fs::write(&path, b"not parquet at all").unwrap();
+        let msg = fleet_error(tmp.path());
+        let want = format!("{}: not a readable Parquet file (", path.display());
+        assert!(msg.starts_with(&want) && !msg.contains('\n'), "{msg}");
+    }
+
+    #[test]
+    fn a_column_added_after_a_file_was_written_reads_as_null_there() {
+        let tmp = tempfile::tempdir().unwrap();
+        let causes = TABLES.iter().position(|t| *t == "causes").unwrap();
+        file_with(tmp.path(), causes, "key_misses", None);
+        let e = Engine::open(&[tmp.path().to_path_buf()]).unwrap();
+        let o = crate::query::FleetOptions {
+            top: 10,
+            ..Default::default()
+        };
+        let r = crate::report::fleet(&e, &o).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.causes.len(), 1);
     }
 
     #[test]
