@@ -494,7 +494,7 @@ pub struct ModeArgs {
     pub task: Option<TaskSel>,
     /// Explain slow services of this softirq vector (NET_RX, TASKLET, TIMER... or its
     /// number): raise to entry, deferral to ksoftirqd, who held the CPU meanwhile.
-    #[arg(long, value_name = "VEC", conflicts_with_all = ["from", "to", "timer"])]
+    #[arg(long, value_name = "VEC", conflicts_with_all = ["from", "to", "timer"], value_parser = softirq_arg)]
     pub softirq: Option<String>,
     /// Explain slow calls of this kernel function (a glob) from function_graph: its
     /// callees, its own code, what interrupted or preempted it, interrupts off inside it.
@@ -730,6 +730,11 @@ fn measure(s: &str) -> Result<Measure, String> {
     })
 }
 
+/// `--softirq`: a vector's name or number, checked here so a typo is a usage error.
+fn softirq_arg(s: &str) -> Result<String, String> {
+    whylate::event::softirq_vector(s).map(|_| s.trim().to_string())
+}
+
 /// `--deadline`.
 fn deadline(s: &str) -> Result<u64, String> {
     duration(
@@ -812,10 +817,23 @@ fn bound(s: &str) -> Result<Option<Bound>, String> {
     Ok(Some(if rel { Bound::Rel(ns) } else { Bound::Abs(ns) }))
 }
 
-/// `--window A..B`.
+/// `--window A..B`; a window that ends before it starts is refused (sides of different
+/// kinds, absolute and `+S`, are compared once the trace's start is known).
 pub fn window(s: &str) -> Result<Window, String> {
     let (a, b) = s.split_once("..").ok_or("expected A..B")?;
-    Ok((bound(a)?, bound(b)?))
+    let (a, b) = (bound(a)?, bound(b)?);
+    if let (Some(x), Some(y)) = (a, b) {
+        let reversed = match (x, y) {
+            (Bound::Abs(x), Bound::Abs(y)) | (Bound::Rel(x), Bound::Rel(y)) => x > y,
+            _ => false,
+        };
+        if reversed {
+            return Err(format!(
+                "{s:?} ends before it starts: expected A..B with A <= B"
+            ));
+        }
+    }
+    Ok((a, b))
 }
 
 /// `1s`, `100ms`, `500us`, `250ns`, `1.5ms`.
@@ -891,5 +909,18 @@ mod tests {
         assert!(measure("runqeue")
             .unwrap_err()
             .contains("did you mean runqueue"));
+    }
+
+    #[test]
+    fn a_reversed_window_is_refused_at_parse_time() {
+        assert!(window("+2..+1")
+            .unwrap_err()
+            .contains("ends before it starts"));
+        assert!(window("11..10.5")
+            .unwrap_err()
+            .contains("ends before it starts"));
+        assert!(window("5..5").is_ok());
+        // Absolute against relative waits for the trace's start.
+        assert!(window("100..+1").is_ok());
     }
 }

@@ -570,6 +570,78 @@ fn selectors_the_trace_cannot_match_are_refused_with_its_closest_names() {
 }
 
 #[test]
+fn a_softirq_vector_that_does_not_exist_is_refused_with_the_names() {
+    let e = refused(&run(&[
+        "explain",
+        "examples/frob.dat.zst",
+        "--softirq",
+        "BOGUS",
+    ]));
+    assert!(
+        e.contains("\"BOGUS\" is not a softirq vector")
+            && e.contains("HI TIMER NET_TX NET_RX BLOCK IRQ_POLL TASKLET SCHED HRTIMER RCU"),
+        "{e}"
+    );
+    let e = refused(&run(&[
+        "explain",
+        "examples/frob.dat.zst",
+        "--softirq",
+        "NET_RXX",
+    ]));
+    assert!(e.contains("did you mean NET_RX?"), "{e}");
+    let e = refused(&run(&[
+        "explain",
+        "examples/frob.dat.zst",
+        "--softirq",
+        "42",
+    ]));
+    assert!(e.contains("0-9"), "{e}");
+}
+
+#[test]
+fn a_pairing_key_no_event_has_is_refused_with_the_closest_fields() {
+    let mut args = vec!["explain", "examples/frob.dat.zst"];
+    args.extend(FROB);
+    args.extend(["--key", "bogusfield"]);
+    let e = refused(&run(&args));
+    assert!(
+        e.contains("--key bogusfield: neither `sys_enter_write` nor `sys_exit_read` events have a field `bogusfield`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_window_or_cpu_filter_that_leaves_nothing_says_what_the_trace_has() {
+    let e = refused(&run(&[
+        "latency",
+        "examples/frob.dat.zst",
+        "--window",
+        "2..1",
+    ]));
+    assert!(e.contains("ends before it starts"), "{e}");
+    for filter in [["--window", "1..2"], ["--cpu", "4096"]] {
+        let mut args = vec!["latency", "examples/frob.dat.zst", "-m", "wakeup"];
+        args.extend(filter);
+        let o = run(&args);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let out = text(&o.stdout);
+        assert!(
+            out.contains(&format!(
+                "{} {} left no samples",
+                filter[0],
+                if filter[0] == "--cpu" {
+                    "4096"
+                } else {
+                    "1.000000..2.000000"
+                }
+            )) && out.contains("the trace spans")
+                && out.contains("on CPUs 0-"),
+            "{out}"
+        );
+    }
+}
+
+#[test]
 fn durations_that_cannot_be_meant_are_refused_with_the_reason() {
     let e = |d: &str| {
         refused(&run(&[

@@ -10,6 +10,7 @@ use std::process::Command;
 
 mod common;
 use common::{repo, skip, whylate};
+use whylate::explain::ExplainReport;
 use whylate_fleet::synth;
 
 /// The culprit key the fleet groups by, from `explain --json`'s culprit object: task
@@ -56,22 +57,51 @@ fn is_auto(h: &synth::Host) -> bool {
 /// (category, culprit) -> (excess, misses, hosts), summed by hand over the hosts.
 type Sums = BTreeMap<(String, String), (u64, u64, BTreeSet<String>)>;
 
+/// Per example: (category, culprit key) -> the misses whose blame names it, each once
+/// (two pids of one task, `hog[1]` and `hog[2]`, blamed for one miss are one miss).
+type Distinct = Vec<BTreeMap<(String, String), u64>>;
+
+fn distinct_misses(reports: &[(&str, ExplainReport)]) -> Distinct {
+    reports
+        .iter()
+        .map(|(_, r)| {
+            let mut per = BTreeMap::new();
+            for m in &r.misses {
+                let keys: BTreeSet<(String, String)> = (m.blame.iter())
+                    .map(|((cat, who), _)| {
+                        (cat.clone(), hand_key(&serde_json::to_value(who).unwrap()))
+                    })
+                    .collect();
+                for k in keys {
+                    *per.entry(k).or_default() += 1;
+                }
+            }
+            per
+        })
+        .collect()
+}
+
 fn sum_by_hand(
     jsons: &[Value],
+    distinct: &Distinct,
     hosts: &[synth::Host],
     only: impl Fn(&synth::Host) -> bool,
 ) -> Sums {
     let mut want = Sums::new();
     for h in hosts.iter().filter(|h| only(h)) {
+        let mut causes = BTreeSet::new();
         for c in jsons[h.example]["causes"].as_array().unwrap() {
             let key = (
                 c["category"].as_str().unwrap().to_string(),
                 hand_key(&c["culprit"]),
             );
-            let e = want.entry(key).or_default();
+            let e = want.entry(key.clone()).or_default();
             e.0 += c["total_excess_ns"].as_u64().unwrap();
-            e.1 += c["count"].as_u64().unwrap();
             e.2.insert(h.host.clone());
+            causes.insert(key);
+        }
+        for key in causes {
+            want.get_mut(&key).unwrap().1 += distinct[h.example].get(&key).copied().unwrap_or(0);
         }
     }
     want
@@ -132,13 +162,14 @@ fn a_thousand_hosts_rank_as_their_explain_outputs_sum() {
         .iter()
         .map(|(_, r)| serde_json::to_value(r).unwrap())
         .collect();
+    let distinct = distinct_misses(&reports);
     let hosts = synth::plan(1000);
     let w = synth::write_fleet(&dir, &reports, &hosts).unwrap();
     assert_eq!(w.files, 1000 * whylate_fleet::TABLES.len());
     let d = dir.to_str().unwrap();
 
     let r = fleet_json(&["fleet", d, "--json", "--top", "1000", "--by", "kernel"]);
-    let want = sum_by_hand(&jsons, &hosts, |_| true);
+    let want = sum_by_hand(&jsons, &distinct, &hosts, |_| true);
     assert!(want.len() > 5, "the examples name several causes");
     assert_eq!(fleet_causes(&r), ranked(&want));
     let total: u64 = want.values().map(|v| v.0).sum();
@@ -195,7 +226,7 @@ fn a_thousand_hosts_rank_as_their_explain_outputs_sum() {
     assert!((worst["miss_rate"].as_f64().unwrap() - best_rate).abs() < 1e-12);
 
     duckdb_agrees(&dir, &r);
-    deadline_rejudges(d, &jsons, &hosts);
+    deadline_rejudges(d, &jsons, &distinct, &hosts);
 }
 
 /// DuckDB reads the same files and, running the SQL whylate printed, finds the same rows.
@@ -247,7 +278,7 @@ fn duckdb_agrees(dir: &Path, r: &Value) {
 
 /// `--deadline` judges samples again: at the traces' own deadline it gives what the
 /// causes tables say; at a longer one only the misses over it, by their own blame.
-fn deadline_rejudges(d: &str, jsons: &[Value], hosts: &[synth::Host]) {
+fn deadline_rejudges(d: &str, jsons: &[Value], distinct: &Distinct, hosts: &[synth::Host]) {
     let timer = |h: &synth::Host| synth::examples()[h.example].2.name() == "timer";
     let timer_fleet = |extra: &[&str]| {
         let mut a = vec!["fleet", d, "--json", "--top", "1000", "--mode", "timer"];
@@ -259,7 +290,7 @@ fn deadline_rejudges(d: &str, jsons: &[Value], hosts: &[synth::Host]) {
     assert_eq!(fleet_causes(&own), fleet_causes(&same));
     assert_eq!(
         fleet_causes(&own),
-        ranked(&sum_by_hand(jsons, hosts, timer))
+        ranked(&sum_by_hand(jsons, distinct, hosts, timer))
     );
     let longer = timer_fleet(&["--deadline", "1ms"]);
     let want: u64 = hosts
@@ -395,4 +426,132 @@ fn bad_fleet_input_is_one_clear_line() {
     assert!(err.contains("key=value"), "{err}");
     let (code, err) = run(&["explain", "x.dat", "--host", "h"]);
     assert_eq!(code, Some(2), "--host needs --parquet: {err}");
+}
+
+/// `explain --timer` of the timer example for host `rig-1`, findings under `d`, labelled
+/// `run=RUN`: the process, not waited for.
+fn write_timer_findings(d: &str, run: &str) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_whylate"))
+        .args([
+            "explain",
+            "examples/timer.dat.zst",
+            "--timer",
+            "--task",
+            "periodic",
+        ])
+        .args(["--deadline", "300us", "--parquet", d, "--host", "rig-1"])
+        .args(["--label", &format!("run={run}")])
+        .current_dir(repo())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The exit code and stderr of a finished run.
+fn ended(c: std::process::Child) -> (Option<i32>, String) {
+    let o = c.wait_with_output().unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_parquet_write_that_fails_part_way_leaves_nothing_fleet_reads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().to_str().unwrap();
+    let (code, err) = ended(write_timer_findings(d, "a"));
+    assert_eq!(code, Some(0), "{err}");
+    let f = fleet_json(&["fleet", d, "--json"]);
+    assert_eq!(f["traces"], 1);
+    // A directory where this trace's `misses` goes: the rewrite fails after `traces`
+    // and `samples` were put in place.
+    let part = tmp.path().join("misses/host=rig-1");
+    let day = std::fs::read_dir(&part)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let file = std::fs::read_dir(&day)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::remove_file(&file).unwrap();
+    std::fs::create_dir(&file).unwrap();
+    let (code, err) = ended(write_timer_findings(d, "b"));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.starts_with(&format!("whylate: {}: ", file.display())) && err.lines().count() == 1,
+        "{err}"
+    );
+    let f = fleet_json(&["fleet", d, "--json"]);
+    assert_eq!(
+        (f["traces"].as_u64(), f["misses"].as_u64()),
+        (Some(0), Some(0))
+    );
+}
+
+#[test]
+fn two_processes_writing_one_trace_leave_one_whole_set() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().to_str().unwrap();
+    for round in 0..3 {
+        let a = write_timer_findings(d, &format!("{round}a"));
+        let b = write_timer_findings(d, &format!("{round}b"));
+        for (code, err) in [ended(a), ended(b)] {
+            assert_eq!(code, Some(0), "{err}");
+        }
+        // Every table of the trace is from the same run: one group by the run label,
+        // and the misses its causes count are that run's.
+        let f = fleet_json(&["fleet", d, "--json", "--by", "label:run"]);
+        assert_eq!(f["traces"], 1);
+        assert_eq!(f["groups"].as_array().unwrap().len(), 1, "{}", f["groups"]);
+        let files = |t: &str| parquet_files(&tmp.path().join(t));
+        assert_eq!((files("labels"), files("traces")), (1, 1));
+    }
+}
+
+/// `.parquet` files under `dir`, at any depth.
+fn parquet_files(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| match p.is_dir() {
+            true => parquet_files(&p),
+            false => usize::from(p.extension().is_some_and(|x| x == "parquet")),
+        })
+        .sum()
+}
+
+#[test]
+fn a_findings_file_that_does_not_fit_its_table_is_refused_in_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().to_str().unwrap();
+    let (code, err) = ended(write_timer_findings(d, "a"));
+    assert_eq!(code, Some(0), "{err}");
+    let day = std::fs::read_dir(tmp.path().join("traces/host=rig-1"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let file = std::fs::read_dir(&day)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::write(&file, b"not parquet").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_whylate"))
+        .args(["fleet", d])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let want = format!("whylate: {}: not a readable Parquet file (", file.display());
+    assert!(err.starts_with(&want) && err.lines().count() == 1, "{err}");
 }

@@ -3,9 +3,11 @@
 //! results turned into plain rows.
 
 use crate::findings::{Findings, TABLES};
-use datafusion::arrow::array::{Array, Float64Array, Int64Array, StringArray};
+use crate::schema::{self, mismatch_in, Strict};
+use crate::write::COMMITTED;
+use datafusion::arrow::array::{Array, ArrayRef, Float64Array, Int64Array, StringArray};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{
@@ -14,7 +16,9 @@ use datafusion::datasource::listing::{
 use datafusion::datasource::MemTable;
 use datafusion::execution::cache::cache_manager::CacheManagerConfig;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::logical_expr::JoinType;
 use datafusion::prelude::{SessionConfig, SessionContext};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -24,12 +28,28 @@ pub enum FleetError {
     /// A path that holds no findings.
     #[error("{0}")]
     Input(String),
-    /// The engine failed (a file it could not read, a query error).
-    #[error("query engine: {0}")]
+    /// A findings file that is not what its table holds: its path, the column, what was
+    /// expected and found.
+    #[error("{0}")]
+    File(String),
+    /// The engine failed (a query error): its innermost cause, one line.
+    #[error("query engine: {}", root_line(.0))]
     Engine(#[from] datafusion::error::DataFusionError),
-    /// The runtime could not start.
+    /// The runtime could not start, or the commit lock could not be taken.
     #[error("{0}")]
     Runtime(#[from] std::io::Error),
+}
+
+/// An engine error's innermost cause, first line: the layers above it repeat it.
+fn root_line(e: &datafusion::error::DataFusionError) -> String {
+    let root = e.find_root().to_string();
+    root.lines().next().unwrap_or_default().to_string()
+}
+
+impl From<crate::write::WriteError> for FleetError {
+    fn from(e: crate::write::WriteError) -> FleetError {
+        FleetError::Input(e.to_string())
+    }
 }
 
 /// Bytes of Parquet footers the engine keeps between queries. Its default, 50 MiB, filled
@@ -41,10 +61,21 @@ const METADATA_CACHE_BYTES: usize = 4 << 20;
 pub struct Engine {
     ctx: SessionContext,
     rt: tokio::runtime::Runtime,
+    roots: Vec<PathBuf>,
+    /// The traces read: (host, date, trace_id) with a commit marker.
+    committed: HashSet<TraceKey>,
+    /// Some files are of traces without a marker: each table is read through a join to
+    /// the marked ones.
+    filter: bool,
+    /// Each root's commit lock, held shared while the engine lives: no trace is replaced
+    /// between two queries of one report.
+    _locks: Vec<std::fs::File>,
+    notes: Vec<String>,
 }
 
 impl Engine {
-    /// Registers every table under each root (a directory `whylate ... --parquet` wrote).
+    /// Registers every table under each root (a directory `whylate ... --parquet` wrote):
+    /// of each, only the traces with a commit marker (crate::write).
     pub fn open(roots: &[PathBuf]) -> Result<Engine, FleetError> {
         if roots.is_empty() {
             return Err(FleetError::Input("no findings directory given".into()));
@@ -58,45 +89,152 @@ impl Engine {
             .build()?;
         // No statistics: collecting them opens every file's footer while planning each
         // query, and these queries scan whole tables anyway.
-        let cfg = SessionConfig::new()
+        let mut cfg = SessionConfig::new()
             .with_information_schema(false)
             .with_collect_statistics(false);
+        // The join to the marked traces would push its keys into every file's scan as a
+        // filter to prune by: no file or row group is pruned (every trace is marked, but
+        // for a failed write's), and evaluating it per file cost 4x the whole report.
+        cfg.options_mut()
+            .optimizer
+            .enable_join_dynamic_filter_pushdown = false;
         let caches = CacheManagerConfig::default().with_metadata_cache_limit(METADATA_CACHE_BYTES);
         let rt_env = RuntimeEnvBuilder::new()
             .with_cache_manager(caches)
             .build_arc()?;
         let ctx = SessionContext::new_with_config_rt(cfg, rt_env);
-        for (name, schema) in Findings::schemas() {
-            let urls = roots
-                .iter()
-                .map(|r| r.join(name))
-                .filter(|d| d.is_dir())
-                .map(|d| table_url(&d))
-                .collect::<Result<Vec<_>, _>>()?;
-            if urls.is_empty() {
-                // Findings from before this table existed: it answers with no rows.
-                let mut fields = schema.fields().to_vec();
-                for p in ["host", "date"] {
-                    fields.push(Arc::new(Field::new(p, DataType::Utf8, true)));
+        let mut e = Engine {
+            ctx,
+            rt,
+            roots: roots.to_vec(),
+            committed: HashSet::new(),
+            filter: false,
+            _locks: Vec::new(),
+            notes: Vec::new(),
+        };
+        e.read_markers()?;
+        e.register()?;
+        Ok(e)
+    }
+
+    /// Takes each root's lock and reads its markers. A root without any (written before
+    /// markers) is read whole: each trace with a `traces` file counts, and a note says a
+    /// write that failed part-way cannot be told apart there. Files of a trace without a
+    /// marker (a write cut short mid-commit) are left out, and a note says how many.
+    fn read_markers(&mut self) -> Result<(), FleetError> {
+        for r in &self.roots {
+            self._locks.extend(crate::write::lock(r, false)?);
+            let marked = r.join(COMMITTED);
+            if marked.is_dir() {
+                for (host, date, f) in parts(&marked)? {
+                    let id = f.file_name().map(|n| n.to_string_lossy().into_owned());
+                    self.committed.extend(id.map(|id| (host, date, id)));
                 }
-                let all = Arc::new(Schema::new(fields));
-                ctx.register_table(name, Arc::new(MemTable::try_new(all, vec![vec![]])?))?;
-                continue;
+            } else {
+                self.committed
+                    .extend(trace_files(r, "traces")?.into_iter().map(|(k, _)| k));
+                self.notes.push(format!(
+                    "{}: no commit markers (findings written before whylate marked them): every trace with a `traces` file there is read, and one whose write failed part-way cannot be told from a whole one; writing a trace again marks it",
+                    r.display()
+                ));
             }
-            let opts = ListingOptions::new(Arc::new(ParquetFormat::default()))
-                .with_file_extension(".parquet")
-                .with_table_partition_cols(vec![
-                    ("host".into(), DataType::Utf8),
-                    ("date".into(), DataType::Utf8),
-                ]);
-            // The schema is known: no file is opened to infer it, and a table no trace
-            // has rows in yet still answers (with no rows).
-            let cfg = ListingTableConfig::new_with_multi_paths(urls)
-                .with_listing_options(opts)
-                .with_schema(schema);
-            ctx.register_table(name, Arc::new(ListingTable::try_new(cfg)?))?;
+            let mut stray = HashSet::new();
+            for t in TABLES {
+                for (k, _) in trace_files(r, t)? {
+                    if !self.committed.contains(&k) {
+                        stray.insert(k);
+                    }
+                }
+            }
+            if !stray.is_empty() {
+                self.notes.push(format!(
+                    "{}: {} trace(s) have tables but no commit marker (a write cut short): left out",
+                    r.display(),
+                    stray.len()
+                ));
+                self.filter = true;
+            }
         }
-        Ok(Engine { ctx, rt })
+        Ok(())
+    }
+
+    /// Registers `_committed` (the marked traces) and each table: its files, or, when
+    /// some are of unmarked traces, a view of the rows whose trace is marked.
+    fn register(&self) -> Result<(), FleetError> {
+        let mut keys: Vec<&TraceKey> = self.committed.iter().collect();
+        keys.sort();
+        let col = |f: fn(&TraceKey) -> &String| -> ArrayRef {
+            Arc::new(StringArray::from_iter_values(keys.iter().map(|k| f(k))))
+        };
+        let cschema = Arc::new(Schema::new(
+            ["c_host", "c_date", "c_trace_id"]
+                .map(|n| Field::new(n, DataType::Utf8, false))
+                .to_vec(),
+        ));
+        let batch = RecordBatch::try_new(
+            cschema.clone(),
+            vec![col(|k| &k.0), col(|k| &k.1), col(|k| &k.2)],
+        )
+        .map_err(datafusion::error::DataFusionError::from)?;
+        let marked = MemTable::try_new(cschema, vec![vec![batch]])?;
+        self.ctx.register_table("_committed", Arc::new(marked))?;
+        for (name, schema) in Findings::schemas() {
+            self.register_one(name, schema)?;
+        }
+        Ok(())
+    }
+
+    fn register_one(&self, name: &'static str, schema: SchemaRef) -> Result<(), FleetError> {
+        let urls = (self.roots.iter())
+            .map(|r| r.join(name))
+            .filter(|d| d.is_dir())
+            .map(|d| table_url(&d))
+            .collect::<Result<Vec<_>, _>>()?;
+        if urls.is_empty() {
+            // Findings from before this table existed: it answers with no rows.
+            let mut fields = schema.fields().to_vec();
+            for p in ["host", "date"] {
+                fields.push(Arc::new(Field::new(p, DataType::Utf8, true)));
+            }
+            let all = Arc::new(Schema::new(fields));
+            let empty = MemTable::try_new(all, vec![vec![]])?;
+            self.ctx.register_table(name, Arc::new(empty))?;
+            return Ok(());
+        }
+        let opts = ListingOptions::new(Arc::new(ParquetFormat::default()))
+            .with_file_extension(".parquet")
+            .with_table_partition_cols(vec![
+                ("host".into(), DataType::Utf8),
+                ("date".into(), DataType::Utf8),
+            ]);
+        // The schema is known: no file is opened to infer it, and a table no trace
+        // has rows in yet still answers (with no rows). Each file is held to it.
+        let cfg = ListingTableConfig::new_with_multi_paths(urls)
+            .with_listing_options(opts)
+            .with_schema(schema)
+            .with_expr_adapter_factory(Arc::new(Strict { table: name }));
+        let table = Arc::new(ListingTable::try_new(cfg)?);
+        if !self.filter {
+            // Every file is of a marked trace: nothing to leave out, no join to pay.
+            self.ctx.register_table(name, table)?;
+            return Ok(());
+        }
+        let all = format!("_all_{name}");
+        self.ctx.register_table(all.as_str(), table)?;
+        // The marked traces on the left: the join builds its table from the small side.
+        let view = self.rt.block_on(async {
+            let marked = self.ctx.table("_committed").await?;
+            let rows = self.ctx.table(all.as_str()).await?;
+            marked.join(
+                rows,
+                JoinType::RightSemi,
+                &["c_host", "c_date", "c_trace_id"],
+                &["host", "date", "trace_id"],
+                None,
+            )
+        })?;
+        self.ctx.register_table(name, view.into_view())?;
+        Ok(())
     }
 
     /// Runs one query to the end; results are small (aggregates), the scans stream.
@@ -104,9 +242,97 @@ impl Engine {
         let batches = self.rt.block_on(async {
             let df = self.ctx.sql(sql).await?;
             df.collect().await
-        })?;
-        Ok(Rows { batches })
+        });
+        batches
+            .map(|batches| Rows { batches })
+            .map_err(|e| self.failure(e))
     }
+
+    /// What the fleet cannot say from these findings (roots without commit markers).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// A query that failed: the file at fault, when one is (a column missing or of
+    /// another type, a file that is no Parquet), named with its full path.
+    fn failure(&self, e: datafusion::error::DataFusionError) -> FleetError {
+        let m = mismatch_in(&e);
+        for (name, schema) in Findings::schemas() {
+            if m.as_ref().is_some_and(|m| m.table != name) {
+                continue;
+            }
+            let files = self.files(name);
+            let only = m.as_ref().map(|m| m.column.as_str());
+            if let Some(msg) = schema::locate(&files, name, &schema, only) {
+                return FleetError::File(msg);
+            }
+        }
+        match m {
+            Some(m) => FleetError::File(m.to_string()),
+            None => FleetError::Engine(e),
+        }
+    }
+
+    /// The files of `table` the engine reads (marked traces), in path order.
+    fn files(&self, table: &str) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = (self.roots.iter())
+            .flat_map(|r| trace_files(r, table).unwrap_or_default())
+            .filter(|(k, _)| self.committed.contains(k))
+            .map(|(_, f)| f)
+            .collect();
+        out.sort();
+        out
+    }
+}
+
+/// A trace's key: host, date, trace id.
+type TraceKey = (String, String, String);
+
+/// The `.parquet` files of `table` under `root`, each with its trace's key.
+fn trace_files(root: &Path, table: &str) -> std::io::Result<Vec<(TraceKey, PathBuf)>> {
+    let mut out = Vec::new();
+    for (host, date, f) in parts(&root.join(table))? {
+        if f.extension().is_some_and(|x| x == "parquet") {
+            if let Some(id) = f.file_stem().map(|n| n.to_string_lossy().into_owned()) {
+                out.push(((host, date, id), f));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The entries of `dir/host=H/date=D/` as (H, D, path); hidden names (temporary files, the
+/// lock) are left out. A missing `dir` has none.
+fn parts(dir: &Path) -> std::io::Result<Vec<(String, String, PathBuf)>> {
+    let list = |d: &Path| -> std::io::Result<Vec<(String, PathBuf)>> {
+        let mut v = Vec::new();
+        for e in std::fs::read_dir(d)? {
+            let e = e?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !name.starts_with('.') {
+                v.push((name, e.path()));
+            }
+        }
+        Ok(v)
+    };
+    if !dir.is_dir() {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for (h, hp) in list(dir)? {
+        let Some(host) = h.strip_prefix("host=").filter(|_| hp.is_dir()) else {
+            continue;
+        };
+        for (d, dp) in list(&hp)? {
+            let Some(date) = d.strip_prefix("date=").filter(|_| dp.is_dir()) else {
+                continue;
+            };
+            for (_, f) in list(&dp)? {
+                out.push((host.to_string(), date.to_string(), f));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// A root must hold the findings tables' directories.
@@ -276,6 +502,145 @@ mod tests {
         assert!(
             msg.contains("no findings tables") && msg.contains("trace.dat"),
             "{msg}"
+        );
+    }
+
+    /// A whole trace of host `h1` under `dir`, then its `traces` file replaced by one
+    /// with the table's columns but `column` (left out, or of type `as_type`), one row.
+    fn traces_file_with(dir: &Path, column: &str, as_type: Option<DataType>) -> PathBuf {
+        file_with(dir, 0, column, as_type)
+    }
+
+    /// As [`traces_file_with`], for the table `TABLES[table]`.
+    fn file_with(dir: &Path, table: usize, column: &str, as_type: Option<DataType>) -> PathBuf {
+        use datafusion::arrow::array::new_null_array;
+        let meta = TraceMeta {
+            host: "h1".into(),
+            date: "2026-11-25".into(),
+            trace_id: "00000000000000aa".into(),
+            kernel: "6.18".into(),
+            labels: Vec::new(),
+            mode: "cycles".into(),
+        };
+        crate::write(dir, &Findings::new(meta)).unwrap();
+        let (name, table) = Findings::schemas().remove(table);
+        let mut fields = Vec::new();
+        let mut cols: Vec<ArrayRef> = Vec::new();
+        for f in table.fields() {
+            let t = match (f.name() == column, &as_type) {
+                (true, None) => continue,
+                (true, Some(t)) => t.clone(),
+                (false, _) => f.data_type().clone(),
+            };
+            fields.push(Field::new(f.name(), t.clone(), true));
+            cols.push(if f.name() == "trace_id" {
+                Arc::new(StringArray::from(vec!["00000000000000aa"]))
+            } else {
+                new_null_array(&t, 1)
+            });
+        }
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), cols).unwrap();
+        let path = dir.join(format!(
+            "{name}/host=h1/date=2026-11-25/00000000000000aa.parquet"
+        ));
+        let file = std::fs::File::create(&path).unwrap();
+        let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        path
+    }
+
+    fn fleet_error(dir: &Path) -> String {
+        let e = Engine::open(&[dir.to_path_buf()]).unwrap();
+        let o = crate::query::FleetOptions {
+            top: 10,
+            ..Default::default()
+        };
+        match crate::report::fleet(&e, &o) {
+            Ok(r) => panic!("read as {} misses of {} samples", r.misses, r.samples),
+            Err(e @ FleetError::File(_)) => e.to_string(),
+            Err(e) => panic!("not located: {e}"),
+        }
+    }
+
+    #[test]
+    fn a_file_missing_a_column_is_refused_naming_the_file_and_the_column() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = traces_file_with(tmp.path(), "misses", None);
+        let msg = fleet_error(tmp.path());
+        let want = format!("{}: no column `misses` (expected Int64); the file's columns: trace_id, kernel, labels, mode, whylate_version,", path.display());
+        assert!(msg.starts_with(&want), "{msg}");
+        assert!(msg.starts_with('/') && !msg.contains('\n'), "{msg}");
+    }
+
+    #[test]
+    fn a_column_of_another_type_is_refused_with_the_file_and_both_types() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = traces_file_with(tmp.path(), "misses", Some(DataType::Utf8));
+        assert_eq!(
+            fleet_error(tmp.path()),
+            format!(
+                "{}: column `misses`: expected Int64, found Utf8",
+                path.display()
+            )
+        );
+        // Another width of the same kind reads as it is.
+        let tmp = tempfile::tempdir().unwrap();
+        traces_file_with(tmp.path(), "misses", Some(DataType::Int32));
+        let e = Engine::open(&[tmp.path().to_path_buf()]).unwrap();
+        assert_eq!(count(&e, "traces"), 1);
+    }
+
+    #[test]
+    fn a_file_that_is_no_parquet_is_refused_by_its_full_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = traces_file_with(tmp.path(), "misses", None);
+        std::fs::write(&path, b"not parquet at all").unwrap();
+        let msg = fleet_error(tmp.path());
+        let want = format!("{}: not a readable Parquet file (", path.display());
+        assert!(msg.starts_with(&want) && !msg.contains('\n'), "{msg}");
+    }
+
+    #[test]
+    fn a_column_added_after_a_file_was_written_reads_as_null_there() {
+        let tmp = tempfile::tempdir().unwrap();
+        let causes = TABLES.iter().position(|t| *t == "causes").unwrap();
+        file_with(tmp.path(), causes, "key_misses", None);
+        let e = Engine::open(&[tmp.path().to_path_buf()]).unwrap();
+        let o = crate::query::FleetOptions {
+            top: 10,
+            ..Default::default()
+        };
+        let r = crate::report::fleet(&e, &o).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.causes.len(), 1);
+    }
+
+    #[test]
+    fn a_trace_without_a_commit_marker_is_left_out_and_said() {
+        let tmp = tempfile::tempdir().unwrap();
+        for id in ["00000000000000aa", "00000000000000bb"] {
+            let meta = TraceMeta {
+                host: "h1".into(),
+                date: "2026-11-25".into(),
+                trace_id: id.into(),
+                kernel: "6.18".into(),
+                labels: vec![("id".into(), id.into())],
+                mode: "timer".into(),
+            };
+            crate::write(tmp.path(), &Findings::new(meta)).unwrap();
+        }
+        // A writer stopped between putting its tables in place and marking them.
+        let marker = "_committed/host=h1/date=2026-11-25/00000000000000bb";
+        std::fs::remove_file(tmp.path().join(marker)).unwrap();
+        let e = Engine::open(&[tmp.path().to_path_buf()]).unwrap();
+        let r = e.query("SELECT value FROM labels").unwrap();
+        assert_eq!(r.text("value"), [Some("00000000000000aa".to_string())]);
+        assert!(
+            e.notes()[0].ends_with(
+                "1 trace(s) have tables but no commit marker (a write cut short): left out"
+            ),
+            "{:?}",
+            e.notes()
         );
     }
 }

@@ -6,7 +6,8 @@
 use crate::meta::TraceMeta;
 use crate::table::{col, Col, Table, Val};
 use datafusion::arrow::datatypes::SchemaRef;
-use whylate::explain::{Culprit, ExplainReport, Link, Miss};
+use std::collections::{HashMap, HashSet};
+use whylate::explain::{CauseRow, Culprit, ExplainReport, Link, Miss};
 use whylate::latency::LatencyReport;
 
 /// The version of the tables' layout, written into every file's metadata and the
@@ -127,7 +128,7 @@ impl Findings {
     }
 
     /// Appends a row to `name`, after the common columns.
-    fn push(&mut self, name: &str, row: Vec<Val>) {
+    pub(crate) fn push(&mut self, name: &str, row: Vec<Val>) {
         let m = &self.meta;
         let mut full: Vec<Val> = vec![
             m.trace_id.as_str().into(),
@@ -161,24 +162,43 @@ impl Findings {
         for (i, m) in r.misses.iter().enumerate() {
             f.add_miss(i as u64 + 1, m);
         }
-        for (rank, c) in r.causes.iter().enumerate() {
+        f.add_causes(&r.causes, &r.misses);
+        f.add_cpus(r);
+        f
+    }
+
+    /// The ranked causes, each with the misses its fleet key (no pid) was blamed for:
+    /// `hog[1]` and `hog[2]` blamed for one miss are one miss of `hog`, where summing
+    /// their rows' counts made two.
+    pub(crate) fn add_causes(&mut self, causes: &[CauseRow], misses: &[Miss]) {
+        let mut per_key: HashMap<(&str, String), u64> = HashMap::new();
+        for m in misses {
+            let keys: HashSet<(&str, String)> = (m.blame.iter())
+                .map(|((category, who), _)| (category.as_str(), key_of(who)))
+                .collect();
+            for k in keys {
+                *per_key.entry(k).or_default() += 1;
+            }
+        }
+        for (rank, c) in causes.iter().enumerate() {
+            let key = key_of(&c.culprit);
+            let key_misses = per_key.get(&(c.category.as_str(), key.clone())).copied();
             let mut row = vec![Val::from(rank as u64 + 1), c.category.as_str().into()];
             row.extend(culprit(&c.culprit));
-            row.push(key_of(&c.culprit).into());
+            row.push(key.into());
             row.extend([
                 c.count.into(),
                 c.total_excess_ns.into(),
                 c.mean_excess_ns.into(),
                 c.share.into(),
+                key_misses.into(),
             ]);
-            f.push("causes", row);
+            self.push("causes", row);
         }
-        f.add_cpus(r);
-        f
     }
 
     /// One miss: its row, its links and holds, its blame per cause.
-    fn add_miss(&mut self, n: u64, m: &Miss) {
+    pub(crate) fn add_miss(&mut self, n: u64, m: &Miss) {
         let top = m.blame.first();
         self.push(
             "misses",
@@ -197,11 +217,15 @@ impl Findings {
         for (i, l) in m.chain.iter().enumerate() {
             self.add_link(n, i as u64 + 1, l);
         }
+        // The first row of each fleet key (a culprit without its pid) marks the miss:
+        // counting those counts it once however many pids shared the blame.
+        let mut keys = HashSet::new();
         for ((category, who), ns) in &m.blame {
+            let key = key_of(who);
+            let first = keys.insert((category.as_str(), key.clone()));
             let mut row = vec![Val::from(n), category.as_str().into()];
             row.extend(culprit(who));
-            row.push(key_of(who).into());
-            row.push((*ns).into());
+            row.extend([key.into(), (*ns).into(), first.into()]);
             self.push("blame", row);
         }
     }
@@ -414,7 +438,12 @@ fn links_cols() -> Vec<Col> {
 fn blame_cols() -> Vec<Col> {
     let mut v = vec![col("miss", 'u'), col("category", 's')];
     v.extend(CULPRIT);
-    v.extend([col("culprit", 's'), col("excess_ns", 'u')]);
+    // `key_first`: added after the first layout (crate::schema::LATER).
+    v.extend([
+        col("culprit", 's'),
+        col("excess_ns", 'u'),
+        col("key_first", 'b'),
+    ]);
     v
 }
 
@@ -427,6 +456,8 @@ fn causes_cols() -> Vec<Col> {
         col("total_excess_ns", 'u'),
         col("mean_excess_ns", 'u'),
         col("share", 'f'),
+        // Added after the first layout: see crate::schema::LATER.
+        col("key_misses", 'u'),
     ]);
     v
 }

@@ -13,6 +13,7 @@ pub mod meta;
 pub mod query;
 pub mod render;
 pub mod report;
+pub mod schema;
 pub mod synth;
 pub mod table;
 pub mod write;

@@ -117,16 +117,24 @@ pub fn totals(o: &FleetOptions) -> String {
 }
 
 /// Per trace and cause: host, trace_id, mode, kernel, category, culprit, misses,
-/// total_excess_ns. From `causes` (what each explain said), or with a deadline from each
-/// miss's blame, keeping the misses still over it.
+/// total_excess_ns. A culprit is keyed without its pid, so one cause may be several rows of
+/// a trace's `causes` (`hog[1]`, `hog[2]`) that a miss shares: its misses are the distinct
+/// misses its key was blamed for (`key_misses`), and no fewer than one row counted
+/// (findings written before that column, or whose blame lists only some misses). With a
+/// deadline, from each miss's blame, keeping the misses still over it: a miss counts on
+/// its key's first row (`key_first`).
 pub fn causes_rel(o: &FleetOptions) -> String {
     match o.deadline_ns {
         None => format!(
-            "(SELECT t.host, t.trace_id, t.mode, t.kernel, t.category, t.culprit, t.misses, t.total_excess_ns FROM causes t{})",
+            "(SELECT t.host, t.trace_id, t.mode, t.kernel, t.category, t.culprit, \
+             GREATEST(COALESCE(MAX(t.key_misses), 0), MAX(t.misses)) AS misses, \
+             SUM(t.total_excess_ns) AS total_excess_ns FROM causes t{} \
+             GROUP BY t.host, t.trace_id, t.mode, t.kernel, t.category, t.culprit)",
             and_where(&mode_filter(o, false), "")
         ),
         Some(d) => format!(
-            "(SELECT t.host, t.trace_id, t.mode, t.kernel, t.category, t.culprit, 1 AS misses, t.excess_ns AS total_excess_ns \
+            "(SELECT t.host, t.trace_id, t.mode, t.kernel, t.category, t.culprit, \
+             CASE WHEN COALESCE(t.key_first, TRUE) THEN 1 ELSE 0 END AS misses, t.excess_ns AS total_excess_ns \
              FROM blame t JOIN misses m ON m.host = t.host AND m.trace_id = t.trace_id AND m.miss = t.miss{})",
             and_where(
                 &mode_filter(o, false),

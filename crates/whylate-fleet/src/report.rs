@@ -185,6 +185,7 @@ pub fn fleet(eng: &Engine, o: &FleetOptions) -> Result<FleetReport, FleetError> 
         notes_for_deadline(&mut r, &j, d);
     }
     notes(&mut r, o);
+    r.notes.extend(eng.notes().iter().cloned());
     r.sql = sql;
     Ok(r)
 }
@@ -551,5 +552,75 @@ mod tests {
         assert_eq!(cause_label("softirq", "softirq NET_RX"), "softirq: NET_RX");
         assert_eq!(cause_label("cpu-idle", ""), "cpu-idle");
         assert_eq!(cause_label("runqueue-wait", "hog"), "runqueue-wait: hog");
+    }
+
+    /// One miss of host `h1`, held up by two tasks named `hog` (pids 1 and 2) on its
+    /// runqueue: explain lists one cause per pid, each with that miss.
+    fn two_hogs_one_miss(dir: &std::path::Path) {
+        use crate::findings::Findings;
+        use crate::meta::TraceMeta;
+        use whylate::explain::{CauseRow, Culprit, Miss};
+        let meta = TraceMeta {
+            host: "h1".into(),
+            date: "2026-11-25".into(),
+            trace_id: "00000000000000aa".into(),
+            kernel: "6.18".into(),
+            labels: Vec::new(),
+            mode: "cycles".into(),
+        };
+        let hog = |pid: i32| Culprit {
+            comm: Some("hog".into()),
+            pid: Some(pid),
+            cpu: Some(1),
+            ..Culprit::default()
+        };
+        let blamed = [(1, 300u64), (2, 200)];
+        let miss = Miss {
+            start_ns: 1_000,
+            duration_ns: Some(5_000_000),
+            tid: 7,
+            cpu: 0,
+            late_ns: 1_500_000,
+            blamed_ns: 500,
+            chain: Vec::new(),
+            blame: (blamed.iter())
+                .map(|&(pid, ns)| (("runqueue-wait".to_string(), hog(pid)), ns))
+                .collect(),
+        };
+        let causes: Vec<CauseRow> = (blamed.iter())
+            .map(|&(pid, ns)| CauseRow {
+                category: "runqueue-wait".into(),
+                culprit: hog(pid),
+                count: 1,
+                total_excess_ns: ns,
+                mean_excess_ns: ns,
+                share: ns as f64 / 500.0,
+            })
+            .collect();
+        let mut f = Findings::new(meta);
+        f.add_miss(1, &miss);
+        f.add_causes(&causes, std::slice::from_ref(&miss));
+        crate::write(dir, &f).unwrap();
+    }
+
+    #[test]
+    fn a_cause_counts_each_miss_once_whatever_pids_its_culprit_had() {
+        let tmp = tempfile::tempdir().unwrap();
+        two_hogs_one_miss(tmp.path());
+        let eng = Engine::open(&[tmp.path().to_path_buf()]).unwrap();
+        for deadline_ns in [None, Some(3_500_000)] {
+            let o = FleetOptions {
+                top: 10,
+                deadline_ns,
+                ..FleetOptions::default()
+            };
+            let r = fleet(&eng, &o).unwrap();
+            let c = &r.causes[0];
+            assert_eq!(
+                (c.culprit.as_str(), c.misses, c.excess_ns, c.hosts),
+                ("hog", 1, 500, 1),
+                "deadline {deadline_ns:?}"
+            );
+        }
     }
 }

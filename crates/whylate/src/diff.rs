@@ -146,14 +146,25 @@ pub fn diff(
     open: &OpenOptions,
     mode: &Mode,
 ) -> Result<DiffReport, ReadError> {
-    let ra = explain::explain_mode(std::slice::from_ref(a), open, mode)?;
+    let ra = explain::explain_mode(std::slice::from_ref(a), open, mode).map_err(naming(a))?;
     let mb = if mode.deadline_ns().is_none() && ra.deadline_ns.is_some() {
         mode.with_deadline(ra.deadline_ns)
     } else {
         mode.clone()
     };
-    let rb = explain::explain_mode(std::slice::from_ref(b), open, &mb)?;
+    let rb = explain::explain_mode(std::slice::from_ref(b), open, &mb).map_err(naming(b))?;
     Ok(compare(a.clone(), &ra, b.clone(), &rb))
+}
+
+/// A selector's refusal names the side it came from: the same selector may match in A and
+/// not in B. (Other read errors name their file already.)
+fn naming(path: &std::path::Path) -> impl Fn(ReadError) -> ReadError + '_ {
+    move |e| match e {
+        ReadError::NoMatch { why } => ReadError::NoMatch {
+            why: format!("{}: {why}", path.display()),
+        },
+        e => e,
+    }
 }
 
 /// `[digits]` removed: `hog[4242] (nice 0)` → `hog (nice 0)`.
@@ -717,6 +728,29 @@ mod tests {
         );
         let acts: Vec<bool> = c.iter().map(actionable).collect();
         assert_eq!(acts, [true, true, false, false]);
+    }
+
+    #[test]
+    fn a_selector_refused_in_one_trace_names_that_trace() {
+        use crate::testkit;
+        let a = testkit::file(&testkit::three_cpu_chain(3, &[], 0));
+        // B: the same workload without the reply's exits.
+        let b_text: String = (testkit::three_cpu_chain(3, &[], 0).lines())
+            .filter(|l| !l.contains("sys_read ->"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let b = testkit::file(&b_text);
+        let mode = Mode::Cycles(testkit::chain_options(Some(500_000)));
+        let Err(ReadError::NoMatch { why }) = diff(
+            &a.to_path_buf(),
+            &b.to_path_buf(),
+            &OpenOptions::default(),
+            &mode,
+        ) else {
+            panic!("B has no reply events, and the selector was not refused")
+        };
+        let named = format!("{}: selector ", b.display());
+        assert!(why.starts_with(&named), "{why}");
     }
 
     #[test]

@@ -243,6 +243,26 @@ pub const SOFTIRQ_NAMES: [&str; 10] = [
     "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU",
 ];
 
+/// The vector `s` names: a name of [`SOFTIRQ_NAMES`] (any case) or its number; else the
+/// error listing the names (`--softirq BOGUS` would otherwise explain nothing, silently).
+pub fn softirq_vector(s: &str) -> Result<u32, String> {
+    let t = s.trim();
+    let by_name = SOFTIRQ_NAMES.iter().position(|n| n.eq_ignore_ascii_case(t));
+    let by_number = t.parse::<usize>().ok().filter(|&n| n < SOFTIRQ_NAMES.len());
+    match by_name.or(by_number) {
+        Some(v) => Ok(v as u32),
+        None => {
+            let close = crate::suggest::closest(&t.to_ascii_uppercase(), SOFTIRQ_NAMES, 2);
+            Err(format!(
+                "{s:?} is not a softirq vector{}; expected one of {} or its number 0-{}",
+                crate::suggest::did_you_mean(&close),
+                SOFTIRQ_NAMES.join(" "),
+                SOFTIRQ_NAMES.len() - 1
+            ))
+        }
+    }
+}
+
 /// The typed payload of an event.
 #[derive(Clone, Debug, PartialEq)]
 #[allow(missing_docs)]

@@ -2,10 +2,12 @@
 
 use crate::event::Interner;
 use crate::measure::{self, Measure, MeasureReport, Options, Throughput};
+use crate::measure::{Bound, Filter};
 use crate::pipeline::{self, Pass};
 use crate::read::inputs::{InputInfo, Unparsed};
 use crate::read::{OpenOptions, ReadError};
-use crate::timeline::{Anomalies, LostWindow};
+use crate::timeline::{Anomalies, LostWindow, Timeline};
+use crate::units::secs;
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -81,6 +83,13 @@ pub fn report(pass: Pass, opts: &Options, tput: Option<&Throughput>) -> LatencyR
     let measures = measure::compute(tl, &strings, opts, &tracers, tput);
     let unread = crate::read::inputs::Unread::of(&inputs, events);
     let mut notes = inputs.notes;
+    let kept: u64 = (measures.iter().flat_map(|m| &m.groups))
+        .map(|g| g.count)
+        .sum();
+    if kept == 0 {
+        // First: it explains every "no samples" below it.
+        notes.splice(0..0, filter_left_nothing(tl, &opts.filter));
+    }
     let a = &tl.anomalies;
     if a.implicit_switches > 0 {
         notes.push(format!(
@@ -124,6 +133,94 @@ pub fn report(pass: Pass, opts: &Options, tput: Option<&Throughput>) -> LatencyR
     }
 }
 
+/// When `--window` or `--cpu` left no sample: what was asked against what the trace
+/// has (its span, its CPUs), so "no samples" is not taken for a quiet system.
+fn filter_left_nothing(tl: &Timeline, f: &Filter) -> Option<String> {
+    let first = tl.first_ts?;
+    let last = tl.last_ts;
+    let mut asked = Vec::new();
+    let mut why = Vec::new();
+    if f.window.0.is_some() || f.window.1.is_some() {
+        let abs = |b: Option<Bound>, open: u64| match b {
+            None => open,
+            Some(Bound::Abs(v)) => v,
+            Some(Bound::Rel(v)) => first.saturating_add(v),
+        };
+        let (a, b) = (abs(f.window.0, 0), abs(f.window.1, u64::MAX));
+        asked.push(format!(
+            "--window {}..{}",
+            side(f.window.0),
+            side(f.window.1)
+        ));
+        if a > b {
+            why.push(format!(
+                "the window ends ({}) before it starts ({})",
+                secs(b),
+                secs(a)
+            ));
+        } else if b < first || a > last {
+            why.push("the window lies outside the trace".into());
+        }
+    }
+    let cpus: Vec<u32> = (0..tl.cpus)
+        .filter(|&c| tl.cpu_last_ts.get(c as usize).is_some_and(|&t| t > 0))
+        .collect();
+    if let Some(c) = f.cpu {
+        asked.push(format!("--cpu {c}"));
+        if !cpus.contains(&c) {
+            why.push(format!("the trace has no events on CPU {c}"));
+        }
+    }
+    if asked.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "{} left no samples{}: the trace spans {} to {} s (+0 to +{} s) on CPUs {}",
+        asked.join(" and "),
+        if why.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", why.join("; "))
+        },
+        secs(first),
+        secs(last),
+        secs(last - first),
+        cpu_ranges(&cpus)
+    ))
+}
+
+/// A window side as given: absolute seconds, `+S` after the first event, or open.
+fn side(b: Option<Bound>) -> String {
+    match b {
+        None => String::new(),
+        Some(Bound::Abs(v)) => secs(v),
+        Some(Bound::Rel(v)) => format!("+{}", secs(v)),
+    }
+}
+
+/// `0-3,6`: CPU numbers as runs.
+fn cpu_ranges(cpus: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j {
+            cpus[i].to_string()
+        } else {
+            format!("{}-{}", cpus[i], cpus[j])
+        });
+        i = j + 1;
+    }
+    if out.is_empty() {
+        "(none)".into()
+    } else {
+        out.join(",")
+    }
+}
+
 /// Parses a `--measure` list (`wakeup,irq`).
 pub fn parse_measures(s: &str) -> Result<Vec<Measure>, String> {
     s.split(',')
@@ -162,5 +259,47 @@ mod tests {
         );
         assert_eq!(g.worst[0].value_ns, 3_000_000);
         assert_eq!(g.worst[0].cpu, Some(1));
+    }
+
+    #[test]
+    fn a_window_or_cpu_that_leaves_nothing_names_the_traces_span_and_cpus() {
+        use crate::measure::{Bound, Filter};
+        let f = testkit::file(&testkit::three_cpu_chain(6, &[4], 3_000));
+        let run = |filter: Filter| {
+            let o = Options {
+                measures: vec![Measure::Runqueue],
+                filter,
+                ..Default::default()
+            };
+            super::latency(&[f.to_path_buf()], &OpenOptions::default(), &o, None).unwrap()
+        };
+        let outside = run(Filter {
+            window: (
+                Some(Bound::Abs(100_000_000_000)),
+                Some(Bound::Abs(200_000_000_000)),
+            ),
+            ..Default::default()
+        });
+        let n = &outside.notes[0];
+        assert!(
+            n.starts_with("--window 100.000000..200.000000 left no samples (the window lies outside the trace): the trace spans ")
+                && n.ends_with("on CPUs 0-2"),
+            "{n}"
+        );
+        let cpu = run(Filter {
+            cpu: Some(4096),
+            ..Default::default()
+        });
+        let n = &cpu.notes[0];
+        assert!(
+            n.starts_with("--cpu 4096 left no samples (the trace has no events on CPU 4096)"),
+            "{n}"
+        );
+        // A filter that keeps samples says nothing.
+        let kept = run(Filter {
+            cpu: Some(1),
+            ..Default::default()
+        });
+        assert!(!kept.notes.iter().any(|n| n.contains("left no samples")));
     }
 }

@@ -32,7 +32,11 @@ pub fn run(a: FleetArgs, out: &Out) -> anyhow::Result<ExitCode> {
         mode: a.mode,
         top: a.top,
     };
-    let r = whylate_fleet::report::fleet(&eng, &o)?;
+    // One line, exit 2: a findings file that does not fit its table is bad input.
+    let r = match whylate_fleet::report::fleet(&eng, &o) {
+        Ok(r) => r,
+        Err(e) => return usage(&e.to_string()),
+    };
     if let Some(path) = &a.html {
         let page = r.render_html();
         std::fs::write(path, &page).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;

@@ -119,6 +119,8 @@ pub struct Cycles {
     pub(super) seen_from: Seen,
     pub(super) seen_to: Vec<Seen>,
     pub(super) names: Names,
+    /// Requests and replies that carried the `--key` field (none: a mistyped field).
+    keyed: u64,
 }
 
 impl Cycles {
@@ -147,6 +149,7 @@ impl Cycles {
             seen_from: Seen::default(),
             seen_to: o.to.iter().map(|_| Seen::default()).collect(),
             names: Names::default(),
+            keyed: 0,
         }
     }
 
@@ -168,13 +171,19 @@ impl Cycles {
             return say(&self.from, &self.seen_from);
         }
         if self.cycles.iter().all(|c| c.end_ns().is_none()) {
-            return self
-                .to
-                .iter()
-                .zip(&self.seen_to)
-                .find_map(|(t, seen)| say(t, seen));
+            let to = (self.to.iter().zip(&self.seen_to)).find_map(|(t, seen)| say(t, seen));
+            if to.is_some() {
+                return to;
+            }
         }
-        None
+        match &self.pairing {
+            Pairing::Key(f) if self.keyed == 0 => {
+                let mut sides = vec![(&self.from, &self.seen_from)];
+                sides.extend(self.to.iter().zip(&self.seen_to));
+                Some(crate::selector::no_key_field(f, &sides, s, self.arch))
+            }
+            _ => None,
+        }
     }
 
     /// When requests were cut but no reply ever came, the selectors are the likeliest
@@ -239,6 +248,15 @@ impl Cycles {
         (who, v.unwrap_or(i64::MIN))
     }
 
+    /// [`Self::key`], counting the events that carried the `--key` field.
+    fn key_counted(&mut self, e: &Event, s: &Interner) -> (i64, i64) {
+        let k = self.key(e, s);
+        if k.1 != i64::MIN && matches!(self.pairing, Pairing::Key(_)) {
+            self.keyed += 1;
+        }
+        k
+    }
+
     /// Feeds one event.
     pub fn push(&mut self, e: &Event, s: &Interner) {
         // The trace's names only serve a selector that never met its event.
@@ -267,7 +285,7 @@ impl Cycles {
             return;
         }
         if to {
-            let k = self.key(e, s);
+            let k = self.key_counted(e, s);
             if let Some(q) = self.open.get_mut(&k) {
                 self.replies += 1;
                 let i = q.pop_front().expect("open queues are never empty");
@@ -298,7 +316,7 @@ impl Cycles {
     /// A `from` match: a new cycle, queued behind the open ones of its key (or replacing
     /// the open one, with `Pairing::Latest`).
     fn open_cycle(&mut self, e: &Event, s: &Interner) {
-        let k = self.key(e, s);
+        let k = self.key_counted(e, s);
         let q = self.open.entry(k).or_default();
         let st = self.streak.entry(k).or_insert((e.ts, 0));
         st.1 += 1;

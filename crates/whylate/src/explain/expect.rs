@@ -142,6 +142,8 @@ pub struct Expectations {
     seen_a: Seen,
     seen_b: Seen,
     names: Names,
+    /// A matches left out for want of the `--key` field.
+    unkeyed: u64,
 }
 
 impl Expectations {
@@ -157,6 +159,7 @@ impl Expectations {
             seen_a: Seen::default(),
             seen_b: Seen::default(),
             names: Names::default(),
+            unkeyed: 0,
         }
     }
 
@@ -211,6 +214,8 @@ impl Expectations {
                         before,
                     })),
                 });
+            } else {
+                self.unkeyed += 1;
             }
         }
         let r = self.recent.entry(e.cpu).or_default();
@@ -246,6 +251,10 @@ impl Expectations {
                 .map(|w| format!("selector {:?}: {w}", sel.text()))
         };
         if self.occurrences.is_empty() {
+            if let (Scope::Field(f), true) = (&self.o.scope, self.unkeyed > 0) {
+                let a = [(&self.o.a, &self.seen_a)];
+                return Some(crate::selector::no_key_field(f, &a, s, self.arch));
+            }
             return say(&self.o.a, &self.seen_a);
         }
         if self.occurrences.iter().all(|o| o.b.is_none()) {
@@ -649,6 +658,28 @@ mod tests {
             0,
             "{:?}",
             r.misses.first().map(|m| m.start_ns)
+        );
+    }
+
+    #[test]
+    fn a_key_field_the_a_events_lack_is_refused_with_the_closest_names() {
+        let f = file(&trace());
+        let o = ExpectOptions::parse(
+            "my_irq -> my_poll within 1ms",
+            Scope::Field("qq".into()),
+            3,
+            ms,
+        )
+        .unwrap();
+        let open = OpenOptions::default();
+        let Err(crate::read::ReadError::NoMatch { why }) =
+            explain_mode(&[f.to_path_buf()], &open, &Mode::Expect(o))
+        else {
+            panic!("a key the A events lack was taken")
+        };
+        assert!(
+            why.starts_with("--key qq: `my_irq` events have no field `qq`; did you mean q?"),
+            "{why}"
         );
     }
 

@@ -53,11 +53,8 @@ pub fn analyze_softirq(
     top: usize,
 ) -> ExplainReport {
     let eng = Engine::new(tl, s);
-    let want: Option<u32> = (SOFTIRQ_NAMES.iter())
-        .position(|n| n.eq_ignore_ascii_case(vector))
-        .map(|i| i as u32)
-        .or_else(|| vector.parse().ok());
-    let samples = services(tl, want);
+    let want = crate::event::softirq_vector(vector);
+    let samples = services(tl, want.as_ref().ok().copied());
     let mut lat: Vec<u64> = (samples.iter())
         .map(|&i| tl.edges[i].at - tl.edges[i].ts)
         .collect();
@@ -73,11 +70,8 @@ pub fn analyze_softirq(
         .collect();
     misses.sort_by_key(|m| std::cmp::Reverse(m.late_ns));
     let mut notes = Vec::new();
-    if want.is_none() {
-        notes.push(format!(
-            "{vector:?} is not a softirq vector (one of {}, or 0-9)",
-            SOFTIRQ_NAMES.join(" ")
-        ));
+    if let Err(e) = &want {
+        notes.push(e.clone());
     } else if samples.is_empty() {
         notes.push("no raise of that vector was followed by its entry in this trace: record irq:softirq_raise and irq:softirq_entry/exit".into());
     }

@@ -442,6 +442,29 @@ fn a_key_field_pairs_replies_that_come_out_of_order() {
 }
 
 #[test]
+fn a_key_field_neither_selectors_event_has_is_refused_with_the_closest_names() {
+    let f = testkit::file(&testkit::three_cpu_chain(3, &[], 0));
+    let run = |key: &str| {
+        let o = Options {
+            pairing: Pairing::Key(key.into()),
+            ..testkit::chain_options(Some(500_000))
+        };
+        explain(&[f.to_path_buf()], &OpenOptions::default(), &o)
+    };
+    let Err(crate::read::ReadError::NoMatch { why }) = run("fdd") else {
+        panic!("a key no event has was taken")
+    };
+    assert!(
+        why.starts_with(
+            "--key fdd: neither `sys_enter_write` nor `sys_exit_read` events have a field `fdd`; did you mean fd?; their fields: fd, buf, count,"
+        ),
+        "{why}"
+    );
+    // A field the request has (and the reply through its call) pairs as before.
+    assert!(run("fd").is_ok());
+}
+
+#[test]
 fn a_lost_reply_under_fifo_pairing_is_said_under_the_verdict() {
     // Forty datagrams; the 4th one's reply is not in the trace (dropped). From there on
     // every reply closes the request before its own: the queue never drains again.

@@ -71,6 +71,37 @@ impl Seen {
     }
 }
 
+/// `--key FIELD` when none of the selectors' events has FIELD: pairing by it would pair
+/// nothing, or everything as one key. Names the events, the closest fields they have
+/// and all of them.
+pub fn no_key_field(key: &str, sides: &[(&Selector, &Seen)], s: &Interner, arch: Arch) -> String {
+    let mut events: Vec<String> = Vec::new();
+    let mut have: Vec<String> = Vec::new();
+    for (sel, seen) in sides {
+        let name = format!("`{}`", sel.event_name());
+        if !events.contains(&name) {
+            events.push(name);
+        }
+        let fields = seen.example.as_ref().map(|e| field_names(e, s, arch));
+        for f in fields.unwrap_or_default() {
+            if !have.contains(&f) {
+                have.push(f);
+            }
+        }
+    }
+    let close = closest(key, have.iter().map(String::as_str), 3);
+    let which = match events.as_slice() {
+        [one] => format!("{one} events have no field"),
+        [a, b] => format!("neither {a} nor {b} events have a field"),
+        many => format!("none of the {} events has a field", many.join(", ")),
+    };
+    format!(
+        "--key {key}: {which} `{key}`{}; their fields: {}",
+        did_you_mean(&close),
+        have.join(", ")
+    )
+}
+
 /// Field names a typed event may have, tried on an example to list what it has.
 const KNOWN_FIELDS: [&str; 22] = [
     "prev_comm",
@@ -137,7 +168,8 @@ impl Selector {
         None
     }
 
-    fn event_name(&self) -> String {
+    /// The selector's event as the messages name it (`sys_enter_write`, `marker`).
+    pub fn event_name(&self) -> String {
         match &self.target {
             Target::Name(n) => n.clone(),
             Target::SysEnter(n) => format!("sys_enter_{n}"),

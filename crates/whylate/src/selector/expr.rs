@@ -136,7 +136,11 @@ impl Selector {
                     ))
                 })?;
             let field = &c[..name_end];
-            let rest = &c[name_end..];
+            // Spaces around the operator are layout (`comm = frob`), as after commas.
+            let rest = c[name_end..].trim_start();
+            if let Some(why) = other_language_operator(field, rest) {
+                return Err(err(format!("{c:?}: {why}")));
+            }
             let (op, value) = [
                 ("!=", Op::Ne),
                 ("<=", Op::Le),
@@ -229,6 +233,26 @@ impl Selector {
             (Target::Name(n), _) => name_is(e, n, s),
             _ => false,
         }
+    }
+}
+
+/// An operator other languages have and the grammar does not (`=~`, `!~`, `==`): read
+/// as `=` (or nothing) and a value starting with its second character, it would select
+/// nothing, so it is refused with the operator meant.
+fn other_language_operator(field: &str, rest: &str) -> Option<String> {
+    let value = rest.get(2..).unwrap_or_default().trim();
+    if rest.starts_with("=~") {
+        Some(format!(
+            "`=~` is not an operator: `~` is, and it matches the whole value by glob \
+             (`{field}~*{value}*` for values containing {value:?}; `{field}~\\~{value}` for a \
+             value that starts with `~`)"
+        ))
+    } else if rest.starts_with("!~") {
+        Some("`!~` is not an operator (they are = != < <= > >= ~; `~` has no negation)".into())
+    } else if rest.starts_with("==") {
+        Some(format!("`==` is not an operator: write `{field}={value}`"))
+    } else {
+        None
     }
 }
 
@@ -446,6 +470,37 @@ mod tests {
         assert!(Selector::parse("a b").is_err());
         let e = Selector::parse("sys_enter_write[comm=a,,count=7]").unwrap_err();
         assert!(e.why.starts_with("condition 2 is empty"), "{}", e.why);
+    }
+
+    #[test]
+    fn spaces_around_operators_and_after_commas_are_accepted() {
+        let tight = Selector::parse("sys_exit_read[comm~frob*,ret>=0]").unwrap();
+        for spaced in [
+            "sys_exit_read[comm ~ frob*, ret >= 0]",
+            "sys_exit_read[ comm~ frob* ,ret >=0 ]",
+            "sys_exit_read [comm ~frob*,  ret>= 0]",
+        ] {
+            let s = Selector::parse(spaced).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(s.conds, tight.conds, "{spaced}");
+        }
+        let e = Selector::parse("x[comm frob]").unwrap_err();
+        assert!(e.why.contains("expected an operator"), "{}", e.why);
+    }
+
+    #[test]
+    fn operators_of_other_languages_are_refused_as_likely_typos() {
+        let e = Selector::parse("sys_enter_write[comm=~frob]").unwrap_err();
+        assert!(
+            e.why.contains("`=~` is not an operator") && e.why.contains("comm~*frob*"),
+            "{}",
+            e.why
+        );
+        let e = Selector::parse("x[comm !~ frob]").unwrap_err();
+        assert!(e.why.contains("`!~` is not an operator"), "{}", e.why);
+        let e = Selector::parse("x[pid==7]").unwrap_err();
+        assert!(e.why.contains("write `pid=7`"), "{}", e.why);
+        // A value that merely starts with `~` through the glob's escape still parses.
+        assert!(Selector::parse("x[comm~\\~frob]").is_ok());
     }
 
     #[test]

@@ -11,5 +11,5 @@
 mod check;
 mod expr;
 
-pub use check::{Names, Seen};
+pub use check::{no_key_field, Names, Seen};
 pub use expr::{key_of, Op, Selector, SelectorError};
