@@ -274,7 +274,8 @@ fn blind(tl: &Timeline) -> Vec<String> {
             "CPU{cpu}: no switch out of the idle task is recorded there, and {n} {noun} out of it {verb} missing; a task's wait for that CPU ends at its first event there, and what the trace does not show of it is switch-in-untraced"
         )
     });
-    cut.chain(idle).collect()
+    let late = a.late_note();
+    late.into_iter().chain(cut).chain(idle).collect()
 }
 
 #[cfg(test)]

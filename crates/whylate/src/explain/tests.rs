@@ -1129,3 +1129,34 @@ fn a_cpu_number_beyond_32_bits_is_not_read_as_another_cpu() {
     assert_eq!(p.events, 1);
     assert_eq!(p.inputs.unparsed, 1);
 }
+
+#[test]
+fn events_later_than_the_reorder_window_are_left_out_and_said_not_clamped() {
+    // The first cycle's lines moved to the end of the file: beyond any window, they come
+    // after later events. Clamped to the time of the last event read, they made spans
+    // of 0 ns; now they are left out, counted, and their time range said.
+    let t = testkit::three_cpu_chain(4, &[], 0);
+    let lines: Vec<&str> = t.lines().collect();
+    let first_cycle = lines.iter().position(|l| l.contains("1.001")).unwrap();
+    let moved: Vec<&str> = lines[1..first_cycle].to_vec();
+    let mut text = lines[0].to_string() + "\n";
+    for l in lines[first_cycle..].iter().chain(&moved) {
+        text += l;
+        text += "\n";
+    }
+    let f = testkit::file(&text);
+    let open = OpenOptions {
+        window: 2,
+        ..Default::default()
+    };
+    let p = crate::pipeline::read(&[f.to_path_buf()], &open, &mut |_: &_, _: &_| ()).unwrap();
+    let a = &p.tl.anomalies;
+    assert_eq!(a.late_events, moved.len() as u64);
+    assert_eq!(a.late_range, Some((1_000_000_000, 1_000_080_000)));
+    let note = a.late_note().unwrap();
+    assert!(
+        note.starts_with(&format!("{} events came earlier", moved.len())),
+        "{note}"
+    );
+    assert!(note.contains("between 1.000000 and 1.000080"), "{note}");
+}

@@ -98,7 +98,7 @@ pub fn describe_inputs(sources: &[read::Input], paths: &[PathBuf], per_input: &[
         }
         if order.unsorted > 0 {
             notes.push(format!(
-                "{path}: {} events arrived too late for the {}-event reorder window and stay out of order; pass per-CPU captures as separate files to merge them",
+                "{path}: {} events arrived too late for the {}-event reorder window: analyses leave them out; pass per-CPU captures as separate files to merge them",
                 order.unsorted, order.window
             ));
         }

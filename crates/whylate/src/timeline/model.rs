@@ -328,6 +328,26 @@ pub struct Anomalies {
     /// Handler frames (irq, softirq, hrtimer callback) dropped because their exit never
     /// came (the event's flags, or the next callback, showed they had ended).
     pub stale_frames: u64,
+    /// Events earlier than one already taken (later than the readers' reorder window
+    /// could place): left out, since at a clamped time they would make spans of 0 ns and
+    /// a wrong span for the trace.
+    pub late_events: u64,
+    /// The earliest and latest time among those events.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub late_range: Option<(u64, u64)>,
+}
+
+impl Anomalies {
+    /// What the events left out for coming too late mean, for under a verdict.
+    pub fn late_note(&self) -> Option<String> {
+        let (lo, hi) = self.late_range?;
+        Some(format!(
+            "{} events came earlier than events already read (out of order beyond the reorder window) and were left out: between {} and {} the analysis misses them; sort the input by time, give per-CPU captures as separate files, or raise --reorder",
+            self.late_events,
+            crate::units::secs(lo),
+            crate::units::secs(hi)
+        ))
+    }
 }
 
 /// The result of the pass.

@@ -28,6 +28,9 @@ impl LatencyReport {
             // Under the verdict: every number below rests on the part that was read.
             let _ = writeln!(o, "  {} {}", p.warn("blind:"), u.line());
         }
+        if let Some(late) = self.anomalies.late_note() {
+            let _ = writeln!(o, "  {} {late}", p.warn("blind:"));
+        }
         for m in &self.measures {
             o.push('\n');
             render_measure(&mut o, m, top_groups);

@@ -298,14 +298,22 @@ impl Builder {
     }
 
     /// Feeds one event. Events must come in time order (the readers' reorder
-    /// window makes sure of it); a late event is still handled, with its timestamp clamped.
+    /// window makes sure of it); one earlier than the last is left out and counted
+    /// ([`Anomalies::late_events`]).
     pub fn push(&mut self, e: &Event, strings: &Interner) {
         let tl = &mut self.tl;
+        if e.ts < tl.last_ts {
+            let a = &mut tl.anomalies;
+            a.late_events += 1;
+            let (lo, hi) = a.late_range.unwrap_or((e.ts, e.ts));
+            a.late_range = Some((lo.min(e.ts), hi.max(e.ts)));
+            return;
+        }
         tl.seen[KindClass::of(&e.kind) as usize] += 1;
         if tl.first_ts.is_none() {
             tl.first_ts = Some(e.ts);
         }
-        let ts = e.ts.max(tl.last_ts);
+        let ts = e.ts;
         tl.last_ts = ts;
         // Consecutive events mostly come from the same thread: one compare, no lookup.
         if e.tid > 0 && (e.tid, e.comm) != self.last_comm {
