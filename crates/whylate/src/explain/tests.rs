@@ -1160,3 +1160,33 @@ fn events_later_than_the_reorder_window_are_left_out_and_said_not_clamped() {
     );
     assert!(note.contains("between 1.000000 and 1.000080"), "{note}");
 }
+
+#[test]
+fn the_html_report_says_where_the_trace_is_blind_under_its_verdict() {
+    // Every third line garbled, as in the terminal test: the page says it at the top.
+    let t: String = (testkit::three_cpu_chain(6, &[4], 3_000).lines())
+        .enumerate()
+        .map(|(i, l)| match i % 3 {
+            2 => format!("{}\n", l.replacen('[', "{", 1)),
+            _ => format!("{l}\n"),
+        })
+        .collect();
+    let f = testkit::file(&t);
+    let mode = Mode::Cycles(testkit::chain_options(Some(1_000_000)));
+    let (_, page) = explain_then(
+        &[f.to_path_buf()],
+        &OpenOptions::default(),
+        &mode,
+        |r, tl, s| {
+            let plots = crate::report::plot::build(r, tl, s, &Default::default());
+            crate::report::html::render(r, &plots, "t")
+        },
+    )
+    .unwrap();
+    let verdict = &page[page.find("id=\"verdict\"").unwrap()..];
+    let verdict = &verdict[..verdict.find("</div>").unwrap()];
+    assert!(
+        verdict.contains("blind: ") && verdict.contains("were not understood"),
+        "{verdict}"
+    );
+}

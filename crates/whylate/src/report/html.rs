@@ -19,7 +19,7 @@ h3{font-size:15px;margin:20px 0 6px}
 table{border-collapse:collapse;margin:6px 0}td,th{padding:2px 8px;text-align:left;border-bottom:1px solid #eee;vertical-align:top}
 th{background:#f6f6f6}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .share{display:inline-block;height:9px;background:#f28e2b;vertical-align:middle;margin-right:4px}
-.sub{color:#666}.late{color:#c0392b}code,pre{font:12px ui-monospace,monospace}
+.sub{color:#666}.late{color:#c0392b}.blind{color:#b36b00;font-weight:normal}code,pre{font:12px ui-monospace,monospace}
 pre{background:#f8f8f8;padding:8px;overflow:auto}
 #legend label{margin-right:12px;white-space:nowrap;cursor:pointer}
 #tip{position:fixed;pointer-events:none;background:#222;color:#fff;font-size:12px;padding:4px 7px;border-radius:3px;display:none;white-space:pre;z-index:9;max-width:640px}
@@ -216,6 +216,11 @@ fn head(o: &mut Page<'_>, r: &ExplainReport, title: &str) {
             dur(top.total_excess_ns),
             pct(top.share)
         );
+    }
+    // Where the trace is blind (unread input, a CPU cut short, no reply at all): under
+    // the verdict, as the terminal says it, before any cause.
+    for b in &r.blind {
+        let _ = write!(o, "<br><span class=\"blind\">blind: {}</span>", esc(b));
     }
     o.push_str("</div>\n");
     let what = if r.to.is_empty() {
