@@ -164,6 +164,10 @@ impl TextReader {
                 lineno,
             };
             match line {
+                Some(l) if super::lines::too_long(l) => {
+                    cx.diag.lines += 1;
+                    cx.diag.bad(lineno, l, super::lines::TOO_LONG);
+                }
                 Some(l) => {
                     cx.diag.lines += 1;
                     parser.line(l, &mut cx);
