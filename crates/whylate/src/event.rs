@@ -27,9 +27,21 @@ pub struct Interner {
     /// trace names a few tasks over and over (every sched_switch names two), and one
     /// compare saves the UTF-8 check and the hash lookup.
     recent: [Sym; RECENT],
+    /// Bytes of the strings held, for [`MAX_STRING_BYTES`].
+    bytes: usize,
+    /// A new string was refused for the caps.
+    capped: bool,
 }
 
 const RECENT: usize = 64;
+
+/// At most this many distinct strings are held (a real trace has tens of thousands of
+/// comms and functions): memory stays bounded whatever the input names.
+pub const MAX_STRINGS: usize = 1 << 20;
+/// At most this many bytes of distinct strings are held.
+pub const MAX_STRING_BYTES: usize = 64 << 20;
+/// What every new string past the caps is interned as.
+pub const CAPPED_NAME: &str = "<too many names>";
 
 /// The [`Interner::recent`] slot of `b`.
 #[inline(always)]
@@ -48,6 +60,8 @@ impl Default for Interner {
             map: FxHashMap::default(),
             strs: Vec::new(),
             recent: [Sym::EMPTY; RECENT],
+            bytes: 0,
+            capped: false,
         };
         i.intern("");
         i
@@ -65,10 +79,40 @@ impl Interner {
         if let Some(&sym) = self.map.get(s) {
             return sym;
         }
+        // The placeholder arriving new was capped in another interner (a worker's).
+        let full = self.strs.len() >= MAX_STRINGS || self.bytes + s.len() > MAX_STRING_BYTES;
+        if full || s == CAPPED_NAME {
+            self.capped = true;
+            if let Some(&sym) = self.map.get(CAPPED_NAME) {
+                return sym;
+            }
+            return self.add(CAPPED_NAME);
+        }
+        self.add(s)
+    }
+
+    fn add(&mut self, s: &str) -> Sym {
         let sym = Sym(self.strs.len() as u32);
+        self.bytes += s.len();
         self.strs.push(s.into());
         self.map.insert(s.into(), sym);
         sym
+    }
+
+    /// True when a new string was refused for [`MAX_STRINGS`] or [`MAX_STRING_BYTES`]
+    /// and named [`CAPPED_NAME`] instead.
+    pub fn capped(&self) -> bool {
+        self.capped
+    }
+
+    /// The note to give when [`Interner::capped`].
+    pub fn cap_note(&self) -> Option<String> {
+        self.capped.then(|| {
+            format!(
+                "the trace names more than {MAX_STRINGS} distinct tasks, events or fields (or {} MiB of them): names past that are all shown as {CAPPED_NAME}",
+                MAX_STRING_BYTES >> 20
+            )
+        })
     }
 
     /// Interns raw bytes; invalid UTF-8 is replaced, not rejected (comms are arbitrary bytes).
@@ -900,6 +944,27 @@ mod tests {
 
     /// The recent-strings slots never change what a string interns to: many strings per
     /// slot, repeats in every order, invalid UTF-8 next to its replacement.
+    /// Distinct strings past the cap all become one placeholder, and the interner says
+    /// so; strings it already holds are still found.
+    #[test]
+    fn names_past_the_string_cap_become_one_placeholder_and_say_so() {
+        let mut s = Interner::new();
+        for i in 0..MAX_STRINGS + 10 {
+            s.intern(&format!("t{i}"));
+        }
+        assert!(s.capped());
+        assert_eq!(s.len(), MAX_STRINGS + 1, "the cap and the placeholder");
+        let late = s.intern_bytes(b"late-comer");
+        assert_eq!(s.get(late), CAPPED_NAME);
+        let t7 = s.intern("t7");
+        assert_eq!(s.get(t7), "t7");
+        assert!(s.cap_note().unwrap().contains(CAPPED_NAME));
+        // A worker's placeholder passed on marks the shared interner too.
+        let mut shared = Interner::new();
+        shared.intern(CAPPED_NAME);
+        assert!(shared.capped() && !Interner::new().capped());
+    }
+
     #[test]
     fn intern_bytes_is_intern() {
         let mut words: Vec<Vec<u8>> = (0..300)

@@ -269,6 +269,7 @@ fn finish(
         samples,
         mut notes,
     } = describe_inputs(sources, paths, per_input);
+    notes.extend(strings.cap_note());
     if acc.lost.markers > 0 {
         notes.push(format!(
             "events were lost in {} window(s) ({} events counted): measurements crossing them are uncertain",

@@ -105,6 +105,7 @@ pub fn read(
     }
     let tracers = tracer_samples(merged.sources(), paths);
     let mut inputs = describe_inputs(merged.sources(), paths, &per_input);
+    inputs.notes.extend(strings.cap_note());
     if said.is_none() && tl.saw(KindClass::RawSyscall) > 0 {
         inputs.notes.push(format!(
             "raw syscall numbers are named with the {} table: the trace does not say its machine (--arch names another)",

@@ -28,10 +28,7 @@ use std::sync::{Arc, Condvar, Mutex};
 pub(crate) const CHUNK: usize = 1 << 20;
 /// Chunks cut ahead per worker: one being parsed, one waiting, one being taken back.
 const AHEAD: usize = 3;
-/// A line without a newline is cut at this length, as `LineReader` cuts it (which then
-/// drops the rest of the line, where a chunk boundary makes the rest a line of its own:
-/// only input that is not a trace has lines this long).
-const MAX_LINE: usize = 64 << 20;
+use super::lines::MAX_LINE;
 
 std::thread_local! {
     /// Tests set (workers, chunk bytes) here to read even small inputs in chunks.
@@ -121,12 +118,21 @@ impl Splitter {
         buf.extend_from_slice(&self.rest);
         let mut eof = false;
         let mut searched = 0;
+        let mut after = None;
         let cut = loop {
             if buf.len() >= self.size + searched || eof {
                 if let Some(p) = memchr::memrchr(b'\n', &buf[searched..]) {
                     break searched + p + 1;
                 }
-                if eof || buf.len() >= MAX_LINE {
+                if eof {
+                    break buf.len();
+                }
+                if buf.len() > MAX_LINE {
+                    // `buf` is one line (no newline in it): cut it as `LineReader` does.
+                    buf.truncate(MAX_LINE + 1);
+                    let (end, rest) = self.skip_line()?;
+                    (eof, after) = (end, Some(rest));
+                    buf.push(b'\n');
                     break buf.len();
                 }
                 searched = buf.len();
@@ -135,6 +141,9 @@ impl Splitter {
         };
         self.rest.clear();
         self.rest.extend_from_slice(&buf[cut..]);
+        if let Some(rest) = after {
+            self.rest = rest;
+        }
         buf.truncate(cut);
         let last = eof && self.rest.is_empty();
         self.done = last;
@@ -145,6 +154,24 @@ impl Splitter {
             bytes: buf,
             last,
         }))
+    }
+}
+
+impl Splitter {
+    /// Drops the input up to its next newline, reading a chunk at a time: (at the
+    /// input's end, what follows the newline).
+    fn skip_line(&mut self) -> io::Result<(bool, Vec<u8>)> {
+        let mut scratch = Vec::new();
+        loop {
+            scratch.clear();
+            if read_some(&mut *self.src, &mut scratch, self.size)? == 0 {
+                return Ok((true, scratch));
+            }
+            if let Some(p) = memchr::memchr(b'\n', &scratch) {
+                scratch.drain(..=p);
+                return Ok((false, scratch));
+            }
+        }
     }
 }
 
@@ -182,6 +209,8 @@ fn parse_piece(
 ) {
     let mut n = base;
     let mut rest = bytes;
+    // Only within the chunk: a repeat across a chunk boundary is read twice.
+    let mut repeats = super::reader::Repeats::default();
     while !rest.is_empty() {
         let (line, next) = match memchr::memchr(b'\n', rest) {
             Some(p) => (&rest[..p], &rest[p + 1..]),
@@ -190,13 +219,25 @@ fn parse_piece(
         rest = next;
         n += 1;
         diag.lines += 1;
+        if super::lines::too_long(line) {
+            diag.bad(n, line, super::lines::TOO_LONG);
+            continue;
+        }
+        let line = super::reader::chomp(line);
+        if repeats.skip(line, diag) {
+            continue;
+        }
+        let before = out.len();
         let mut cx = Cx {
             strings: &mut *strings,
             out: &mut *out,
             diag: &mut *diag,
             lineno: n,
         };
-        parser.line(super::reader::chomp(line), &mut cx);
+        parser.line(line, &mut cx);
+        if out.len() > before {
+            repeats.data(line);
+        }
     }
 }
 
@@ -496,6 +537,42 @@ CPU:0 [LOST 3 EVENTS]\n";
                 same(&p, size);
             }
         }
+    }
+
+    /// A line far over the cap (here 3x) is one line not understood, located, with the
+    /// lines after it read, whether the input is read in one pass or in chunks.
+    #[test]
+    fn a_line_longer_than_the_cap_is_one_line_not_understood() {
+        let dir = tempfile::tempdir().unwrap();
+        let ev = |us| format!(" a-2  [001] ...1. 10.00000{us}: sys_exit: NR 0 = 1\n");
+        let long = "x".repeat(3 * MAX_LINE);
+        let text = format!("# tracer: nop\n{}{long}\n{}{}", ev(1), ev(2), ev(3));
+        let p = dir.path().join("long.txt");
+        std::fs::write(&p, text).unwrap();
+        let (events, diag, _) = read(&p, None);
+        assert_eq!(events.len(), 3, "{diag}");
+        assert!(diag.contains("unparsed: 1,"), "{diag}");
+        assert!(diag.contains("line: 3,"), "{diag}");
+        assert!(diag.contains("65536 bytes"), "{diag}");
+        for size in [100, 4096, CHUNK] {
+            same(&p, size);
+        }
+    }
+
+    /// A log printed twice line by line is read once and the repeats counted; the same
+    /// event printed again later, or the same text at another time, is no repeat.
+    #[test]
+    fn lines_repeating_the_line_before_are_read_once_and_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = " a-2  [001] ...1. 10.000002: sys_exit: NR 0 = 1\n";
+        let b = " a-2  [001] ...1. 10.000003: sys_exit: NR 0 = 1\n";
+        let text = format!("# tracer: nop\n#\n{a}{a}{b}{b}{b}{a}");
+        let p = dir.path().join("twice.txt");
+        std::fs::write(&p, &text).unwrap();
+        let (events, diag, _) = read(&p, None);
+        assert_eq!(events.len(), 3, "{diag}");
+        assert!(diag.contains("repeated_lines: 3,"), "{diag}");
+        same(&p, CHUNK);
     }
 
     /// Every text trace we have, in small chunks and in the default ones.

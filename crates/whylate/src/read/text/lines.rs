@@ -4,8 +4,19 @@
 use std::io::{self, Read};
 
 const CHUNK: usize = 1 << 20;
-/// A line longer than this is cut (the rest is dropped) so one bad file cannot eat memory.
-const MAX_LINE: usize = 64 << 20;
+/// A trace line is at most a few KiB: a longer one is not trace data. It is handed on
+/// cut to `MAX_LINE + 1` bytes (so [`too_long`] knows it) and the rest is dropped
+/// unbuffered, so one bad line cannot eat memory.
+pub(crate) const MAX_LINE: usize = 64 << 10;
+
+/// Why an over-long line is not understood.
+pub(crate) const TOO_LONG: &str = "a line longer than 65536 bytes (64 KiB): not trace data";
+
+/// True for a line longer than [`MAX_LINE`] (cut by the splitter).
+#[inline(always)]
+pub(crate) fn too_long(line: &[u8]) -> bool {
+    line.len() > MAX_LINE
+}
 
 /// Splits a byte stream into lines.
 pub struct LineReader<R> {
@@ -103,6 +114,11 @@ impl<R: Read> LineReader<R> {
                 self.line_no += 1;
                 return Ok(Some(super::reader::chomp(&self.buf[s..e])));
             }
+            if self.skipping_long {
+                // Still inside an over-long line: drop what came, keep nothing.
+                self.offset += (self.end - self.start) as u64;
+                self.start = self.end;
+            }
             scanned = self.end - self.start;
             if self.eof {
                 if self.start == self.end {
@@ -117,13 +133,13 @@ impl<R: Read> LineReader<R> {
                 self.line_no += 1;
                 return Ok(Some(super::reader::chomp(&self.buf[s..self.end])));
             }
-            if scanned >= MAX_LINE {
+            if scanned > MAX_LINE {
                 let s = self.start;
                 self.start = self.end;
                 self.offset += (self.end - s) as u64;
                 self.skipping_long = true;
                 self.line_no += 1;
-                return Ok(Some(&self.buf[s..s + MAX_LINE]));
+                return Ok(Some(&self.buf[s..s + MAX_LINE + 1]));
             }
             // `fill` may move the data to the buffer start; `scanned` is relative to it.
             self.fill()?;
@@ -145,6 +161,26 @@ mod tests {
         }
         assert_eq!(got, ["a", "bb", "", "ccc"]);
         assert_eq!(r.line_number(), 4);
+        assert_eq!(r.offset(), data.len() as u64);
+    }
+
+    /// A line longer than the cap comes out cut to one byte over it (so it is known for
+    /// what it is), once, and the next line is read from its newline on.
+    #[test]
+    fn a_line_longer_than_the_cap_is_cut_once_and_reading_goes_on() {
+        let data = format!(
+            "a\n{}\nb\n{}",
+            "x".repeat(40 * MAX_LINE),
+            "y".repeat(MAX_LINE + 9)
+        );
+        let mut r = LineReader::new(data.as_bytes());
+        let mut got = vec![];
+        while let Some(l) = r.next_line().unwrap() {
+            got.push((l.len(), too_long(l)));
+        }
+        let cut = (MAX_LINE + 1, true);
+        assert_eq!(got, [(1, false), cut, (1, false), cut]);
+        assert!(r.buf.len() <= CHUNK, "the long line was not buffered");
         assert_eq!(r.offset(), data.len() as u64);
     }
 
