@@ -172,7 +172,7 @@ fn irq_work(tl: &Timeline, s: &Interner, misses: &[Miss]) -> Vec<(CauseKey, Advi
 }
 
 /// A task that kept the chain's tasks from their CPU: raise the waiters' priority, or
-/// move the culprit.
+/// move the culprit (the last piece of advice).
 fn scheduling(tl: &Timeline, c: &CauseRow, misses: &[Miss], ncpu: u32) -> Vec<Advice> {
     let cpu = c.culprit.cpu.unwrap_or(0);
     let (comm, pid) = (
@@ -217,7 +217,14 @@ fn for_cause(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
     let cpu = c.culprit.cpu.unwrap_or(0);
     let mut out = Vec::new();
     if c.culprit.pid.is_some_and(|p| tl.is_recorder(p)) {
+        // How to record with less disturbance first; the waiters' own priority still
+        // helps them, but the recorder is never told to move as if it were the workload.
         out.push(recorder(c, ncpu));
+        if matches!(c.category.as_str(), "runqueue-wait" | "preempted-by") {
+            let mut s = scheduling(tl, c, misses, ncpu);
+            s.pop();
+            out.extend(s);
+        }
         return out;
     }
     match c.category.as_str() {

@@ -1224,7 +1224,7 @@ fn automatic_mode_leaves_the_recorders_threads_out_of_victims_and_advice() {
     assert!(!r.advice.is_empty());
     for a in &r.advice {
         let all = format!("{} {} {}", a.action, a.command, a.cost);
-        assert!(!all.contains("chrt"), "{all}");
+        assert!(!all.contains("chrt -f -p 50 90"), "{all}");
         assert!(!all.contains("taskset -pc"), "{all}");
         assert!(!a.action.starts_with("Run trace-cmd"), "{all}");
         assert!(!a.action.starts_with("Move trace-cmd"), "{all}");
