@@ -119,8 +119,12 @@ pub struct DemoResult {
     pub lost_events: u64,
     /// whylate's explanation.
     pub explain: ExplainReport,
-    /// The command that explains the kept recording again.
+    /// The command that explains the recording (it works only when `kept`; its options
+    /// are the ones the demo used).
     pub explain_command: String,
+    /// The recording was kept (`--keep`): without it, it is gone with the temporary
+    /// directory once the demo ends.
+    pub kept: bool,
 }
 
 /// Why a demo could not run.
@@ -385,6 +389,7 @@ fn run_in(o: &DemoOptions, lab: &Path, work: &Path) -> Result<DemoResult, DemoEr
         mitigate: o.mitigate,
         story: o.scenario.story(o.mitigate).into(),
         explain_command: format!("{cmd} {}", trace.display()),
+        kept: o.keep.is_some(),
         trace,
         truth,
         recorded_events: result.cpus.iter().map(|c| c.events).sum(),
@@ -582,7 +587,7 @@ impl DemoResult {
             self.story
         );
         format!(
-            "{}\n\nthe program itself measured: {} of {} over {} ({} events recorded, {} lost)\nwhylate, from the trace alone:  {} of {} over it\n\n{}\nexplain it again: {}\n",
+            "{}\n\nthe program itself measured: {} of {} over {} ({} events recorded, {} lost)\nwhylate, from the trace alone:  {} of {} over it\n\n{}\n{}\n",
             p.heading(&title),
             self.truth.misses,
             self.truth.count,
@@ -592,7 +597,33 @@ impl DemoResult {
             r.cycles.misses,
             r.cycles.count,
             r.render_text(p),
-            self.explain_command
+            closing_line(self.kept, &self.explain_command)
         )
+    }
+}
+
+/// The demo's last line: the command that explains the recording again when it was kept,
+/// else how to keep it (the temporary copy is deleted when the demo ends, so a command
+/// naming it could not work).
+pub fn closing_line(kept: bool, explain_command: &str) -> String {
+    if kept {
+        format!("explain it again: {explain_command}")
+    } else {
+        "the recording was deleted with its temporary directory: run the demo with --keep FILE to keep it (and its ground truth, FILE.truth) and explain it again".into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::closing_line;
+
+    #[test]
+    fn the_demo_names_a_command_only_for_a_kept_recording() {
+        let cmd = "whylate explain --from x /tmp/whylate-demo-1/frob.dat";
+        assert_eq!(closing_line(true, cmd), format!("explain it again: {cmd}"));
+        let gone = closing_line(false, cmd);
+        assert!(!gone.contains("whylate explain"), "{gone}");
+        assert!(!gone.contains("/tmp/"), "{gone}");
+        assert!(gone.contains("--keep FILE"), "{gone}");
     }
 }

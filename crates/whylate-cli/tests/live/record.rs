@@ -243,3 +243,62 @@ impl Drop for KillOnDrop {
         let _ = self.0.wait();
     }
 }
+
+/// Issue 47: on the user's own recording, automatic mode explains the workload, not the
+/// recorder: no whylate thread is an outlier or the subject of advice.
+#[test]
+pub(crate) fn explain_of_own_recording_is_not_about_the_recorder() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !is_root() && skip("not root: whylate record needs root") {
+        return;
+    }
+    let before = tracefs_state();
+    let tmp = tmpdir("own-recording");
+    let dat = tmp.path().join("ls.dat");
+    let out = Command::new(whylate())
+        .args(["record", "-o"])
+        .arg(&dat)
+        .args(["--", "sh", "-c", "ls -lR /usr > /dev/null"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(before, tracefs_state(), "tracefs must be left as found");
+    let ex = Command::new(whylate())
+        .args(["explain", "--json"])
+        .arg(&dat)
+        .output()
+        .unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&ex.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&ex.stdout),
+            String::from_utf8_lossy(&ex.stderr)
+        )
+    });
+    let keep = || keep_for_failure("own-recording", &[&dat]);
+    for m in j["misses"].as_array().unwrap() {
+        for l in m["chain"].as_array().unwrap() {
+            let w = &l["waiter"]["comm"];
+            assert!(
+                w != "whylate",
+                "a recorder thread as a victim: {l}{}",
+                keep()
+            );
+        }
+    }
+    for a in j["advice"].as_array().unwrap() {
+        let action = a["action"].as_str().unwrap();
+        assert!(
+            !action.contains("Run whylate") && !action.contains("Move whylate"),
+            "advice about the recorder as if it were the workload: {a}{}",
+            keep()
+        );
+        if action.contains("whylate[") {
+            assert!(action.starts_with("The recorder itself"), "{a}{}", keep());
+        }
+    }
+}

@@ -114,11 +114,15 @@ fn others(ncpu: u32, cpu: u32) -> String {
 }
 
 /// Which waiting tasks cause `c` held up: the links it was found in.
-fn waiters(misses: &[Miss], c: &CauseRow) -> Vec<(String, i32)> {
+fn waiters(tl: &Timeline, misses: &[Miss], c: &CauseRow) -> Vec<(String, i32)> {
     let mut v: Vec<(String, i32)> = Vec::new();
     for l in misses.iter().flat_map(|m| &m.chain) {
         let held = (l.held_by.iter()).any(|h| h.category == c.category && h.culprit == c.culprit);
         if let (true, Some(w)) = (held, &l.waiter) {
+            // The recorder's threads are the measurement: nothing to advise them.
+            if w.pid.is_some_and(|p| tl.is_recorder(p)) {
+                continue;
+            }
             let name = w.comm.clone().unwrap_or_default();
             let pid = w.pid.unwrap_or(-1);
             if !v.iter().any(|x| x.1 == pid) {
@@ -168,15 +172,15 @@ fn irq_work(tl: &Timeline, s: &Interner, misses: &[Miss]) -> Vec<(CauseKey, Advi
 }
 
 /// A task that kept the chain's tasks from their CPU: raise the waiters' priority, or
-/// move the culprit.
-fn scheduling(c: &CauseRow, misses: &[Miss], ncpu: u32) -> Vec<Advice> {
+/// move the culprit (the last piece of advice).
+fn scheduling(tl: &Timeline, c: &CauseRow, misses: &[Miss], ncpu: u32) -> Vec<Advice> {
     let cpu = c.culprit.cpu.unwrap_or(0);
     let (comm, pid) = (
         c.culprit.comm.clone().unwrap_or_default(),
         c.culprit.pid.unwrap_or(-1),
     );
     let mut out = Vec::new();
-    for (w, wpid) in waiters(misses, c).into_iter().take(2) {
+    for (w, wpid) in waiters(tl, misses, c).into_iter().take(2) {
         if w.starts_with("kworker/") {
             out.push(Advice {
                 action: format!(
@@ -212,8 +216,19 @@ fn for_cause(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
     let others = |cpu: u32| others(ncpu, cpu);
     let cpu = c.culprit.cpu.unwrap_or(0);
     let mut out = Vec::new();
+    if c.culprit.pid.is_some_and(|p| tl.is_recorder(p)) {
+        // How to record with less disturbance first; the waiters' own priority still
+        // helps them, but the recorder is never told to move as if it were the workload.
+        out.push(recorder(c, ncpu));
+        if matches!(c.category.as_str(), "runqueue-wait" | "preempted-by") {
+            let mut s = scheduling(tl, c, misses, ncpu);
+            s.pop();
+            out.extend(s);
+        }
+        return out;
+    }
     match c.category.as_str() {
-        "runqueue-wait" | "preempted-by" => out.extend(scheduling(c, misses, ncpu)),
+        "runqueue-wait" | "preempted-by" => out.extend(scheduling(tl, c, misses, ncpu)),
         "hardirq" => {
             let irq = c.culprit.irq.unwrap_or(0);
             out.push(Advice {
@@ -327,6 +342,23 @@ fn for_cause(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
         _ => {}
     }
     out
+}
+
+/// The recorder's own thread held the workload up: the measurement's cost, whose fix is
+/// in how it records (never the workload's scheduling, nor the recorder's priority).
+fn recorder(c: &CauseRow, ncpu: u32) -> Advice {
+    let cpu = c.culprit.cpu.unwrap_or(0);
+    Advice {
+        action: format!(
+            "The recorder itself ({}) held CPU{cpu} while the workload waited: that is the measurement's cost, not the workload's; record so that it disturbs less",
+            c.culprit.label()
+        ),
+        command: format!(
+            "a bigger buffer (whylate record --buffer-kb 65536, trace-cmd record -b 65536: its readers wake less often), fewer events (-e sched,irq, or filter the busiest), or the recorder on another CPU (taskset -c {} whylate record ...)",
+            others(ncpu, cpu)
+        ),
+        cost: "a bigger buffer takes that much memory per CPU; fewer events show less of the chain; a CPU kept for the recorder is one the workload loses".into(),
+    }
 }
 
 /// Kernel code on the path that writes printk messages to a serial console.

@@ -71,6 +71,7 @@ pub fn analyze_auto(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport {
         top,
     };
     found.extend(timer_findings(&eng, &timers).1.misses);
+    let left_out = leave_out_recorder(tl, s, &mut found);
     found.sort_by_key(|m| std::cmp::Reverse(m.late_ns));
     let mut tally = Tally::default();
     for m in &mut found {
@@ -81,6 +82,7 @@ pub fn analyze_auto(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport {
     let n = found.len() as u64;
     let stats = CycleStats::of(&d, n, 0, n);
     let mut notes = vec![THRESHOLDS.to_string()];
+    notes.extend(left_out);
     if found.is_empty() {
         notes.push("no outlier above those thresholds".into());
     }
@@ -120,6 +122,36 @@ pub fn analyze_auto(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport {
         windows: windows.into(),
     };
     assemble(tl, s, frame, found)
+}
+
+/// Drops the outliers whose victim is one of the recorder's own threads (a reader waiting
+/// for a CPU, its timer firing late): the measurement, not the workload. Irq handlers and
+/// irqs-off sections stay whoever they interrupted. What the recorder cost the workload
+/// stays in the blame of the workload's outliers. Returns the note that says so.
+fn leave_out_recorder(tl: &Timeline, s: &Interner, found: &mut Vec<Miss>) -> Option<String> {
+    let victim = |m: &Miss| {
+        let l = m.chain.first();
+        let kind = l.map_or("", |l| l.kind.as_str());
+        let waiter = l.and_then(|l| l.waiter.as_ref()).and_then(|w| w.pid);
+        waiter.is_some_and(|p| tl.is_recorder(p))
+            || (!matches!(kind, "irq" | "irqs-off" | "preempt-off") && tl.is_recorder(m.tid))
+    };
+    let mut who: Vec<i32> = found.iter().filter(|m| victim(m)).map(|m| m.tid).collect();
+    if who.is_empty() {
+        return None;
+    }
+    let n = who.len();
+    found.retain(|m| !victim(m));
+    who.sort_unstable();
+    who.dedup();
+    let names: Vec<String> = (who.iter().take(4))
+        .map(|&t| format!("{}[{t}]", s.get(tl.comm(t))))
+        .collect();
+    Some(format!(
+        "{n} outliers of the recorder's own threads ({}{}) are left out: they are the measurement, not the workload; where the recorder held the workload up, it is blamed as the recorder",
+        names.join(", "),
+        if who.len() > 4 { ", ..." } else { "" }
+    ))
 }
 
 /// Waits for a CPU, per thread, far above its own usual wait: real-time threads count

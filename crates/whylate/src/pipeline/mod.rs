@@ -94,6 +94,7 @@ pub fn read(
     }
     let mut tl = b.finish();
     tl.arch = arch;
+    tl.recorder = recorder_threads(&tl, &strings, snapshot.as_ref());
     for s in merged.sources() {
         for &cpu in &s.diag().cut_cpus {
             let from = tl.cpu_last_ts.get(cpu as usize).copied().unwrap_or(0);
@@ -120,6 +121,32 @@ pub fn read(
         tracers,
         snapshot,
     })
+}
+
+/// Names of other recorders' threads: trace-cmd's per-CPU readers are `trace-cmd`
+/// processes, perf record's threads are `perf` (a workload it starts is `perf-exec`
+/// until it execs, then its own name, as a trace-cmd child becomes its own).
+pub const RECORDER_COMMS: [&str; 2] = ["trace-cmd", "perf"];
+
+/// The recorder's own threads: `whylate record`'s process and every thread its snapshot
+/// (taken at the start, rescanned meanwhile and at the end) lists in it, and the threads
+/// the trace last names as another recorder ([`RECORDER_COMMS`]).
+pub fn recorder_threads(
+    tl: &Timeline,
+    s: &Interner,
+    snap: Option<&Snapshot>,
+) -> rustc_hash::FxHashSet<i32> {
+    let mut set = rustc_hash::FxHashSet::default();
+    if let Some((snap, rec)) = snap.and_then(|x| x.recorder.map(|r| (x, r))) {
+        set.insert(rec);
+        set.extend(snap.tasks.iter().filter(|t| t.tgid == rec).map(|t| t.tid));
+    }
+    set.extend(
+        (tl.comms.iter())
+            .filter(|(&tid, &c)| tid > 0 && RECORDER_COMMS.contains(&s.get(c)))
+            .map(|(&tid, _)| tid),
+    );
+    set
 }
 
 /// Latency-tracer dumps (irqsoff, wakeup_rt...) carry their worst case in the header.

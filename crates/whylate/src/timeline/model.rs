@@ -2,7 +2,7 @@
 //! edges, lost windows, silences, self-reported lateness, and what had to be inferred.
 
 use crate::event::{Kind, Sym};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
 
 /// "No index" for span and edge references.
@@ -409,6 +409,10 @@ pub struct Timeline {
     /// Contexts named after the fact: `(cpu, from, to, ctx)` where the flags said hardirq
     /// or softirq but the entry preceded the trace, and a later exit named it.
     pub retro: Vec<(u32, u64, u64, Ctx)>,
+    /// Threads of the recorder that made the trace (set by the reading pass: `whylate
+    /// record`'s own from its snapshot, trace-cmd's and perf's by name). They are the
+    /// measurement, not the workload: never a victim to explain or a task to advise on.
+    pub recorder: FxHashSet<i32>,
 }
 
 /// Coarse classes of events, to say which measures a trace can feed.

@@ -67,6 +67,11 @@ impl Timeline {
         self.comms.get(&tid).copied().unwrap_or(Sym::EMPTY)
     }
 
+    /// Whether `tid` is one of the recorder's own threads (see [`Timeline::recorder`]).
+    pub fn is_recorder(&self, tid: i32) -> bool {
+        tid > 0 && self.recorder.contains(&tid)
+    }
+
     /// Time in `[a, b]` during which `cpu` (any CPU when `None`) recorded nothing while a
     /// task was on it ([`Silence`]s), summed over the silences.
     pub fn silent_ns(&self, cpu: Option<u32>, a: u64, b: u64) -> u64 {
