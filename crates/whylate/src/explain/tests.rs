@@ -1189,6 +1189,7 @@ fn the_html_report_says_where_the_trace_is_blind_under_its_verdict() {
         verdict.contains("blind: ") && verdict.contains("were not understood"),
         "{verdict}"
     );
+}
 
 /// Workload `app-30` waits 12 ms for CPU1 behind trace-cmd's reader `trace-cmd-900`, and
 /// trace-cmd's other reader `trace-cmd-901` waits 18 ms for CPU0 behind `ls-50`.
