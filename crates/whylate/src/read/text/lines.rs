@@ -112,7 +112,7 @@ impl<R: Read> LineReader<R> {
                     continue;
                 }
                 self.line_no += 1;
-                return Ok(Some(super::reader::chomp(&self.buf[s..e])));
+                return Ok(Some(chomp(&self.buf[s..e])));
             }
             if self.skipping_long {
                 // Still inside an over-long line: drop what came, keep nothing.
@@ -131,7 +131,7 @@ impl<R: Read> LineReader<R> {
                     return Ok(None);
                 }
                 self.line_no += 1;
-                return Ok(Some(super::reader::chomp(&self.buf[s..self.end])));
+                return Ok(Some(chomp(&self.buf[s..self.end])));
             }
             if scanned > MAX_LINE {
                 let s = self.start;
@@ -145,6 +145,11 @@ impl<R: Read> LineReader<R> {
             self.fill()?;
         }
     }
+}
+
+/// Strips one trailing `\r`.
+pub(crate) fn chomp(l: &[u8]) -> &[u8] {
+    l.strip_suffix(b"\r").unwrap_or(l)
 }
 
 #[cfg(test)]

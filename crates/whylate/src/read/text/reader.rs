@@ -285,7 +285,4 @@ impl EventSource for TextReader {
     }
 }
 
-/// Strips one trailing `\r`.
-pub(crate) fn chomp(l: &[u8]) -> &[u8] {
-    l.strip_suffix(b"\r").unwrap_or(l)
-}
+pub(crate) use super::lines::chomp;
