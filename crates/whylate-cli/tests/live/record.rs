@@ -148,23 +148,24 @@ pub(crate) fn record_restores_tracefs_after_sigint_a_bad_event_and_a_kill() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("did you mean sched:sched_switch"), "{err}");
-    // An output in a directory that does not exist is named, before tracefs is touched.
+    // An output whose directory cannot be made (a file is in the way; a missing one is
+    // created, as for every output) is named, before tracefs is touched.
+    let blocker = dir.join("a-file");
+    std::fs::write(&blocker, b"").unwrap();
+    let bad = blocker.join("x.dat");
     let out = Command::new(whylate())
-        .args([
-            "record",
-            "-o",
-            "/nonexistent-whylate-dir/x.dat",
-            "--",
-            "true",
-        ])
+        .args(["record", "-o"])
+        .arg(&bad)
+        .args(["--", "true"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains(
-            "/nonexistent-whylate-dir/x.dat: its directory /nonexistent-whylate-dir does not exist"
-        ),
+        err.contains(&format!(
+            "-o {}: cannot create the directory",
+            bad.display()
+        )),
         "{err}"
     );
     assert_eq!(before, tracefs_state(), "after a bad output path");
