@@ -122,12 +122,6 @@ pub fn describe_inputs(sources: &[read::Input], paths: &[PathBuf], per_input: &[
                 "{path}: the log has no time prefixes: its messages keep their order, their times are not known"
             ));
         }
-        if d.repeated_lines > 0 {
-            notes.push(format!(
-                "{path}: {} lines were exact repeats of the line before and were read once",
-                d.repeated_lines
-            ));
-        }
         if d.elided_lines > 0 {
             notes.push(format!(
                 "{path}: {} lines are elisions (`...`): the calls they left out count in their callers' self time",

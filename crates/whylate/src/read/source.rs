@@ -248,8 +248,6 @@ pub struct Diag {
     /// The format has no timestamps at all (function_graph without abstime): times are
     /// rebuilt from the printed durations.
     pub no_timestamps: bool,
-    /// Data lines identical to the data line before them (a log printed twice): read once.
-    pub repeated_lines: u64,
     /// Lines a pasted excerpt left out (`...`): their calls count in their parents' self
     /// time.
     pub elided_lines: u64,
@@ -295,7 +293,6 @@ impl Diag {
         self.unparsed += d.unparsed;
         self.untyped_known += d.untyped_known;
         self.elided_lines += d.elided_lines;
-        self.repeated_lines += d.repeated_lines;
         for mut b in d.unparsed_samples {
             if self.unparsed_samples.len() < MAX_SAMPLES {
                 b.line += lines_before;

@@ -209,8 +209,6 @@ fn parse_piece(
 ) {
     let mut n = base;
     let mut rest = bytes;
-    // Only within the chunk: a repeat across a chunk boundary is read twice.
-    let mut repeats = super::reader::Repeats::default();
     while !rest.is_empty() {
         let (line, next) = match memchr::memchr(b'\n', rest) {
             Some(p) => (&rest[..p], &rest[p + 1..]),
@@ -223,21 +221,13 @@ fn parse_piece(
             diag.bad(n, line, super::lines::TOO_LONG);
             continue;
         }
-        let line = super::reader::chomp(line);
-        if repeats.skip(line, diag) {
-            continue;
-        }
-        let before = out.len();
         let mut cx = Cx {
             strings: &mut *strings,
             out: &mut *out,
             diag: &mut *diag,
             lineno: n,
         };
-        parser.line(line, &mut cx);
-        if out.len() > before {
-            repeats.data(line);
-        }
+        parser.line(super::reader::chomp(line), &mut cx);
     }
 }
 
@@ -544,9 +534,8 @@ CPU:0 [LOST 3 EVENTS]\n";
     #[test]
     fn a_line_longer_than_the_cap_is_one_line_not_understood() {
         let dir = tempfile::tempdir().unwrap();
-        let ev = |us| format!(" a-2  [001] ...1. 10.00000{us}: sys_exit: NR 0 = 1\n");
-        let long = "x".repeat(3 * MAX_LINE);
-        let text = format!("# tracer: nop\n{}{long}\n{}{}", ev(1), ev(2), ev(3));
+        let ev = " a-2  [001] ...1. 10.000002: sys_exit: NR 0 = 1\n";
+        let text = format!("# tracer: nop\n{ev}{}\n{ev}{ev}", "x".repeat(3 * MAX_LINE));
         let p = dir.path().join("long.txt");
         std::fs::write(&p, text).unwrap();
         let (events, diag, _) = read(&p, None);
@@ -557,22 +546,6 @@ CPU:0 [LOST 3 EVENTS]\n";
         for size in [100, 4096, CHUNK] {
             same(&p, size);
         }
-    }
-
-    /// A log printed twice line by line is read once and the repeats counted; the same
-    /// event printed again later, or the same text at another time, is no repeat.
-    #[test]
-    fn lines_repeating_the_line_before_are_read_once_and_counted() {
-        let dir = tempfile::tempdir().unwrap();
-        let a = " a-2  [001] ...1. 10.000002: sys_exit: NR 0 = 1\n";
-        let b = " a-2  [001] ...1. 10.000003: sys_exit: NR 0 = 1\n";
-        let text = format!("# tracer: nop\n#\n{a}{a}{b}{b}{b}{a}");
-        let p = dir.path().join("twice.txt");
-        std::fs::write(&p, &text).unwrap();
-        let (events, diag, _) = read(&p, None);
-        assert_eq!(events.len(), 3, "{diag}");
-        assert!(diag.contains("repeated_lines: 3,"), "{diag}");
-        same(&p, CHUNK);
     }
 
     /// Every text trace we have, in small chunks and in the default ones.

@@ -32,30 +32,6 @@ pub(crate) trait LineParser: Send {
     fn continue_after(&mut self, _ts: u64) {}
 }
 
-/// The last line that gave events, to read a line printed twice in a row once (a log
-/// doubled by a copy): byte for byte the same, timestamp included, it is no new event.
-#[derive(Default)]
-pub(crate) struct Repeats {
-    last: Vec<u8>,
-}
-
-impl Repeats {
-    /// True when `line` repeats the last data line (counted in `diag`).
-    #[inline(always)]
-    pub fn skip(&self, line: &[u8], diag: &mut Diag) -> bool {
-        let same = !line.is_empty() && line == &self.last[..];
-        diag.repeated_lines += same as u64;
-        same
-    }
-
-    /// Notes `line`, which gave events.
-    #[inline(always)]
-    pub fn data(&mut self, line: &[u8]) {
-        self.last.clear();
-        self.last.extend_from_slice(line);
-    }
-}
-
 /// What a [`LineParser`] writes into.
 pub(crate) struct Cx<'a> {
     pub strings: &'a mut Interner,
@@ -74,8 +50,6 @@ pub struct TextReader {
     format: Format,
     compression: Compression,
     cut: decompress::Cut,
-    /// Set for the formats whose lines carry a timestamp (else a repeat is real).
-    repeats: Option<Repeats>,
 }
 
 /// Where a reader's lines are parsed.
@@ -116,11 +90,6 @@ impl TextReader {
             format,
             compression,
             cut,
-            repeats: matches!(
-                format,
-                Format::Ftrace | Format::TraceCmdReport | Format::PerfScript
-            )
-            .then(Repeats::default),
         }
     }
 
@@ -201,17 +170,7 @@ impl TextReader {
                 }
                 Some(l) => {
                     cx.diag.lines += 1;
-                    match &mut self.repeats {
-                        Some(r) if r.skip(l, cx.diag) => {}
-                        Some(r) => {
-                            let n = cx.out.len();
-                            parser.line(l, &mut cx);
-                            if cx.out.len() > n {
-                                r.data(l);
-                            }
-                        }
-                        None => parser.line(l, &mut cx),
-                    }
+                    parser.line(l, &mut cx);
                 }
                 None => {
                     parser.finish(&mut cx);
