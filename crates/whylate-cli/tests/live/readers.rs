@@ -439,9 +439,11 @@ pub(crate) fn runqueue_and_run_times_match_perf_sched_timehist() {
     let mut last_wait: BTreeMap<i64, u64> = BTreeMap::new();
     let mut woke: BTreeMap<i64, u64> = BTreeMap::new();
     for l in String::from_utf8_lossy(&out.stdout).lines() {
-        let Some((head, rest)) = l.split_once(": sched:") else {
+        // perf script pads the event column: `12662.046257:       sched:sched_waking:`.
+        let Some(at) = l.find(" sched:sched_") else {
             continue;
         };
+        let (head, rest) = (l[..at].trim_end().trim_end_matches(':'), &l[at + 7..]);
         let Some(ts) = head.rsplit(' ').next().and_then(|t| {
             let (a, b) = t.split_once('.')?;
             Some(a.parse::<u64>().ok()? * 1_000_000_000 + b.parse::<u64>().ok()? * 1000)
