@@ -453,7 +453,10 @@ impl<'a> Engine<'a> {
             return Vec::new();
         };
         let runs = (tl.edges.iter()).filter(|e| e.kind == EdgeKind::Softirq && e.key == v as u32);
-        if part == "pending" {
+        if part == "backlog" {
+            // Work does not usually wait behind a backlog: all of it is excess.
+            Vec::new()
+        } else if part == "pending" {
             runs.map(|e| e.at - e.ts).collect()
         } else {
             runs.filter(|e| e.span != NONE)

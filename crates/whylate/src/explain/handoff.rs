@@ -245,6 +245,9 @@ impl Engine<'_> {
         let place = self.served_in(run);
         let first = self.first_of_backlog(run, vec, s);
         let from = first.ts.max(s);
+        if first.ts > s {
+            out.links.extend(self.busy_before(vec, cpu, s, first.ts));
+        }
         if run.at > from {
             let ksoftirqd = self.ksoftirqd_waiting(cpu, from, run.at);
             let deferred = ksoftirqd
@@ -271,6 +274,51 @@ impl Engine<'_> {
             what: format!("softirq {name} ran on CPU{cpu} in {place} before it handed on"),
             ..RawLink::wait(LinkKind::Softirq, run.at.max(s), ts, cpu, -1)
         });
+    }
+
+    /// Between the request (`s`) and the raise of the run that handed on (`upto`), the
+    /// vector mostly running on `cpu` already: the work queued behind an earlier backlog
+    /// (a flood's packets) that those runs worked through, each ending its budget at an
+    /// empty queue or re-raising. With no per-packet events this is the closest evidence of
+    /// where it waited, said as such; a CPU that ran the vector less than half the time
+    /// proves nothing and gives no link.
+    fn busy_before(&self, vec: u8, cpu: u32, s: u64, upto: u64) -> Option<RawLink> {
+        let tl = self.tl;
+        let runs = self.softirq_runs.get(cpu as usize)?;
+        // Runs are by entry: the one in progress at `s` began before it.
+        let lo = runs
+            .partition_point(|&i| tl.edges[i as usize].at < s)
+            .saturating_sub(1);
+        let (mut busy, mut n, mut last) = (0u64, 0u32, None);
+        for &i in &runs[lo..] {
+            let e = &tl.edges[i as usize];
+            if e.at >= upto {
+                break;
+            }
+            if e.key != vec as u32 || e.span == crate::timeline::NONE {
+                continue;
+            }
+            let (a, b) = (e.at.max(s), tl.spans.end[e.span as usize].min(upto));
+            if b > a {
+                busy += b - a;
+                n += 1;
+                last = Some(e);
+            }
+        }
+        if busy * 2 < upto - s {
+            return None;
+        }
+        let name = SOFTIRQ_NAMES.get(vec as usize).copied().unwrap_or("?");
+        let place = self.served_in(last?);
+        Some(RawLink {
+            key: (LinkKind::Softirq, format!("{name} backlog"), 1),
+            what: format!(
+                "softirq {name} on CPU{cpu} busy with an earlier backlog: {n} runs ({} of the {} until it was raised again, the last in {place}); the work queued behind it (inferred: no per-packet events)",
+                crate::units::dur(busy),
+                crate::units::dur(upto - s)
+            ),
+            ..RawLink::wait(LinkKind::Softirq, s, upto, cpu, -1)
+        })
     }
 
     /// The first run of the backlog `run` belongs to: walking back over earlier runs of

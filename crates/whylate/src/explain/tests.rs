@@ -1319,3 +1319,123 @@ fn whylate_records_its_own_threads_in_the_snapshot() {
     got.sort_unstable();
     assert_eq!(got, [100, 101, 900, 901]);
 }
+
+/// A datagram sent while CPU1's NET_RX works a flood's backlog in the receiver's own
+/// context (runs of 200 us, each re-raising the next) waits behind that backlog; the run
+/// that hands it on is raised later by the steering interrupt. Seen on a live `demo
+/// deferral` recording on a loaded host: that wait was told as the device's.
+fn behind_a_backlog() -> String {
+    let l = testkit::line;
+    let net_rx = "vec=3 [action=NET_RX]";
+    let sendto = "sys_sendto(fd: 4, buff: 0, len: 10, flags: 0, addr: 0, addr_len: 10)";
+    let mut t = l(
+        900_000,
+        1,
+        "<idle>-0",
+        "d..2.",
+        "sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=rx next_pid=7 next_prio=49",
+    );
+    let deliver = |t: &mut String, at: u64| {
+        *t += &l(at, 1, "rx-7", "d.h1.", &format!("softirq_raise: {net_rx}"));
+        *t += &l(
+            at + 1,
+            1,
+            "rx-7",
+            "..s1.",
+            &format!("softirq_entry: {net_rx}"),
+        );
+        *t += &l(
+            at + 10,
+            1,
+            "rx-7",
+            "..s1.",
+            &format!("softirq_exit: {net_rx}"),
+        );
+        *t += &l(at + 20, 1, "rx-7", "....1", "sys_recvfrom -> 0xa");
+    };
+    for i in 0..3 {
+        let s = 1_000_000 + i * 2_000;
+        t += &l(s, 0, "tx-5", "....1", sendto);
+        deliver(&mut t, s + 20);
+    }
+    // The flood's backlog from T-300 us to T+1.5 ms, a budget of 200 us per run.
+    const T: u64 = 1_010_000;
+    t += &l(
+        T - 300,
+        1,
+        "rx-7",
+        "d.h1.",
+        &format!("softirq_raise: {net_rx}"),
+    );
+    t += &l(
+        T - 299,
+        1,
+        "rx-7",
+        "..s1.",
+        &format!("softirq_entry: {net_rx}"),
+    );
+    let mut at = T - 299;
+    while at + 200 < T + 1_500 {
+        at += 200;
+        t += &l(
+            at - 1,
+            1,
+            "rx-7",
+            "..s1.",
+            &format!("softirq_raise: {net_rx}"),
+        );
+        if at == T + 101 {
+            t += &l(T, 0, "tx-5", "....1", sendto);
+        }
+        t += &l(
+            at - 1,
+            1,
+            "rx-7",
+            "..s1.",
+            &format!("softirq_exit: {net_rx}"),
+        );
+        t += &l(at, 1, "rx-7", "..s1.", &format!("softirq_entry: {net_rx}"));
+    }
+    t += &l(
+        T + 1_500,
+        1,
+        "rx-7",
+        "..s1.",
+        &format!("softirq_exit: {net_rx}"),
+    );
+    deliver(&mut t, T + 1_540);
+    t
+}
+
+#[test]
+fn a_datagram_queued_behind_a_busy_net_rx_is_blamed_on_that_softirq_not_the_device() {
+    let r = udp_cycles(&behind_a_backlog(), Pairing::Fifo);
+    assert_eq!((r.cycles.count, r.cycles.misses), (4, 1), "{:?}", r.notes);
+    let m = &r.misses[0];
+    assert_eq!(m.duration_ns, Some(1_560_000));
+    let wait = (m.chain.iter())
+        .find(|l| l.what.contains("busy with an earlier backlog"))
+        .unwrap_or_else(|| panic!("{:#?}", m.chain));
+    // From the sendto to the steering interrupt's raise; NET_RX ran all of it but the
+    // 40 us after its last run and 1 us between each two of its eight runs.
+    assert_eq!((wait.offset_ns, wait.duration_ns), (0, 1_540_000));
+    assert!(
+        wait.what.contains("8 runs (1.493 ms of the 1.540 ms"),
+        "{}",
+        wait.what
+    );
+    let held: Vec<(&str, u64)> = (wait.held_by.iter())
+        .map(|h| (h.category.as_str(), h.ns))
+        .collect();
+    // Up to the deadline: NET_RX's runs, less the 1 us between each two (5 of them),
+    // when the receiver itself was on the CPU.
+    assert_eq!(held[0], ("softirq", 995_000));
+    assert_eq!(held.iter().map(|h| h.1).sum::<u64>(), 1_000_000);
+    assert_eq!(r.causes[0].category, "softirq");
+    assert_eq!(r.causes[0].culprit.vector.as_deref(), Some("NET_RX"));
+    assert!(
+        !r.causes.iter().any(|c| c.category == "device/external"),
+        "{:?}",
+        r.causes
+    );
+}
