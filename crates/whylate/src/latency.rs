@@ -302,4 +302,58 @@ mod tests {
         });
         assert!(!kept.notes.iter().any(|n| n.contains("left no samples")));
     }
+
+    /// trace-cmd's reader waits 5 ms behind the workload; the workload waits 50 us. The
+    /// recorder's thread is the measurement: ranked after the workload, marked, left out
+    /// of the worst samples, and named in a note.
+    #[test]
+    fn the_recorders_threads_are_ranked_last_and_left_out_of_the_worst() {
+        let l = testkit::line;
+        let sw = |p: &str, ps: &str, n: &str| {
+            format!("sched_switch: prev_comm={p} prev_state={ps} ==> next_comm={n}")
+        };
+        let (app, tc, idle) = (
+            "app prev_pid=7 prev_prio=120",
+            "trace-cmd prev_pid=100 prev_prio=120",
+            "swapper/0 prev_pid=0 prev_prio=120",
+        );
+        let (app_n, tc_n, idle_n) = (
+            "app next_pid=7 next_prio=120",
+            "trace-cmd next_pid=100 next_prio=120",
+            "swapper/0 next_pid=0 next_prio=120",
+        );
+        let wake =
+            |c: &str, p: u32| format!("sched_waking: comm={c} pid={p} prio=120 target_cpu=000");
+        let mut t = String::new();
+        t += &l(999_000, 0, "<idle>-0", "d..2.", &sw(idle, "R", app_n));
+        t += &l(1_000_100, 0, "app-7", "d..2.", &wake("trace-cmd", 100));
+        t += &l(1_005_100, 0, "app-7", "d..2.", &sw(app, "R", tc_n));
+        t += &l(1_005_200, 0, "trace-cmd-100", "d..2.", &sw(tc, "S", app_n));
+        t += &l(1_006_000, 0, "app-7", "d..2.", &sw(app, "S", idle_n));
+        t += &l(1_007_000, 0, "<idle>-0", "d.h2.", &wake("app", 7));
+        t += &l(1_007_050, 0, "<idle>-0", "d..2.", &sw(idle, "R", app_n));
+        let f = testkit::file(&t);
+        let o = Options {
+            measures: vec![Measure::Wakeup],
+            ..Default::default()
+        };
+        let r = super::latency(&[f.to_path_buf()], &OpenOptions::default(), &o, None).unwrap();
+        let m = &r.measures[0];
+        let keys: Vec<(&str, u64)> = m
+            .groups
+            .iter()
+            .map(|g| (g.key.as_str(), g.max_ns))
+            .collect();
+        assert_eq!(keys, [("app[7]", 50_000), ("trace-cmd[100]", 5_000_000)]);
+        assert!(m.groups[1].extra.contains_key("recorder"));
+        assert!(!m.groups[0].extra.contains_key("recorder"));
+        let worst: Vec<u64> = m.worst.iter().map(|w| w.value_ns).collect();
+        assert_eq!(worst, [50_000]);
+        assert!(
+            m.notes.iter().any(|n| n
+                .starts_with("the recorder's own threads (trace-cmd[100]) are the measurement")),
+            "{:?}",
+            m.notes
+        );
+    }
 }

@@ -246,7 +246,8 @@ impl Drop for KillOnDrop {
 }
 
 /// Issue 47: on the user's own recording, automatic mode explains the workload, not the
-/// recorder: no whylate thread is an outlier or the subject of advice.
+/// recorder: no whylate thread is an outlier, the first cause or the subject of advice,
+/// and `latency` ranks the workload's threads first.
 #[test]
 pub(crate) fn explain_of_own_recording_is_not_about_the_recorder() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -268,9 +269,42 @@ pub(crate) fn explain_of_own_recording_is_not_about_the_recorder() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(before, tracefs_state(), "tracefs must be left as found");
+    about_the_workload(&dat, "whylate");
+}
+
+/// The same on a recording another recorder made, known by its threads' name. trace-cmd
+/// record cannot run on every host (it writes /proc/sys/kernel/ftrace_enabled, which a
+/// locked-down VM refuses with EPERM), perf record can wherever perf_event_open works.
+#[test]
+pub(crate) fn explain_of_a_perf_recording_is_not_about_perf() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !is_root() && skip("not root: perf record -a needs root") {
+        return;
+    }
+    if !have("perf") && skip("perf not installed (apt-get install linux-perf)") {
+        return;
+    }
+    let tmp = tmpdir("perf-recording");
+    let data = tmp.path().join("perf.data");
+    let out = Command::new("perf")
+        .args(["record", "-q", "-a", "-e", "sched:*", "-e", "irq:*", "-o"])
+        .arg(&data)
+        .args(["--", "sh", "-c", "ls -lR /usr > /dev/null"])
+        .output()
+        .unwrap();
+    if !out.status.success() && skip("perf record failed (perf_event_open unavailable?)") {
+        return;
+    }
+    about_the_workload(&data, "perf");
+}
+
+/// `explain` and `latency` of `trace` say nothing of the recorder (`comm`) as if it were
+/// the workload: no outlier's waiter, not the first cause, no advice about it other
+/// than the recorder's own, not the first group of any measure nor a worst sample.
+fn about_the_workload(trace: &Path, comm: &str) {
     let ex = Command::new(whylate())
         .args(["explain", "--json"])
-        .arg(&dat)
+        .arg(trace)
         .output()
         .unwrap();
     let j: serde_json::Value = serde_json::from_slice(&ex.stdout).unwrap_or_else(|e| {
@@ -280,26 +314,48 @@ pub(crate) fn explain_of_own_recording_is_not_about_the_recorder() {
             String::from_utf8_lossy(&ex.stderr)
         )
     });
-    let keep = || keep_for_failure("own-recording", &[&dat]);
+    let keep = || keep_for_failure(&format!("{comm}-recording"), &[trace]);
+    let is_rec = |v: &serde_json::Value| v.as_str().is_some_and(|c| c == comm);
     for m in j["misses"].as_array().unwrap() {
         for l in m["chain"].as_array().unwrap() {
-            let w = &l["waiter"]["comm"];
             assert!(
-                w != "whylate",
+                !is_rec(&l["waiter"]["comm"]),
                 "a recorder thread as a victim: {l}{}",
                 keep()
             );
         }
     }
+    if let Some(c) = j["causes"].get(0) {
+        assert!(!is_rec(&c["culprit"]["comm"]), "first cause: {c}{}", keep());
+    }
     for a in j["advice"].as_array().unwrap() {
         let action = a["action"].as_str().unwrap();
         assert!(
-            !action.contains("Run whylate") && !action.contains("Move whylate"),
+            !action.contains(&format!("Run {comm}")) && !action.contains(&format!("Move {comm}")),
             "advice about the recorder as if it were the workload: {a}{}",
             keep()
         );
-        if action.contains("whylate[") {
+        if action.contains(&format!("{comm}[")) {
             assert!(action.starts_with("The recorder itself"), "{a}{}", keep());
+        }
+    }
+    let lat = latency_json(&[], trace);
+    for m in lat["measures"].as_array().unwrap() {
+        if let Some(g) = m["groups"].get(0) {
+            let key = g["key"].as_str().unwrap();
+            assert!(
+                !key.starts_with(&format!("{comm}[")),
+                "latency ranks the recorder first: {key}{}",
+                keep()
+            );
+        }
+        for w in m["worst"].as_array().unwrap() {
+            let g = w["group"].as_str().unwrap_or("");
+            assert!(
+                !g.starts_with(&format!("{comm}[")),
+                "a recorder thread among the worst: {w}{}",
+                keep()
+            );
         }
     }
 }

@@ -61,7 +61,6 @@ pub(super) fn add_machine(r: &mut ExplainReport, snap: &crate::snapshot::Snapsho
     }
     wanted.sort_unstable();
     wanted.dedup();
-    recorder_blame(r, snap);
     r.machine = Some(Machine {
         kernel: snap.kernel.clone(),
         hostname: (!snap.hostname.is_empty()).then(|| snap.hostname.clone()),
@@ -81,19 +80,14 @@ pub(super) fn add_machine(r: &mut ExplainReport, snap: &crate::snapshot::Snapsho
     });
 }
 
-/// The recorder's own threads among the culprits: the measurement disturbed what it
-/// measured. Says so, and drops advice aimed at the recorder as if it were the workload.
-pub(super) fn recorder_blame(r: &mut ExplainReport, snap: &crate::snapshot::Snapshot) {
-    let Some(rec) = snap.recorder else {
+/// The recorder's own threads among the culprits (`whylate record`'s from its snapshot,
+/// trace-cmd's and perf's by name: see `pipeline::recorder_threads`): the measurement
+/// disturbed what it measured. Says so, and drops advice aimed at the recorder as if it
+/// were the workload.
+pub(super) fn recorder_blame(r: &mut ExplainReport, tids: &FxHashSet<i32>) {
+    if tids.is_empty() {
         return;
-    };
-    let tids: FxHashSet<i32> = snap
-        .tasks
-        .iter()
-        .filter(|t| t.tgid == rec)
-        .map(|t| t.tid)
-        .chain([rec])
-        .collect();
+    }
     let total: u64 = r.causes.iter().map(|c| c.total_excess_ns).sum();
     let mine: Vec<&CauseRow> = r
         .causes

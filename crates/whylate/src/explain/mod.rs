@@ -323,6 +323,7 @@ fn with_inputs(mut r: ExplainReport, inputs: Inputs, pass: &Pass) -> ExplainRepo
         ),
         None => {}
     }
+    machine::recorder_blame(&mut r, &pass.tl.recorder);
     r
 }
 

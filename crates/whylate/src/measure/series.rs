@@ -458,6 +458,9 @@ pub(super) fn finish_report(
             // Named by the thread's name at its latest sample (exec renames threads).
             let (tid, life) = rest.split_once('#').unwrap_or((rest, "0"));
             let tid: i32 = tid.parse().unwrap_or(-1);
+            if cx.tl.is_recorder(tid) {
+                s.extra.insert(RECORDER.into(), true.into());
+            }
             let comm = s
                 .raw
                 .iter()
@@ -474,13 +477,16 @@ pub(super) fn finish_report(
     let base = if unit == "ns" { 1000 } else { 1 };
     let series: Vec<Series> = coll.series.into_iter().filter(|s| !s.is_empty()).collect();
     let mut groups = group_all(cx, series, &|cx, s| group(cx, s, top, raw, base, detail));
+    // The recorder's own threads are the measurement, not the workload: ranked last.
     groups.sort_by(|a, b| {
-        b.max_ns
-            .cmp(&a.max_ns)
+        is_recorder(a)
+            .cmp(&is_recorder(b))
+            .then(b.max_ns.cmp(&a.max_ns))
             .then(b.count.cmp(&a.count))
             .then(a.key.cmp(&b.key))
     });
     let worst = merge_worst(&groups, top, |_| true);
+    let notes = recorder_note(&groups).into_iter().collect();
     MeasureReport {
         measure,
         description: description.to_string(),
@@ -490,8 +496,37 @@ pub(super) fn finish_report(
         open: 0,
         partial_tids: Vec::new(),
         missing_events: Vec::new(),
-        notes: Vec::new(),
+        notes,
     }
+}
+
+/// The `extra` key marking a group of the recorder's own threads (`whylate record`'s,
+/// trace-cmd's, perf's: see `Timeline::recorder`).
+pub(super) const RECORDER: &str = "recorder";
+
+/// Whether `g` is one of the recorder's own threads.
+pub(super) fn is_recorder(g: &Group) -> bool {
+    g.extra.contains_key(RECORDER)
+}
+
+/// Says which groups are the recorder's and that they are ranked last, if any.
+fn recorder_note(groups: &[Group]) -> Option<String> {
+    let mut names: Vec<&str> = Vec::new();
+    for g in groups.iter().filter(|g| is_recorder(g)) {
+        // A thread has a group per metric (runqueue: waits and runs): named once.
+        if !names.contains(&g.key.as_str()) {
+            names.push(&g.key);
+        }
+    }
+    let n = names.len();
+    (n > 0).then(|| {
+        names.truncate(3);
+        format!(
+            "the recorder's own threads ({}{}) are the measurement, not the workload: ranked last and left out of the worst samples",
+            names.join(", "),
+            if n > 3 { format!(" and {} more", n - 3) } else { String::new() }
+        )
+    })
 }
 
 /// What a measure says of one of its worst samples.
@@ -564,7 +599,7 @@ pub(super) fn merge_worst(
 ) -> Vec<Sample> {
     let mut worst: Vec<Sample> = groups
         .iter()
-        .filter(|g| pick(g))
+        .filter(|g| pick(g) && !is_recorder(g))
         .flat_map(|g| g.worst.iter().cloned())
         .collect();
     worst.sort_by(|a, b| b.value_ns.cmp(&a.value_ns).then(a.ts_ns.cmp(&b.ts_ns)));

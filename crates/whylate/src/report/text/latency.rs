@@ -74,7 +74,7 @@ fn render_measure(o: &mut String, m: &MeasureReport, top_groups: usize) {
             let _ = writeln!(
                 o,
                 "  {:<34} {:<18} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
-                clip(&g.key, 34),
+                clip(&label(g), 34),
                 clip(&g.metric, 18),
                 g.count,
                 val(&m.unit, g.min_ns),
@@ -168,5 +168,13 @@ fn clip(s: &str, n: usize) -> String {
         let mut t: String = s.chars().take(n - 1).collect();
         t.push('~');
         t
+    }
+}
+
+/// A group's name, marked when it is one of the recorder's own threads.
+fn label(g: &crate::measure::Group) -> String {
+    match g.extra.contains_key("recorder") {
+        true => format!("{} (recorder)", g.key),
+        false => g.key.clone(),
     }
 }
