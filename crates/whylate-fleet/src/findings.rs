@@ -5,7 +5,7 @@
 
 use crate::meta::TraceMeta;
 use crate::table::{col, Col, Table, Val};
-use datafusion::arrow::datatypes::SchemaRef;
+use arrow::datatypes::SchemaRef;
 use std::collections::{HashMap, HashSet};
 use whylate::explain::{CauseRow, Culprit, ExplainReport, Link, Miss};
 use whylate::latency::LatencyReport;

@@ -7,12 +7,16 @@
 //! files -> the engine ([`engine`]) -> queries ([`query`]) -> the fleet report
 //! ([`report`]).
 
+#[cfg(feature = "query")]
 pub mod engine;
 pub mod findings;
 pub mod meta;
 pub mod query;
+#[cfg(feature = "query")]
 pub mod render;
+#[cfg(feature = "query")]
 pub mod report;
+#[cfg(feature = "query")]
 pub mod schema;
 pub mod synth;
 pub mod table;

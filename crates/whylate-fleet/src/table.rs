@@ -2,12 +2,12 @@
 //! one trace's findings are few (thousands), so they are gathered as values and converted
 //! column by column at the end.
 
-use datafusion::arrow::array::{
+use arrow::array::{
     ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, StringBuilder,
 };
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::arrow::error::ArrowError;
-use datafusion::arrow::record_batch::RecordBatch;
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::error::ArrowError;
+use arrow::record_batch::RecordBatch;
 use std::sync::Arc;
 
 /// One cell.

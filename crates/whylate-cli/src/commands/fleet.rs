@@ -1,15 +1,26 @@
-//! `whylate fleet`: findings of many hosts, ranked by the embedded engine.
+//! `whylate fleet`: findings of many hosts, ranked by the embedded engine (built with
+//! the `fleet` feature; without it the command says how to get it).
 
 use crate::args::FleetArgs;
 use crate::output::{usage, Out};
-use crate::paths::Paths;
-use std::path::PathBuf;
 use std::process::ExitCode;
-use whylate_fleet::engine::Engine;
-use whylate_fleet::query::FleetOptions;
+
+/// What a build without the engine says to `whylate fleet`.
+pub const NOT_BUILT: &str = "fleet: this build has no query engine (DataFusion); build it with `cargo install --locked --path crates/whylate-cli --features fleet`";
 
 /// Ranks causes across the findings under `a.paths`.
+#[cfg(not(feature = "fleet"))]
 pub fn run(a: FleetArgs, out: &Out) -> anyhow::Result<ExitCode> {
+    let _ = (a, out);
+    usage(NOT_BUILT)
+}
+
+/// Ranks causes across the findings under `a.paths`.
+#[cfg(feature = "fleet")]
+pub fn run(a: FleetArgs, out: &Out) -> anyhow::Result<ExitCode> {
+    use crate::paths::Paths;
+    use whylate_fleet::engine::Engine;
+    use whylate_fleet::query::FleetOptions;
     let roots = match expand(&a.paths) {
         Ok(r) => r,
         Err(e) => return usage(&e),
@@ -60,8 +71,12 @@ pub fn run(a: FleetArgs, out: &Out) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+#[cfg(feature = "fleet")]
+use std::path::PathBuf;
+
 /// Paths as given; a glob (`*`, `?`, `[`) is expanded one path component at a time, in
 /// name order. A glob that matches nothing is an error naming it.
+#[cfg(feature = "fleet")]
 fn expand(args: &[String]) -> Result<Vec<PathBuf>, String> {
     let mut out = Vec::new();
     for a in args {
@@ -85,6 +100,7 @@ fn expand(args: &[String]) -> Result<Vec<PathBuf>, String> {
     Ok(out)
 }
 
+#[cfg(feature = "fleet")]
 fn step(cur: &[PathBuf], part: &str) -> Result<Vec<PathBuf>, String> {
     if !part.contains(['*', '?', '[']) {
         return Ok(cur
