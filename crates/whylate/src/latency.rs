@@ -38,6 +38,10 @@ pub struct LatencyReport {
     pub unparsed_samples: Vec<Unparsed>,
     /// The unread part of the input as a whole (null when everything was read).
     pub unread: Option<crate::read::inputs::Unread>,
+    /// Where the trace is blind, in words, for under the first line: events left out
+    /// for coming late, CPUs whose switches out of idle are not traced (and how late that
+    /// makes a wakeup there at worst).
+    pub blind: Vec<String>,
     /// Where the analysis is blind or approximate.
     pub notes: Vec<String>,
 }
@@ -91,10 +95,11 @@ pub fn report(pass: Pass, opts: &Options, tput: Option<&Throughput>) -> LatencyR
         notes.splice(0..0, filter_left_nothing(tl, &opts.filter));
     }
     let a = &tl.anomalies;
-    if a.implicit_switches > 0 {
+    // Those out of an idle task never traced are said once, under the first line.
+    let implicit = a.implicit_switches_unexplained();
+    if implicit > 0 {
         notes.push(format!(
-            "{} switch-ins were not traced (a task showed up running with no sched_switch to it); they were inferred from the task's first event",
-            a.implicit_switches
+            "{implicit} switch-ins were not traced (a task showed up running with no sched_switch to it); they were inferred from the task's first event",
         ));
     }
     if a.switch_in_without_wakeup > 0 {
@@ -116,6 +121,9 @@ pub fn report(pass: Pass, opts: &Options, tput: Option<&Throughput>) -> LatencyR
             tl.lost.len()
         ));
     }
+    let blind = (a.late_note().into_iter())
+        .chain(a.untraced_idle_note())
+        .collect();
     LatencyReport {
         inputs: inputs.inputs,
         events,
@@ -129,6 +137,7 @@ pub fn report(pass: Pass, opts: &Options, tput: Option<&Throughput>) -> LatencyR
         unparsed: inputs.unparsed,
         unparsed_samples: inputs.samples,
         unread,
+        blind,
         notes,
     }
 }
@@ -355,5 +364,192 @@ mod tests {
             "{:?}",
             m.notes
         );
+    }
+}
+
+#[cfg(test)]
+mod uncertainty_tests {
+    use super::*;
+    use crate::testkit::{line, pass};
+
+    /// A guest's CPU1 whose kernel traces switches into idle but none out of it: p sleeps
+    /// and an hrtimer wakes it from idle three times. Its wait ends at its first event
+    /// (a `sys_exit`), which comes 20 us after the CPU's last event, 300 us after it,
+    /// and 20 us after a traced 600 us interrupt. With `lost`, later, q on CPU0 waits
+    /// across a lost-events marker, its switch-in traced.
+    fn idle_exits_untraced(lost: bool) -> String {
+        let mut t = String::new();
+        let to_idle = "sched_switch: prev_comm=p prev_pid=7 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120";
+        for (k, (gap, irq)) in [(20, 0), (300, 0), (20, 600)].into_iter().enumerate() {
+            let at = 1_000_000 + k as u64 * 10_000;
+            t += &line(at, 1, "p-7", "d..2.", to_idle);
+            t += &line(at + 1000, 1, "<idle>-0", "d.h1.", "hrtimer_expire_entry: hrtimer=00000000000000aa function=hrtimer_wakeup now=9001000000");
+            t += &line(
+                at + 1001,
+                1,
+                "<idle>-0",
+                "d.h2.",
+                "sched_waking: comm=p pid=7 prio=120 target_cpu=001",
+            );
+            t += &line(
+                at + 1002,
+                1,
+                "<idle>-0",
+                "d.h1.",
+                "hrtimer_expire_exit: hrtimer=00000000000000aa",
+            );
+            let mut last = at + 1002;
+            if irq > 0 {
+                t += &line(
+                    at + 1005,
+                    1,
+                    "<idle>-0",
+                    "d.h1.",
+                    "irq_handler_entry: irq=16 name=dev",
+                );
+                last = at + 1005 + irq;
+                t += &line(
+                    last,
+                    1,
+                    "<idle>-0",
+                    "d.h1.",
+                    "irq_handler_exit: irq=16 ret=handled",
+                );
+            }
+            t += &line(last + gap, 1, "p-7", "....1", "sys_exit: NR 230 = 0");
+        }
+        if lost {
+            let at = 1_100_000;
+            t += &line(at, 0, "q-8", "d..2.", "sched_switch: prev_comm=q prev_pid=8 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120");
+            t += &line(
+                at + 100,
+                0,
+                "<idle>-0",
+                "d.h2.",
+                "sched_waking: comm=q pid=8 prio=120 target_cpu=000",
+            );
+            t += "CPU:0 [LOST 5 EVENTS]\n";
+            t += &line(at + 150, 0, "<idle>-0", "d..2.", "sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=q next_pid=8 next_prio=120");
+        }
+        t
+    }
+
+    fn wakeups(text: &str) -> LatencyReport {
+        let o = Options {
+            measures: vec![Measure::Wakeup],
+            ..Options::default()
+        };
+        report(pass(text), &o, None)
+    }
+
+    fn group<'a>(r: &'a LatencyReport, key: &str) -> &'a crate::measure::Group {
+        (r.measures[0].groups.iter())
+            .find(|g| g.key == key)
+            .unwrap_or_else(|| panic!("no group {key}: {:?}", r.measures[0].groups))
+    }
+
+    #[test]
+    fn a_cpu_whose_idle_exits_are_never_traced_is_said_once_with_the_worst_bound() {
+        let r = wakeups(&idle_exits_untraced(false));
+        assert_eq!(
+            r.blind,
+            vec!["CPU1's idle exits are not traced (3 inferred): a wakeup there ends at the task's first event, up to 300.0 us late in the worst case"]
+        );
+        // Not said again at the end: every implicit switch-in was one of those.
+        assert!(
+            r.notes
+                .iter()
+                .all(|n| !n.contains("switch-ins were not traced")),
+            "{:?}",
+            r.notes
+        );
+        let text = r.render_text(10, &crate::report::Paint::plain());
+        assert_eq!(
+            text.matches("idle exits are not traced").count(),
+            1,
+            "{text}"
+        );
+        assert!(
+            text.lines()
+                .nth(1)
+                .unwrap()
+                .starts_with("  blind: CPU1's idle exits"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn only_inferred_ends_that_could_move_a_sample_by_over_100_us_and_a_tenth_are_uncertain() {
+        let r = wakeups(&idle_exits_untraced(false));
+        let g = group(&r, "p[7]");
+        // 21 us (20 unseen), 301 us (300 unseen), 624 us (20 unseen after the irq).
+        assert_eq!(g.count, 3);
+        assert_eq!((g.inferred, g.lost, g.uncertain), (3, 0, 1));
+        assert_eq!(g.inferred_bound_ns, Some(300_000));
+        let flagged: Vec<(u64, Option<u64>, bool)> = (g.worst.iter())
+            .map(|s| (s.value_ns, s.inferred_bound_ns, s.uncertain))
+            .collect();
+        assert_eq!(
+            flagged,
+            vec![
+                (624_000, Some(20_000), false),
+                (301_000, Some(300_000), true),
+                (21_000, Some(20_000), false)
+            ]
+        );
+        assert!(
+            g.worst[1].detail.ends_with(
+                "(switch-in not traced: end inferred from its first event, up to 300.0 us late)"
+            ),
+            "{}",
+            g.worst[1].detail
+        );
+        assert_eq!(
+            r.measures[0].notes,
+            vec!["3 samples have an inferred endpoint (the kernel did not trace it), at most 300.0 us off; 1 could be off by over 100 us and a tenth of their value: marked uncertain"]
+        );
+    }
+
+    #[test]
+    fn samples_crossing_lost_events_are_counted_apart_from_inferred_ones() {
+        let r = wakeups(&idle_exits_untraced(true));
+        let q = group(&r, "q[8]");
+        assert_eq!((q.count, q.lost, q.inferred, q.uncertain), (1, 1, 0, 1));
+        assert_eq!(q.inferred_bound_ns, None);
+        assert!(q.worst[0].lost && q.worst[0].uncertain);
+        let p = group(&r, "p[7]");
+        assert_eq!((p.lost, p.inferred, p.uncertain), (0, 3, 1));
+        assert_eq!(
+            r.measures[0].notes,
+            vec![
+                "1 samples cross lost events (the trace dropped events there): marked uncertain",
+                "3 samples have an inferred endpoint (the kernel did not trace it), at most 300.0 us off; 1 could be off by over 100 us and a tenth of their value: marked uncertain"
+            ]
+        );
+        let j = serde_json::to_value(&r).unwrap();
+        let w = &j["measures"][0]["groups"];
+        let q = (w.as_array().unwrap().iter())
+            .find(|g| g["key"] == "q[8]")
+            .unwrap();
+        assert_eq!(
+            (
+                q["lost"].as_u64(),
+                q["inferred"].as_u64(),
+                q["uncertain"].as_u64()
+            ),
+            (Some(1), Some(0), Some(1))
+        );
+    }
+
+    #[test]
+    fn the_uncertainty_rule_needs_over_100_us_and_over_a_tenth() {
+        use crate::measure::uncertain;
+        assert!(uncertain(true, None, 1));
+        assert!(!uncertain(false, None, 1_000_000));
+        assert!(uncertain(false, Some(None), 1_000_000));
+        assert!(!uncertain(false, Some(Some(100_000)), 200_000));
+        assert!(uncertain(false, Some(Some(100_001)), 200_000));
+        assert!(!uncertain(false, Some(Some(150_000)), 1_500_000));
+        assert!(uncertain(false, Some(Some(150_000)), 1_499_999));
     }
 }

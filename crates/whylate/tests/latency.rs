@@ -851,8 +851,8 @@ fn a_wait_whose_switch_in_is_not_traced_is_blind_where_the_trace_shows_nothing()
     );
     // And once, under the verdict, for the CPU.
     assert_eq!(
-        j["blind"][0].as_str().unwrap().split(';').next(),
-        Some("CPU1: no switch out of the idle task is recorded there, and 1 switch out of it is missing")
+        j["blind"][0].as_str().unwrap().split(':').next(),
+        Some("CPU1's idle exits are not traced (1 inferred)")
     );
     let wakeup = &j["misses"][0]["chain"][2];
     assert!(

@@ -255,8 +255,9 @@ pub(super) fn rank(causes: FxHashMap<CauseKey, (u64, u64)>) -> Vec<CauseRow> {
 }
 
 /// Where the trace is blind, in words: each CPU whose data ends early, and from when;
-/// each CPU that records no switch out of its idle task although tasks came out of it
-/// (a guest's kernel, here; a stray lost switch is said on its own link only).
+/// once, the CPUs that record no switch out of their idle task although tasks came out
+/// of it, with how late that makes a wakeup there (a stray lost switch is said on its own
+/// link only).
 fn blind(tl: &Timeline) -> Vec<String> {
     let cut = (tl.blind.iter()).map(|b| {
         format!(
@@ -267,13 +268,7 @@ fn blind(tl: &Timeline) -> Vec<String> {
         )
     });
     let a = &tl.anomalies;
-    let never = |cpu: &&u32| !a.traced_from_idle.contains_key(cpu);
-    let idle = (a.implicit_from_idle.iter().filter(|(c, _)| never(c))).map(|(cpu, n)| {
-        let (noun, verb) = if *n == 1 { ("switch", "is") } else { ("switches", "are") };
-        format!(
-            "CPU{cpu}: no switch out of the idle task is recorded there, and {n} {noun} out of it {verb} missing; a task's wait for that CPU ends at its first event there, and what the trace does not show of it is switch-in-untraced"
-        )
-    });
+    let idle = a.untraced_idle_note();
     let late = a.late_note();
     late.into_iter().chain(cut).chain(idle).collect()
 }

@@ -5,7 +5,7 @@
 use super::cx::Cx;
 use super::measurer::{Input, Measurer};
 use super::report::{Measure, MeasureReport, Options};
-use super::series::{add_u64, base_sample, finish_report, needs, Collector, Raw, Src, Tally};
+use super::series::{add_u64, base_sample, finish_report, needs, Collector, Raw, Src, Tally, Unc};
 use crate::timeline::{Call, KindClass, NONE};
 use crate::units::dur;
 use rustc_hash::FxHashMap;
@@ -56,7 +56,10 @@ pub(super) fn function(cx: &Cx<'_>, o: &Options) -> MeasureReport {
                 comm: crate::event::Sym::EMPTY,
                 idx: i as u32,
                 src: Src::None,
-                uncertain: c.entry_unseen,
+                unc: Unc {
+                    inferred: c.entry_unseen,
+                    ..Unc::default()
+                },
             },
         );
     }

@@ -4,7 +4,7 @@ use super::cx::{func_of, Cx};
 use super::measurer::{Input, Measurer};
 use super::report::TracerSample;
 use super::report::{Measure, MeasureReport, Options};
-use super::series::{base_sample, finish_report, needs, span_raw, Collector, Raw, Src};
+use super::series::{base_sample, finish_report, needs, span_raw, Collector, Raw, Src, Unc};
 use crate::event::Sym;
 use crate::timeline::{span, KindClass, SpanKind, NONE};
 
@@ -52,7 +52,7 @@ pub(super) fn irqsoff(cx: &Cx<'_>, o: &Options, tracers: &[TracerSample]) -> Mea
                 comm: Sym::EMPTY,
                 idx: NONE,
                 src: Src::None,
-                uncertain: false,
+                unc: Unc::default(),
             },
         );
     }

@@ -87,13 +87,45 @@ pub fn compute(
                 r.open
             ));
         }
-        let unc: u64 = r.groups.iter().map(|g| g.uncertain).sum();
-        if unc > 0 {
-            r.notes.push(format!(
-                "{unc} samples cross lost events or have an inferred endpoint (marked uncertain)"
-            ));
-        }
+        let notes = uncertainty_notes(&r.groups);
+        r.notes.extend(notes);
         out.push(r);
+    }
+    out
+}
+
+/// What makes a measure's samples uncertain, said apart: samples crossing lost events
+/// (the trace dropped events there: always uncertain), and samples with an inferred
+/// endpoint (one the kernel did not trace), how far off that can be at worst, and how many
+/// of them it could move by enough to matter ([`uncertain`]).
+fn uncertainty_notes(groups: &[Group]) -> Vec<String> {
+    let sum = |f: fn(&Group) -> u64| -> u64 { groups.iter().map(f).sum() };
+    let (unc, lost, inferred) = (sum(|g| g.uncertain), sum(|g| g.lost), sum(|g| g.inferred));
+    let mut out = Vec::new();
+    if lost > 0 {
+        out.push(format!(
+            "{lost} samples cross lost events (the trace dropped events there): marked uncertain"
+        ));
+    }
+    if inferred > 0 {
+        let bound = (groups.iter().filter(|g| g.inferred > 0))
+            .map(|g| g.inferred_bound_ns)
+            .try_fold(0u64, |m, b| Some(m.max(b?)));
+        let off = match bound {
+            Some(b) => format!("at most {} off", crate::units::dur(b)),
+            None => "some by an unknown amount".to_string(),
+        };
+        // Uncertain for their inferred endpoint alone (those crossing a loss are above).
+        let which = match unc.saturating_sub(lost) {
+            0 => "none by over 100 us and a tenth of its value, so none is marked uncertain"
+                .to_string(),
+            k => format!(
+                "{k} could be off by over 100 us and a tenth of their value: marked uncertain"
+            ),
+        };
+        out.push(format!(
+            "{inferred} samples have an inferred endpoint (the kernel did not trace it), {off}; {which}"
+        ));
     }
     out
 }

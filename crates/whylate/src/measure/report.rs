@@ -183,8 +183,35 @@ pub struct Sample {
     /// Who had the CPU meanwhile (waiting samples).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cpu_held_by: Vec<Holder>,
-    /// Crosses a lost-events window, or an endpoint was inferred.
+    /// Crosses a lost-events window, or an endpoint was inferred and could be off by a
+    /// share of the value that matters (see [`uncertain`]).
     pub uncertain: bool,
+    /// Crosses a lost-events window (the trace dropped events there).
+    pub lost: bool,
+    /// An endpoint was inferred (the kernel does not trace it): how far off it can be.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inferred_bound_ns: Option<u64>,
+}
+
+/// An inferred endpoint makes a sample uncertain only when it could be off by more than
+/// this share of the sample: 1/10...
+pub const UNCERTAIN_SHARE: u64 = 10;
+
+/// ...and by more than this, ns: 100 us. An untraced switch out of idle costs the
+/// switch path itself (tens of microseconds on a virtual machine) in nearly every wakeup
+/// it ends; more than this unseen is something the trace does not show.
+pub const UNCERTAIN_FLOOR_NS: u64 = 100_000;
+
+/// Whether a sample of `value` is uncertain: it crosses lost events (`lost`: what the
+/// trace dropped there is unknown), or an endpoint of it was inferred (`inferred`, with
+/// how far off that can be when known) and it could be off by more than a tenth of its
+/// value and more than 100 us ([`UNCERTAIN_SHARE`], [`UNCERTAIN_FLOOR_NS`]; always when
+/// the bound is unknown). An inferred endpoint that moves a sample by less is counted
+/// and bounded, not alarmed on.
+pub fn uncertain(lost: bool, inferred: Option<Option<u64>>, value: u64) -> bool {
+    lost || inferred.is_some_and(|b| {
+        b.is_none_or(|b| b > UNCERTAIN_FLOOR_NS && b.saturating_mul(UNCERTAIN_SHARE) > value)
+    })
 }
 
 /// One occupant of a CPU during a sample.
@@ -223,8 +250,18 @@ pub struct Group {
     pub total_ns: u64,
     /// Mean.
     pub mean_ns: u64,
-    /// Samples flagged uncertain (crossing lost events, inferred endpoints).
+    /// Samples flagged uncertain: crossing lost events, or with an inferred endpoint
+    /// that could be off by more than a tenth of the sample and 100 us (see
+    /// [`uncertain`]).
     pub uncertain: u64,
+    /// Samples crossing lost events (the trace dropped events there).
+    pub lost: u64,
+    /// Samples with an inferred endpoint (the kernel does not trace it), whether or not
+    /// that makes them uncertain.
+    pub inferred: u64,
+    /// The largest bound on how far an inferred endpoint can be off, ns (null: none
+    /// inferred, or a bound unknown).
+    pub inferred_bound_ns: Option<u64>,
     /// Log2 histogram.
     pub histogram: Vec<Bucket>,
     /// Worst samples, largest first.

@@ -18,7 +18,35 @@ pub(super) struct Raw {
     /// Span or edge index (see `src`).
     pub(super) idx: u32,
     pub(super) src: Src,
-    pub(super) uncertain: bool,
+    pub(super) unc: Unc,
+}
+
+/// Why a sample may be off: it crosses lost events (the trace dropped events there), or
+/// an endpoint was inferred because the kernel does not trace it (with how far off that
+/// can be, when known).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Unc {
+    /// Crosses a lost-events window.
+    pub(super) lost: bool,
+    /// An endpoint was inferred.
+    pub(super) inferred: bool,
+    /// How far the inferred endpoint can be off, ns (unknown: `None`).
+    pub(super) bound: Option<u64>,
+}
+
+impl Unc {
+    /// Crossing lost events when `lost`.
+    pub(super) fn lost(lost: bool) -> Unc {
+        Unc {
+            lost,
+            ..Unc::default()
+        }
+    }
+
+    /// Whether a sample of `value` is uncertain: see [`super::report::uncertain`].
+    pub(super) fn uncertain(&self, value: u64) -> bool {
+        super::report::uncertain(self.lost, self.inferred.then_some(self.bound), value)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,7 +65,8 @@ pub(super) enum Src {
 pub(super) struct Slim {
     pub(super) value: u64,
     pub(super) idx: u32,
-    /// 0 span, 1 edge, 2 synth, 3 system call; bit 7: uncertain.
+    /// 0 span, 1 edge, 2 synth, 3 system call; bit 7: uncertain, bit 6: crosses lost
+    /// events, bit 5: an inferred endpoint.
     pub(super) tag: u8,
 }
 
@@ -46,6 +75,28 @@ pub(super) const SLIM_SYNTH: u8 = 2;
 pub(super) const SLIM_SYSCALL: u8 = 3;
 
 pub(super) const SLIM_UNCERTAIN: u8 = 0x80;
+
+pub(super) const SLIM_LOST: u8 = 0x40;
+
+pub(super) const SLIM_INFERRED: u8 = 0x20;
+
+/// The bits of a [`Slim`]'s tag that say where the sample is.
+pub(super) const SLIM_KIND: u8 = 0x1f;
+
+/// The uncertainty bits of a [`Slim`]'s tag for `u` and `value`.
+fn unc_tag(u: &Unc, value: u64) -> u8 {
+    let mut t = 0;
+    if u.uncertain(value) {
+        t |= SLIM_UNCERTAIN;
+    }
+    if u.lost {
+        t |= SLIM_LOST;
+    }
+    if u.inferred {
+        t |= SLIM_INFERRED;
+    }
+    t
+}
 
 pub(super) struct Series {
     pub(super) key: String,
@@ -89,7 +140,7 @@ pub(super) fn derived(cx: &Cx<'_>, src: Src, idx: u32) -> Raw {
                 comm: Sym::EMPTY,
                 idx,
                 src,
-                uncertain: false,
+                unc: Unc::default(),
             }
         }
         Src::None => unreachable!("synthetic samples are stored whole"),
@@ -116,7 +167,7 @@ impl Series {
     }
 
     pub(super) fn push(&mut self, cx: &Cx<'_>, r: Raw) {
-        let unc = if r.uncertain { SLIM_UNCERTAIN } else { 0 };
+        let unc = unc_tag(&r.unc, r.value);
         if r.src != Src::None {
             let d = derived(cx, r.src, r.idx);
             if (d.ts, d.end, d.cpu, d.tid, d.comm) == (r.ts, r.end, r.cpu, r.tid, r.comm) {
@@ -142,14 +193,18 @@ impl Series {
     }
 
     pub(super) fn expand(&self, cx: &Cx<'_>, x: &Slim) -> Raw {
-        let mut r = match x.tag & !SLIM_UNCERTAIN {
+        let mut r = match x.tag & SLIM_KIND {
             0 => derived(cx, Src::Span, x.idx),
             1 => derived(cx, Src::Edge, x.idx),
             SLIM_SYSCALL => derived(cx, Src::Syscall, x.idx),
             _ => self.synth[x.idx as usize],
         };
         r.value = x.value;
-        r.uncertain = x.tag & SLIM_UNCERTAIN != 0;
+        r.unc.lost = x.tag & SLIM_LOST != 0;
+        r.unc.inferred = x.tag & SLIM_INFERRED != 0;
+        if !r.unc.inferred {
+            r.unc.bound = None;
+        }
         r
     }
 
@@ -158,7 +213,7 @@ impl Series {
     fn append(&mut self, b: Series) {
         let base = self.synth.len() as u32;
         self.raw.extend(b.raw.into_iter().map(|mut x| {
-            if x.tag & !SLIM_UNCERTAIN == SLIM_SYNTH {
+            if x.tag & SLIM_KIND == SLIM_SYNTH {
                 x.idx += base;
             }
             x
@@ -223,10 +278,22 @@ pub(super) fn group(
         }
         v.truncate(k);
     };
-    let uncertain = (s.raw.iter().map(|r| r.tag))
-        .chain(calls.iter().map(|&i| slim_of(i).tag))
-        .filter(|t| t & SLIM_UNCERTAIN != 0)
-        .count() as u64;
+    let tags = (s.raw.iter().map(|r| r.tag)).chain(calls.iter().map(|&i| slim_of(i).tag));
+    let (mut uncertain, mut lost, mut inferred) = (0, 0, 0);
+    for t in tags {
+        uncertain += (t & SLIM_UNCERTAIN != 0) as u64;
+        lost += (t & SLIM_LOST != 0) as u64;
+        inferred += (t & SLIM_INFERRED != 0) as u64;
+    }
+    // The largest bound of the inferred endpoints (system calls carry none: unknown).
+    let bound = (inferred > 0)
+        .then(|| {
+            (s.raw.iter().filter(|x| x.tag & SLIM_INFERRED != 0))
+                .map(|x| s.expand(cx, x).unc.bound)
+                .chain(calls.iter().filter(|&&i| sys.uncertain(i)).map(|_| None))
+                .try_fold(0u64, |m, b| Some(m.max(b?)))
+        })
+        .flatten();
     let mut cand: Vec<Slim> = if calls.is_empty() {
         std::mem::take(&mut s.raw)
     } else {
@@ -261,6 +328,9 @@ pub(super) fn group(
         total_ns: d.total,
         mean_ns: d.mean(),
         uncertain,
+        lost,
+        inferred,
+        inferred_bound_ns: bound,
         histogram,
         worst,
         extra: s.extra,
@@ -615,7 +685,7 @@ pub(super) fn merge_worst(
 /// fixed-width part alone (duration and uncertainty), without unpacking the call.
 fn call_slim(tl: &Timeline, i: u32) -> Slim {
     let unc = if tl.syscalls.uncertain(i) {
-        SLIM_UNCERTAIN
+        unc_tag(&call_raw(tl, i).unc, tl.syscalls.dur(i))
     } else {
         0
     };
@@ -638,7 +708,11 @@ pub(super) fn call_raw(tl: &Timeline, i: u32) -> Raw {
         comm: c.comm,
         idx: i,
         src: Src::Syscall,
-        uncertain: c.flags & (span::UNCERTAIN | span::INFERRED) != 0,
+        unc: Unc {
+            lost: c.flags & span::UNCERTAIN != 0,
+            inferred: c.flags & span::INFERRED != 0,
+            bound: None,
+        },
     }
 }
 
@@ -653,7 +727,11 @@ pub(super) fn span_raw(tl: &Timeline, i: usize) -> Raw {
         comm: sp.comm[i],
         idx: i as u32,
         src: Src::Span,
-        uncertain: sp.flags[i] & (span::UNCERTAIN | span::INFERRED) != 0,
+        unc: Unc {
+            lost: sp.flags[i] & span::UNCERTAIN != 0,
+            inferred: sp.flags[i] & span::INFERRED != 0,
+            bound: tl.inferred_bound.get(&(i as u32)).copied(),
+        },
     }
 }
 
@@ -675,7 +753,9 @@ pub(super) fn base_sample(cx: &Cx<'_>, r: &Raw, group: String, detail: String) -
         group,
         detail,
         cpu_held_by: Vec::new(),
-        uncertain: r.uncertain,
+        uncertain: r.unc.uncertain(r.value),
+        lost: r.unc.lost,
+        inferred_bound_ns: r.unc.bound.filter(|_| r.unc.inferred),
     }
 }
 

@@ -3,7 +3,7 @@
 use super::cx::{vec_name, Cx};
 use super::measurer::{Input, Measurer};
 use super::report::{Measure, MeasureReport, Options, Sample};
-use super::series::{base_sample, finish_report, needs, span_raw, Collector, Raw, Src, Tally};
+use super::series::{base_sample, finish_report, needs, span_raw, Collector, Raw, Src, Tally, Unc};
 use crate::event::Sym;
 use crate::timeline::{span, EdgeKind, KindClass, SpanKind};
 use crate::units::{dur, secs};
@@ -26,7 +26,7 @@ pub(super) fn softirq(cx: &Cx<'_>, o: &Options) -> MeasureReport {
                     comm: Sym::EMPTY,
                     idx: ei as u32,
                     src: Src::Edge,
-                    uncertain: tl.crosses_loss(e.to_cpu, e.ts, e.at) && !tl.lost.is_empty(),
+                    unc: Unc::lost(tl.crosses_loss(e.to_cpu, e.ts, e.at) && !tl.lost.is_empty()),
                 };
                 if !cx.keep(r.ts, r.cpu, r.tid, r.comm) {
                     continue;
@@ -45,7 +45,7 @@ pub(super) fn softirq(cx: &Cx<'_>, o: &Options) -> MeasureReport {
                     comm: Sym::EMPTY,
                     idx: ei as u32,
                     src: Src::Edge,
-                    uncertain: false,
+                    unc: Unc::default(),
                 };
                 if cx.keep(r.ts, r.cpu, r.tid, r.comm) {
                     coll.add(cx, "tasklet".to_string(), "schedule-to-run", r);

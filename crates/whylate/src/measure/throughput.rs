@@ -4,7 +4,7 @@ use super::cx::Cx;
 use super::measurer::{Input, Measurer};
 use super::rate::Throughput;
 use super::report::{Measure, MeasureReport, Options};
-use super::series::{add_u64, base_sample, finish_report, needs, Collector, Raw, Src};
+use super::series::{add_u64, base_sample, finish_report, needs, Collector, Raw, Src, Unc};
 use crate::event::Sym;
 use crate::timeline::NONE;
 
@@ -85,7 +85,7 @@ pub(super) fn throughput(cx: &Cx<'_>, o: &Options, t: Option<&Throughput>) -> Me
                         comm: Sym::EMPTY,
                         idx: NONE,
                         src: Src::None,
-                        uncertain: false,
+                        unc: Unc::default(),
                     },
                 );
             }

@@ -3,7 +3,7 @@
 use super::cx::Cx;
 use super::measurer::{Input, Measurer};
 use super::report::{Measure, MeasureReport, Options, Sample};
-use super::series::{base_sample, finish_report, needs, span_raw, Collector, Raw, Src, Tally};
+use super::series::{base_sample, finish_report, needs, span_raw, Collector, Raw, Src, Tally, Unc};
 use crate::event::Sym;
 use crate::timeline::{span, Ctx, EdgeKind, KindClass, TimerClock, NONE};
 use crate::units::secs;
@@ -41,7 +41,7 @@ pub(super) fn timer(cx: &Cx<'_>, o: &Options) -> MeasureReport {
             comm: Sym::EMPTY,
             idx: ei as u32,
             src: Src::Edge,
-            uncertain: false,
+            unc: Unc::default(),
         };
         if !cx.keep(e.at, r.cpu, r.tid, r.comm) {
             continue;
@@ -74,7 +74,7 @@ pub(super) fn timer(cx: &Cx<'_>, o: &Options) -> MeasureReport {
                     let mut r3 = r;
                     r3.value = sp.end[si].saturating_sub(due);
                     // Its end is the wait's: inferred when the switch-in was not traced.
-                    r3.uncertain = r2.uncertain;
+                    r3.unc = r2.unc;
                     r3.end = sp.end[si];
                     coll.add(cx, key, "expiry-to-running", r3);
                 }
@@ -100,7 +100,7 @@ pub(super) fn timer(cx: &Cx<'_>, o: &Options) -> MeasureReport {
                 comm: Sym::EMPTY,
                 idx: NONE,
                 src: Src::None,
-                uncertain: false,
+                unc: Unc::default(),
             },
         );
     }

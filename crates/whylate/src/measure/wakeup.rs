@@ -4,7 +4,7 @@ use super::cx::{life_key, Cx};
 use super::measurer::{Input, Measurer};
 use super::report::TracerSample;
 use super::report::{Measure, MeasureReport, Options, Sample};
-use super::series::{base_sample, finish_report, needs, span_raw, Collector, Raw, Src};
+use super::series::{base_sample, finish_report, needs, span_raw, Collector, Raw, Src, Unc};
 use crate::event::Sym;
 use crate::timeline::{span, Cause, KindClass, SpanKind, NONE};
 use std::fmt::Write as _;
@@ -57,7 +57,7 @@ pub(super) fn wakeup(cx: &Cx<'_>, o: &Options, tracers: &[TracerSample]) -> Meas
                 comm: Sym::EMPTY,
                 idx: NONE,
                 src: Src::None,
-                uncertain: false,
+                unc: Unc::default(),
             },
         );
     }
@@ -113,7 +113,11 @@ pub(super) fn wake_detail(cx: &Cx<'_>, r: &Raw) -> Sample {
     }
     let _ = write!(d, "; ran on CPU{}", r.cpu);
     if sp.flags[i] & span::INFERRED != 0 {
-        d.push_str(" (switch-in not traced: end inferred from its first event)");
+        d.push_str(" (switch-in not traced: end inferred from its first event");
+        if let Some(b) = r.unc.bound {
+            let _ = write!(d, ", up to {} late", crate::units::dur(b));
+        }
+        d.push(')');
     }
     let mut s = base_sample(cx, r, key, d);
     s.cpu_held_by = cx.holders(r.cpu, r.ts, r.end, r.tid);

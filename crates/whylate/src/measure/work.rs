@@ -3,7 +3,7 @@
 use super::cx::Cx;
 use super::measurer::{Input, Measurer};
 use super::report::{Measure, MeasureReport, Options, Sample};
-use super::series::{base_sample, finish_report, needs, span_raw, Collector, Raw, Src, Tally};
+use super::series::{base_sample, finish_report, needs, span_raw, Collector, Raw, Src, Tally, Unc};
 use crate::event::Sym;
 use crate::timeline::{span, EdgeKind, KindClass, SpanKind};
 
@@ -24,7 +24,7 @@ pub(super) fn work(cx: &Cx<'_>, o: &Options) -> MeasureReport {
             comm: Sym::EMPTY,
             idx: ei as u32,
             src: Src::Edge,
-            uncertain: !tl.lost.is_empty() && tl.crosses_loss(u32::MAX, e.ts, e.at),
+            unc: Unc::lost(!tl.lost.is_empty() && tl.crosses_loss(u32::MAX, e.ts, e.at)),
         };
         if !cx.keep(r.ts, r.cpu, r.tid, r.comm) {
             continue;

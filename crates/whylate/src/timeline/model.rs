@@ -313,6 +313,11 @@ pub struct Anomalies {
     /// Per CPU, the switches out of the idle task the trace does record.
     #[serde(skip)]
     pub traced_from_idle: BTreeMap<u32, u64>,
+    /// Per CPU, of the implicit switches out of idle that ended a wait: (how many, the
+    /// largest bound on how late the inferred end can be, ns). See
+    /// [`Timeline::inferred_bound`].
+    #[serde(skip)]
+    pub idle_exit_bound: BTreeMap<u32, (u64, u64)>,
     /// sched_switch whose prev was not the task we thought was running.
     pub switch_mismatch: u64,
     /// Switch-ins of a task we last saw sleeping, with no wakeup in between.
@@ -338,6 +343,49 @@ pub struct Anomalies {
 }
 
 impl Anomalies {
+    /// The CPUs that record no switch out of their idle task although tasks came out of
+    /// it (a guest's kernel, here), in one short line for under a verdict: how many idle
+    /// exits were inferred, and how late that makes a wakeup there at worst (a stray lost
+    /// switch is said on its own sample only).
+    pub fn untraced_idle_note(&self) -> Option<String> {
+        let never = |cpu: &&u32| !self.traced_from_idle.contains_key(cpu);
+        let cpus: Vec<u32> = (self.implicit_from_idle.keys().filter(never))
+            .copied()
+            .collect();
+        if cpus.is_empty() {
+            return None;
+        }
+        let n: u64 = cpus.iter().map(|c| self.implicit_from_idle[c]).sum();
+        let names: Vec<String> = cpus.iter().map(|c| format!("CPU{c}'s")).collect();
+        let names = match names.split_last() {
+            Some((last, [])) => last.clone(),
+            Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+            None => unreachable!(),
+        };
+        let worst = (cpus.iter().filter_map(|c| self.idle_exit_bound.get(c)))
+            .map(|b| b.1)
+            .max();
+        let effect = match worst {
+            Some(b) => format!(
+                "a wakeup there ends at the task's first event, up to {} late in the worst case",
+                crate::units::dur(b)
+            ),
+            None => "a wakeup there would end at the task's first event".to_string(),
+        };
+        Some(format!(
+            "{names} idle exits are not traced ({n} inferred): {effect}"
+        ))
+    }
+
+    /// Implicit switch-ins [`Anomalies::untraced_idle_note`] does not cover.
+    pub fn implicit_switches_unexplained(&self) -> u64 {
+        let never = |cpu: &&u32| !self.traced_from_idle.contains_key(cpu);
+        let idle: u64 = (self.implicit_from_idle.iter().filter(|(c, _)| never(c)))
+            .map(|(_, n)| n)
+            .sum();
+        self.implicit_switches.saturating_sub(idle)
+    }
+
     /// What the events left out for coming too late mean, for under a verdict.
     pub fn late_note(&self) -> Option<String> {
         let (lo, hi) = self.late_range?;
@@ -361,6 +409,11 @@ pub struct Timeline {
     pub edges: Vec<Edge>,
     /// Lost-event windows in time order.
     pub lost: Vec<LostWindow>,
+    /// Runnable spans whose end was inferred (the switch-in was not traced, so the wait
+    /// ends at the task's first event there) → how much earlier the switch-in could have
+    /// been: from the CPU's event before, or the span's start when later. The inference
+    /// is off by at most that much.
+    pub inferred_bound: FxHashMap<u32, u64>,
     /// Per CPU: indices of run spans, in time order.
     pub runs_by_cpu: Vec<Vec<u32>>,
     /// Per CPU: indices of hardirq and softirq spans, in order of their end.

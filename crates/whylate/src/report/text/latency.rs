@@ -28,8 +28,8 @@ impl LatencyReport {
             // Under the verdict: every number below rests on the part that was read.
             let _ = writeln!(o, "  {} {}", p.warn("blind:"), u.line());
         }
-        if let Some(late) = self.anomalies.late_note() {
-            let _ = writeln!(o, "  {} {late}", p.warn("blind:"));
+        for b in &self.blind {
+            let _ = writeln!(o, "  {} {b}", p.warn("blind:"));
         }
         for m in &self.measures {
             o.push('\n');

@@ -140,6 +140,9 @@ struct CpuState {
     curr_since: u64,
     curr_comm: Sym,
     curr_flags: u8,
+    /// How much earlier the running task's switch-in could have been, ns, when it was
+    /// inferred (see [`Timeline::inferred_bound`]).
+    curr_bound: u64,
     frames: Vec<Frame>,
     pending: [Option<(u64, Ctx, i32)>; 10],
     irqsoff: Option<(u64, Sym)>,
@@ -158,12 +161,23 @@ struct CpuState {
 }
 
 impl CpuState {
+    /// How much earlier the running task's inferred switch-in could have been (0 when it
+    /// was traced).
+    fn inferred_start(&self) -> u64 {
+        if self.curr_flags & span::INFERRED != 0 {
+            self.curr_bound
+        } else {
+            0
+        }
+    }
+
     fn new() -> CpuState {
         CpuState {
             curr: -1,
             curr_since: 0,
             curr_comm: Sym::EMPTY,
             curr_flags: 0,
+            curr_bound: 0,
             frames: Vec::new(),
             pending: [None; 10],
             irqsoff: None,

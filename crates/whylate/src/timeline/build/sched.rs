@@ -90,6 +90,7 @@ impl Builder {
             // The old task left at some point after its last event: end its run there.
             let end = cs.last_ts.max(cs.curr_since);
             let (since, ocomm, fl) = (cs.curr_since, cs.curr_comm, cs.curr_flags);
+            let bound = ts.saturating_sub(end) + cs.inferred_start();
             let i = self.tl.spans.push(
                 SpanKind::Run,
                 cpu,
@@ -101,6 +102,7 @@ impl Builder {
                 NONE,
                 fl | span::INFERRED,
             );
+            self.tl.inferred_bound.insert(i, bound);
             self.tl.runs_by_cpu[c].push(i);
             if old > 0 {
                 if let Some(t) = self.tasks.get_mut(&old) {
@@ -115,6 +117,8 @@ impl Builder {
             }
         }
         let cs = &mut self.cpus[c];
+        // The switch-in came after this CPU's event before (where `old` still ran).
+        let after = cs.seen.then_some(cs.last_ts);
         cs.curr = tid;
         cs.curr_since = ts;
         cs.curr_comm = comm;
@@ -123,13 +127,23 @@ impl Builder {
         } else {
             span::INFERRED
         };
+        cs.curr_bound = after.map_or(0, |a| ts.saturating_sub(a));
         if tid > 0 {
-            self.run_task(tid, cpu, ts, true);
+            let wait = self.run_task(tid, cpu, ts, true);
+            if let (Some(i), Some(after)) = (wait, after) {
+                let bound = ts.saturating_sub(after.max(self.tl.spans.start[i as usize]));
+                self.tl.inferred_bound.insert(i, bound);
+                if old == 0 {
+                    let e = self.tl.anomalies.idle_exit_bound.entry(cpu).or_default();
+                    *e = (e.0 + 1, e.1.max(bound));
+                }
+            }
         }
     }
 
-    /// `tid` starts running on `cpu` at `ts`: close its runnable/sleep state.
-    pub(super) fn run_task(&mut self, tid: i32, cpu: u32, ts: u64, inferred: bool) {
+    /// `tid` starts running on `cpu` at `ts`: close its runnable/sleep state. The
+    /// runnable span it closes, if any.
+    pub(super) fn run_task(&mut self, tid: i32, cpu: u32, ts: u64, inferred: bool) -> Option<u32> {
         let t = self.tasks.entry(tid).or_insert_with(|| Task::new(cpu));
         let (state, since, sflags, cause, edge, bits, prev_cpu) = (
             t.state,
@@ -170,6 +184,7 @@ impl Builder {
                 if edge != NONE {
                     self.tl.edges[edge as usize].span = i;
                 }
+                Some(i)
             }
             St::Sleeping => {
                 // Switched in with no wakeup seen: the wakeup was not traced or was lost.
@@ -187,8 +202,9 @@ impl Builder {
                     NONE,
                     fl,
                 );
+                None
             }
-            _ => {}
+            _ => None,
         }
     }
 
@@ -213,6 +229,7 @@ impl Builder {
             // We had someone else running: their switch out is missing.
             self.tl.anomalies.switch_mismatch += 1;
             let end = cs.last_ts.max(since);
+            let bound = ts.saturating_sub(end) + cs.inferred_start();
             let ccomm = cs.curr_comm;
             let i = self.tl.spans.push(
                 SpanKind::Run,
@@ -225,6 +242,7 @@ impl Builder {
                 NONE,
                 cflags | span::INFERRED,
             );
+            self.tl.inferred_bound.insert(i, bound);
             self.tl.runs_by_cpu[c].push(i);
             if let Some(t) = self.tasks.get_mut(&curr) {
                 if t.state == St::Running {
@@ -233,6 +251,7 @@ impl Builder {
             }
         }
         // prev's run.
+        let start_bound = (curr == prev).then(|| cs.inferred_start());
         let (pstart, pflags) = if curr == prev {
             (since, cflags)
         } else if curr < 0 {
@@ -261,6 +280,9 @@ impl Builder {
                 NONE,
                 fl,
             );
+            if let Some(b) = start_bound.filter(|_| fl & span::INFERRED != 0) {
+                self.tl.inferred_bound.insert(i, b);
+            }
             self.tl.runs_by_cpu[c].push(i);
         }
         if prev > 0 {
@@ -316,6 +338,7 @@ impl Builder {
         cs.curr_since = ts;
         cs.curr_comm = next_comm;
         cs.curr_flags = 0;
+        cs.curr_bound = 0;
         if next > 0 {
             self.run_task(next, cpu, ts, false);
             let comm = self.tl.comm(next);
