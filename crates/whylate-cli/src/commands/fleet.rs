@@ -6,7 +6,8 @@ use crate::output::{usage, Out};
 use std::process::ExitCode;
 
 /// What a build without the engine says to `whylate fleet`.
-pub const NOT_BUILT: &str = "fleet: this build has no query engine (DataFusion); build it with `cargo install --locked --path crates/whylate-cli --features fleet`";
+#[cfg(not(feature = "fleet"))]
+const NOT_BUILT: &str = "fleet: this build has no query engine (DataFusion); build it with `cargo install --locked --path crates/whylate-cli --features fleet`";
 
 /// Ranks causes across the findings under `a.paths`.
 #[cfg(not(feature = "fleet"))]
