@@ -98,7 +98,6 @@ pub(super) fn recorder_blame(r: &mut ExplainReport, tids: &FxHashSet<i32>) {
         return;
     }
     let ns: u64 = mine.iter().map(|c| c.total_excess_ns).sum();
-    let comms: FxHashSet<String> = mine.iter().filter_map(|c| c.culprit.comm.clone()).collect();
     let pids: Vec<String> = mine
         .iter()
         .filter_map(|c| c.culprit.pid)
@@ -115,12 +114,11 @@ pub(super) fn recorder_blame(r: &mut ExplainReport, tids: &FxHashSet<i32>) {
         dur(ns),
         ns as f64 * 100.0 / total.max(1) as f64
     ));
+    // Moving the recorder is no fix of the workload; raising the workload's thread above
+    // whatever holds its CPU (the recorder here, seed 000's perf) still is.
     r.advice.retain(|a| {
         !pids
             .iter()
             .any(|p| a.command.ends_with(p.as_str()) && a.action.starts_with("Move"))
-            && !comms
-                .iter()
-                .any(|c| a.action.contains(&format!("so {c} cannot")))
     });
 }
