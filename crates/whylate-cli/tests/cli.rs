@@ -1280,3 +1280,64 @@ fn help_is_wrapped_to_the_terminal_width() {
         assert!(widest <= 80, "{cmd:?}: {widest} columns:\n{help}");
     }
 }
+
+/// The top-level help lists each command on one line (its `about`; the details are in
+/// `whylate CMD --help`), and `explain --help` groups its options by mode.
+#[test]
+fn top_level_help_is_one_line_per_command_and_explain_help_is_grouped_by_mode() {
+    for columns in [None, Some("80")] {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_whylate"));
+        c.arg("--help");
+        if let Some(n) = columns {
+            c.env("COLUMNS", n);
+        } else {
+            c.env_remove("COLUMNS");
+        }
+        let help = text(&c.output().unwrap().stdout);
+        let list: Vec<&str> = help
+            .lines()
+            .skip_while(|l| *l != "Commands:")
+            .skip(1)
+            .take_while(|l| !l.is_empty())
+            .collect();
+        assert!(list.len() >= 10, "{help}");
+        for line in &list {
+            // A continuation line would be indented past the command column.
+            assert!(
+                line.starts_with("  ") && !line.starts_with("   "),
+                "a command's summary wraps (COLUMNS={columns:?}): {line:?}\n{help}"
+            );
+            assert!(line.chars().count() < 100, "{line:?}");
+        }
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_whylate"))
+        .args(["explain", "--help"])
+        .output()
+        .unwrap();
+    let help = text(&o.stdout);
+    for heading in [
+        "Cycles (--from/--to):",
+        "Timer (--timer):",
+        "Softirq (--softirq):",
+        "Function (--function):",
+        "Expect (--expect, or a rate with --function):",
+        "Every mode:",
+        "Output:",
+        "Input:",
+        "Examples, one per mode:",
+    ] {
+        assert!(
+            help.lines().any(|l| l == heading),
+            "no {heading:?} in explain --help:\n{help}"
+        );
+    }
+    // The details live in `--help`; `-h` keeps the one-line summary.
+    let short = text(
+        &Command::new(env!("CARGO_BIN_EXE_whylate"))
+            .args(["explain", "-h"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    assert!(help.contains("One mode per heading below") && !short.contains("One mode per heading"));
+}
