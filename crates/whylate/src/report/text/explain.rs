@@ -118,7 +118,14 @@ fn histogram(o: &mut String, r: &ExplainReport, p: &Paint) {
     if h.is_empty() {
         return;
     }
-    let _ = writeln!(o, "\n{}", p.heading("duration histogram (replied):"));
+    // Automatic mode has no replies: its durations are the outliers' own (a wait, a
+    // handler, a work item, a late timer), across every measure.
+    let title = if r.noun == "outliers" {
+        "duration histogram (the outliers, every measure):"
+    } else {
+        "duration histogram (replied):"
+    };
+    let _ = writeln!(o, "\n{}", p.heading(title));
     let max = h.iter().map(|b| b.count).max().unwrap_or(1).max(1);
     for b in h {
         let mark = match r.deadline_ns {
@@ -537,5 +544,26 @@ mod tests {
         let col = |l: &str, w: &str| l.find(w).unwrap() + w.len();
         assert_eq!(col(lines[0], "misses"), col(lines[1], " 11"), "{o}");
         assert_eq!(col(lines[1], " 11"), col(lines[2], " 11"), "{o}");
+    }
+
+    #[test]
+    fn the_automatic_histogram_is_titled_by_what_it_counts() {
+        let mut r = bare();
+        r.cycles.histogram = vec![crate::measure::Bucket {
+            lo: 1_000_000,
+            hi: 2_000_000,
+            count: 3,
+        }];
+        let title = |r: &ExplainReport| {
+            let mut o = String::new();
+            super::histogram(&mut o, r, &Paint::plain());
+            o.lines().nth(1).unwrap().to_string()
+        };
+        assert_eq!(title(&r), "duration histogram (replied):");
+        r.noun = "outliers";
+        assert_eq!(
+            title(&r),
+            "duration histogram (the outliers, every measure):"
+        );
     }
 }
