@@ -1341,3 +1341,46 @@ fn top_level_help_is_one_line_per_command_and_explain_help_is_grouped_by_mode() 
     );
     assert!(help.contains("One mode per heading below") && !short.contains("One mode per heading"));
 }
+
+/// The README is a quick start that links into docs/: it keeps the two set-up commands
+/// (`.ci/run` runs the second), and every relative link it or docs/reference.md has
+/// leads to a file, and to a heading of it when it names one.
+#[test]
+fn the_readme_quick_start_keeps_its_commands_and_its_links_resolve() {
+    let root = repo();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(readme
+        .contains("\ncargo run --release -p whylate-cli -- explain examples/frob.dat.zst \\\n"));
+    assert!(readme.contains("\n./scripts/test\n"));
+    let ci = std::fs::read_to_string(root.join(".ci/run")).unwrap();
+    assert!(ci.contains("./scripts/test"));
+    // GitHub's anchor of a heading: lowercase, punctuation dropped, spaces as hyphens.
+    let slug = |h: &str| -> String {
+        h.trim_start_matches('#')
+            .trim()
+            .to_lowercase()
+            .chars()
+            .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-' || *c == '_')
+            .map(|c| if c == ' ' { '-' } else { c })
+            .collect()
+    };
+    for doc in ["README.md", "docs/reference.md"] {
+        let path = root.join(doc);
+        let text = std::fs::read_to_string(&path).unwrap();
+        for link in text.split("](").skip(1).filter_map(|s| s.split(')').next()) {
+            if link.starts_with("http") {
+                continue;
+            }
+            let (file, anchor) = link.split_once('#').unwrap_or((link, ""));
+            let target = path.parent().unwrap().join(file);
+            assert!(target.exists(), "{doc}: {link}: no {}", target.display());
+            if !anchor.is_empty() {
+                let t = std::fs::read_to_string(&target).unwrap();
+                assert!(
+                    t.lines().any(|l| l.starts_with('#') && slug(l) == anchor),
+                    "{doc}: {link}: no such heading"
+                );
+            }
+        }
+    }
+}
