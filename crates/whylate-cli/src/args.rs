@@ -40,48 +40,92 @@ pub enum ColorArg {
     Never,
 }
 
+/// `explain --help`'s examples, one per mode (each runs as written from the repository,
+/// but for the two that need a trace with their events).
+const EXPLAIN_EXAMPLES: &str = "\
+Examples, one per mode:
+  Automatic (no mode option): the worst outliers across all measures
+    whylate explain examples/pty-poll.ftrace.gz
+  Cycles: each request to its reply, the ones over the deadline explained
+    whylate explain examples/frob.dat.zst \\
+      --from 'sys_enter_write[comm=frobnicator,count=7]' \\
+      --to 'sys_exit_read[comm=frobnicator,ret>0]' --deadline 3.5ms
+  Timer: late periods of the timers that wake a task
+    whylate explain examples/timer.dat.zst --timer --task periodic --deadline 300us
+  Softirq: slow services of one vector
+    whylate explain examples/softirq.dat.zst --softirq NET_RX --deadline 20us
+  Expect: every A needs a B within T
+    whylate explain trace.dat \\
+      --expect 'irq_handler_entry[irq=42] -> softirq_entry[vec=3] within 1ms'
+  Function: slow calls of a kernel function (function_graph)
+    whylate explain trace.dat --function 'serial8250_*' --expect 115200baud
+  Output: --json, --html FILE, --svg DIR, --parquet DIR beside the text";
+
 #[derive(Subcommand)]
 pub enum Cmd {
+    /// Record a trace.dat (root), while CMD runs or until Ctrl-C
+    ///
     /// Record a trace (root): drives tracefs in an instance of its own and writes a
     /// trace.dat that whylate and trace-cmd read. Traces CMD while it runs (`-- CMD ARGS`),
     /// else until Ctrl-C or --duration.
     Record(RecordArgs),
+    /// Explain each miss live as it happens (root): for rare problems
+    ///
     /// Watch a workload live (root) and explain each miss as it happens, for as long as it
     /// runs: records as `record` does, explains a window every half second with the same
     /// engine as `explain`, keeps each miss's window as a trace.dat when asked. The first
     /// thing to reach for when a problem is rare. Ctrl-C prints the whole run's report.
     Watch(WatchArgs),
+    /// See whylate work on this machine (root): reproduce a seed, explain it
+    ///
     /// See whylate work on this machine (root): a lab program reproduces a seed's
     /// mechanism, whylate records and explains it, and prints the program's own count of
     /// misses beside its explanation.
     Demo(DemoArgs),
+    /// What is in a trace: format, time span, events, CPUs, tasks, losses
+    ///
     /// What is in a trace: format, time span, events by name, CPU and task, lost events,
     /// lines not understood. Several files are merged by timestamp.
     Stats(StatsArgs),
-    /// Explain request/response cycles: from a `--from` event to the first later `--to`
-    /// event of the same thread; the cycles over `--deadline` (or with no reply) are misses,
-    /// and each is explained: the chain of hand-offs, what held it up, ranked causes over all
-    /// misses, and what to do. `--timer` explains late timer periods instead; with neither,
-    /// the worst outliers across all measures are explained (automatic mode).
+    /// Explain why replies, timers, softirqs or calls were late (main job)
+    ///
+    /// One mode per heading below: request/response cycles, from a `--from` event to the
+    /// first later `--to` event of the same thread; late timer periods (`--timer`); slow
+    /// services of a softirq vector (`--softirq`); slow calls of a kernel function
+    /// (`--function`); each A without its B in time (`--expect 'A -> B within T'`); with
+    /// none of them, the worst outliers across all measures (automatic mode). What took
+    /// longer than `--deadline` (or never ended) is a miss, and each is explained: the chain
+    /// of hand-offs, what held it up, ranked causes over all misses, and what to do.
+    #[command(after_help = EXPLAIN_EXAMPLES)]
     Explain(ExplainArgs),
+    /// Write the HTML report of a trace: explain's analysis as one page
+    ///
     /// Write the HTML report of a trace (automatic mode unless --from/--to, --timer or
     /// --softirq say what to explain): the same analysis as `explain`, as one
     /// self-contained page that opens in any browser without network.
     Report(ReportArgs),
+    /// Export the timeline for ui.perfetto.dev (--perfetto FILE)
+    ///
     /// Export the timeline for other viewers. `--perfetto FILE`: Chrome trace-event JSON
     /// that ui.perfetto.dev and chrome://tracing open: per CPU, tracks of tasks, hard
     /// irqs, softirqs, work items, hrtimers and lost events, and the explained misses'
     /// chains as flow arrows (automatic mode unless a mode option is given).
     Export(ExportArgs),
+    /// Compare two traces of one workload (before/after a fix): what changed
+    ///
     /// Compare two traces of the same workload (before/after a fix, old/new kernel),
     /// explained the same way: distributions side by side, causes that appeared, vanished
     /// or changed (keyed without pids), CPU time and interrupt placement that moved, and a
     /// one-line verdict. Without --deadline, B is judged by the deadline chosen for A.
     Diff(DiffArgs),
+    /// Measure latencies (wakeup, runqueue, irq, syscall...) and the worst
+    ///
     /// Measure latencies: wakeup, runqueue, irq, softirq, work, syscall, timer, throughput,
     /// irqsoff. Per group: count, min/p50/p90/p99/p99.9/max, a histogram and the worst
     /// samples with time, CPU and task (and who held the CPU meanwhile).
     Latency(LatencyArgs),
+    /// Rank causes across a fleet (the findings --parquet DIR wrote)
+    ///
     /// Rank causes across a fleet: reads the findings that `explain`, `latency` and `watch`
     /// wrote with `--parquet DIR` (one directory or many, globs allowed) with an embedded
     /// query engine, and says which causes cost the most excess on how many hosts, where a
@@ -96,22 +140,26 @@ pub struct FindingsArgs {
     /// Also write the findings as Parquet tables under DIR, one directory per table,
     /// partitioned `host=.../date=...` (schema: docs/parquet.md); `whylate fleet DIR`
     /// ranks them across hosts.
-    #[arg(long, value_name = "DIR")]
+    #[arg(help_heading = "Fleet findings (--parquet)", long, value_name = "DIR")]
     pub parquet: Option<PathBuf>,
     /// The host the trace comes from (default: the name `whylate record` kept, else
     /// `unknown`).
-    #[arg(long, requires = "parquet", value_parser = host_arg)]
+    #[arg(help_heading = "Fleet findings (--parquet)", long, requires = "parquet", value_parser = host_arg)]
     pub host: Option<String>,
     /// The kernel release (default: the one `whylate record` kept, else empty).
-    #[arg(long, requires = "parquet")]
+    #[arg(
+        help_heading = "Fleet findings (--parquet)",
+        long,
+        requires = "parquet"
+    )]
     pub kernel: Option<String>,
     /// The date to file the findings under, YYYY-MM-DD (default: when the recording
     /// started, else the trace file's modification date, UTC).
-    #[arg(long, requires = "parquet", value_parser = date_arg)]
+    #[arg(help_heading = "Fleet findings (--parquet)", long, requires = "parquet", value_parser = date_arg)]
     pub date: Option<String>,
     /// A label every row carries, `key=value` (repeatable): `--label team=net`,
     /// `--label rollout=b`; `fleet --by label:team` groups by it.
-    #[arg(long = "label", requires = "parquet", value_name = "KEY=VALUE", value_parser = whylate_fleet::meta::parse_label)]
+    #[arg(help_heading = "Fleet findings (--parquet)", long = "label", requires = "parquet", value_name = "KEY=VALUE", value_parser = whylate_fleet::meta::parse_label)]
     pub labels: Vec<(String, String)>,
 }
 
@@ -297,7 +345,7 @@ pub struct ExplainArgs {
     #[command(flatten)]
     pub mode: ModeArgs,
     /// Machine-readable output (schema: docs/json.md).
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     pub json: bool,
     #[command(flatten)]
     pub draw: DrawArgs,
@@ -419,14 +467,14 @@ pub struct LatencyArgs {
 pub struct DrawArgs {
     /// Also write the report as one self-contained HTML file: verdict, causes, histogram,
     /// per-cycle raster, a swimlane per explained miss, advice and context.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Output", long, value_name = "FILE")]
     pub html: Option<PathBuf>,
     /// Also write the plots as standalone SVG files in DIR (histogram.svg, raster.svg,
     /// miss-N.svg).
-    #[arg(long, value_name = "DIR")]
+    #[arg(help_heading = "Output", long, value_name = "DIR")]
     pub svg: Option<PathBuf>,
     /// Misses drawn one by one (swimlanes), worst first.
-    #[arg(long, default_value_t = whylate::report::plot::DEFAULT_LANES)]
+    #[arg(help_heading = "Output", long, default_value_t = whylate::report::plot::DEFAULT_LANES)]
     pub lanes: usize,
 }
 
@@ -434,23 +482,23 @@ pub struct DrawArgs {
 #[derive(clap::Args, Default)]
 pub struct InputArgs {
     /// Fail (exit 2) on the first line that does not parse.
-    #[arg(long)]
+    #[arg(help_heading = "Input", long)]
     pub strict: bool,
     /// Read as this format instead of guessing.
-    #[arg(long, value_enum)]
+    #[arg(help_heading = "Input", long, value_enum)]
     pub format: Option<FormatArg>,
     /// Reorder window in events, for traces whose timestamps are out of order.
-    #[arg(long, default_value_t = whylate::read::DEFAULT_WINDOW)]
+    #[arg(help_heading = "Input", long, default_value_t = whylate::read::DEFAULT_WINDOW)]
     pub reorder: usize,
     /// The recording machine's /proc/kallsyms (plain or compressed): names work functions
     /// and timer callbacks in a perf.data (which stores no symbols) or replaces a
     /// trace.dat's own. Without it a perf.data uses this machine's symbols only when it
     /// runs the same kernel build at the same address.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Input", long, value_name = "FILE")]
     pub kallsyms: Option<PathBuf>,
     /// Syscall table that names raw_syscalls numbers; by default the one the trace says
     /// (a perf.data's or trace.dat's machine), else x86_64.
-    #[arg(long, value_enum)]
+    #[arg(help_heading = "Input", long, value_enum)]
     pub arch: Option<ArchArg>,
 }
 
@@ -478,52 +526,67 @@ impl InputArgs {
 pub struct ModeArgs {
     /// Event that opens a cycle: EVENT[FIELD OP VALUE,...], e.g.
     /// 'sys_enter_write[comm=frobnicator,count=7]'.
-    #[arg(long, requires = "to")]
+    #[arg(help_heading = "Cycles (--from/--to)", long, requires = "to")]
     pub from: Option<String>,
     /// Event that closes it (repeat for alternatives), e.g.
     /// 'sys_exit_read[comm=frobnicator,ret>0]'.
-    #[arg(long, requires = "from")]
+    #[arg(help_heading = "Cycles (--from/--to)", long, requires = "from")]
     pub to: Vec<String>,
     /// Explain late timers instead of cycles: hrtimer expiries that woke a task (and
     /// self-reported lateness), split into "the interrupt came late" and "the woken
     /// task waited"; a miss is a period later than --deadline (else the slowest 1%).
-    #[arg(long, conflicts_with_all = ["from", "to"])]
+    #[arg(help_heading = "Timer (--timer)", long, conflicts_with_all = ["from", "to"])]
     pub timer: bool,
     /// With --timer: only timers that wake this task (pid, or comm with * ? globs).
-    #[arg(long, requires = "timer", value_parser = TaskSel::parse)]
+    #[arg(help_heading = "Timer (--timer)", long, requires = "timer", value_parser = TaskSel::parse)]
     pub task: Option<TaskSel>,
     /// Explain slow services of this softirq vector (NET_RX, TASKLET, TIMER... or its
     /// number): raise to entry, deferral to ksoftirqd, who held the CPU meanwhile.
-    #[arg(long, value_name = "VEC", conflicts_with_all = ["from", "to", "timer"], value_parser = softirq_arg)]
+    #[arg(help_heading = "Softirq (--softirq)", long, value_name = "VEC", conflicts_with_all = ["from", "to", "timer"], value_parser = softirq_arg)]
     pub softirq: Option<String>,
     /// Explain slow calls of this kernel function (a glob) from function_graph: its
     /// callees, its own code, what interrupted or preempted it, interrupts off inside it.
     /// Without function_graph, the irqs-off sections it opened.
-    #[arg(long, value_name = "FUNC", conflicts_with_all = ["from", "to", "timer", "softirq"])]
+    #[arg(help_heading = "Function (--function)", long, value_name = "FUNC", conflicts_with_all = ["from", "to", "timer", "softirq"])]
     pub function: Option<String>,
     /// With --function: the rate it should move units at (`11520/s`, `115200baud` = 11520
     /// bytes/s with 8N1); a call may take one unit's time. Else a pattern, 'A -> B within
     /// T': each A (a selector) needs a B within T.
-    #[arg(long, value_name = "RATE|PATTERN")]
+    #[arg(
+        help_heading = "Expect (--expect, or a rate with --function)",
+        long,
+        value_name = "RATE|PATTERN"
+    )]
     pub expect: Option<String>,
     /// Cycles longer than this are misses (`3.5ms`); inferred from the data when absent.
-    #[arg(long, value_parser = deadline)]
+    #[arg(help_heading = "Every mode", long, value_parser = deadline)]
     pub deadline: Option<u64>,
     /// Who may close a cycle: the same thread (default), any thread of its process,
     /// anyone; with --expect also the same CPU (its default).
-    #[arg(long, value_enum)]
+    #[arg(help_heading = "Cycles (--from/--to)", long, value_enum)]
     pub same: Option<SameArg>,
     /// How replies pair with requests when several are open: the oldest open request gets
     /// the next reply (fifo), or a new request abandons the open one (latest: a client
     /// that gives up and asks again).
-    #[arg(long, value_enum, default_value = "fifo", requires = "from")]
+    #[arg(
+        help_heading = "Cycles (--from/--to)",
+        long,
+        value_enum,
+        default_value = "fifo",
+        requires = "from"
+    )]
     pub pair: PairArg,
     /// Pair a reply with the open request that has the same value of this field (on a
     /// syscall exit, the field of the call it returns from), e.g. `--key fd`.
-    #[arg(long, value_name = "FIELD", conflicts_with = "pair")]
+    #[arg(
+        help_heading = "Cycles (--from/--to)",
+        long,
+        value_name = "FIELD",
+        conflicts_with = "pair"
+    )]
     pub key: Option<String>,
     /// Misses whose chain is shown.
-    #[arg(long, default_value_t = 3)]
+    #[arg(help_heading = "Every mode", long, default_value_t = 3)]
     pub top: usize,
 }
 

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use whylate::read::ReadError;
 use whylate::report::Paint;
 
-/// Exit codes (README, "Exit codes"): 0 ok, 2 unusable input or usage, 130 Ctrl-C while
+/// Exit codes (docs/reference.md, "Exit codes"): 0 ok, 2 unusable input or usage, 130 Ctrl-C while
 /// `record` traced a command; `record -- CMD` otherwise exits with CMD's own status.
 pub const EXIT_BAD_INPUT: u8 = 2;
 /// Ctrl-C while `record -- CMD` ran.

@@ -1280,3 +1280,107 @@ fn help_is_wrapped_to_the_terminal_width() {
         assert!(widest <= 80, "{cmd:?}: {widest} columns:\n{help}");
     }
 }
+
+/// The top-level help lists each command on one line (its `about`; the details are in
+/// `whylate CMD --help`), and `explain --help` groups its options by mode.
+#[test]
+fn top_level_help_is_one_line_per_command_and_explain_help_is_grouped_by_mode() {
+    for columns in [None, Some("80")] {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_whylate"));
+        c.arg("--help");
+        if let Some(n) = columns {
+            c.env("COLUMNS", n);
+        } else {
+            c.env_remove("COLUMNS");
+        }
+        let help = text(&c.output().unwrap().stdout);
+        let list: Vec<&str> = help
+            .lines()
+            .skip_while(|l| *l != "Commands:")
+            .skip(1)
+            .take_while(|l| !l.is_empty())
+            .collect();
+        assert!(list.len() >= 10, "{help}");
+        for line in &list {
+            // A continuation line would be indented past the command column.
+            assert!(
+                line.starts_with("  ") && !line.starts_with("   "),
+                "a command's summary wraps (COLUMNS={columns:?}): {line:?}\n{help}"
+            );
+            assert!(line.chars().count() < 100, "{line:?}");
+        }
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_whylate"))
+        .args(["explain", "--help"])
+        .output()
+        .unwrap();
+    let help = text(&o.stdout);
+    for heading in [
+        "Cycles (--from/--to):",
+        "Timer (--timer):",
+        "Softirq (--softirq):",
+        "Function (--function):",
+        "Expect (--expect, or a rate with --function):",
+        "Every mode:",
+        "Output:",
+        "Input:",
+        "Examples, one per mode:",
+    ] {
+        assert!(
+            help.lines().any(|l| l == heading),
+            "no {heading:?} in explain --help:\n{help}"
+        );
+    }
+    // The details live in `--help`; `-h` keeps the one-line summary.
+    let short = text(
+        &Command::new(env!("CARGO_BIN_EXE_whylate"))
+            .args(["explain", "-h"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    assert!(help.contains("One mode per heading below") && !short.contains("One mode per heading"));
+}
+
+/// The README is a quick start that links into docs/: it keeps the two set-up commands
+/// (`.ci/run` runs the second), and every relative link it or docs/reference.md has
+/// leads to a file, and to a heading of it when it names one.
+#[test]
+fn the_readme_quick_start_keeps_its_commands_and_its_links_resolve() {
+    let root = repo();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(readme
+        .contains("\ncargo run --release -p whylate-cli -- explain examples/frob.dat.zst \\\n"));
+    assert!(readme.contains("\n./scripts/test\n"));
+    let ci = std::fs::read_to_string(root.join(".ci/run")).unwrap();
+    assert!(ci.contains("./scripts/test"));
+    // GitHub's anchor of a heading: lowercase, punctuation dropped, spaces as hyphens.
+    let slug = |h: &str| -> String {
+        h.trim_start_matches('#')
+            .trim()
+            .to_lowercase()
+            .chars()
+            .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-' || *c == '_')
+            .map(|c| if c == ' ' { '-' } else { c })
+            .collect()
+    };
+    for doc in ["README.md", "docs/reference.md"] {
+        let path = root.join(doc);
+        let text = std::fs::read_to_string(&path).unwrap();
+        for link in text.split("](").skip(1).filter_map(|s| s.split(')').next()) {
+            if link.starts_with("http") {
+                continue;
+            }
+            let (file, anchor) = link.split_once('#').unwrap_or((link, ""));
+            let target = path.parent().unwrap().join(file);
+            assert!(target.exists(), "{doc}: {link}: no {}", target.display());
+            if !anchor.is_empty() {
+                let t = std::fs::read_to_string(&target).unwrap();
+                assert!(
+                    t.lines().any(|l| l.starts_with('#') && slug(l) == anchor),
+                    "{doc}: {link}: no such heading"
+                );
+            }
+        }
+    }
+}

@@ -124,6 +124,29 @@ fn every_example_matches_its_ground_truth_and_its_expected_summary() {
                 let top = first_actionable(&j);
                 assert_eq!(top["culprit"]["comm"], "hog", "{name}: {top}")
             }
+            _ => {}
+        }
+        // Two hogs on the chain's CPU are one thing to do: one line moves them both.
+        if name == "frob" {
+            // examples/README.md says how many replies were late: what whylate finds.
+            let doc = std::fs::read_to_string(repo().join("examples/README.md")).unwrap();
+            let said = doc
+                .split(" replies later than 3.5 ms")
+                .next()
+                .and_then(|s| s.rsplit(' ').next())
+                .and_then(|n| n.parse::<u64>().ok())
+                .expect("examples/README.md: N replies later than 3.5 ms");
+            assert_eq!(said, j["cycles"]["misses"].as_u64().unwrap());
+            let moves: Vec<&Value> = (j["advice"].as_array().unwrap().iter())
+                .filter(|a| a["action"].as_str().unwrap().starts_with("Move hog"))
+                .collect();
+            assert_eq!(moves.len(), 1, "{}", j["advice"]);
+            assert_eq!(
+                moves[0]["action"],
+                "Move hog (6717 and 6716) off CPU1, where the chain runs"
+            );
+        }
+        match name {
             "softirq" => {
                 let top = first_actionable(&j);
                 assert_eq!(top["culprit"]["vector"], "NET_RX", "{name}: {top}");

@@ -22,6 +22,7 @@ mod watch;
 use common::repo;
 use frob::*;
 use std::collections::BTreeMap;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
@@ -36,7 +37,11 @@ fn skip(reason: &str) -> bool {
     if std::env::var("WHYLATE_REQUIRE_LIVE").as_deref() == Ok("1") {
         panic!("live test required (WHYLATE_REQUIRE_LIVE=1) but: {reason}");
     }
-    eprintln!("SKIPPED: {reason}");
+    // Straight to the stderr file descriptor, not `eprintln!`: the test harness captures
+    // the print macros of a passing test, so a skip would show only with --nocapture and
+    // a plain `cargo test` would look like the live tests ran.
+    let test = std::thread::current().name().unwrap_or("live").to_string();
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {reason}");
     true
 }
 

@@ -71,6 +71,9 @@ pub(super) fn context(
         .collect()
 }
 
+/// Tasks as (comm, pid).
+type Tasks = Vec<(String, i32)>;
+
 /// Advice in the order of the ranking: for the first cause first, then the next ones that
 /// hold at least 5% of the excess (at most three causes). Work that an interrupt queued
 /// gets its IRQ placement advice right after the cause that held that work up. The same
@@ -83,16 +86,32 @@ pub(super) fn advise(
 ) -> Vec<Advice> {
     let mut irq = irq_work(tl, s, misses);
     let mut out = Vec::new();
+    // Tasks to move off a CPU, gathered per CPU into the place of the first one.
+    let mut moves: Vec<(usize, u32, Tasks)> = Vec::new();
     for (k, c) in causes.iter().take(3).enumerate() {
         if k > 0 && c.share < 0.05 {
             break;
         }
         out.extend(for_cause(tl, c, misses));
+        if let Some((cpu, comm, pid)) = culprit_to_move(tl, c) {
+            match moves.iter_mut().find(|m| m.1 == cpu) {
+                Some(m) if !m.2.iter().any(|t| t.1 == pid) => m.2.push((comm, pid)),
+                Some(_) => {}
+                None => {
+                    let first = vec![(comm, pid)];
+                    out.push(move_off(tl.cpus.max(1), cpu, &first));
+                    moves.push((out.len() - 1, cpu, first));
+                }
+            }
+        }
         let (mine, rest): (Vec<_>, Vec<_>) = irq
             .into_iter()
             .partition(|(by, _)| by.0 == c.category && by.1 == c.culprit);
         out.extend(mine.into_iter().map(|x| x.1));
         irq = rest;
+    }
+    for (at, cpu, tasks) in moves {
+        out[at] = move_off(tl.cpus.max(1), cpu, &tasks);
     }
     // Two causes can lead to the same command; once is enough.
     let mut seen = FxHashSet::default();
@@ -171,14 +190,11 @@ fn irq_work(tl: &Timeline, s: &Interner, misses: &[Miss]) -> Vec<(CauseKey, Advi
     out
 }
 
-/// A task that kept the chain's tasks from their CPU: raise the waiters' priority, or
-/// move the culprit (the last piece of advice).
-fn scheduling(tl: &Timeline, c: &CauseRow, misses: &[Miss], ncpu: u32) -> Vec<Advice> {
+/// A task that kept the chain's tasks from their CPU: raise the waiters' priority (moving
+/// the culprit comes after, `culprit_to_move`, merged per CPU by `advise`).
+fn scheduling(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
     let cpu = c.culprit.cpu.unwrap_or(0);
-    let (comm, pid) = (
-        c.culprit.comm.clone().unwrap_or_default(),
-        c.culprit.pid.unwrap_or(-1),
-    );
+    let comm = c.culprit.comm.clone().unwrap_or_default();
     let mut out = Vec::new();
     for (w, wpid) in waiters(tl, misses, c).into_iter().take(2) {
         if w.starts_with("kworker/") {
@@ -199,15 +215,55 @@ fn scheduling(tl: &Timeline, c: &CauseRow, misses: &[Miss], ncpu: u32) -> Vec<Ad
             });
         }
     }
-    out.push(Advice {
-        action: format!("Move {comm} off CPU{cpu}, where the chain runs"),
-        command: format!("taskset -pc {} {pid}", others(ncpu, cpu)),
-        cost: format!(
-            "{comm} loses CPU{cpu}: on a {ncpu}-CPU machine that is {}% of its capacity; to keep CPU{cpu} for the latency path for good, isolate it (isolcpus= or a cpuset), which costs a CPU",
-            100 / ncpu
-        ),
-    });
     out
+}
+
+/// The task to move off the CPU where it kept the chain waiting: the last piece of
+/// advice for a scheduling cause (never the recorder: that is how it records).
+fn culprit_to_move(tl: &Timeline, c: &CauseRow) -> Option<(u32, String, i32)> {
+    if !matches!(c.category.as_str(), "runqueue-wait" | "preempted-by")
+        || c.culprit.pid.is_some_and(|p| tl.is_recorder(p))
+    {
+        return None;
+    }
+    Some((
+        c.culprit.cpu.unwrap_or(0),
+        c.culprit.comm.clone().unwrap_or_default(),
+        c.culprit.pid.unwrap_or(-1),
+    ))
+}
+
+/// One piece of advice to move every task in `tasks` (comm, pid) off `cpu`: two hogs
+/// on the chain's CPU are one thing to do, not the same line twice.
+fn move_off(ncpu: u32, cpu: u32, tasks: &[(String, i32)]) -> Advice {
+    let to = others(ncpu, cpu);
+    let capacity = format!(
+        "CPU{cpu}: on a {ncpu}-CPU machine that is {}% of its capacity; to keep CPU{cpu} for the latency path for good, isolate it (isolcpus= or a cpuset), which costs a CPU",
+        100 / ncpu
+    );
+    if let [(comm, pid)] = tasks {
+        return Advice {
+            action: format!("Move {comm} off CPU{cpu}, where the chain runs"),
+            command: format!("taskset -pc {to} {pid}"),
+            cost: format!("{comm} loses {capacity}"),
+        };
+    }
+    let and = |v: Vec<String>| match v.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    };
+    let pids: Vec<String> = tasks.iter().map(|t| t.1.to_string()).collect();
+    let who = if tasks.iter().all(|t| t.0 == tasks[0].0) {
+        format!("{} ({})", tasks[0].0, and(pids.clone()))
+    } else {
+        and(tasks.iter().map(|(c, p)| format!("{c}[{p}]")).collect())
+    };
+    Advice {
+        action: format!("Move {who} off CPU{cpu}, where the chain runs"),
+        command: format!("for p in {}; do taskset -pc {to} $p; done", pids.join(" ")),
+        cost: format!("each loses {capacity}"),
+    }
 }
 
 /// The advice for one cause, by its category.
@@ -221,14 +277,12 @@ fn for_cause(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
         // helps them, but the recorder is never told to move as if it were the workload.
         out.push(recorder(c, ncpu));
         if matches!(c.category.as_str(), "runqueue-wait" | "preempted-by") {
-            let mut s = scheduling(tl, c, misses, ncpu);
-            s.pop();
-            out.extend(s);
+            out.extend(scheduling(tl, c, misses));
         }
         return out;
     }
     match c.category.as_str() {
-        "runqueue-wait" | "preempted-by" => out.extend(scheduling(tl, c, misses, ncpu)),
+        "runqueue-wait" | "preempted-by" => out.extend(scheduling(tl, c, misses)),
         "hardirq" => {
             let irq = c.culprit.irq.unwrap_or(0);
             out.push(Advice {
@@ -428,5 +482,36 @@ fn irqs_off_in_call(c: &CauseRow, misses: &[Miss], ncpu: u32) -> Advice {
             others(ncpu, cpu)
         ),
         cost: format!("preempt=full or PREEMPT_RT does not help a section with interrupts off; moving the latency-critical thread costs it CPU{cpu}; a fix in the driver needs its owner"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::move_off;
+
+    #[test]
+    fn two_tasks_on_one_cpu_are_one_move() {
+        let one = move_off(2, 1, &[("hog".into(), 6717)]);
+        assert_eq!(one.action, "Move hog off CPU1, where the chain runs");
+        assert_eq!(one.command, "taskset -pc 0 6717");
+        assert!(one
+            .cost
+            .starts_with("hog loses CPU1: on a 2-CPU machine that is 50%"));
+        let two = move_off(2, 1, &[("hog".into(), 6717), ("hog".into(), 6716)]);
+        assert_eq!(
+            two.action,
+            "Move hog (6717 and 6716) off CPU1, where the chain runs"
+        );
+        assert_eq!(two.command, "for p in 6717 6716; do taskset -pc 0 $p; done");
+        assert!(two.cost.starts_with("each loses CPU1"));
+        let mixed = move_off(4, 2, &[("a".into(), 1), ("b".into(), 2), ("c".into(), 3)]);
+        assert_eq!(
+            mixed.action,
+            "Move a[1], b[2] and c[3] off CPU2, where the chain runs"
+        );
+        assert_eq!(
+            mixed.command,
+            "for p in 1 2 3; do taskset -pc 0,1,3 $p; done"
+        );
     }
 }

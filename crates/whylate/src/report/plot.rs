@@ -61,8 +61,10 @@ pub struct Histogram {
     pub step_ns: u64,
     /// Counts from 0 in steps of `step_ns`.
     pub counts: Vec<u64>,
-    /// Samples at or beyond the last bin.
+    /// Samples at or beyond the last bin (drawn as one bar past the axis's last tick).
     pub over: u64,
+    /// The largest sample (the off-scale bar says how far it goes).
+    pub max_ns: u64,
     /// The deadline.
     pub deadline_ns: Option<u64>,
     /// Samples.
@@ -338,9 +340,10 @@ fn histogram(r: &ExplainReport, ymax: u64) -> Histogram {
     let step = nice_ceil(ymax.div_ceil(bins)).max(1);
     let n = ymax.div_ceil(step) as usize;
     let mut counts = vec![0u64; n];
-    let (mut over, mut total) = (0, 0);
+    let (mut over, mut total, mut max_ns) = (0, 0, 0);
     for x in durations(r) {
         total += 1;
+        max_ns = max_ns.max(x);
         match counts.get_mut((x / step) as usize) {
             Some(c) => *c += 1,
             None => over += 1,
@@ -357,6 +360,7 @@ fn histogram(r: &ExplainReport, ymax: u64) -> Histogram {
         step_ns: step,
         counts,
         over,
+        max_ns,
         deadline_ns: r.deadline_ns,
         total,
     }

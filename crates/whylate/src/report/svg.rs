@@ -209,6 +209,19 @@ pub fn histogram(h: &Histogram) -> String {
             ms(t)
         );
     }
+    // The last bar holds every sample past the axis: the axis says so, and how far the
+    // largest goes (a 12.3 ms maximum must not look like it stopped at 10 ms).
+    if h.over > 0 {
+        let _ = writeln!(
+            o,
+            "<text class=\"off-scale\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" fill=\"#d62728\">{} off-scale: ≥ {}, max {} →</text>",
+            LEFT + pw,
+            y0 + 34.0,
+            h.over,
+            dur(end),
+            dur(h.max_ns)
+        );
+    }
     let _ = writeln!(
         o,
         "<line x1=\"{LEFT}\" x2=\"{:.1}\" y1=\"{y0}\" y2=\"{y0}\" stroke=\"#333\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">ms</text>",
@@ -564,5 +577,31 @@ fn lane_axis(o: &mut String, l: &Swimlane, g: &LaneGeo) {
                 top - 2.0
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::histogram;
+    use crate::report::plot::Histogram;
+
+    #[test]
+    fn the_histogram_axis_says_what_is_off_scale_and_how_far() {
+        let mut h = Histogram {
+            what: "cycle duration".into(),
+            step_ns: 1_000_000,
+            counts: vec![5; 10],
+            over: 2,
+            max_ns: 12_335_000,
+            deadline_ns: Some(3_500_000),
+            total: 52,
+        };
+        let svg = histogram(&h);
+        assert!(
+            svg.contains(">2 off-scale: ≥ 10.000 ms, max 12.335 ms →</text>"),
+            "{svg}"
+        );
+        h.over = 0;
+        assert!(!histogram(&h).contains("off-scale"));
     }
 }

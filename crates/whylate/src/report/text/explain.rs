@@ -118,7 +118,14 @@ fn histogram(o: &mut String, r: &ExplainReport, p: &Paint) {
     if h.is_empty() {
         return;
     }
-    let _ = writeln!(o, "\n{}", p.heading("duration histogram (replied):"));
+    // Automatic mode has no replies: its durations are the outliers' own (a wait, a
+    // handler, a work item, a late timer), across every measure.
+    let title = if r.noun == "outliers" {
+        "duration histogram (the outliers, every measure):"
+    } else {
+        "duration histogram (replied):"
+    };
+    let _ = writeln!(o, "\n{}", p.heading(title));
     let max = h.iter().map(|b| b.count).max().unwrap_or(1).max(1);
     for b in h {
         let mark = match r.deadline_ns {
@@ -154,20 +161,39 @@ fn causes(o: &mut String, r: &ExplainReport, p: &Paint) {
         r.plural()
     );
     let _ = writeln!(o, "\n{}", p.heading(&title));
+    let rows: Vec<(&str, String, &crate::explain::CauseRow)> = r
+        .causes
+        .iter()
+        .take(10)
+        .map(|c| {
+            let mut who = c.culprit.label_in(&c.category);
+            if let Some(cpu) = c.culprit.cpu {
+                let _ = write!(who, " on CPU{cpu}");
+            }
+            (c.category.as_str(), who, c)
+        })
+        .collect();
+    // The columns are as wide as their widest entry (at least the usual 20 and 36, so a
+    // table of short names keeps its look): a long culprit such as
+    // `tokio-rt-worker[75] (nice -10) on CPU1` pushes the numbers right, all rows alike.
+    let cat_w = rows
+        .iter()
+        .map(|r| r.0.chars().count())
+        .fold(20, usize::max);
+    let who_w = rows
+        .iter()
+        .map(|r| r.1.chars().count())
+        .fold(36, usize::max);
     let _ = writeln!(
         o,
-        "  {:<20} {:<36} {:>6} {:>11} {:>10} {:>6}",
+        "  {:<cat_w$} {:<who_w$} {:>6} {:>11} {:>10} {:>6}",
         "category", "culprit", "misses", "total", "mean", "share"
     );
-    for c in r.causes.iter().take(10) {
-        let mut who = c.culprit.label_in(&c.category);
-        if let Some(cpu) = c.culprit.cpu {
-            let _ = write!(who, " on CPU{cpu}");
-        }
+    for (category, who, c) in rows {
         let _ = writeln!(
             o,
-            "  {:<20} {:<36} {:>6} {:>11} {:>10} {:>5.0}%",
-            c.category,
+            "  {:<cat_w$} {:<who_w$} {:>6} {:>11} {:>10} {:>5.0}%",
+            category,
             who,
             c.count,
             dur(c.total_excess_ns),
@@ -452,5 +478,92 @@ mod tests {
             "\nmiss at 1.000120 (tid 7, CPU1): took 12.000 ms (8.500 ms late), 1.950 ms blamed\n"
         ));
         assert!(text.contains("\n... 1 more misses (--top, --json)\n"));
+    }
+
+    /// A report with nothing in it, for one section's test.
+    fn bare() -> ExplainReport {
+        ExplainReport {
+            inputs: Vec::new(),
+            events: 0,
+            from: String::new(),
+            to: Vec::new(),
+            deadline_ns: None,
+            deadline_source: "given".into(),
+            cycles: CycleStats::default(),
+            causes: Vec::new(),
+            misses: Vec::new(),
+            context: Vec::new(),
+            advice: Vec::new(),
+            notes: Vec::new(),
+            blind: Vec::new(),
+            unread: None,
+            machine: None,
+            cpus: Vec::new(),
+            windows: Default::default(),
+            top: 3,
+            noun: "cycles",
+            expect: None,
+            kernel: None,
+        }
+    }
+
+    #[test]
+    fn the_causes_table_stays_aligned_with_a_long_culprit() {
+        use crate::explain::CauseRow;
+        let row = |comm: &str, pid: i32, prio: Option<i32>, cpu: u32| CauseRow {
+            category: "runqueue-wait".into(),
+            culprit: Culprit {
+                comm: Some(comm.into()),
+                pid: Some(pid),
+                prio,
+                cpu: Some(cpu),
+                ..Default::default()
+            },
+            count: 11,
+            total_excess_ns: 23_532_000,
+            mean_excess_ns: 2_139_000,
+            share: 0.51,
+        };
+        let mut r = bare();
+        r.causes = vec![
+            row("hog", 6717, Some(120), 1),
+            row("tokio-rt-worker", 75, Some(110), 1),
+        ];
+        r.cycles.misses = 2;
+        let mut o = String::new();
+        super::causes(&mut o, &r, &Paint::plain());
+        let lines: Vec<&str> = o.lines().skip(2).collect();
+        assert_eq!(lines.len(), 3, "{o}");
+        assert!(
+            lines[2].contains("tokio-rt-worker[75] (nice -10) on CPU1"),
+            "{o}"
+        );
+        // Every row ends at the same column, and each number under its heading.
+        let ends: Vec<usize> = lines.iter().map(|l| l.chars().count()).collect();
+        assert!(ends.iter().all(|&e| e == ends[0]), "{o}");
+        let col = |l: &str, w: &str| l.find(w).unwrap() + w.len();
+        assert_eq!(col(lines[0], "misses"), col(lines[1], " 11"), "{o}");
+        assert_eq!(col(lines[1], " 11"), col(lines[2], " 11"), "{o}");
+    }
+
+    #[test]
+    fn the_automatic_histogram_is_titled_by_what_it_counts() {
+        let mut r = bare();
+        r.cycles.histogram = vec![crate::measure::Bucket {
+            lo: 1_000_000,
+            hi: 2_000_000,
+            count: 3,
+        }];
+        let title = |r: &ExplainReport| {
+            let mut o = String::new();
+            super::histogram(&mut o, r, &Paint::plain());
+            o.lines().nth(1).unwrap().to_string()
+        };
+        assert_eq!(title(&r), "duration histogram (replied):");
+        r.noun = "outliers";
+        assert_eq!(
+            title(&r),
+            "duration histogram (the outliers, every measure):"
+        );
     }
 }
