@@ -2,26 +2,32 @@
 //! behind the records it still holds, so peak RSS follows the reorder window, not the file.
 
 use super::*;
-use std::os::unix::process::ExitStatusExt;
 
-/// Peak RSS (KiB) and exit status of one command, from wait4 on that child alone.
-// wait4 reaps the child (Child::wait cannot return its rusage).
-#[allow(clippy::zombie_processes)]
+/// Peak RSS (KiB) and exit status of one command: the largest `VmHWM` its own process
+/// showed in /proc while it ran. Not wait4's `ru_maxrss`: a child spawned by vfork or
+/// posix_spawn carries the parent's high-water mark over its exec, so it reported this
+/// test binary's size (280 MiB in a fresh-clone run) whenever that was the larger.
 fn peak_rss(cmd: &mut Command) -> (u64, std::process::ExitStatus) {
-    let child = cmd
+    let mut child = cmd
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let mut status = 0;
-    // SAFETY: a zeroed rusage is a valid out-parameter; the pid is our own child.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut ru) };
-    assert_eq!(r, child.id() as i32, "wait4");
-    (
-        ru.ru_maxrss as u64,
-        std::process::ExitStatus::from_raw(status),
-    )
+    let status = format!("/proc/{}/status", child.id());
+    let hwm = || -> Option<u64> {
+        let s = std::fs::read_to_string(&status).ok()?;
+        let l = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+        l.split_whitespace().nth(1)?.parse().ok()
+    };
+    let mut peak = 0;
+    loop {
+        // Read before reaping: the high-water mark only grows while the process lives.
+        peak = peak.max(hwm().unwrap_or(0));
+        if let Some(st) = child.try_wait().unwrap() {
+            return (peak, st);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
 }
 
 #[test]

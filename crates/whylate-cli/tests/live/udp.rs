@@ -213,7 +213,8 @@ fn mitigation_clears_it(a: &Path, b: &Path, m: u64) {
     // a quiet host): fewer than the deferral caused, and never the task.
     assert!(
         fm < m.max(20),
-        "moving the task off CPU1 must clear the misses it caused ({m} -> {fm})"
+        "moving the task off CPU1 must clear the misses it caused ({m} -> {fm}; {})",
+        keep_for_failure("udp-mitigate", &[a, b, &b.with_extension("truth")])
     );
     for c in fixed["explain"]["causes"].as_array().unwrap() {
         assert!(
