@@ -309,7 +309,7 @@ fn for_cause(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
             ),
             cost: "a real-time ksoftirqd runs network/timer bottom halves ahead of every normal task on that CPU: bursts of softirq work then delay applications instead".into(),
         }),
-        "softirq" => out.push(Advice {
+        "softirq" | "softirq-backlog" => out.push(Advice {
             action: format!(
                 "Move the interrupt that raises {} off CPU{cpu}, or let its softirq run in a thread",
                 c.culprit.label()

@@ -354,6 +354,9 @@ fn deferred_and_work(eng: &Engine<'_>, found: &mut Vec<Miss>) {
                 h.category = "deferred-to-ksoftirqd".into();
             }
         }
+        if kind == "softirq" {
+            super::blame::as_backlog(&mut held, e.key as u8);
+        }
         let by = eng.ctx(e.from, e.from_tid, e.from_cpu, e.ts);
         let what = if kind == "softirq" {
             let place = if deferred {

@@ -196,6 +196,18 @@ pub(super) fn as_pending(held: &mut [Hold], ksoftirqd: bool) {
     }
 }
 
+/// The holds of a wait in softirq `vec`'s queue: the vector's own runs meanwhile worked
+/// through the backlog queued ahead of the work (`softirq-backlog`); they did not cut in
+/// ahead of it the way another vector's runs do.
+pub(super) fn as_backlog(held: &mut [Hold], vec: u8) {
+    let name = SOFTIRQ_NAMES.get(vec as usize).copied();
+    for h in held {
+        if h.category == "softirq" && h.culprit.vector.as_deref() == name {
+            h.category = "softirq-backlog".into();
+        }
+    }
+}
+
 impl Engine<'_> {
     /// What held `cpu` during `[a, b)` while `waiter` waited: categories and culprits.
     pub(super) fn holds(&self, l: &RawLink, a: u64, b: u64) -> Vec<Hold> {

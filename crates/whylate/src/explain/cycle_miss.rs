@@ -2,7 +2,7 @@
 //! excess over the usual chain and what held it up, CPUs that recorded nothing, the time
 //! no link covers, and where the chain stood at the deadline when no reply came.
 
-use super::blame::{as_pending, scale, untraced_rest};
+use super::blame::{as_backlog, as_pending, scale, untraced_rest};
 use super::blame::{gap_cause, silent_cpu, uncovered};
 use super::cutter::Options;
 use super::cycle::Cycle;
@@ -195,6 +195,9 @@ impl MissCx<'_> {
             let mut hs = eng.holds(l, stop - excess, stop);
             if let Some(k) = l.deferred {
                 as_pending(&mut hs, k);
+            }
+            if let Some(v) = l.queue {
+                as_backlog(&mut hs, v);
             }
             if !(l.untraced_end && untraced_rest(&mut hs, excess, l.cpu)) {
                 if hs.iter().map(|h| h.ns).sum::<u64>() == 0 {

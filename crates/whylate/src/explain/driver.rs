@@ -251,7 +251,31 @@ pub(super) fn rank(causes: FxHashMap<CauseKey, (u64, u64)>) -> Vec<CauseRow> {
             .then(b.total_excess_ns.cmp(&a.total_excess_ns))
             .then(a.culprit.label().cmp(&b.culprit.label()))
     });
+    backlog_after_deferral(&mut rows);
     rows
+}
+
+/// A softirq backlog on a CPU where the softirq was also deferred to ksoftirqd goes right
+/// after that deferral: runs that end at their budget leave the rest to ksoftirqd, and a
+/// backlog only outlasts a few runs when ksoftirqd is kept off the CPU, so the deferral is
+/// the cause to fix first; the backlog keeps its row and its time.
+fn backlog_after_deferral(rows: &mut Vec<CauseRow>) {
+    let mut i = 0;
+    while i < rows.len() {
+        let cpu = rows[i].culprit.cpu;
+        let deferral = |d: &CauseRow| d.category == "deferred-to-ksoftirqd" && d.culprit.cpu == cpu;
+        // The largest deferral on the backlog's CPU, when it ranks below the backlog.
+        let below = (!rows[..i].iter().any(deferral))
+            .then(|| rows[i + 1..].iter().position(deferral))
+            .flatten();
+        match below {
+            Some(k) if rows[i].category == "softirq-backlog" => {
+                let r = rows.remove(i);
+                rows.insert(i + k + 1, r);
+            }
+            _ => i += 1,
+        }
+    }
 }
 
 /// Where the trace is blind, in words: each CPU whose data ends early, and from when;

@@ -36,6 +36,9 @@ pub(super) struct RawLink {
     /// A softirq pending: `Some(true)` while its ksoftirqd waited for the CPU (the time
     /// is a deferral), `Some(false)` with no ksoftirqd waiting.
     pub(super) deferred: Option<bool>,
+    /// The softirq vector whose queue the work waits in: that vector's own runs on the
+    /// link's CPU meanwhile are the backlog ahead of it, not interference.
+    pub(super) queue: Option<u8>,
     /// A wait for a CPU whose end is inferred: no sched_switch put the task on the CPU,
     /// and the wait ends at its first event there ([`span::INFERRED`]).
     pub(super) untraced_end: bool,
@@ -56,6 +59,7 @@ impl RawLink {
             preempted: false,
             irq: None,
             deferred: None,
+            queue: None,
             untraced_end: false,
         }
     }
@@ -241,6 +245,7 @@ impl<'a> Engine<'a> {
             preempted: false,
             irq,
             deferred: None,
+            queue: None,
             untraced_end: false,
         }
     }
@@ -308,6 +313,7 @@ impl<'a> Engine<'a> {
                         preempted: false,
                         irq: None,
                         deferred: None,
+                        queue: None,
                         untraced_end: false,
                     });
                 }
@@ -406,6 +412,7 @@ impl<'a> Engine<'a> {
             preempted: cause == RunCause::Preempted,
             irq: None,
             deferred: None,
+            queue: None,
             untraced_end: inferred,
         }
     }

@@ -121,6 +121,7 @@ impl Engine<'_> {
             out.links.push(RawLink {
                 key: (LinkKind::Softirq, "NET_RX run".into(), 1),
                 what: format!("packet ({skb}) from {by} on CPU{}, taken by the stack on CPU{cpu} (matched by skb address)", p.from_cpu),
+                queue: Some(3),
                 ..RawLink::wait(LinkKind::Softirq, p.ts, p.at, cpu, -1)
             });
             return true;
@@ -138,6 +139,7 @@ impl Engine<'_> {
                 p.from_cpu
             ),
             deferred: Some(ksoftirqd.is_some()),
+            queue: Some(3),
             ..RawLink::wait(LinkKind::Softirq, p.ts, run.at, cpu, -1)
         });
         out.links.push(RawLink {
@@ -145,6 +147,7 @@ impl Engine<'_> {
             what: format!(
                 "softirq NET_RX ran on CPU{cpu} in {place} before it took the packet ({skb})"
             ),
+            queue: Some(3),
             ..RawLink::wait(LinkKind::Softirq, run.at, p.at, cpu, -1)
         });
         true
@@ -266,12 +269,14 @@ impl Engine<'_> {
                     "softirq {name} on CPU{cpu} {raised}, not run for this work{deferred} until {place} ran it (inferred: no per-packet events)"
                 ),
                 deferred: Some(ksoftirqd.is_some()),
+                queue: Some(vec),
                 ..RawLink::wait(LinkKind::Softirq, from, run.at, cpu, -1)
             });
         }
         out.links.push(RawLink {
             key: (LinkKind::Softirq, format!("{name} run"), 1),
             what: format!("softirq {name} ran on CPU{cpu} in {place} before it handed on"),
+            queue: Some(vec),
             ..RawLink::wait(LinkKind::Softirq, run.at.max(s), ts, cpu, -1)
         });
     }
@@ -317,6 +322,7 @@ impl Engine<'_> {
                 crate::units::dur(busy),
                 crate::units::dur(upto - s)
             ),
+            queue: Some(vec),
             ..RawLink::wait(LinkKind::Softirq, s, upto, cpu, -1)
         })
     }

@@ -1,7 +1,7 @@
 //! `--softirq VEC`: raise-to-entry services of one softirq vector (or tasklets) over
 //! the deadline, and who held the CPU meanwhile.
 
-use super::blame::{as_pending, scale};
+use super::blame::{as_backlog, as_pending, scale};
 use super::driver::{assemble, Findings, Framing, PerMiss, Tally};
 use super::engine::{Engine, LinkKind, RawLink};
 use super::report::{Culprit, CycleStats, ExplainReport, Link, Miss, Window};
@@ -113,6 +113,7 @@ fn service(eng: &Engine<'_>, ei: usize, usual: u64, deadline: u64, tally: &mut T
     let mut held = eng.holds(&l, e.at - ex, e.at);
     scale(&mut held, ex);
     as_pending(&mut held, ksoftirqd.is_some());
+    as_backlog(&mut held, e.key as u8);
     let mut per = PerMiss::default();
     per.add_holds(&held);
     for h in &held {

@@ -376,12 +376,15 @@ fn a_packet_deferred_to_ksoftirqd_is_blamed_on_the_task_that_starved_it() {
     // backlog ahead of it for 281 us (+21..+302), then the hog held ksoftirqd off.
     assert_eq!(
         held,
-        [("deferred-to-ksoftirqd", 698_000), ("softirq", 281_000)]
+        [
+            ("deferred-to-ksoftirqd", 698_000),
+            ("softirq-backlog", 281_000)
+        ]
     );
     // The datagrams queued behind it waited only for ksoftirqd: over all six misses the
     // starving task has 2 x (698 + 999 + 999) us, NET_RX's own backlog 2 x 281 us.
     assert_eq!(c.total_excess_ns, 5_392_000, "{:?}", r.causes);
-    assert_eq!(r.causes[1].category, "softirq");
+    assert_eq!(r.causes[1].category, "softirq-backlog");
     assert_eq!(r.causes[1].total_excess_ns, 562_000);
     // The advice starts with the starved ksoftirqd.
     assert!(r.advice[0].action.contains("ksoftirqd"), "{:?}", r.advice);
@@ -573,7 +576,7 @@ fn a_reply_delivered_by_a_softirq_in_the_receivers_own_context_is_in_the_chain()
         "{}",
         pending.what
     );
-    assert_eq!(r.causes[0].category, "softirq", "{:?}", r.causes);
+    assert_eq!(r.causes[0].category, "softirq-backlog", "{:?}", r.causes);
     assert_eq!(r.causes[0].culprit.vector.as_deref(), Some("NET_RX"));
     // 801 us over the usual 1 us pending, 194 us of the last run up to the deadline.
     assert_eq!(
@@ -830,7 +833,10 @@ fn network_events_match_the_packet_by_skb_address() {
         .collect();
     assert_eq!(
         held,
-        [("deferred-to-ksoftirqd", 698_000), ("softirq", 281_000)]
+        [
+            ("deferred-to-ksoftirqd", 698_000),
+            ("softirq-backlog", 281_000)
+        ]
     );
     assert_eq!(r.causes[0].category, "deferred-to-ksoftirqd");
     assert_eq!(r.causes[0].culprit.pid, Some(60));
@@ -1429,13 +1435,60 @@ fn a_datagram_queued_behind_a_busy_net_rx_is_blamed_on_that_softirq_not_the_devi
         .collect();
     // Up to the deadline: NET_RX's runs, less the 1 us between each two (5 of them),
     // when the receiver itself was on the CPU.
-    assert_eq!(held[0], ("softirq", 995_000));
+    assert_eq!(held[0], ("softirq-backlog", 995_000));
     assert_eq!(held.iter().map(|h| h.1).sum::<u64>(), 1_000_000);
-    assert_eq!(r.causes[0].category, "softirq");
+    assert_eq!(r.causes[0].category, "softirq-backlog");
     assert_eq!(r.causes[0].culprit.vector.as_deref(), Some("NET_RX"));
     assert!(
         !r.causes.iter().any(|c| c.category == "device/external"),
         "{:?}",
         r.causes
+    );
+}
+
+#[test]
+fn a_softirq_backlog_ranks_right_after_the_deferral_that_let_it_pile_up() {
+    // As in the deferral demo under load: NET_RX's own runs on CPU1 hold more of the
+    // misses (50 ms) than the task that kept ksoftirqd/1 off the CPU (40 ms), yet the
+    // deferral is what let the backlog outlast its runs: it comes first, the backlog
+    // right after it with its own time, then the rest by size.
+    let on = |cpu: u32| Culprit {
+        cpu: Some(cpu),
+        ..Default::default()
+    };
+    let net_rx = |cpu: u32| Culprit {
+        vector: Some("NET_RX".into()),
+        ..on(cpu)
+    };
+    let hog = Culprit {
+        comm: Some("hog".into()),
+        pid: Some(60),
+        ..on(1)
+    };
+    let mut causes = rustc_hash::FxHashMap::default();
+    causes.insert(("softirq-backlog".to_string(), net_rx(1)), (61, 50_000_000));
+    causes.insert(("deferred-to-ksoftirqd".to_string(), hog), (62, 40_000_000));
+    let rx = Culprit {
+        comm: Some("rx".into()),
+        pid: Some(7),
+        ..on(1)
+    };
+    causes.insert(("deferred-to-ksoftirqd".to_string(), rx), (38, 400_000));
+    causes.insert(("hardirq".to_string(), on(1)), (3, 45_000_000));
+    causes.insert(("softirq-backlog".to_string(), net_rx(0)), (2, 60_000_000));
+    let rows = super::driver::rank(causes);
+    let order: Vec<(&str, Option<u32>, u64)> = (rows.iter())
+        .map(|r| (r.category.as_str(), r.culprit.cpu, r.total_excess_ns))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            // CPU0's backlog had no deferral there: it keeps its place by size.
+            ("softirq-backlog", Some(0), 60_000_000),
+            ("hardirq", Some(1), 45_000_000),
+            ("deferred-to-ksoftirqd", Some(1), 40_000_000),
+            ("softirq-backlog", Some(1), 50_000_000),
+            ("deferred-to-ksoftirqd", Some(1), 400_000),
+        ]
     );
 }
