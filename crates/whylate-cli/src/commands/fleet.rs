@@ -5,8 +5,9 @@ use crate::args::FleetArgs;
 use crate::output::{usage, Out};
 use std::process::ExitCode;
 
-/// What a build without the engine says to `whylate fleet`.
-#[cfg(not(feature = "fleet"))]
+/// What a build without the engine says to `whylate fleet` (checked by a unit test in
+/// every build, so CI need not build the default binary only to run it).
+#[cfg_attr(feature = "fleet", allow(dead_code))]
 const NOT_BUILT: &str = "fleet: this build has no query engine (DataFusion); build it with `cargo install --locked --path crates/whylate-cli --features fleet`";
 
 /// Ranks causes across the findings under `a.paths`.
@@ -127,4 +128,13 @@ fn step(cur: &[PathBuf], part: &str) -> Result<Vec<PathBuf>, String> {
         next.extend(names);
     }
     Ok(next)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_build_without_the_engine_says_how_to_get_it() {
+        assert!(super::NOT_BUILT.contains("--features fleet"));
+        assert!(super::NOT_BUILT.starts_with("fleet: this build has no query engine"));
+    }
 }
