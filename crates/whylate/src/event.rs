@@ -561,6 +561,16 @@ pub mod flags {
     pub const KNOWN: u16 = 0x8000;
     /// Shift of the preempt depth nibble stored in bits 8..12.
     pub const PREEMPT_SHIFT: u16 = 8;
+    /// Shift of the migrate-disable depth stored in bits 12..15 (7 and above: 7).
+    pub const MIGRATE_SHIFT: u16 = 12;
+    /// The migrate-disable depth field, once shifted down.
+    pub const MIGRATE_MASK: u16 = 0x7;
+
+    /// `depth` as the migrate-disable field (saturated at 7: the count is a nesting
+    /// depth, and more than 7 only says "disabled").
+    pub fn migrate(depth: u16) -> u16 {
+        depth.min(MIGRATE_MASK) << MIGRATE_SHIFT
+    }
 }
 
 impl Event {
@@ -673,6 +683,12 @@ impl Event {
     pub fn preempt_depth(&self) -> Option<u8> {
         (self.flags & flags::KNOWN != 0)
             .then_some(((self.flags >> flags::PREEMPT_SHIFT) & 0xf) as u8)
+    }
+
+    /// Migrate-disable depth (up to 7) from the flags column, when known.
+    pub fn migrate_disable(&self) -> Option<u8> {
+        (self.flags & flags::KNOWN != 0)
+            .then_some(((self.flags >> flags::MIGRATE_SHIFT) & flags::MIGRATE_MASK) as u8)
     }
 }
 

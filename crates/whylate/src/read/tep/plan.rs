@@ -26,7 +26,9 @@ pub fn common(data: &[u8], e: Endian) -> Option<Common> {
     let pid = e.u32(data, 4)? as i32;
     Some(Common {
         id,
-        flags: fl | ((pc & 0xf) << flags::PREEMPT_SHIFT) | flags::KNOWN,
+        // The preempt count's low nibble is the preempt depth, the high one the
+        // migrate-disable depth (5.13+), as the text's last two flag columns print them.
+        flags: fl | ((pc & 0xf) << flags::PREEMPT_SHIFT) | flags::migrate(pc >> 4) | flags::KNOWN,
         pid,
     })
 }

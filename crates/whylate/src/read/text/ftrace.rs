@@ -537,6 +537,31 @@ mod tests {
         cx.diag.lines += 1;
     }
 
+    /// PREEMPT_RT's 7 columns in tracefs text, trace-cmd report and a latency tracer's
+    /// dump (CPU glued to the flags), as RT kernels print them.
+    #[test]
+    fn preempt_rt_flag_columns() {
+        let text = "\
+       swapper/0-1       [002] ....1..     0.831928: sched_process_free: comm=mkdir pid=3060 prio=120
+     cyclictest-217   [000] dn.h413   150.000001: irq_handler_entry: irq=36 name=virtio1-req.0
+  stress-n-232       0dn.h413    1us+: sched_waking: comm=cyclictest pid=217 prio=0 target_cpu=000
+";
+        let (ev, d, _) = run(text);
+        assert_eq!(d.unparsed, 0, "{:?}", d.unparsed_samples);
+        assert_eq!(ev.len(), 3);
+        assert_eq!(
+            (ev[0].cpu, ev[0].preempt_depth(), ev[0].migrate_disable()),
+            (2, Some(1), Some(0))
+        );
+        for e in &ev[1..] {
+            assert_eq!(
+                e.flags & (flags::IRQS_OFF | flags::HARDIRQ),
+                flags::IRQS_OFF | flags::HARDIRQ
+            );
+            assert_eq!((e.preempt_depth(), e.migrate_disable()), (Some(4), Some(3)));
+        }
+    }
+
     #[test]
     fn column_variants() {
         let text = "\

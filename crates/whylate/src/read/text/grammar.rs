@@ -191,11 +191,20 @@ pub(crate) fn word_start(line: &[u8], end: usize) -> usize {
     s
 }
 
-/// Decodes a flags column (`d.h2.`, `dNs1`, `D..1.`, `.....`); None if it is not one.
+/// Decodes a flags column; None if it is not one. The kernel prints, after the
+/// irqs-off and need-resched characters, either the hardirq/softirq one directly (mainline:
+/// `d.h2.`, `dNs1`; 4 columns before 5.13 added migrate-disable, 3 with only the context)
+/// or, on PREEMPT_RT kernels with lazy preemption, a need-resched-lazy column first and a
+/// preempt-lazy depth after the preempt depth: `dn.h413` is irqs-off, need-resched, no lazy
+/// request, hardirq, preempt depth 4, lazy depth 1, migrate-disable 3 (7 columns; 6 on RT
+/// kernels without migrate-disable). No mainline kernel prints 6 columns, so 6 are read
+/// as RT's unless the third is a context letter (then a mainline word with one more
+/// column).
 pub(crate) fn parse_flags(f: &[u8]) -> Option<u16> {
-    if f.len() < 3 || f.len() > 6 {
+    if f.len() < 3 || f.len() > 7 {
         return None;
     }
+    let lazy_col = f.len() == 7 || (f.len() == 6 && hardsoft(f[2]).is_none_or(|v| v == 0));
     let mut v = flags::KNOWN;
     v |= match f[0] {
         b'd' => flags::IRQS_OFF,
@@ -216,7 +225,38 @@ pub(crate) fn parse_flags(f: &[u8]) -> Option<u16> {
         b'.' => 0,
         _ => return None,
     };
-    v |= match f[2] {
+    let rest = if lazy_col {
+        v |= match f[2] {
+            b'L' => LZ,
+            b'.' => 0,
+            _ => return None,
+        };
+        &f[3..]
+    } else {
+        &f[2..]
+    };
+    v |= hardsoft(rest[0])?;
+    // Depth columns: preempt, then (RT) preempt-lazy, then migrate-disable.
+    let mut depths = [0u16; 3];
+    for (i, &c) in rest[1..].iter().enumerate() {
+        depths[i] = match c {
+            b'.' => 0,
+            b'0'..=b'9' | b'a'..=b'f' => parse_hex(&[c])? as u16,
+            _ => return None,
+        };
+    }
+    v |= depths[0] << flags::PREEMPT_SHIFT;
+    let migrate = match (lazy_col, rest.len()) {
+        (true, 4) => depths[2],
+        (false, 3) => depths[1],
+        _ => 0,
+    };
+    Some(v | flags::migrate(migrate))
+}
+
+/// The hardirq/softirq/NMI column.
+fn hardsoft(c: u8) -> Option<u16> {
+    Some(match c {
         b'Z' => flags::NMI | flags::HARDIRQ,
         b'z' => flags::NMI,
         b'H' => flags::HARDIRQ | flags::SOFTIRQ,
@@ -224,18 +264,7 @@ pub(crate) fn parse_flags(f: &[u8]) -> Option<u16> {
         b's' => flags::SOFTIRQ,
         b'.' => 0,
         _ => return None,
-    };
-    for (i, &c) in f[3..].iter().enumerate() {
-        let d = match c {
-            b'.' => 0,
-            b'0'..=b'9' | b'a'..=b'f' => parse_hex(&[c])? as u16,
-            _ => return None,
-        };
-        if i == 0 {
-            v |= d << flags::PREEMPT_SHIFT;
-        }
-    }
-    Some(v)
+    })
 }
 
 /// The columns left of the time.
@@ -496,4 +525,56 @@ pub(crate) fn secs_stamp(line: &[u8]) -> Option<(usize, usize, u64)> {
         .rposition(|&c| c == b' ')
         .map_or(0, |p| p + 1);
     Some((s, colon, parse_secs(&line[s..colon])?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_flags;
+    use crate::event::flags::*;
+
+    /// (irqs-off, hardirq, softirq, NMI, preempt depth, migrate-disable) of a column.
+    fn meaning(f: &str) -> (bool, bool, bool, bool, u16, u16) {
+        let v = parse_flags(f.as_bytes()).unwrap_or_else(|| panic!("{f} not read"));
+        assert_ne!(v & KNOWN, 0);
+        (
+            v & IRQS_OFF != 0,
+            v & HARDIRQ != 0,
+            v & SOFTIRQ != 0,
+            v & NMI != 0,
+            (v >> PREEMPT_SHIFT) & 0xf,
+            (v >> MIGRATE_SHIFT) & MIGRATE_MASK,
+        )
+    }
+
+    #[test]
+    fn every_flag_layout_the_kernel_prints_means_the_same() {
+        // Interrupts off in a hardirq, preempt depth 4, migrate-disable 3, as printed by
+        // a 3-column (old), 4-column (before 5.13), 5-column (mainline) and PREEMPT_RT
+        // 6-column (lazy, no migrate-disable) and 7-column (lazy) kernel. The RT lines
+        // are as rtla and the wakeup_rt tracer print them: `0dn.h413`, `....1..`.
+        let irq = (true, true, false, false, 4, 3);
+        let no_migrate = (true, true, false, false, 4, 0);
+        assert_eq!(meaning("dnh"), (true, true, false, false, 0, 0));
+        assert_eq!(meaning("dnh4"), no_migrate);
+        assert_eq!(meaning("dnh43"), irq);
+        assert_eq!(meaning("dn.h41"), no_migrate);
+        assert_eq!(meaning("d...2."), (true, false, false, false, 2, 0));
+        assert_eq!(meaning("d.h2.."), (true, true, false, false, 2, 0));
+        assert_eq!(meaning("dn.h413"), irq);
+        assert_eq!(meaning("dLLh413"), irq);
+        assert_eq!(meaning("....1.."), (false, false, false, false, 1, 0));
+        assert_eq!(meaning("dn.h5.."), (true, true, false, false, 5, 0));
+        assert_eq!(meaning("..Ls2.1"), (false, false, true, false, 2, 1));
+        assert_eq!(meaning("d..Z1.."), (true, true, false, true, 1, 0));
+        // A lazy request in the RT column is the same bit as mainline's combined `L`.
+        let lazy = |f: &str| parse_flags(f.as_bytes()).unwrap() & NEED_RESCHED_LAZY != 0;
+        assert!(lazy(".L...") && lazy("..L....") && !lazy("dn.h413"));
+        // A depth of 8 and more says "disabled", saturated.
+        assert_eq!(meaning("....1.f").5, 7);
+        for bad in [
+            "", "dn", "dnh43..x", "dnXh413", "dn.q413", "dn.h4g3", "qn.h413",
+        ] {
+            assert_eq!(parse_flags(bad.as_bytes()), None, "{bad}");
+        }
+    }
 }
