@@ -328,7 +328,13 @@ fn deferred_and_work(eng: &Engine<'_>, found: &mut Vec<Miss>) {
         .collect();
     for e in &tl.edges {
         let d = e.at.saturating_sub(e.ts);
-        let deferred = e.kind == EdgeKind::Softirq && e.val as u8 & span::KSOFTIRQD != 0;
+        // Deferred: served in ksoftirqd, or ksoftirqd was woken for it and waited while it
+        // stayed pending (even if an irq exit ran it in the end: seed 002's tasklet).
+        let ksoftirqd = (e.kind == EdgeKind::Softirq)
+            .then(|| eng.ksoftirqd_waiting(e.to_cpu, e.ts, e.at))
+            .flatten();
+        let deferred = e.kind == EdgeKind::Softirq
+            && (e.val as u8 & span::KSOFTIRQD != 0 || ksoftirqd.is_some());
         let (kind, u) = match e.kind {
             EdgeKind::Softirq => {
                 if !(deferred && d >= 100_000 || d >= 300_000) {
@@ -345,24 +351,26 @@ fn deferred_and_work(eng: &Engine<'_>, found: &mut Vec<Miss>) {
             }
             _ => continue,
         };
-        let l = RawLink::wait(LinkKind::Work, e.ts, e.at, e.to_cpu, e.to_tid);
         let ex = d - u;
-        let mut held = eng.holds(&l, e.at - ex, e.at);
-        scale(&mut held, ex);
-        for h in &mut held {
-            if kind == "softirq" && h.category == "runqueue-wait" {
-                h.category = "deferred-to-ksoftirqd".into();
-            }
-        }
-        if kind == "softirq" {
-            super::blame::as_backlog(&mut held, e.key as u8);
-        }
+        let held = if kind == "softirq" {
+            super::softirq::service_holds(eng, e, ex).0
+        } else {
+            let l = RawLink::wait(LinkKind::Work, e.ts, e.at, e.to_cpu, e.to_tid);
+            let mut held = eng.holds(&l, e.at - ex, e.at);
+            scale(&mut held, ex);
+            held
+        };
         let by = eng.ctx(e.from, e.from_tid, e.from_cpu, e.ts);
         let what = if kind == "softirq" {
-            let place = if deferred {
-                format!("deferred to {}", eng.task(e.to_tid))
-            } else {
-                format!("ran at an irq exit over {}", eng.task(e.to_tid))
+            let place = match ksoftirqd {
+                Some(i) if e.val as u8 & span::KSOFTIRQD == 0 => format!(
+                    "deferred to {} (runnable from {}), then ran at an irq exit over {}",
+                    eng.task(tl.spans.tid[i]),
+                    crate::units::secs(tl.spans.start[i]),
+                    eng.task(e.to_tid)
+                ),
+                _ if deferred => format!("deferred to {}", eng.task(e.to_tid)),
+                _ => format!("ran at an irq exit over {}", eng.task(e.to_tid)),
             };
             format!(
                 "{} raised in {by} on CPU{}, {place}",
@@ -380,8 +388,12 @@ fn deferred_and_work(eng: &Engine<'_>, found: &mut Vec<Miss>) {
         };
         let mut lk = link(kind, e.ts, e.to_cpu, what, d, u, held);
         // The worker or ksoftirqd waited; a task a softirq ran over did not.
-        let waited = kind == "work" || deferred;
-        lk.waiter = (e.to_tid > 0 && waited).then(|| Culprit::task(tl, s, e.to_tid, e.to_cpu));
+        let waiter = match ksoftirqd {
+            Some(i) => tl.spans.tid[i],
+            None if kind == "work" || deferred => e.to_tid,
+            None => -1,
+        };
+        lk.waiter = (waiter > 0).then(|| Culprit::task(tl, s, waiter, e.to_cpu));
         found.push(one_link_miss(e.ts, d, e.to_tid, e.to_cpu, ex, lk));
     }
 }

@@ -4,7 +4,7 @@
 use super::blame::{as_backlog, as_pending, scale};
 use super::driver::{assemble, Findings, Framing, PerMiss, Tally};
 use super::engine::{Engine, LinkKind, RawLink};
-use super::report::{Culprit, CycleStats, ExplainReport, Link, Miss, Window};
+use super::report::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss, Window};
 use crate::dist::quantile;
 use crate::event::{Interner, SOFTIRQ_NAMES};
 use crate::timeline::{span, Edge, EdgeKind, Timeline};
@@ -106,14 +106,8 @@ fn service(eng: &Engine<'_>, ei: usize, usual: u64, deadline: u64, tally: &mut T
     let (tl, sp) = (eng.tl, &eng.tl.spans);
     let e = &tl.edges[ei];
     let d = e.at - e.ts;
-    let ksoftirqd = eng.ksoftirqd_waiting(e.to_cpu, e.ts, e.at);
-    let waiter = ksoftirqd.map_or(-1, |i| sp.tid[i]);
-    let l = RawLink::wait(LinkKind::Work, e.ts, e.at, e.to_cpu, waiter);
     let ex = d.saturating_sub(usual);
-    let mut held = eng.holds(&l, e.at - ex, e.at);
-    scale(&mut held, ex);
-    as_pending(&mut held, ksoftirqd.is_some());
-    as_backlog(&mut held, e.key as u8);
+    let (held, ksoftirqd) = service_holds(eng, e, ex);
     let mut per = PerMiss::default();
     per.add_holds(&held);
     for h in &held {
@@ -147,8 +141,24 @@ fn service(eng: &Engine<'_>, ei: usize, usual: u64, deadline: u64, tally: &mut T
     }
 }
 
+/// What held softirq raise `e` during the last `ex` of its wait for its run, and the
+/// ksoftirqd span that waited meanwhile, if one did. No task waits for a softirq, so a
+/// task it ran over (at an irq exit) held it like any other; while ksoftirqd was runnable
+/// the tasks that ran instead are a deferral (`deferred-to-ksoftirqd`), else the softirq
+/// waited for an irq exit (`softirq-pending`); its own vector's runs are its backlog.
+pub(super) fn service_holds(eng: &Engine<'_>, e: &Edge, ex: u64) -> (Vec<Hold>, Option<usize>) {
+    let ksoftirqd = eng.ksoftirqd_waiting(e.to_cpu, e.ts, e.at);
+    let waiter = ksoftirqd.map_or(-1, |i| eng.tl.spans.tid[i]);
+    let l = RawLink::wait(LinkKind::Work, e.ts, e.at, e.to_cpu, waiter);
+    let mut held = eng.holds(&l, e.at - ex, e.at);
+    scale(&mut held, ex);
+    as_pending(&mut held, ksoftirqd.is_some());
+    as_backlog(&mut held, e.key as u8);
+    (held, ksoftirqd)
+}
+
 /// `softirq NET_RX raised in ... on CPU1, served in ksoftirqd; deferred to ...`.
-fn service_words(eng: &Engine<'_>, e: &Edge, ksoftirqd: Option<usize>) -> String {
+pub(super) fn service_words(eng: &Engine<'_>, e: &Edge, ksoftirqd: Option<usize>) -> String {
     let sp = &eng.tl.spans;
     let name = if e.kind == EdgeKind::Tasklet {
         "tasklet (scheduled -> run)".to_string()
