@@ -651,7 +651,7 @@ impl ModeArgs {
             }));
         }
         let Some(from) = self.from else {
-            return Ok(Mode::Auto { top });
+            return Ok(Mode::Auto { top, deadline_ns });
         };
         let from = Selector::parse(&from).map_err(|e| format!("--from: {e}"))?;
         let mut to = Vec::new();

@@ -220,7 +220,7 @@ pub fn planted() -> Vec<Plant> {
         Plant {
             cpu: 1,
             index: 50,
-            irq_lat: 40_000,
+            irq_lat: 60_000,
             rest: 5_000,
             ..Default::default()
         },

@@ -102,8 +102,8 @@ mod tests {
         let irq2 = group(g, "CPU2", "irq");
         assert_eq!((irq2.min_ns, irq2.p50_ns, irq2.max_ns), (800, 900, 1000));
         assert_eq!(group(g, "CPU0", "thread").max_ns, 66_000);
-        assert_eq!(group(g, "CPU1", "thread").max_ns, 45_000);
-        assert_eq!(group(g, "CPU1", "irq").max_ns, 40_000);
+        assert_eq!(group(g, "CPU1", "thread").max_ns, 65_000);
+        assert_eq!(group(g, "CPU1", "irq").max_ns, 60_000);
         assert_eq!(group(g, "CPU2", "thread").max_ns, 51_000);
         assert_eq!(group(g, "CPU3", "thread").max_ns, 125_000);
         // The worst sample says when its timer expired: activation 241 of CPU3.
