@@ -238,6 +238,12 @@ pub struct RecordArgs {
     /// Machine-readable summary.
     #[arg(long)]
     pub json: bool,
+    /// Record with the kernel's timerlat tracer (needs CONFIG_TIMERLAT_TRACER).
+    #[arg(long)]
+    pub timerlat: bool,
+    /// With --timerlat: the timer's period, microseconds.
+    #[arg(long, value_name = "US", requires = "timerlat")]
+    pub period: Option<u64>,
     /// The command to trace.
     #[arg(last = true)]
     pub command: Vec<String>,
