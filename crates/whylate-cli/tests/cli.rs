@@ -1430,7 +1430,7 @@ fn explain_a_timerlat_trace_with_no_options() {
         text(&t.stderr)
     );
     assert!(
-        s.contains("deadline 100.000 us") || s.contains("100 us"),
+        s.contains("1 missed (0 no reply), deadline 100.0 us"),
         "{s}"
     );
     assert!(s.contains("hog[4242]"), "{s}");
