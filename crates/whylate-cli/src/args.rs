@@ -238,6 +238,12 @@ pub struct RecordArgs {
     /// Machine-readable summary.
     #[arg(long)]
     pub json: bool,
+    /// Record with the kernel's timerlat tracer (needs CONFIG_TIMERLAT_TRACER).
+    #[arg(long)]
+    pub timerlat: bool,
+    /// With --timerlat: the timer's period, microseconds.
+    #[arg(long, value_name = "US", requires = "timerlat")]
+    pub period: Option<u64>,
     /// The command to trace.
     #[arg(last = true)]
     pub command: Vec<String>,
@@ -651,7 +657,7 @@ impl ModeArgs {
             }));
         }
         let Some(from) = self.from else {
-            return Ok(Mode::Auto { top });
+            return Ok(Mode::Auto { top, deadline_ns });
         };
         let from = Selector::parse(&from).map_err(|e| format!("--from: {e}"))?;
         let mut to = Vec::new();

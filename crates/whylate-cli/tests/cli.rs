@@ -1384,3 +1384,100 @@ fn the_readme_quick_start_keeps_its_commands_and_its_links_resolve() {
         }
     }
 }
+
+#[path = "../../whylate/src/testkit_rtla.rs"]
+mod rtla_gen;
+
+/// A generated timerlat trace (4 CPUs x 250 activations, six planted late ones) in a
+/// temporary file.
+fn timerlat_file() -> tempfile::TempPath {
+    let text = rtla_gen::timerlat_trace(4, 250, &rtla_gen::planted(), true);
+    let mut f = tempfile::Builder::new().suffix(".txt").tempfile().unwrap();
+    std::io::Write::write_all(&mut f, text.as_bytes()).unwrap();
+    f.into_temp_path()
+}
+
+#[test]
+fn explain_a_timerlat_trace_with_no_options() {
+    let f = timerlat_file();
+    let p = f.to_str().unwrap();
+    let o = run(&["explain", "--json", p]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["deadline_ns"], 50_000);
+    assert_eq!(j["cycles"]["count"], 1000);
+    let misses = j["misses"].as_array().unwrap();
+    assert_eq!(misses.len(), 6);
+    for (m, plant) in misses
+        .iter()
+        .zip([125_000u64, 94_000, 66_000, 65_000, 65_000, 51_000])
+    {
+        let total = m["duration_ns"].as_u64().unwrap();
+        assert_eq!(total, plant);
+        let sum: u64 = (m["chain"].as_array().unwrap().iter())
+            .flat_map(|l| l["held_by"].as_array().unwrap())
+            .map(|h| h["ns"].as_u64().unwrap())
+            .sum();
+        assert_eq!(sum, total, "{m}");
+    }
+    assert_eq!(j["causes"][0]["category"], "thread-noise");
+    assert_eq!(j["causes"][0]["culprit"]["comm"], "hog");
+    let t = run(&["explain", p, "--deadline", "100us"]);
+    let s = text(&t.stdout);
+    assert!(
+        t.status.success() || t.status.code() == Some(1),
+        "{}",
+        text(&t.stderr)
+    );
+    assert!(
+        s.contains("1 missed (0 no reply), deadline 100.0 us"),
+        "{s}"
+    );
+    assert!(s.contains("hog[4242]"), "{s}");
+}
+
+#[test]
+fn latency_timerlat_per_cpu_and_context() {
+    let f = timerlat_file();
+    let o = run(&["latency", "-m", "timerlat", "--json", f.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let groups = j["measures"][0]["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 8);
+    let g = (groups.iter())
+        .find(|g| g["key"] == "CPU3" && g["metric"] == "thread")
+        .unwrap();
+    assert_eq!(
+        (g["count"].as_u64(), g["max_ns"].as_u64()),
+        (Some(250), Some(125_000))
+    );
+}
+
+#[test]
+fn record_timerlat_on_a_kernel_without_the_tracer() {
+    let tracers = std::fs::read_to_string("/sys/kernel/tracing/available_tracers");
+    let Ok(tracers) = tracers else {
+        eprintln!("skipped: tracefs not readable (not root)");
+        return;
+    };
+    if tracers.split_whitespace().any(|t| t == "timerlat") {
+        eprintln!("skipped: this kernel has the timerlat tracer");
+        return;
+    }
+    let out = std::env::temp_dir().join("whylate-timerlat-test.dat");
+    let o = run(&[
+        "record",
+        "--timerlat",
+        "--period",
+        "1000",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let e = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        e.contains("has no timerlat tracer") && e.contains("CONFIG_TIMERLAT_TRACER=y"),
+        "{e}"
+    );
+}

@@ -54,7 +54,10 @@ pub fn examples() -> Vec<(&'static str, &'static str, Mode)> {
         (
             "pty-poll-auto",
             "examples/pty-poll.ftrace.gz",
-            Mode::Auto { top: 5 },
+            Mode::Auto {
+                top: 5,
+                deadline_ns: None,
+            },
         ),
     ]
 }

@@ -42,6 +42,8 @@ mod swar;
 pub mod syscalls;
 #[cfg(test)]
 mod testkit;
+#[cfg(test)]
+mod testkit_rtla;
 pub mod timeline;
 pub mod units;
 pub mod watch;

@@ -31,7 +31,7 @@ const LAYERS: &[&[&str]] = &[
     &["watch"],
     &["demo"],
     // Unit-test traces (cfg(test) only): read through the pipeline, used by any analyzer.
-    &["testkit"],
+    &["testkit", "testkit_rtla"],
 ];
 
 fn src() -> PathBuf {

@@ -14,6 +14,8 @@ pub fn run(a: RecordArgs) -> anyhow::Result<ExitCode> {
         output,
         reset,
         json,
+        timerlat,
+        period: _,
         command,
     } = a;
     use std::sync::atomic::AtomicBool;
@@ -34,6 +36,13 @@ pub fn run(a: RecordArgs) -> anyhow::Result<ExitCode> {
     }
     if let Err(e) = Paths::default().recording("-o", Some(&output)).check() {
         return usage(&e);
+    }
+    if timerlat {
+        let e = record::check_timerlat().err();
+        return usage(
+            &e.unwrap_or(record::RecordError::TimerlatUnsupported)
+                .to_string(),
+        );
     }
     let duration = duration.map(std::time::Duration::from_nanos);
     let stop = Arc::new(AtomicBool::new(false));

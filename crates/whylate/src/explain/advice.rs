@@ -388,6 +388,9 @@ fn for_cause(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
             command: "boot with preempt=full (PREEMPT_DYNAMIC kernels), or a PREEMPT_RT kernel".into(),
             cost: "more preemption points: some throughput".into(),
         }),
+        "timer-irq-latency" | "nmi" | "thread-noise" | "sched-overhead" | "cpu-vector" => {
+            out.extend(super::rt_advice::for_rt_cause(c, &others(cpu)))
+        }
         "cpu-idle" => out.push(Advice {
             action: format!("CPU{cpu} sat idle while the chain waited: idle exit or host (VM) latency"),
             command: "cpupower idle-set -D 10   (or boot with idle=poll; on a VM check the host's steal time)".into(),

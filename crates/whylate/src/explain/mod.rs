@@ -43,11 +43,13 @@ mod learned;
 mod machine;
 mod merge;
 mod report;
+mod rt_advice;
 mod softirq;
 mod template;
 #[cfg(test)]
 mod tests;
 mod timer;
+mod timerlat;
 
 pub use auto::*;
 pub use cutter::*;
@@ -63,6 +65,7 @@ pub use merge::RunSummary;
 pub use report::*;
 pub use softirq::*;
 pub use timer::*;
+pub use timerlat::{analyze_timerlat, is_rtla};
 
 /// What `explain` is asked to explain: the modes of the command line.
 #[derive(Clone, Debug)]
@@ -84,10 +87,12 @@ pub enum Mode {
     Expect(ExpectOptions),
     /// Slow calls of a kernel function (function_graph), or its irqs-off sections.
     Function(FunctionOptions),
-    /// The worst outliers across all measures.
+    /// The worst outliers across all measures; a timerlat trace's late activations.
     Auto {
         /// Outliers shown in full.
         top: usize,
+        /// A timerlat trace's deadline (a default when None; other traces have none).
+        deadline_ns: Option<u64>,
     },
 }
 
@@ -112,10 +117,10 @@ impl Mode {
             Mode::Softirq { deadline_ns, .. } => *deadline_ns,
             Mode::Function(o) => o.deadline_ns,
             Mode::Expect(o) => Some(o.within_ns),
-            Mode::Auto { .. } => None,
+            Mode::Auto { deadline_ns, .. } => *deadline_ns,
         }
     }
-    /// The same mode with this deadline (the automatic mode has none).
+    /// The same mode with this deadline (the automatic mode's is for timerlat traces).
     pub fn with_deadline(&self, d: Option<u64>) -> Mode {
         let mut m = self.clone();
         match &mut m {
@@ -124,7 +129,7 @@ impl Mode {
             Mode::Softirq { deadline_ns, .. } => *deadline_ns = d,
             Mode::Function(o) => o.deadline_ns = d,
             Mode::Expect(o) => o.within_ns = d.unwrap_or(o.within_ns),
-            Mode::Auto { .. } => {}
+            Mode::Auto { deadline_ns, .. } => *deadline_ns = d,
         }
         m
     }
@@ -209,9 +214,16 @@ pub fn explain_then<T>(
             }
             analyze_expect(tl, strings, o, &ex.occurrences)
         }
-        Mode::Auto { top } => {
+        Mode::Auto { top, deadline_ns } if is_rtla(tl) => {
+            analyze_timerlat(tl, strings, *deadline_ns, *top)
+        }
+        Mode::Auto { top, deadline_ns } => {
             let kr = kr.expect("a report reader in the automatic mode");
-            auto_or_kernel_log(tl, strings, *top, &kr)
+            let mut r = auto_or_kernel_log(tl, strings, *top, &kr);
+            if deadline_ns.is_some() {
+                r.notes.push("--deadline without --from/--to sets what is late in a timerlat trace; this one has none, so the automatic thresholds apply".into());
+            }
+            r
         }
     };
     let r = with_inputs(r, inputs, &pass);
@@ -335,7 +347,14 @@ pub fn explain_auto(
     open: &OpenOptions,
     top: usize,
 ) -> Result<ExplainReport, ReadError> {
-    explain_mode(paths, open, &Mode::Auto { top })
+    explain_mode(
+        paths,
+        open,
+        &Mode::Auto {
+            top,
+            deadline_ns: None,
+        },
+    )
 }
 
 /// `--softirq VEC`: raise → service outliers of one softirq vector (and tasklets, for

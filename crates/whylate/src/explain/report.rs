@@ -142,6 +142,9 @@ fn anonymous(category: &str) -> &'static str {
         "unknown-lost-events" => "(events lost there)",
         "trace-cut" => "(no data: file cut)",
         "switch-in-untraced" => "(when the task got the CPU is not traced)",
+        "timer-irq-latency" => "(the timer's interrupt came late)",
+        "sched-overhead" => "(switching to the thread, kernel entry and exit)",
+        "nmi" => "(non-maskable interrupts)",
         _ => "(no task or irq to name)",
     }
 }

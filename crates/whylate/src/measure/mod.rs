@@ -1,5 +1,6 @@
 //! Latency measures built on the [`Timeline`]: wakeup, runqueue, irq, softirq, work,
-//! syscall, timer, throughput and irqs-off. Each gives groups (per task, irq, vector,
+//! syscall, timer, throughput, irqs-off, function, and the real-time tracers' timerlat
+//! and osnoise. Each gives groups (per task, irq, vector,
 //! function...) with count, quantiles, a log-bucket histogram and the worst samples, each
 //! with its absolute time, CPU and task so the user can find it in the trace.
 
@@ -8,6 +9,7 @@ mod function;
 mod irq;
 mod irqsoff;
 mod measurer;
+mod osnoise;
 mod rate;
 mod report;
 mod runqueue;
@@ -16,6 +18,7 @@ mod softirq;
 mod syscall;
 mod throughput;
 mod timer;
+mod timerlat;
 mod wakeup;
 mod work;
 
@@ -40,6 +43,8 @@ fn measurer(m: Measure) -> &'static dyn Measurer {
         Measure::Throughput => &throughput::ThroughputMeasure,
         Measure::Irqsoff => &irqsoff::Irqsoff,
         Measure::Function => &function::Function,
+        Measure::Timerlat => &timerlat::Timerlat,
+        Measure::Osnoise => &osnoise::Osnoise,
     }
 }
 
@@ -66,6 +71,13 @@ pub fn compute(
             .filter(|m| *m != Measure::Throughput || tput.is_some())
             // Function durations only when the trace has function_graph events.
             .filter(|m| *m != Measure::Function || tl.saw(crate::timeline::KindClass::Function) > 0)
+            // The real-time tracers' measures only when their events are in the trace.
+            .filter(|m| *m != Measure::Timerlat || !tl.rtla.samples.is_empty())
+            .filter(|m| {
+                let r = &tl.rtla;
+                *m != Measure::Osnoise
+                    || !(r.periods.is_empty() && r.noise.is_empty() && r.thresholds.is_empty())
+            })
             .collect()
     } else {
         o.measures.clone()

@@ -30,11 +30,15 @@ pub enum Measure {
     Irqsoff,
     /// function_graph call durations.
     Function,
+    /// timerlat tracer samples per CPU and context.
+    Timerlat,
+    /// osnoise tracer noise per period, noise sources, threshold hits.
+    Osnoise,
 }
 
 impl Measure {
     /// All measures, in report order.
-    pub const ALL: [Measure; 10] = [
+    pub const ALL: [Measure; 12] = [
         Measure::Wakeup,
         Measure::Runqueue,
         Measure::Irq,
@@ -45,6 +49,8 @@ impl Measure {
         Measure::Throughput,
         Measure::Irqsoff,
         Measure::Function,
+        Measure::Timerlat,
+        Measure::Osnoise,
     ];
 
     /// Name as used on the command line.
@@ -60,6 +66,8 @@ impl Measure {
             Measure::Throughput => "throughput",
             Measure::Irqsoff => "irqsoff",
             Measure::Function => "function",
+            Measure::Timerlat => "timerlat",
+            Measure::Osnoise => "osnoise",
         }
     }
 

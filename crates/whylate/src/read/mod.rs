@@ -22,6 +22,7 @@ mod open;
 pub mod perfdata;
 mod records;
 pub mod ringbuf;
+pub mod rtla;
 mod source;
 pub mod tep;
 mod text;

@@ -44,6 +44,17 @@ pub enum RecordError {
         /// The cause.
         source: io::Error,
     },
+    /// The kernel has no timerlat tracer.
+    #[error("this kernel ({kernel}) has no timerlat tracer (available_tracers: {tracers}): it needs CONFIG_TIMERLAT_TRACER=y; a timerlat trace recorded elsewhere reads with `whylate FILE`")]
+    NoTimerlat {
+        /// Kernel release.
+        kernel: String,
+        /// The tracers it has.
+        tracers: String,
+    },
+    /// Recording with the timerlat tracer is not there yet.
+    #[error("recording with the timerlat tracer is not built in yet: record with `rtla timerlat -a <us>` or `trace-cmd record -p timerlat -e osnoise`, then `whylate FILE` explains it")]
+    TimerlatUnsupported,
     /// The command could not be started.
     #[error("cannot run `{cmd}`: {source}")]
     Spawn {

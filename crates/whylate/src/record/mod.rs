@@ -22,6 +22,7 @@ mod dat;
 mod error;
 mod events;
 mod readers;
+mod timerlat;
 mod tracefs;
 
 use dat::{collect_formats, uname};
@@ -31,6 +32,7 @@ use error::{check_root, ioe};
 use events::{exclude_own_syscalls, resolve_events};
 use readers::{join_readers, spawn_readers};
 pub(crate) use readers::{PageSink, Reader};
+pub use timerlat::{check_timerlat, timerlat_in};
 pub(crate) use tracefs::read_tracefs;
 pub use tracefs::reset;
 use tracefs::{

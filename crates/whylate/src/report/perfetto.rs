@@ -378,7 +378,10 @@ mod tests {
     #[test]
     fn slices_per_track_and_one_flow_per_explained_miss() {
         let f = testkit::file(&testkit::three_cpu_chain(6, &[4], 3_000));
-        let mode = Mode::Auto { top: 3 };
+        let mode = Mode::Auto {
+            top: 3,
+            deadline_ns: None,
+        };
         let (r, out) = explain_then(
             &[f.to_path_buf()],
             &OpenOptions::default(),

@@ -25,6 +25,7 @@ mod clock;
 mod model;
 mod profile;
 mod query;
+pub mod rtla;
 pub mod span;
 mod syscalls;
 

@@ -466,6 +466,8 @@ pub struct Timeline {
     /// record`'s own from its snapshot, trace-cmd's and perf's by name). They are the
     /// measurement, not the workload: never a victim to explain or a task to advise on.
     pub recorder: FxHashSet<i32>,
+    /// What the real-time latency tracers (timerlat, osnoise) recorded.
+    pub rtla: super::rtla::Rtla,
 }
 
 /// Coarse classes of events, to say which measures a trace can feed.

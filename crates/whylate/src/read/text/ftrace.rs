@@ -423,7 +423,12 @@ impl FtraceParser {
                 return;
             }
         }
-        let Some(kind) = event_kind(rest, comm, cx) else {
+        // The timerlat and osnoise tracers print their own lines, not `name: fields`.
+        let kind = match event_kind(rest, comm, cx) {
+            Some(k) => Some(k),
+            None => super::rtla::tracer_line(restt, cx.strings),
+        };
+        let Some(kind) = kind else {
             cx.diag.bad(
                 cx.lineno,
                 line,

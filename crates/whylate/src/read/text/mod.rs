@@ -12,5 +12,6 @@ pub(crate) mod lines;
 pub(crate) mod memo;
 pub(crate) mod perf_script;
 pub(crate) mod reader;
+pub(crate) mod rtla;
 pub(crate) mod sysdig;
 pub(crate) mod systrace;

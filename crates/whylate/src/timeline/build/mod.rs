@@ -14,6 +14,7 @@ mod irq;
 mod irqsoff;
 mod lost;
 mod packet;
+mod rtla;
 mod sched;
 mod syscall;
 mod work;
@@ -381,6 +382,8 @@ impl Builder {
             | Kind::SysExit { .. }
             | Kind::SyscallExit { .. } => self.on_syscall(at, e, strings),
             Kind::Other { name, fields } if self.on_packet(at, strings.get(*name), fields) => {}
+            Kind::Other { name, fields }
+                if self.on_rtla(at, e.tid, strings.get(*name), fields, strings) => {}
             Kind::HrtimerStart { .. }
             | Kind::HrtimerCancel { .. }
             | Kind::HrtimerExpireEntry { .. }

@@ -1,0 +1,506 @@
+//! A timerlat trace explained: every activation whose thread latency is over the deadline,
+//! with the additive breakdown of that latency: the timer IRQ's own latency, then each
+//! noise the osnoise events saw between the IRQ's entry and the thread running (IRQ
+//! handlers by name and vector, softirqs, NMIs, other threads), and the remainder
+//! (scheduling, kernel entry and exit). The parts sum to the thread latency. osnoise
+//! `sample_threshold` hits are explained the same way from the noise inside them.
+
+use super::driver::{assemble, Findings, Framing, Tally};
+use super::report::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss, Window};
+use crate::dist::median;
+use crate::event::Interner;
+use crate::timeline::rtla::{Activation, Noise, NoiseKind};
+use crate::timeline::Timeline;
+
+/// The default deadline is this many times the median thread latency...
+const TIMES_MEDIAN: u64 = 10;
+/// ...and at least this, ns.
+const FLOOR_NS: u64 = 50_000;
+/// Event times in ftrace text are microseconds: a noise is inside an activation when it
+/// starts within this of its bounds.
+const SLACK_NS: u64 = 1_000;
+
+/// IRQ descriptions of x86 system vectors (not device lines in /proc/irq).
+const VECTORS: [&str; 10] = [
+    "local_timer",
+    "reschedule",
+    "call_function",
+    "call_function_single",
+    "irq_work",
+    "thermal_apic",
+    "threshold_apic",
+    "spurious_apic",
+    "error_apic",
+    "x86_platform_ipi",
+];
+
+/// The deadline: the one given, else [`TIMES_MEDIAN`] x the median (at least
+/// [`FLOOR_NS`]); and how it was chosen.
+fn deadline(given: Option<u64>, lats: &[u64]) -> (u64, String) {
+    if let Some(d) = given {
+        return (d, "given".into());
+    }
+    let med = median(lats.to_vec());
+    let d = (med * TIMES_MEDIAN).max(FLOOR_NS);
+    let how = format!(
+        "default: {TIMES_MEDIAN}x the median thread latency ({}), at least {}; --deadline sets it",
+        crate::units::dur(med),
+        crate::units::dur(FLOOR_NS)
+    );
+    (d, how)
+}
+
+/// Who a noise was, as a hold's category and culprit.
+fn culprit(n: &Noise) -> (&'static str, Culprit) {
+    let cpu = Some(n.cpu);
+    let name = n.name.trim().to_string();
+    match n.kind {
+        NoiseKind::Irq if VECTORS.contains(&name.as_str()) => (
+            "cpu-vector",
+            Culprit {
+                caller: Some(format!("{name}:{}", n.id)),
+                cpu,
+                ..Default::default()
+            },
+        ),
+        NoiseKind::Irq => (
+            "hardirq",
+            Culprit {
+                irq: u32::try_from(n.id).ok(),
+                irq_name: Some(name),
+                cpu,
+                ..Default::default()
+            },
+        ),
+        NoiseKind::Softirq => (
+            "softirq",
+            Culprit {
+                vector: Some(name),
+                cpu,
+                ..Default::default()
+            },
+        ),
+        NoiseKind::Nmi => (
+            "nmi",
+            Culprit {
+                cpu,
+                ..Default::default()
+            },
+        ),
+        NoiseKind::Thread => (
+            "thread-noise",
+            Culprit {
+                comm: Some(name),
+                pid: Some(n.id),
+                cpu,
+                ..Default::default()
+            },
+        ),
+    }
+}
+
+/// The parts of `total` ns on `cpu` from `from` to `to` after the `fixed` parts: each
+/// noise that started in it (same culprits merged, largest first), then the remainder
+/// as `rest`. Noise past what is left is cut, so the parts always sum to `total`.
+pub(super) fn breakdown(
+    noise: &[&Noise],
+    cpu: u32,
+    (from, to): (u64, u64),
+    total: u64,
+    fixed: Vec<Hold>,
+    rest: (&str, &str),
+) -> Vec<Hold> {
+    let mut left = total.saturating_sub(fixed.iter().map(|h| h.ns).sum());
+    let mut parts: Vec<Hold> = Vec::new();
+    let inside = noise
+        .iter()
+        .filter(|n| n.start + SLACK_NS >= from && n.start <= to + SLACK_NS);
+    for n in inside {
+        let (cat, who) = culprit(n);
+        match parts
+            .iter_mut()
+            .find(|h| h.category == cat && h.culprit == who)
+        {
+            Some(h) => h.ns += n.dur_ns,
+            None => parts.push(Hold {
+                category: cat.into(),
+                culprit: who,
+                ns: n.dur_ns,
+                why: None,
+            }),
+        }
+    }
+    parts.sort_by(|a, b| {
+        b.ns.cmp(&a.ns)
+            .then(a.culprit.label().cmp(&b.culprit.label()))
+    });
+    for h in &mut parts {
+        h.ns = h.ns.min(left);
+        left -= h.ns;
+    }
+    parts.retain(|h| h.ns > 0);
+    let mut out = fixed;
+    out.append(&mut parts);
+    if left > 0 {
+        out.push(Hold {
+            why: Some(rest.1.into()),
+            ..Hold::on_cpu(rest.0, cpu, left)
+        });
+    }
+    out
+}
+
+/// Each CPU's noise, by start.
+fn noise_by_cpu(tl: &Timeline) -> Vec<Vec<&Noise>> {
+    let mut v: Vec<Vec<&Noise>> = Vec::new();
+    for n in &tl.rtla.noise {
+        let c = n.cpu as usize;
+        if c >= v.len() {
+            v.resize_with(c + 1, Vec::new);
+        }
+        v[c].push(n);
+    }
+    for x in &mut v {
+        x.sort_by_key(|n| n.start);
+    }
+    v
+}
+
+/// The noise of `cpu` that started in [from - slack, to + slack].
+fn noise_in<'a>(by: &'a [Vec<&'a Noise>], cpu: u32, from: u64, to: u64) -> &'a [&'a Noise] {
+    let Some(v) = by.get(cpu as usize) else {
+        return &[];
+    };
+    let a = v.partition_point(|n| n.start + SLACK_NS < from);
+    let b = v.partition_point(|n| n.start <= to + SLACK_NS);
+    &v[a..b.max(a)]
+}
+
+/// One late activation as a miss: the timer's expiry, the IRQ (its latency), the
+/// thread (the noise and the rest).
+fn activation_miss(a: &Activation, by: &[Vec<&Noise>], dl: u64, usual: (u64, u64)) -> Miss {
+    let (th_ts, total, tid) = a.thread.unwrap_or((0, 0, -1));
+    let irq_lat = a.irq.map_or(0, |i| i.1).min(total);
+    let expiry = a.expiry();
+    let entry = expiry + irq_lat;
+    let fixed = vec![Hold {
+        why: Some("the timer's expiry to its IRQ handler: interrupts off, or another handler or an NMI running".into()),
+        ..Hold::on_cpu("timer-irq-latency", a.cpu, irq_lat)
+    }];
+    let noise = noise_in(by, a.cpu, entry, th_ts.max(entry));
+    let rest = (
+        "sched-overhead",
+        "what no noise event accounts for: waking and switching to the timerlat thread, kernel entry and exit",
+    );
+    let mut parts = breakdown(noise, a.cpu, (entry, th_ts), total, fixed, rest).into_iter();
+    let irq_part: Vec<Hold> = parts.next().into_iter().filter(|h| h.ns > 0).collect();
+    let thread_parts: Vec<Hold> = parts.collect();
+    let tl_link = |kind: &str, ts: u64, what: String, d: u64, u: u64, held: Vec<Hold>| Link {
+        duration_ns: d,
+        usual_ns: Some(u),
+        excess_ns: d.saturating_sub(u),
+        held_by: held,
+        ..Link::mark(kind, expiry, ts, Some(a.cpu), what)
+    };
+    let chain = vec![
+        Link::mark(
+            "timer",
+            expiry,
+            expiry,
+            Some(a.cpu),
+            format!("timerlat timer expired (activation #{})", a.seq),
+        ),
+        tl_link(
+            "irq",
+            expiry,
+            "the timer's IRQ handler ran".into(),
+            irq_lat,
+            usual.0,
+            irq_part,
+        ),
+        tl_link(
+            "thread",
+            entry,
+            format!("the timerlat thread [{tid}] ran"),
+            total - irq_lat,
+            usual.1,
+            thread_parts,
+        ),
+    ];
+    Miss {
+        start_ns: expiry,
+        duration_ns: Some(total),
+        tid,
+        cpu: a.cpu,
+        late_ns: total.saturating_sub(dl),
+        blamed_ns: total,
+        chain,
+        blame: Vec::new(),
+    }
+}
+
+/// Whether the trace holds timerlat samples or osnoise threshold hits to explain.
+pub fn is_rtla(tl: &Timeline) -> bool {
+    !tl.rtla.samples.is_empty() || !tl.rtla.thresholds.is_empty()
+}
+
+/// Explains the late activations of a timerlat trace (or, with none, its osnoise
+/// `sample_threshold` hits) against `deadline_ns` (a default when None).
+pub fn analyze_timerlat(
+    tl: &Timeline,
+    s: &Interner,
+    deadline_ns: Option<u64>,
+    top: usize,
+) -> ExplainReport {
+    let acts: Vec<Activation> = (tl.rtla.activations().into_iter())
+        .filter(|a| a.thread.is_some())
+        .collect();
+    if acts.is_empty() {
+        return analyze_thresholds(tl, s, top);
+    }
+    let mut lats: Vec<u64> = acts.iter().map(|a| a.thread.map_or(0, |t| t.1)).collect();
+    lats.sort_unstable();
+    let (dl, how) = deadline(deadline_ns, &lats);
+    let irq_lat = |a: &Activation| a.irq.map_or(0, |i| i.1);
+    let thread_lat = |a: &Activation| a.thread.map_or(0, |t| t.1);
+    let usual = (
+        median(acts.iter().map(irq_lat).collect()),
+        median(
+            acts.iter()
+                .map(|a| thread_lat(a).saturating_sub(irq_lat(a)))
+                .collect(),
+        ),
+    );
+    let by = noise_by_cpu(tl);
+    let mut misses: Vec<Miss> = Vec::new();
+    let mut windows: Vec<Window> = Vec::new();
+    for a in &acts {
+        let (ts, lat, tid) = a.thread.unwrap_or_default();
+        let late = lat > dl;
+        windows.push(Window::new(a.expiry(), Some(ts), ts, tid, a.cpu, late));
+        if late {
+            misses.push(activation_miss(a, &by, dl, usual));
+        }
+    }
+    windows.sort_by_key(|w| w.start_ns);
+    let mut notes = vec![format!(
+        "{} timerlat activations on {} CPUs; the thread latency of each late one is split into the timer IRQ's latency, the noise the osnoise events saw after the IRQ, and the rest",
+        acts.len(),
+        (acts.iter().map(|a| a.cpu).max().unwrap_or(0) + 1)
+    )];
+    if tl.rtla.noise.is_empty() {
+        notes.push("no osnoise events in the trace: beyond the IRQ's latency each late activation is one remainder; record with the osnoise events on (rtla timerlat -a, or -e osnoise) to see the IRQs, softirqs, NMIs and threads in it".into());
+    }
+    let frame = Framing {
+        from: "timerlat timer expiry".into(),
+        to: vec!["timerlat thread running".into()],
+        deadline_ns: Some(dl),
+        deadline_source: how,
+        top,
+        noun: "activations",
+    };
+    finish(tl, s, frame, misses, lats, notes, windows)
+}
+
+/// The misses ranked and tallied, into the report.
+fn finish(
+    tl: &Timeline,
+    s: &Interner,
+    frame: Framing,
+    mut misses: Vec<Miss>,
+    sorted: Vec<u64>,
+    notes: Vec<String>,
+    windows: Vec<Window>,
+) -> ExplainReport {
+    misses.sort_by(|a, b| b.late_ns.cmp(&a.late_ns).then(a.start_ns.cmp(&b.start_ns)));
+    let mut tally = Tally::default();
+    for m in &mut misses {
+        m.blame = tally.add_chain(m);
+    }
+    let n = misses.len() as u64;
+    let stats = CycleStats::of(&sorted, sorted.len() as u64, 0, n);
+    let found = Findings {
+        stats,
+        misses,
+        tally,
+        notes,
+        windows: windows.into(),
+    };
+    assemble(tl, s, frame, found)
+}
+
+/// osnoise `sample_threshold` hits, each explained by the noise inside it.
+fn analyze_thresholds(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport {
+    let by = noise_by_cpu(tl);
+    let mut misses = Vec::new();
+    let mut windows = Vec::new();
+    let mut sorted = Vec::new();
+    for t in &tl.rtla.thresholds {
+        let end = t.start + t.dur_ns;
+        let noise = noise_in(&by, t.cpu, t.start, end);
+        let rest = (
+            "unknown",
+            "what no noise event inside the sample accounts for",
+        );
+        let held = breakdown(noise, t.cpu, (t.start, end), t.dur_ns, Vec::new(), rest);
+        let link = Link {
+            duration_ns: t.dur_ns,
+            excess_ns: t.dur_ns,
+            held_by: held,
+            ..Link::mark(
+                "noise",
+                t.start,
+                t.start,
+                Some(t.cpu),
+                format!(
+                    "osnoise sample over the threshold ({} interference)",
+                    t.interference
+                ),
+            )
+        };
+        misses.push(Miss {
+            start_ns: t.start,
+            duration_ns: Some(t.dur_ns),
+            tid: -1,
+            cpu: t.cpu,
+            late_ns: t.dur_ns,
+            blamed_ns: t.dur_ns,
+            chain: vec![link],
+            blame: Vec::new(),
+        });
+        windows.push(Window::new(t.start, Some(end), end, -1, t.cpu, true));
+        sorted.push(t.dur_ns);
+    }
+    sorted.sort_unstable();
+    windows.sort_by_key(|w| w.start_ns);
+    let frame = Framing {
+        from: "osnoise sample start".into(),
+        to: vec!["osnoise sample end".into()],
+        deadline_ns: None,
+        deadline_source: "the osnoise tracer's own threshold (every sample_threshold hit)".into(),
+        top,
+        noun: "samples",
+    };
+    finish(tl, s, frame, misses, sorted, Vec::new(), windows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::pass;
+    use crate::testkit_rtla::{planted, timerlat_trace, BASE_NS, PERIOD_NS};
+
+    /// The parts of a miss, by category and culprit label.
+    fn parts(m: &Miss) -> Vec<(String, String, u64)> {
+        (m.chain.iter().flat_map(|l| &l.held_by))
+            .map(|h| (h.category.clone(), h.culprit.label(), h.ns))
+            .collect()
+    }
+
+    /// Every planted late activation is named, with parts that are the planted ones and
+    /// sum to its thread latency; the default deadline says how it was chosen.
+    #[test]
+    fn late_activations_broken_down() {
+        let p = pass(&timerlat_trace(4, 250, &planted(), true));
+        let r = analyze_timerlat(&p.tl, &p.strings, None, 3);
+        assert_eq!(r.deadline_ns, Some(50_000));
+        assert!(r
+            .deadline_source
+            .starts_with("default: 10x the median thread latency"));
+        assert_eq!((r.cycles.count, r.misses.len()), (1000, 6));
+        for plant in planted() {
+            let expiry = BASE_NS + plant.index * PERIOD_NS + u64::from(plant.cpu) * 7_000;
+            let m = (r.misses.iter())
+                .find(|m| m.cpu == plant.cpu && m.start_ns.abs_diff(expiry) < 1000)
+                .unwrap_or_else(|| {
+                    panic!("activation {} of CPU{} not named", plant.index, plant.cpu)
+                });
+            let v = parts(m);
+            assert_eq!(m.duration_ns, Some(plant.total()));
+            assert_eq!(v.iter().map(|x| x.2).sum::<u64>(), plant.total(), "{v:?}");
+            assert_eq!(
+                v[0],
+                ("timer-irq-latency".into(), "-".into(), plant.irq_lat)
+            );
+            let rest = v
+                .iter()
+                .find(|x| x.0 == "sched-overhead")
+                .map_or(0, |x| x.2);
+            assert_eq!(rest, plant.rest, "{v:?}");
+            for (desc, vec, ns) in &plant.irqs {
+                assert!(
+                    v.contains(&("hardirq".into(), format!("irq {vec} ({desc})"), *ns)),
+                    "{v:?}"
+                );
+            }
+            for (name, _, ns) in &plant.softirqs {
+                assert!(
+                    v.contains(&("softirq".into(), format!("softirq {name}"), *ns)),
+                    "{v:?}"
+                );
+            }
+            for ns in &plant.nmis {
+                assert!(v.contains(&("nmi".into(), "-".into(), *ns)), "{v:?}");
+            }
+            for (comm, pid, ns) in &plant.threads {
+                assert!(
+                    v.contains(&("thread-noise".into(), format!("{comm}[{pid}]"), *ns)),
+                    "{v:?}"
+                );
+            }
+        }
+        // Worst first; the causes ranked across activations: hog's two hits on CPU3 lead.
+        assert_eq!(r.misses[0].duration_ns, Some(125_000));
+        assert_eq!(r.misses[0].late_ns, 75_000);
+        let c = &r.causes[0];
+        assert_eq!(
+            (c.category.as_str(), c.count, c.total_excess_ns),
+            ("thread-noise", 2, 210_000)
+        );
+        assert!(
+            r.advice
+                .iter()
+                .any(|a| a.command == "taskset -pc 0,1,2 4242"),
+            "{:?}",
+            r.advice
+        );
+        assert!(r
+            .advice
+            .iter()
+            .any(|a| a.command.contains("/proc/irq/33/smp_affinity_list")));
+    }
+
+    /// A deadline given decides what is late; without osnoise events each late
+    /// activation is the IRQ's latency and one remainder, still summing to its total.
+    #[test]
+    fn deadline_given_and_no_noise_events() {
+        let p = pass(&timerlat_trace(4, 250, &planted(), false));
+        let r = analyze_timerlat(&p.tl, &p.strings, Some(100_000), 3);
+        assert_eq!((r.deadline_source.as_str(), r.misses.len()), ("given", 1));
+        let v = parts(&r.misses[0]);
+        assert_eq!(v.len(), 2);
+        assert_eq!(
+            (v[0].2, v[1].0.as_str(), v[1].2),
+            (950, "sched-overhead", 124_050)
+        );
+        assert!(r.notes.iter().any(|n| n.starts_with("no osnoise events")));
+    }
+
+    /// osnoise threshold hits are explained from the noise inside them.
+    #[test]
+    fn threshold_hits_from_their_noise() {
+        let text = crate::testkit_rtla::osnoise_trace(1, 2)
+            + "     osnoise/0-800 [000] ....   100.500010: irq_noise: eth0:33 start 100.500002000 duration 8000 ns\n";
+        let p = pass(&text);
+        let r = analyze_timerlat(&p.tl, &p.strings, None, 3);
+        assert_eq!(r.misses.len(), 1);
+        let v = parts(&r.misses[0]);
+        assert_eq!(
+            v,
+            vec![
+                ("hardirq".into(), "irq 33 (eth0)".into(), 8000),
+                ("unknown".into(), "-".into(), 12_000),
+            ]
+        );
+    }
+}
