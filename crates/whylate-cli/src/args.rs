@@ -132,6 +132,23 @@ pub enum Cmd {
     /// cause appeared or grew (`--by kernel`, `--by label:KEY`), and which hosts are worst.
     /// `--sql` prints the SQL, which Spark, Trino and DuckDB run too (docs/fleet.md).
     Fleet(FleetArgs),
+    /// Serve the analyses to an AI agent over MCP (stdio), reading traces under --root only
+    ///
+    /// Serve the analyses as tools of the Model Context Protocol on stdin/stdout, for an
+    /// AI agent (its MCP client starts this command): stats, latency, explain (every
+    /// mode), explain_miss, diff, list_events. Traces are read only under the --root
+    /// directories; nothing is recorded and no shell command runs. Built with the `mcp`
+    /// feature (docs/reference.md, "mcp").
+    Mcp(McpArgs),
+}
+
+/// `whylate mcp`.
+#[derive(clap::Args)]
+pub struct McpArgs {
+    /// A directory whose traces the tools may read (repeatable); paths outside every
+    /// root, symlinks that lead out, and anything but regular files are refused.
+    #[arg(long = "root", value_name = "DIR", required = true)]
+    pub roots: Vec<PathBuf>,
 }
 
 /// Findings written for fleet analysis, on `explain`, `latency` and `watch`.

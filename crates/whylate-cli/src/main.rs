@@ -51,6 +51,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cmd::Diff(a) => commands::diff::run(a, &out, quiet),
         Cmd::Latency(a) => commands::latency::run(a, &out, quiet),
         Cmd::Fleet(a) => commands::fleet::run(a, &out),
+        Cmd::Mcp(a) => commands::mcp::run(a),
     }
 }
 

@@ -101,21 +101,28 @@ pub fn usage(msg: &str) -> anyhow::Result<ExitCode> {
 /// A command-line error: a bad value is one line naming the option and why (exit 2);
 /// anything else (help, version, a missing argument) is clap's own output.
 pub fn clap_error(e: clap::Error) -> ExitCode {
-    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    use clap::error::ErrorKind;
     if !matches!(
         e.kind(),
         ErrorKind::InvalidValue | ErrorKind::ValueValidation
     ) {
         e.exit();
     }
+    eprintln!("whylate: {}", clap_message(&e));
+    ExitCode::from(EXIT_BAD_INPUT)
+}
+
+/// A command-line error in one line, as `whylate` prints it after `whylate: `: the
+/// first line of clap's message, and the possible values when clap knows them.
+pub fn clap_message(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
     let first = e.to_string();
     let first = first.lines().next().unwrap_or_default();
     let mut msg = first.strip_prefix("error: ").unwrap_or(first).to_string();
     if let Some(ContextValue::Strings(v)) = e.get(ContextKind::ValidValue) {
         msg.push_str(&format!(" (possible values: {})", v.join(", ")));
     }
-    eprintln!("whylate: {msg}");
-    ExitCode::from(EXIT_BAD_INPUT)
+    msg
 }
 
 /// The end of a run that failed: a broken pipe is no failure (`| head`, text or JSON); a

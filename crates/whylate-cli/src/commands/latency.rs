@@ -9,14 +9,10 @@ use whylate::measure::{Filter, Measure, Options, ThroughputOpts};
 
 /// The measures, per group.
 pub fn run(a: LatencyArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode> {
-    if a.field.is_some() && a.event.is_none() {
-        return usage("--field needs --event");
-    }
-    if a.measure.contains(&Measure::Throughput) && a.event.is_none() {
-        return usage(
-            "--measure throughput needs --event NAME (and optionally --field, --interval, --expect)",
-        );
-    }
+    let (opts, tput) = match options(&a, a.samples || a.findings.parquet.is_some()) {
+        Ok(o) => o,
+        Err(e) => return usage(&e),
+    };
     let checked = Paths::default()
         .merged(&a.files)
         .reads(a.input.kallsyms.as_deref())
@@ -30,35 +26,57 @@ pub fn run(a: LatencyArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode> {
         return usage(&e);
     }
     let open = a.input.open()?;
-    let tput = a.event.map(|event| ThroughputOpts {
-        event,
-        field: a.field,
-        interval_ns: a.interval,
-        expect_per_s: a.expect,
-    });
-    let opts = Options {
-        measures: a.measure,
-        filter: Filter {
-            task: a.task,
-            cpu: a.cpu,
-            window: a.window.unwrap_or((None, None)),
-        },
-        top: a.top,
-        // Findings hold every sample; the JSON only when asked (--samples).
-        raw_samples: a.samples || a.findings.parquet.is_some(),
-        throughput: None,
-        func: a.func,
-    };
     let (open, bar) = with_progress(open, &a.files, quiet);
     let mut r = whylate::latency::latency(&a.files, &open, &opts, tput);
     drop(bar);
     if let Ok(r) = &mut r {
         a.findings.write_latency(&a.files, r)?;
         if !a.samples {
-            for g in r.measures.iter_mut().flat_map(|m| &mut m.groups) {
-                g.samples = None;
-            }
+            drop_samples(r);
         }
     }
     out.emit(r, a.json, |r, p| r.render_text(a.top, p))
+}
+
+/// The library's options for `a`, or the usage error; `raw_samples`: keep every sample
+/// (findings hold them all; the JSON only when asked, --samples).
+pub fn options(
+    a: &LatencyArgs,
+    raw_samples: bool,
+) -> Result<(Options, Option<ThroughputOpts>), String> {
+    if a.field.is_some() && a.event.is_none() {
+        return Err("--field needs --event".into());
+    }
+    if a.measure.contains(&Measure::Throughput) && a.event.is_none() {
+        return Err(
+            "--measure throughput needs --event NAME (and optionally --field, --interval, --expect)"
+                .into(),
+        );
+    }
+    let tput = a.event.clone().map(|event| ThroughputOpts {
+        event,
+        field: a.field.clone(),
+        interval_ns: a.interval,
+        expect_per_s: a.expect,
+    });
+    let opts = Options {
+        measures: a.measure.clone(),
+        filter: Filter {
+            task: a.task.clone(),
+            cpu: a.cpu,
+            window: a.window.unwrap_or((None, None)),
+        },
+        top: a.top,
+        raw_samples,
+        throughput: None,
+        func: a.func.clone(),
+    };
+    Ok((opts, tput))
+}
+
+/// Leaves the samples out of the report (`--json` without `--samples`).
+pub fn drop_samples(r: &mut whylate::latency::LatencyReport) {
+    for g in r.measures.iter_mut().flat_map(|m| &mut m.groups) {
+        g.samples = None;
+    }
 }

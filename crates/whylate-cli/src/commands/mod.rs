@@ -8,6 +8,7 @@ pub mod explain;
 mod findings;
 pub mod fleet;
 pub mod latency;
+pub mod mcp;
 pub mod record;
 pub mod stats;
 pub mod watch;

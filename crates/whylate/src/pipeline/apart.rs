@@ -283,6 +283,7 @@ fn split<D: DecodingHalf>(
     let fill = |m: &mut Merged<read::Input>, b: &mut D::Records, behind: bool| {
         let n = batches.fetch_add(1, Relaxed);
         let help = if cfg!(test) { n % 2 == 1 } else { behind };
+        m.sources_mut()[0].check_cancel(RECORDS as u32)?;
         D::fill(&mut m.sources_mut()[0], b, RECORDS, help)
     };
     let mut strings = Interner::new();

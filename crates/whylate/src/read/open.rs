@@ -45,6 +45,9 @@ pub struct Progress {
     pub events: std::sync::atomic::AtomicU64,
     /// Reading is over (the analysis runs).
     pub read_done: std::sync::atomic::AtomicBool,
+    /// Set by the caller to stop the read: every input opened with these options then
+    /// fails with [`ReadError::Cancelled`] within a few thousand events.
+    pub cancel: std::sync::atomic::AtomicBool,
 }
 
 impl Progress {
@@ -88,7 +91,13 @@ pub struct Input {
     kind: InputKind,
     compression: Compression,
     cut: decompress::Cut,
+    /// Polled every [`CANCEL_EVERY`] events for [`Progress::cancel`].
+    stop: Option<(Arc<Progress>, u32)>,
 }
+
+/// Events between two looks at [`Progress::cancel`]: a relaxed load each time is too
+/// cheap to measure; 4096 events are well under a millisecond.
+const CANCEL_EVERY: u32 = 4096;
 
 enum InputKind {
     Text(Box<Sorted<TextReader>>),
@@ -222,8 +231,25 @@ impl Input {
         }
     }
 
+    /// Counts `events` about to be read and, every [`CANCEL_EVERY`] of them, fails with
+    /// [`ReadError::Cancelled`] once the options' [`Progress::cancel`] is set.
+    #[inline]
+    pub fn check_cancel(&mut self, events: u32) -> Result<(), ReadError> {
+        if let Some((p, n)) = &mut self.stop {
+            *n = n.saturating_add(events);
+            if *n >= CANCEL_EVERY {
+                *n = 0;
+                if p.cancel.load(std::sync::atomic::Ordering::Relaxed) {
+                    return Err(ReadError::Cancelled);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The next event, lent (see [`Sorted::next_ref`]).
     pub fn next_ref(&mut self, strings: &mut Interner) -> Result<Option<&Event>, ReadError> {
+        self.check_cancel(1)?;
         match &mut self.kind {
             InputKind::Text(t) => t.next_ref(strings),
             InputKind::Perf(d) => d.next_ref(strings),
@@ -234,6 +260,7 @@ impl Input {
 
 impl EventSource for Input {
     fn next_event(&mut self, strings: &mut Interner) -> Result<Option<Event>, ReadError> {
+        self.check_cancel(1)?;
         match &mut self.kind {
             InputKind::Text(t) => t.next_event(strings),
             InputKind::Dat(d) => d.next_decoded(strings),
@@ -329,6 +356,12 @@ fn is_data(line: &[u8]) -> bool {
 /// Opens `path` (`-` = standard input), decompresses and sniffs it, and returns an event
 /// source in time order.
 pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
+    let mut input = open_input(path, opts)?;
+    input.stop = opts.progress.clone().map(|p| (p, 0));
+    Ok(input)
+}
+
+fn open_input(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
     let io_err = |source| ReadError::Io {
         path: path.to_path_buf(),
         source,
@@ -376,6 +409,7 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
                 kind,
                 compression,
                 cut,
+                stop: None,
             });
         }
         // Binary formats need random access: a compressed one (or a stream) not read
@@ -391,6 +425,7 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
             kind,
             compression,
             cut,
+            stop: None,
         });
     }
     let format = match opts.format {
@@ -429,6 +464,7 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
         ))),
         compression,
         cut,
+        stop: None,
     })
 }
 

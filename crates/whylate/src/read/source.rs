@@ -148,6 +148,10 @@ pub enum ReadError {
         /// The first mention (the same path, or another path to the same file).
         first: PathBuf,
     },
+    /// The caller asked the read to stop ([`crate::read::Progress::cancel`]): an MCP
+    /// client cancelled the call.
+    #[error("cancelled: the read stopped at the caller's request")]
+    Cancelled,
     /// `--strict` and a line did not parse.
     #[error("{path}:{line}: {why}: {text:?}")]
     Strict {

@@ -201,7 +201,7 @@ impl Selector {
 }
 
 /// The fields `e` has for a selector, in a stable order.
-fn field_names(e: &Event, s: &Interner, arch: Arch) -> Vec<String> {
+pub(super) fn field_names(e: &Event, s: &Interner, arch: Arch) -> Vec<String> {
     let mut v: Vec<String> = match &e.kind {
         Kind::SyscallEnter { args, .. } => {
             args.iter().map(|(k, _)| s.get(*k).to_string()).collect()

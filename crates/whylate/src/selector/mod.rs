@@ -8,6 +8,7 @@
 //! name (raw syscalls: names of common syscalls, or `arg0`..`arg5`) and `ret` on exit;
 //! `path`, the file behind the event's `fd` (see [`crate::fdpath`]).
 
+pub mod catalog;
 mod check;
 mod expr;
 

@@ -1,0 +1,163 @@
+//! A tool call's arguments as the command line the CLI parses: each argument `name` is
+//! the option `--name`, paths are resolved under the roots first, and clap checks the
+//! values, so a bad value gets the same words as on the command line.
+
+use super::roots::Roots;
+use crate::args::{Cli, Cmd};
+use clap::Parser;
+use serde_json::{Map, Value};
+
+/// Arguments a tool reads itself (paging, which miss): never passed to the CLI.
+pub const LOCAL: [&str; 4] = ["offset", "limit", "index", "at_ns"];
+
+/// Arguments that name trace files, positional on the command line, in this order.
+const POSITIONAL: [&str; 3] = ["files", "a", "b"];
+
+/// The command a tool's arguments are parsed as (`list_events` reads as `stats` does,
+/// `explain_miss` explains as `explain` does).
+fn command_of(tool: &str) -> &str {
+    match tool {
+        "list_events" => "stats",
+        "explain_miss" => "explain",
+        t => t,
+    }
+}
+
+/// The parsed command for `tool` called with `args`, or the error in the CLI's words.
+pub fn parse(tool: &str, args: &Map<String, Value>, roots: &Roots) -> Result<Cmd, String> {
+    let known = super::tools::properties(tool).ok_or_else(|| format!("no tool `{tool}`"))?;
+    let mut argv = vec!["whylate".to_string(), command_of(tool).to_string()];
+    for name in POSITIONAL {
+        if let Some(v) = args.get(name).filter(|_| known.iter().any(|k| k == name)) {
+            for s in strings(name, v)? {
+                argv.push(roots.resolve(&s)?.display().to_string());
+            }
+        }
+    }
+    for (name, v) in args {
+        if POSITIONAL.contains(&name.as_str()) && known.contains(name) {
+            continue;
+        }
+        if !known.contains(name) {
+            let close = whylate::suggest::closest(name, known.iter().map(String::as_str), 3);
+            return Err(format!(
+                "`{tool}` takes no argument `{name}`{}; it takes: {}",
+                whylate::suggest::did_you_mean(&close),
+                known.join(", ")
+            ));
+        }
+        if LOCAL.contains(&name.as_str()) {
+            continue;
+        }
+        let flag = format!("--{}", name.replace('_', "-"));
+        if let Value::Bool(b) = v {
+            if *b {
+                argv.push(flag);
+            }
+            continue;
+        }
+        for s in strings(name, v)? {
+            let s = if name == "kallsyms" {
+                roots.resolve(&s)?.display().to_string()
+            } else {
+                s
+            };
+            // `--opt=value`: a value that starts with `-` stays a value.
+            argv.push(format!("{flag}={s}"));
+        }
+    }
+    match Cli::try_parse_from(&argv) {
+        Ok(Cli { cmd: Some(c), .. }) => Ok(c),
+        Ok(_) => Err(format!("`{tool}`: no command parsed")),
+        Err(e) => Err(crate::output::clap_message(&e)),
+    }
+}
+
+/// An argument's values as text: a string or number is one, an array each of its items,
+/// null none.
+fn strings(name: &str, v: &Value) -> Result<Vec<String>, String> {
+    match v {
+        Value::Null => Ok(Vec::new()),
+        Value::String(s) => Ok(vec![s.clone()]),
+        Value::Number(n) => Ok(vec![n.to_string()]),
+        Value::Bool(b) => Ok(vec![b.to_string()]),
+        Value::Array(items) => items
+            .iter()
+            .map(|i| match i {
+                Value::String(s) => Ok(s.clone()),
+                Value::Number(n) => Ok(n.to_string()),
+                _ => Err(format!("`{name}`: expected strings, found {i}")),
+            })
+            .collect(),
+        Value::Object(_) => Err(format!(
+            "`{name}`: expected a string or a list, found an object"
+        )),
+    }
+}
+
+/// A local (non-CLI) integer argument, or None when absent.
+pub fn local_u64(args: &Map<String, Value>, name: &str) -> Result<Option<u64>, String> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| format!("`{name}`: expected an integer 0 or more, found {v}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn roots() -> (tempfile::TempDir, Roots) {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("t.dat"), "x").unwrap();
+        let r = Roots::new(&[d.path().to_path_buf()]).unwrap();
+        (d, r)
+    }
+
+    fn call(tool: &str, v: Value) -> Result<Cmd, String> {
+        let (_d, r) = roots();
+        parse(tool, v.as_object().unwrap(), &r)
+    }
+
+    fn err(tool: &str, v: Value) -> String {
+        match call(tool, v) {
+            Ok(_) => panic!("{tool}: parsed"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn arguments_are_the_clis_options() {
+        let c = call(
+            "explain",
+            json!({"files": ["t.dat"], "from": "-x", "to": ["b"], "deadline": "3.5ms", "top": 2, "limit": 9}),
+        )
+        .unwrap();
+        let Cmd::Explain(a) = c else { panic!() };
+        assert_eq!(a.mode.from.as_deref(), Some("-x"));
+        assert_eq!(a.mode.deadline, Some(3_500_000));
+        assert_eq!(a.mode.top, 2);
+        assert!(a.files[0].is_absolute());
+    }
+
+    #[test]
+    fn a_bad_value_is_said_as_the_cli_says_it() {
+        let e = err(
+            "explain",
+            json!({"files": ["t.dat"], "timer": true, "deadline": "3"}),
+        );
+        assert!(
+            e.contains("--deadline") && e.contains("a number and a unit"),
+            "{e}"
+        );
+        let e = err("explain", json!({"files": ["t.dat"], "dedline": "3ms"}));
+        assert!(e.contains("did you mean deadline"), "{e}");
+        let e = err("stats", json!({"files": ["/etc/passwd"]}));
+        assert!(e.contains("outside the roots"), "{e}");
+        assert!(err("nope", json!({})).contains("no tool"));
+    }
+}

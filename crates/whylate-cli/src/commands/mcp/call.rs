@@ -1,0 +1,155 @@
+//! One tool call on the library, the functions the CLI's commands call, on the thread it
+//! is given: a result (a one-line summary and the JSON) or the error in the CLI's words.
+
+use super::argv;
+use super::page;
+use crate::args::{Cmd, InputArgs};
+use serde_json::{Map, Value};
+use std::path::PathBuf;
+use std::sync::Arc;
+use whylate::read::{OpenOptions, Progress};
+use whylate::report::Paint;
+
+/// A tool's answer: the summary a model reads first, and the JSON.
+pub struct Answer {
+    /// One or two lines: the verdict, and how the result was cut.
+    pub summary: String,
+    /// The documented JSON (docs/json.md), sized as the summary says.
+    pub json: Value,
+}
+
+/// Runs `tool` as `cmd` says; `progress` is where the read reports, and its `cancel`
+/// stops it.
+pub fn run(
+    tool: &str,
+    cmd: Cmd,
+    local: &Map<String, Value>,
+    progress: Arc<Progress>,
+) -> Result<Answer, String> {
+    let plain = Paint::new(false);
+    match (tool, cmd) {
+        ("list_events", Cmd::Stats(a)) => {
+            let open = opened(&a.input, &progress)?;
+            let c = whylate::selector::catalog::catalog(&a.files, &open).map_err(said)?;
+            let summary = format!("{} events of {} names", c.events, c.names);
+            Ok(Answer {
+                summary,
+                json: to_json(&c)?,
+            })
+        }
+        ("stats", Cmd::Stats(a)) => {
+            let open = opened(&a.input, &progress)?;
+            let r = whylate::stats::stats(&a.files, &open, a.top).map_err(said)?;
+            let summary = first_line(&r.render_text(&plain));
+            Ok(Answer {
+                summary,
+                json: to_json(&r)?,
+            })
+        }
+        ("latency", Cmd::Latency(a)) => {
+            let (opts, tput) = crate::commands::latency::options(&a, false)?;
+            let open = opened(&a.input, &progress)?;
+            let mut r = whylate::latency::latency(&a.files, &open, &opts, tput).map_err(said)?;
+            crate::commands::latency::drop_samples(&mut r);
+            let summary = first_line(&r.render_text(a.top, &plain));
+            Ok(Answer {
+                summary,
+                json: to_json(&r)?,
+            })
+        }
+        ("explain", Cmd::Explain(a)) => {
+            let top = a.mode.top;
+            let (summary, mut json) = explained(&a.files, &a.input, a.mode, &progress)?;
+            let offset = argv::local_u64(local, "offset")?.unwrap_or(0) as usize;
+            let limit = argv::local_u64(local, "limit")?.map_or(top, |l| l as usize);
+            page::misses(&mut json, offset, limit);
+            let p = &json["page"];
+            let summary = format!(
+                "{summary}\nmisses {}..{} of {} in full below, worst first{}",
+                offset,
+                offset + p["returned"].as_u64().unwrap_or(0) as usize,
+                p["total"],
+                match p["next_offset"].as_u64() {
+                    Some(n) => format!("; the next page: offset {n} (or explain_miss for one)"),
+                    None => String::new(),
+                }
+            );
+            Ok(Answer { summary, json })
+        }
+        ("explain_miss", Cmd::Explain(a)) => {
+            let (summary, json) = explained(&a.files, &a.input, a.mode, &progress)?;
+            one_miss(summary, json, local)
+        }
+        ("diff", Cmd::Diff(a)) => {
+            let mode = a.mode.mode()?;
+            let open = opened(&a.input, &progress)?;
+            let r = whylate::diff::diff(&a.a, &a.b, &open, &mode).map_err(said)?;
+            let json = to_json(&r)?;
+            let summary = json["verdict"].as_str().unwrap_or_default().to_string();
+            Ok(Answer { summary, json })
+        }
+        (t, _) => Err(format!("`{t}`: its arguments parsed as another command")),
+    }
+}
+
+/// Explains as `whylate explain --json` does: the verdict line and the report's JSON.
+fn explained(
+    files: &[PathBuf],
+    input: &InputArgs,
+    mode: crate::args::ModeArgs,
+    progress: &Arc<Progress>,
+) -> Result<(String, Value), String> {
+    let mode = mode.mode()?;
+    let open = opened(input, progress)?;
+    let r = whylate::explain::explain_mode(files, &open, &mode).map_err(said)?;
+    let summary = first_line(&r.render_text(&Paint::new(false)));
+    Ok((summary, to_json(&r)?))
+}
+
+/// The miss `local` names, whole, under the verdict.
+fn one_miss(
+    summary: String,
+    mut json: Value,
+    local: &Map<String, Value>,
+) -> Result<Answer, String> {
+    let index = argv::local_u64(local, "index")?;
+    let at_ns = argv::local_u64(local, "at_ns")?;
+    let misses = match json.get_mut("misses").map(Value::take) {
+        Some(Value::Array(a)) => a,
+        _ => Vec::new(),
+    };
+    let i = page::pick(&misses, index, at_ns)?;
+    let total = misses.len();
+    let miss = misses.into_iter().nth(i).unwrap_or_default();
+    let out = serde_json::json!({
+        "verdict": summary,
+        "index": i,
+        "total": total,
+        "deadline_ns": json["deadline_ns"],
+        "miss": miss,
+    });
+    Ok(Answer {
+        summary: format!("{summary}\nmiss {i} of {total} (0 = the worst)"),
+        json: out,
+    })
+}
+
+/// The reader options of `input`, reporting to `progress`.
+fn opened(input: &InputArgs, progress: &Arc<Progress>) -> Result<OpenOptions, String> {
+    let mut open = input.open().map_err(said)?;
+    open.progress = Some(progress.clone());
+    Ok(open)
+}
+
+/// A read error as `whylate` prints it after `whylate: `.
+fn said(e: whylate::read::ReadError) -> String {
+    e.to_string()
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Result<Value, String> {
+    serde_json::to_value(v).map_err(|e| format!("the result did not serialize: {e}"))
+}
+
+fn first_line(text: &str) -> String {
+    text.lines().next().unwrap_or_default().to_string()
+}
