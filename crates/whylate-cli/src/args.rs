@@ -132,7 +132,7 @@ pub enum Cmd {
     /// cause appeared or grew (`--by kernel`, `--by label:KEY`), and which hosts are worst.
     /// `--sql` prints the SQL, which Spark, Trino and DuckDB run too (docs/fleet.md).
     Fleet(FleetArgs),
-    /// Serve the analyses to an AI agent over MCP (stdio), reading traces under --root only
+    /// Serve the analyses to an AI agent over MCP (traces under --root)
     ///
     /// Serve the analyses as tools of the Model Context Protocol on stdin/stdout, for an
     /// AI agent (its MCP client starts this command): stats, latency, explain (every
