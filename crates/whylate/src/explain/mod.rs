@@ -42,6 +42,8 @@ mod kernlog;
 mod learned;
 mod machine;
 mod merge;
+#[cfg(test)]
+mod net_tests;
 mod report;
 mod rt_advice;
 mod softirq;
