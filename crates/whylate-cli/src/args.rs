@@ -149,6 +149,10 @@ pub struct McpArgs {
     /// root, symlinks that lead out, and anything but regular files are refused.
     #[arg(long = "root", value_name = "DIR", required = true)]
     pub roots: Vec<PathBuf>,
+    /// Also offer the `record` tool: a recording of at most 60 s into a new file under
+    /// a root (the server must run as root). Without it no tool records or writes.
+    #[arg(long)]
+    pub allow_record: bool,
 }
 
 /// Findings written for fleet analysis, on `explain`, `latency` and `watch`.

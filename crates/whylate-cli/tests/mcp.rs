@@ -1,8 +1,11 @@
 //! `whylate mcp` driven by the official MCP Python SDK (tests/mcp/client_check.py): every
 //! tool against the CLI's `--json` on the bundled examples, the refusals (outside the
 //! roots, a symlink out, /dev/zero, a missing file, bad arguments) as tool errors while
-//! the server keeps serving, and a cancelled long call that stops. Without the SDK the
-//! test skips, or fails under WHYLATE_REQUIRE_LIVE=1.
+//! the server keeps serving, and a cancelled long call that stops; `fleet` against the
+//! CLI on findings of two hosts; and a second server with --allow-record whose `record`
+//! writes a trace under the root that `stats` reads whole (as root; else the tool must
+//! say it needs root). Without the SDK the test skips, or fails under
+//! WHYLATE_REQUIRE_LIVE=1.
 
 mod common;
 

@@ -20,35 +20,10 @@ pub fn run(a: FleetArgs, out: &Out) -> anyhow::Result<ExitCode> {
 /// Ranks causes across the findings under `a.paths`.
 #[cfg(feature = "fleet")]
 pub fn run(a: FleetArgs, out: &Out) -> anyhow::Result<ExitCode> {
-    use crate::paths::Paths;
-    use whylate_fleet::engine::Engine;
-    use whylate_fleet::query::FleetOptions;
-    let roots = match expand(&a.paths) {
+    // One line, exit 2: a findings file that does not fit its table is bad input.
+    let r = match report(&a) {
         Ok(r) => r,
         Err(e) => return usage(&e),
-    };
-    let checked = roots
-        .iter()
-        .fold(Paths::default(), |p, r| p.reads(Some(r)))
-        .file("--html", a.html.as_deref())
-        .check();
-    if let Err(e) = checked {
-        return usage(&e);
-    }
-    let eng = match Engine::open(&roots) {
-        Ok(e) => e,
-        Err(e) => return usage(&e.to_string()),
-    };
-    let o = FleetOptions {
-        by: a.by,
-        deadline_ns: a.deadline,
-        mode: a.mode,
-        top: a.top,
-    };
-    // One line, exit 2: a findings file that does not fit its table is bad input.
-    let r = match whylate_fleet::report::fleet(&eng, &o) {
-        Ok(r) => r,
-        Err(e) => return usage(&e.to_string()),
     };
     if let Some(path) = &a.html {
         let page = r.render_html();
@@ -71,6 +46,30 @@ pub fn run(a: FleetArgs, out: &Out) -> anyhow::Result<ExitCode> {
         out.text(&text)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The fleet report over `a.paths` (globs expanded), or the one-line reason it cannot be
+/// made (shared with the MCP `fleet` tool).
+#[cfg(feature = "fleet")]
+pub fn report(a: &FleetArgs) -> Result<whylate_fleet::report::FleetReport, String> {
+    use crate::paths::Paths;
+    use whylate_fleet::engine::Engine;
+    use whylate_fleet::query::FleetOptions;
+    let roots = expand(&a.paths)?;
+    let checked = roots
+        .iter()
+        .fold(Paths::default(), |p, r| p.reads(Some(r)))
+        .file("--html", a.html.as_deref())
+        .check();
+    checked?;
+    let eng = Engine::open(&roots).map_err(|e| e.to_string())?;
+    let o = FleetOptions {
+        by: a.by.clone(),
+        deadline_ns: a.deadline,
+        mode: a.mode.clone(),
+        top: a.top,
+    };
+    whylate_fleet::report::fleet(&eng, &o).map_err(|e| e.to_string())
 }
 
 #[cfg(feature = "fleet")]

@@ -30,6 +30,8 @@ FROB = ["--from", "sys_enter_write[comm=frobnicator,count=7]",
         "--to", "sys_exit_read[comm=frobnicator,ret>0]", "--deadline", "3.5ms"]
 FROB_ARGS = {"from": FROB[1], "to": [FROB[3]], "deadline": FROB[5]}
 BIG_EVENTS = 1_500_000
+# A build with the query engine offers `fleet`; without it the CLI says how to get it.
+HAS_FLEET = "no query engine" not in subprocess.run([WHYLATE, "fleet", "x"], capture_output=True, text=True).stderr
 
 
 def ex(name):
@@ -90,7 +92,8 @@ def big_trace():
 async def equal_to_cli(s):
     frob = ex("frob.dat.zst")
     names = {t.name for t in (await s.list_tools()).tools}
-    check(names == {"list_events", "stats", "latency", "explain", "explain_miss", "diff"}, f"the tools: {sorted(names)}")
+    want_names = {"list_events", "stats", "latency", "explain", "explain_miss", "diff"} | ({"fleet"} if HAS_FLEET else set())
+    check(names == want_names, f"the tools (no `record` without --allow-record): {sorted(names)}")
 
     ev = ok_json(await call(s, "list_events", {"files": ["frob.dat.zst"]}), "list_events")
     stats, _ = cli("stats", frob, "--json")
@@ -146,6 +149,68 @@ async def equal_to_cli(s):
     check(got == want, "diff = `whylate diff --json`")
 
 
+async def fleet(s):
+    """`fleet` on findings the CLI wrote for two hosts = `whylate fleet --json`."""
+    if not HAS_FLEET:
+        t = error_text(await call(s, "fleet", {"paths": ["findings"]}))
+        check("--features fleet" in t, f"a build without the engine says how to get it: {t}")
+        return
+    findings = os.path.join(SCRATCH, "findings")
+    for host, trace in [("a", "softirq.dat.zst"), ("b", "softirq-mitigated.dat.zst")]:
+        p = subprocess.run([WHYLATE, "-q", "explain", ex(trace), "--timer", "--task", "periodic", "--deadline", "300us",
+                            "--parquet", findings, "--host", host], capture_output=True, text=True)
+        check(p.returncode in (0, 1), f"findings of host {host} written: {p.stderr.strip()[:200]}")
+    want, err = cli("fleet", findings, "--by", "host", "--json")
+    check(want is not None, f"the CLI's fleet report: {err}")
+    got = ok_json(await call(s, "fleet", {"paths": ["findings"], "by": "host"}), "fleet")
+    check(got == want, "fleet = `whylate fleet --json`")
+    t = error_text(await call(s, "fleet", {"paths": ["frob.dat.zst"]}))
+    check("not a directory" in t, f"fleet takes directories: {t}")
+    t = error_text(await call(s, "fleet", {"paths": ["/tmp"]}))
+    check("outside the roots" in t, f"fleet reads under the roots only: {t}")
+
+
+async def recording():
+    """A second server with --allow-record: `record` writes a new trace under a root that
+    `stats` then reads; it refuses an existing name, a path outside the roots, a long
+    duration and a command. Without root it says that recording needs root."""
+    errlog_path = os.path.join(SCRATCH, "server-record.log")
+    params = StdioServerParameters(command=WHYLATE, args=["mcp", "--root", SCRATCH, "--allow-record"])
+    with open(errlog_path, "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as s:
+                await s.initialize()
+                try:
+                    await record_checks(s)
+                except AssertionError as e:
+                    return str(e)
+    return None
+
+
+async def record_checks(s):
+    names = {t.name for t in (await s.list_tools()).tools}
+    check("record" in names, "--allow-record offers `record`")
+    args = {"output": "rec.dat", "duration": "300ms", "events": ["sched"]}
+    if os.geteuid() != 0:
+        t = error_text(await call(s, "record", args))
+        check("needs root" in t, f"recording without root is refused: {t}")
+        return
+    got = ok_json(await call(s, "record", args), "record")
+    path = os.path.join(SCRATCH, "rec.dat")
+    check(os.path.isfile(path) and got["events"] > 0, f"recorded {got['events']} events into rec.dat")
+    st = ok_json(await call(s, "stats", {"files": ["rec.dat"]}), "stats")
+    check(st["events"] == got["events"], f"stats reads every recorded event ({st['events']})")
+    outside = "/tmp/whylate-mcp-rec.dat"
+    for bad, words in [({**args}, "never overwrites"),
+                       ({**args, "output": outside}, "outside the roots"),
+                       ({**args, "output": "new.dat", "duration": "120s"}, "at most"),
+                       ({**args, "output": "new.dat", "command": ["sh"]}, "takes no argument")]:
+        t = error_text(await call(s, "record", bad))
+        check(words in t, f"record refuses: {t}")
+    check(not os.path.exists(outside) and not os.path.exists(os.path.join(SCRATCH, "new.dat")),
+          "a refused recording writes nothing")
+
+
 async def refusals(s):
     link = os.path.join(SCRATCH, "out.dat")
     if not os.path.islink(link):
@@ -174,6 +239,8 @@ async def refusals(s):
     check("did you mean deadline" in t, f"an unknown argument is named: {t}")
     t = error_text(await call(s, "no_such_tool", {}))
     check("no tool" in t, f"an unknown tool: {t}")
+    t = error_text(await call(s, "record", {"output": "x.dat", "duration": "1s"}))
+    check("--allow-record" in t, f"no recording without --allow-record: {t}")
     got = ok_json(await call(s, "stats", {"files": ["frob.dat.zst"]}), "stats")
     check(got["events"] > 0, "the server still serves after the refusals")
 
@@ -208,11 +275,12 @@ async def main():
                 await s.initialize()
                 try:
                     await equal_to_cli(s)
+                    await fleet(s)
                     await refusals(s)
                     await cancellation(s, errlog_path)
                 except AssertionError as e:
                     return str(e)
-    return None
+    return await recording()
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 //! values, so a bad value gets the same words as on the command line.
 
 use super::roots::Roots;
+use super::tools::Offer;
 use crate::args::{Cli, Cmd};
 use clap::Parser;
 use serde_json::{Map, Value};
@@ -10,8 +11,9 @@ use serde_json::{Map, Value};
 /// Arguments a tool reads itself (paging, which miss): never passed to the CLI.
 pub const LOCAL: [&str; 4] = ["offset", "limit", "index", "at_ns"];
 
-/// Arguments that name trace files, positional on the command line, in this order.
-const POSITIONAL: [&str; 3] = ["files", "a", "b"];
+/// Arguments that name trace files (or fleet's findings directories), positional on the
+/// command line, in this order.
+const POSITIONAL: [&str; 4] = ["files", "a", "b", "paths"];
 
 /// The command a tool's arguments are parsed as (`list_events` reads as `stats` does,
 /// `explain_miss` explains as `explain` does).
@@ -24,13 +26,22 @@ fn command_of(tool: &str) -> &str {
 }
 
 /// The parsed command for `tool` called with `args`, or the error in the CLI's words.
-pub fn parse(tool: &str, args: &Map<String, Value>, roots: &Roots) -> Result<Cmd, String> {
-    let known = super::tools::properties(tool).ok_or_else(|| format!("no tool `{tool}`"))?;
+pub fn parse(
+    tool: &str,
+    args: &Map<String, Value>,
+    roots: &Roots,
+    offer: Offer,
+) -> Result<Cmd, String> {
+    let known = super::tools::properties(tool, offer).ok_or_else(|| missing(tool))?;
     let mut argv = vec!["whylate".to_string(), command_of(tool).to_string()];
     for name in POSITIONAL {
         if let Some(v) = args.get(name).filter(|_| known.iter().any(|k| k == name)) {
             for s in strings(name, v)? {
-                argv.push(roots.resolve(&s)?.display().to_string());
+                let p = match name {
+                    "paths" => roots.resolve_dir(&s)?,
+                    _ => roots.resolve(&s)?,
+                };
+                argv.push(p.display().to_string());
             }
         }
     }
@@ -57,10 +68,10 @@ pub fn parse(tool: &str, args: &Map<String, Value>, roots: &Roots) -> Result<Cmd
             continue;
         }
         for s in strings(name, v)? {
-            let s = if name == "kallsyms" {
-                roots.resolve(&s)?.display().to_string()
-            } else {
-                s
+            let s = match name.as_str() {
+                "kallsyms" => roots.resolve(&s)?.display().to_string(),
+                "output" => roots.resolve_new(&s)?.display().to_string(),
+                _ => s,
             };
             // `--opt=value`: a value that starts with `-` stays a value.
             argv.push(format!("{flag}={s}"));
@@ -70,6 +81,17 @@ pub fn parse(tool: &str, args: &Map<String, Value>, roots: &Roots) -> Result<Cmd
         Ok(Cli { cmd: Some(c), .. }) => Ok(c),
         Ok(_) => Err(format!("`{tool}`: no command parsed")),
         Err(e) => Err(crate::output::clap_message(&e)),
+    }
+}
+
+/// Why `tool` is not offered.
+fn missing(tool: &str) -> String {
+    match tool {
+        "record" => "`record` is offered only when the server is started with --allow-record \
+            (recording needs root)"
+            .into(),
+        "fleet" => "`fleet` needs a build with the query engine (`--features fleet`)".into(),
+        _ => format!("no tool `{tool}`"),
     }
 }
 
@@ -120,7 +142,7 @@ mod tests {
 
     fn call(tool: &str, v: Value) -> Result<Cmd, String> {
         let (_d, r) = roots();
-        parse(tool, v.as_object().unwrap(), &r)
+        parse(tool, v.as_object().unwrap(), &r, Offer { record: true })
     }
 
     fn err(tool: &str, v: Value) -> String {
@@ -159,5 +181,34 @@ mod tests {
         let e = err("stats", json!({"files": ["/etc/passwd"]}));
         assert!(e.contains("outside the roots"), "{e}");
         assert!(err("nope", json!({})).contains("no tool"));
+    }
+
+    #[test]
+    fn a_recording_goes_to_a_new_file_under_a_root_and_only_when_offered() {
+        let (d, r) = roots();
+        let args = json!({"output": "new.dat", "duration": "2s", "events": ["sched"]});
+        let c = parse(
+            "record",
+            args.as_object().unwrap(),
+            &r,
+            Offer { record: true },
+        )
+        .unwrap();
+        let Cmd::Record(a) = c else { panic!() };
+        assert_eq!(a.output, d.path().canonicalize().unwrap().join("new.dat"));
+        assert_eq!(a.duration, Some(2_000_000_000));
+        assert!(a.command.is_empty());
+        let e = match parse("record", args.as_object().unwrap(), &r, Offer::default()) {
+            Ok(_) => panic!("record parsed without --allow-record"),
+            Err(e) => e,
+        };
+        assert!(e.contains("--allow-record"), "{e}");
+        let e = err("record", json!({"output": "t.dat", "duration": "1s"}));
+        assert!(e.contains("never overwrites"), "{e}");
+        let e = err(
+            "record",
+            json!({"output": "x.dat", "duration": "1s", "command": ["sh"]}),
+        );
+        assert!(e.contains("takes no argument `command`"), "{e}");
     }
 }

@@ -3,6 +3,7 @@
 
 use super::argv;
 use super::page;
+use super::tools::RECORD_MAX_NS;
 use crate::args::{Cmd, InputArgs};
 use serde_json::{Map, Value};
 use std::path::PathBuf;
@@ -88,6 +89,14 @@ pub fn run(
             let summary = json["verdict"].as_str().unwrap_or_default().to_string();
             Ok(Answer { summary, json })
         }
+        #[cfg(feature = "fleet")]
+        ("fleet", Cmd::Fleet(a)) => {
+            let r = crate::commands::fleet::report(&a)?;
+            let json = to_json(&r)?;
+            let summary = first_line(&r.render_text(&plain));
+            Ok(Answer { summary, json })
+        }
+        ("record", Cmd::Record(a)) => recorded(a, &progress),
         (t, _) => Err(format!("`{t}`: its arguments parsed as another command")),
     }
 }
@@ -104,6 +113,63 @@ fn explained(
     let r = whylate::explain::explain_mode(files, &open, &mode).map_err(said)?;
     let summary = first_line(&r.render_text(&Paint::new(false)));
     Ok((summary, to_json(&r)?))
+}
+
+/// Records as `whylate record --json` does, for at most [`RECORD_MAX_NS`]; the client's
+/// cancellation stops it early (the trace holds what was recorded until then).
+fn recorded(a: crate::args::RecordArgs, progress: &Arc<Progress>) -> Result<Answer, String> {
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    use whylate::record::{self, RecordOptions};
+    let euid = unsafe { libc::geteuid() };
+    if euid != 0 {
+        return Err(format!(
+            "record: recording needs root (tracefs, perf_event_open); this server runs as uid {euid}"
+        ));
+    }
+    let duration = a.duration.filter(|&d| d <= RECORD_MAX_NS).ok_or_else(|| {
+        format!(
+            "record: `duration` is required and at most {}",
+            whylate::units::dur(RECORD_MAX_NS)
+        )
+    })?;
+    let opts = RecordOptions {
+        events: a.events,
+        duration: Some(std::time::Duration::from_nanos(duration)),
+        buffer_kb: a.buffer_kb,
+        output: a.output,
+        command: Vec::new(),
+        command_stdout: None,
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicBool::new(false));
+    // The recorder polls its own flag: mirror the call's cancellation into it.
+    let mirror = {
+        let (stop, done, p) = (stop.clone(), done.clone(), progress.clone());
+        std::thread::spawn(move || {
+            while !done.load(Relaxed) {
+                if p.cancel.load(Relaxed) {
+                    stop.store(true, Relaxed);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        })
+    };
+    let r = record::record(&opts, stop);
+    done.store(true, Relaxed);
+    let _ = mirror.join();
+    let r = r.map_err(|e| e.to_string())?;
+    let summary = format!(
+        "{}: {} events in {}, {} lost ({} clock)",
+        r.output.display(),
+        r.events,
+        whylate::units::dur(r.duration_ns),
+        r.lost,
+        r.clock
+    );
+    Ok(Answer {
+        summary,
+        json: to_json(&r)?,
+    })
 }
 
 /// The miss `local` names, whole, under the verdict.

@@ -44,7 +44,10 @@ pub fn run(a: McpArgs) -> anyhow::Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    rt.block_on(server::serve(roots))?;
+    let offer = tools::Offer {
+        record: a.allow_record,
+    };
+    rt.block_on(server::serve(roots, offer))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -34,6 +34,62 @@ impl Roots {
     /// The canonical path of `given` (absolute, or relative to the first root that holds
     /// it), when it is a regular file under a root; else why not.
     pub fn resolve(&self, given: &str) -> Result<PathBuf, String> {
+        let real = self.locate(given)?;
+        let meta = real.metadata().map_err(|e| format!("{given}: {e}"))?;
+        if !meta.is_file() {
+            return Err(format!(
+                "{given}: not a regular file (a directory, device, pipe or socket); only trace files are read"
+            ));
+        }
+        Ok(real)
+    }
+
+    /// The canonical path of `given` when it is a directory under a root (the findings
+    /// directories `fleet` reads); else why not.
+    pub fn resolve_dir(&self, given: &str) -> Result<PathBuf, String> {
+        let real = self.locate(given)?;
+        if !real.is_dir() {
+            return Err(format!(
+                "{given}: not a directory; give a findings directory (what --parquet wrote)"
+            ));
+        }
+        Ok(real)
+    }
+
+    /// Where a new recording named `given` goes: its directory must be under a root
+    /// (relative names go under the first root) and the name must not exist, so a tool
+    /// call never overwrites a file.
+    pub fn resolve_new(&self, given: &str) -> Result<PathBuf, String> {
+        let p = Path::new(given);
+        let name = p
+            .file_name()
+            .filter(|n| !given.ends_with('/') && *n != "..")
+            .ok_or_else(|| format!("{given}: not a file name; give a new file under the roots"))?;
+        let dir = match p.parent().filter(|d| !d.as_os_str().is_empty()) {
+            Some(d) if d.is_absolute() => d.to_path_buf(),
+            Some(d) => self.dirs[0].join(d),
+            None => self.dirs[0].clone(),
+        };
+        let real_dir = dir
+            .canonicalize()
+            .map_err(|e| format!("{given}: its directory {}: {e}", dir.display()))?;
+        if !self.dirs.iter().any(|d| real_dir.starts_with(d)) {
+            return Err(format!(
+                "{given}: outside the roots this server writes ({}); recordings go under them",
+                self.describe()
+            ));
+        }
+        let target = real_dir.join(name);
+        if target.symlink_metadata().is_ok() {
+            return Err(format!(
+                "{given}: exists; a recording never overwrites a file, give a new name"
+            ));
+        }
+        Ok(target)
+    }
+
+    /// `given` with every symlink resolved, when it exists under a root.
+    fn locate(&self, given: &str) -> Result<PathBuf, String> {
         if given.is_empty() {
             return Err("an empty path; give a trace file under the roots".into());
         }
@@ -70,12 +126,6 @@ impl Roots {
                 self.describe()
             ));
         }
-        let meta = real.metadata().map_err(|e| format!("{given}: {e}"))?;
-        if !meta.is_file() {
-            return Err(format!(
-                "{given}: not a regular file (a directory, device, pipe or socket); only trace files are read"
-            ));
-        }
         Ok(real)
     }
 }
@@ -110,5 +160,44 @@ mod tests {
             .resolve("zero")
             .unwrap_err()
             .contains("not a regular file"));
+    }
+
+    #[test]
+    fn directories_and_new_files_under_the_root_only() {
+        let root = tempfile::tempdir().unwrap();
+        let out = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join("findings")).unwrap();
+        std::fs::write(root.path().join("t.dat"), "x").unwrap();
+        let r = Roots::new(&[root.path().to_path_buf()]).unwrap();
+        let real = root.path().canonicalize().unwrap();
+        assert_eq!(r.resolve_dir("findings").unwrap(), real.join("findings"));
+        assert!(r
+            .resolve_dir("t.dat")
+            .unwrap_err()
+            .contains("not a directory"));
+        assert!(r
+            .resolve_dir(out.path().to_str().unwrap())
+            .unwrap_err()
+            .contains("outside the roots"));
+        assert_eq!(r.resolve_new("new.dat").unwrap(), real.join("new.dat"));
+        assert_eq!(
+            r.resolve_new("findings/new.dat").unwrap(),
+            real.join("findings/new.dat")
+        );
+        let err = |p: &str| r.resolve_new(p).unwrap_err();
+        assert!(
+            err("t.dat").contains("never overwrites"),
+            "{}",
+            err("t.dat")
+        );
+        assert!(
+            err("../x.dat").contains("outside the roots"),
+            "{}",
+            err("../x.dat")
+        );
+        let abs = out.path().join("x.dat");
+        assert!(err(abs.to_str().unwrap()).contains("outside the roots"));
+        assert!(err("nodir/x.dat").contains("its directory"));
+        assert!(err("findings/").contains("not a file name"));
     }
 }

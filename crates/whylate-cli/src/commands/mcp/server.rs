@@ -24,11 +24,12 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(500);
 #[derive(Clone)]
 pub struct Whylate {
     roots: Roots,
+    offer: tools::Offer,
 }
 
 /// Serves on stdin/stdout until the client goes away.
-pub async fn serve(roots: Roots) -> anyhow::Result<()> {
-    let running = Whylate { roots }
+pub async fn serve(roots: Roots, offer: tools::Offer) -> anyhow::Result<()> {
+    let running = Whylate { roots, offer }
         .serve(rmcp::transport::stdio())
         .await
         .map_err(|e| anyhow::anyhow!("mcp: the client's initialisation failed: {e}"))?;
@@ -52,7 +53,7 @@ impl ServerHandler for Whylate {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools::all()))
+        Ok(ListToolsResult::with_all_items(tools::all(self.offer)))
     }
 
     async fn call_tool(
@@ -62,7 +63,7 @@ impl ServerHandler for Whylate {
     ) -> Result<CallToolResponse, ErrorData> {
         let tool = request.name.to_string();
         let args = request.arguments.unwrap_or_default();
-        let result = match argv::parse(&tool, &args, &self.roots) {
+        let result = match argv::parse(&tool, &args, &self.roots, self.offer) {
             Ok(cmd) => run_blocking(tool, cmd, args, &context).await,
             Err(e) => Err(e),
         };

@@ -16,8 +16,73 @@ offset/limit, or get one with `explain_miss`. Times are integer nanoseconds (`_n
 arguments take a unit (`3.5ms`, `500us`). Paths are trace files under the server's roots (relative to a root, or \
 absolute).";
 
-/// Every tool the server offers.
-pub fn all() -> Vec<Tool> {
+/// What this server offers beyond the read-only analyses.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Offer {
+    /// `record` (the server was started with `--allow-record`).
+    pub record: bool,
+}
+
+/// Every tool the server offers: the read-only analyses, `fleet` in a build with the
+/// query engine, `record` when the server was started with `--allow-record`.
+pub fn all(offer: Offer) -> Vec<Tool> {
+    let mut v = analyses();
+    if cfg!(feature = "fleet") {
+        v.push(fleet());
+    }
+    if offer.record {
+        v.push(record());
+    }
+    v
+}
+
+/// The longest recording a tool call may ask for: long enough to catch a rare miss, short
+/// enough that a forgotten call does not fill the disk.
+pub const RECORD_MAX_NS: u64 = 60_000_000_000;
+
+fn fleet() -> Tool {
+    tool(
+        "fleet",
+        "Causes ranked across many traces and hosts, as `whylate fleet --json`: from the findings directories that \
+`whylate explain/latency/watch --parquet DIR` wrote (directories under the roots). Answers which cause costs most \
+time across the fleet, on which hosts, and, with `by` (`host`, `kernel`, `label:KEY`), where a cause appeared or \
+grew against the other groups.",
+        props(&[json!({
+            "paths": {"type": "array", "items": {"type": "string"}, "minItems": 1,
+                "description": "Findings directories (what --parquet wrote), under the roots."},
+            "by": s("Compare groups: `host`, `kernel` or `label:KEY`."),
+            "deadline": s("Judge every sample against this deadline instead of each trace's own (`5ms`)."),
+            "mode": s("Only traces of this analysis: cycles, timer, softirq, expect, function, auto or latency."),
+            "top": {"type": "integer", "minimum": 0, "description": "Causes and hosts listed (default 10)."},
+        })]),
+        &["paths"],
+    )
+}
+
+fn record() -> Tool {
+    let mut t = tool(
+        "record",
+        "Records this machine's kernel events now (needs the server to run as root) for `duration` (at most 60s) \
+into a new trace.dat under the roots, as `whylate record --json` reports it (events, lost, per CPU). Then call \
+`list_events` or `explain` on the file. Presets for `events`: sched, irq, wq, syscalls, timer, latency (all of \
+them, the default); or tracepoint names. It never runs a command and never overwrites a file.",
+        props(&[json!({
+            "output": s("The new file (relative to the first root, or absolute under one); must not exist."),
+            "duration": s("How long to record, with a unit (`2s`, `500ms`); at most 60s."),
+            "events": {"type": "array", "items": {"type": "string"},
+                "description": "Presets and/or tracepoints (default: latency, i.e. all presets)."},
+            "buffer_kb": {"type": "integer", "minimum": 1, "description": "Ring buffer per CPU, KiB."},
+        })]),
+        &["output", "duration"],
+    );
+    if let Some(a) = t.annotations.as_mut() {
+        a.read_only_hint = Some(false);
+        a.open_world_hint = Some(true);
+    }
+    t
+}
+
+fn analyses() -> Vec<Tool> {
     vec![
         tool(
             "list_events",
@@ -97,9 +162,9 @@ fn tool(
     Tool::new(name, description, Arc::new(schema)).with_annotations(a)
 }
 
-/// The property names of `tool`'s arguments (None: no such tool).
-pub fn properties(tool: &str) -> Option<Vec<String>> {
-    let t = all().into_iter().find(|t| t.name == tool)?;
+/// The property names of `tool`'s arguments (None: no such tool in `offer`).
+pub fn properties(tool: &str, offer: Offer) -> Option<Vec<String>> {
+    let t = all(offer).into_iter().find(|t| t.name == tool)?;
     let props = t.input_schema.get("properties")?.as_object()?;
     Some(props.keys().cloned().collect())
 }
