@@ -3,7 +3,7 @@
 
 use super::report::{Advice, CauseKey, CauseRow, CpuContext, Miss};
 use crate::event::Interner;
-use crate::timeline::Timeline;
+use crate::timeline::{SpanKind, Timeline};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// The (at most two) CPUs where the chain lost the most time, with what ran there and the
@@ -171,11 +171,20 @@ fn irq_work(tl: &Timeline, s: &Interner, misses: &[Miss]) -> Vec<(CauseKey, Advi
     for (irq, f, cpu, by) in irq_work.into_iter().take(2) {
         let (what, target) = match irq {
             Some(n) => (
-                format!("irq {n}{}", tl.irq_names.get(&n).map(|x| format!(" ({})", s.get(*x))).unwrap_or_default()),
+                format!(
+                    "irq {n}{}",
+                    tl.irq_names
+                        .get(&n)
+                        .map(|x| format!(" ({})", s.get(*x)))
+                        .unwrap_or_default()
+                ),
                 format!("/proc/irq/{n}/smp_affinity_list"),
             ),
             None => (
-                "the interrupt that queues it (not in this trace: see /proc/interrupts for the device)".to_string(),
+                format!(
+                    "the interrupt that queues it ({})",
+                    irqs_seen_on(tl, s, cpu)
+                ),
                 "/proc/irq/<N>/smp_affinity_list".to_string(),
             ),
         };
@@ -188,6 +197,36 @@ fn irq_work(tl: &Timeline, s: &Interner, misses: &[Miss]) -> Vec<(CauseKey, Advi
         }));
     }
     out
+}
+
+/// The hard irqs the trace holds on `cpu`, most frequent first, for work whose interrupt
+/// the trace does not name: candidates, said as such, never "absent" when they are there.
+fn irqs_seen_on(tl: &Timeline, s: &Interner, cpu: u32) -> String {
+    let sp = &tl.spans;
+    let mut n: FxHashMap<u32, u64> = FxHashMap::default();
+    for &i in tl.irqs_by_cpu.get(cpu as usize).map_or(&[][..], |v| v) {
+        let k = i as usize;
+        if sp.kind[k] == SpanKind::Hardirq && sp.key[k] != u32::MAX {
+            *n.entry(sp.key[k]).or_default() += 1;
+        }
+    }
+    if n.is_empty() {
+        return format!(
+            "no irq handler is traced on CPU{cpu}: see /proc/interrupts for the device"
+        );
+    }
+    let mut v: Vec<(u32, u64)> = n.into_iter().collect();
+    v.sort_by_key(|&(irq, c)| (std::cmp::Reverse(c), irq));
+    let named: Vec<String> = (v.iter().take(3))
+        .map(|&(irq, c)| {
+            let name = tl.irq_names.get(&irq).map(|x| format!(" ({})", s.get(*x)));
+            format!("irq {irq}{} ran {c}x", name.unwrap_or_default())
+        })
+        .collect();
+    format!(
+        "the trace does not tie the work to an interrupt; on CPU{cpu} {}",
+        named.join(", ")
+    )
 }
 
 /// A task that kept the chain's tasks from their CPU: raise the waiters' priority (moving

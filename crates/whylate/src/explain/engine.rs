@@ -85,6 +85,20 @@ pub(super) fn norm_comm(c: &str) -> String {
     c.to_string()
 }
 
+/// How the trace ties a softirq run to the hard irq behind it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum IrqEvidence {
+    /// The handler raised it (`softirq_raise` in its frame), or was itself the context.
+    Raised,
+    /// No raise event: the softirq loop ran at this handler's exit.
+    RanAtExit,
+}
+
+/// The longest gap between a handler's exit and the softirq loop it runs (or between two
+/// vectors of one loop) that still counts as the same exit: `irq_exit` goes straight
+/// into `__do_softirq`, a few microseconds at most even with tracing on.
+const LOOP_GAP_NS: u64 = 20_000;
+
 pub(super) struct Engine<'a> {
     pub(super) tl: &'a Timeline,
     pub(super) s: &'a Interner,
@@ -190,9 +204,10 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// The hardirq behind something done at `ts` on `cpu` in context `c`: the handler
-    /// itself, or the one that raised the softirq running then (IRQ -> tasklet -> work).
-    pub(super) fn origin_irq(&self, c: Ctx, cpu: u32, ts: u64) -> Option<u32> {
+    /// The hard irq behind context `c` on `cpu` at `ts`, and how the trace shows it: the
+    /// handler itself; for a softirq, the handler that raised it (its `softirq_raise`);
+    /// without a raise event, the handler at whose exit the softirq loop ran.
+    pub(super) fn origin_irq(&self, c: Ctx, cpu: u32, ts: u64) -> Option<(u32, IrqEvidence)> {
         let tl = self.tl;
         let hard = |c: Ctx, cpu, ts| match tl.resolve(c, cpu, ts) {
             Ctx::Hardirq { irq } if irq != u32::MAX => Some(irq),
@@ -200,28 +215,75 @@ impl<'a> Engine<'a> {
         };
         match tl.resolve(c, cpu, ts) {
             Ctx::Softirq { vec } => {
+                let run = self.softirq_span_at(cpu, vec, ts);
                 let runs = self.softirq_runs.get(cpu as usize)?;
                 let n = runs.partition_point(|&i| tl.edges[i as usize].at <= ts);
                 let raise = (runs[..n].iter().rev())
                     .map(|&i| &tl.edges[i as usize])
-                    .find(|e| e.key == vec as u32)?;
-                hard(raise.from, raise.from_cpu, raise.ts)
+                    .find(|e| e.key == vec as u32)
+                    // A raise for an earlier run of the vector says nothing about this one.
+                    .filter(|e| run.is_none_or(|r| e.at >= tl.spans.start[r as usize]));
+                match raise {
+                    Some(r) => hard(r.from, r.from_cpu, r.ts).map(|i| (i, IrqEvidence::Raised)),
+                    None => self
+                        .irq_exit_before(run?)
+                        .map(|i| (i, IrqEvidence::RanAtExit)),
+                }
             }
-            other => hard(other, cpu, ts),
+            other => hard(other, cpu, ts).map(|i| (i, IrqEvidence::Raised)),
         }
     }
 
+    /// The span of softirq `vec`'s run on `cpu` that holds `ts`.
+    fn softirq_span_at(&self, cpu: u32, vec: u8, ts: u64) -> Option<u32> {
+        let sp = &self.tl.spans;
+        let list = self.tl.irqs_by_cpu.get(cpu as usize)?;
+        let n = list.partition_point(|&i| sp.end[i as usize] < ts);
+        (list[n..].iter().take(16).copied()).find(|&i| {
+            let k = i as usize;
+            sp.kind[k] == SpanKind::Softirq && sp.key[k] == vec as u32 && sp.start[k] <= ts
+        })
+    }
+
+    /// The hard irq at whose exit softirq run `run` began: the last handler on its CPU
+    /// to end before it, with only softirq runs between (the same loop). None when the
+    /// run was ksoftirqd's or a task's (`local_bh_enable`), or its start was not traced.
+    fn irq_exit_before(&self, run: u32) -> Option<u32> {
+        let sp = &self.tl.spans;
+        let r = run as usize;
+        if sp.flags[r] & (span::KSOFTIRQD | span::IN_TASK | span::START_UNKNOWN) != 0 {
+            return None;
+        }
+        let list = self.tl.irqs_by_cpu.get(sp.cpu[r] as usize)?;
+        let n = list.partition_point(|&i| sp.end[i as usize] <= sp.start[r]);
+        let mut from = sp.start[r];
+        for &i in list[..n].iter().rev().take(16) {
+            let k = i as usize;
+            match sp.kind[k] {
+                SpanKind::Hardirq if from - sp.end[k] <= LOOP_GAP_NS => return Some(sp.key[k]),
+                SpanKind::Softirq if from - sp.end[k] <= LOOP_GAP_NS => from = sp.start[k],
+                _ => return None,
+            }
+        }
+        None
+    }
+
     /// Who queued work edge `e`, in words, with the interrupt behind it when a softirq
-    /// (a tasklet) did: `softirq TASKLET (raised by irq 16 (ehci_hcd))`.
+    /// (a tasklet) did: `softirq TASKLET (raised by irq 16 (ehci_hcd))`, or, when the
+    /// trace has no `softirq_raise`, `(run at the exit of irq 16 (ehci_hcd))`.
     pub(super) fn queued_by(&self, e: &crate::timeline::Edge) -> (String, Option<u32>) {
         let who = self.ctx(e.from, e.from_tid, e.from_cpu, e.ts);
         let irq = self.origin_irq(e.from, e.from_cpu, e.ts);
         match irq {
-            Some(n) if !who.starts_with("irq ") => {
+            Some((n, how)) if !who.starts_with("irq ") => {
                 let name = self.ctx(Ctx::Hardirq { irq: n }, e.from_tid, e.from_cpu, e.ts);
-                (format!("{who} (raised by {name})"), irq)
+                let said = match how {
+                    IrqEvidence::Raised => format!("raised by {name}"),
+                    IrqEvidence::RanAtExit => format!("run at the exit of {name}"),
+                };
+                (format!("{who} ({said})"), Some(n))
             }
-            _ => (who, irq),
+            _ => (who, irq.map(|x| x.0)),
         }
     }
 

@@ -240,6 +240,86 @@ fn the_interrupt_behind_a_tasklet_is_in_the_chain_and_its_advice() {
         .all(|a| !a.action.contains("not in this trace")));
 }
 
+/// `text` without the lines containing any of `pats`; `only` keeps all but the n-th
+/// (0-based) occurrence of each pattern instead of dropping every one.
+fn without(text: &str, pats: &[&str], only: Option<usize>) -> String {
+    let mut seen = vec![0usize; pats.len()];
+    let mut out = String::new();
+    for l in text.lines() {
+        let drop = pats.iter().enumerate().any(|(k, p)| {
+            if !l.contains(p) {
+                return false;
+            }
+            seen[k] += 1;
+            only.is_none_or(|n| seen[k] == n + 1)
+        });
+        if !drop {
+            out += l;
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[test]
+fn without_softirq_raise_the_tasklet_is_tied_to_the_irq_at_whose_exit_it_ran() {
+    // Seed 000's recordings had irq and softirq entry/exit but no softirq_raise: the
+    // tasklet ran at irq 16's exit, which is the evidence, said as such.
+    let t = without(
+        &testkit::device_chain(6, &[4], &[]),
+        &["softirq_raise"],
+        None,
+    );
+    let r = cycles_of(&t, Some(1_000_000));
+    assert_eq!(r.cycles.misses, 1);
+    let work = r.misses[0].chain.iter().find(|l| l.kind == "work").unwrap();
+    assert!(
+        work.what.starts_with(
+            "flush_to_ldisc queued by softirq TASKLET (run at the exit of irq 16 (ehci_hcd)) on CPU1"
+        ),
+        "{}",
+        work.what
+    );
+    assert_eq!(work.queued_in_irq, Some(16));
+    let pin = r
+        .advice
+        .iter()
+        .find(|a| a.action.starts_with("Pin irq 16 (ehci_hcd)"));
+    assert_eq!(
+        pin.map(|a| a.command.as_str()),
+        Some("echo <quiet cpu> > /proc/irq/16/smp_affinity_list"),
+        "{:?}",
+        r.advice
+    );
+}
+
+#[test]
+fn work_the_trace_cannot_tie_to_an_irq_names_the_irqs_it_holds_not_absent() {
+    // In the missed cycle (4) irq 16's own lines are gone: nothing ties the tasklet to an
+    // interrupt, but irq 16 ran in the other five cycles on that CPU.
+    let t = without(
+        &testkit::device_chain(6, &[4], &[]),
+        &["irq=16 name", "irq=16 ret", "softirq_raise"],
+        Some(4),
+    );
+    let r = cycles_of(&t, Some(1_000_000));
+    assert_eq!(r.cycles.misses, 1);
+    let pin = (r.advice.iter())
+        .find(|a| a.action.starts_with("Pin the interrupt that queues it"))
+        .unwrap_or_else(|| panic!("{:?}", r.advice));
+    assert!(
+        pin.action.contains(
+            "the trace does not tie the work to an interrupt; on CPU1 irq 16 (ehci_hcd) ran 5x"
+        ),
+        "{}",
+        pin.action
+    );
+    assert!(r
+        .advice
+        .iter()
+        .all(|a| !a.action.contains("not in this trace")));
+}
+
 #[test]
 fn a_reply_held_behind_another_interrupt_handler_blames_that_handler() {
     // In cycle 3 storage irq 96 runs 5 ms on CPU1 and the device's irq 16 comes after
