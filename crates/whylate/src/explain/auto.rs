@@ -273,6 +273,7 @@ fn long_irq(eng: &Engine<'_>, i: usize, u: u64) -> Miss {
         },
         ns: d - u,
         why: None,
+        nested_ns: 0,
     }];
     let what = format!(
         "irq {irq}{} handler ran on CPU{}, interrupting {}",
@@ -305,6 +306,7 @@ fn off_section(eng: &Engine<'_>, i: usize) -> Miss {
         },
         ns: d,
         why: None,
+        nested_ns: 0,
     }];
     let what = format!(
         "{cat} on CPU{} in {}, opened by {caller}",

@@ -164,6 +164,7 @@ pub(super) fn scale(held: &mut [Hold], ex: u64) {
     let sum: u64 = held.iter().map(|h| h.ns).sum::<u64>().max(1);
     for h in held {
         h.ns = (h.ns as u128 * ex as u128 / sum as u128) as u64;
+        h.nested_ns = (h.nested_ns as u128 * ex as u128 / sum as u128) as u64;
     }
 }
 
@@ -249,6 +250,7 @@ impl Engine<'_> {
                             },
                             ns: ov,
                             why: None,
+                            nested_ns: 0,
                         });
                     }
                 }
@@ -336,6 +338,7 @@ impl Engine<'_> {
                 culprit,
                 ns: o.ns,
                 why: None,
+                nested_ns: 0,
             });
         }
         out
@@ -398,6 +401,7 @@ pub(super) fn silent_cpu(
             },
             ns,
             why: Some(why),
+            nested_ns: 0,
         };
     }
     let on = tl

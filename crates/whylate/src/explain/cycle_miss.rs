@@ -326,6 +326,7 @@ impl MissCx<'_> {
             culprit,
             ns: ex,
             why: None,
+            nested_ns: 0,
         };
         // The link stands for all the uncovered time (its excess is taken from the total),
         // shown at its longest stretch.

@@ -17,6 +17,8 @@ use rustc_hash::FxHashMap;
 pub(super) struct Tally {
     pub(super) causes: FxHashMap<CauseKey, (u64, u64)>,
     cpus: FxHashMap<u32, u64>,
+    /// Per cause, the time it held a CPU inside a deferral's wait ([`Hold::nested_ns`]).
+    pub(super) nested: FxHashMap<CauseKey, u64>,
 }
 
 impl Tally {
@@ -33,6 +35,14 @@ impl Tally {
         blame
     }
 
+    /// Notes the part of `h` that fell inside a deferral's wait.
+    pub(super) fn nest(&mut self, h: &Hold) {
+        if h.nested_ns > 0 {
+            let k = (h.category.clone(), h.culprit.clone());
+            *self.nested.entry(k).or_default() += h.nested_ns;
+        }
+    }
+
     /// An explained miss's holds, chain order: each cause counts once for the miss, and
     /// the CPU each culprit held takes the time (automatic mode, whose misses come
     /// explained from several analyses). Returns the miss's blame per cause, as
@@ -40,6 +50,7 @@ impl Tally {
     pub(super) fn add_chain(&mut self, m: &Miss) -> Vec<(CauseKey, u64)> {
         let mut per = PerMiss::default();
         for h in m.chain.iter().flat_map(|l| &l.held_by) {
+            self.nest(h);
             per.add(h.category.clone(), h.culprit.clone(), h.ns);
             if let Some(c) = h.culprit.cpu {
                 self.blame_cpu(c, h.ns);
@@ -193,7 +204,7 @@ impl CycleStats {
 /// The shared tail: ranks the causes, finds the CPUs behind them, advises, and assembles
 /// the report (inputs and machine facts are added by the caller that read the trace).
 pub(super) fn assemble(tl: &Timeline, s: &Interner, frame: Framing, f: Findings) -> ExplainReport {
-    let causes = rank(f.tally.causes);
+    let causes = rank(f.tally.causes, &f.tally.nested);
     let context = context(tl, s, &causes, &f.tally.cpus);
     let advice = advise(tl, s, &causes, &f.misses);
     ExplainReport {
@@ -231,8 +242,12 @@ pub fn is_blind_spot(category: &str) -> bool {
 }
 
 /// Causes as rows, largest total first (ties by culprit, so the order is stable), the
-/// blind spots last.
-pub(super) fn rank(causes: FxHashMap<CauseKey, (u64, u64)>) -> Vec<CauseRow> {
+/// blind spots last; then each deferral to ksoftirqd ahead of what held its CPU inside
+/// its wait (`nested`: per cause, that time).
+pub(super) fn rank(
+    causes: FxHashMap<CauseKey, (u64, u64)>,
+    nested: &FxHashMap<CauseKey, u64>,
+) -> Vec<CauseRow> {
     let sum: u64 = causes.values().map(|v| v.1).sum::<u64>().max(1);
     let mut rows: Vec<CauseRow> = causes
         .into_iter()
@@ -246,30 +261,70 @@ pub(super) fn rank(causes: FxHashMap<CauseKey, (u64, u64)>) -> Vec<CauseRow> {
         })
         .collect();
     let blind = |r: &CauseRow| is_blind_spot(&r.category);
+    let key = deferral_keys(&rows, nested);
+    let key = |r: &CauseRow| key(r).unwrap_or(r.total_excess_ns);
     rows.sort_by(|a, b| {
         (blind(a).cmp(&blind(b)))
+            .then(key(b).cmp(&key(a)))
             .then(b.total_excess_ns.cmp(&a.total_excess_ns))
             .then(a.culprit.label().cmp(&b.culprit.label()))
     });
-    backlog_after_deferral(&mut rows);
+    after_deferral(&mut rows, nested);
     rows
 }
 
-/// A softirq backlog on a CPU where the softirq was also deferred to ksoftirqd goes right
-/// after that deferral: runs that end at their budget leave the rest to ksoftirqd, and a
-/// backlog only outlasts a few runs when ksoftirqd is kept off the CPU, so the deferral is
-/// the cause to fix first; the backlog keeps its row and its time.
-fn backlog_after_deferral(rows: &mut Vec<CauseRow>) {
+/// The rank of the largest deferral to ksoftirqd on each CPU: its own time plus what
+/// held that CPU inside deferral waits (`nested`), which the deferral made possible.
+fn deferral_keys(
+    rows: &[CauseRow],
+    nested: &FxHashMap<CauseKey, u64>,
+) -> impl Fn(&CauseRow) -> Option<u64> {
+    let mut inside: FxHashMap<Option<u32>, u64> = FxHashMap::default();
+    for ((_, culprit), ns) in nested {
+        *inside.entry(culprit.cpu).or_default() += ns;
+    }
+    let mut largest: FxHashMap<Option<u32>, (u64, String)> = FxHashMap::default();
+    for r in rows
+        .iter()
+        .filter(|r| r.category == "deferred-to-ksoftirqd")
+    {
+        let e = largest.entry(r.culprit.cpu).or_insert((0, String::new()));
+        if r.total_excess_ns > e.0 {
+            *e = (r.total_excess_ns, r.culprit.label());
+        }
+    }
+    move |r: &CauseRow| {
+        let (ns, label) = largest.get(&r.culprit.cpu)?;
+        (r.category == "deferred-to-ksoftirqd"
+            && *ns == r.total_excess_ns
+            && *label == r.culprit.label())
+        .then(|| ns + inside.get(&r.culprit.cpu).copied().unwrap_or(0))
+    }
+}
+
+/// Moves what delayed deferred work only because it waited for ksoftirqd right after the
+/// largest deferral on its CPU, when it ranks above it: a softirq backlog (runs that end
+/// at their budget leave the rest to ksoftirqd, so a backlog outlasts a few runs only
+/// while ksoftirqd is kept off the CPU), and a handler or softirq that held the CPU for
+/// most of its time while ksoftirqd was runnable there (had ksoftirqd run when it became
+/// runnable, the work would have been done before it). The deferral is the cause to fix
+/// first; the others keep their rows and their time.
+fn after_deferral(rows: &mut Vec<CauseRow>, nested: &FxHashMap<CauseKey, u64>) {
+    let inside = |r: &CauseRow| {
+        r.category == "softirq-backlog"
+            || (nested.get(&(r.category.clone(), r.culprit.clone())))
+                .is_some_and(|&ns| ns * 2 > r.total_excess_ns)
+    };
     let mut i = 0;
     while i < rows.len() {
         let cpu = rows[i].culprit.cpu;
         let deferral = |d: &CauseRow| d.category == "deferred-to-ksoftirqd" && d.culprit.cpu == cpu;
-        // The largest deferral on the backlog's CPU, when it ranks below the backlog.
+        // The largest deferral on this row's CPU, when it ranks below the row.
         let below = (!rows[..i].iter().any(deferral))
             .then(|| rows[i + 1..].iter().position(deferral))
             .flatten();
         match below {
-            Some(k) if rows[i].category == "softirq-backlog" => {
+            Some(k) if inside(&rows[i]) => {
                 let r = rows.remove(i);
                 rows.insert(i + k + 1, r);
             }
@@ -318,6 +373,48 @@ mod tests {
             )],
             blame: Vec::new(),
         }
+    }
+
+    fn key(category: &str, irq: Option<u32>, comm: Option<&str>) -> CauseKey {
+        let culprit = Culprit {
+            irq,
+            comm: comm.map(str::to_string),
+            cpu: Some(0),
+            ..Default::default()
+        };
+        (category.to_string(), culprit)
+    }
+
+    #[test]
+    fn a_deferral_ranks_by_its_whole_wait_ahead_of_what_cut_into_it() {
+        let irq = key("hardirq", Some(9), None);
+        let net = key("softirq", None, Some("NET_RX"));
+        let sshd = key("deferred-to-ksoftirqd", None, Some("sshd"));
+        let other = key("hardirq", Some(11), None);
+        let causes: FxHashMap<CauseKey, (u64, u64)> = [
+            (irq.clone(), (1, 300)),
+            (net.clone(), (1, 250)),
+            (sshd.clone(), (1, 200)),
+            (other.clone(), (1, 280)),
+        ]
+        .into_iter()
+        .collect();
+        // irq 9 held the CPU inside the wait for all its 300; irq 11 for 100 of 280.
+        let nested: FxHashMap<CauseKey, u64> = [(irq.clone(), 300), (other.clone(), 100)]
+            .into_iter()
+            .collect();
+        let order: Vec<u64> = rank(causes.clone(), &nested)
+            .iter()
+            .map(|r| r.total_excess_ns)
+            .collect();
+        // The deferral's key is 200 + 400; irq 9 follows it, irq 11 (mostly outside the
+        // wait) keeps its place by its time.
+        assert_eq!(order, [200, 300, 280, 250]);
+        let plain: Vec<u64> = rank(causes, &FxHashMap::default())
+            .iter()
+            .map(|r| r.total_excess_ns)
+            .collect();
+        assert_eq!(plain, [300, 280, 250, 200]);
     }
 
     #[test]

@@ -379,6 +379,7 @@ fn explain_one(
         culprit: ctx.0.clone(),
         ns: late,
         why: Some(format!("A happened in {}", ctx.1)),
+        nested_ns: 0,
     };
     let mut per = PerMiss::default();
     per.add_holds(std::slice::from_ref(&hold));

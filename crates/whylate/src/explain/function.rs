@@ -259,6 +259,7 @@ fn explain_one(
             ),
             ns: x.dur,
             why: None,
+            nested_ns: 0,
         }],
     };
     held.retain(|h| h.ns > 0);
@@ -351,6 +352,7 @@ fn call_holds(tl: &Timeline, s: &Interner, tree: &Tree, i: usize) -> Vec<Hold> {
                 culprit,
                 ns: o.ns,
                 why: None,
+                nested_ns: 0,
             });
         }
     }
@@ -365,6 +367,7 @@ fn call_holds(tl: &Timeline, s: &Interner, tree: &Tree, i: usize) -> Vec<Hold> {
             culprit: code(s, f, cpu),
             ns,
             why: None,
+            nested_ns: 0,
         })
         .collect();
     code_holds.push(Hold {
@@ -372,6 +375,7 @@ fn call_holds(tl: &Timeline, s: &Interner, tree: &Tree, i: usize) -> Vec<Hold> {
         culprit: code(s, c.func, cpu),
         ns: c.self_ns,
         why: None,
+        nested_ns: 0,
     });
     merge_same(&mut code_holds);
     scale(&mut code_holds, run);

@@ -373,6 +373,7 @@ fn one(r: &KernelReport, tally: &mut Tally) -> Miss {
         },
         ns,
         why: None,
+        nested_ns: 0,
     };
     let mut per = PerMiss::default();
     per.add_holds(std::slice::from_ref(&hold));

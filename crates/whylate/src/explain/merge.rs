@@ -75,6 +75,10 @@ impl RunSummary {
         for m in misses {
             if m.blame.is_empty() {
                 self.tally.add_chain(m);
+            } else {
+                for h in m.chain.iter().flat_map(|l| &l.held_by) {
+                    self.tally.nest(h);
+                }
             }
             for (k, ns) in &m.blame {
                 let e = self.tally.causes.entry(k.clone()).or_default();
@@ -132,7 +136,7 @@ impl RunSummary {
 
     /// Causes over every miss so far, largest first.
     pub fn causes(&self) -> Vec<CauseRow> {
-        rank(self.tally.causes.clone())
+        rank(self.tally.causes.clone(), &self.tally.nested)
     }
 
     /// The report of the whole run (`None` before any sample settled).

@@ -701,7 +701,7 @@ fn a_softirq_backlog_ranks_right_after_the_deferral_that_let_it_pile_up() {
     causes.insert(("deferred-to-ksoftirqd".to_string(), rx), (38, 400_000));
     causes.insert(("hardirq".to_string(), on(1)), (3, 45_000_000));
     causes.insert(("softirq-backlog".to_string(), net_rx(0)), (2, 60_000_000));
-    let rows = super::driver::rank(causes);
+    let rows = super::driver::rank(causes, &Default::default());
     let order: Vec<(&str, Option<u32>, u64)> = (rows.iter())
         .map(|r| (r.category.as_str(), r.culprit.cpu, r.total_excess_ns))
         .collect();

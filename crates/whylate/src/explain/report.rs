@@ -52,6 +52,7 @@ impl Hold {
             },
             ns,
             why: None,
+            nested_ns: 0,
         }
     }
 }
@@ -224,6 +225,11 @@ pub struct Hold {
     /// or inside a system call with interrupts off).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
+    /// Of `ns`, the time a handler or softirq held the CPU while deferred work waited for
+    /// a runnable ksoftirqd there: it delayed the work only because the work waited, so
+    /// the deferral ranks ahead of it (see `driver::rank`). Not in the JSON.
+    #[serde(skip)]
+    pub nested_ns: u64,
 }
 
 /// One missed cycle.

@@ -111,6 +111,9 @@ fn service(eng: &Engine<'_>, ei: usize, usual: u64, deadline: u64, tally: &mut T
     let mut per = PerMiss::default();
     per.add_holds(&held);
     for h in &held {
+        tally.nest(h);
+    }
+    for h in &held {
         tally.blame_cpu(e.to_cpu, h.ns);
     }
     let blamed = held.iter().map(|h| h.ns).sum();
@@ -144,17 +147,82 @@ fn service(eng: &Engine<'_>, ei: usize, usual: u64, deadline: u64, tally: &mut T
 /// What held softirq raise `e` during the last `ex` of its wait for its run, and the
 /// ksoftirqd span that waited meanwhile, if one did. No task waits for a softirq, so a
 /// task it ran over (at an irq exit) held it like any other; while ksoftirqd was runnable
-/// the tasks that ran instead are a deferral (`deferred-to-ksoftirqd`), else the softirq
-/// waited for an irq exit (`softirq-pending`); its own vector's runs are its backlog.
+/// the tasks that ran instead are a deferral (`deferred-to-ksoftirqd`), and so is a CPU
+/// leaving idle for another task first; without ksoftirqd the softirq waited for an irq
+/// exit (`softirq-pending`); its own vector's runs are its backlog.
 pub(super) fn service_holds(eng: &Engine<'_>, e: &Edge, ex: u64) -> (Vec<Hold>, Option<usize>) {
     let ksoftirqd = eng.ksoftirqd_waiting(e.to_cpu, e.ts, e.at);
     let waiter = ksoftirqd.map_or(-1, |i| eng.tl.spans.tid[i]);
     let l = RawLink::wait(LinkKind::Work, e.ts, e.at, e.to_cpu, waiter);
-    let mut held = eng.holds(&l, e.at - ex, e.at);
+    let a = e.at - ex;
+    let mut held = match ksoftirqd.map(|i| eng.tl.spans.start[i].clamp(a, e.at)) {
+        // Before ksoftirqd was runnable the CPU's occupants held the softirq as usual.
+        Some(k0) => {
+            let mut h = eng.holds(&l, a, k0);
+            h.extend(left_idle_for(eng, &l, k0, e.at));
+            merged(h)
+        }
+        None => eng.holds(&l, a, e.at),
+    };
     scale(&mut held, ex);
     as_pending(&mut held, ksoftirqd.is_some());
     as_backlog(&mut held, e.key as u8);
     (held, ksoftirqd)
+}
+
+/// What held `l.cpu` during `[k0, b)` while ksoftirqd (`l.tid`) was runnable there. The
+/// idle task cannot hold a CPU with a task runnable: idle time then is the CPU switching
+/// out of idle, and when it switched to another task, that task was chosen first and
+/// holds the time (a wait, which [`as_pending`] makes a deferral).
+fn left_idle_for(eng: &Engine<'_>, l: &RawLink, k0: u64, b: u64) -> Vec<Hold> {
+    let (tl, sp) = (eng.tl, &eng.tl.spans);
+    let mut out = eng.holds(l, k0, b);
+    let runs = tl.runs_by_cpu.get(l.cpu as usize).map_or(&[][..], |v| v);
+    let n = runs.partition_point(|&i| sp.start[i as usize] <= k0);
+    let next = (runs[n..].iter().map(|&i| i as usize))
+        .take_while(|&i| sp.start[i] < b)
+        .find(|&i| sp.tid[i] != 0);
+    // Handlers and softirqs here cut in while ksoftirqd waited (driver::rank).
+    for h in out.iter_mut() {
+        if matches!(h.category.as_str(), "hardirq" | "softirq") {
+            h.nested_ns = h.ns;
+        }
+    }
+    let Some(next) = next.filter(|&i| sp.tid[i] != l.tid) else {
+        return out;
+    };
+    let tid = sp.tid[next];
+    for h in out.iter_mut().filter(|h| h.category == "cpu-idle") {
+        let comm = eng.s.get(tl.comm(tid)).to_string();
+        h.category = "runqueue-wait".into();
+        h.culprit = Culprit {
+            comm: Some(comm).filter(|c| !c.is_empty()),
+            pid: Some(tid),
+            prio: tl.prios.get(&tid).copied(),
+            cpu: Some(l.cpu),
+            ..Default::default()
+        };
+    }
+    out
+}
+
+/// `held` with one entry per category and culprit, largest first.
+fn merged(held: Vec<Hold>) -> Vec<Hold> {
+    let mut out: Vec<Hold> = Vec::new();
+    for h in held {
+        match out
+            .iter_mut()
+            .find(|o| o.category == h.category && o.culprit == h.culprit)
+        {
+            Some(o) => {
+                o.ns += h.ns;
+                o.nested_ns += h.nested_ns;
+            }
+            None => out.push(h),
+        }
+    }
+    out.sort_by_key(|h| std::cmp::Reverse(h.ns));
+    out
 }
 
 /// `softirq NET_RX raised in ... on CPU1, served in ksoftirqd; deferred to ...`.

@@ -127,6 +127,7 @@ pub(super) fn breakdown(
                 culprit: who,
                 ns: n.dur_ns,
                 why: None,
+                nested_ns: 0,
             }),
         }
     }

@@ -392,6 +392,7 @@ mod tests {
                 },
                 ns: excess,
                 why: None,
+                nested_ns: 0,
             }],
             waiter: None,
             queued_in_irq: None,
