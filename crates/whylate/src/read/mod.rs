@@ -30,7 +30,7 @@ pub mod tracedat;
 pub mod unpack;
 
 pub use decompress::Compression;
-pub use merge::{Merged, Sorted};
+pub use merge::{Lend, Merged, Sorted};
 pub use open::{
     open, sniff, trace_format, Input, OpenOptions, Progress, DEFAULT_WINDOW, PERF_WINDOW,
 };

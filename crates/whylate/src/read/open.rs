@@ -4,9 +4,9 @@
 use crate::event::{Event, Interner};
 use crate::read::decompress::Compression;
 use crate::read::merge::Sorted;
-use crate::read::source::{Diag, EventSource, Format, OrderStats, ReadError};
+use crate::read::source::{Cx, Diag, EventSource, Format, LineParser, OrderStats, ReadError};
 use crate::read::text::lines::LineReader;
-use crate::read::text::reader::{Cx, LineParser, TextReader};
+use crate::read::text::reader::TextReader;
 use crate::read::text::{body, ftrace, funcgraph, kernlog, perf_script, sysdig, systrace};
 use crate::read::{decompress, ksyms, perfdata, tracedat, unpack};
 use std::collections::VecDeque;
@@ -255,6 +255,12 @@ impl Input {
             InputKind::Perf(d) => d.next_ref(strings),
             InputKind::Dat(d) => d.next_ref(strings),
         }
+    }
+}
+
+impl crate::read::merge::Lend for Input {
+    fn next_ref(&mut self, strings: &mut Interner) -> Result<Option<&Event>, ReadError> {
+        Input::next_ref(self, strings)
     }
 }
 
@@ -512,7 +518,7 @@ pub fn trace_format(path: &Path) -> Option<Format> {
             diag: &mut diag,
             lineno: i as u64 + 1,
         };
-        parser.line(crate::read::text::reader::chomp(line), &mut cx);
+        parser.line(crate::read::text::lines::chomp(line), &mut cx);
         if !out.is_empty() {
             return Some(format);
         }

@@ -15,9 +15,9 @@
 //!
 //! Memory is bounded: at most [`AHEAD`] chunks per worker are cut and not yet taken back.
 
-use super::reader::{Cx, LineParser};
 use crate::event::{Event, Interner, Sym};
 use crate::read::source::Diag;
+use crate::read::source::{Cx, LineParser};
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read};
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -227,7 +227,7 @@ fn parse_piece(
             diag: &mut *diag,
             lineno: n,
         };
-        parser.line(super::reader::chomp(line), &mut cx);
+        parser.line(super::lines::chomp(line), &mut cx);
     }
 }
 

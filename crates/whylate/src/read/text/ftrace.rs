@@ -15,8 +15,8 @@ use super::grammar::{
     comm_pid, event_kind, find_stamp, parse_flags, parse_prefix, secs_stamp, Prefix, StampKind,
 };
 use super::memo::{NameMemo, PrefixMemo};
-use super::reader::{Cx, LineParser};
 use crate::event::{parse_i64, Event, Interner, Kind, Sym};
+use crate::read::source::{Cx, LineParser};
 use crate::read::LatencyHeader;
 
 /// Does `line` look like ftrace/trace-cmd data (`comm-pid ... [cpu] ... ts: ...`)?

@@ -18,8 +18,8 @@ use super::body::{dec, trim};
 use super::ftrace::{parse_latency_header, probe_latency_line, FtraceParser};
 use super::grammar::{event_kind, parse_flags, parse_secs};
 use super::graph::{duration, func_name};
-use super::reader::{Cx, LineParser};
 use crate::event::{parse_i64, Event, Kind, Sym};
+use crate::read::source::{Cx, LineParser};
 use rustc_hash::FxHashMap;
 
 /// `3)` prefix → (cpu, remainder).

@@ -11,8 +11,8 @@
 //! numbers, and [`crate::read::Diag::line_order_time`] says so.
 
 use super::body::trim;
-use super::reader::{Cx, LineParser};
 use crate::event::{Event, Kind, Sym};
+use crate::read::source::{Cx, LineParser};
 
 /// Lines that only a kernel log has: what its reports start with.
 const MARKERS: [&str; 9] = [

@@ -11,8 +11,8 @@
 use super::body::{dec, skip_spaces, trim};
 use super::grammar::{find_stamp, typed_or_other, StampKind};
 use super::memo::{NameMemo, PrefixMemo};
-use super::reader::{Cx, LineParser};
 use crate::event::{parse_i64, Event, Interner, Kind, Sym};
+use crate::read::source::{Cx, LineParser};
 
 struct Head<'a> {
     comm: &'a [u8],

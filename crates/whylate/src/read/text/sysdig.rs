@@ -8,8 +8,8 @@
 
 use super::body::{dec, trim};
 use super::grammar::parse_secs;
-use super::reader::{Cx, LineParser};
 use crate::event::{parse_num, Event, Kind, Sym, TaskState};
+use crate::read::source::{Cx, LineParser};
 
 struct Line<'a> {
     time: &'a [u8],

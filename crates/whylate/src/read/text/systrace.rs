@@ -5,7 +5,7 @@
 
 use super::body::trim;
 use super::ftrace::FtraceParser;
-use super::reader::{Cx, LineParser};
+use crate::read::source::{Cx, LineParser};
 
 /// Does the head of a file look like systrace?
 pub(crate) fn sniff(head: &[u8]) -> bool {
