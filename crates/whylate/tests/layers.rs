@@ -278,15 +278,16 @@ fn reexports(dir: &Path, children: &BTreeSet<String>) -> BTreeMap<String, String
     let me = module_of(&dir.join("mod.rs"));
     let mut map = BTreeMap::new();
     let text = code(&dir.join("mod.rs"));
-    for line in text.lines().map(str::trim) {
-        let Some(tree) = line
-            .strip_prefix("pub use ")
-            .or_else(|| line.strip_prefix("pub(crate) use "))
+    // Statements, not lines: a re-export may span several lines.
+    for stmt in text.split(';').map(|s| s.trim().replace('\n', " ")) {
+        let Some(tree) =
+            (stmt.strip_prefix("pub use ")).or_else(|| stmt.strip_prefix("pub(crate) use "))
         else {
             continue;
         };
+        let tree = tree.replace(' ', "");
         let mut named = Vec::new();
-        use_tree(tree.trim_end_matches(';'), &me, &mut named);
+        use_tree(&tree, &me, &mut named);
         for p in named {
             let (Some(child), Some(item)) = (p.get(me.len()), p.last()) else {
                 continue;

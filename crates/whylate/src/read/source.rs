@@ -5,9 +5,8 @@
 
 use crate::event::{Event, Interner};
 use std::collections::VecDeque;
-use std::fmt;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// A line-oriented format parser. It pushes zero or more events per line. `Send`, like
 /// every reader's byte source, so a reader can be moved to a thread of its own.
@@ -40,67 +39,13 @@ pub(crate) struct Cx<'a> {
     pub lineno: u64,
 }
 
-/// The input formats whylate reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Format {
-    /// ftrace `trace` / `trace_pipe` text.
-    Ftrace,
-    /// `trace-cmd report` text (any of its layouts).
-    TraceCmdReport,
-    /// A latency-tracer dump (irqsoff, preemptoff, preemptirqsoff, wakeup, wakeup_rt...).
-    LatencyTracer,
-    /// function_graph tracer text.
-    FunctionGraph,
-    /// `perf script` text.
-    PerfScript,
-    /// sysdig text output.
-    Sysdig,
-    /// Legacy systrace (HTML or the JS payload) holding ftrace text.
-    Systrace,
-    /// A kernel log: dmesg (raw or -T), journalctl -k, a serial console capture.
-    KernelLog,
-    /// trace-cmd's binary trace.dat (v6, v7).
-    #[serde(rename = "trace.dat")]
-    TraceDat,
-    /// perf's binary perf.data.
-    #[serde(rename = "perf.data")]
-    PerfData,
-}
-
-impl Format {
-    /// All formats, in sniffing order.
-    pub const ALL: [Format; 8] = [
-        Format::Systrace,
-        Format::FunctionGraph,
-        Format::LatencyTracer,
-        Format::TraceCmdReport,
-        Format::Ftrace,
-        Format::PerfScript,
-        Format::Sysdig,
-        Format::KernelLog,
-    ];
-
-    /// Human name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Format::Ftrace => "ftrace",
-            Format::TraceCmdReport => "trace-cmd-report",
-            Format::LatencyTracer => "latency-tracer",
-            Format::FunctionGraph => "function-graph",
-            Format::PerfScript => "perf-script",
-            Format::Sysdig => "sysdig",
-            Format::Systrace => "systrace",
-            Format::KernelLog => "kernel-log",
-            Format::TraceDat => "trace.dat",
-            Format::PerfData => "perf.data",
-        }
-    }
-}
-
-impl fmt::Display for Format {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+/// How `path` is named in messages: `-` says it is standard input. (Here, below
+/// [`ReadError`] which names its inputs so; `read::ident` passes it on.)
+pub fn display(path: &Path) -> String {
+    if path.as_os_str() == "-" {
+        "- (standard input)".into()
+    } else {
+        path.display().to_string()
     }
 }
 
@@ -172,7 +117,7 @@ pub enum ReadError {
     /// events would count twice, or a pipe would be split between two readers.
     #[error(
         "{}: given twice as an input{}; give each trace once",
-        super::ident::display(path),
+        display(path),
         same_as(path, first)
     )]
     SameInput {
@@ -204,7 +149,7 @@ fn same_as(path: &std::path::Path, first: &std::path::Path) -> String {
     if path == first {
         String::new()
     } else {
-        format!(" (also as {})", super::ident::display(first))
+        format!(" (also as {})", display(first))
     }
 }
 

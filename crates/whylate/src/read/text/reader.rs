@@ -3,7 +3,8 @@
 
 use crate::event::{Event, Interner};
 use crate::read::decompress::{self, Compression};
-use crate::read::source::{Cx, Diag, EventSource, Format, LineParser, OrderStats, ReadError};
+use crate::read::format::Format;
+use crate::read::source::{Cx, Diag, EventSource, LineParser, OrderStats, ReadError};
 use crate::read::text::chunked::Chunked;
 use crate::read::text::lines::LineReader;
 use std::collections::VecDeque;
