@@ -370,6 +370,9 @@ pub struct ExplainArgs {
     /// Machine-readable output (schema: docs/json.md).
     #[arg(help_heading = "Output", long)]
     pub json: bool,
+    /// List the cause categories (id, meaning, fixes) and exit; needs no trace.
+    #[arg(help_heading = "Output", long, exclusive = true)]
+    pub list_causes: bool,
     #[command(flatten)]
     pub draw: DrawArgs,
     #[command(flatten)]

@@ -5,6 +5,7 @@
 //! does the rest once.
 
 use super::advice::{advise, context};
+use super::causes as cause;
 use super::report::{CauseKey, CauseRow, Culprit, CycleStats, ExplainReport, Hold, Miss, Windows};
 use crate::dist::Dist;
 use crate::event::Interner;
@@ -221,15 +222,6 @@ pub(super) fn assemble(tl: &Timeline, s: &Interner, frame: Framing, f: Findings)
     }
 }
 
-/// Categories that say where the trace is blind rather than what held the chain: ranked
-/// after every cause the trace does show, and never offered as what to fix.
-pub const BLIND_SPOTS: [&str; 3] = ["trace-cut", "unknown-lost-events", "switch-in-untraced"];
-
-/// Whether a cause category is one of the [`BLIND_SPOTS`].
-pub fn is_blind_spot(category: &str) -> bool {
-    BLIND_SPOTS.contains(&category)
-}
-
 /// Causes as rows, largest total first (ties by culprit, so the order is stable), the
 /// blind spots last.
 pub(super) fn rank(causes: FxHashMap<CauseKey, (u64, u64)>) -> Vec<CauseRow> {
@@ -245,7 +237,7 @@ pub(super) fn rank(causes: FxHashMap<CauseKey, (u64, u64)>) -> Vec<CauseRow> {
             share: ns as f64 / sum as f64,
         })
         .collect();
-    let blind = |r: &CauseRow| is_blind_spot(&r.category);
+    let blind = |r: &CauseRow| super::causes::is_blind_spot(&r.category);
     rows.sort_by(|a, b| {
         (blind(a).cmp(&blind(b)))
             .then(b.total_excess_ns.cmp(&a.total_excess_ns))
@@ -263,13 +255,14 @@ fn backlog_after_deferral(rows: &mut Vec<CauseRow>) {
     let mut i = 0;
     while i < rows.len() {
         let cpu = rows[i].culprit.cpu;
-        let deferral = |d: &CauseRow| d.category == "deferred-to-ksoftirqd" && d.culprit.cpu == cpu;
+        let deferral =
+            |d: &CauseRow| d.category == cause::DEFERRED_TO_KSOFTIRQD && d.culprit.cpu == cpu;
         // The largest deferral on the backlog's CPU, when it ranks below the backlog.
         let below = (!rows[..i].iter().any(deferral))
             .then(|| rows[i + 1..].iter().position(deferral))
             .flatten();
         match below {
-            Some(k) if rows[i].category == "softirq-backlog" => {
+            Some(k) if rows[i].category == cause::SOFTIRQ_BACKLOG => {
                 let r = rows.remove(i);
                 rows.insert(i + k + 1, r);
             }
