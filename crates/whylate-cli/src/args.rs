@@ -370,7 +370,10 @@ pub struct ExplainArgs {
     /// Machine-readable output (schema: docs/json.md).
     #[arg(help_heading = "Output", long)]
     pub json: bool,
-    /// List the cause categories (id, meaning, fixes) and exit; needs no trace.
+    /// List the cause categories and exit (no trace needed).
+    ///
+    /// Each category's id, as the text and JSON write it, with what it means and the
+    /// usual fixes; docs/causes.md adds how each comes about.
     #[arg(help_heading = "Output", long, exclusive = true)]
     pub list_causes: bool,
     #[command(flatten)]

@@ -133,7 +133,7 @@ pub(crate) const FUNCTION_GRAPH: Reader = Reader {
                 || (h.comments.iter()).any(|c| memchr::memmem::find(c, b"FUNCTION CALLS").is_some())
         }),
         line: Some(Vote {
-            probe: probe,
+            probe,
             rank: 5,
             only: None,
         }),

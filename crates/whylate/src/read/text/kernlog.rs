@@ -35,7 +35,7 @@ pub(crate) const KERNEL_LOG: Reader = Reader {
     sniff: Sniff {
         priority: 9,
         line: Some(Vote {
-            probe: probe,
+            probe,
             rank: 6,
             only: None,
         }),

@@ -110,7 +110,7 @@ pub(crate) const PERF_SCRIPT: Reader = Reader {
     sniff: Sniff {
         priority: 7,
         line: Some(Vote {
-            probe: probe,
+            probe,
             rank: 3,
             only: None,
         }),

@@ -60,7 +60,7 @@ pub(crate) const SYSDIG: Reader = Reader {
     sniff: Sniff {
         priority: 8,
         line: Some(Vote {
-            probe: probe,
+            probe,
             rank: 4,
             only: None,
         }),
