@@ -374,6 +374,12 @@ pub struct ExplainArgs {
     /// Machine-readable output (schema: docs/json.md).
     #[arg(help_heading = "Output", long)]
     pub json: bool,
+    /// List the cause categories and exit (no trace needed).
+    ///
+    /// Each category's id, as the text and JSON write it, with what it means and the
+    /// usual fixes; docs/causes.md adds how each comes about.
+    #[arg(help_heading = "Output", long, exclusive = true)]
+    pub list_causes: bool,
     #[command(flatten)]
     pub draw: DrawArgs,
     #[command(flatten)]
@@ -772,35 +778,23 @@ impl From<ScenarioArg> for whylate::demo::Scenario {
     }
 }
 
-/// `--format`.
-#[derive(Clone, Copy, ValueEnum)]
-pub enum FormatArg {
-    Ftrace,
-    TraceCmdReport,
-    LatencyTracer,
-    FunctionGraph,
-    PerfScript,
-    Sysdig,
-    Systrace,
-    KernelLog,
-    TraceDat,
-    PerfData,
+/// `--format`: the formats of the library's registry of readers, as it spells them.
+#[derive(Clone, Copy)]
+pub struct FormatArg(Format);
+
+impl ValueEnum for FormatArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        static ALL: std::sync::OnceLock<Vec<FormatArg>> = std::sync::OnceLock::new();
+        ALL.get_or_init(|| whylate::read::formats().map(FormatArg).collect())
+    }
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.0.arg()))
+    }
 }
 
 impl From<FormatArg> for Format {
     fn from(f: FormatArg) -> Format {
-        match f {
-            FormatArg::Ftrace => Format::Ftrace,
-            FormatArg::TraceCmdReport => Format::TraceCmdReport,
-            FormatArg::LatencyTracer => Format::LatencyTracer,
-            FormatArg::FunctionGraph => Format::FunctionGraph,
-            FormatArg::PerfScript => Format::PerfScript,
-            FormatArg::Sysdig => Format::Sysdig,
-            FormatArg::KernelLog => Format::KernelLog,
-            FormatArg::Systrace => Format::Systrace,
-            FormatArg::TraceDat => Format::TraceDat,
-            FormatArg::PerfData => Format::PerfData,
-        }
+        f.0
     }
 }
 

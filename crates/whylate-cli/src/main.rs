@@ -69,6 +69,7 @@ fn bare_files(files: Vec<std::path::PathBuf>, out: &Out, quiet: bool) -> anyhow:
         files,
         mode: ModeArgs::auto(),
         json: false,
+        list_causes: false,
         draw: DrawArgs {
             lanes: whylate::report::plot::DEFAULT_LANES,
             ..Default::default()

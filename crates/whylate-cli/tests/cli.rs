@@ -1481,3 +1481,23 @@ fn record_timerlat_on_a_kernel_without_the_tracer() {
         "{e}"
     );
 }
+
+#[test]
+fn list_causes_prints_the_catalogue_without_a_trace() {
+    let o = run(&["explain", "--list-causes"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    for id in [
+        "runqueue-wait",
+        "deferred-to-ksoftirqd",
+        "softirq-backlog",
+        "cpu-idle",
+    ] {
+        assert!(out.contains(&format!("\n{id}\n")), "{id} missing:\n{out}");
+    }
+    assert!(out.contains("\ntrace-cut  (blind spot)\n"), "{out}");
+    assert_eq!(out.matches("  means: ").count(), 32, "{out}");
+    // With a trace it is a usage error, not a silent choice.
+    let o = run(&["explain", "--list-causes", "examples/frob.dat.zst"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+}

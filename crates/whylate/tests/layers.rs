@@ -180,7 +180,156 @@ fn modules_use_only_lower_layers() {
     assert!(wrong.is_empty(), "upward imports:\n{}", wrong.join("\n"));
 }
 
-/// Edges between the children of directory module `dir` (and `mod` for its mod.rs).
+/// The module path of a source file: `read/text/ftrace.rs` is `[read, text, ftrace]`,
+/// `read/text/mod.rs` is `[read, text]`.
+fn module_of(file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src()).unwrap().with_extension("");
+    let mut m: Vec<String> = rel
+        .iter()
+        .map(|s| s.to_string_lossy().to_string())
+        .collect();
+    if m.last().is_some_and(|l| l == "mod") {
+        m.pop();
+    }
+    m
+}
+
+/// The paths a use tree names, from `rest` (what follows `prefix::`): `a::{b, c::D}`
+/// gives `[a, b]` and `[a, c, D]`; each path stops at its first non-name segment.
+fn use_tree(rest: &str, base: &[String], out: &mut Vec<Vec<String>>) {
+    let mut path = base.to_vec();
+    let mut rest = rest;
+    loop {
+        if let Some(group) = rest.strip_prefix('{') {
+            let (mut depth, mut from) = (0, 0);
+            for (i, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => {
+                        use_tree(group[from..i].trim(), &path, out);
+                        return;
+                    }
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        use_tree(group[from..i].trim(), &path, out);
+                        from = i + 1;
+                    }
+                    _ => {}
+                }
+            }
+            return;
+        }
+        let name: String = (rest.chars())
+            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '*')
+            .collect();
+        if name.is_empty() {
+            break;
+        }
+        path.push(name.clone());
+        match rest[name.len()..].strip_prefix("::") {
+            Some(more) => rest = more,
+            None => break,
+        }
+    }
+    if path.len() > base.len() {
+        out.push(path);
+    }
+}
+
+/// Every absolute module path `code` (of a file in module `me`) names through `crate::`,
+/// `super::` (any number) or `self::`.
+fn paths(code: &str, me: &[String]) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for (i, _) in code.match_indices("::") {
+        let before = &code[..i];
+        let word_start = before
+            .rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+            .map_or(0, |p| p + 1);
+        let head = &before[word_start..];
+        // Only the first `::` of a path starts one (`super::super::x` is one path).
+        if head.contains("::") {
+            continue;
+        }
+        let base: Vec<String> = match head {
+            "crate" => Vec::new(),
+            "self" => me.to_vec(),
+            "super" => {
+                let mut b = me.to_vec();
+                b.pop();
+                let mut rest = &code[i + 2..];
+                while let Some(r) = rest.strip_prefix("super::") {
+                    b.pop();
+                    rest = r;
+                }
+                use_tree(rest, &b, &mut out);
+                continue;
+            }
+            _ => continue,
+        };
+        use_tree(&code[i + 2..], &base, &mut out);
+    }
+    out
+}
+
+/// Item name -> the child of directory module `dir` that defines it, for the items its
+/// mod.rs re-exports (`pub use child::Item`, `pub use child::*`): a sibling that names
+/// `parent::Item` uses that child, not the parent.
+fn reexports(dir: &Path, children: &BTreeSet<String>) -> BTreeMap<String, String> {
+    let me = module_of(&dir.join("mod.rs"));
+    let mut map = BTreeMap::new();
+    let text = code(&dir.join("mod.rs"));
+    // Statements, not lines: a re-export may span several lines.
+    for stmt in text.split(';').map(|s| s.trim().replace('\n', " ")) {
+        let Some(tree) =
+            (stmt.strip_prefix("pub use ")).or_else(|| stmt.strip_prefix("pub(crate) use "))
+        else {
+            continue;
+        };
+        let tree = tree.replace(' ', "");
+        let mut named = Vec::new();
+        use_tree(&tree, &me, &mut named);
+        for p in named {
+            let (Some(child), Some(item)) = (p.get(me.len()), p.last()) else {
+                continue;
+            };
+            if !children.contains(child) {
+                continue;
+            }
+            if item != "*" {
+                map.insert(item.clone(), child.clone());
+                continue;
+            }
+            // A glob: the public items the child declares.
+            let f = dir.join(format!("{child}.rs"));
+            let f = if f.exists() {
+                f
+            } else {
+                dir.join(child).join("mod.rs")
+            };
+            let kinds = ["struct", "enum", "fn", "trait", "type", "const", "static"];
+            for l in code(&f).lines().map(str::trim) {
+                let Some(decl) = (l.strip_prefix("pub ")).or_else(|| l.strip_prefix("pub(crate) "))
+                else {
+                    continue;
+                };
+                for k in kinds {
+                    if let Some(n) = decl.strip_prefix(k).and_then(|d| d.strip_prefix(' ')) {
+                        let n: String = (n.chars())
+                            .take_while(|c| c.is_alphanumeric() || *c == '_')
+                            .collect();
+                        map.insert(n, child.clone());
+                    }
+                }
+            }
+        }
+    }
+    map
+}
+
+/// Edges between the children of directory module `dir` (and `mod` for its mod.rs'
+/// own code), from every path a child's files name: `super::x`, `crate::read::x`,
+/// `super::super::x` from a grandchild. A name the parent re-exports counts as a use of
+/// the child that defines it.
 fn child_graph(dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let children: BTreeSet<String> = std::fs::read_dir(dir)
         .unwrap()
@@ -188,14 +337,22 @@ fn child_graph(dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
         .filter(|p| p.is_dir() || p.extension().is_some_and(|x| x == "rs"))
         .map(|p| p.file_stem().unwrap().to_string_lossy().to_string())
         .collect();
+    let me = module_of(&dir.join("mod.rs"));
+    let moved = reexports(dir, &children);
     let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for child in &children {
         let path = dir.join(format!("{child}.rs"));
         let sub = dir.join(child).join("mod.rs");
         let edges = g.entry(child.clone()).or_default();
         if child == "mod" {
-            // The parent uses a child when it names it in a path (`use cycles::analyze`).
-            let text = code(&path);
+            // The parent's own code uses a child when it names it in a path (`use
+            // cycles::analyze`); its re-exports only pass a child's items on.
+            let text: String = (code(&path).lines())
+                .filter(|l| {
+                    !l.trim().starts_with("pub use ") && !l.trim().starts_with("pub(crate) use ")
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
             for c in children.iter().filter(|c| *c != "mod") {
                 if starts_path(&text, c) {
                     edges.insert(c.clone());
@@ -209,19 +366,18 @@ fn child_graph(dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
             vec![path]
         };
         for f in fs {
-            // Only this child's own `super::` (a nested file's `super` is the child).
-            if f.parent() != Some(dir) && !f.ends_with(format!("{child}/mod.rs")) {
-                continue;
-            }
-            for s in segments(&code(&f), "super") {
-                if children.contains(&s) && s != "mod" {
-                    edges.insert(s);
-                } else if s != "*" {
-                    edges.insert("mod".into());
+            let text = code(&f);
+            for p in paths(&text, &module_of(&f)) {
+                if p.len() <= me.len() || p[..me.len()] != me[..] {
+                    continue;
                 }
-            }
-            if code(&f).contains("use super::*") {
-                edges.insert("mod".into());
+                let next = &p[me.len()];
+                let to = if children.contains(next) {
+                    next.clone()
+                } else {
+                    moved.get(next).cloned().unwrap_or_else(|| "mod".into())
+                };
+                edges.insert(to);
             }
         }
         edges.remove(child);

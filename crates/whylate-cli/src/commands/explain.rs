@@ -10,6 +10,10 @@ use std::process::ExitCode;
 
 /// Explains, and draws what --html/--svg ask for.
 pub fn explain(a: ExplainArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode> {
+    if a.list_causes {
+        out.text(&whylate::explain::causes::table())?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let mode = match a.mode.mode() {
         Ok(m) => m,
         Err(e) => return usage(&e),

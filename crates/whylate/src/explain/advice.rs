@@ -1,6 +1,7 @@
 //! What to do: the CPUs behind the causes (context) and advice for the top causes,
 //! with the command for this machine and what it costs.
 
+use super::causes as cause;
 use super::report::{Advice, CauseKey, CauseRow, CpuContext, Miss};
 use crate::event::Interner;
 use crate::timeline::{SpanKind, Timeline};
@@ -260,8 +261,10 @@ fn scheduling(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
 /// The task to move off the CPU where it kept the chain waiting: the last piece of
 /// advice for a scheduling cause (never the recorder: that is how it records).
 fn culprit_to_move(tl: &Timeline, c: &CauseRow) -> Option<(u32, String, i32)> {
-    if !matches!(c.category.as_str(), "runqueue-wait" | "preempted-by")
-        || c.culprit.pid.is_some_and(|p| tl.is_recorder(p))
+    if !matches!(
+        c.category.as_str(),
+        cause::RUNQUEUE_WAIT | cause::PREEMPTED_BY
+    ) || c.culprit.pid.is_some_and(|p| tl.is_recorder(p))
     {
         return None;
     }
@@ -315,14 +318,17 @@ fn for_cause(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
         // How to record with less disturbance first; the waiters' own priority still
         // helps them, but the recorder is never told to move as if it were the workload.
         out.push(recorder(c, ncpu));
-        if matches!(c.category.as_str(), "runqueue-wait" | "preempted-by") {
+        if matches!(
+            c.category.as_str(),
+            cause::RUNQUEUE_WAIT | cause::PREEMPTED_BY
+        ) {
             out.extend(scheduling(tl, c, misses));
         }
         return out;
     }
     match c.category.as_str() {
-        "runqueue-wait" | "preempted-by" => out.extend(scheduling(tl, c, misses)),
-        "hardirq" => {
+        cause::RUNQUEUE_WAIT | cause::PREEMPTED_BY => out.extend(scheduling(tl, c, misses)),
+        cause::HARDIRQ => {
             let irq = c.culprit.irq.unwrap_or(0);
             out.push(Advice {
                 action: format!("Steer {} away from CPU{cpu}", c.culprit.label()),
@@ -335,7 +341,7 @@ fn for_cause(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
                 cost: "every interrupt pays a context switch; throughput drops slightly".into(),
             });
         }
-        "deferred-to-ksoftirqd" => out.push(Advice {
+        cause::DEFERRED_TO_KSOFTIRQD => out.push(Advice {
             action: format!(
                 "The softirq was handed to ksoftirqd/{cpu}, which then waited behind {}: let ksoftirqd preempt it",
                 c.culprit.label()
@@ -348,7 +354,7 @@ fn for_cause(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
             ),
             cost: "a real-time ksoftirqd runs network/timer bottom halves ahead of every normal task on that CPU: bursts of softirq work then delay applications instead".into(),
         }),
-        "softirq" | "softirq-backlog" => out.push(Advice {
+        cause::SOFTIRQ | cause::SOFTIRQ_BACKLOG => out.push(Advice {
             action: format!(
                 "Move the interrupt that raises {} off CPU{cpu}, or let its softirq run in a thread",
                 c.culprit.label()
@@ -359,7 +365,7 @@ fn for_cause(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
             ),
             cost: "the other CPU takes the network/block load".into(),
         }),
-        "irqs-off" => {
+        cause::IRQS_OFF => {
             let caller = c.culprit.caller.clone().unwrap_or_default();
             if caller.contains("console") || caller.contains("printk") {
                 out.push(Advice {
@@ -377,8 +383,8 @@ fn for_cause(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
                 });
             }
         }
-        "irqs-off (inferred)" => out.push(irqs_off_in_call(c, misses, ncpu)),
-        "own-code" | "callee" => {
+        cause::IRQS_OFF_INFERRED => out.push(irqs_off_in_call(c, misses, ncpu)),
+        cause::OWN_CODE | cause::CALLEE => {
             let f = c.culprit.caller.clone().unwrap_or_default();
             if is_console_code(&f) {
                 out.extend(slow_console(&f));
@@ -390,7 +396,7 @@ fn for_cause(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
                 });
             }
         }
-        "on-cpu" => out.push(Advice {
+        cause::ON_CPU => out.push(Advice {
             action: format!(
                 "The chain's own work in {} ran longer than in the good cycles{}: see where its time went",
                 c.culprit.label(),
@@ -399,38 +405,38 @@ fn for_cause(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
             command: format!("perf record -g -t {} -- sleep 10; perf report", c.culprit.pid.unwrap_or(-1)),
             cost: "profiling overhead while it records".into(),
         }),
-        "cpu-stalled" => out.push(Advice {
+        cause::CPU_STALLED => out.push(Advice {
             action: format!(
                 "CPU{cpu} stopped recording (not even its tick) while busy: on a VM the host did not run this vCPU"
             ),
             command: "grep '^cpu ' /proc/stat   (8th number: steal time; on the host, pin the vCPUs to dedicated cores)".into(),
             cost: "dedicated host cores for the guest".into(),
         }),
-        "timer-irq-late" => out.push(Advice {
+        cause::TIMER_IRQ_LATE => out.push(Advice {
             action: format!(
                 "The timer interrupt came late on CPU{cpu} and the trace does not show why: record the sections with interrupts off"
             ),
             command: "whylate record -e latency,preemptirq:irq_disable,preemptirq:irq_enable   (needs CONFIG_PREEMPTIRQ_TRACEPOINTS)".into(),
             cost: "preemptirq events are frequent: a bigger buffer, more overhead while tracing".into(),
         }),
-        "irq-late" => out.push(Advice {
+        cause::IRQ_LATE => out.push(Advice {
             action: format!(
                 "The interrupt that carried the chain on reached CPU{cpu} late, after a stretch in which that CPU recorded nothing: tell a late sender or device from a CPU that could not take it (interrupts off, or a vCPU its host did not run)"
             ),
             command: "whylate record -e latency,preemptirq:irq_disable,preemptirq:irq_enable,ipi,irq_vectors   (and on a VM: grep '^cpu ' /proc/stat, 8th number: steal time)".into(),
             cost: "preemptirq events are frequent: a bigger buffer, more overhead while tracing".into(),
         }),
-        "preemption-delay" => out.push(Advice {
+        cause::PREEMPTION_DELAY => out.push(Advice {
             action: format!(
                 "A real-time task waited on CPU{cpu} for non-preemptible kernel code to finish"
             ),
             command: "boot with preempt=full (PREEMPT_DYNAMIC kernels), or a PREEMPT_RT kernel".into(),
             cost: "more preemption points: some throughput".into(),
         }),
-        "timer-irq-latency" | "nmi" | "thread-noise" | "sched-overhead" | "cpu-vector" => {
+        cause::TIMER_IRQ_LATENCY | cause::NMI | cause::THREAD_NOISE | cause::SCHED_OVERHEAD | cause::CPU_VECTOR => {
             out.extend(super::rt_advice::for_rt_cause(c, &others(cpu)))
         }
-        "cpu-idle" => out.push(Advice {
+        cause::CPU_IDLE => out.push(Advice {
             action: format!("CPU{cpu} sat idle while the chain waited: idle exit or host (VM) latency"),
             command: "cpupower idle-set -D 10   (or boot with idle=poll; on a VM check the host's steal time)".into(),
             cost: "shallower idle states burn power; idle=poll keeps the CPU at full power".into(),

@@ -3,6 +3,7 @@
 //! one-link miss explained by the engine.
 
 use super::blame::{scale, untraced_rest};
+use super::causes as cause;
 use super::driver::{assemble, Findings, Framing, Tally};
 use super::engine::{untraced_words, Engine, LinkKind, RawLink};
 use super::report::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss, Window};
@@ -264,7 +265,7 @@ fn long_irq(eng: &Engine<'_>, i: usize, u: u64) -> Miss {
     let irq = sp.key[i];
     let name = tl.irq_names.get(&irq).map(|n| eng.s.get(*n).to_string());
     let held = vec![Hold {
-        category: "hardirq".into(),
+        category: cause::HARDIRQ.into(),
         culprit: Culprit {
             irq: Some(irq),
             irq_name: name.clone(),
@@ -293,9 +294,9 @@ fn off_section(eng: &Engine<'_>, i: usize) -> Miss {
         .unwrap_or("")
         .to_string();
     let cat = if sp.kind[i] == SpanKind::IrqsOff {
-        "irqs-off"
+        cause::IRQS_OFF
     } else {
-        "preempt-off"
+        cause::PREEMPT_OFF
     };
     let held = vec![Hold {
         category: cat.into(),

@@ -3,6 +3,7 @@
 //! split over them (`scale`), and the time no link explains: the gaps between a cycle's
 //! links and what the chain was doing then (on-cpu, blocked-on, device/external).
 
+use super::causes as cause;
 use super::cycle::Cycle;
 use super::engine::{Engine, LinkKind, RawLink};
 use super::report::{Culprit, Hold};
@@ -48,7 +49,7 @@ pub(super) fn gap_cause(
     let sp = &tl.spans;
     if let Some(bl) = tl.blind_in(u32::MAX, a, b) {
         return (
-            "trace-cut",
+            cause::TRACE_CUT,
             Culprit {
                 cpu: Some(bl.cpu),
                 ..Default::default()
@@ -76,13 +77,13 @@ pub(super) fn gap_cause(
                 culprit.label(),
                 dur(ns)
             );
-            return ("hardirq", culprit, what);
+            return (cause::HARDIRQ, culprit, what);
         }
         if let Some(late) = late_interrupt(eng, links, a, b) {
             return late;
         }
         return (
-            "device/external",
+            cause::DEVICE_EXTERNAL,
             Culprit {
                 cpu: Some(c.cpu),
                 ..Default::default()
@@ -111,7 +112,7 @@ pub(super) fn gap_cause(
     if let Some((tid, cpu, ns)) = best.filter(|x| x.2 * 2 >= b - a) {
         let _ = ns;
         return (
-            "on-cpu",
+            cause::ON_CPU,
             Culprit {
                 comm: Some(eng.s.get(tl.comm(tid)).to_string()),
                 pid: Some(tid),
@@ -138,7 +139,7 @@ pub(super) fn gap_cause(
             let e = &tl.edges[sp.aux[i] as usize];
             let by = eng.ctx(e.from, e.from_tid, e.from_cpu, e.ts);
             (
-                "blocked-on",
+                cause::BLOCKED_ON,
                 Culprit {
                     caller: Some(by.clone()),
                     cpu: Some(e.from_cpu),
@@ -148,7 +149,7 @@ pub(super) fn gap_cause(
             )
         }
         None => (
-            "unknown",
+            cause::UNKNOWN,
             Culprit {
                 cpu: Some(c.cpu),
                 ..Default::default()
@@ -177,7 +178,7 @@ pub(super) fn untraced_rest(held: &mut Vec<Hold>, ex: u64, cpu: u32) -> bool {
     if seen >= ex {
         return false;
     }
-    held.push(Hold::on_cpu("switch-in-untraced", cpu, ex - seen));
+    held.push(Hold::on_cpu(cause::SWITCH_IN_UNTRACED, cpu, ex - seen));
     true
 }
 
@@ -186,11 +187,11 @@ pub(super) fn untraced_rest(held: &mut Vec<Hold>, ex: u64, cpu: u32) -> bool {
 /// interrupt exit or bh enable (`softirq-pending`).
 pub(super) fn as_pending(held: &mut [Hold], ksoftirqd: bool) {
     for h in held {
-        if h.category == "runqueue-wait" || h.category == "preempted-by" {
+        if h.category == cause::RUNQUEUE_WAIT || h.category == cause::PREEMPTED_BY {
             h.category = if ksoftirqd {
-                "deferred-to-ksoftirqd"
+                cause::DEFERRED_TO_KSOFTIRQD
             } else {
-                "softirq-pending"
+                cause::SOFTIRQ_PENDING
             }
             .into();
         }
@@ -203,8 +204,8 @@ pub(super) fn as_pending(held: &mut [Hold], ksoftirqd: bool) {
 pub(super) fn as_backlog(held: &mut [Hold], vec: u8) {
     let name = SOFTIRQ_NAMES.get(vec as usize).copied();
     for h in held {
-        if h.category == "softirq" && h.culprit.vector.as_deref() == name {
-            h.category = "softirq-backlog".into();
+        if h.category == cause::SOFTIRQ && h.culprit.vector.as_deref() == name {
+            h.category = cause::SOFTIRQ_BACKLOG.into();
         }
     }
 }
@@ -217,12 +218,12 @@ impl Engine<'_> {
             return Vec::new();
         }
         if !tl.lost.is_empty() && tl.crosses_loss(l.cpu, a, b) {
-            return vec![Hold::on_cpu("unknown-lost-events", l.cpu, b - a)];
+            return vec![Hold::on_cpu(cause::UNKNOWN_LOST_EVENTS, l.cpu, b - a)];
         }
         // After a cut CPU's last event nothing is known there.
         if let Some(from) = tl.blind_in(l.cpu, a, b).map(|bl| bl.from.max(a)) {
             let mut out = self.holds(l, a, from);
-            out.push(Hold::on_cpu("trace-cut", l.cpu, b - from));
+            out.push(Hold::on_cpu(cause::TRACE_CUT, l.cpu, b - from));
             return out;
         }
         let mut out = Vec::new();
@@ -235,7 +236,7 @@ impl Engine<'_> {
                     let ov = sp.end[j].min(b).saturating_sub(sp.start[j].max(a));
                     if ov > 0 {
                         out.push(Hold {
-                            category: "irqs-off".into(),
+                            category: cause::IRQS_OFF.into(),
                             culprit: Culprit {
                                 caller: Some(
                                     self.s
@@ -262,17 +263,17 @@ impl Engine<'_> {
             // that did not run the vCPU in time.
             let occ = tl.occupants(l.cpu, a, b);
             if occ.len() == 1 && occ[0].what == OccupantKind::Task && occ[0].id == 0 {
-                return vec![Hold::on_cpu("cpu-idle", l.cpu, b - a)];
+                return vec![Hold::on_cpu(cause::CPU_IDLE, l.cpu, b - a)];
             }
             // A running task does not delay a hard timer interrupt; with no irqs-off section
             // in the trace the reason is not visible (preemptirq events would show it).
-            return vec![Hold::on_cpu("timer-irq-late", l.cpu, b - a)];
+            return vec![Hold::on_cpu(cause::TIMER_IRQ_LATE, l.cpu, b - a)];
         }
         for o in tl.occupants(l.cpu, a, b) {
             let (category, culprit) = match o.what {
                 OccupantKind::Task if o.id == l.tid as i64 => continue,
                 OccupantKind::Task if o.id == 0 => (
-                    "cpu-idle",
+                    cause::CPU_IDLE,
                     Culprit {
                         cpu: Some(l.cpu),
                         ..Default::default()
@@ -287,7 +288,7 @@ impl Engine<'_> {
                     ) =>
                 {
                     (
-                        "preemption-delay",
+                        cause::PREEMPTION_DELAY,
                         Culprit {
                             caller: Some(format!(
                                 "non-preemptible kernel code while {}[{}] ran",
@@ -301,9 +302,9 @@ impl Engine<'_> {
                 }
                 OccupantKind::Task => (
                     if l.preempted {
-                        "preempted-by"
+                        cause::PREEMPTED_BY
                     } else {
-                        "runqueue-wait"
+                        cause::RUNQUEUE_WAIT
                     },
                     Culprit {
                         comm: Some(self.s.get(tl.comm(o.id as i32)).to_string())
@@ -316,7 +317,7 @@ impl Engine<'_> {
                     },
                 ),
                 OccupantKind::Hardirq => (
-                    "hardirq",
+                    cause::HARDIRQ,
                     Culprit {
                         irq: Some(o.id as u32),
                         irq_name: Some(self.s.get(o.name).to_string()).filter(|n| !n.is_empty()),
@@ -325,7 +326,7 @@ impl Engine<'_> {
                     },
                 ),
                 OccupantKind::Softirq => (
-                    "softirq",
+                    cause::SOFTIRQ,
                     Culprit {
                         vector: SOFTIRQ_NAMES.get(o.id as usize).map(|s| s.to_string()),
                         cpu: Some(l.cpu),
@@ -389,9 +390,9 @@ pub(super) fn silent_cpu(
             "{what} while {task} stayed inside one {name}() call{others}: that call ran with interrupts off (inferred; irq_disable events would show it, and a host not running the vCPU then would look the same)"
         );
         let category = if own(tid) {
-            "on-cpu"
+            cause::ON_CPU
         } else {
-            "irqs-off (inferred)"
+            cause::IRQS_OFF_INFERRED
         };
         return Hold {
             category: category.into(),
@@ -418,7 +419,7 @@ pub(super) fn silent_cpu(
         why: Some(format!(
             "{what} while {on} ran {place}{others}: the (virtual) CPU did not run (host preemption, steal time) or events were lost"
         )),
-        ..Hold::on_cpu("cpu-stalled", cpu, ns)
+        ..Hold::on_cpu(cause::CPU_STALLED, cpu, ns)
     }
 }
 
@@ -511,7 +512,7 @@ fn late_interrupt(
         cpu: Some(cpu),
         ..Default::default()
     };
-    Some(("irq-late", culprit, what))
+    Some((cause::IRQ_LATE, culprit, what))
 }
 
 /// The last time `cpu` recorded a switch, a wakeup or a softirq before `t`.

@@ -4,6 +4,7 @@
 
 use super::blame::{as_backlog, as_pending, scale, untraced_rest};
 use super::blame::{gap_cause, silent_cpu, uncovered};
+use super::causes as cause;
 use super::cutter::Options;
 use super::cycle::Cycle;
 use super::driver::{PerMiss, Tally};
@@ -201,7 +202,7 @@ impl MissCx<'_> {
             }
             if !(l.untraced_end && untraced_rest(&mut hs, excess, l.cpu)) {
                 if hs.iter().map(|h| h.ns).sum::<u64>() == 0 {
-                    hs = vec![Hold::on_cpu("unknown", l.cpu, excess)];
+                    hs = vec![Hold::on_cpu(cause::UNKNOWN, l.cpu, excess)];
                 }
                 scale(&mut hs, excess);
             }

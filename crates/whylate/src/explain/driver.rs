@@ -5,6 +5,7 @@
 //! does the rest once.
 
 use super::advice::{advise, context};
+use super::causes as cause;
 use super::report::{CauseKey, CauseRow, Culprit, CycleStats, ExplainReport, Hold, Miss, Windows};
 use crate::dist::Dist;
 use crate::event::Interner;
@@ -232,15 +233,6 @@ pub(super) fn assemble(tl: &Timeline, s: &Interner, frame: Framing, f: Findings)
     }
 }
 
-/// Categories that say where the trace is blind rather than what held the chain: ranked
-/// after every cause the trace does show, and never offered as what to fix.
-pub const BLIND_SPOTS: [&str; 3] = ["trace-cut", "unknown-lost-events", "switch-in-untraced"];
-
-/// Whether a cause category is one of the [`BLIND_SPOTS`].
-pub fn is_blind_spot(category: &str) -> bool {
-    BLIND_SPOTS.contains(&category)
-}
-
 /// Causes as rows, largest total first (ties by culprit, so the order is stable), the
 /// blind spots last; then each deferral to ksoftirqd ahead of what held its CPU inside
 /// its wait (`nested`: per cause, that time).
@@ -260,7 +252,7 @@ pub(super) fn rank(
             share: ns as f64 / sum as f64,
         })
         .collect();
-    let blind = |r: &CauseRow| is_blind_spot(&r.category);
+    let blind = |r: &CauseRow| super::causes::is_blind_spot(&r.category);
     let key = deferral_keys(&rows, nested);
     let key = |r: &CauseRow| key(r).unwrap_or(r.total_excess_ns);
     rows.sort_by(|a, b| {
@@ -286,7 +278,7 @@ fn deferral_keys(
     let mut largest: FxHashMap<Option<u32>, (u64, String)> = FxHashMap::default();
     for r in rows
         .iter()
-        .filter(|r| r.category == "deferred-to-ksoftirqd")
+        .filter(|r| r.category == cause::DEFERRED_TO_KSOFTIRQD)
     {
         let e = largest.entry(r.culprit.cpu).or_insert((0, String::new()));
         if r.total_excess_ns > e.0 {
@@ -295,7 +287,7 @@ fn deferral_keys(
     }
     move |r: &CauseRow| {
         let (ns, label) = largest.get(&r.culprit.cpu)?;
-        (r.category == "deferred-to-ksoftirqd"
+        (r.category == cause::DEFERRED_TO_KSOFTIRQD
             && *ns == r.total_excess_ns
             && *label == r.culprit.label())
         .then(|| ns + inside.get(&r.culprit.cpu).copied().unwrap_or(0))
@@ -311,14 +303,15 @@ fn deferral_keys(
 /// first; the others keep their rows and their time.
 fn after_deferral(rows: &mut Vec<CauseRow>, nested: &FxHashMap<CauseKey, u64>) {
     let inside = |r: &CauseRow| {
-        r.category == "softirq-backlog"
+        r.category == cause::SOFTIRQ_BACKLOG
             || (nested.get(&(r.category.clone(), r.culprit.clone())))
                 .is_some_and(|&ns| ns * 2 > r.total_excess_ns)
     };
     let mut i = 0;
     while i < rows.len() {
         let cpu = rows[i].culprit.cpu;
-        let deferral = |d: &CauseRow| d.category == "deferred-to-ksoftirqd" && d.culprit.cpu == cpu;
+        let deferral =
+            |d: &CauseRow| d.category == cause::DEFERRED_TO_KSOFTIRQD && d.culprit.cpu == cpu;
         // The largest deferral on this row's CPU, when it ranks below the row.
         let below = (!rows[..i].iter().any(deferral))
             .then(|| rows[i + 1..].iter().position(deferral))

@@ -5,6 +5,7 @@
 //! Each A without its B in time is a miss, explained by where it happened, the events
 //! around it on its CPU, and when (or whether) B came.
 
+use super::causes as cause;
 use super::driver::{assemble, Findings, Framing, PerMiss, Tally};
 use super::report::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss, Window};
 use crate::event::{Event, EventName, Interner, Kind, SOFTIRQ_NAMES};
@@ -375,7 +376,7 @@ fn explain_one(
     let late = (end - x.ts).saturating_sub(o.within_ns);
     let ctx = context_at(tl, s, x, flags_words(x.flags));
     let hold = Hold {
-        category: "no-follow-up".into(),
+        category: cause::NO_FOLLOW_UP.into(),
         culprit: ctx.0.clone(),
         ns: late,
         why: Some(format!("A happened in {}", ctx.1)),

@@ -6,6 +6,7 @@
 //! console_unlock), with the interrupts that waited for them.
 
 use super::blame::scale;
+use super::causes as cause;
 use super::driver::{assemble, Findings, Framing, PerMiss, Tally};
 use super::report::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss, Window};
 use crate::dist::quantile;
@@ -251,7 +252,7 @@ fn explain_one(
     let mut held = match x.call {
         Some(i) => call_holds(tl, s, tree, i),
         None => vec![Hold {
-            category: "irqs-off".into(),
+            category: cause::IRQS_OFF.into(),
             culprit: code(
                 s,
                 x.section.map_or(Sym::EMPTY, |i| Sym(tl.spans.key[i])),
@@ -342,9 +343,9 @@ fn call_holds(tl: &Timeline, s: &Interner, tree: &Tree, i: usize) -> Vec<Hold> {
                 },
             };
             let category = match o.what {
-                OccupantKind::Task => "preempted-by",
-                OccupantKind::Hardirq => "hardirq",
-                OccupantKind::Softirq => "softirq",
+                OccupantKind::Task => cause::PREEMPTED_BY,
+                OccupantKind::Hardirq => cause::HARDIRQ,
+                OccupantKind::Softirq => cause::SOFTIRQ,
             };
             away += o.ns;
             out.push(Hold {
@@ -363,7 +364,12 @@ fn call_holds(tl: &Timeline, s: &Interner, tree: &Tree, i: usize) -> Vec<Hold> {
     let mut code_holds: Vec<Hold> = parts
         .into_iter()
         .map(|(f, ns)| Hold {
-            category: if f == c.func { "own-code" } else { "callee" }.into(),
+            category: if f == c.func {
+                cause::OWN_CODE
+            } else {
+                cause::CALLEE
+            }
+            .into(),
             culprit: code(s, f, cpu),
             ns,
             why: None,
@@ -371,7 +377,7 @@ fn call_holds(tl: &Timeline, s: &Interner, tree: &Tree, i: usize) -> Vec<Hold> {
         })
         .collect();
     code_holds.push(Hold {
-        category: "own-code".into(),
+        category: cause::OWN_CODE.into(),
         culprit: code(s, c.func, cpu),
         ns: c.self_ns,
         why: None,

@@ -7,6 +7,7 @@
 //! printk flood. A report it does not recognise is said to be so, with its stack.
 
 use super::advice::{is_console_code, slow_console};
+use super::causes as cause;
 use super::driver::{assemble, Findings, Framing, PerMiss, Tally};
 use super::report::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss};
 use crate::event::{Event, Interner, Kind};
@@ -338,8 +339,12 @@ pub fn analyze_kernel_log(
     for c in &mut r.causes {
         c.share = c.count as f64 / n;
     }
-    r.causes
-        .sort_by_key(|c| (c.category == "unrecognised", std::cmp::Reverse(c.count)));
+    r.causes.sort_by_key(|c| {
+        (
+            c.category == cause::UNRECOGNISED,
+            std::cmp::Reverse(c.count),
+        )
+    });
     if console > 0 {
         let f = (k.reports.iter())
             .find_map(|r| console_frame(&r.stack))
@@ -360,8 +365,8 @@ pub fn analyze_kernel_log(
 fn one(r: &KernelReport, tally: &mut Tally) -> Miss {
     let cpu = r.cpu.unwrap_or(Event::NO_CPU);
     let (category, code) = match console_frame(&r.stack) {
-        Some(f) => ("slow-console", f.to_string()),
-        None => ("unrecognised", r.kind.clone()),
+        Some(f) => (cause::SLOW_CONSOLE, f.to_string()),
+        None => (cause::UNRECOGNISED, r.kind.clone()),
     };
     let ns = r.stuck_ns.unwrap_or(0);
     let hold = Hold {

@@ -1,6 +1,7 @@
 //! The explain report: causes, misses with their chains, context and advice (the JSON
 //! schema in docs/json.md).
 
+use super::causes as cause;
 use crate::event::Interner;
 use crate::packed::{get_i, get_u, put_i, put_u, Pack, Packed};
 use crate::read::inputs::InputInfo;
@@ -135,17 +136,17 @@ impl Link {
 /// What a cause with no task, irq or code to name stands for.
 fn anonymous(category: &str) -> &'static str {
     match category {
-        "cpu-idle" => "(the CPU was idle)",
-        "unknown" => "(nothing the trace shows)",
-        "device/external" => "(the device or peer: nothing on the CPUs)",
-        "cpu-stalled" => "(the CPU did not run: host or lost events)",
-        "timer-irq-late" | "irq-late" => "(no cause in the trace)",
-        "unknown-lost-events" => "(events lost there)",
-        "trace-cut" => "(no data: file cut)",
-        "switch-in-untraced" => "(when the task got the CPU is not traced)",
-        "timer-irq-latency" => "(the timer's interrupt came late)",
-        "sched-overhead" => "(switching to the thread, kernel entry and exit)",
-        "nmi" => "(non-maskable interrupts)",
+        cause::CPU_IDLE => "(the CPU was idle)",
+        cause::UNKNOWN => "(nothing the trace shows)",
+        cause::DEVICE_EXTERNAL => "(the device or peer: nothing on the CPUs)",
+        cause::CPU_STALLED => "(the CPU did not run: host or lost events)",
+        cause::TIMER_IRQ_LATE | cause::IRQ_LATE => "(no cause in the trace)",
+        cause::UNKNOWN_LOST_EVENTS => "(events lost there)",
+        cause::TRACE_CUT => "(no data: file cut)",
+        cause::SWITCH_IN_UNTRACED => "(when the task got the CPU is not traced)",
+        cause::TIMER_IRQ_LATENCY => "(the timer's interrupt came late)",
+        cause::SCHED_OVERHEAD => "(switching to the thread, kernel entry and exit)",
+        cause::NMI => "(non-maskable interrupts)",
         _ => "(no task or irq to name)",
     }
 }

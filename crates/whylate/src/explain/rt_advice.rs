@@ -1,6 +1,7 @@
 //! Advice for the parts of a real-time latency (timerlat, osnoise): the timer IRQ's own
 //! latency, NMIs, other threads' noise, system vectors, and the scheduling rest.
 
+use super::causes as cause;
 use super::report::{Advice, CauseRow};
 
 /// The advice for one real-time cause, by its category; `others` lists the CPUs but the
@@ -13,17 +14,17 @@ pub(super) fn for_rt_cause(c: &CauseRow, others: &str) -> Vec<Advice> {
         cost: "the CPU is lost to everything else; nohz_full makes kernel entry and exit slower on it".into(),
     };
     match c.category.as_str() {
-        "timer-irq-latency" => vec![Advice {
+        cause::TIMER_IRQ_LATENCY => vec![Advice {
             action: format!("The timer's interrupt itself came late on CPU{cpu}: find the code that held interrupts off"),
             command: "rtla timerlat -a <us> (its stack at the hit), or whylate record -e latency,preemptirq:irq_disable,preemptirq:irq_enable".into(),
             cost: "preemptirq events are frequent: a bigger buffer, more overhead while tracing".into(),
         }],
-        "nmi" => vec![Advice {
+        cause::NMI => vec![Advice {
             action: format!("NMIs ran on CPU{cpu} (the watchdog or perf sampling)"),
             command: "sysctl kernel.nmi_watchdog=0, and no perf sampling on that CPU".into(),
             cost: "no hard-lockup detection".into(),
         }],
-        "thread-noise" => vec![
+        cause::THREAD_NOISE => vec![
             Advice {
                 action: format!("Move {} off CPU{cpu}", c.culprit.label()),
                 command: format!("taskset -pc {others} {}", c.culprit.pid.unwrap_or(-1)),
@@ -31,7 +32,7 @@ pub(super) fn for_rt_cause(c: &CauseRow, others: &str) -> Vec<Advice> {
             },
             isolate,
         ],
-        "cpu-vector" => vec![isolate],
+        cause::CPU_VECTOR => vec![isolate],
         _ => vec![Advice {
             action: format!("The switch to the thread and the kernel's entry and exit took the rest on CPU{cpu}"),
             command: format!("a PREEMPT_RT kernel; keep idle states shallow (cpupower idle-set -D 10); boot with nohz_full={cpu} rcu_nocbs={cpu}"),

@@ -2,6 +2,7 @@
 //! the deadline, and who held the CPU meanwhile.
 
 use super::blame::{as_backlog, as_pending, scale};
+use super::causes as cause;
 use super::driver::{assemble, Findings, Framing, PerMiss, Tally};
 use super::engine::{Engine, LinkKind, RawLink};
 use super::report::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss, Window};
@@ -184,7 +185,7 @@ fn left_idle_for(eng: &Engine<'_>, l: &RawLink, k0: u64, b: u64) -> Vec<Hold> {
         .find(|&i| sp.tid[i] != 0);
     // Handlers and softirqs here cut in while ksoftirqd waited (driver::rank).
     for h in out.iter_mut() {
-        if matches!(h.category.as_str(), "hardirq" | "softirq") {
+        if [cause::HARDIRQ, cause::SOFTIRQ].contains(&h.category.as_str()) {
             h.nested_ns = h.ns;
         }
     }
@@ -192,9 +193,9 @@ fn left_idle_for(eng: &Engine<'_>, l: &RawLink, k0: u64, b: u64) -> Vec<Hold> {
         return out;
     };
     let tid = sp.tid[next];
-    for h in out.iter_mut().filter(|h| h.category == "cpu-idle") {
+    for h in out.iter_mut().filter(|h| h.category == cause::CPU_IDLE) {
         let comm = eng.s.get(tl.comm(tid)).to_string();
-        h.category = "runqueue-wait".into();
+        h.category = cause::RUNQUEUE_WAIT.into();
         h.culprit = Culprit {
             comm: Some(comm).filter(|c| !c.is_empty()),
             pid: Some(tid),

@@ -2,6 +2,7 @@
 //! timer deadline policy, and why the interrupt or the wakeup came late.
 
 use super::blame::{one_syscall, scale, silent_cpu, untraced_rest};
+use super::causes as cause;
 use super::driver::{assemble, Findings, Framing, PerMiss, Tally};
 use super::engine::{untraced_words, Engine, LinkKind, RawLink};
 use super::report::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss, Window};
@@ -427,7 +428,7 @@ pub(super) fn timer_holds(
     let tl = eng.tl;
     let l = RawLink::wait(LinkKind::Timer, a, b, cpu, -1);
     let mut h = eng.holds(&l, a, b);
-    if h.len() == 1 && h[0].category == "timer-irq-late" {
+    if h.len() == 1 && h[0].category == cause::TIMER_IRQ_LATE {
         let silent = tl.ticks > 0 && tl.silent_ns(Some(cpu), a, b) * 2 >= b - a;
         if silent || one_syscall(eng, cpu, a, b).is_some() {
             h[0] = silent_cpu(eng, cpu, (a, b), ex, &|t| t == victim);

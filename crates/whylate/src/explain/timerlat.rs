@@ -5,6 +5,7 @@
 //! (scheduling, kernel entry and exit). The parts sum to the thread latency. osnoise
 //! `sample_threshold` hits are explained the same way from the noise inside them.
 
+use super::causes as cause;
 use super::driver::{assemble, Findings, Framing, Tally};
 use super::report::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss, Window};
 use crate::dist::median;
@@ -56,7 +57,7 @@ fn culprit(n: &Noise) -> (&'static str, Culprit) {
     let name = n.name.trim().to_string();
     match n.kind {
         NoiseKind::Irq if VECTORS.contains(&name.as_str()) => (
-            "cpu-vector",
+            cause::CPU_VECTOR,
             Culprit {
                 caller: Some(format!("{name}:{}", n.id)),
                 cpu,
@@ -64,7 +65,7 @@ fn culprit(n: &Noise) -> (&'static str, Culprit) {
             },
         ),
         NoiseKind::Irq => (
-            "hardirq",
+            cause::HARDIRQ,
             Culprit {
                 irq: u32::try_from(n.id).ok(),
                 irq_name: Some(name),
@@ -73,7 +74,7 @@ fn culprit(n: &Noise) -> (&'static str, Culprit) {
             },
         ),
         NoiseKind::Softirq => (
-            "softirq",
+            cause::SOFTIRQ,
             Culprit {
                 vector: Some(name),
                 cpu,
@@ -81,14 +82,14 @@ fn culprit(n: &Noise) -> (&'static str, Culprit) {
             },
         ),
         NoiseKind::Nmi => (
-            "nmi",
+            cause::NMI,
             Culprit {
                 cpu,
                 ..Default::default()
             },
         ),
         NoiseKind::Thread => (
-            "thread-noise",
+            cause::THREAD_NOISE,
             Culprit {
                 comm: Some(name),
                 pid: Some(n.id),
@@ -186,11 +187,11 @@ fn activation_miss(a: &Activation, by: &[Vec<&Noise>], dl: u64, usual: (u64, u64
     let entry = expiry + irq_lat;
     let fixed = vec![Hold {
         why: Some("the timer's expiry to its IRQ handler: interrupts off, or another handler or an NMI running".into()),
-        ..Hold::on_cpu("timer-irq-latency", a.cpu, irq_lat)
+        ..Hold::on_cpu(cause::TIMER_IRQ_LATENCY, a.cpu, irq_lat)
     }];
     let noise = noise_in(by, a.cpu, entry, th_ts.max(entry));
     let rest = (
-        "sched-overhead",
+        cause::SCHED_OVERHEAD,
         "what no noise event accounts for: waking and switching to the timerlat thread, kernel entry and exit",
     );
     let mut parts = breakdown(noise, a.cpu, (entry, th_ts), total, fixed, rest).into_iter();
@@ -340,7 +341,7 @@ fn analyze_thresholds(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport 
         let end = t.start + t.dur_ns;
         let noise = noise_in(&by, t.cpu, t.start, end);
         let rest = (
-            "unknown",
+            cause::UNKNOWN,
             "what no noise event inside the sample accounts for",
         );
         let held = breakdown(noise, t.cpu, (t.start, end), t.dur_ns, Vec::new(), rest);

@@ -39,14 +39,7 @@ pub fn is_stream(path: &Path) -> bool {
     })
 }
 
-/// How `path` is named in messages: `-` says it is standard input.
-pub fn display(path: &Path) -> String {
-    if path.as_os_str() == "-" {
-        "- (standard input)".into()
-    } else {
-        path.display().to_string()
-    }
-}
+pub use crate::read::source::display;
 
 /// Refuses inputs that name one file twice (the same path, or two paths to one file):
 /// each of its events would count twice, and a pipe would be split between two readers.

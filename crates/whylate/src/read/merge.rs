@@ -2,9 +2,7 @@
 //! [`Merged`] merges several inputs by timestamp.
 
 use crate::event::{Event, Interner};
-use crate::read::open::Input;
 use crate::read::source::{Diag, EventSource, OrderStats, ReadError};
-use crate::read::text::reader::TextReader;
 use std::collections::VecDeque;
 /// Puts a nearly sorted stream in time order with a bounded window: every event is delayed
 /// by `window` events, and one that arrives earlier than events already queued is inserted
@@ -23,9 +21,9 @@ pub struct Sorted<R> {
     eof: bool,
 }
 
-impl Sorted<TextReader> {
+impl<R> Sorted<R> {
     /// The underlying reader.
-    pub fn reader(&self) -> &TextReader {
+    pub fn reader(&self) -> &R {
         &self.inner
     }
 }
@@ -204,7 +202,14 @@ impl<S: EventSource> Merged<S> {
     }
 }
 
-impl Merged<Input> {
+/// A source that can lend its next event where it holds it instead of moving it out
+/// (an opened input: its reorder window or reader queue holds the event).
+pub trait Lend: EventSource {
+    /// The next event, lent until the next call.
+    fn next_ref(&mut self, strings: &mut Interner) -> Result<Option<&Event>, ReadError>;
+}
+
+impl<S: Lend> Merged<S> {
     /// Like [`Merged::next_indexed`], but the event is lent: with one input (the usual case)
     /// it is read where the reader's queue holds it, never copied.
     pub fn next_ref(

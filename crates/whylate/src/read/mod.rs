@@ -14,6 +14,7 @@
 mod comms;
 mod declared;
 pub mod decompress;
+mod format;
 pub mod ident;
 pub mod inputs;
 pub mod ksyms;
@@ -21,6 +22,7 @@ mod merge;
 mod open;
 pub mod perfdata;
 mod records;
+mod registry;
 pub mod ringbuf;
 pub mod rtla;
 mod source;
@@ -30,14 +32,12 @@ pub mod tracedat;
 pub mod unpack;
 
 pub use decompress::Compression;
-pub use merge::{Merged, Sorted};
-pub use open::{
-    open, sniff, trace_format, Input, OpenOptions, Progress, DEFAULT_WINDOW, PERF_WINDOW,
-};
+pub use format::Format;
+pub use merge::{Lend, Merged, Sorted};
+pub use open::{open, trace_format, Input, OpenOptions, Progress, DEFAULT_WINDOW, PERF_WINDOW};
+pub use registry::{formats, sniff};
 pub(crate) use source::OrderCheck;
-pub use source::{
-    BadLine, Diag, EventSource, Format, Header, LatencyHeader, OrderStats, ReadError,
-};
+pub use source::{BadLine, Diag, EventSource, Header, LatencyHeader, OrderStats, ReadError};
 pub use text::body::{ftrace_syscall, parse_body, softirq_name};
 pub use text::lines::LineReader;
 pub use text::reader::TextReader;

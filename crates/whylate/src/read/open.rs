@@ -3,11 +3,12 @@
 
 use crate::event::{Event, Interner};
 use crate::read::decompress::Compression;
+use crate::read::format::{Build, Format, REPORT_HEADERS};
 use crate::read::merge::Sorted;
-use crate::read::source::{Diag, EventSource, Format, OrderStats, ReadError};
+use crate::read::registry;
+use crate::read::source::{Cx, Diag, EventSource, OrderStats, ReadError};
 use crate::read::text::lines::LineReader;
-use crate::read::text::reader::{Cx, LineParser, TextReader};
-use crate::read::text::{body, ftrace, funcgraph, kernlog, perf_script, sysdig, systrace};
+use crate::read::text::reader::TextReader;
 use crate::read::{decompress, ksyms, perfdata, tracedat, unpack};
 use std::collections::VecDeque;
 use std::fs::File;
@@ -258,6 +259,12 @@ impl Input {
     }
 }
 
+impl crate::read::merge::Lend for Input {
+    fn next_ref(&mut self, strings: &mut Interner) -> Result<Option<&Event>, ReadError> {
+        Input::next_ref(self, strings)
+    }
+}
+
 impl EventSource for Input {
     fn next_event(&mut self, strings: &mut Interner) -> Result<Option<Event>, ReadError> {
         self.check_cancel(1)?;
@@ -323,7 +330,7 @@ fn read_head<R: Read>(lines: &mut LineReader<R>) -> io::Result<(Vec<u8>, usize)>
         if head.len() >= HEAD {
             break;
         }
-        if body::trim(line).is_empty() {
+        if line.trim_ascii().is_empty() {
             continue;
         }
         if !is_data(line) {
@@ -346,11 +353,10 @@ fn has_data(buf: &[u8]) -> bool {
 
 /// A line that is trace data to the sniffer: not blank, no comment, no report header.
 fn is_data(line: &[u8]) -> bool {
-    let line = body::trim(line);
+    let line = line.trim_ascii();
     !(line.is_empty()
         || line.starts_with(b"#")
-        || line.starts_with(b"cpus=")
-        || line.starts_with(b"version = "))
+        || REPORT_HEADERS.iter().any(|h| line.starts_with(h)))
 }
 
 /// Opens `path` (`-` = standard input), decompresses and sniffs it, and returns an event
@@ -391,9 +397,8 @@ fn open_input(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
             },
         });
     }
-    let dat = tracedat::sniff(&head) || opts.format == Some(Format::TraceDat);
-    let perf = perfdata::sniff(&head) || opts.format == Some(Format::PerfData);
-    if dat || perf {
+    if let Some(binary) = registry::binary(&head, opts.format) {
+        let dat = matches!(binary.build, Build::TraceDat);
         if let Some(p) = &opts.progress {
             // Binary readers seek around the file: their progress shows as events only.
             p.binary.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -430,20 +435,22 @@ fn open_input(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
     }
     let format = match opts.format {
         Some(f) => f,
-        None => sniff(&head).ok_or_else(|| ReadError::UnknownFormat {
+        None => registry::sniff(&head).ok_or_else(|| ReadError::UnknownFormat {
             path: path.to_path_buf(),
-            tried: Format::ALL.map(|f| f.name()).join(", "),
+            tried: registry::tried(),
             start: describe_start(&head),
         })?,
     };
-    let Some(parser) = parser_for(format, &head) else {
+    let reader = registry::reader(format);
+    let Build::Text(parser) = reader.build else {
         unreachable!("binary formats return above")
     };
+    let parser = parser(&head);
     let diag = Diag::strict(opts.strict);
     let size = (compression == Compression::None && !stream)
         .then(|| std::fs::metadata(path).ok().map(|m| m.len()))
         .flatten();
-    let plan = crate::read::text::chunked::plan(format, peeked, HEAD, size);
+    let plan = crate::read::text::chunked::plan(reader.split, peeked, HEAD, size);
     let r = TextReader::new(
         path,
         lines,
@@ -468,21 +475,6 @@ fn open_input(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
     })
 }
 
-/// The line parser of a text `format` (None for a binary one); `head` starts the input.
-fn parser_for(format: Format, head: &[u8]) -> Option<Box<dyn LineParser>> {
-    Some(match format {
-        Format::Ftrace | Format::TraceCmdReport | Format::LatencyTracer => {
-            Box::new(ftrace::FtraceParser::new())
-        }
-        Format::FunctionGraph => Box::new(funcgraph::FuncGraphParser::new()),
-        Format::PerfScript => Box::new(perf_script::PerfScriptParser::new()),
-        Format::Sysdig => Box::new(sysdig::SysdigParser::new()),
-        Format::Systrace => Box::new(systrace::SystraceParser::new(head)),
-        Format::KernelLog => Box::new(kernlog::KernLogParser::new()),
-        Format::TraceDat | Format::PerfData => return None,
-    })
-}
-
 /// The format of the trace at `path`, when it is a regular file holding one (compressed
 /// or not); None for anything else. Outputs are checked with it, so that a trace named
 /// where an output was meant is not written over. Text counts as a trace when its first
@@ -495,14 +487,14 @@ pub fn trace_format(path: &Path) -> Option<Format> {
     let f = File::open(path).ok()?;
     let (rd, _, _) = decompress::open(path, Box::new(f)).ok()?;
     let (head, _) = read_head(&mut LineReader::new(rd)).ok()?;
-    if tracedat::sniff(&head) {
-        return Some(Format::TraceDat);
+    if let Some(binary) = registry::binary(&head, None) {
+        return Some(binary.format);
     }
-    if perfdata::sniff(&head) {
-        return Some(Format::PerfData);
-    }
-    let format = sniff(&head)?;
-    let mut parser = parser_for(format, &head)?;
+    let format = registry::sniff(&head)?;
+    let Build::Text(parser) = registry::reader(format).build else {
+        return None;
+    };
+    let mut parser = parser(&head);
     let (mut strings, mut out, mut diag) = (Interner::new(), VecDeque::new(), Diag::default());
     let whole = memchr::memrchr(b'\n', &head).map_or(&head[..], |p| &head[..p]);
     for (i, line) in whole.split(|c| *c == b'\n').enumerate() {
@@ -512,7 +504,7 @@ pub fn trace_format(path: &Path) -> Option<Format> {
             diag: &mut diag,
             lineno: i as u64 + 1,
         };
-        parser.line(crate::read::text::reader::chomp(line), &mut cx);
+        parser.line(crate::read::text::lines::chomp(line), &mut cx);
         if !out.is_empty() {
             return Some(format);
         }
@@ -635,90 +627,4 @@ fn describe_start(head: &[u8]) -> String {
     }
     let hex: Vec<String> = head.iter().take(16).map(|b| format!("{b:02x}")).collect();
     format!("the bytes {} (not text)", hex.join(" "))
-}
-
-/// Picks the format of a file from its first bytes. Header lines decide when present;
-/// otherwise each line parser votes on the first data lines.
-pub fn sniff(head: &[u8]) -> Option<Format> {
-    if systrace::sniff(head) {
-        return Some(Format::Systrace);
-    }
-    let mut tracer: Option<&[u8]> = None;
-    let mut latency_hdr = false;
-    let mut graph_hdr = false;
-    let mut report_hdr = false;
-    // ftrace-like, latency-line, perf, sysdig, funcgraph, kernel log (last: loses ties).
-    let mut votes = [0u32; 6];
-    let mut data = 0;
-    // Ignore a possibly cut last line.
-    let usable = memchr::memrchr(b'\n', head).map_or(head, |p| &head[..p]);
-    // Blank and comment lines are passed over, however many (the head is bounded).
-    for raw in usable.split(|c| *c == b'\n') {
-        let line = raw.strip_suffix(b"\r").unwrap_or(raw);
-        if let Some(c) = line.strip_prefix(b"#") {
-            let c = body::trim(c);
-            if let Some(t) = c.strip_prefix(b"tracer:") {
-                tracer = Some(body::trim(t));
-            }
-            if c.starts_with(b"latency:") {
-                latency_hdr = true;
-            }
-            if memchr::memmem::find(c, b"FUNCTION CALLS").is_some() {
-                graph_hdr = true;
-            }
-            continue;
-        }
-        if line.starts_with(b"cpus=") || line.starts_with(b"version = ") {
-            report_hdr = true;
-            continue;
-        }
-        if body::trim(line).is_empty() {
-            continue;
-        }
-        data += 1;
-        if ftrace::probe(line) {
-            votes[0] += 1;
-        }
-        if ftrace::probe_latency_line(line) {
-            votes[1] += 1;
-        }
-        if perf_script::probe(line) {
-            votes[2] += 1;
-        }
-        if sysdig::probe(line) {
-            votes[3] += 1;
-        }
-        if funcgraph::probe(line) {
-            votes[4] += 1;
-        }
-        if kernlog::probe(line) {
-            votes[5] += 1;
-        }
-        if data >= 200 {
-            break;
-        }
-    }
-    if graph_hdr || tracer == Some(b"function_graph") {
-        return Some(Format::FunctionGraph);
-    }
-    if latency_hdr {
-        return Some(Format::LatencyTracer);
-    }
-    let best = (0..6).max_by_key(|&i| (votes[i], std::cmp::Reverse(i)))?;
-    if votes[best] == 0 {
-        return (tracer.is_some() || report_hdr).then_some(if report_hdr {
-            Format::TraceCmdReport
-        } else {
-            Format::Ftrace
-        });
-    }
-    Some(match best {
-        0 if report_hdr => Format::TraceCmdReport,
-        0 => Format::Ftrace,
-        1 => Format::LatencyTracer,
-        2 => Format::PerfScript,
-        3 => Format::Sysdig,
-        4 => Format::FunctionGraph,
-        _ => Format::KernelLog,
-    })
 }

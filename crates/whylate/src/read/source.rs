@@ -1,73 +1,51 @@
 //! What every reader is: an [`EventSource`] of time-ordered events, with the formats it
 //! may detect, the errors it may return, and the diagnostics it keeps ([`Diag`]) about
-//! lines not understood, lost events and ordering.
+//! lines not understood, lost events and ordering; and what a text format's line parser
+//! is ([`LineParser`], writing into a [`Cx`]).
 
 use crate::event::{Event, Interner};
 use std::collections::VecDeque;
-use std::fmt;
 use std::io;
-use std::path::PathBuf;
-/// The input formats whylate reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Format {
-    /// ftrace `trace` / `trace_pipe` text.
-    Ftrace,
-    /// `trace-cmd report` text (any of its layouts).
-    TraceCmdReport,
-    /// A latency-tracer dump (irqsoff, preemptoff, preemptirqsoff, wakeup, wakeup_rt...).
-    LatencyTracer,
-    /// function_graph tracer text.
-    FunctionGraph,
-    /// `perf script` text.
-    PerfScript,
-    /// sysdig text output.
-    Sysdig,
-    /// Legacy systrace (HTML or the JS payload) holding ftrace text.
-    Systrace,
-    /// A kernel log: dmesg (raw or -T), journalctl -k, a serial console capture.
-    KernelLog,
-    /// trace-cmd's binary trace.dat (v6, v7).
-    #[serde(rename = "trace.dat")]
-    TraceDat,
-    /// perf's binary perf.data.
-    #[serde(rename = "perf.data")]
-    PerfData,
-}
+use std::path::{Path, PathBuf};
 
-impl Format {
-    /// All formats, in sniffing order.
-    pub const ALL: [Format; 8] = [
-        Format::Systrace,
-        Format::FunctionGraph,
-        Format::LatencyTracer,
-        Format::TraceCmdReport,
-        Format::Ftrace,
-        Format::PerfScript,
-        Format::Sysdig,
-        Format::KernelLog,
-    ];
-
-    /// Human name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Format::Ftrace => "ftrace",
-            Format::TraceCmdReport => "trace-cmd-report",
-            Format::LatencyTracer => "latency-tracer",
-            Format::FunctionGraph => "function-graph",
-            Format::PerfScript => "perf-script",
-            Format::Sysdig => "sysdig",
-            Format::Systrace => "systrace",
-            Format::KernelLog => "kernel-log",
-            Format::TraceDat => "trace.dat",
-            Format::PerfData => "perf.data",
-        }
+/// A line-oriented format parser. It pushes zero or more events per line. `Send`, like
+/// every reader's byte source, so a reader can be moved to a thread of its own.
+pub(crate) trait LineParser: Send {
+    fn line(&mut self, line: &[u8], cx: &mut Cx<'_>);
+    fn finish(&mut self, _cx: &mut Cx<'_>) {}
+    /// A fresh parser of the same format (caches empty), for chunks of the input parsed
+    /// on other threads; None when lines must be read in order by one parser (their
+    /// meaning depends on lines far before them). See `read/text/chunked.rs`.
+    fn fork(&self) -> Option<Box<dyn LineParser>> {
+        None
     }
+    /// At a chunk's end: puts the state carried from line to line into the one a chunk
+    /// after the first is parsed from (the usual state between two records). When it
+    /// was another, that state is returned in a parser of its own (caches empty), to
+    /// parse the next chunk again as one pass would.
+    fn rebase(&mut self) -> Option<Box<dyn LineParser>> {
+        None
+    }
+    /// A parser carried over a boundary learns when the input's last event before it
+    /// was (`ts`), for what it places at that time when its own chunk had no event.
+    fn continue_after(&mut self, _ts: u64) {}
 }
 
-impl fmt::Display for Format {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+/// What a [`LineParser`] writes into.
+pub(crate) struct Cx<'a> {
+    pub strings: &'a mut Interner,
+    pub out: &'a mut VecDeque<Event>,
+    pub diag: &'a mut Diag,
+    pub lineno: u64,
+}
+
+/// How `path` is named in messages: `-` says it is standard input. (Here, below
+/// [`ReadError`] which names its inputs so; `read::ident` passes it on.)
+pub fn display(path: &Path) -> String {
+    if path.as_os_str() == "-" {
+        "- (standard input)".into()
+    } else {
+        path.display().to_string()
     }
 }
 
@@ -139,7 +117,7 @@ pub enum ReadError {
     /// events would count twice, or a pipe would be split between two readers.
     #[error(
         "{}: given twice as an input{}; give each trace once",
-        super::ident::display(path),
+        display(path),
         same_as(path, first)
     )]
     SameInput {
@@ -171,7 +149,7 @@ fn same_as(path: &std::path::Path, first: &std::path::Path) -> String {
     if path == first {
         String::new()
     } else {
-        format!(" (also as {})", super::ident::display(first))
+        format!(" (also as {})", display(first))
     }
 }
 

@@ -16,6 +16,7 @@ use super::tep::{self, Decoder, Formats};
 use super::unpack::{self, Bytes};
 use super::{Diag, EventSource, OrderCheck, OrderStats, ReadError, Sorted};
 use crate::event::{Event, Interner, Kind, Sym};
+use crate::read::format::{self, Build, Format, Sniff};
 use linux_perf_data::linux_perf_event_reader::{Endianness, EventRecord};
 use linux_perf_data::{Feature, PerfFileReader, PerfFileRecord};
 use rustc_hash::FxHashMap;
@@ -26,6 +27,25 @@ use std::path::{Path, PathBuf};
 /// True when `head` starts like a perf.data (either byte order).
 pub fn sniff(head: &[u8]) -> bool {
     head.starts_with(b"PERFILE2") || head.starts_with(b"2ELIFREP")
+}
+
+/// perf's binary perf.data.
+pub(crate) const PERF_DATA: format::Reader = format::Reader {
+    format: Format::PerfData,
+    arg: "perf-data",
+    sniff: Sniff {
+        priority: 1,
+        magic: Some(sniff),
+        ..Sniff::NONE
+    },
+    split: false,
+    build: Build::PerfData,
+};
+
+impl Format {
+    /// perf's binary perf.data.
+    #[allow(non_upper_case_globals)]
+    pub const PerfData: Format = Format::named("perf.data");
 }
 
 /// What the header says.

@@ -15,9 +15,9 @@
 //!
 //! Memory is bounded: at most [`AHEAD`] chunks per worker are cut and not yet taken back.
 
-use super::reader::{Cx, LineParser};
 use crate::event::{Event, Interner, Sym};
 use crate::read::source::Diag;
+use crate::read::source::{Cx, LineParser};
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read};
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -38,20 +38,16 @@ std::thread_local! {
 /// Inputs smaller than this are parsed in one pass: threads would cost more than they save.
 const MIN_INPUT: usize = 4 * CHUNK;
 
-/// (workers, chunk bytes) for an input of `format` of `size` bytes (None: compressed or
-/// a pipe) that starts with `head` bytes (`head_max` were asked for): every core for a
-/// large input whose lines stand on their own, no worker otherwise.
+/// (workers, chunk bytes) for an input of `size` bytes (None: compressed or a pipe) that
+/// starts with `head` bytes (`head_max` were asked for), whose lines stand on their own
+/// when `by_line` (its reader's `split`): every core for a large input whose lines stand
+/// on their own, no worker otherwise.
 pub(crate) fn plan(
-    format: crate::read::Format,
+    by_line: bool,
     head: usize,
     head_max: usize,
     size: Option<u64>,
 ) -> (usize, usize) {
-    use crate::read::Format;
-    let by_line = matches!(
-        format,
-        Format::Ftrace | Format::TraceCmdReport | Format::PerfScript
-    );
     let large = match size {
         Some(n) => n >= MIN_INPUT as u64,
         // A compressed input or a pipe: its head filled what was asked.
@@ -227,7 +223,7 @@ fn parse_piece(
             diag: &mut *diag,
             lineno: n,
         };
-        parser.line(super::reader::chomp(line), &mut cx);
+        parser.line(super::lines::chomp(line), &mut cx);
     }
 }
 

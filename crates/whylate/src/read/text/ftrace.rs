@@ -15,9 +15,78 @@ use super::grammar::{
     comm_pid, event_kind, find_stamp, parse_flags, parse_prefix, secs_stamp, Prefix, StampKind,
 };
 use super::memo::{NameMemo, PrefixMemo};
-use super::reader::{Cx, LineParser};
 use crate::event::{parse_i64, Event, Interner, Kind, Sym};
+use crate::read::format::{Build, Format, Reader, Sniff, Vote};
+use crate::read::source::{Cx, LineParser};
 use crate::read::LatencyHeader;
+
+/// ftrace's own `trace` / `trace_pipe` text.
+pub(crate) const FTRACE: Reader = Reader {
+    format: Format::Ftrace,
+    arg: "ftrace",
+    sniff: Sniff {
+        priority: 6,
+        line: Some(Vote {
+            probe,
+            rank: 1,
+            only: None,
+        }),
+        // An input of headers alone (`# tracer: nop` and no event yet).
+        lone: Some(|h| h.tracer().is_some()),
+        ..Sniff::NONE
+    },
+    split: true,
+    build: Build::Text(|_| Box::new(FtraceParser::new())),
+};
+
+/// `trace-cmd report`'s text: ftrace's lines under its own header lines.
+pub(crate) const TRACE_CMD_REPORT: Reader = Reader {
+    format: Format::TraceCmdReport,
+    arg: "trace-cmd-report",
+    sniff: Sniff {
+        priority: 5,
+        line: Some(Vote {
+            probe,
+            // Ahead of ftrace, whose lines these are.
+            rank: 0,
+            only: Some(|h| !h.headers.is_empty()),
+        }),
+        lone: Some(|h| !h.headers.is_empty()),
+        ..Sniff::NONE
+    },
+    split: true,
+    build: Build::Text(|_| Box::new(FtraceParser::new())),
+};
+
+/// A latency tracer's dump (irqsoff, wakeup...): its `# latency:` header decides.
+pub(crate) const LATENCY_TRACER: Reader = Reader {
+    format: Format::LatencyTracer,
+    arg: "latency-tracer",
+    sniff: Sniff {
+        priority: 4,
+        header: Some(|h| h.comments.iter().any(|c| c.starts_with(b"latency:"))),
+        line: Some(Vote {
+            probe: probe_latency_line,
+            rank: 2,
+            only: None,
+        }),
+        ..Sniff::NONE
+    },
+    split: false,
+    build: Build::Text(|_| Box::new(FtraceParser::new())),
+};
+
+impl Format {
+    /// ftrace `trace` / `trace_pipe` text.
+    #[allow(non_upper_case_globals)]
+    pub const Ftrace: Format = Format::named("ftrace");
+    /// `trace-cmd report` text (any of its layouts).
+    #[allow(non_upper_case_globals)]
+    pub const TraceCmdReport: Format = Format::named("trace-cmd-report");
+    /// A latency-tracer dump (irqsoff, preemptoff, preemptirqsoff, wakeup, wakeup_rt...).
+    #[allow(non_upper_case_globals)]
+    pub const LatencyTracer: Format = Format::named("latency-tracer");
+}
 
 /// Does `line` look like ftrace/trace-cmd data (`comm-pid ... [cpu] ... ts: ...`)?
 pub(crate) fn probe(line: &[u8]) -> bool {

@@ -18,8 +18,9 @@ use super::body::{dec, trim};
 use super::ftrace::{parse_latency_header, probe_latency_line, FtraceParser};
 use super::grammar::{event_kind, parse_flags, parse_secs};
 use super::graph::{duration, func_name};
-use super::reader::{Cx, LineParser};
 use crate::event::{parse_i64, Event, Kind, Sym};
+use crate::read::format::{Build, Format, Reader, Sniff, Vote};
+use crate::read::source::{Cx, LineParser};
 use rustc_hash::FxHashMap;
 
 /// `3)` prefix → (cpu, remainder).
@@ -119,6 +120,33 @@ fn columns(line: &[u8]) -> Option<Cols<'_>> {
         return None;
     }
     None
+}
+
+/// function_graph tracer text: its column header or `# tracer:` line decides.
+pub(crate) const FUNCTION_GRAPH: Reader = Reader {
+    format: Format::FunctionGraph,
+    arg: "function-graph",
+    sniff: Sniff {
+        priority: 3,
+        header: Some(|h| {
+            h.tracer() == Some(b"function_graph")
+                || (h.comments.iter()).any(|c| memchr::memmem::find(c, b"FUNCTION CALLS").is_some())
+        }),
+        line: Some(Vote {
+            probe,
+            rank: 5,
+            only: None,
+        }),
+        ..Sniff::NONE
+    },
+    split: false,
+    build: Build::Text(|_| Box::new(FuncGraphParser::new())),
+};
+
+impl Format {
+    /// function_graph tracer text.
+    #[allow(non_upper_case_globals)]
+    pub const FunctionGraph: Format = Format::named("function-graph");
 }
 
 /// Does `line` look like a function_graph line? With a CPU column any graph body will do;

@@ -3,8 +3,8 @@
 //! and an event's `name: body` resolved to a typed [`Kind`] (or kept untyped).
 
 use crate::event::{flags, parse_hex, parse_i64, Interner, Kind, Sym, TaskState};
+use crate::read::source::Cx;
 use crate::read::text::body::{dec, ftrace_syscall, parse_body, trim};
-use crate::read::text::reader::Cx;
 /// Where the timestamp is and what kind it is.
 pub(crate) struct Stamp {
     /// Start of the time token.

@@ -11,8 +11,9 @@
 //! numbers, and [`crate::read::Diag::line_order_time`] says so.
 
 use super::body::trim;
-use super::reader::{Cx, LineParser};
 use crate::event::{Event, Kind, Sym};
+use crate::read::format::{Build, Format, Reader, Sniff, Vote};
+use crate::read::source::{Cx, LineParser};
 
 /// Lines that only a kernel log has: what its reports start with.
 const MARKERS: [&str; 9] = [
@@ -26,6 +27,29 @@ const MARKERS: [&str; 9] = [
     "messages dropped",
     "Call Trace:",
 ];
+
+/// A kernel log: dmesg (raw or -T), journalctl -k, a serial console capture. Its vote loses every tie: report words appear in other formats' lines too.
+pub(crate) const KERNEL_LOG: Reader = Reader {
+    format: Format::KernelLog,
+    arg: "kernel-log",
+    sniff: Sniff {
+        priority: 9,
+        line: Some(Vote {
+            probe,
+            rank: 6,
+            only: None,
+        }),
+        ..Sniff::NONE
+    },
+    split: false,
+    build: Build::Text(|_| Box::new(KernLogParser::new())),
+};
+
+impl Format {
+    /// A kernel log: dmesg (raw or -T), journalctl -k, a serial console capture.
+    #[allow(non_upper_case_globals)]
+    pub const KernelLog: Format = Format::named("kernel-log");
+}
 
 /// A kernel log line: a dmesg prefix, or a report's own words.
 pub(crate) fn probe(line: &[u8]) -> bool {

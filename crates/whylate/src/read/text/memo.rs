@@ -8,8 +8,8 @@ use super::body::{hot_parser, trim, BodyParser};
 #[cfg(test)]
 use super::grammar::parse_secs;
 use super::grammar::{secs_prefix, typed_or_other};
-use super::reader::Cx;
 use crate::event::Kind;
+use crate::read::source::Cx;
 use crate::swar::{blank8, same};
 
 /// The columns left of a line's time (`T`), keyed by their bytes. Two entries, most

@@ -11,8 +11,9 @@
 use super::body::{dec, skip_spaces, trim};
 use super::grammar::{find_stamp, typed_or_other, StampKind};
 use super::memo::{NameMemo, PrefixMemo};
-use super::reader::{Cx, LineParser};
 use crate::event::{parse_i64, Event, Interner, Kind, Sym};
+use crate::read::format::{Build, Format, Reader, Sniff, Vote};
+use crate::read::source::{Cx, LineParser};
 
 struct Head<'a> {
     comm: &'a [u8],
@@ -100,6 +101,29 @@ fn head(left: &[u8]) -> Option<Head<'_>> {
         has_tgid: ids.contains(&b'/'),
         cpu,
     })
+}
+
+/// `perf script` text.
+pub(crate) const PERF_SCRIPT: Reader = Reader {
+    format: Format::PerfScript,
+    arg: "perf-script",
+    sniff: Sniff {
+        priority: 7,
+        line: Some(Vote {
+            probe,
+            rank: 3,
+            only: None,
+        }),
+        ..Sniff::NONE
+    },
+    split: true,
+    build: Build::Text(|_| Box::new(PerfScriptParser::new())),
+};
+
+impl Format {
+    /// `perf script` text.
+    #[allow(non_upper_case_globals)]
+    pub const PerfScript: Format = Format::named("perf-script");
 }
 
 /// Does `line` look like a perf script sample?

@@ -3,43 +3,13 @@
 
 use crate::event::{Event, Interner};
 use crate::read::decompress::{self, Compression};
-use crate::read::source::{Diag, EventSource, Format, OrderStats, ReadError};
+use crate::read::format::Format;
+use crate::read::source::{Cx, Diag, EventSource, LineParser, OrderStats, ReadError};
 use crate::read::text::chunked::Chunked;
 use crate::read::text::lines::LineReader;
 use std::collections::VecDeque;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-/// A line-oriented format parser. It pushes zero or more events per line. `Send`, like
-/// every reader's byte source, so a reader can be moved to a thread of its own.
-pub(crate) trait LineParser: Send {
-    fn line(&mut self, line: &[u8], cx: &mut Cx<'_>);
-    fn finish(&mut self, _cx: &mut Cx<'_>) {}
-    /// A fresh parser of the same format (caches empty), for chunks of the input parsed
-    /// on other threads; None when lines must be read in order by one parser (their
-    /// meaning depends on lines far before them). See [`super::chunked`].
-    fn fork(&self) -> Option<Box<dyn LineParser>> {
-        None
-    }
-    /// At a chunk's end: puts the state carried from line to line into the one a chunk
-    /// after the first is parsed from (the usual state between two records). When it
-    /// was another, that state is returned in a parser of its own (caches empty), to
-    /// parse the next chunk again as one pass would.
-    fn rebase(&mut self) -> Option<Box<dyn LineParser>> {
-        None
-    }
-    /// A parser carried over a boundary learns when the input's last event before it
-    /// was (`ts`), for what it places at that time when its own chunk had no event.
-    fn continue_after(&mut self, _ts: u64) {}
-}
-
-/// What a [`LineParser`] writes into.
-pub(crate) struct Cx<'a> {
-    pub strings: &'a mut Interner,
-    pub out: &'a mut VecDeque<Event>,
-    pub diag: &'a mut Diag,
-    pub lineno: u64,
-}
-
 /// Reads one text file through a [`LineParser`].
 pub struct TextReader {
     path: PathBuf,
@@ -243,5 +213,3 @@ impl EventSource for TextReader {
         OrderStats::default()
     }
 }
-
-pub(crate) use super::lines::chomp;

@@ -8,8 +8,9 @@
 
 use super::body::{dec, trim};
 use super::grammar::parse_secs;
-use super::reader::{Cx, LineParser};
 use crate::event::{parse_num, Event, Kind, Sym, TaskState};
+use crate::read::format::{Build, Format, Reader, Sniff, Vote};
+use crate::read::source::{Cx, LineParser};
 
 struct Line<'a> {
     time: &'a [u8],
@@ -50,6 +51,29 @@ fn split(line: &[u8]) -> Option<Line<'_>> {
         ty: &after[..sp],
         args: trim(&after[sp..]),
     })
+}
+
+/// sysdig text output.
+pub(crate) const SYSDIG: Reader = Reader {
+    format: Format::Sysdig,
+    arg: "sysdig",
+    sniff: Sniff {
+        priority: 8,
+        line: Some(Vote {
+            probe,
+            rank: 4,
+            only: None,
+        }),
+        ..Sniff::NONE
+    },
+    split: false,
+    build: Build::Text(|_| Box::new(SysdigParser::new())),
+};
+
+impl Format {
+    /// sysdig text output.
+    #[allow(non_upper_case_globals)]
+    pub const Sysdig: Format = Format::named("sysdig");
 }
 
 /// Does `line` look like sysdig output?

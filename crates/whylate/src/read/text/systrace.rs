@@ -5,7 +5,27 @@
 
 use super::body::trim;
 use super::ftrace::FtraceParser;
-use super::reader::{Cx, LineParser};
+use crate::read::format::{Build, Format, Reader, Sniff};
+use crate::read::source::{Cx, LineParser};
+
+/// Legacy systrace (HTML or the JS payload) holding ftrace text: the page decides before any line is read.
+pub(crate) const SYSTRACE: Reader = Reader {
+    format: Format::Systrace,
+    arg: "systrace",
+    sniff: Sniff {
+        priority: 2,
+        magic: Some(sniff),
+        ..Sniff::NONE
+    },
+    split: false,
+    build: Build::Text(|head| Box::new(SystraceParser::new(head))),
+};
+
+impl Format {
+    /// Legacy systrace (HTML or the JS payload) holding ftrace text.
+    #[allow(non_upper_case_globals)]
+    pub const Systrace: Format = Format::named("systrace");
+}
 
 /// Does the head of a file look like systrace?
 pub(crate) fn sniff(head: &[u8]) -> bool {

@@ -13,6 +13,7 @@ use super::ringbuf::{PageCursor, PageLayout};
 use super::tep::{self, Decoder, Endian, Formats};
 use super::{Diag, ReadError};
 use crate::event::{Event, Interner, Sym};
+use crate::read::format::{Build, Format, Reader, Sniff};
 use crate::read::unpack::Bytes;
 use crate::snapshot::Snapshot;
 use rustc_hash::FxHashMap;
@@ -30,6 +31,25 @@ pub const MAGIC: &[u8] = b"\x17\x08\x44tracing";
 /// True when `head` starts like a trace.dat.
 pub fn sniff(head: &[u8]) -> bool {
     head.starts_with(MAGIC)
+}
+
+/// trace-cmd's binary trace.dat (v6, v7).
+pub(crate) const TRACE_DAT: Reader = Reader {
+    format: Format::TraceDat,
+    arg: "trace-dat",
+    sniff: Sniff {
+        priority: 0,
+        magic: Some(sniff),
+        ..Sniff::NONE
+    },
+    split: false,
+    build: Build::TraceDat,
+};
+
+impl Format {
+    /// trace-cmd's binary trace.dat (v6, v7).
+    #[allow(non_upper_case_globals)]
+    pub const TraceDat: Format = Format::named("trace.dat");
 }
 
 /// What the file's header and options say.

@@ -1,0 +1,291 @@
+//! The catalogue of causes: every category blame can give a hold, with a stable id (what
+//! JSON, diff and fleet write), what it means, the mechanism behind it and the usual
+//! fixes. `whylate explain --list-causes` prints it and `docs/causes.md` is generated
+//! from it ([`markdown`]).
+
+/// One cause category.
+#[derive(Clone, Copy, Debug)]
+pub struct Cause {
+    /// The stable id (`runqueue-wait`), as JSON and the tables write it.
+    pub id: &'static str,
+    /// What it means, in one line.
+    pub meaning: &'static str,
+    /// How it comes about in the kernel.
+    pub mechanism: &'static str,
+    /// What usually fixes it (the advice gives this trace's commands).
+    pub fixes: &'static str,
+    /// A blind spot: time the trace cannot explain, ranked last and never advised on.
+    pub blind: bool,
+}
+
+/// The chain's task was runnable and another task ran on its CPU.
+pub const RUNQUEUE_WAIT: &str = "runqueue-wait";
+/// The chain's task was running and another task preempted it.
+pub const PREEMPTED_BY: &str = "preempted-by";
+/// A hard interrupt handler held the CPU.
+pub const HARDIRQ: &str = "hardirq";
+/// A softirq held the CPU.
+pub const SOFTIRQ: &str = "softirq";
+/// Earlier runs of the softirq vector the chain waited for.
+pub const SOFTIRQ_BACKLOG: &str = "softirq-backlog";
+/// The softirq was pending while its CPU ran something else.
+pub const SOFTIRQ_PENDING: &str = "softirq-pending";
+/// The softirq was deferred to ksoftirqd, held off by the task on the CPU.
+pub const DEFERRED_TO_KSOFTIRQD: &str = "deferred-to-ksoftirqd";
+/// A traced section with interrupts off.
+pub const IRQS_OFF: &str = "irqs-off";
+/// A silent CPU inside one system call: interrupts off, inferred.
+pub const IRQS_OFF_INFERRED: &str = "irqs-off (inferred)";
+/// A traced section with preemption off.
+pub const PREEMPT_OFF: &str = "preempt-off";
+/// The CPU was idle and woke late.
+pub const CPU_IDLE: &str = "cpu-idle";
+/// A busy CPU recorded nothing for over a tick.
+pub const CPU_STALLED: &str = "cpu-stalled";
+/// The chain went on through an interrupt that came late.
+pub const IRQ_LATE: &str = "irq-late";
+/// The timer interrupt came late, for no reason the trace shows.
+pub const TIMER_IRQ_LATE: &str = "timer-irq-late";
+/// A lower-priority task held a real-time task's CPU.
+pub const PREEMPTION_DELAY: &str = "preemption-delay";
+/// The chain's own task ran longer than usual.
+pub const ON_CPU: &str = "on-cpu";
+/// The chain's task slept longer than usual on something untraced.
+pub const BLOCKED_ON: &str = "blocked-on";
+/// Nothing on the machine moved: the device or peer answered late.
+pub const DEVICE_EXTERNAL: &str = "device/external";
+/// A function's own code ran long.
+pub const OWN_CODE: &str = "own-code";
+/// A function's callee ran long.
+pub const CALLEE: &str = "callee";
+/// An expected event never followed.
+pub const NO_FOLLOW_UP: &str = "no-follow-up";
+/// A kernel report blamed on printing to a slow console.
+pub const SLOW_CONSOLE: &str = "slow-console";
+/// A kernel report whose cause whylate does not recognise.
+pub const UNRECOGNISED: &str = "unrecognised";
+/// The timer interrupt's own latency (timerlat).
+pub const TIMER_IRQ_LATENCY: &str = "timer-irq-latency";
+/// A non-maskable interrupt (timerlat, osnoise).
+pub const NMI: &str = "nmi";
+/// Other threads ran before the measured one (timerlat, osnoise).
+pub const THREAD_NOISE: &str = "thread-noise";
+/// The scheduler's own work before the thread ran (timerlat).
+pub const SCHED_OVERHEAD: &str = "sched-overhead";
+/// A CPU's own interrupt vector (timerlat, osnoise).
+pub const CPU_VECTOR: &str = "cpu-vector";
+/// The trace ended, for that CPU, before the time blamed.
+pub const TRACE_CUT: &str = "trace-cut";
+/// Events were lost there.
+pub const UNKNOWN_LOST_EVENTS: &str = "unknown-lost-events";
+/// A wait whose end no sched_switch recorded.
+pub const SWITCH_IN_UNTRACED: &str = "switch-in-untraced";
+/// Time nothing in the trace accounts for.
+pub const UNKNOWN: &str = "unknown";
+
+/// The blind spots, as [`Cause::blind`] marks them.
+pub const BLIND_SPOTS: [&str; 3] = [TRACE_CUT, UNKNOWN_LOST_EVENTS, SWITCH_IN_UNTRACED];
+
+const fn cause(
+    id: &'static str,
+    meaning: &'static str,
+    mechanism: &'static str,
+    fixes: &'static str,
+) -> Cause {
+    Cause {
+        id,
+        meaning,
+        mechanism,
+        fixes,
+        blind: false,
+    }
+}
+
+const fn blind(id: &'static str, meaning: &'static str, mechanism: &'static str) -> Cause {
+    Cause {
+        id,
+        meaning,
+        mechanism,
+        fixes: "record again so the trace covers it (bigger buffer, fewer events)",
+        blind: true,
+    }
+}
+
+/// Every cause, the scheduling ones first, the blind spots last.
+pub const CAUSES: &[Cause] = &[
+    cause(RUNQUEUE_WAIT, "the chain's task was runnable, another task ran on its CPU",
+        "the scheduler picked the other task (fair share, priority, or it was there first)",
+        "move the task or the culprit to another CPU (taskset, cpusets), raise the task's priority (chrt) or nice the culprit"),
+    cause(PREEMPTED_BY, "the chain's task was running and another task preempted it",
+        "a wakeup of a task the scheduler preferred took the CPU mid-run",
+        "as runqueue-wait: separate the two tasks' CPUs, or change their priorities"),
+    cause(PREEMPTION_DELAY, "a lower-priority task held a real-time task's CPU",
+        "the kernel could not preempt it at once (a non-preemptible section, no preempt=full)",
+        "boot with preempt=full, or run a PREEMPT_RT kernel"),
+    cause(HARDIRQ, "a hard interrupt handler held the CPU",
+        "a device interrupt ran on the CPU the chain waited for",
+        "steer the IRQ to another CPU (smp_affinity_list), or boot with threadirqs"),
+    cause(SOFTIRQ, "a softirq held the CPU",
+        "bottom-half work (network, block, timers, tasklets) ran on the CPU after an interrupt",
+        "steer the interrupt that raises it (RPS/RFS, IRQ affinity) to another CPU"),
+    cause(SOFTIRQ_BACKLOG, "earlier runs of the softirq vector the chain waited for",
+        "the vector had a backlog: the chain's work waited behind the vector's other work",
+        "spread the load (RPS, more queues), or steer the IRQ off the busy CPU"),
+    cause(SOFTIRQ_PENDING, "the softirq was raised and waited to run",
+        "it stays pending until an interrupt exit or ksoftirqd runs it on that CPU",
+        "keep that CPU free of long non-preemptible work; steer the IRQ elsewhere"),
+    cause(DEFERRED_TO_KSOFTIRQD, "the softirq went to ksoftirqd, held off by the task on the CPU",
+        "after too much softirq work (or with a reschedule pending) the kernel defers it to ksoftirqd, a normal task that waits its turn; the task the CPU switched to first, even out of idle, holds it, and handlers that cut in meanwhile rank after the deferral",
+        "give ksoftirqd a real-time priority (chrt -f -p), or move the CPU hogs off that CPU"),
+    cause(IRQS_OFF, "a traced section with interrupts off held the CPU",
+        "code disabled interrupts (spin_lock_irqsave, printk to a console...) and nothing could preempt it",
+        "fix or move the code that opened it; for console printing lower the console log level"),
+    cause(IRQS_OFF_INFERRED, "a silent CPU inside one system call: interrupts off, inferred",
+        "one task sat in one call while the CPU recorded nothing, not even ticks",
+        "record irq_disable/irq_enable events to see the section; then as irqs-off"),
+    cause(PREEMPT_OFF, "a traced section with preemption off held the CPU",
+        "code disabled preemption (spinlocks, rcu_read_lock on non-RT kernels)",
+        "fix or move the code that opened it, or run a PREEMPT_RT kernel"),
+    cause(CPU_IDLE, "the CPU was idle and woke late",
+        "a deep idle state takes long to leave; on a VM the host also has to run the vCPU",
+        "keep idle states shallow (cpupower idle-set -D 10, idle=poll); on a VM check steal time"),
+    cause(CPU_STALLED, "a busy CPU recorded nothing for over a tick",
+        "the CPU did not run at all: on a VM the host did not schedule the vCPU (steal time), or firmware (SMI) took it",
+        "check steal time; pin the vCPUs to dedicated host cores"),
+    cause(IRQ_LATE, "the chain went on through an interrupt that came late",
+        "the interrupt could not be taken (interrupts off) or arrived late; the trace cannot tell which",
+        "record irq_disable/irq_enable, ipi and irq_vectors events; on a VM check steal time"),
+    cause(TIMER_IRQ_LATE, "the timer interrupt came late, for no reason the trace shows",
+        "interrupts were off or the CPU did not run, without events that show it",
+        "record irq_disable/irq_enable events (CONFIG_PREEMPTIRQ_TRACEPOINTS)"),
+    cause(ON_CPU, "the chain's own task ran longer than usual",
+        "its own code took longer (more work, cache misses, a slower path)",
+        "profile the task (perf record -g) and fix the slow path"),
+    cause(BLOCKED_ON, "the chain's task slept longer than usual on something untraced",
+        "it waited for a lock, I/O or a peer the trace has no events for",
+        "record the events of what it waits for (block, lock, network), or profile off-CPU time"),
+    cause(DEVICE_EXTERNAL, "nothing on the machine moved: the device or peer answered late",
+        "the time passed outside the traced machine (device firmware, the network, the peer)",
+        "measure the device or peer itself; the trace shows the machine was not the cause"),
+    cause(OWN_CODE, "a traced function's own code ran long",
+        "the function itself, not its callees, took the time",
+        "profile the function (perf annotate, function_graph) and fix it"),
+    cause(CALLEE, "a function the traced one called ran long",
+        "the time went into a callee",
+        "profile the callee (perf annotate, function_graph) and fix it"),
+    cause(NO_FOLLOW_UP, "an expected event never followed within the time given",
+        "the `A -> B within T` watch saw A and no B in time",
+        "look at what the CPU did after A (the context lines); fix what stopped B"),
+    cause(SLOW_CONSOLE, "a kernel report blamed on printing to a slow console",
+        "printk writes to a serial console with interrupts off, character by character",
+        "lower the console log level (dmesg -n 1, loglevel=1, quiet)"),
+    cause(UNRECOGNISED, "a kernel report whose cause whylate does not recognise",
+        "the log holds a report (lockup, stall, hung task) without a known mechanism",
+        "read the report's stack in the log"),
+    cause(TIMER_IRQ_LATENCY, "the timer interrupt's own latency (timerlat)",
+        "the hardware timer fired but its interrupt ran late (interrupts off, a deep idle state)",
+        "find the section with interrupts off (rtla timerlat -a, irq_disable events); keep idle states shallow"),
+    cause(NMI, "a non-maskable interrupt ran before the thread (timerlat, osnoise)",
+        "the NMI watchdog or perf sampling interrupts everything",
+        "turn off the NMI watchdog (kernel.nmi_watchdog=0) and perf sampling on that CPU"),
+    cause(THREAD_NOISE, "other threads ran before the measured one (timerlat, osnoise)",
+        "tasks of equal or higher priority shared the measured CPU",
+        "move them off the CPU (taskset), or isolate it (isolcpus, nohz_full)"),
+    cause(SCHED_OVERHEAD, "the scheduler's own work before the thread ran (timerlat)",
+        "the context switch and wakeup path took the time",
+        "isolate the CPU (isolcpus, nohz_full, rcu_nocbs); a PREEMPT_RT kernel"),
+    cause(CPU_VECTOR, "a CPU's own interrupt vector ran before the thread (timerlat, osnoise)",
+        "local timer, IPI or other per-CPU vectors",
+        "isolate the CPU (isolcpus, nohz_full, rcu_nocbs) and move IRQs off it"),
+    cause(UNKNOWN, "time nothing in the trace accounts for",
+        "no span of the trace covers the time blamed",
+        "record more events around the chain"),
+    blind(TRACE_CUT, "the trace of that CPU ended before the time blamed",
+        "the recording stopped or its buffer for that CPU filled up"),
+    blind(UNKNOWN_LOST_EVENTS, "events were lost there",
+        "the per-CPU ring buffer overflowed and the tracer dropped events"),
+    blind(SWITCH_IN_UNTRACED, "a wait whose end no sched_switch recorded",
+        "the task was put on its CPU without a traced switch (events lost or filtered)"),
+];
+
+/// The catalogue's entry for `id`.
+pub fn cause_of(id: &str) -> Option<&'static Cause> {
+    CAUSES.iter().find(|c| c.id == id)
+}
+
+/// Whether a cause category is a blind spot (time the trace cannot explain).
+pub fn is_blind_spot(id: &str) -> bool {
+    cause_of(id).is_some_and(|c| c.blind)
+}
+
+/// The catalogue as a terminal table (`--list-causes`): id, meaning and usual fixes, each
+/// cause a paragraph under its id.
+pub fn table() -> String {
+    let mut out = String::from("cause categories (docs/causes.md has the mechanisms)\n");
+    for c in CAUSES {
+        out.push_str(&format!(
+            "\n{}{}\n",
+            c.id,
+            if c.blind { "  (blind spot)" } else { "" }
+        ));
+        out.push_str(&format!("  means: {}\n", c.meaning));
+        out.push_str(&format!("  fixes: {}\n", c.fixes));
+    }
+    out
+}
+
+/// The catalogue as `docs/causes.md`.
+pub fn markdown() -> String {
+    let mut out = String::from(
+        "# Causes\n\n<!-- Generated from crates/whylate/src/explain/causes.rs; regenerate with \
+         `WHYLATE_BLESS=1 cargo test -p whylate --test docs`. Do not edit. -->\n\n\
+         Every category a hold is blamed on, by the id the text, JSON (`category`), `diff` \
+         and `fleet` write. Blind spots are time the trace cannot explain: ranked last and \
+         never advised on.\n",
+    );
+    for c in CAUSES {
+        out.push_str(&format!(
+            "\n## `{}`{}\n\n",
+            c.id,
+            if c.blind { " (blind spot)" } else { "" }
+        ));
+        out.push_str(&format!("{}.\n\n", upper_first(c.meaning)));
+        out.push_str(&format!("- **Mechanism**: {}.\n", c.mechanism));
+        out.push_str(&format!("- **Usual fixes**: {}.\n", c.fixes));
+    }
+    out
+}
+
+fn upper_first(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_and_the_blind_spots_are_three() {
+        for (i, c) in CAUSES.iter().enumerate() {
+            assert!(CAUSES[..i].iter().all(|d| d.id != c.id), "{} twice", c.id);
+        }
+        assert_eq!(CAUSES.len(), 32);
+        assert_eq!(CAUSES.iter().filter(|c| c.blind).count(), 3);
+        assert!(is_blind_spot(TRACE_CUT) && !is_blind_spot(RUNQUEUE_WAIT));
+        assert!(!is_blind_spot("no-such-cause"));
+        assert!(BLIND_SPOTS.iter().all(|b| is_blind_spot(b)));
+    }
+
+    #[test]
+    fn the_table_and_the_page_name_every_cause() {
+        let (t, md) = (table(), markdown());
+        for c in CAUSES {
+            assert!(t.contains(&format!("\n{}", c.id)), "{}", c.id);
+            assert!(md.contains(&format!("## `{}`", c.id)), "{}", c.id);
+        }
+        assert_eq!(upper_first("the task"), "The task");
+    }
+}
