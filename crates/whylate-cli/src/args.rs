@@ -781,6 +781,7 @@ pub enum FormatArg {
     KernelLog,
     TraceDat,
     PerfData,
+    Perfetto,
 }
 
 impl From<FormatArg> for Format {
@@ -796,6 +797,7 @@ impl From<FormatArg> for Format {
             FormatArg::Systrace => Format::Systrace,
             FormatArg::TraceDat => Format::TraceDat,
             FormatArg::PerfData => Format::PerfData,
+            FormatArg::Perfetto => Format::Perfetto,
         }
     }
 }

@@ -20,6 +20,7 @@ pub mod ksyms;
 mod merge;
 mod open;
 pub mod perfdata;
+pub mod perfetto;
 mod records;
 pub mod ringbuf;
 pub mod rtla;

@@ -33,6 +33,8 @@ pub enum Format {
     /// perf's binary perf.data.
     #[serde(rename = "perf.data")]
     PerfData,
+    /// Perfetto's protobuf trace (traced, tracebox, Android).
+    Perfetto,
 }
 
 impl Format {
@@ -48,6 +50,11 @@ impl Format {
         Format::KernelLog,
     ];
 
+    /// A binary format (read as records, not lines).
+    pub fn is_binary(self) -> bool {
+        matches!(self, Format::TraceDat | Format::PerfData | Format::Perfetto)
+    }
+
     /// Human name.
     pub fn name(self) -> &'static str {
         match self {
@@ -61,6 +68,7 @@ impl Format {
             Format::KernelLog => "kernel-log",
             Format::TraceDat => "trace.dat",
             Format::PerfData => "perf.data",
+            Format::Perfetto => "perfetto",
         }
     }
 }

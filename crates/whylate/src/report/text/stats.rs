@@ -10,7 +10,7 @@ impl StatsReport {
         if self
             .inputs
             .iter()
-            .all(|i| i.format == crate::read::Format::TraceDat)
+            .all(|i| i.format.is_binary())
         {
             "records"
         } else {
