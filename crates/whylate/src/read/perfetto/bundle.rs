@@ -403,7 +403,8 @@ enum From {
 }
 
 /// The events of one bundle on `cpu`, in its order (typed events and compact ones merged by
-/// time; at equal times typed, then wakings, then switches), into `out`.
+/// time; at equal times typed, then wakings, then switches, except that an event of the
+/// task a switch puts on the CPU follows it), into `out`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn bundle_events(
     cpu: u32,
@@ -441,7 +442,15 @@ pub(super) fn bundle_events(
             .into_iter()
             .filter_map(|(t, f)| t.map(|t| (t, f)))
             .min();
-        let Some((ts, from)) = pick else { break };
+        let Some((ts, mut from)) = pick else { break };
+        // Times in µs (a converted text trace) tie: an event of the task a switch at the
+        // same time puts on the CPU comes after that switch.
+        if from == From::Typed && t_sw == Some(ts) {
+            let pid = events[i].pid.map_or(-1, |p| p as i32);
+            if pid != st.curr && pid == c.switch_next_pid[j] {
+                from = From::Switch;
+            }
+        }
         match from {
             From::Typed => {
                 let e = &events[i];

@@ -222,10 +222,14 @@ impl Perfetto {
                 prev_comm,
                 prev_pid,
                 prev_prio,
+                next_comm,
                 next_pid,
                 next_prio,
                 ..
             } => {
+                if *next_comm == Sym::EMPTY && *next_pid > 0 {
+                    *next_comm = self.comms.get(*next_pid);
+                }
                 if *prev_comm == Sym::EMPTY && *prev_pid > 0 {
                     *prev_comm = self.comms.get(*prev_pid);
                 } else if *prev_comm == Sym::EMPTY && *prev_pid == 0 {
