@@ -20,7 +20,10 @@ fn converter() -> PathBuf {
 /// True when python3 has Google's perfetto package; else says why the test skips.
 fn have_perfetto() -> bool {
     let ok = Command::new("python3")
-        .args(["-c", "import perfetto.protos.perfetto.trace.perfetto_trace_pb2"])
+        .args([
+            "-c",
+            "import perfetto.protos.perfetto.trace.perfetto_trace_pb2",
+        ])
         .output()
         .is_ok_and(|o| o.status.success());
     ok || !skip("python3's perfetto package is not installed (pip install perfetto)")
@@ -47,7 +50,9 @@ fn convert(text: &Path, out: &Path, extra: &[&str]) {
 /// `trace-cmd report` text of a bundled trace.dat example (flags and ns timestamps).
 fn report_text(example: &str, dir: &Path) -> Option<PathBuf> {
     if Command::new("trace-cmd").arg("--version").output().is_err() {
-        skip("trace-cmd is not installed: the trace.dat examples reach the converter as its report");
+        skip(
+            "trace-cmd is not installed: the trace.dat examples reach the converter as its report",
+        );
         return None;
     }
     let dat = dir.join(format!("{example}.dat"));
@@ -79,11 +84,24 @@ fn answer(j: &Value, exact: bool) -> Value {
                     serde_json::json!([l["kind"], l["what"], l["cpu"], ns(&l["excess_ns"]), held])
                 })
                 .collect();
-            serde_json::json!([m["start_ns"], m["duration_ns"], m["late_ns"], ns(&m["blamed_ns"]), chain])
+            serde_json::json!([
+                m["start_ns"],
+                m["duration_ns"],
+                m["late_ns"],
+                ns(&m["blamed_ns"]),
+                chain
+            ])
         })
         .collect();
     let causes: Vec<Value> = (j["causes"].as_array().unwrap().iter())
-        .map(|c| serde_json::json!([c["category"], c["culprit"], c["count"], ns(&c["total_excess_ns"])]))
+        .map(|c| {
+            serde_json::json!([
+                c["category"],
+                c["culprit"],
+                c["count"],
+                ns(&c["total_excess_ns"])
+            ])
+        })
         .collect();
     let mut cycles = j["cycles"].clone();
     cycles.as_object_mut().map(|o| o.remove("pairing"));
@@ -105,7 +123,11 @@ fn same(what: &str, want: &Value, got: &Value) {
         serde_json::to_string_pretty(want).unwrap(),
         serde_json::to_string_pretty(got).unwrap(),
     );
-    let at = w.lines().zip(g.lines()).position(|(a, b)| a != b).unwrap_or(0);
+    let at = w
+        .lines()
+        .zip(g.lines())
+        .position(|(a, b)| a != b)
+        .unwrap_or(0);
     panic!(
         "{what}: the Perfetto copy explains differently, from line {at}:\n  original: {:?}\n  perfetto: {:?}",
         w.lines().nth(at),
@@ -196,7 +218,10 @@ fn hand_made_traces_read_as_made() {
     assert_eq!(j["inputs"][0]["compression"], "gzip", "{j}");
     assert_eq!(j["events"], 3);
     let notes = j["notes"].to_string();
-    assert!(notes.contains("1 kernel symbols were interned ids with no name"), "{notes}");
+    assert!(
+        notes.contains("1 kernel symbols were interned ids with no name"),
+        "{notes}"
+    );
     let big = stats_json(&fixture("big-packet", dir.path()));
     assert_eq!(big["events"], 20003, "{big}");
     let cut = stats_json(&fixture("cut", dir.path()));

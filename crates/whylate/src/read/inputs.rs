@@ -200,10 +200,7 @@ impl Unread {
         if inputs.unparsed == 0 {
             return None;
         }
-        let binary = inputs
-            .inputs
-            .iter()
-            .all(|i| i.format.is_binary());
+        let binary = inputs.inputs.iter().all(|i| i.format.is_binary());
         Some(Unread {
             count: inputs.unparsed,
             unit: if binary { "records" } else { "lines" },

@@ -419,14 +419,25 @@ pub(super) fn bundle_events(
 ) {
     let empty = CompactSched::default();
     let c = compact.unwrap_or(&empty);
-    let comm = |s: &mut Interner, i: Option<&u32>| match i.and_then(|&i| c.intern_table.get(i as usize)) {
-        Some(b) => s.intern_bytes(b),
-        None => Sym::EMPTY,
-    };
+    let comm =
+        |s: &mut Interner, i: Option<&u32>| match i.and_then(|&i| c.intern_table.get(i as usize)) {
+            Some(b) => s.intern_bytes(b),
+            None => Sym::EMPTY,
+        };
     let nsw = c.switch_timestamp.len();
     let nwk = c.waking_timestamp.len();
-    let short_sw = [c.switch_prev_state.len(), c.switch_next_pid.len(), c.switch_next_prio.len(), c.switch_next_comm_index.len()];
-    let short_wk = [c.waking_pid.len(), c.waking_target_cpu.len(), c.waking_prio.len(), c.waking_comm_index.len()];
+    let short_sw = [
+        c.switch_prev_state.len(),
+        c.switch_next_pid.len(),
+        c.switch_next_prio.len(),
+        c.switch_next_comm_index.len(),
+    ];
+    let short_wk = [
+        c.waking_pid.len(),
+        c.waking_target_cpu.len(),
+        c.waking_prio.len(),
+        c.waking_comm_index.len(),
+    ];
     let nsw_ok = short_sw.iter().copied().fold(nsw, usize::min);
     let nwk_ok = short_wk.iter().copied().fold(nwk, usize::min);
     counts.compact_short += (nsw - nsw_ok + nwk - nwk_ok) as u64;
@@ -438,10 +449,14 @@ pub(super) fn bundle_events(
         let t_ev = events.get(i).map(|e| e.timestamp.unwrap_or(0));
         let t_sw = (j < nsw_ok).then(|| next_sw(j, sw_ts));
         let t_wk = (k < nwk_ok).then(|| next_wk(k, wk_ts));
-        let pick = [(t_ev, From::Typed), (t_wk, From::Waking), (t_sw, From::Switch)]
-            .into_iter()
-            .filter_map(|(t, f)| t.map(|t| (t, f)))
-            .min();
+        let pick = [
+            (t_ev, From::Typed),
+            (t_wk, From::Waking),
+            (t_sw, From::Switch),
+        ]
+        .into_iter()
+        .filter_map(|(t, f)| t.map(|t| (t, f)))
+        .min();
         let Some((ts, mut from)) = pick else { break };
         // Times in µs (a converted text trace) tie: an event of the task a switch at the
         // same time puts on the CPU comes after that switch.

@@ -299,7 +299,9 @@ impl Perfetto {
                 return Ok(());
             }
             Next::Garbage { at, why } => {
-                self.end(Some(format!("byte {at}: {why}: the rest of the file is unread")));
+                self.end(Some(format!(
+                    "byte {at}: {why}: the rest of the file is unread"
+                )));
                 return Ok(());
             }
         };
@@ -350,8 +352,8 @@ impl Perfetto {
             Some(Seq::TrustedPacketSequenceId(id)) => id,
             None => 0,
         };
-        let cleared = p.incremental_state_cleared == Some(true)
-            || p.sequence_flags.unwrap_or(0) & 1 != 0;
+        let cleared =
+            p.incremental_state_cleared == Some(true) || p.sequence_flags.unwrap_or(0) & 1 != 0;
         let seq = self.seqs.entry(seq_id).or_default();
         if cleared {
             seq.kernel_symbols.clear();

@@ -138,7 +138,8 @@ pub struct TracePacket {
     pub data: ::core::option::Option<trace_packet::Data>,
     /// The `optional_trusted_packet_sequence_id` oneof (members kept: 1).
     #[prost(oneof = "trace_packet::OptionalTrustedPacketSequenceId", tags = "10")]
-    pub optional_trusted_packet_sequence_id: ::core::option::Option<trace_packet::OptionalTrustedPacketSequenceId>,
+    pub optional_trusted_packet_sequence_id:
+        ::core::option::Option<trace_packet::OptionalTrustedPacketSequenceId>,
 }
 /// Nested in `TracePacket`.
 pub mod trace_packet {
@@ -208,7 +209,8 @@ pub struct FtraceEventBundle {
     pub boot_timestamp: ::core::option::Option<i64>,
     /// Field 11.
     #[prost(message, repeated, tag = "11")]
-    pub generic_event_descriptors: ::prost::alloc::vec::Vec<ftrace_event_bundle::GenericEventDescriptor>,
+    pub generic_event_descriptors:
+        ::prost::alloc::vec::Vec<ftrace_event_bundle::GenericEventDescriptor>,
 }
 /// Nested in `FtraceEventBundle`.
 pub mod ftrace_event_bundle {
@@ -280,7 +282,10 @@ pub struct FtraceEvent {
     #[prost(uint32, optional, tag = "5")]
     pub common_flags: ::core::option::Option<u32>,
     /// The `event` oneof (members kept: 34).
-    #[prost(oneof = "ftrace_event::Event", tags = "3, 4, 17, 20, 24, 25, 26, 36, 37, 56, 57, 58, 59, 114, 235, 236, 237, 238, 239, 327, 329, 330, 408, 437, 438, 491, 551, 552, 553, 554, 555, 556, 557, 558")]
+    #[prost(
+        oneof = "ftrace_event::Event",
+        tags = "3, 4, 17, 20, 24, 25, 26, 36, 37, 56, 57, 58, 59, 114, 235, 236, 237, 238, 239, 327, 329, 330, 408, 437, 438, 491, 551, 552, 553, 554, 555, 556, 557, 558"
+    )]
     pub event: ::core::option::Option<ftrace_event::Event>,
 }
 /// Nested in `FtraceEvent`.

@@ -117,11 +117,18 @@ fn compact_sched_unpacks_with_the_task_on_the_cpu() {
         ..Default::default()
     };
     let (evs, s, r) = read(
-        trace(&[packet(Data::ProcessTree(names)), packet(Data::FtraceEvents(b))]),
+        trace(&[
+            packet(Data::ProcessTree(names)),
+            packet(Data::FtraceEvents(b)),
+        ]),
         CHUNK,
     );
     assert_eq!(evs.len(), 4);
-    assert_eq!((evs[1].ts, evs[1].tid), (150, 5), "the waker is the task on the CPU");
+    assert_eq!(
+        (evs[1].ts, evs[1].tid),
+        (150, 5),
+        "the waker is the task on the CPU"
+    );
     assert!(matches!(evs[1].kind, Kind::SchedWaking { pid: 7, .. }));
     let Kind::SchedSwitch {
         prev_pid,
@@ -149,7 +156,11 @@ fn compact_sched_unpacks_with_the_task_on_the_cpu() {
     // Index 1 is past the comm table: the name comes from the process tree.
     assert_eq!((evs[3].ts, prev_pid, prev_prio), (250, 7, 100));
     assert!(prev_state.is_runnable() && prev_state.to_string() == "R+");
-    assert_eq!(s.get(next_comm), "sender", "a name missing from the table is the known one");
+    assert_eq!(
+        s.get(next_comm),
+        "sender",
+        "a name missing from the table is the known one"
+    );
     assert_eq!(s.get(evs[3].comm), "receiver");
     assert_eq!(evs[3].tgid, -1);
     assert_eq!(evs[0].tgid, 5);
@@ -191,7 +202,9 @@ fn a_cut_trace_reads_to_the_cut_and_lost_events_are_marked() {
 #[test]
 fn sniff_is_strict() {
     assert!(sniff(&trace(&[bundle(0, vec![ev(1, 1, exit(0, 0))])])));
-    assert!(!sniff(b"\n# tracer: nop\n#\n  <idle>-0 [000] d.h1. 1.0: foo: x=1\n"));
+    assert!(!sniff(
+        b"\n# tracer: nop\n#\n  <idle>-0 [000] d.h1. 1.0: foo: x=1\n"
+    ));
     assert!(!sniff(b"\n\n"));
     assert!(!sniff(b"\x0a\x05hello"));
 }
@@ -212,10 +225,51 @@ fn generic_events_by_their_fields() {
         })
     };
     let evs = vec![
-        ev(1, 5, g("sys_enter_write", vec![f("__syscall_nr", Value::IntValue(1)), f("fd", Value::UintValue(4)), f("count", Value::UintValue(7))])),
-        ev(2, 5, g("sys_exit_read", vec![f("__syscall_nr", Value::IntValue(0)), f("ret", Value::IntValue(-11))])),
-        ev(3, 5, g("tasklet_entry", vec![f("tasklet", Value::UintValue(0xffff_8880_0000_1000)), f("func", Value::UintValue(0xffff_ffff_8100_0000))])),
-        ev(4, 5, g("cpu_frequency_x", vec![f("state", Value::UintValue(1200)), f("name", Value::StrValue(b"big\n".to_vec()))])),
+        ev(
+            1,
+            5,
+            g(
+                "sys_enter_write",
+                vec![
+                    f("__syscall_nr", Value::IntValue(1)),
+                    f("fd", Value::UintValue(4)),
+                    f("count", Value::UintValue(7)),
+                ],
+            ),
+        ),
+        ev(
+            2,
+            5,
+            g(
+                "sys_exit_read",
+                vec![
+                    f("__syscall_nr", Value::IntValue(0)),
+                    f("ret", Value::IntValue(-11)),
+                ],
+            ),
+        ),
+        ev(
+            3,
+            5,
+            g(
+                "tasklet_entry",
+                vec![
+                    f("tasklet", Value::UintValue(0xffff_8880_0000_1000)),
+                    f("func", Value::UintValue(0xffff_ffff_8100_0000)),
+                ],
+            ),
+        ),
+        ev(
+            4,
+            5,
+            g(
+                "cpu_frequency_x",
+                vec![
+                    f("state", Value::UintValue(1200)),
+                    f("name", Value::StrValue(b"big\n".to_vec())),
+                ],
+            ),
+        ),
     ];
     let (evs, s, _) = read(trace(&[bundle(0, evs)]), CHUNK);
     let Kind::SyscallEnter { name, args } = &evs[0].kind else {
@@ -232,5 +286,8 @@ fn generic_events_by_their_fields() {
     let Kind::Other { name, fields } = &evs[3].kind else {
         panic!("{:?}", evs[3]);
     };
-    assert_eq!((s.get(*name), &**fields), ("cpu_frequency_x", "state=1200 name=big"));
+    assert_eq!(
+        (s.get(*name), &**fields),
+        ("cpu_frequency_x", "state=1200 name=big")
+    );
 }
