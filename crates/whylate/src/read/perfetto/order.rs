@@ -1,9 +1,9 @@
 //! Time order across CPUs. Each CPU's bundles come in time order, but the CPUs' bundles
 //! interleave by when Perfetto read each CPU's buffer (every drain period, 100 ms by
 //! default), so an event may be followed in the file by earlier events of other CPUs.
-//! Events wait in a heap until every CPU still writing has been read past them; a CPU
-//! whose latest event is over [`STALE_NS`] behind the newest (idle, or offline) no longer
-//! holds the others back, and at most [`HOLD_MAX`] events wait. An event that still comes
+//! Events wait in a heap until every CPU has been read past them; a CPU whose latest
+//! event is over [`STALE_NS`] behind the newest (idle, or offline) holds the others back
+//! by that much only, and at most [`HOLD_MAX`] events wait. An event that still comes
 //! late is given as it comes and counted (`OrderStats::unsorted`).
 
 use super::bundle::Held;
@@ -43,8 +43,6 @@ pub(super) struct Hold {
     /// Each CPU's latest event read.
     latest: Vec<Option<u64>>,
     newest: u64,
-    /// The earliest event read.
-    first: Option<u64>,
     /// CPUs the trace says it has (`system_info`): one not seen yet may still come.
     expect: usize,
     /// Events up to this time may go.
@@ -61,28 +59,30 @@ impl Hold {
         let l = self.latest[c].get_or_insert(h.ts);
         *l = (*l).max(h.ts);
         self.newest = self.newest.max(h.ts);
-        self.first = Some(self.first.map_or(h.ts, |f| f.min(h.ts)));
         self.seq += 1;
         self.heap.push(Slot(h, self.seq));
     }
 
-    /// The trace has `n` CPUs: until each has been seen (or is stale), it may still bring
-    /// events as early as the first one read.
+    /// The trace has `n` CPUs: one not seen yet may still bring events as early as
+    /// [`STALE_NS`] before the newest.
     pub fn expect(&mut self, n: usize) {
         self.expect = n.min(4096);
     }
 
-    /// After a bundle: how far every CPU still writing has been read.
+    /// After a bundle: how far every CPU has been read, where a CPU quiet for longer than
+    /// [`STALE_NS`] (or not seen yet) counts as read up to that far behind the newest
+    /// event: its next bundle may still hold events of the drain period it comes back in.
     pub fn settle(&mut self) {
         let floor = self.newest.saturating_sub(STALE_NS);
-        // A CPU not seen yet may bring anything, until the trace is past its start by
-        // STALE_NS (it is idle, or offline).
-        let unseen = self.first.filter(|&f| f >= floor).map(|_| 0);
         let n = self.latest.len().max(self.expect);
         self.horizon = (0..n)
-            .filter_map(|c| match self.latest.get(c).copied().flatten() {
-                Some(l) => (l >= floor).then_some(l),
-                None => unseen,
+            .map(|c| {
+                self.latest
+                    .get(c)
+                    .copied()
+                    .flatten()
+                    .unwrap_or(0)
+                    .max(floor)
             })
             .min()
             .unwrap_or(0);
