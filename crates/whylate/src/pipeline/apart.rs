@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 /// (`read/text/chunked.rs`), where a reading thread on top only adds hand-over work.
 /// `WHYLATE_ONE_THREAD` set keeps every input on one thread (to measure the difference).
 pub(super) fn reads_apart(merged: &Merged<read::Input>) -> bool {
-    let binary = |s: &read::Input| matches!(s.format(), Format::TraceDat | Format::PerfData);
+    let binary = |s: &read::Input| s.format().is_binary();
     merged.sources().iter().all(binary) && std::env::var_os("WHYLATE_ONE_THREAD").is_none()
 }
 

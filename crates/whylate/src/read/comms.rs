@@ -66,6 +66,21 @@ impl Comms {
         }
     }
 
+    /// Names `pid` when nothing named it yet (a process list taken while tracing: the
+    /// events' own names are newer).
+    pub fn name_if_unknown(&mut self, pid: i32, comm: Sym) {
+        if !self.names.contains_key(&pid) {
+            self.set(pid, comm);
+        }
+    }
+
+    /// Sets the thread group of `pid`.
+    pub fn set_tgid(&mut self, pid: i32, tgid: i32) {
+        if self.tgids.insert(pid, tgid) != Some(tgid) {
+            self.generation += 1;
+        }
+    }
+
     /// Learns the names `kind` carries; true when it named someone.
     #[inline]
     pub fn learn(&mut self, kind: &Kind) -> bool {

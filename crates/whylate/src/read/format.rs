@@ -66,6 +66,8 @@ pub(crate) enum Build {
     TraceDat,
     /// perf's perf.data: random access, read in place when compressed (`open.rs`).
     PerfData,
+    /// Perfetto's protobuf trace: streamed packet by packet (`open.rs`).
+    Perfetto,
 }
 
 /// How a format is recognised from the first bytes of an input. Readers are asked in

@@ -149,6 +149,7 @@ pub fn describe_inputs(sources: &[read::Input], paths: &[PathBuf], per_input: &[
         if let Some(n) = r.symbol_note() {
             notes.push(format!("{path}: {n}"));
         }
+        notes.extend(r.notes().into_iter().map(|n| format!("{path}: {n}")));
         if d.untyped_known > 0 {
             notes.push(format!(
                 "{path}: {} known events had an unexpected layout and are kept untyped",
@@ -199,10 +200,7 @@ impl Unread {
         if inputs.unparsed == 0 {
             return None;
         }
-        let binary = inputs
-            .inputs
-            .iter()
-            .all(|i| matches!(i.format, read::Format::TraceDat | read::Format::PerfData));
+        let binary = inputs.inputs.iter().all(|i| i.format.is_binary());
         Some(Unread {
             count: inputs.unparsed,
             unit: if binary { "records" } else { "lines" },

@@ -21,6 +21,7 @@ pub mod ksyms;
 mod merge;
 mod open;
 pub mod perfdata;
+pub mod perfetto;
 mod records;
 mod registry;
 pub mod ringbuf;

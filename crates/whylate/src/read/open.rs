@@ -9,7 +9,7 @@ use crate::read::registry;
 use crate::read::source::{Cx, Diag, EventSource, OrderStats, ReadError};
 use crate::read::text::lines::LineReader;
 use crate::read::text::reader::TextReader;
-use crate::read::{decompress, ksyms, perfdata, tracedat, unpack};
+use crate::read::{decompress, ksyms, perfdata, perfetto, tracedat, unpack};
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Read};
@@ -104,6 +104,7 @@ enum InputKind {
     Text(Box<Sorted<TextReader>>),
     Dat(Box<tracedat::TraceDat>),
     Perf(Box<perfdata::PerfData>),
+    Perfetto(Box<perfetto::Perfetto>),
 }
 
 impl EventSource for tracedat::TraceDat {
@@ -125,6 +126,7 @@ impl Input {
             InputKind::Text(t) => t.reader().format(),
             InputKind::Dat(_) => Format::TraceDat,
             InputKind::Perf(_) => Format::PerfData,
+            InputKind::Perfetto(_) => Format::Perfetto,
         }
     }
     /// The detected compression.
@@ -137,6 +139,7 @@ impl Input {
             InputKind::Text(t) => t.reader().bytes_read(),
             InputKind::Dat(d) => d.bytes(),
             InputKind::Perf(d) => d.bytes(),
+            InputKind::Perfetto(p) => p.bytes(),
         }
     }
     /// For a compressed binary input read in place through decompressing cursors (no
@@ -146,7 +149,7 @@ impl Input {
         match &self.kind {
             InputKind::Dat(d) => d.unpack_cost(),
             InputKind::Perf(p) => p.unpack_cost(),
-            InputKind::Text(_) => None,
+            InputKind::Text(_) | InputKind::Perfetto(_) => None,
         }
     }
     /// whylate's record-time snapshot, when the input carries one.
@@ -160,7 +163,7 @@ impl Input {
     /// names already).
     pub fn symbols(&self) -> Option<ksyms::SymbolSource> {
         match &self.kind {
-            InputKind::Text(_) => None,
+            InputKind::Text(_) | InputKind::Perfetto(_) => None,
             InputKind::Perf(p) => p.info().symbols.clone(),
             InputKind::Dat(d) => Some(match &d.info().kallsyms_from {
                 Some(f) => ksyms::SymbolSource::Given(f.clone()),
@@ -202,9 +205,25 @@ impl Input {
         let said = match &self.kind {
             InputKind::Perf(d) => d.info().arch.clone(),
             InputKind::Dat(d) => d.info().uname.clone(),
+            InputKind::Perfetto(p) => p.info().machine.clone(),
             InputKind::Text(_) => None,
         }?;
         (said.split_whitespace()).find_map(crate::syscalls::Arch::parse)
+    }
+    /// What a reader says about how its input was recorded (Perfetto's clock and
+    /// losses), for the report's notes.
+    pub fn notes(&self) -> Vec<String> {
+        match &self.kind {
+            InputKind::Perfetto(p) => p.notes(),
+            _ => Vec::new(),
+        }
+    }
+    /// The Perfetto reader, when the input is one.
+    pub fn perfetto(&self) -> Option<&perfetto::Perfetto> {
+        match &self.kind {
+            InputKind::Perfetto(p) => Some(p),
+            _ => None,
+        }
     }
     /// trace.dat header facts.
     pub fn dat_info(&self) -> Option<&tracedat::DatInfo> {
@@ -255,6 +274,7 @@ impl Input {
             InputKind::Text(t) => t.next_ref(strings),
             InputKind::Perf(d) => d.next_ref(strings),
             InputKind::Dat(d) => d.next_ref(strings),
+            InputKind::Perfetto(p) => p.next_ref(strings),
         }
     }
 }
@@ -272,6 +292,7 @@ impl EventSource for Input {
             InputKind::Text(t) => t.next_event(strings),
             InputKind::Dat(d) => d.next_decoded(strings),
             InputKind::Perf(d) => d.next_decoded(strings),
+            InputKind::Perfetto(p) => p.next_decoded(strings),
         }
     }
     fn diag(&self) -> &Diag {
@@ -279,6 +300,7 @@ impl EventSource for Input {
             InputKind::Text(t) => t.diag(),
             InputKind::Dat(d) => d.diag(),
             InputKind::Perf(d) => d.diag(),
+            InputKind::Perfetto(p) => p.diag(),
         }
     }
     fn order(&self) -> OrderStats {
@@ -286,6 +308,7 @@ impl EventSource for Input {
             InputKind::Text(t) => t.order(),
             InputKind::Dat(d) => d.order(),
             InputKind::Perf(d) => d.order(),
+            InputKind::Perfetto(p) => p.order(),
         }
     }
 }
@@ -398,6 +421,18 @@ fn open_input(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
         });
     }
     if let Some(binary) = registry::binary(&head, opts.format) {
+        if matches!(binary.build, Build::Perfetto) {
+            // Streamed: packets are read in order, nothing needs random access.
+            let (buffered, rest) = lines.into_inner();
+            let rd = Box::new(io::Cursor::new(buffered).chain(rest));
+            let p = perfetto::Perfetto::from_reader(path, rd, perfetto::CHUNK, cut.clone());
+            return Ok(Input {
+                kind: InputKind::Perfetto(Box::new(p)),
+                compression,
+                cut,
+                stop: None,
+            });
+        }
         let dat = matches!(binary.build, Build::TraceDat);
         if let Some(p) = &opts.progress {
             // Binary readers seek around the file: their progress shows as events only.

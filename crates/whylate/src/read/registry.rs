@@ -4,7 +4,7 @@
 //! is that file and one line here.
 
 use crate::read::format::{Build, Format, Head, Reader};
-use crate::read::{perfdata, text, tracedat};
+use crate::read::{perfdata, perfetto, text, tracedat};
 
 /// Every reader, in the order `--format` lists them.
 pub(crate) const READERS: &[&Reader] = &[
@@ -18,6 +18,7 @@ pub(crate) const READERS: &[&Reader] = &[
     &text::kernlog::KERNEL_LOG,
     &tracedat::TRACE_DAT,
     &perfdata::PERF_DATA,
+    &perfetto::PERFETTO,
 ];
 
 /// Every format, in the order `--format` lists them.
@@ -29,6 +30,11 @@ impl Format {
     /// How `--format` spells it (`trace-dat` for trace.dat).
     pub fn arg(self) -> &'static str {
         reader(self).arg
+    }
+
+    /// A binary format (read as records, not lines).
+    pub fn is_binary(self) -> bool {
+        !matches!(reader(self).build, Build::Text(_))
     }
 }
 
@@ -104,7 +110,7 @@ mod tests {
     fn names_and_spellings_are_unique_and_kept() {
         let names: Vec<_> = formats().map(Format::name).collect();
         let args: Vec<_> = formats().map(Format::arg).collect();
-        assert_eq!(args.len(), 10);
+        assert_eq!(args.len(), 11);
         for (i, n) in names.iter().enumerate() {
             assert!(!names[..i].contains(n), "{n} twice");
             assert!(!args[..i].contains(&args[i]), "{} twice", args[i]);

@@ -199,8 +199,7 @@ fn top(desc: &str) -> Value {
 fn input() -> Value {
     json!({
         "format": {"type": "string", "description": "Read as this format instead of guessing.",
-            "enum": ["ftrace", "trace-cmd-report", "latency-tracer", "function-graph", "perf-script",
-                     "sysdig", "systrace", "kernel-log", "trace-dat", "perf-data"]},
+            "enum": whylate::read::formats().map(|f| f.arg()).collect::<Vec<_>>()},
         "kallsyms": s("The recording machine's /proc/kallsyms (a file under the roots): names functions in a perf.data."),
         "arch": {"type": "string", "enum": ["x86_64", "aarch64"], "description": "Syscall table for raw syscall numbers."},
         "reorder": {"type": "integer", "minimum": 1, "description": "Reorder window in events (default 4096)."},

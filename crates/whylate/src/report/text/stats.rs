@@ -7,11 +7,7 @@ use crate::units::{dur, secs};
 impl StatsReport {
     /// What an input is made of: lines of text, or binary records.
     fn unit(&self) -> &'static str {
-        if self
-            .inputs
-            .iter()
-            .all(|i| i.format == crate::read::Format::TraceDat)
-        {
+        if self.inputs.iter().all(|i| i.format.is_binary()) {
             "records"
         } else {
             "lines"

@@ -1,0 +1,638 @@
+//! Perfetto's protobuf trace (`.perfetto-trace`, `.pftrace`, `.pb`; traced, tracebox,
+//! Android, ChromeOS), read as a stream.
+//!
+//! A trace is a run of `TracePacket`s ([`packets`] walks them with one read buffer;
+//! prost decodes each with the schema subset in [`protos`]). What is read:
+//! - `ftrace_events` bundles: the typed kernel events, `compact_sched` (switches and
+//!   wakings packed per bundle, with their comm table) and `generic` events by their field
+//!   lists ([`bundle`]); kernel symbols interned per packet sequence (`symbolize_ksyms`);
+//! - task names and thread groups from `process_tree`, `process_stats`, and the
+//!   task_rename / task_newtask events;
+//! - CPU count, kernel release and machine from `system_info`;
+//! - lost data: bundles the kernel flagged (`lost_events`) and packets Perfetto dropped
+//!   (`previous_packet_dropped`) become lost-events markers on their CPU; `ftrace_stats`
+//!   (overruns) and `trace_stats` (buffer chunks overwritten) become notes;
+//! - the clock: timestamps are the ftrace clock's as recorded (BOOTTIME unless the
+//!   bundle says otherwise), said in a note with `clock_snapshot`'s BOOTTIME-MONOTONIC gap.
+//!
+//! Each CPU's bundles come in time order, CPUs interleaved by when they were read: events
+//! wait in a heap until every CPU that is still writing has gone past them ([`order`]).
+
+mod bundle;
+mod order;
+mod packets;
+pub mod protos;
+#[cfg(test)]
+mod tests;
+
+use self::bundle::{Counts, CpuState, Held, Symbols};
+use self::packets::{Next, Packets};
+use self::protos::trace_packet::Data;
+use super::comms::Comms;
+use super::{Diag, OrderCheck, OrderStats, ReadError};
+use crate::event::{Event, Interner, Kind, Sym};
+use prost::Message;
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+pub use packets::CHUNK;
+
+use super::format::{Build, Format, Reader, Sniff};
+
+/// Perfetto's protobuf trace, streamed.
+pub(crate) const PERFETTO: Reader = Reader {
+    format: Format::Perfetto,
+    arg: "perfetto",
+    sniff: Sniff {
+        // After trace.dat and perf.data, whose magic numbers are exact.
+        priority: 2,
+        magic: Some(sniff),
+        ..Sniff::NONE
+    },
+    split: false,
+    build: Build::Perfetto,
+};
+
+impl Format {
+    /// Perfetto's protobuf trace (traced, tracebox, Android).
+    #[allow(non_upper_case_globals)]
+    pub const Perfetto: Format = Format::named("perfetto");
+}
+
+/// True when `head` starts like a Perfetto trace: packets (tag 0x0a, a length) whose first
+/// decodes and holds something a trace packet holds, followed by another packet or the
+/// end. A text file that starts with a blank line (also 0x0a) fails one of these.
+pub fn sniff(head: &[u8]) -> bool {
+    let mut p = Packets::new(head, head.len().max(1));
+    let first = match p.next() {
+        Ok(Next::Packet { bytes, .. }) => match protos::TracePacket::decode(bytes) {
+            Ok(t) => {
+                t.data.is_some()
+                    || t.optional_trusted_packet_sequence_id.is_some()
+                    || t.timestamp.is_some()
+                    || t.interned_data.is_some()
+            }
+            Err(_) => false,
+        },
+        _ => false,
+    };
+    first
+        && matches!(
+            p.next(),
+            Ok(Next::Packet { .. } | Next::End | Next::Cut { .. })
+        )
+}
+
+/// What the trace's own packets said about the recording.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct PerfettoInfo {
+    /// Packets read.
+    pub packets: u64,
+    /// CPUs (`system_info.num_cpus`).
+    pub cpus: Option<u32>,
+    /// `uname -r` of the traced machine.
+    pub kernel: Option<String>,
+    /// `uname -m` of the traced machine.
+    pub machine: Option<String>,
+    /// The clock of the ftrace timestamps, as the bundles named it.
+    pub clock: String,
+    /// Packets of kinds not read, by `TracePacket` field name.
+    pub skipped: BTreeMap<String, u64>,
+}
+
+/// Per packet sequence: what was interned on it.
+#[derive(Default)]
+struct SeqState {
+    kernel_symbols: FxHashMap<u64, Sym>,
+    /// A packet was seen on it (a later `previous_packet_dropped` is a loss).
+    seen: bool,
+}
+
+/// Per-CPU `ftrace_stats` counters: (overrun, dropped) at the start and the end.
+#[derive(Clone, Copy, Default)]
+struct CpuCounters {
+    start: Option<(u64, u64)>,
+    end: Option<(u64, u64)>,
+}
+
+/// Reads a Perfetto trace.
+pub struct Perfetto {
+    path: PathBuf,
+    packets: Packets<Box<dyn Read + Send>>,
+    order: order::Hold,
+    cpus: Vec<CpuState>,
+    seqs: FxHashMap<u32, SeqState>,
+    comms: Comms,
+    /// Each task's last known priority (for compact switches out of a task whose switch in
+    /// was not in the trace).
+    prios: FxHashMap<i32, i32>,
+    diag: Diag,
+    check: OrderCheck,
+    info: PerfettoInfo,
+    counts: Counts,
+    counters: BTreeMap<u32, CpuCounters>,
+    /// trace_stats' losses: (chunks overwritten, chunks discarded, packets lost).
+    buffer_loss: (u64, u64, u64),
+    /// BOOTTIME minus MONOTONIC at the first clock snapshot, ns.
+    boot_minus_mono: Option<i64>,
+    /// Events in Perfetto's denser generic encoding (not read), by group.
+    dense_generic: u64,
+    old_kernel: bool,
+    cut: super::decompress::Cut,
+    done: bool,
+    slot: Option<Event>,
+    scratch: Vec<Held>,
+    events: u64,
+}
+
+impl Perfetto {
+    /// Reads the trace from `rd` (decompressed), `chunk` bytes at a time ([`CHUNK`]
+    /// normally; tests pass a few to split packets across reads). `cut` says when a
+    /// compressed stream was cut short.
+    pub fn from_reader(
+        path: &Path,
+        rd: Box<dyn Read + Send>,
+        chunk: usize,
+        cut: super::decompress::Cut,
+    ) -> Self {
+        let mut check = OrderCheck::default();
+        check.stats.window = order::HOLD_MAX;
+        Perfetto {
+            path: path.to_path_buf(),
+            packets: Packets::new(rd, chunk),
+            order: order::Hold::default(),
+            cpus: Vec::new(),
+            seqs: FxHashMap::default(),
+            comms: Comms::new(Vec::new(), Vec::new()),
+            prios: FxHashMap::default(),
+            diag: Diag::default(),
+            check,
+            info: PerfettoInfo {
+                clock: "boot".into(),
+                ..PerfettoInfo::default()
+            },
+            counts: Counts::default(),
+            counters: BTreeMap::new(),
+            buffer_loss: (0, 0, 0),
+            boot_minus_mono: None,
+            dense_generic: 0,
+            old_kernel: false,
+            cut,
+            done: false,
+            slot: None,
+            scratch: Vec::new(),
+            events: 0,
+        }
+    }
+
+    /// What the packets said.
+    pub fn info(&self) -> &PerfettoInfo {
+        &self.info
+    }
+    /// What the reader noticed.
+    pub fn diag(&self) -> &Diag {
+        &self.diag
+    }
+    /// Events that came earlier than one already given (see [`order`]).
+    pub fn order(&self) -> OrderStats {
+        self.check.stats
+    }
+    /// Bytes of the (decompressed) trace read so far.
+    pub fn bytes(&self) -> u64 {
+        self.packets.offset()
+    }
+
+    /// Next event, decoded.
+    pub fn next_decoded(&mut self, s: &mut Interner) -> Result<Option<Event>, ReadError> {
+        Ok(match self.step(s)? {
+            true => self.slot.take(),
+            false => None,
+        })
+    }
+
+    /// Next event, lent.
+    pub fn next_ref(&mut self, s: &mut Interner) -> Result<Option<&Event>, ReadError> {
+        Ok(match self.step(s)? {
+            true => self.slot.as_ref(),
+            false => None,
+        })
+    }
+
+    fn step(&mut self, s: &mut Interner) -> Result<bool, ReadError> {
+        self.comms.seed(s);
+        loop {
+            if let Some(h) = self.order.pop(self.done) {
+                let e = self.finish(h, s);
+                self.slot = Some(e);
+                return Ok(true);
+            }
+            if self.done {
+                return Ok(false);
+            }
+            self.read_packet(s)?;
+        }
+    }
+
+    /// The event of `h`, named after its task as of now (time order).
+    fn finish(&mut self, h: Held, s: &mut Interner) -> Event {
+        let mut kind = h.kind;
+        // Compact events leave out names the reader learns from elsewhere.
+        match &mut kind {
+            Kind::SchedSwitch {
+                prev_comm,
+                prev_pid,
+                prev_prio,
+                next_comm,
+                next_pid,
+                next_prio,
+                ..
+            } => {
+                if *next_comm == Sym::EMPTY && *next_pid > 0 {
+                    *next_comm = self.comms.get(*next_pid);
+                }
+                if *prev_comm == Sym::EMPTY && *prev_pid > 0 {
+                    *prev_comm = self.comms.get(*prev_pid);
+                } else if *prev_comm == Sym::EMPTY && *prev_pid == 0 {
+                    *prev_comm = s.intern(&format!("swapper/{}", h.cpu));
+                }
+                if *prev_prio == bundle::UNKNOWN_PRIO {
+                    *prev_prio = self.prios.get(prev_pid).copied().unwrap_or(120);
+                }
+                self.prios.insert(*next_pid, *next_prio);
+            }
+            Kind::SchedWaking {
+                comm, pid, prio, ..
+            }
+            | Kind::SchedWakeup {
+                comm, pid, prio, ..
+            } => {
+                if *comm == Sym::EMPTY {
+                    *comm = self.comms.get(*pid);
+                }
+                self.prios.insert(*pid, *prio);
+            }
+            _ => {}
+        }
+        self.comms.learn(&kind);
+        if let Some((pid, name)) = h.names {
+            self.comms.set(pid, name);
+        }
+        self.check.see(h.ts);
+        self.events += 1;
+        Event {
+            ts: h.ts,
+            cpu: h.cpu,
+            tid: h.tid,
+            tgid: self.comms.tgid(h.tid),
+            comm: if h.tid < 0 {
+                s.intern("<...>")
+            } else {
+                self.comms.get(h.tid)
+            },
+            flags: h.flags,
+            kind,
+        }
+    }
+
+    /// Reads the next packet into the hold (or notes the end).
+    fn read_packet(&mut self, s: &mut Interner) -> Result<(), ReadError> {
+        let io_err = |source| ReadError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let next = self.packets.next().map_err(io_err)?;
+        let (at, bytes) = match next {
+            Next::Packet { at, bytes } => (at, bytes),
+            Next::Stray { .. } => return Ok(()),
+            Next::End => {
+                self.end(None);
+                return Ok(());
+            }
+            Next::Cut { at, have, want } => {
+                let what = match want {
+                    0 => format!("the trace ends inside a packet's header at byte {at}"),
+                    _ => format!(
+                        "the trace ends inside a packet: byte {at} starts {want} bytes of which {have} are there"
+                    ),
+                };
+                self.end(Some(what));
+                return Ok(());
+            }
+            Next::Garbage { at, why } => {
+                self.end(Some(format!(
+                    "byte {at}: {why}: the rest of the file is unread"
+                )));
+                return Ok(());
+            }
+        };
+        let len = bytes.len();
+        let packet = match protos::TracePacket::decode(bytes) {
+            Ok(p) => p,
+            Err(e) => {
+                self.diag.bad(
+                    0,
+                    format!("byte {at}: a packet of {len} bytes that does not decode ({e})")
+                        .as_bytes(),
+                    "a TracePacket",
+                );
+                return Ok(());
+            }
+        };
+        if packet.data.is_none() {
+            if let Some(f) = packets::first_data_field(bytes) {
+                let name = (protos::PACKET_FIELDS.iter())
+                    .find(|(n, _)| *n == f)
+                    .map_or_else(|| format!("field {f}"), |(_, n)| n.to_string());
+                *self.info.skipped.entry(name).or_default() += 1;
+            }
+        }
+        self.info.packets += 1;
+        self.packet(packet, s);
+        Ok(())
+    }
+
+    /// The stream ended (`why` when it was cut or damaged).
+    fn end(&mut self, why: Option<String>) {
+        self.done = true;
+        let why = match (why, self.cut.get()) {
+            (Some(w), Some(c)) => Some(format!("{w} ({c})")),
+            (None, Some(c)) => Some(c.clone()),
+            (w, None) => w,
+        };
+        if let Some(w) = why {
+            self.diag.truncated = Some(w);
+            self.diag.cut_cpus = (0..self.cpus.len() as u32).collect();
+        }
+    }
+
+    /// What one packet holds, into the reader's state and the hold.
+    fn packet(&mut self, p: protos::TracePacket, s: &mut Interner) {
+        use protos::trace_packet::OptionalTrustedPacketSequenceId as Seq;
+        let seq_id = match p.optional_trusted_packet_sequence_id {
+            Some(Seq::TrustedPacketSequenceId(id)) => id,
+            None => 0,
+        };
+        let cleared =
+            p.incremental_state_cleared == Some(true) || p.sequence_flags.unwrap_or(0) & 1 != 0;
+        let seq = self.seqs.entry(seq_id).or_default();
+        if cleared {
+            seq.kernel_symbols.clear();
+        }
+        let dropped = seq.seen
+            && p.previous_packet_dropped.unwrap_or(0) != 0
+            && p.first_packet_on_sequence != Some(true);
+        seq.seen = true;
+        if let Some(i) = p.interned_data {
+            for k in i.kernel_symbols {
+                if let (Some(iid), Some(name)) = (k.iid, k.str) {
+                    seq.kernel_symbols.insert(iid, s.intern_bytes(&name));
+                }
+            }
+        }
+        match p.data {
+            Some(Data::FtraceEvents(b)) => self.bundle(b, seq_id, dropped, s),
+            Some(Data::ProcessTree(t)) => {
+                for th in t.threads {
+                    if let Some(tid) = th.tid {
+                        if let Some(n) = &th.name {
+                            let n = s.intern_bytes(n);
+                            self.comms.name_if_unknown(tid, n);
+                        }
+                        if let Some(g) = th.tgid {
+                            self.comms.set_tgid(tid, g);
+                        }
+                    }
+                }
+                for pr in t.processes {
+                    let Some(pid) = pr.pid else { continue };
+                    self.comms.set_tgid(pid, pid);
+                    // A process's main thread: its command line's first word, or its comm.
+                    if let Some(first) = pr.cmdline.first() {
+                        let name = match pr.cmdline_is_comm {
+                            Some(true) => &first[..],
+                            _ => first.rsplit(|c| *c == b'/').next().unwrap_or(first),
+                        };
+                        let n = s.intern_bytes(&name[..name.len().min(15)]);
+                        self.comms.name_if_unknown(pid, n);
+                    }
+                }
+            }
+            Some(Data::ProcessStats(st)) => {
+                for pr in st.processes {
+                    let Some(pid) = pr.pid else { continue };
+                    for th in pr.threads {
+                        if let Some(tid) = th.tid {
+                            self.comms.set_tgid(tid, pid);
+                        }
+                    }
+                }
+            }
+            Some(Data::SystemInfo(si)) => self.system_info(si),
+            Some(Data::FtraceStats(fs)) => self.ftrace_stats(fs),
+            Some(Data::TraceStats(ts)) => {
+                for b in ts.buffer_stats {
+                    self.buffer_loss.0 += b.chunks_overwritten.unwrap_or(0);
+                    self.buffer_loss.1 += b.chunks_discarded.unwrap_or(0);
+                    self.buffer_loss.2 += b.trace_writer_packet_loss.unwrap_or(0);
+                }
+            }
+            Some(Data::ClockSnapshot(c)) if self.boot_minus_mono.is_none() => {
+                let at = |id| c.clocks.iter().find(|k| k.clock_id == Some(id))?.timestamp;
+                if let (Some(boot), Some(mono)) = (at(6), at(3)) {
+                    self.boot_minus_mono = Some(boot as i64 - mono as i64);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn system_info(&mut self, si: protos::SystemInfo) {
+        if let Some(n) = si.num_cpus {
+            self.info.cpus = Some(n);
+            self.order.expect(n as usize);
+            self.diag.header.cpus = Some(n);
+        }
+        if let Some(u) = si.utsname {
+            let text = |b: Option<Vec<u8>>| b.map(|b| String::from_utf8_lossy(&b).into_owned());
+            self.info.kernel = text(u.release);
+            self.info.machine = text(u.machine);
+            self.old_kernel = self.info.kernel.as_deref().is_some_and(before_4_14);
+        }
+    }
+
+    fn ftrace_stats(&mut self, fs: protos::FtraceStats) {
+        // Phase 1: START_OF_TRACE, 2: END_OF_TRACE.
+        let phase = fs.phase.unwrap_or(0);
+        for c in fs.cpu_stats {
+            let Some(cpu) = c.cpu else { continue };
+            let v = (c.overrun.unwrap_or(0), c.dropped_events.unwrap_or(0));
+            let e = self.counters.entry(cpu as u32).or_default();
+            match phase {
+                1 => e.start = Some(v),
+                2 => e.end = Some(v),
+                _ => {}
+            }
+        }
+    }
+
+    /// One bundle: its events into the hold, a lost-events marker first when the kernel or
+    /// Perfetto lost some before it.
+    fn bundle(
+        &mut self,
+        b: protos::FtraceEventBundle,
+        seq_id: u32,
+        dropped: bool,
+        s: &mut Interner,
+    ) {
+        let Some(cpu) = b.cpu else {
+            self.diag.unparsed += b.event.len() as u64;
+            return;
+        };
+        if self.cpus.len() <= cpu as usize {
+            if cpu > 4096 {
+                self.diag.unparsed += b.event.len() as u64;
+                return;
+            }
+            self.cpus.resize(cpu as usize + 1, CpuState::default());
+        }
+        if let Some(c) = b.ftrace_clock {
+            self.info.clock = match c {
+                2 => "global",
+                3 => "local",
+                4 => "mono_raw",
+                0 => "boot",
+                _ => "unknown",
+            }
+            .into();
+        }
+        self.dense_generic += b.generic_event_descriptors.len() as u64;
+        let ks = Symbols {
+            interned: self
+                .seqs
+                .get(&seq_id)
+                .map(|q| &q.kernel_symbols)
+                .filter(|t| !t.is_empty()),
+        };
+        let mut out = std::mem::take(&mut self.scratch);
+        out.clear();
+        bundle::bundle_events(
+            cpu,
+            &b.event,
+            b.compact_sched.as_ref(),
+            &mut self.cpus[cpu as usize],
+            s,
+            &ks,
+            self.old_kernel,
+            &mut self.counts,
+            &mut out,
+        );
+        if (b.lost_events == Some(true) || dropped) && !out.is_empty() {
+            let ts = out[0].ts;
+            self.order.push(Held {
+                ts,
+                cpu,
+                tid: -1,
+                flags: 0,
+                kind: Kind::Lost { count: None },
+                names: None,
+            });
+        }
+        for h in out.drain(..) {
+            self.order.push(h);
+        }
+        self.scratch = out;
+        self.order.settle();
+    }
+
+    /// Where the analysis is blind or approximate because of how the trace was recorded,
+    /// and which clock it runs on: for the report's notes.
+    pub fn notes(&self) -> Vec<String> {
+        let mut n = Vec::new();
+        let clock = match self.info.clock.as_str() {
+            "boot" => "the kernel's boot clock (CLOCK_BOOTTIME, Perfetto's default)".to_string(),
+            c => format!("the ftrace clock `{c}`"),
+        };
+        let gap = match self.boot_minus_mono {
+            Some(d) if d.unsigned_abs() >= 1_000_000 => format!(
+                "; BOOTTIME was {} ahead of CLOCK_MONOTONIC (time suspended): subtract it to compare with monotonic timestamps",
+                crate::units::dur(d.unsigned_abs())
+            ),
+            _ => String::new(),
+        };
+        n.push(format!("times are ftrace timestamps on {clock}{gap}"));
+        let lost: Vec<String> = (self.counters.iter())
+            .filter_map(|(cpu, c)| {
+                let (s, e) = (c.start.unwrap_or((0, 0)), c.end?);
+                let d = e.0.saturating_sub(s.0) + e.1.saturating_sub(s.1);
+                (d > 0).then(|| format!("{d} on CPU {cpu}"))
+            })
+            .collect();
+        if !lost.is_empty() {
+            n.push(format!(
+                "the kernel's ring buffer overran or dropped events (ftrace_stats): {}; the analysis is blind where they were lost",
+                lost.join(", ")
+            ));
+        }
+        let (over, disc, pk) = self.buffer_loss;
+        if over + disc + pk > 0 {
+            n.push(format!(
+                "Perfetto's trace buffer lost data (trace_stats: {over} chunks overwritten, {disc} discarded, {pk} packets lost): the trace's start or parts of it are missing"
+            ));
+        }
+        let c = &self.counts;
+        if c.other_typed > 0 {
+            n.push(format!(
+                "{} ftrace events of kinds whylate does not read (e.g. cpu_frequency, binder) were skipped",
+                c.other_typed
+            ));
+        }
+        if self.dense_generic > 0 {
+            n.push(format!(
+                "{} events used Perfetto's denser generic encoding (denser_generic_event_encoding), which whylate does not read: they were skipped",
+                self.dense_generic
+            ));
+        }
+        if c.missing_symbols > 0 {
+            n.push(format!(
+                "{} kernel symbols were interned ids with no name on their sequence: shown as numbers",
+                c.missing_symbols
+            ));
+        }
+        if c.compact_unknown_prev > 0 {
+            n.push(format!(
+                "{} compact sched_switch events came before any event said who ran on their CPU: their previous task is unknown",
+                c.compact_unknown_prev
+            ));
+        }
+        if c.compact_short > 0 {
+            n.push(format!(
+                "{} compact_sched events had fields missing and were left out",
+                c.compact_short
+            ));
+        }
+        if !self.info.skipped.is_empty() {
+            let kinds: Vec<String> = (self.info.skipped.iter())
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            n.push(format!(
+                "packets of kinds whylate does not read were skipped: {}",
+                kinds.join(", ")
+            ));
+        }
+        n
+    }
+}
+
+/// True when a kernel release (`3.18.0-foo`) is older than 4.14, whose `prev_state` bits
+/// meant other states.
+fn before_4_14(release: &str) -> bool {
+    let mut it = release
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|p| p.parse::<u32>().ok());
+    match (it.next().flatten(), it.next().flatten()) {
+        (Some(major), Some(minor)) => (major, minor) < (4, 14),
+        _ => false,
+    }
+}

@@ -1,0 +1,293 @@
+//! The reader on traces built here with the same schema (the independent fixtures, made
+//! with Google's own classes, are in whylate-cli's tests/perfetto.rs).
+
+use super::protos::{self, ftrace_event::Event as Ev, trace_packet::Data};
+use super::*;
+use crate::event::TaskState;
+
+fn packet(data: Data) -> protos::TracePacket {
+    protos::TracePacket {
+        data: Some(data),
+        ..Default::default()
+    }
+}
+
+fn ev(ts: u64, pid: u32, e: Ev) -> protos::FtraceEvent {
+    protos::FtraceEvent {
+        timestamp: Some(ts),
+        pid: Some(pid),
+        common_flags: Some(0x1),
+        event: Some(e),
+    }
+}
+
+fn bundle(cpu: u32, events: Vec<protos::FtraceEvent>) -> protos::TracePacket {
+    packet(Data::FtraceEvents(protos::FtraceEventBundle {
+        cpu: Some(cpu),
+        event: events,
+        ..Default::default()
+    }))
+}
+
+fn exit(nr: i64, ret: i64) -> Ev {
+    Ev::SysExit(protos::SysExitFtraceEvent {
+        id: Some(nr),
+        ret: Some(ret),
+    })
+}
+
+/// A `Trace`: each packet as field 1, length-delimited.
+fn trace(packets: &[protos::TracePacket]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for p in packets {
+        out.push(0x0a);
+        p.encode_length_delimited(&mut out).unwrap();
+    }
+    out
+}
+
+fn read(bytes: Vec<u8>, chunk: usize) -> (Vec<Event>, Interner, Perfetto) {
+    let mut r = Perfetto::from_reader(
+        Path::new("t.pftrace"),
+        Box::new(std::io::Cursor::new(bytes)),
+        chunk,
+        Default::default(),
+    );
+    let mut s = Interner::new();
+    let mut out = Vec::new();
+    while let Some(e) = r.next_decoded(&mut s).unwrap() {
+        out.push(e);
+    }
+    (out, s, r)
+}
+
+/// Two CPUs' bundles interleaved as Perfetto writes them (CPU1's earlier events after
+/// CPU0's later ones) come out in time order, whatever the read buffer's size: 1 byte
+/// splits every key, length and packet.
+#[test]
+fn bundles_merge_in_time_order_across_any_buffer_size() {
+    let t = trace(&[
+        packet(Data::SystemInfo(protos::SystemInfo {
+            num_cpus: Some(2),
+            ..Default::default()
+        })),
+        bundle(0, vec![ev(100, 5, exit(0, 1)), ev(300, 5, exit(0, 2))]),
+        bundle(1, vec![ev(150, 6, exit(0, 3)), ev(250, 6, exit(0, 4))]),
+        bundle(0, vec![ev(400, 5, exit(0, 5))]),
+        bundle(1, vec![ev(350, 6, exit(0, 6))]),
+    ]);
+    for chunk in [1, 3, 7, 64, CHUNK] {
+        let (evs, _, r) = read(t.clone(), chunk);
+        let ts: Vec<u64> = evs.iter().map(|e| e.ts).collect();
+        assert_eq!(ts, [100, 150, 250, 300, 350, 400], "chunk {chunk}");
+        assert_eq!(r.order().unsorted, 0);
+        assert_eq!(evs[1].tid, 6);
+        assert_eq!(evs[1].flags, 0x1 | crate::event::flags::KNOWN);
+    }
+}
+
+/// compact_sched: delta timestamps, the comm table, the previous task taken from the
+/// CPU's last event, the waker from the task on the CPU, and prev_state's bits.
+#[test]
+fn compact_sched_unpacks_with_the_task_on_the_cpu() {
+    let mut names = protos::ProcessTree::default();
+    names.threads.push(protos::process_tree::Thread {
+        tid: Some(5),
+        tgid: Some(5),
+        name: Some(b"sender".to_vec()),
+    });
+    let compact = protos::ftrace_event_bundle::CompactSched {
+        intern_table: vec![b"receiver".to_vec()],
+        switch_timestamp: vec![200, 50],
+        switch_prev_state: vec![1, 0x100],
+        switch_next_pid: vec![7, 5],
+        switch_next_prio: vec![100, 120],
+        switch_next_comm_index: vec![0, 1],
+        waking_timestamp: vec![150],
+        waking_pid: vec![7],
+        waking_target_cpu: vec![0],
+        waking_prio: vec![100],
+        waking_comm_index: vec![0],
+        waking_common_flags: vec![0x9],
+    };
+    let b = protos::FtraceEventBundle {
+        cpu: Some(0),
+        event: vec![ev(100, 5, exit(0, 1))],
+        compact_sched: Some(compact),
+        ..Default::default()
+    };
+    let (evs, s, r) = read(
+        trace(&[
+            packet(Data::ProcessTree(names)),
+            packet(Data::FtraceEvents(b)),
+        ]),
+        CHUNK,
+    );
+    assert_eq!(evs.len(), 4);
+    assert_eq!(
+        (evs[1].ts, evs[1].tid),
+        (150, 5),
+        "the waker is the task on the CPU"
+    );
+    assert!(matches!(evs[1].kind, Kind::SchedWaking { pid: 7, .. }));
+    let Kind::SchedSwitch {
+        prev_pid,
+        prev_comm,
+        prev_state,
+        next_pid,
+        ..
+    } = evs[2].kind
+    else {
+        panic!("{:?}", evs[2]);
+    };
+    assert_eq!((evs[2].ts, prev_pid, next_pid), (200, 5, 7));
+    assert_eq!(s.get(prev_comm), "sender");
+    assert_eq!(prev_state, TaskState::parse(b"S").unwrap());
+    let Kind::SchedSwitch {
+        prev_pid,
+        prev_prio,
+        prev_state,
+        next_comm,
+        ..
+    } = evs[3].kind
+    else {
+        panic!("{:?}", evs[3]);
+    };
+    // Index 1 is past the comm table: the name comes from the process tree.
+    assert_eq!((evs[3].ts, prev_pid, prev_prio), (250, 7, 100));
+    assert!(prev_state.is_runnable() && prev_state.to_string() == "R+");
+    assert_eq!(
+        s.get(next_comm),
+        "sender",
+        "a name missing from the table is the known one"
+    );
+    assert_eq!(s.get(evs[3].comm), "receiver");
+    assert_eq!(evs[3].tgid, -1);
+    assert_eq!(evs[0].tgid, 5);
+    assert_eq!(r.counts.compact_unknown_prev, 0);
+}
+
+#[test]
+fn prev_state_reads_as_the_kernel_prints_it() {
+    assert_eq!(bundle::task_state(0x80, false).to_string(), "I");
+    assert_eq!(bundle::task_state(0x2, false).to_string(), "D");
+    assert_eq!(bundle::task_state(0x100, false).to_string(), "R+");
+    assert_eq!(bundle::task_state(0x80, true), TaskState::Numeric(0x80));
+    assert!(before_4_14("3.18.31-perf") && !before_4_14("6.1.0") && !before_4_14("?"));
+}
+
+/// A trace cut inside its last packet gives the packets before and says where it ends;
+/// the kernel's lost-events flag becomes a marker on the bundle's CPU.
+#[test]
+fn a_cut_trace_reads_to_the_cut_and_lost_events_are_marked() {
+    let mut lost = bundle(1, vec![ev(500, 6, exit(0, 9))]);
+    if let Some(Data::FtraceEvents(b)) = &mut lost.data {
+        b.lost_events = Some(true);
+    }
+    let mut t = trace(&[bundle(0, vec![ev(100, 5, exit(0, 1))]), lost]);
+    let whole = t.len();
+    t.extend(trace(&[bundle(0, vec![ev(900, 5, exit(0, 2))])]));
+    t.truncate(t.len() - 3);
+    let (evs, _, r) = read(t, 5);
+    let kinds: Vec<(u64, u32, bool)> = (evs.iter())
+        .map(|e| (e.ts, e.cpu, matches!(e.kind, Kind::Lost { count: None })))
+        .collect();
+    assert_eq!(kinds, [(100, 0, false), (500, 1, true), (500, 1, false)]);
+    let why = r.diag().truncated.clone().unwrap();
+    assert!(why.contains(&format!("byte {}", whole + 2)), "{why}");
+    assert_eq!(r.diag().cut_cpus, [0, 1]);
+}
+
+/// Text that starts with a blank line (0x0a too) is not taken for a trace.
+#[test]
+fn sniff_is_strict() {
+    assert!(sniff(&trace(&[bundle(0, vec![ev(1, 1, exit(0, 0))])])));
+    assert!(!sniff(
+        b"\n# tracer: nop\n#\n  <idle>-0 [000] d.h1. 1.0: foo: x=1\n"
+    ));
+    assert!(!sniff(b"\n\n"));
+    assert!(!sniff(b"\x0a\x05hello"));
+}
+
+/// A generic per-call syscall becomes the typed syscall, other generic events go
+/// through the text body parser (tasklets) or stay `Other` with their fields.
+#[test]
+fn generic_events_by_their_fields() {
+    use protos::generic_ftrace_event::{field::Value, Field};
+    let f = |n: &str, v: Value| Field {
+        name: Some(n.as_bytes().to_vec()),
+        value: Some(v),
+    };
+    let g = |name: &str, field: Vec<Field>| {
+        Ev::Generic(protos::GenericFtraceEvent {
+            event_name: Some(name.as_bytes().to_vec()),
+            field,
+        })
+    };
+    let evs = vec![
+        ev(
+            1,
+            5,
+            g(
+                "sys_enter_write",
+                vec![
+                    f("__syscall_nr", Value::IntValue(1)),
+                    f("fd", Value::UintValue(4)),
+                    f("count", Value::UintValue(7)),
+                ],
+            ),
+        ),
+        ev(
+            2,
+            5,
+            g(
+                "sys_exit_read",
+                vec![
+                    f("__syscall_nr", Value::IntValue(0)),
+                    f("ret", Value::IntValue(-11)),
+                ],
+            ),
+        ),
+        ev(
+            3,
+            5,
+            g(
+                "tasklet_entry",
+                vec![
+                    f("tasklet", Value::UintValue(0xffff_8880_0000_1000)),
+                    f("func", Value::UintValue(0xffff_ffff_8100_0000)),
+                ],
+            ),
+        ),
+        ev(
+            4,
+            5,
+            g(
+                "cpu_frequency_x",
+                vec![
+                    f("state", Value::UintValue(1200)),
+                    f("name", Value::StrValue(b"big\n".to_vec())),
+                ],
+            ),
+        ),
+    ];
+    let (evs, s, _) = read(trace(&[bundle(0, evs)]), CHUNK);
+    let Kind::SyscallEnter { name, args } = &evs[0].kind else {
+        panic!("{:?}", evs[0]);
+    };
+    assert_eq!(s.get(*name), "write");
+    let args: Vec<(&str, u64)> = args.iter().map(|(k, v)| (s.get(*k), *v)).collect();
+    assert_eq!(args, [("fd", 4), ("count", 7)]);
+    assert!(matches!(evs[1].kind, Kind::SyscallExit { ret: -11, .. }));
+    let Kind::TaskletEntry { func } = evs[2].kind else {
+        panic!("{:?}", evs[2]);
+    };
+    assert_eq!(s.get(func), "0xffffffff81000000");
+    let Kind::Other { name, fields } = &evs[3].kind else {
+        panic!("{:?}", evs[3]);
+    };
+    assert_eq!(
+        (s.get(*name), &**fields),
+        ("cpu_frequency_x", "state=1200 name=big")
+    );
+}
