@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Benchmark of the Perfetto reader (issue 52): one recording, read as trace.dat, as the
+ftrace text `trace-cmd report` makes of it, and as Perfetto protobuf (typed events, and
+compact_sched) written by Google's own classes (crates/whylate-cli/tests/perfetto/
+convert.py, `pip install perfetto`).
+
+Workload: two `dd bs=1` copies, one per CPU (every byte a read() and a write()), recorded
+with `whylate record -e syscalls,sched` to >= --events events.
+
+For each copy: `whylate stats` and `whylate explain` in cycle mode with selectors (the
+main job: each read() of the first dd closed by its write()), best of --repeat wall
+seconds and peak RSS; the peer in the same run is `trace-cmd report` of the trace.dat.
+
+Usage: sudo python3 bench/perfetto.py [--events 1000000] [--repeat 3] [--keep DIR]
+Prints a table; nothing here is a pass/fail test.
+"""
+import argparse, os, shutil, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WHYLATE = os.path.join(ROOT, "target", "release", "whylate")
+CONVERT = os.path.join(ROOT, "crates", "whylate-cli", "tests", "perfetto", "convert.py")
+
+
+def dd_workload(events):
+    n = max(1000, events // 8)
+    return ["sh", "-c",
+            f"dd if=/dev/zero of=/dev/null bs=1 count={n} 2>/dev/null & "
+            f"dd if=/dev/zero of=/dev/null bs=1 count={n} 2>/dev/null; wait"]
+
+
+def measure(cmd, repeat):
+    """Best wall seconds over `repeat` runs and the peak RSS (MB) of the best one."""
+    best = None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        p = subprocess.run(["/usr/bin/time", "-f", "%M"] + cmd, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE)
+        dt = time.perf_counter() - t0
+        if p.returncode not in (0, 1):  # explain exits 1 when there are misses
+            sys.exit(f"{cmd}: {p.stderr.decode()[-2000:]}")
+        rss = int(p.stderr.decode().strip().splitlines()[-1]) / 1024
+        if best is None or dt < best[0]:
+            best = (dt, rss)
+    return best
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--keep", default=None)
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("needs root (tracefs)")
+    for tool in ["trace-cmd", "/usr/bin/time"]:
+        if shutil.which(tool) is None:
+            sys.exit(f"{tool} is not installed")
+    if subprocess.run([sys.executable, "-c", "import perfetto"]).returncode != 0:
+        sys.exit("the perfetto Python package is missing: pip install perfetto")
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "whylate-cli"], cwd=ROOT, check=True)
+    work = a.keep or tempfile.mkdtemp(prefix="whylate-pfbench-")
+    os.makedirs(work, exist_ok=True)
+    try:
+        dat = os.path.join(work, "t.dat")
+        subprocess.run([WHYLATE, "record", "-q", "-e", "syscalls,sched", "-o", dat, "--"]
+                       + dd_workload(a.events), check=True, stdout=subprocess.DEVNULL)
+        txt = os.path.join(work, "t.txt")
+        with open(txt, "wb") as f:
+            subprocess.run(["trace-cmd", "report", "-l", "-t", "-i", dat], stdout=f, check=True)
+        typed = os.path.join(work, "t.perfetto-trace")
+        compact = os.path.join(work, "t.compact.perfetto-trace")
+        subprocess.run([sys.executable, CONVERT, "convert", txt, typed, "--names-from-events"], check=True)
+        subprocess.run([sys.executable, CONVERT, "convert", txt, compact, "--compact",
+                        "--names-from-events"], check=True)
+        # The first dd's reads, each closed by its write (thread-paired).
+        cycles = ["--from", "sys_enter_read[comm=dd]", "--to", "sys_exit_write[comm=dd]",
+                  "--deadline", "1ms"]
+        rows = []
+        t_peer, rss_peer = measure(["trace-cmd", "report", "-i", dat], a.repeat)
+        for name, path in [("trace.dat", dat), ("ftrace text (report -l -t)", txt),
+                           ("perfetto, typed", typed), ("perfetto, compact_sched", compact)]:
+            mb = os.path.getsize(path) / 1e6
+            ts, rs = measure([WHYLATE, "-q", "stats", path], a.repeat)
+            te, re_ = measure([WHYLATE, "-q", "explain", path] + cycles, a.repeat)
+            rows.append((name, mb, ts, rs, te, re_))
+        print(f"{a.events} events requested; peer: trace-cmd report of the trace.dat "
+              f"{t_peer:.2f} s, {rss_peer:.0f} MB")
+        print(f"{'input':30} {'MB':>7} {'stats s':>8} {'RSS MB':>7} {'explain s':>10} {'RSS MB':>7} {'vs peer':>8}")
+        for name, mb, ts, rs, te, re_ in rows:
+            print(f"{name:30} {mb:7.1f} {ts:8.2f} {rs:7.0f} {te:10.2f} {re_:7.0f} {t_peer / te:7.1f}x")
+    finally:
+        if not a.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
