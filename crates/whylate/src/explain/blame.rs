@@ -159,6 +159,22 @@ pub(super) fn gap_cause(
     }
 }
 
+/// One hold per category and culprit, in the order each first came, their times (and
+/// the part inside a deferral's wait) summed.
+pub(super) fn merge_same(held: Vec<Hold>) -> Vec<Hold> {
+    let mut out: Vec<Hold> = Vec::with_capacity(held.len());
+    for h in held {
+        match (out.iter_mut()).find(|o| o.category == h.category && o.culprit == h.culprit) {
+            Some(o) => {
+                o.ns += h.ns;
+                o.nested_ns += h.nested_ns;
+            }
+            None => out.push(h),
+        }
+    }
+    out
+}
+
 /// Rescales holds so they add up to `ex`: the excess is split in proportion to what held
 /// the CPU.
 pub(super) fn scale(held: &mut [Hold], ex: u64) {

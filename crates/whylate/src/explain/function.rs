@@ -383,25 +383,10 @@ fn call_holds(tl: &Timeline, s: &Interner, tree: &Tree, i: usize) -> Vec<Hold> {
         why: None,
         nested_ns: 0,
     });
-    merge_same(&mut code_holds);
+    let mut code_holds = super::blame::merge_same(code_holds);
     scale(&mut code_holds, run);
     out.extend(code_holds);
     out
-}
-
-/// Holds with the same category and culprit, summed.
-fn merge_same(v: &mut Vec<Hold>) {
-    let mut out: Vec<Hold> = Vec::with_capacity(v.len());
-    for h in v.drain(..) {
-        match out
-            .iter_mut()
-            .find(|o| o.category == h.category && o.culprit == h.culprit)
-        {
-            Some(o) => o.ns += h.ns,
-            None => out.push(h),
-        }
-    }
-    *v = out;
 }
 
 /// `wait_for_xmitr by sertest[21649] on CPU8, called from a <- b; interrupts off for 1.2

@@ -1,7 +1,7 @@
 //! `--softirq VEC`: raise-to-entry services of one softirq vector (or tasklets) over
 //! the deadline, and who held the CPU meanwhile.
 
-use super::blame::{as_backlog, as_pending, scale};
+use super::blame::{as_backlog, as_pending, merge_same, scale};
 use super::causes as cause;
 use super::driver::{assemble, Findings, Framing, PerMiss, Tally};
 use super::engine::{Engine, LinkKind, RawLink};
@@ -161,7 +161,9 @@ pub(super) fn service_holds(eng: &Engine<'_>, e: &Edge, ex: u64) -> (Vec<Hold>, 
         Some(k0) => {
             let mut h = eng.holds(&l, a, k0);
             h.extend(left_idle_for(eng, &l, k0, e.at));
-            merged(h)
+            let mut h = merge_same(h);
+            h.sort_by_key(|h| std::cmp::Reverse(h.ns));
+            h
         }
         None => eng.holds(&l, a, e.at),
     };
@@ -204,25 +206,6 @@ fn left_idle_for(eng: &Engine<'_>, l: &RawLink, k0: u64, b: u64) -> Vec<Hold> {
             ..Default::default()
         };
     }
-    out
-}
-
-/// `held` with one entry per category and culprit, largest first.
-fn merged(held: Vec<Hold>) -> Vec<Hold> {
-    let mut out: Vec<Hold> = Vec::new();
-    for h in held {
-        match out
-            .iter_mut()
-            .find(|o| o.category == h.category && o.culprit == h.culprit)
-        {
-            Some(o) => {
-                o.ns += h.ns;
-                o.nested_ns += h.nested_ns;
-            }
-            None => out.push(h),
-        }
-    }
-    out.sort_by_key(|h| std::cmp::Reverse(h.ns));
     out
 }
 

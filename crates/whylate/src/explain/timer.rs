@@ -403,13 +403,7 @@ impl PeriodCx<'_> {
 
 /// One hold per (category, culprit) over all the pieces, the largest `n`.
 fn merge_holds(parts: Vec<Hold>, n: usize) -> Vec<Hold> {
-    let mut held: Vec<Hold> = Vec::new();
-    for h in parts {
-        match (held.iter_mut()).find(|o| o.category == h.category && o.culprit == h.culprit) {
-            Some(o) => o.ns += h.ns,
-            None => held.push(h),
-        }
-    }
+    let mut held = super::blame::merge_same(parts);
     held.sort_by_key(|h| std::cmp::Reverse(h.ns));
     held.truncate(n);
     held
