@@ -2,13 +2,16 @@
 // and answers each 7-byte request with 1 byte after --reply-us; the client (`frobnicator`)
 // writes the request to the slave and busy-polls a non-blocking read() for the reply. Past
 // --timeout-us it appends a complaint to the --complaints file, then keeps polling so the
-// late reply is still taken (and the next cycle starts clean). The reply reaches the reader
+// late reply is still taken (and the next cycle starts clean); with --give-up-sleep-us S it
+// gives up instead, as many real clients do: complains, sleeps S us, then polls on and
+// takes the late reply after its sleep (issue 54's client). The reply reaches the reader
 // through the tty flip-buffer work item (flush_to_ldisc) on a kworker, exactly like the
 // USB-serial path.
 //
 //   frob [--cycles N] [--reply-us U] [--timeout-us T] [--period-us P]
 //        [--client-cpu C] [--device-cpu D] [--hog-cpu H|-1] [--hogs N] [--log FILE]
 //        [--complaints FILE] [--hog-policy other|idle] [--client-fifo PRIO]
+//        [--give-up-sleep-us S]
 //
 // The demo's mitigation moves the hogs to the client's CPU and runs the client SCHED_FIFO
 // (--client-fifo): the device and the tty worker get their CPU back, and the hogs cannot
@@ -16,7 +19,10 @@
 // the misses on 6.18 with lazy preemption: a woken worker can still wait up to a tick.
 //
 // Ground truth in --log, one line per cycle, CLOCK_MONOTONIC:
-//   <cycle> <write_ns> <reply_ns> <latency_ns> <missed 0|1>
+//   <cycle> <write_ns> <reply_ns> <latency_ns> <missed 0|1> <device_call_ns> <device_wrote_ns>
+// reply_ns is when the client read the reply; device_call_ns and device_wrote_ns when the
+// device called write() for it and when that returned (0 when it never wrote one): the
+// reply became readable between the two, or just after (the tty work).
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -61,7 +67,7 @@ static void raw(int fd) {
 
 int main(int argc, char **argv) {
     long cycles = 300, reply_us = 1000, timeout_us = 3500, period_us = 2000;
-    long client_cpu = 0, device_cpu = 1, hog_cpu = -1, hogs = 1, client_fifo = 0;
+    long client_cpu = 0, device_cpu = 1, hog_cpu = -1, hogs = 1, client_fifo = 0, give_up_us = 0;
     const char *log = "frob.log", *complaints = "frobnicator.log", *hog_policy = "other";
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *a = argv[i], *v = argv[i + 1];
@@ -77,6 +83,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--complaints")) complaints = v;
         else if (!strcmp(a, "--hog-policy")) hog_policy = v;
         else if (!strcmp(a, "--client-fifo")) client_fifo = atol(v);
+        else if (!strcmp(a, "--give-up-sleep-us")) give_up_us = atol(v);
         else { fprintf(stderr, "frob: unknown option %s\n", a); return 2; }
     }
     if (argc % 2 == 0) { fprintf(stderr, "frob: %s needs a value\n", argv[argc - 1]); return 2; }
@@ -86,6 +93,11 @@ int main(int argc, char **argv) {
     if (slave < 0) { perror("frob: slave"); return 1; }
     raw(master);
     raw(slave);
+    if (cycles < 1) cycles = 1;
+    // The device's reply times, shared with the client, which logs them.
+    long long *wrote = mmap(NULL, 2 * cycles * sizeof(long long), PROT_READ | PROT_WRITE,
+                            MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (wrote == MAP_FAILED) { perror("frob: mmap"); return 1; }
 
     pid_t dev = fork();
     if (dev == 0) {
@@ -94,7 +106,7 @@ int main(int argc, char **argv) {
         pin(device_cpu);
         close(slave);
         char req[7];
-        for (;;) {
+        for (long n = 0;; n++) {
             size_t got = 0;
             while (got < sizeof req) {
                 ssize_t n = read(master, req + got, sizeof req - got);
@@ -102,7 +114,9 @@ int main(int argc, char **argv) {
                 got += (size_t)n;
             }
             if (reply_us) sleep_us(reply_us);
+            long long call = now_ns();
             if (write(master, "!", 1) != 1) _exit(0);
+            if (n < cycles) wrote[2 * n] = call, wrote[2 * n + 1] = now_ns();
         }
     }
     pid_t hog[8];
@@ -152,6 +166,7 @@ int main(int argc, char **argv) {
             if (!missed[i] && t > deadline) {
                 missed[i] = 1;
                 fprintf(cf, "frobnicator: no reply to request %ld within %ld us\n", i, timeout_us);
+                if (give_up_us) sleep_us(give_up_us);
             }
             if (t > give_up) { r[i] = 0; break; }
         }
@@ -166,7 +181,8 @@ int main(int argc, char **argv) {
     long misses = 0;
     for (long i = 0; i < cycles; i++) {
         long long lat = r[i] ? r[i] - w[i] : -1;
-        fprintf(out, "%ld %lld %lld %lld %d\n", i, w[i], r[i], lat, missed[i]);
+        fprintf(out, "%ld %lld %lld %lld %d %lld %lld\n", i, w[i], r[i], lat, missed[i],
+                wrote[2 * i], wrote[2 * i + 1]);
         misses += missed[i];
     }
     fclose(out);

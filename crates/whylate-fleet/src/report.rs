@@ -576,6 +576,8 @@ mod tests {
         };
         let blamed = [(1, 300u64), (2, 200)];
         let miss = Miss {
+            read_ns: None,
+            not_reading: false,
             start_ns: 1_000,
             duration_ns: Some(5_000_000),
             tid: 7,

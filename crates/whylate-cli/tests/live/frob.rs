@@ -38,7 +38,22 @@ pub(crate) fn record_frob(
     frob: &Path,
     hog: bool,
 ) -> Result<(PathBuf, Vec<i64>, usize), String> {
-    let trace = dir.join(if hog { "frob-hog.txt" } else { "frob.txt" });
+    let name = if hog { "frob-hog.txt" } else { "frob.txt" };
+    let args = ["--cycles", "500", "--client-cpu", "0", "--device-cpu", "1"];
+    let hogs = ["--hog-cpu", if hog { "1" } else { "-1" }, "--hogs", "2"];
+    record_frob_as(dir, frob, name, &[&args[..], &hogs[..]].concat(), &[])
+}
+
+/// Records lab/frob run with `args`, the events of [`record_frob`] and `more` enabled,
+/// into `dir/name`; returns (trace, ground-truth latencies, client's own timeouts).
+pub(crate) fn record_frob_as(
+    dir: &Path,
+    frob: &Path,
+    name: &str,
+    args: &[&str],
+    more: &[&str],
+) -> Result<(PathBuf, Vec<i64>, usize), String> {
+    let trace = dir.join(name);
     let log = dir.join("frob.log");
     let complaints = dir.join("frobnicator.log");
     let _ = std::fs::remove_file(&complaints);
@@ -62,7 +77,10 @@ pub(crate) fn record_frob(
             "syscalls/sys_enter_write",
             "syscalls/sys_exit_write",
             "syscalls/sys_exit_read",
-        ] {
+        ]
+        .iter()
+        .chain(more)
+        {
             inst.write(&format!("events/{e}/enable"), "1");
         }
         // The client polls read() in a loop: keep only the reads that return data.
@@ -70,8 +88,7 @@ pub(crate) fn record_frob(
         inst.write("trace", "");
         inst.write("tracing_on", "1");
         let st = Command::new(frob)
-            .args(["--cycles", "500", "--client-cpu", "0", "--device-cpu", "1"])
-            .args(["--hog-cpu", if hog { "1" } else { "-1" }, "--hogs", "2"])
+            .args(args)
             .arg("--log")
             .arg(&log)
             .arg("--complaints")
@@ -561,5 +578,124 @@ pub(crate) fn frob_misses_agree(
         "{label}: {} misses, {} of them the client's only (cycle, ns it lost outside its write()->read()): {client_only:?}",
         missed.len() + client_only.len(),
         client_only.len()
+    );
+}
+
+/// Issue 54 on this kernel: a client that gives up at its 3.5 ms timeout and sleeps 20 ms
+/// before it reads again, against a device that always answers after 4.5 ms. Every reply
+/// is late, and read some 20 ms after it was ready. whylate measures each cycle until the
+/// reply was ready (the tty work that delivered it), which lies after the device's own
+/// write() call and before the client's read, cycle by cycle, and says when it was read
+/// beside it; with a 10 ms deadline each reply the device wrote within 10 ms and the
+/// client read after them is one the reader was not reading.
+#[test]
+fn explain_frob_give_up_client_measures_when_the_reply_was_ready() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !is_root() && skip("not root: tracefs needs root") {
+        return;
+    }
+    if !Path::new(WQ_MASK).exists() && skip("no unbound workqueue cpumask to pin the tty work") {
+        return;
+    }
+    let tmp = tmpdir("frob-give-up");
+    let dir = tmp.path();
+    let frob = match build_lab("frob", dir) {
+        Ok(p) => p,
+        Err(e) => {
+            skip(&e);
+            return;
+        }
+    };
+    let args = [
+        "--cycles",
+        "60",
+        "--client-cpu",
+        "0",
+        "--device-cpu",
+        "1",
+        "--hog-cpu",
+        "-1",
+        "--reply-us",
+        "4500",
+        "--give-up-sleep-us",
+        "20000",
+    ];
+    let sleeps = [
+        "syscalls/sys_enter_clock_nanosleep",
+        "syscalls/sys_exit_clock_nanosleep",
+    ];
+    let (trace, _, _) = match record_frob_as(dir, &frob, "frob-give-up.txt", &args, &sleeps) {
+        Ok(x) => x,
+        Err(e) => {
+            skip(&e);
+            return;
+        }
+    };
+    // (write, read, device called write, device's write returned) per cycle, on the
+    // trace's clock (mono).
+    let log: Vec<[u64; 4]> = std::fs::read_to_string(dir.join("frob.log"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: Vec<u64> = l.split_whitespace().map(|x| x.parse().unwrap()).collect();
+            [v[1], v[2], v[5], v[6]]
+        })
+        .collect();
+    let j = explain_frob(&trace, true);
+    let cy = &j["cycles"];
+    let n = log.len() as u64;
+    assert_eq!(cy["count"].as_u64(), Some(n), "{cy}");
+    assert_eq!(
+        cy["misses"].as_u64(),
+        Some(n),
+        "every reply was ready after 3.5 ms: {cy}"
+    );
+    // The client read late where it gave up and slept (a client preempted past 4.5 ms
+    // before its deadline check reads the reply when it runs again, waiting for it).
+    let slept = log.iter().filter(|&&[w, r, ..]| r - w > 20_000_000).count() as u64;
+    assert_eq!(cy["read"]["later"].as_u64(), Some(slept), "{cy}");
+    // Cycle by cycle (every one is a miss, listed by start): the reply was ready after the
+    // device called write() (the tty work that delivers it runs after it) and before the
+    // client read it; whylate's read is the client's own.
+    let mut misses: Vec<&serde_json::Value> = j["misses"].as_array().unwrap().iter().collect();
+    misses.sort_by_key(|m| m["start_ns"].as_u64());
+    let mut kept = None;
+    for (m, &[w, read, call, wrote]) in misses.iter().zip(&log) {
+        let start = m["start_ns"].as_u64().unwrap();
+        let ready = start + m["duration_ns"].as_u64().unwrap();
+        let read_at = start
+            + m["read_ns"]
+                .as_u64()
+                .unwrap_or(m["duration_ns"].as_u64().unwrap());
+        let ok = start >= w && ready > call && ready <= read_at && read_at <= read;
+        if !ok {
+            let k = kept.get_or_insert_with(|| keep_for_failure("give-up", &[&trace]));
+            panic!(
+                "cycle at {start}: client wrote {w}, device called write {call} (returned {wrote}), whylate's ready {ready}, read {read_at}, client read {read}; kept in {k}"
+            );
+        }
+    }
+    let m = &j["misses"][0];
+    let ready = (m["chain"].as_array().unwrap().iter())
+        .find(|l| l["kind"] == "ready")
+        .unwrap_or_else(|| panic!("a ready link: {m}"));
+    let what = ready["what"].as_str().unwrap();
+    assert!(what.contains("flush_to_ldisc done"), "{what}");
+    // With 10 ms to answer, each reply the device wrote within 10 ms and the client read
+    // after them is one the reader was not reading.
+    let j = explain_frob_by(&trace, Some("10ms"));
+    let truth = (log.iter())
+        .filter(|&&[w, r, _, d]| d - w < 10_000_000 && r - w > 10_000_000)
+        .count() as u64;
+    assert_eq!(
+        j["cycles"]["not_reading"].as_u64(),
+        Some(truth),
+        "{}",
+        j["cycles"]
+    );
+    assert_eq!(
+        j["causes"][0]["category"], "reader-not-reading",
+        "{}",
+        j["causes"]
     );
 }

@@ -341,6 +341,14 @@ fn for_cause(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
                 cost: "every interrupt pays a context switch; throughput drops slightly".into(),
             });
         }
+        cause::READER_NOT_READING => out.push(Advice {
+            action: format!(
+                "The replies were ready in time but {} was not reading (asleep or busy elsewhere): have it wait for the reply up to its deadline",
+                c.culprit.label()
+            ),
+            command: "in the reader: poll()/select() on the fd with the time left as timeout, then read; after a timeout, drain the late reply before the next request".into(),
+            cost: "none on the machine; the reader's timeout handling changes (a late reply is taken, not left for the next request)".into(),
+        }),
         cause::DEFERRED_TO_KSOFTIRQD => out.push(Advice {
             action: format!(
                 "The softirq was handed to ksoftirqd/{cpu}, which then waited behind {}: let ksoftirqd preempt it",

@@ -18,6 +18,8 @@ fn one_link_miss(start: u64, dur_ns: u64, tid: i32, cpu: u32, late: u64, mut l: 
     l.offset_ns = 0;
     let blamed = l.held_by.iter().map(|h| h.ns).sum();
     Miss {
+        read_ns: None,
+        not_reading: false,
         blame: Vec::new(),
         start_ns: start,
         duration_ns: Some(dur_ns),

@@ -52,6 +52,8 @@ pub const PREEMPTION_DELAY: &str = "preemption-delay";
 pub const ON_CPU: &str = "on-cpu";
 /// The chain's task slept longer than usual on something untraced.
 pub const BLOCKED_ON: &str = "blocked-on";
+/// The reply was ready in time, but its reader was not reading (asleep elsewhere).
+pub const READER_NOT_READING: &str = "reader-not-reading";
 /// Nothing on the machine moved: the device or peer answered late.
 pub const DEVICE_EXTERNAL: &str = "device/external";
 /// A function's own code ran long.
@@ -164,6 +166,9 @@ pub const CAUSES: &[Cause] = &[
     cause(BLOCKED_ON, "the chain's task slept longer than usual on something untraced",
         "it waited for a lock, I/O or a peer the trace has no events for",
         "record the events of what it waits for (block, lock, network), or profile off-CPU time"),
+    cause(READER_NOT_READING, "the reply was ready in time, but its reader was not reading",
+        "the reader had given up or was elsewhere (a sleep, a log write, other work) when the last hand-off made the reply readable, and read it only when it came back",
+        "fix the reader: wait for the reply (poll/read with the deadline as timeout) instead of sleeping; a retry after giving up should drain the late reply first"),
     cause(DEVICE_EXTERNAL, "nothing on the machine moved: the device or peer answered late",
         "the time passed outside the traced machine (device firmware, the network, the peer)",
         "measure the device or peer itself; the trace shows the machine was not the cause"),
@@ -272,7 +277,7 @@ mod tests {
         for (i, c) in CAUSES.iter().enumerate() {
             assert!(CAUSES[..i].iter().all(|d| d.id != c.id), "{} twice", c.id);
         }
-        assert_eq!(CAUSES.len(), 32);
+        assert_eq!(CAUSES.len(), 33);
         assert_eq!(CAUSES.iter().filter(|c| c.blind).count(), 3);
         assert!(is_blind_spot(TRACE_CUT) && !is_blind_spot(RUNQUEUE_WAIT));
         assert!(!is_blind_spot("no-such-cause"));

@@ -9,6 +9,7 @@ use super::cutter::Options;
 use super::cycle::Cycle;
 use super::driver::{PerMiss, Tally};
 use super::engine::{Engine, LinkKind, RawLink};
+use super::ready::Ready;
 use super::report::{Culprit, Hold, Link, Miss};
 use super::template::Template;
 use crate::units::dur;
@@ -36,8 +37,10 @@ struct Blamed {
 struct Span {
     /// The deadline in trace time.
     dl: Option<u64>,
-    /// The reply, or where the cycle stopped waiting.
+    /// The reply (ready for its reader), or where the cycle stopped waiting.
     end: u64,
+    /// When the reply was ready, if a reply came (`end`, or earlier than the read).
+    reply: Option<u64>,
     /// Where the explanation stops: the deadline (the question is why the reply was not
     /// there by then; what the waiter did after giving up is not a cause), else the end.
     h: u64,
@@ -46,15 +49,27 @@ struct Span {
 impl MissCx<'_> {
     /// Explains missed cycle `c`, adding its blame to `tally`. Also says whether the trace
     /// connects the chain to the cycle's thread.
-    pub(super) fn explain(&self, c: &Cycle, tally: &mut Tally) -> (Miss, bool) {
+    /// `ready` says when the reply was ready, where its reader was not waiting for it.
+    pub(super) fn explain(
+        &self,
+        c: &Cycle,
+        ready: Option<&Ready>,
+        tally: &mut Tally,
+    ) -> (Miss, bool) {
         let eng = self.eng;
         let dl = self.deadline.map(|d| c.start_ns + d);
+        let reply = ready.map(|r| r.at).or(c.end_ns());
+        if let (Some(r), Some(d)) = (ready, dl) {
+            if r.at <= d {
+                return (self.not_reading(c, r, d, tally), true);
+            }
+        }
         let h = dl.map_or(c.stop_ns(), |d| d.min(c.stop_ns()));
         // With no reply, nothing after the deadline leads to one: the chain stops there,
         // so a request that never got its reply costs its deadline's worth of trace, not
-        // the rest of the trace.
-        let end = c.end_ns().unwrap_or(h);
-        let sp = Span { dl, end, h };
+        // the rest of the trace. A reply read late is followed until it was ready.
+        let end = reply.unwrap_or(h);
+        let sp = Span { dl, end, reply, h };
         // The chain is followed to the end, to show what came after the deadline; only
         // `[start, h]` is weighed.
         let (mut links, chain_set) = eng.chain(c.tid, c.end_tid(), c.start_ns, end);
@@ -98,12 +113,12 @@ impl MissCx<'_> {
                 connected || l.excess_ns > 0 || l.pending_at_deadline || l.after_deadline
             }),
         );
-        chain.extend(self.end_marks(c, &sp));
+        chain.extend(self.end_marks(c, &sp, ready));
         chain.sort_by_key(|l| {
             let mark = matches!(l.kind.as_str(), "to" | "deadline");
             (l.after_deadline, l.offset_ns, mark)
         });
-        let late = match (c.end_ns(), self.deadline) {
+        let late = match (reply, self.deadline) {
             (Some(e), Some(d)) => (e - c.start_ns).saturating_sub(d),
             (None, _) => c.stop_ns() - c.start_ns,
             _ => 0,
@@ -112,7 +127,9 @@ impl MissCx<'_> {
         let miss = Miss {
             blame,
             start_ns: c.start_ns,
-            duration_ns: c.end_ns().map(|e| e - c.start_ns),
+            duration_ns: reply.map(|e| e - c.start_ns),
+            read_ns: ready.and(c.end_ns()).map(|e| e - c.start_ns),
+            not_reading: false,
             tid: c.tid,
             cpu: c.cpu,
             late_ns: late,
@@ -185,7 +202,7 @@ impl MissCx<'_> {
                     || (l.kind != LinkKind::Run && a >= l.start && e <= stop))
         });
         // Significant: above 10 us and a tenth of the cycle's lateness.
-        let late = match (c.end_ns(), self.deadline) {
+        let late = match (sp.reply, self.deadline) {
             (Some(e), Some(dd)) => (e - c.start_ns).saturating_sub(dd),
             _ => d,
         };
@@ -345,18 +362,26 @@ impl MissCx<'_> {
     }
 
     /// The chain's last points: the deadline passing (and how much later the reply
-    /// came), and the reply.
-    fn end_marks(&self, c: &Cycle, sp: &Span) -> Vec<Link> {
+    /// came), the reply ready where its reader was not waiting, and the reply read.
+    fn end_marks(&self, c: &Cycle, sp: &Span, ready: Option<&Ready>) -> Vec<Link> {
         let mut out = Vec::new();
         if let Some(d) = sp.dl.filter(|&d| d < sp.end || c.end_ns().is_none()) {
-            let what = match c.end_ns() {
-                Some(e) => format!(
+            let what = match (c.end_ns(), ready) {
+                (Some(e), Some(r)) => format!(
+                    "passed; the reply was ready {} later and read {} later (what follows is not blamed)",
+                    dur(r.at - d),
+                    dur(e - d)
+                ),
+                (Some(e), None) => format!(
                     "passed; the reply came {} later (what follows is not blamed)",
                     dur(e - d)
                 ),
-                None => "passed with no reply".to_string(),
+                (None, _) => "passed with no reply".to_string(),
             };
             out.push(Link::mark("deadline", c.start_ns, d, None, what));
+        }
+        if let (Some(r), Some(e)) = (ready, c.end_ns()) {
+            out.push(self.ready_mark(c, r, e, sp.h < r.at));
         }
         if let Some(e) = c.end_ns() {
             let to: Vec<&str> = self.o.to.iter().map(|t| t.text()).collect();
@@ -366,6 +391,85 @@ impl MissCx<'_> {
             out.push(l);
         }
         out
+    }
+
+    /// The reply ready for a reader that was not waiting: when, by what, and when and
+    /// after what the reader read it.
+    fn ready_mark(&self, c: &Cycle, r: &Ready, read: u64, after_deadline: bool) -> Link {
+        let who = self.eng.task(c.end_tid().unwrap_or(c.tid));
+        let what = format!(
+            "reply ready ({}); {who} was {}, woken at +{}, and read it at +{}",
+            r.by,
+            r.reader,
+            dur(r.woken - c.start_ns),
+            dur(read - c.start_ns)
+        );
+        let mut l = Link::mark("ready", c.start_ns, r.at, None, what);
+        l.after_deadline = after_deadline;
+        l
+    }
+
+    /// A miss whose reply was ready by the deadline `d` but read after it: the reader was
+    /// not reading. Nothing before the deadline is a cause; the reader's own absence is.
+    fn not_reading(&self, c: &Cycle, r: &Ready, d: u64, tally: &mut Tally) -> Miss {
+        let read = c.end_ns().unwrap_or(d);
+        let reader = c.end_tid().unwrap_or(c.tid);
+        let late = read.saturating_sub(d);
+        let culprit = Culprit::task(self.eng.tl, self.eng.s, reader, c.cpu);
+        let mut per = PerMiss::default();
+        per.add(cause::READER_NOT_READING.to_string(), culprit.clone(), late);
+        tally.blame_cpu(c.cpu, late);
+        let what = format!("{} by {}", self.o.from.text(), self.eng.task(c.tid));
+        let mut chain = vec![Link::mark(
+            "from",
+            c.start_ns,
+            c.start_ns,
+            Some(c.cpu),
+            what,
+        )];
+        chain.push(self.ready_mark(c, r, read, false));
+        let wait = Link {
+            duration_ns: late,
+            excess_ns: late,
+            held_by: vec![Hold {
+                category: cause::READER_NOT_READING.into(),
+                culprit,
+                ns: late,
+                why: Some(format!("the reader was {}", r.reader)),
+                nested_ns: 0,
+            }],
+            ..Link::mark(
+                "deadline",
+                c.start_ns,
+                d,
+                None,
+                format!("passed with the reply ready; read {} later", dur(late)),
+            )
+        };
+        chain.push(wait);
+        let sp = Span {
+            dl: Some(d),
+            end: read,
+            reply: Some(r.at),
+            h: d,
+        };
+        chain.extend(
+            self.end_marks(c, &sp, None)
+                .into_iter()
+                .filter(|l| l.kind == "to"),
+        );
+        Miss {
+            blame: tally.add_miss(per),
+            start_ns: c.start_ns,
+            duration_ns: Some(r.at - c.start_ns),
+            read_ns: Some(read - c.start_ns),
+            not_reading: true,
+            tid: c.tid,
+            cpu: c.cpu,
+            late_ns: late,
+            blamed_ns: late,
+            chain,
+        }
     }
 }
 

@@ -7,12 +7,14 @@ use super::cycle::{Cycle, CycleStore};
 use super::cycle_miss::MissCx;
 use super::driver::{assemble, Findings, Framing, MissKeeper, Tally};
 use super::engine::Engine;
-use super::report::{CycleStats, ExplainReport, Window, Windows};
+use super::ready::{Ready, Replies};
+use super::report::{CycleStats, ExplainReport, ReadTimes, Window, Windows};
 use super::template::Template;
 use crate::dist::quantile;
 use crate::event::Interner;
 use crate::timeline::Timeline;
 use crate::units::dur;
+use rustc_hash::FxHashMap;
 
 /// The deadline for cycles: the one given; else one the data shows (`infer_deadline`);
 /// else none, and the slowest 1% (above p99) are explained as outliers.
@@ -131,32 +133,51 @@ pub fn analyze(
     writes: &[u64],
 ) -> ExplainReport {
     let eng = Engine::new(tl, s);
+    // When each reply was ready, where its reader was not waiting for it (by cycle).
+    let replies = Replies::of(cycles.iter());
+    let ready: FxHashMap<usize, Ready> = (cycles.iter().enumerate())
+        .filter_map(|(i, c)| eng.ready(&c, &replies).map(|r| (i, r)))
+        .collect();
+    drop(replies);
+    let reply_at = |i: usize, c: &Cycle| ready.get(&i).map(|r| r.at).or(c.end_ns());
     // The packed cycles are read a few times over rather than held unpacked.
-    let mut durations: Vec<u64> = cycles
-        .iter()
-        .filter_map(|c| c.end_ns().map(|e| e - c.start_ns))
+    let mut durations: Vec<u64> = (cycles.iter().enumerate())
+        .filter_map(|(i, c)| reply_at(i, &c).map(|e| e - c.start_ns))
         .collect();
     durations.sort_unstable();
     let (deadline, source) = deadline_policy(o, writes, &durations);
     let cut = |c: &Cycle| cut_off(tl, c, deadline);
-    let is_miss = |c: &Cycle| match (c.end_ns(), deadline) {
+    // Late when the reply was ready after the deadline, or ready in time and read after
+    // it (the reader was not reading).
+    let is_miss = |i: usize, c: &Cycle| match (c.end_ns(), deadline) {
         (None, _) => !cut(c),
-        (Some(e), Some(d)) => e - c.start_ns > d,
+        (Some(e), Some(d)) => {
+            e - c.start_ns > d || reply_at(i, c).is_some_and(|r| r - c.start_ns > d)
+        }
         (Some(_), None) => false,
     };
-    let (mut cut_n, mut missed) = (0u64, 0u64);
-    for c in cycles.iter() {
+    let not_reading = |i: usize, c: &Cycle| match (ready.get(&i), c.end_ns(), deadline) {
+        (Some(r), Some(e), Some(d)) => r.at - c.start_ns <= d && e - c.start_ns > d,
+        _ => false,
+    };
+    let (mut cut_n, mut missed, mut unread) = (0u64, 0u64, 0u64);
+    for (i, c) in cycles.iter().enumerate() {
         // A cycle cut off is no miss: the two are counted apart.
         match cut(&c) {
             true => cut_n += 1,
-            false => missed += u64::from(is_miss(&c)),
+            false => missed += u64::from(is_miss(i, &c)),
         }
+        unread += u64::from(not_reading(i, &c));
     }
     let no_reply = (cycles.len() - durations.len()) as u64 - cut_n;
     let mut stats = CycleStats::of(&durations, cycles.len() as u64, no_reply, missed);
     stats.cut_off = cut_n;
+    stats.not_reading = unread;
+    stats.read = read_times(&cycles, ready.len());
     drop(durations);
-    let good = cycles.iter().filter(|c| !is_miss(c) && !cut(c));
+    let good = (cycles.iter().enumerate())
+        .filter(|(i, c)| !is_miss(*i, c) && !cut(c))
+        .map(|(_, c)| c);
     let good_n = cycles.len() - (cut_n + missed) as usize;
     let template = Template::learn(&eng, good, good_n, &o.learned);
     let mut notes = Vec::new();
@@ -176,16 +197,18 @@ pub fn analyze(
     let (mut kept, mut unconnected, mut bare) = (MissKeeper::default(), 0u64, 0u64);
     // One last pass explains the misses and turns every cycle into its plot window.
     let mut windows = Windows::new();
-    for c in cycles.into_cycles() {
-        let miss = is_miss(&c);
+    for (i, c) in cycles.into_cycles().enumerate() {
+        let miss = is_miss(i, &c);
+        let r = ready.get(&i);
         if miss {
-            let (m, connected) = cx.explain(&c, &mut tally);
+            let (m, connected) = cx.explain(&c, r, &mut tally);
             unconnected += u64::from(!connected);
             bare += u64::from(no_handoff(&m));
             kept.push(m);
         }
-        let w = Window::new(c.start_ns, c.end_ns(), c.stop_ns(), c.tid, c.cpu, miss);
-        windows.push(w);
+        let end = r.map(|r| r.at).or(c.end_ns());
+        let w = Window::new(c.start_ns, end, c.stop_ns(), c.tid, c.cpu, miss);
+        windows.push(w.read_at(c.end_ns()));
     }
     let (misses, dropped) = kept.finish();
     notes.extend(blind_notes(bare, unconnected));
@@ -206,6 +229,25 @@ pub fn analyze(
         windows,
     };
     assemble(tl, s, frame, found)
+}
+
+/// The quantiles of the replied cycles until their reply was read, when `later` of them
+/// were read later than it was ready (else none: the main quantiles say it all).
+fn read_times(cycles: &CycleStore, later: usize) -> Option<ReadTimes> {
+    if later == 0 {
+        return None;
+    }
+    let mut d: Vec<u64> = (cycles.iter())
+        .filter_map(|c| c.end_ns().map(|e| e - c.start_ns))
+        .collect();
+    d.sort_unstable();
+    Some(ReadTimes {
+        later: later as u64,
+        p50_ns: quantile(&d, 0.5),
+        p90_ns: quantile(&d, 0.9),
+        p99_ns: quantile(&d, 0.99),
+        max_ns: *d.last()?,
+    })
 }
 
 /// A cycle with no reply that the trace cannot judge: it ended (or a CPU's data was cut)

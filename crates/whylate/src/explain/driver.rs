@@ -191,6 +191,7 @@ impl CycleStats {
             no_reply,
             cut_off: 0,
             misses,
+            not_reading: 0,
             min_ns: d.min,
             p50_ns: d.p50,
             p90_ns: d.p90,
@@ -198,6 +199,7 @@ impl CycleStats {
             max_ns: d.max,
             histogram: crate::dist::log_histogram(sorted, 1000),
             pairing: None,
+            read: None,
         }
     }
 }
@@ -351,6 +353,8 @@ mod tests {
 
     fn miss(late_ns: u64, replied: bool) -> Miss {
         Miss {
+            read_ns: None,
+            not_reading: false,
             start_ns: late_ns,
             duration_ns: replied.then_some(late_ns + 1),
             tid: 1,

@@ -440,6 +440,8 @@ fn explain_one(
     };
     chain.push(b_words);
     Miss {
+        read_ns: None,
+        not_reading: false,
         blame,
         start_ns: x.ts,
         duration_ns: x.b.map(|b| b.0 - x.ts),

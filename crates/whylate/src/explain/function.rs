@@ -296,6 +296,8 @@ fn explain_one(
     }];
     chain.extend(delayed(tl, s, x, end));
     Miss {
+        read_ns: None,
+        not_reading: false,
         blame,
         start_ns: x.start,
         duration_ns: Some(x.dur),

@@ -207,7 +207,7 @@ impl Engine<'_> {
     }
 
     /// The last wakeup of `tid` in `[s, upto]`.
-    fn last_wakeup(&self, tid: i32, s: u64, upto: u64) -> Option<usize> {
+    pub(super) fn last_wakeup(&self, tid: i32, s: u64, upto: u64) -> Option<usize> {
         let tl = self.tl;
         let n = self
             .edges
@@ -219,7 +219,7 @@ impl Engine<'_> {
     }
 
     /// The work item worker `tid` was running at `ts`, if any.
-    fn work_running(&self, tid: i32, ts: u64) -> Option<&Edge> {
+    pub(super) fn work_running(&self, tid: i32, ts: u64) -> Option<&Edge> {
         let tl = self.tl;
         let n = self
             .edges

@@ -404,6 +404,8 @@ fn one(r: &KernelReport, tally: &mut Tally) -> Miss {
         chain.push(Link::mark("stack", r.ts, r.ts, r.cpu, frames.join(" <- ")));
     }
     Miss {
+        read_ns: None,
+        not_reading: false,
         blame,
         start_ns: r.ts,
         duration_ns: r.stuck_ns,

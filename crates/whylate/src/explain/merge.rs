@@ -17,6 +17,8 @@ pub struct RunSummary {
     count: u64,
     no_reply: u64,
     misses: u64,
+    /// Misses whose reply was ready in time and read late.
+    not_reading: u64,
     tally: Tally,
     worst: Vec<Miss>,
     keep: usize,
@@ -40,6 +42,7 @@ impl RunSummary {
             count: 0,
             no_reply: 0,
             misses: 0,
+            not_reading: 0,
             tally: Tally::default(),
             worst: Vec::new(),
             keep: keep.max(1),
@@ -61,6 +64,11 @@ impl RunSummary {
                 None => self.no_reply += 1,
             }
             self.misses += u64::from(w.miss);
+            let ready_in_time = match (w.end_ns(), r.deadline_ns) {
+                (Some(e), Some(d)) => e - w.start_ns <= d,
+                _ => false,
+            };
+            self.not_reading += u64::from(w.miss && w.read_ns.is_some() && ready_in_time);
             self.span = (self.span.0.min(w.start_ns), self.span.1.max(w.start_ns));
         }
         if self.base.is_none() && !settled.is_empty() {
@@ -124,6 +132,7 @@ impl RunSummary {
             no_reply: self.no_reply,
             cut_off: 0,
             misses: self.misses,
+            not_reading: self.not_reading,
             min_ns: d.min,
             p50_ns: d.p50,
             p90_ns: d.p90,
@@ -131,6 +140,7 @@ impl RunSummary {
             max_ns: d.max,
             histogram: self.durations.histogram(1000),
             pairing: None,
+            read: None,
         }
     }
 

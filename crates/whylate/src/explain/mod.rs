@@ -45,6 +45,7 @@ mod machine;
 mod merge;
 #[cfg(test)]
 mod net_tests;
+mod ready;
 mod report;
 mod rt_advice;
 mod softirq;

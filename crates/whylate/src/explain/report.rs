@@ -238,8 +238,17 @@ pub struct Hold {
 pub struct Miss {
     /// Cycle start.
     pub start_ns: u64,
-    /// Duration, null when no reply came.
+    /// Duration, null when no reply came: until the reply was ready for its reader
+    /// (the read, unless the reader was not waiting then: see `read_ns`).
     pub duration_ns: Option<u64>,
+    /// Until the reader read the reply, when that was later than it was ready (the
+    /// reader was not waiting: asleep in another call, busy elsewhere).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_ns: Option<u64>,
+    /// The reply was ready by the deadline, and read after it: the reader was not
+    /// reading (a miss of its own kind).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub not_reading: bool,
     /// Thread.
     pub tid: i32,
     /// CPU of the `from` event.
@@ -270,7 +279,10 @@ pub struct CycleStats {
     pub cut_off: u64,
     /// Misses (over the deadline, or no reply).
     pub misses: u64,
-    /// Quantiles of replied cycles.
+    /// Of the misses, those whose reply was ready by the deadline and read after it.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub not_reading: u64,
+    /// Quantiles of replied cycles, until the reply was ready for its reader.
     pub min_ns: u64,
     /// Median.
     pub p50_ns: u64,
@@ -285,6 +297,29 @@ pub struct CycleStats {
     /// How replies were paired with requests (cycles only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pairing: Option<PairingStats>,
+    /// Quantiles until the reply was read, when some cycles were read later than ready.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read: Option<ReadTimes>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Replied cycles' durations until the reply was read, beside the ready times the
+/// main quantiles are of (only where some reader was not waiting for its reply).
+#[derive(Clone, Debug, Serialize, Default, PartialEq)]
+pub struct ReadTimes {
+    /// Cycles whose reply was read later than it was ready.
+    pub later: u64,
+    /// Median.
+    pub p50_ns: u64,
+    /// 90th.
+    pub p90_ns: u64,
+    /// 99th.
+    pub p99_ns: u64,
+    /// Max.
+    pub max_ns: u64,
 }
 
 /// How replies were paired with requests, and how often requests overlapped.
@@ -392,6 +427,8 @@ pub struct Window {
     ended: bool,
     /// Over the deadline (or no reply).
     pub miss: bool,
+    /// When the reply was read, where that was after its end (the reply ready).
+    pub read_ns: Option<u64>,
 }
 
 impl Window {
@@ -412,7 +449,14 @@ impl Window {
             cpu,
             ended: end_ns.is_some(),
             miss,
+            read_ns: None,
         }
+    }
+
+    /// The same window, its reply read at `read_ns` (after the end, when it was ready).
+    pub fn read_at(mut self, read_ns: Option<u64>) -> Window {
+        self.read_ns = read_ns.filter(|&r| self.ended && r > self.stop_ns);
+        self
     }
 
     /// End, when it came.
@@ -436,10 +480,17 @@ impl Pack for Window {
         put_i(out, self.start_ns.wrapping_sub(prev.start_ns) as i64);
         put_i(out, self.stop_ns.wrapping_sub(self.start_ns) as i64);
         put_i(out, i64::from(self.tid) - i64::from(prev.tid));
+        let read = u64::from(self.read_ns.is_some());
         put_u(
             out,
-            u64::from(self.cpu) << 2 | u64::from(self.ended) << 1 | u64::from(self.miss),
+            u64::from(self.cpu) << 3
+                | read << 2
+                | u64::from(self.ended) << 1
+                | u64::from(self.miss),
         );
+        if let Some(r) = self.read_ns {
+            put_u(out, r - self.stop_ns);
+        }
     }
 
     fn unpack(prev: &Self, buf: &[u8], at: &mut usize) -> Self {
@@ -447,13 +498,15 @@ impl Pack for Window {
         let stop_ns = start_ns.wrapping_add(get_i(buf, at) as u64);
         let tid = (i64::from(prev.tid) + get_i(buf, at)) as i32;
         let f = get_u(buf, at);
+        let read_ns = (f & 4 != 0).then(|| stop_ns + get_u(buf, at));
         Window {
             start_ns,
             stop_ns,
             tid,
-            cpu: (f >> 2) as u32,
+            cpu: (f >> 3) as u32,
             ended: f & 2 != 0,
             miss: f & 1 != 0,
+            read_ns,
         }
     }
 }
@@ -502,7 +555,9 @@ mod tests {
             Window::new(100, Some(180), 180, 7, 1, false),
             Window::new(90, Some(5_000_000), 5_000_000, -1, 300, true),
             Window::new(u64::MAX - 5, None, u64::MAX, i32::MAX, 0, false),
+            Window::new(200, Some(900), 900, 7, 1, true).read_at(Some(25_000)),
         ];
+        assert_eq!((v[4].end_ns(), v[4].read_ns), (Some(900), Some(25_000)));
         assert_eq!((v[0].end_ns(), v[0].stop_ns()), (None, 150));
         assert_eq!((v[1].end_ns(), v[1].stop_ns()), (Some(180), 180));
         let p: Windows = v.clone().into();

@@ -162,13 +162,15 @@ fn a_miss_is_explained_up_to_its_deadline_not_by_the_clients_own_sleep() {
         let dl = m.chain.iter().position(|l| l.kind == "deadline").unwrap();
         assert_eq!(m.chain[dl].offset_ns, 3_500_000);
         assert!(
-            m.chain[dl].what.contains("the reply came"),
+            m.chain[dl]
+                .what
+                .contains("the reply was ready 4.530 ms later"),
             "{}",
             m.chain[dl].what
         );
         let after = &m.chain[dl + 1..];
         assert!(
-            after.iter().any(|l| l.what.contains("woken by irq 0")),
+            after.iter().any(|l| l.what.contains(", woken at +23.5")),
             "{after:?}"
         );
         assert!(after
@@ -176,6 +178,45 @@ fn a_miss_is_explained_up_to_its_deadline_not_by_the_clients_own_sleep() {
             .all(|l| l.after_deadline && l.held_by.is_empty()));
         assert_eq!(m.blamed_ns, 3_478_000);
     }
+}
+
+#[test]
+fn a_reply_ready_while_its_reader_slept_is_measured_when_it_was_ready() {
+    // In the two hogged cycles the reply work ends at +8.030 ms (the hog held CPU1 for
+    // 8 ms), while the client, which gave up at +3.5 ms, sleeps until its timer
+    // interrupt at about +23.5 ms and reads then: ready 8.030 ms, read ~23.5 ms.
+    let r = cycles_of(&testkit::giving_up_client(8, &[2, 5]), Some(3_500_000));
+    assert_eq!(r.cycles.max_ns, 8_030_000);
+    let read = r
+        .cycles
+        .read
+        .as_ref()
+        .expect("read times beside ready ones");
+    assert_eq!((read.later, read.max_ns), (2, 23_538_000));
+    let m = &r.misses[0];
+    assert_eq!(
+        (m.duration_ns, m.read_ns),
+        (Some(8_030_000), Some(23_526_000))
+    );
+    assert_eq!((m.late_ns, m.not_reading), (4_530_000, false));
+    let ready = m.chain.iter().find(|l| l.kind == "ready").unwrap();
+    assert_eq!(ready.offset_ns, 8_030_000);
+    assert_eq!(
+        ready.what,
+        "reply ready (reply_work done in kworker/1:1[40] on CPU1); c[5] was not waiting for it, woken at +23.517 ms, and read it at +23.526 ms"
+    );
+    // With a 9 ms deadline the replies were ready in time and read late: misses of
+    // their own kind, blamed on the reader.
+    let r = cycles_of(&testkit::giving_up_client(8, &[2, 5]), Some(9_000_000));
+    assert_eq!((r.cycles.misses, r.cycles.not_reading), (2, 2));
+    assert_eq!(r.causes[0].category, "reader-not-reading");
+    assert_eq!(r.causes[0].culprit.pid, Some(5));
+    let m = &r.misses[0];
+    assert!(m.not_reading);
+    assert_eq!(m.late_ns, m.read_ns.unwrap() - 9_000_000);
+    // Cycles whose reader was waiting have one time: read.
+    let r = cycles_of(&testkit::giving_up_client(8, &[]), Some(3_500_000));
+    assert!(r.cycles.read.is_none());
 }
 
 #[test]

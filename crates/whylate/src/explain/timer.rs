@@ -284,6 +284,8 @@ impl PeriodCx<'_> {
         let blamed = per.total();
         let blame = tally.add_miss(per);
         Miss {
+            read_ns: None,
+            not_reading: false,
             blame,
             start_ns: x.expiry,
             duration_ns: Some(x.total()),

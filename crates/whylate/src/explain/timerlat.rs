@@ -230,6 +230,8 @@ fn activation_miss(a: &Activation, by: &[Vec<&Noise>], dl: u64, usual: (u64, u64
         ),
     ];
     Miss {
+        read_ns: None,
+        not_reading: false,
         start_ns: expiry,
         duration_ns: Some(total),
         tid,
@@ -361,6 +363,8 @@ fn analyze_thresholds(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport 
             )
         };
         misses.push(Miss {
+            read_ns: None,
+            not_reading: false,
             start_ns: t.start,
             duration_ns: Some(t.dur_ns),
             tid: -1,

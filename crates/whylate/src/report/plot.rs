@@ -580,13 +580,18 @@ fn raster(r: &ExplainReport, tl: &Timeline, s: &Interner, ymax: u64) -> Raster {
         }
         if let Some(e) = w.end_ns() {
             let d = e - w.start_ns;
+            let missed = if w.miss { " (missed)" } else { "" };
+            // A reply read later than it was ready: both, the ready one measured.
+            let word = if w.read_ns.is_some() { "ready" } else { "end" };
             add(&mut out, ci, d, K_REPLY, &|| {
-                format!(
-                    "end after {}{}",
-                    dur(d),
-                    if w.miss { " (missed)" } else { "" }
-                )
+                format!("{word} after {}{missed}", dur(d))
             });
+            if let Some(rd) = w.read_ns {
+                let d2 = rd - w.start_ns;
+                add(&mut out, ci, d2, K_REPLY, &|| {
+                    format!("read after {} (ready after {})", dur(d2), dur(d))
+                });
+            }
         }
     }
     out

@@ -88,12 +88,27 @@ fn verdict(o: &mut String, r: &ExplainReport, p: &Paint) {
             (n, None) => format!(", {n} never answered and not judged: no deadline"),
             (n, Some(_)) => format!(", {n} cut off by the trace's end"),
         };
+        let unread = match c.not_reading {
+            0 => String::new(),
+            n => format!(", {n} ready in time but not read"),
+        };
         format!(
-            "{} {}, {} missed ({} no reply{cut}), {dl}{q}",
+            "{} {}, {} missed ({} no reply{unread}{cut}), {dl}{q}",
             c.count, r.noun, c.misses, c.no_reply
         )
     };
     let _ = writeln!(o, "{}", p.heading(&first));
+    if let Some(x) = &c.read {
+        // The quantiles above are until the reply was ready; some readers read later.
+        let _ = writeln!(
+            o,
+            "  until read: p50 {}, p99 {}, max {} ({} replies read later than they were ready: the reader was not waiting)",
+            dur(x.p50_ns),
+            dur(x.p99_ns),
+            dur(x.max_ns),
+            x.later
+        );
+    }
     for b in &r.blind {
         let _ = writeln!(o, "  {} {b}", p.warn("blind:"));
     }
@@ -208,7 +223,10 @@ fn miss(o: &mut String, r: &ExplainReport, m: &Miss, p: &Paint) {
     let d = match (m.duration_ns, r.kernel.is_some()) {
         (Some(d), true) => format!("stuck for {}", dur(d)),
         (None, true) => "reported".to_string(),
-        (Some(d), false) => format!("took {}", dur(d)),
+        (Some(d), false) => match m.read_ns {
+            Some(rd) => format!("ready after {}, read after {}", dur(d), dur(rd)),
+            None => format!("took {}", dur(d)),
+        },
         (None, false) => "no reply".to_string(),
     };
     let what = match r.noun {
@@ -216,7 +234,12 @@ fn miss(o: &mut String, r: &ExplainReport, m: &Miss, p: &Paint) {
         "kernel reports" => "report",
         _ => "miss",
     };
-    let late = if m.late_ns > 0 && m.duration_ns.is_some() && r.deadline_ns.is_some() {
+    let late = if m.not_reading {
+        format!(
+            " (read {} late: the reader was not reading)",
+            dur(m.late_ns)
+        )
+    } else if m.late_ns > 0 && m.duration_ns.is_some() && r.deadline_ns.is_some() {
         format!(" ({} late)", dur(m.late_ns))
     } else {
         String::new()
@@ -425,6 +448,8 @@ mod tests {
     #[test]
     fn the_verdict_comes_first() {
         let miss = |start: u64, d: Option<u64>| Miss {
+            read_ns: None,
+            not_reading: false,
             blame: Vec::new(),
             start_ns: start,
             duration_ns: d,
