@@ -25,6 +25,9 @@ pub struct Plant {
     pub threads: Vec<(&'static str, i32, u64)>,
     /// What is left: scheduling and entry/exit.
     pub rest: u64,
+    /// A stack saved at the IRQ (innermost first), printed after its IRQ sample as the
+    /// `stacktrace` option does.
+    pub stack: Vec<&'static str>,
 }
 
 impl Plant {
@@ -91,7 +94,11 @@ pub fn timerlat_trace(cpus: u32, n: u64, late: &[Plant], noise: bool) -> String 
                 "#{seq:<5} context {:>6} timer_latency {irq_lat:>9} ns",
                 "irq"
             );
-            out.push(line(expiry + irq_lat, c, "<idle>-0", "d.h.", &irq_body));
+            let mut irq = line(expiry + irq_lat, c, "<idle>-0", "d.h.", &irq_body);
+            if let Some(p) = p.filter(|p| !p.stack.is_empty()) {
+                irq.1 += &stack_block(irq.0, c, &p.stack);
+            }
+            out.push(irq);
             let th_body = format!(
                 "#{seq:<5} context {:>6} timer_latency {thread_lat:>9} ns",
                 "thread"
@@ -106,6 +113,16 @@ pub fn timerlat_trace(cpus: u32, n: u64, late: &[Plant], noise: bool) -> String 
     let mut s = String::from("# tracer: timerlat\n#\n");
     for (_, l) in out {
         s.push_str(&l);
+    }
+    s
+}
+
+/// A `<stack trace>` block at `ns` (kernel/trace/trace_output.c, `trace_stack_print`:
+/// the header as an event of its own, then ` => function` lines).
+fn stack_block(ns: u64, cpu: u32, frames: &[&str]) -> String {
+    let mut s = line(ns, cpu, "<idle>-0", "d.h.", "<stack trace>").1;
+    for f in frames {
+        s += &format!(" => {f}\n");
     }
     s
 }
@@ -222,6 +239,18 @@ pub fn planted() -> Vec<Plant> {
             index: 50,
             irq_lat: 60_000,
             rest: 5_000,
+            stack: vec![
+                "timerlat_irq",
+                "__hrtimer_run_queues",
+                "hrtimer_interrupt",
+                "__sysvec_apic_timer_interrupt",
+                "sysvec_apic_timer_interrupt",
+                "asm_sysvec_apic_timer_interrupt",
+                "_raw_spin_unlock_irqrestore",
+                "frob_poll",
+                "frob_ioctl",
+                "__x64_sys_ioctl",
+            ],
             ..Default::default()
         },
         Plant {

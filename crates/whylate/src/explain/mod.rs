@@ -39,6 +39,7 @@ mod engine;
 mod expect;
 mod function;
 mod handoff;
+mod irq_stack;
 mod kernlog;
 mod learned;
 mod machine;

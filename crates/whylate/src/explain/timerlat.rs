@@ -178,17 +178,45 @@ fn noise_in<'a>(by: &'a [Vec<&'a Noise>], cpu: u32, from: u64, to: u64) -> &'a [
     &v[a..b.max(a)]
 }
 
+/// The timer IRQ's own latency as a hold; where a stack was saved at the IRQ, the code
+/// it interrupted is its culprit (where interrupts came back on, when they were off).
+fn irq_hold(a: &Activation, tl: &Timeline, irq_lat: u64) -> Hold {
+    let stack = a.stack.and_then(|i| tl.rtla.stacks.get(i as usize));
+    let past = stack.map_or(Vec::new(), |s| super::irq_stack::interrupted(s.frames()));
+    let Some(first) = past.first() else {
+        return Hold {
+            why: Some("the timer's expiry to its IRQ handler: interrupts off, or another handler or an NMI running".into()),
+            ..Hold::on_cpu(cause::TIMER_IRQ_LATENCY, a.cpu, irq_lat)
+        };
+    };
+    Hold {
+        culprit: Culprit {
+            caller: Some((*first).to_string()),
+            cpu: Some(a.cpu),
+            ..Default::default()
+        },
+        why: Some(format!(
+            "the stack saved at the IRQ: it interrupted {}; if interrupts were off, that is where they came back on",
+            past.join(" <- ")
+        )),
+        ..Hold::on_cpu(cause::TIMER_IRQ_LATENCY, a.cpu, irq_lat)
+    }
+}
+
 /// One late activation as a miss: the timer's expiry, the IRQ (its latency), the
 /// thread (the noise and the rest).
-fn activation_miss(a: &Activation, by: &[Vec<&Noise>], dl: u64, usual: (u64, u64)) -> Miss {
+fn activation_miss(
+    a: &Activation,
+    tl: &Timeline,
+    by: &[Vec<&Noise>],
+    dl: u64,
+    usual: (u64, u64),
+) -> Miss {
     let (th_ts, total, tid) = a.thread.unwrap_or((0, 0, -1));
     let irq_lat = a.irq.map_or(0, |i| i.1).min(total);
     let expiry = a.expiry();
     let entry = expiry + irq_lat;
-    let fixed = vec![Hold {
-        why: Some("the timer's expiry to its IRQ handler: interrupts off, or another handler or an NMI running".into()),
-        ..Hold::on_cpu(cause::TIMER_IRQ_LATENCY, a.cpu, irq_lat)
-    }];
+    let fixed = vec![irq_hold(a, tl, irq_lat)];
     let noise = noise_in(by, a.cpu, entry, th_ts.max(entry));
     let rest = (
         cause::SCHED_OVERHEAD,
@@ -281,7 +309,7 @@ pub fn analyze_timerlat(
         let late = lat > dl;
         windows.push(Window::new(a.expiry(), Some(ts), ts, tid, a.cpu, late));
         if late {
-            misses.push(activation_miss(a, &by, dl, usual));
+            misses.push(activation_miss(a, tl, &by, dl, usual));
         }
     }
     windows.sort_by_key(|w| w.start_ns);
@@ -420,9 +448,15 @@ mod tests {
             let v = parts(m);
             assert_eq!(m.duration_ns, Some(plant.total()));
             assert_eq!(v.iter().map(|x| x.2).sum::<u64>(), plant.total(), "{v:?}");
+            // Where a stack was saved at the IRQ, the code it interrupted is named.
+            let landed = if plant.stack.is_empty() {
+                "-"
+            } else {
+                "_raw_spin_unlock_irqrestore"
+            };
             assert_eq!(
                 v[0],
-                ("timer-irq-latency".into(), "-".into(), plant.irq_lat)
+                ("timer-irq-latency".into(), landed.into(), plant.irq_lat)
             );
             let rest = v
                 .iter()
@@ -470,6 +504,22 @@ mod tests {
             .advice
             .iter()
             .any(|a| a.command.contains("/proc/irq/33/smp_affinity_list")));
+        // CPU1's activation 51: its IRQ 60 us late, in a spinlock's unlock called from
+        // frob_poll <- frob_ioctl, past the six frames of the tracer and the entry path.
+        let m = (r.misses.iter())
+            .find(|m| m.cpu == 1)
+            .expect("CPU1's late one");
+        let h = &m.chain[1].held_by[0];
+        assert_eq!(
+            h.why.as_deref(),
+            Some("the stack saved at the IRQ: it interrupted _raw_spin_unlock_irqrestore <- frob_poll <- frob_ioctl; if interrupts were off, that is where they came back on")
+        );
+        assert!(
+            (r.advice.iter()).any(|a| a.action.contains("landed in _raw_spin_unlock_irqrestore")),
+            "{:?}",
+            r.advice
+        );
+        assert_eq!(p.tl.rtla.stacks.len(), 1);
     }
 
     /// A deadline given decides what is late; without osnoise events each late
@@ -486,6 +536,19 @@ mod tests {
             (950, "sched-overhead", 124_050)
         );
         assert!(r.notes.iter().any(|n| n.starts_with("no osnoise events")));
+    }
+
+    /// A trace that records no sched_switch has no untraced idle exits to warn of,
+    /// though its IRQ samples (in `<idle>-0`) and thread samples make the timeline infer
+    /// a switch out of idle at every activation.
+    #[test]
+    fn no_blind_spot_note_without_sched_switch() {
+        let p = pass(&timerlat_trace(2, 50, &[], false));
+        let a = &p.tl.anomalies;
+        assert_eq!(a.implicit_from_idle.values().sum::<u64>(), 100);
+        assert_eq!(a.untraced_idle_note(), None);
+        let r = analyze_timerlat(&p.tl, &p.strings, None, 3);
+        assert!(r.blind.is_empty(), "{:?}", r.blind);
     }
 
     /// osnoise threshold hits are explained from the noise inside them.
