@@ -54,6 +54,7 @@ mod template;
 mod tests;
 mod timer;
 mod timerlat;
+mod timerlat_join;
 
 pub use auto::*;
 pub use causes::{is_blind_spot, BLIND_SPOTS};

@@ -100,18 +100,8 @@ fn culprit(n: &Noise) -> (&'static str, Culprit) {
     }
 }
 
-/// The parts of `total` ns on `cpu` from `from` to `to` after the `fixed` parts: each
-/// noise that started in it (same culprits merged, largest first), then the remainder
-/// as `rest`. Noise past what is left is cut, so the parts always sum to `total`.
-pub(super) fn breakdown(
-    noise: &[&Noise],
-    cpu: u32,
-    (from, to): (u64, u64),
-    total: u64,
-    fixed: Vec<Hold>,
-    rest: (&str, &str),
-) -> Vec<Hold> {
-    let mut left = total.saturating_sub(fixed.iter().map(|h| h.ns).sum());
+/// The noise events among `noise` as parts: same culprits merged, largest first.
+fn noise_parts(noise: &[&Noise], (from, to): (u64, u64)) -> Vec<Hold> {
     let mut parts: Vec<Hold> = Vec::new();
     let inside = noise
         .iter()
@@ -132,6 +122,20 @@ pub(super) fn breakdown(
             }),
         }
     }
+    parts
+}
+
+/// The parts of `total` ns on `cpu`: the `fixed` ones, then `parts` (largest first),
+/// then the remainder as `rest`. Parts past what is left are cut, so they always sum to
+/// `total`.
+pub(super) fn fill(
+    mut parts: Vec<Hold>,
+    cpu: u32,
+    total: u64,
+    fixed: Vec<Hold>,
+    rest: (&str, &str),
+) -> Vec<Hold> {
+    let mut left = total.saturating_sub(fixed.iter().map(|h| h.ns).sum());
     parts.sort_by(|a, b| {
         b.ns.cmp(&a.ns)
             .then(a.culprit.label().cmp(&b.culprit.label()))
@@ -150,6 +154,26 @@ pub(super) fn breakdown(
         });
     }
     out
+}
+
+/// What held `cpu` over `[from, to)`: the osnoise events there, else what the sched and
+/// irq tracepoints show (leaving `tid`, the sampling thread, to the remainder); and
+/// whether the tracepoints told it.
+fn parts_in(
+    tl: &Timeline,
+    s: &Interner,
+    noise: &[&Noise],
+    cpu: u32,
+    win: (u64, u64),
+    tid: i32,
+) -> (Vec<Hold>, bool) {
+    let parts = noise_parts(noise, win);
+    if !parts.is_empty() {
+        return (parts, false);
+    }
+    let traced = super::timerlat_join::traced_parts(tl, s, cpu, win, tid);
+    let joined = !traced.is_empty();
+    (traced, joined)
 }
 
 /// Each CPU's noise, by start.
@@ -205,24 +229,30 @@ fn irq_hold(a: &Activation, tl: &Timeline, irq_lat: u64) -> Hold {
 
 /// One late activation as a miss: the timer's expiry, the IRQ (its latency), the
 /// thread (the noise and the rest).
+/// Whether the sched/irq tracepoints told it (no osnoise events there).
 fn activation_miss(
     a: &Activation,
-    tl: &Timeline,
+    (tl, s): (&Timeline, &Interner),
     by: &[Vec<&Noise>],
     dl: u64,
     usual: (u64, u64),
-) -> Miss {
+) -> (Miss, bool) {
     let (th_ts, total, tid) = a.thread.unwrap_or((0, 0, -1));
     let irq_lat = a.irq.map_or(0, |i| i.1).min(total);
     let expiry = a.expiry();
     let entry = expiry + irq_lat;
     let fixed = vec![irq_hold(a, tl, irq_lat)];
     let noise = noise_in(by, a.cpu, entry, th_ts.max(entry));
+    let (found, joined) = parts_in(tl, s, noise, a.cpu, (entry, th_ts), tid);
     let rest = (
         cause::SCHED_OVERHEAD,
-        "what no noise event accounts for: waking and switching to the timerlat thread, kernel entry and exit",
+        if joined {
+            "what no tracepoint accounts for: switching to the timerlat thread, kernel entry and exit"
+        } else {
+            "what no noise event accounts for: waking and switching to the timerlat thread, kernel entry and exit"
+        },
     );
-    let mut parts = breakdown(noise, a.cpu, (entry, th_ts), total, fixed, rest).into_iter();
+    let mut parts = fill(found, a.cpu, total, fixed, rest).into_iter();
     let irq_part: Vec<Hold> = parts.next().into_iter().filter(|h| h.ns > 0).collect();
     let thread_parts: Vec<Hold> = parts.collect();
     let tl_link = |kind: &str, ts: u64, what: String, d: u64, u: u64, held: Vec<Hold>| Link {
@@ -257,7 +287,7 @@ fn activation_miss(
             thread_parts,
         ),
     ];
-    Miss {
+    let m = Miss {
         start_ns: expiry,
         duration_ns: Some(total),
         tid,
@@ -266,7 +296,8 @@ fn activation_miss(
         blamed_ns: total,
         chain,
         blame: Vec::new(),
-    }
+    };
+    (m, joined)
 }
 
 /// Whether the trace holds timerlat samples or osnoise threshold hits to explain.
@@ -304,12 +335,15 @@ pub fn analyze_timerlat(
     let by = noise_by_cpu(tl);
     let mut misses: Vec<Miss> = Vec::new();
     let mut windows: Vec<Window> = Vec::new();
+    let mut joined = 0;
     for a in &acts {
         let (ts, lat, tid) = a.thread.unwrap_or_default();
         let late = lat > dl;
         windows.push(Window::new(a.expiry(), Some(ts), ts, tid, a.cpu, late));
         if late {
-            misses.push(activation_miss(a, tl, &by, dl, usual));
+            let (m, j) = activation_miss(a, (tl, s), &by, dl, usual);
+            joined += u64::from(j);
+            misses.push(m);
         }
     }
     windows.sort_by_key(|w| w.start_ns);
@@ -318,7 +352,11 @@ pub fn analyze_timerlat(
         acts.len(),
         (acts.iter().map(|a| a.cpu).max().unwrap_or(0) + 1)
     )];
-    if tl.rtla.noise.is_empty() {
+    if joined > 0 {
+        notes.push(format!(
+            "{joined} late activations had no osnoise events: their IRQs, softirqs and the tasks that held the CPU are told from the sched and irq tracepoints"
+        ));
+    } else if tl.rtla.noise.is_empty() {
         notes.push("no osnoise events in the trace: beyond the IRQ's latency each late activation is one remainder; record with the osnoise events on (rtla timerlat -a, or -e osnoise) to see the IRQs, softirqs, NMIs and threads in it".into());
     }
     let frame = Framing {
@@ -372,7 +410,8 @@ fn analyze_thresholds(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport 
             cause::UNKNOWN,
             "what no noise event inside the sample accounts for",
         );
-        let held = breakdown(noise, t.cpu, (t.start, end), t.dur_ns, Vec::new(), rest);
+        let (found, _) = parts_in(tl, s, noise, t.cpu, (t.start, end), t.tid);
+        let held = fill(found, t.cpu, t.dur_ns, Vec::new(), rest);
         let link = Link {
             duration_ns: t.dur_ns,
             excess_ns: t.dur_ns,
@@ -549,6 +588,49 @@ mod tests {
         assert_eq!(a.untraced_idle_note(), None);
         let r = analyze_timerlat(&p.tl, &p.strings, None, 3);
         assert!(r.blind.is_empty(), "{:?}", r.blind);
+    }
+
+    /// With no osnoise events but sched/irq tracepoints, a late activation's IRQ and
+    /// softirq are named from irq_handler_* and softirq_*, and the task that held the
+    /// CPU while the timerlat thread waited is a runqueue wait behind it; the parts sum
+    /// to the total.
+    #[test]
+    fn tracepoints_join_the_breakdown() {
+        let plant = crate::testkit_rtla::Plant {
+            cpu: 1,
+            index: 150,
+            irq_lat: 1_000,
+            irqs: vec![("eth0", 33, 20_000)],
+            softirqs: vec![("NET_RX", 3, 15_000)],
+            threads: vec![("rtapp", 5151, 40_000)],
+            rest: 3_000,
+            tracepoints: true,
+            ..Default::default()
+        };
+        let p = pass(&timerlat_trace(2, 200, std::slice::from_ref(&plant), false));
+        let r = analyze_timerlat(&p.tl, &p.strings, None, 3);
+        assert_eq!(r.misses.len(), 1);
+        let m = &r.misses[0];
+        assert_eq!((m.cpu, m.duration_ns), (1, Some(79_000)));
+        let v = parts(m);
+        assert_eq!(v.iter().map(|x| x.2).sum::<u64>(), 79_000, "{v:?}");
+        assert_eq!(v[0], ("timer-irq-latency".into(), "-".into(), 1_000));
+        assert_eq!(
+            (v[1].0.as_str(), v[1].2),
+            ("runqueue-wait", 40_000),
+            "{v:?}"
+        );
+        assert!(v[1].1.starts_with("rtapp[5151]"), "{v:?}");
+        assert_eq!(v[2], ("hardirq".into(), "irq 33 (eth0)".into(), 20_000));
+        assert_eq!(v[3], ("softirq".into(), "softirq NET_RX".into(), 15_000));
+        assert_eq!(v[4], ("sched-overhead".into(), "-".into(), 3_000));
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.starts_with("1 late activations had no osnoise events")),
+            "{:?}",
+            r.notes
+        );
     }
 
     /// osnoise threshold hits are explained from the noise inside them.

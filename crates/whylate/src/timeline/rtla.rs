@@ -52,6 +52,8 @@ pub struct Threshold {
     pub ts: u64,
     /// The CPU.
     pub cpu: u32,
+    /// The task it was recorded in (the osnoise thread).
+    pub tid: i32,
     /// Start, ns.
     pub start: u64,
     /// Its duration, ns.

@@ -53,6 +53,7 @@ impl Builder {
             Parsed::Threshold(start, dur_ns, interference) => r.thresholds.push(Threshold {
                 ts,
                 cpu,
+                tid,
                 start,
                 dur_ns,
                 interference,
