@@ -633,6 +633,28 @@ mod tests {
         );
     }
 
+    /// A stack belongs to the event just before it on its CPU: after a timerlat sample,
+    /// to that sample; after any other event (here a wakeup), to no sample.
+    #[test]
+    fn a_stack_belongs_to_the_event_before_it() {
+        let text = "\
+          <idle>-0     [000] d.h.   100.000010: #1     context    irq timer_latency      1000 ns
+          <idle>-0     [000] d.h.   100.000010: <stack trace>
+ => timerlat_irq
+ => default_idle
+     timerlat/0-900   [000] ....   100.000015: #1     context thread timer_latency      6000 ns
+     timerlat/0-900   [000] d...   100.000016: sched_wakeup: comm=a pid=7 prio=120 target_cpu=000
+     timerlat/0-900   [000] d...   100.000016: <stack trace>
+ => try_to_wake_up
+";
+        let p = pass(text);
+        let r = &p.tl.rtla;
+        assert_eq!(r.stacks.len(), 2);
+        assert_eq!((r.samples[0].stack, r.samples[1].stack), (Some(0), None));
+        assert_eq!(r.stacks[1].frames().collect::<Vec<_>>(), ["try_to_wake_up"]);
+        assert_eq!(r.activations()[0].stack, Some(0));
+    }
+
     /// osnoise threshold hits are explained from the noise inside them.
     #[test]
     fn threshold_hits_from_their_noise() {
