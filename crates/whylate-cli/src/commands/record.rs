@@ -18,6 +18,11 @@ pub fn run(a: RecordArgs) -> anyhow::Result<ExitCode> {
         period,
         command,
     } = a;
+    // The timerlat tracer's record is its text, not a trace.dat.
+    let output = match timerlat && output.as_os_str() == "trace.dat" {
+        true => std::path::PathBuf::from("timerlat.txt"),
+        false => output,
+    };
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
     use whylate::record::{self, RecordOptions};

@@ -83,6 +83,22 @@ fn put(root: &Path, (file, value): &(String, String)) -> Result<(), RecordError>
     std::fs::write(&p, value).map_err(ioe(&p))
 }
 
+/// Streams the instance's `trace` text to `output`, created 0600 (traces hold command
+/// names).
+fn save(trace: &Path, output: &Path) -> Result<(), RecordError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut from = std::fs::File::open(trace).map_err(ioe(trace))?;
+    let mut to = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(output)
+        .map_err(ioe(output))?;
+    std::io::copy(&mut from, &mut to).map_err(ioe(output))?;
+    Ok(())
+}
+
 /// Records with the timerlat tracer until `stop` or `duration`, then writes the
 /// instance's `trace` text to `output` (what `whylate FILE` reads). Everything it set is
 /// put back, even when a step fails.
@@ -113,9 +129,7 @@ pub fn record_timerlat(
             std::thread::sleep(Duration::from_millis(100));
         }
         put(&root, &(format!("{instance}/tracing_on"), "0".into()))?;
-        let trace = dir.join("trace");
-        std::fs::copy(&trace, output).map_err(ioe(&trace))?;
-        Ok(())
+        save(&dir.join("trace"), output)
     };
     let r = run();
     for w in timerlat_undo(&instance, &saved) {
