@@ -633,6 +633,25 @@ mod tests {
         );
     }
 
+    /// A threshold hit with no noise events inside it is split by the irq tracepoints
+    /// there instead; the osnoise thread's own time is the rest.
+    #[test]
+    fn threshold_hits_from_the_tracepoints() {
+        let text = crate::testkit_rtla::osnoise_trace(1, 2)
+            + "     osnoise/0-800 [000] d.h.   100.500002: irq_handler_entry: irq=33 name=eth0\n"
+            + "     osnoise/0-800 [000] d.h.   100.500010: irq_handler_exit: irq=33 ret=handled\n";
+        let p = pass(&text);
+        let r = analyze_timerlat(&p.tl, &p.strings, None, 3);
+        assert_eq!(r.misses.len(), 1);
+        assert_eq!(
+            parts(&r.misses[0]),
+            vec![
+                ("hardirq".into(), "irq 33 (eth0)".into(), 8000),
+                ("unknown".into(), "-".into(), 12_000),
+            ]
+        );
+    }
+
     /// A stack belongs to the event just before it on its CPU: after a timerlat sample,
     /// to that sample; after any other event (here a wakeup), to no sample.
     #[test]
