@@ -259,7 +259,9 @@ pub struct RecordArgs {
     /// Machine-readable summary.
     #[arg(long)]
     pub json: bool,
-    /// Record with the kernel's timerlat tracer (needs CONFIG_TIMERLAT_TRACER).
+    /// Record with the kernel's timerlat tracer (needs CONFIG_TIMERLAT_TRACER), in
+    /// whylate's own instance, with the osnoise, sched and irq events and the IRQ's stack
+    /// of activations over 50 us; saves the trace's text (`-o`, default timerlat.txt).
     #[arg(long)]
     pub timerlat: bool,
     /// With --timerlat: the timer's period, microseconds.

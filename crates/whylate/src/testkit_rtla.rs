@@ -25,6 +25,15 @@ pub struct Plant {
     pub threads: Vec<(&'static str, i32, u64)>,
     /// What is left: scheduling and entry/exit.
     pub rest: u64,
+    /// A stack saved at the IRQ (innermost first), printed after its IRQ sample as the
+    /// `stacktrace` option does.
+    pub stack: Vec<&'static str>,
+    /// Told by sched and irq tracepoints instead of osnoise events: the IRQ lands in
+    /// the first thread, the handlers run on top of it one after the other from 1 us
+    /// after the IRQ, then it runs (its time counting from the IRQ, handlers out) until
+    /// it switches to the timerlat thread `rest` before the thread's sample. Times are
+    /// whole microseconds (the `trace` file's resolution).
+    pub tracepoints: bool,
 }
 
 impl Plant {
@@ -91,14 +100,26 @@ pub fn timerlat_trace(cpus: u32, n: u64, late: &[Plant], noise: bool) -> String 
                 "#{seq:<5} context {:>6} timer_latency {irq_lat:>9} ns",
                 "irq"
             );
-            out.push(line(expiry + irq_lat, c, "<idle>-0", "d.h.", &irq_body));
+            let who = match p {
+                Some(p) if p.tracepoints => format!("{}-{}", p.threads[0].0, p.threads[0].1),
+                _ => "<idle>-0".into(),
+            };
+            let mut irq = line(expiry + irq_lat, c, &who, "d.h.", &irq_body);
+            if let Some(p) = p.filter(|p| !p.stack.is_empty()) {
+                irq.1 += &stack_block(irq.0, c, &p.stack);
+            }
+            out.push(irq);
             let th_body = format!(
                 "#{seq:<5} context {:>6} timer_latency {thread_lat:>9} ns",
                 "thread"
             );
             out.push(line(expiry + thread_lat, c, &me, "....", &th_body));
-            if let (Some(p), true) = (p, noise) {
-                out.extend(noise_lines(p, expiry + irq_lat));
+            match p {
+                Some(p) if p.tracepoints => {
+                    out.extend(tracepoint_lines(p, expiry + irq_lat, expiry + thread_lat))
+                }
+                Some(p) if noise => out.extend(noise_lines(p, expiry + irq_lat)),
+                _ => {}
             }
         }
     }
@@ -108,6 +129,76 @@ pub fn timerlat_trace(cpus: u32, n: u64, late: &[Plant], noise: bool) -> String 
         s.push_str(&l);
     }
     s
+}
+
+/// A `<stack trace>` block at `ns` (kernel/trace/trace_output.c, `trace_stack_print`:
+/// the header as an event of its own, then ` => function` lines).
+fn stack_block(ns: u64, cpu: u32, frames: &[&str]) -> String {
+    let mut s = line(ns, cpu, "<idle>-0", "d.h.", "<stack trace>").1;
+    for f in frames {
+        s += &format!(" => {f}\n");
+    }
+    s
+}
+
+/// The sched and irq tracepoints of a late activation whose IRQ was entered at `from`
+/// and whose thread ran at `to` (see [`Plant::tracepoints`]): the timer IRQ wakes the
+/// timerlat thread (FIFO 95: prio 4) while the first thread (FIFO 97: prio 2) runs.
+fn tracepoint_lines(p: &Plant, from: u64, to: u64) -> Vec<(u64, String)> {
+    let (comm, pid, _) = p.threads[0];
+    let me = format!("{comm}-{pid}");
+    let th = THREAD_PID + p.cpu as i32;
+    let mut v = vec![line(
+        from,
+        p.cpu,
+        &me,
+        "d.h.",
+        &format!(
+            "sched_wakeup: comm=timerlat/{} pid={th} prio=4 target_cpu={:03}",
+            p.cpu, p.cpu
+        ),
+    )];
+    let mut at = from + 1_000;
+    for &(desc, vec, d) in &p.irqs {
+        v.push(line(
+            at,
+            p.cpu,
+            &me,
+            "d.h.",
+            &format!("irq_handler_entry: irq={vec} name={desc}"),
+        ));
+        at += d;
+        v.push(line(
+            at,
+            p.cpu,
+            &me,
+            "d.h.",
+            &format!("irq_handler_exit: irq={vec} ret=handled"),
+        ));
+    }
+    for &(name, vec, d) in &p.softirqs {
+        v.push(line(
+            at,
+            p.cpu,
+            &me,
+            "..s.",
+            &format!("softirq_entry: vec={vec} [action={name}]"),
+        ));
+        at += d;
+        v.push(line(
+            at,
+            p.cpu,
+            &me,
+            "..s.",
+            &format!("softirq_exit: vec={vec} [action={name}]"),
+        ));
+    }
+    let sw = format!(
+        "sched_switch: prev_comm={comm} prev_pid={pid} prev_prio=2 prev_state=R+ ==> next_comm=timerlat/{} next_pid={th} next_prio=4",
+        p.cpu
+    );
+    v.push(line(to - p.rest, p.cpu, &me, "d...", &sw));
+    v
 }
 
 /// The osnoise events of a late activation whose IRQ was entered at `from`: each part
@@ -222,6 +313,18 @@ pub fn planted() -> Vec<Plant> {
             index: 50,
             irq_lat: 60_000,
             rest: 5_000,
+            stack: vec![
+                "timerlat_irq",
+                "__hrtimer_run_queues",
+                "hrtimer_interrupt",
+                "__sysvec_apic_timer_interrupt",
+                "sysvec_apic_timer_interrupt",
+                "asm_sysvec_apic_timer_interrupt",
+                "_raw_spin_unlock_irqrestore",
+                "frob_poll",
+                "frob_ioctl",
+                "__x64_sys_ioctl",
+            ],
             ..Default::default()
         },
         Plant {

@@ -15,9 +15,14 @@ pub fn run(a: RecordArgs) -> anyhow::Result<ExitCode> {
         reset,
         json,
         timerlat,
-        period: _,
+        period,
         command,
     } = a;
+    // The timerlat tracer's record is its text, not a trace.dat.
+    let output = match timerlat && output.as_os_str() == "trace.dat" {
+        true => std::path::PathBuf::from("timerlat.txt"),
+        false => output,
+    };
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
     use whylate::record::{self, RecordOptions};
@@ -37,17 +42,32 @@ pub fn run(a: RecordArgs) -> anyhow::Result<ExitCode> {
     if let Err(e) = Paths::default().recording("-o", Some(&output)).check() {
         return usage(&e);
     }
-    if timerlat {
-        let e = record::check_timerlat().err();
-        return usage(
-            &e.unwrap_or(record::RecordError::TimerlatUnsupported)
-                .to_string(),
-        );
-    }
     let duration = duration.map(std::time::Duration::from_nanos);
+    if timerlat {
+        // Checked before any signal handler: a kernel without the tracer gets one line.
+        if let Err(e) = record::check_timerlat() {
+            return usage(&e.to_string());
+        }
+    }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())?;
+    }
+    if timerlat {
+        if !command.is_empty() {
+            return usage("--timerlat records the whole machine: give --duration, or stop it with Ctrl-C, instead of a command");
+        }
+        return match record::record_timerlat(period, duration, &output, &stop) {
+            Ok(p) => {
+                println!(
+                    "wrote {} (timerlat text); `whylate {}` explains it",
+                    p.display(),
+                    p.display()
+                );
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(e) => usage(&e.to_string()),
+        };
     }
     // Ctrl-C while tracing a command exits 130 as the shell's own convention, whatever
     // the command made of its SIGINT (without a command Ctrl-C is the normal stop: 0).

@@ -39,6 +39,7 @@ mod engine;
 mod expect;
 mod function;
 mod handoff;
+mod irq_stack;
 mod kernlog;
 mod learned;
 mod machine;
@@ -54,6 +55,7 @@ mod template;
 mod tests;
 mod timer;
 mod timerlat;
+mod timerlat_join;
 
 pub use auto::*;
 pub use causes::{is_blind_spot, BLIND_SPOTS};

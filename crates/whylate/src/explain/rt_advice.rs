@@ -14,6 +14,14 @@ pub(super) fn for_rt_cause(c: &CauseRow, others: &str) -> Vec<Advice> {
         cost: "the CPU is lost to everything else; nohz_full makes kernel entry and exit slower on it".into(),
     };
     match c.category.as_str() {
+        cause::TIMER_IRQ_LATENCY if c.culprit.caller.is_some() => vec![Advice {
+            action: format!(
+                "The timer's interrupt came late on CPU{cpu} and landed in {}: look there (and in its callers) for interrupts held off",
+                c.culprit.label()
+            ),
+            command: "whylate record -e latency,preemptirq:irq_disable,preemptirq:irq_enable (who turned them off, and for how long)".into(),
+            cost: "preemptirq events are frequent: a bigger buffer, more overhead while tracing".into(),
+        }],
         cause::TIMER_IRQ_LATENCY => vec![Advice {
             action: format!("The timer's interrupt itself came late on CPU{cpu}: find the code that held interrupts off"),
             command: "rtla timerlat -a <us> (its stack at the hit), or whylate record -e latency,preemptirq:irq_disable,preemptirq:irq_enable".into(),

@@ -100,18 +100,8 @@ fn culprit(n: &Noise) -> (&'static str, Culprit) {
     }
 }
 
-/// The parts of `total` ns on `cpu` from `from` to `to` after the `fixed` parts: each
-/// noise that started in it (same culprits merged, largest first), then the remainder
-/// as `rest`. Noise past what is left is cut, so the parts always sum to `total`.
-pub(super) fn breakdown(
-    noise: &[&Noise],
-    cpu: u32,
-    (from, to): (u64, u64),
-    total: u64,
-    fixed: Vec<Hold>,
-    rest: (&str, &str),
-) -> Vec<Hold> {
-    let mut left = total.saturating_sub(fixed.iter().map(|h| h.ns).sum());
+/// The noise events among `noise` as parts: same culprits merged, largest first.
+fn noise_parts(noise: &[&Noise], (from, to): (u64, u64)) -> Vec<Hold> {
     let mut parts: Vec<Hold> = Vec::new();
     let inside = noise
         .iter()
@@ -132,6 +122,20 @@ pub(super) fn breakdown(
             }),
         }
     }
+    parts
+}
+
+/// The parts of `total` ns on `cpu`: the `fixed` ones, then `parts` (largest first),
+/// then the remainder as `rest`. Parts past what is left are cut, so they always sum to
+/// `total`.
+pub(super) fn fill(
+    mut parts: Vec<Hold>,
+    cpu: u32,
+    total: u64,
+    fixed: Vec<Hold>,
+    rest: (&str, &str),
+) -> Vec<Hold> {
+    let mut left = total.saturating_sub(fixed.iter().map(|h| h.ns).sum());
     parts.sort_by(|a, b| {
         b.ns.cmp(&a.ns)
             .then(a.culprit.label().cmp(&b.culprit.label()))
@@ -150,6 +154,26 @@ pub(super) fn breakdown(
         });
     }
     out
+}
+
+/// What held `cpu` over `[from, to)`: the osnoise events there, else what the sched and
+/// irq tracepoints show (leaving `tid`, the sampling thread, to the remainder); and
+/// whether the tracepoints told it.
+fn parts_in(
+    tl: &Timeline,
+    s: &Interner,
+    noise: &[&Noise],
+    cpu: u32,
+    win: (u64, u64),
+    tid: i32,
+) -> (Vec<Hold>, bool) {
+    let parts = noise_parts(noise, win);
+    if !parts.is_empty() {
+        return (parts, false);
+    }
+    let traced = super::timerlat_join::traced_parts(tl, s, cpu, win, tid);
+    let joined = !traced.is_empty();
+    (traced, joined)
 }
 
 /// Each CPU's noise, by start.
@@ -178,23 +202,57 @@ fn noise_in<'a>(by: &'a [Vec<&'a Noise>], cpu: u32, from: u64, to: u64) -> &'a [
     &v[a..b.max(a)]
 }
 
+/// The timer IRQ's own latency as a hold; where a stack was saved at the IRQ, the code
+/// it interrupted is its culprit (where interrupts came back on, when they were off).
+fn irq_hold(a: &Activation, tl: &Timeline, irq_lat: u64) -> Hold {
+    let stack = a.stack.and_then(|i| tl.rtla.stacks.get(i as usize));
+    let past = stack.map_or(Vec::new(), |s| super::irq_stack::interrupted(s.frames()));
+    let Some(first) = past.first() else {
+        return Hold {
+            why: Some("the timer's expiry to its IRQ handler: interrupts off, or another handler or an NMI running".into()),
+            ..Hold::on_cpu(cause::TIMER_IRQ_LATENCY, a.cpu, irq_lat)
+        };
+    };
+    Hold {
+        culprit: Culprit {
+            caller: Some((*first).to_string()),
+            cpu: Some(a.cpu),
+            ..Default::default()
+        },
+        why: Some(format!(
+            "the stack saved at the IRQ: it interrupted {}; if interrupts were off, that is where they came back on",
+            past.join(" <- ")
+        )),
+        ..Hold::on_cpu(cause::TIMER_IRQ_LATENCY, a.cpu, irq_lat)
+    }
+}
+
 /// One late activation as a miss: the timer's expiry, the IRQ (its latency), the
 /// thread (the noise and the rest).
-fn activation_miss(a: &Activation, by: &[Vec<&Noise>], dl: u64, usual: (u64, u64)) -> Miss {
+/// Whether the sched/irq tracepoints told it (no osnoise events there).
+fn activation_miss(
+    a: &Activation,
+    (tl, s): (&Timeline, &Interner),
+    by: &[Vec<&Noise>],
+    dl: u64,
+    usual: (u64, u64),
+) -> (Miss, bool) {
     let (th_ts, total, tid) = a.thread.unwrap_or((0, 0, -1));
     let irq_lat = a.irq.map_or(0, |i| i.1).min(total);
     let expiry = a.expiry();
     let entry = expiry + irq_lat;
-    let fixed = vec![Hold {
-        why: Some("the timer's expiry to its IRQ handler: interrupts off, or another handler or an NMI running".into()),
-        ..Hold::on_cpu(cause::TIMER_IRQ_LATENCY, a.cpu, irq_lat)
-    }];
+    let fixed = vec![irq_hold(a, tl, irq_lat)];
     let noise = noise_in(by, a.cpu, entry, th_ts.max(entry));
+    let (found, joined) = parts_in(tl, s, noise, a.cpu, (entry, th_ts), tid);
     let rest = (
         cause::SCHED_OVERHEAD,
-        "what no noise event accounts for: waking and switching to the timerlat thread, kernel entry and exit",
+        if joined {
+            "what no tracepoint accounts for: switching to the timerlat thread, kernel entry and exit"
+        } else {
+            "what no noise event accounts for: waking and switching to the timerlat thread, kernel entry and exit"
+        },
     );
-    let mut parts = breakdown(noise, a.cpu, (entry, th_ts), total, fixed, rest).into_iter();
+    let mut parts = fill(found, a.cpu, total, fixed, rest).into_iter();
     let irq_part: Vec<Hold> = parts.next().into_iter().filter(|h| h.ns > 0).collect();
     let thread_parts: Vec<Hold> = parts.collect();
     let tl_link = |kind: &str, ts: u64, what: String, d: u64, u: u64, held: Vec<Hold>| Link {
@@ -229,7 +287,7 @@ fn activation_miss(a: &Activation, by: &[Vec<&Noise>], dl: u64, usual: (u64, u64
             thread_parts,
         ),
     ];
-    Miss {
+    let m = Miss {
         read_ns: None,
         not_reading: false,
         start_ns: expiry,
@@ -240,7 +298,8 @@ fn activation_miss(a: &Activation, by: &[Vec<&Noise>], dl: u64, usual: (u64, u64
         blamed_ns: total,
         chain,
         blame: Vec::new(),
-    }
+    };
+    (m, joined)
 }
 
 /// Whether the trace holds timerlat samples or osnoise threshold hits to explain.
@@ -278,12 +337,15 @@ pub fn analyze_timerlat(
     let by = noise_by_cpu(tl);
     let mut misses: Vec<Miss> = Vec::new();
     let mut windows: Vec<Window> = Vec::new();
+    let mut joined = 0;
     for a in &acts {
         let (ts, lat, tid) = a.thread.unwrap_or_default();
         let late = lat > dl;
         windows.push(Window::new(a.expiry(), Some(ts), ts, tid, a.cpu, late));
         if late {
-            misses.push(activation_miss(a, &by, dl, usual));
+            let (m, j) = activation_miss(a, (tl, s), &by, dl, usual);
+            joined += u64::from(j);
+            misses.push(m);
         }
     }
     windows.sort_by_key(|w| w.start_ns);
@@ -292,7 +354,11 @@ pub fn analyze_timerlat(
         acts.len(),
         (acts.iter().map(|a| a.cpu).max().unwrap_or(0) + 1)
     )];
-    if tl.rtla.noise.is_empty() {
+    if joined > 0 {
+        notes.push(format!(
+            "{joined} late activations had no osnoise events: their IRQs, softirqs and the tasks that held the CPU are told from the sched and irq tracepoints"
+        ));
+    } else if tl.rtla.noise.is_empty() {
         notes.push("no osnoise events in the trace: beyond the IRQ's latency each late activation is one remainder; record with the osnoise events on (rtla timerlat -a, or -e osnoise) to see the IRQs, softirqs, NMIs and threads in it".into());
     }
     let frame = Framing {
@@ -346,7 +412,8 @@ fn analyze_thresholds(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport 
             cause::UNKNOWN,
             "what no noise event inside the sample accounts for",
         );
-        let held = breakdown(noise, t.cpu, (t.start, end), t.dur_ns, Vec::new(), rest);
+        let (found, _) = parts_in(tl, s, noise, t.cpu, (t.start, end), t.tid);
+        let held = fill(found, t.cpu, t.dur_ns, Vec::new(), rest);
         let link = Link {
             duration_ns: t.dur_ns,
             excess_ns: t.dur_ns,
@@ -424,9 +491,15 @@ mod tests {
             let v = parts(m);
             assert_eq!(m.duration_ns, Some(plant.total()));
             assert_eq!(v.iter().map(|x| x.2).sum::<u64>(), plant.total(), "{v:?}");
+            // Where a stack was saved at the IRQ, the code it interrupted is named.
+            let landed = if plant.stack.is_empty() {
+                "-"
+            } else {
+                "_raw_spin_unlock_irqrestore"
+            };
             assert_eq!(
                 v[0],
-                ("timer-irq-latency".into(), "-".into(), plant.irq_lat)
+                ("timer-irq-latency".into(), landed.into(), plant.irq_lat)
             );
             let rest = v
                 .iter()
@@ -474,6 +547,22 @@ mod tests {
             .advice
             .iter()
             .any(|a| a.command.contains("/proc/irq/33/smp_affinity_list")));
+        // CPU1's activation 51: its IRQ 60 us late, in a spinlock's unlock called from
+        // frob_poll <- frob_ioctl, past the six frames of the tracer and the entry path.
+        let m = (r.misses.iter())
+            .find(|m| m.cpu == 1)
+            .expect("CPU1's late one");
+        let h = &m.chain[1].held_by[0];
+        assert_eq!(
+            h.why.as_deref(),
+            Some("the stack saved at the IRQ: it interrupted _raw_spin_unlock_irqrestore <- frob_poll <- frob_ioctl; if interrupts were off, that is where they came back on")
+        );
+        assert!(
+            (r.advice.iter()).any(|a| a.action.contains("landed in _raw_spin_unlock_irqrestore")),
+            "{:?}",
+            r.advice
+        );
+        assert_eq!(p.tl.rtla.stacks.len(), 1);
     }
 
     /// A deadline given decides what is late; without osnoise events each late
@@ -490,6 +579,103 @@ mod tests {
             (950, "sched-overhead", 124_050)
         );
         assert!(r.notes.iter().any(|n| n.starts_with("no osnoise events")));
+    }
+
+    /// A trace that records no sched_switch has no untraced idle exits to warn of,
+    /// though its IRQ samples (in `<idle>-0`) and thread samples make the timeline infer
+    /// a switch out of idle at every activation.
+    #[test]
+    fn no_blind_spot_note_without_sched_switch() {
+        let p = pass(&timerlat_trace(2, 50, &[], false));
+        let a = &p.tl.anomalies;
+        assert_eq!(a.implicit_from_idle.values().sum::<u64>(), 100);
+        assert_eq!(a.untraced_idle_note(), None);
+        let r = analyze_timerlat(&p.tl, &p.strings, None, 3);
+        assert!(r.blind.is_empty(), "{:?}", r.blind);
+    }
+
+    /// With no osnoise events but sched/irq tracepoints, a late activation's IRQ and
+    /// softirq are named from irq_handler_* and softirq_*, and the task that held the
+    /// CPU while the timerlat thread waited is a runqueue wait behind it; the parts sum
+    /// to the total.
+    #[test]
+    fn tracepoints_join_the_breakdown() {
+        let plant = crate::testkit_rtla::Plant {
+            cpu: 1,
+            index: 150,
+            irq_lat: 1_000,
+            irqs: vec![("eth0", 33, 20_000)],
+            softirqs: vec![("NET_RX", 3, 15_000)],
+            threads: vec![("rtapp", 5151, 40_000)],
+            rest: 3_000,
+            tracepoints: true,
+            ..Default::default()
+        };
+        let p = pass(&timerlat_trace(2, 200, std::slice::from_ref(&plant), false));
+        let r = analyze_timerlat(&p.tl, &p.strings, None, 3);
+        assert_eq!(r.misses.len(), 1);
+        let m = &r.misses[0];
+        assert_eq!((m.cpu, m.duration_ns), (1, Some(79_000)));
+        let v = parts(m);
+        assert_eq!(v.iter().map(|x| x.2).sum::<u64>(), 79_000, "{v:?}");
+        assert_eq!(v[0], ("timer-irq-latency".into(), "-".into(), 1_000));
+        assert_eq!(
+            (v[1].0.as_str(), v[1].2),
+            ("runqueue-wait", 40_000),
+            "{v:?}"
+        );
+        assert!(v[1].1.starts_with("rtapp[5151]"), "{v:?}");
+        assert_eq!(v[2], ("hardirq".into(), "irq 33 (eth0)".into(), 20_000));
+        assert_eq!(v[3], ("softirq".into(), "softirq NET_RX".into(), 15_000));
+        assert_eq!(v[4], ("sched-overhead".into(), "-".into(), 3_000));
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.starts_with("1 late activations had no osnoise events")),
+            "{:?}",
+            r.notes
+        );
+    }
+
+    /// A threshold hit with no noise events inside it is split by the irq tracepoints
+    /// there instead; the osnoise thread's own time is the rest.
+    #[test]
+    fn threshold_hits_from_the_tracepoints() {
+        let text = crate::testkit_rtla::osnoise_trace(1, 2)
+            + "     osnoise/0-800 [000] d.h.   100.500002: irq_handler_entry: irq=33 name=eth0\n"
+            + "     osnoise/0-800 [000] d.h.   100.500010: irq_handler_exit: irq=33 ret=handled\n";
+        let p = pass(&text);
+        let r = analyze_timerlat(&p.tl, &p.strings, None, 3);
+        assert_eq!(r.misses.len(), 1);
+        assert_eq!(
+            parts(&r.misses[0]),
+            vec![
+                ("hardirq".into(), "irq 33 (eth0)".into(), 8000),
+                ("unknown".into(), "-".into(), 12_000),
+            ]
+        );
+    }
+
+    /// A stack belongs to the event just before it on its CPU: after a timerlat sample,
+    /// to that sample; after any other event (here a wakeup), to no sample.
+    #[test]
+    fn a_stack_belongs_to_the_event_before_it() {
+        let text = "\
+          <idle>-0     [000] d.h.   100.000010: #1     context    irq timer_latency      1000 ns
+          <idle>-0     [000] d.h.   100.000010: <stack trace>
+ => timerlat_irq
+ => default_idle
+     timerlat/0-900   [000] ....   100.000015: #1     context thread timer_latency      6000 ns
+     timerlat/0-900   [000] d...   100.000016: sched_wakeup: comm=a pid=7 prio=120 target_cpu=000
+     timerlat/0-900   [000] d...   100.000016: <stack trace>
+ => try_to_wake_up
+";
+        let p = pass(text);
+        let r = &p.tl.rtla;
+        assert_eq!(r.stacks.len(), 2);
+        assert_eq!((r.samples[0].stack, r.samples[1].stack), (Some(0), None));
+        assert_eq!(r.stacks[1].frames().collect::<Vec<_>>(), ["try_to_wake_up"]);
+        assert_eq!(r.activations()[0].stack, Some(0));
     }
 
     /// osnoise threshold hits are explained from the noise inside them.

@@ -27,6 +27,7 @@ mod registry;
 pub mod ringbuf;
 pub mod rtla;
 mod source;
+pub mod stack;
 pub mod tep;
 mod text;
 pub mod tracedat;

@@ -52,9 +52,6 @@ pub enum RecordError {
         /// The tracers it has.
         tracers: String,
     },
-    /// Recording with the timerlat tracer is not there yet.
-    #[error("recording with the timerlat tracer is not built in yet: record with `rtla timerlat -a <us>` or `trace-cmd record -p timerlat -e osnoise`, then `whylate FILE` explains it")]
-    TimerlatUnsupported,
     /// The command could not be started.
     #[error("cannot run `{cmd}`: {source}")]
     Spawn {

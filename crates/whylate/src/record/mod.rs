@@ -32,7 +32,10 @@ use error::{check_root, ioe};
 use events::{exclude_own_syscalls, resolve_events};
 use readers::{join_readers, spawn_readers};
 pub(crate) use readers::{PageSink, Reader};
-pub use timerlat::{check_timerlat, timerlat_in};
+pub use timerlat::{
+    check_timerlat, record_timerlat, timerlat_in, timerlat_plan, timerlat_undo, DEFAULT_PERIOD_US,
+    STACK_US,
+};
 pub(crate) use tracefs::read_tracefs;
 pub use tracefs::reset;
 use tracefs::{

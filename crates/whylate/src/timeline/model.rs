@@ -313,6 +313,10 @@ pub struct Anomalies {
     /// Per CPU, the switches out of the idle task the trace does record.
     #[serde(skip)]
     pub traced_from_idle: BTreeMap<u32, u64>,
+    /// The CPUs whose trace records sched_switch at all: only there is an untraced idle
+    /// exit a blind spot (a trace of no switches, timerlat's alone, has none to miss).
+    #[serde(skip)]
+    pub switching_cpus: std::collections::BTreeSet<u32>,
     /// Per CPU, of the implicit switches out of idle that ended a wait: (how many, the
     /// largest bound on how late the inferred end can be, ns). See
     /// [`Timeline::inferred_bound`].
@@ -348,7 +352,9 @@ impl Anomalies {
     /// exits were inferred, and how late that makes a wakeup there at worst (a stray lost
     /// switch is said on its own sample only).
     pub fn untraced_idle_note(&self) -> Option<String> {
-        let never = |cpu: &&u32| !self.traced_from_idle.contains_key(cpu);
+        let never = |cpu: &&u32| {
+            !self.traced_from_idle.contains_key(cpu) && self.switching_cpus.contains(cpu)
+        };
         let cpus: Vec<u32> = (self.implicit_from_idle.keys().filter(never))
             .copied()
             .collect();
@@ -377,7 +383,8 @@ impl Anomalies {
         ))
     }
 
-    /// Implicit switch-ins [`Anomalies::untraced_idle_note`] does not cover.
+    /// Implicit switch-ins [`Anomalies::untraced_idle_note`] does not cover (nor those out
+    /// of idle on a CPU that records no switch at all: nothing there is missing).
     pub fn implicit_switches_unexplained(&self) -> u64 {
         let never = |cpu: &&u32| !self.traced_from_idle.contains_key(cpu);
         let idle: u64 = (self.implicit_from_idle.iter().filter(|(c, _)| never(c)))

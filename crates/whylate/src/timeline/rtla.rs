@@ -21,6 +21,8 @@ pub struct LatSample {
     pub ctx: LatCtx,
     /// Latency from the timer's expiry, ns.
     pub lat_ns: u64,
+    /// The stack saved right after it (index into [`Rtla::stacks`]).
+    pub stack: Option<u32>,
 }
 
 /// One noise interval: what ran, from `start` for `dur_ns` of its own time (the time of
@@ -50,6 +52,8 @@ pub struct Threshold {
     pub ts: u64,
     /// The CPU.
     pub cpu: u32,
+    /// The task it was recorded in (the osnoise thread).
+    pub tid: i32,
     /// Start, ns.
     pub start: u64,
     /// Its duration, ns.
@@ -69,6 +73,29 @@ pub struct Rtla {
     pub thresholds: Vec<Threshold>,
     /// osnoise tracer period summaries.
     pub periods: Vec<Period>,
+    /// Every kernel stack the trace saved, in time order.
+    pub stacks: Vec<Stack>,
+}
+
+/// A kernel stack saved in the trace (`<stack trace>` block, `kernel_stack` record): it
+/// belongs to the event before it on its CPU.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stack {
+    /// When it was recorded.
+    pub ts: u64,
+    /// The CPU.
+    pub cpu: u32,
+    /// The task it was recorded in.
+    pub tid: i32,
+    /// The frames, innermost first, as `=> name` ([`crate::read::stack::frames`]).
+    pub frames: Box<str>,
+}
+
+impl Stack {
+    /// The frames, innermost first.
+    pub fn frames(&self) -> impl Iterator<Item = &str> {
+        crate::read::stack::frames(&self.frames)
+    }
 }
 
 /// One timerlat activation: a CPU's samples of one activation id paired.
@@ -80,6 +107,9 @@ pub struct Activation {
     pub seq: u64,
     /// The IRQ sample's time and latency.
     pub irq: Option<(u64, u64)>,
+    /// The stack saved after the IRQ sample, else after the thread sample (the
+    /// timerlat tracer's `print_stack` dumps the IRQ's stack there).
+    pub stack: Option<u32>,
     /// The thread sample's time, latency and task.
     pub thread: Option<(u64, u64, i32)>,
     /// The user-ret sample's latency.
@@ -117,10 +147,17 @@ impl Rtla {
                 irq: None,
                 thread: None,
                 user_ret: None,
+                stack: None,
             });
             match s.ctx {
-                LatCtx::Irq => a.irq = Some((s.ts, s.lat_ns)),
-                LatCtx::Thread => a.thread = Some((s.ts, s.lat_ns, s.tid)),
+                LatCtx::Irq => {
+                    a.irq = Some((s.ts, s.lat_ns));
+                    a.stack = s.stack.or(a.stack);
+                }
+                LatCtx::Thread => {
+                    a.thread = Some((s.ts, s.lat_ns, s.tid));
+                    a.stack = a.stack.or(s.stack);
+                }
                 LatCtx::UserRet => a.user_ret = Some(s.lat_ns),
             }
         }
@@ -143,6 +180,7 @@ mod tests {
             seq,
             ctx,
             lat_ns: lat,
+            stack: None,
         };
         let r = Rtla {
             samples: vec![

@@ -1,6 +1,6 @@
 //! A binary record decoded into the typed `Kind` every reader produces, with field handles resolved once per event id.
 
-use super::format::EventFormat;
+use super::format::{EventFormat, Field};
 use super::formats::Formats;
 use super::plan::{Plan, Rec};
 use crate::event::{Interner, Kind, SchedStat, Sym, TaskState};
@@ -131,6 +131,9 @@ impl Decoder {
                 name == "funcgraph_entry",
                 [g("func"), g("depth"), g("calltime"), g("rettime")],
             ),
+            "kernel_stack" if &*fmt.system == "ftrace" => {
+                Plan::Stack(s.intern(name), [g("size"), g("caller")])
+            }
             _ => Plan::Other(s.intern(name)),
         }
     }
@@ -180,9 +183,11 @@ impl Decoder {
             Plan::HrStart(_) | Plan::HrEntry(_) | Plan::TimerStart(_) | Plan::TimerEntry(_) => {
                 timer(plan, r, funcs, s)
             }
-            Plan::Print(..) | Plan::Console(_) | Plan::Function(_) | Plan::FuncGraph(..) => {
-                tracer(plan, r, funcs, s)
-            }
+            Plan::Print(..)
+            | Plan::Console(_)
+            | Plan::Function(_)
+            | Plan::FuncGraph(..)
+            | Plan::Stack(..) => tracer(plan, r, funcs, s),
             Plan::Other(_) => None,
         };
         kind.unwrap_or_else(|| {
@@ -417,8 +422,35 @@ fn tracer(plan: &Plan, r: Rec, funcs: &mut Funcs, s: &mut Interner) -> Option<Ki
             let func = funcs.name(r.fmts, r.u(&f[0]), s);
             func_graph(*entry, func, r.u(&f[1]), times)
         }
+        Plan::Stack(name, f) => stack(*name, r, f, funcs, s),
         _ => return None,
     })
+}
+
+/// A kernel_stack record: `size` addresses from `caller` on (the format declares 8, the
+/// record holds `size`), each named from kallsyms, as the text readers give a stack.
+fn stack(name: Sym, r: Rec, f: &[Option<Field>; 2], funcs: &mut Funcs, s: &mut Interner) -> Kind {
+    let mut fields = String::new();
+    if let Some(c) = &f[1] {
+        let word = (r.fmts.long_size as usize).clamp(4, 8);
+        let n = r.u(&f[0]).min(512) as usize;
+        for k in 0..n {
+            let at = c.offset as usize + k * word;
+            // Older kernels end a short stack with ULONG_MAX; an address of 0 is padding.
+            match r.e.uint(r.data, at, word) {
+                Some(a) if a != 0 && a != u64::MAX && a != u64::from(u32::MAX) => {
+                    let sym = funcs.name(r.fmts, a, s);
+                    crate::read::stack::push_frame(&mut fields, s.get(sym));
+                }
+                Some(_) => {}
+                None => break,
+            }
+        }
+    }
+    Kind::Other {
+        name,
+        fields: fields.into(),
+    }
 }
 
 /// A function_graph record as a call entry or exit; an exit's duration is the tracer's

@@ -70,6 +70,8 @@ pub(super) enum Plan {
     Function([Option<Field>; 2]),
     /// function_graph: entry (func, depth) or exit (func, depth, calltime, rettime).
     FuncGraph(bool, [Option<Field>; 4]),
+    /// ftrace's kernel_stack: (name, size: how many entries, caller: the addresses).
+    Stack(Sym, [Option<Field>; 2]),
     Other(Sym),
 }
 

@@ -18,6 +18,7 @@ use super::memo::{NameMemo, PrefixMemo};
 use crate::event::{parse_i64, Event, Interner, Kind, Sym};
 use crate::read::format::{Build, Format, Reader, Sniff, Vote};
 use crate::read::source::{Cx, LineParser};
+use crate::read::stack;
 use crate::read::LatencyHeader;
 
 /// ftrace's own `trace` / `trace_pipe` text.
@@ -109,7 +110,7 @@ pub(crate) fn probe_latency_line(line: &[u8]) -> bool {
 pub(crate) struct FtraceParser {
     pending_lost: Vec<(u32, Option<u64>)>,
     last_ts: u64,
-    in_stack: bool,
+    stack: Option<Box<OpenStack>>,
     cols: PrefixMemo<Cols>,
     names: NameMemo,
 }
@@ -119,7 +120,7 @@ impl FtraceParser {
         FtraceParser {
             pending_lost: Vec::new(),
             last_ts: 0,
-            in_stack: false,
+            stack: None,
             cols: PrefixMemo::new(),
             names: NameMemo::new(),
         }
@@ -340,11 +341,11 @@ fn fast(line: &[u8]) -> Option<(Prefix<'_>, u64, usize, usize)> {
 impl LineParser for FtraceParser {
     fn line(&mut self, line: &[u8], cx: &mut Cx<'_>) {
         if let Some((c, colon, ts)) = self.cols.hit(line) {
-            self.in_stack = false;
+            self.close_stack(cx);
             return self.event(line, c, ts, colon + 1, cx);
         }
         if let Some((p, ts, colon, s)) = fast(line) {
-            self.in_stack = false;
+            self.close_stack(cx);
             let c = Cols::of(&p, cx.strings);
             self.cols.set(&line[..s], c);
             return self.event(line, c, ts, colon + 1, cx);
@@ -387,11 +388,14 @@ impl LineParser for FtraceParser {
             cx.diag.comment_lines += 1;
             return;
         }
-        if self.in_stack && t.starts_with(b"=>") {
+        if let (Some(open), Some(f)) = (&mut self.stack, t.starts_with(b"=>").then_some(t)) {
             cx.diag.continuation_lines += 1;
+            if let Some(name) = std::str::from_utf8(f).ok().and_then(stack::frame) {
+                stack::push_frame(&mut open.frames, name);
+            }
             return;
         }
-        self.in_stack = false;
+        self.close_stack(cx);
         if t == b"[...]" || t.starts_with(b"=> ") {
             cx.diag.skipped_lines += 1;
             return;
@@ -424,6 +428,7 @@ impl LineParser for FtraceParser {
     }
 
     fn finish(&mut self, cx: &mut Cx<'_>) {
+        self.close_stack(cx);
         let ts = self.last_ts;
         self.flush_lost(ts, cx);
     }
@@ -437,13 +442,13 @@ impl LineParser for FtraceParser {
     /// at the input's end, and the reader tells a carried parser its value.
     fn rebase(&mut self) -> Option<Box<dyn LineParser>> {
         let last_ts = std::mem::take(&mut self.last_ts);
-        if self.pending_lost.is_empty() && !self.in_stack {
+        if self.pending_lost.is_empty() && self.stack.is_none() {
             return None;
         }
         let carried = FtraceParser {
             pending_lost: std::mem::take(&mut self.pending_lost),
             last_ts,
-            in_stack: std::mem::take(&mut self.in_stack),
+            stack: self.stack.take(),
             ..FtraceParser::new()
         };
         Some(Box::new(carried))
@@ -456,14 +461,42 @@ impl LineParser for FtraceParser {
     }
 }
 
+/// A stack block being read: its header line's columns and time, the frames so far.
+/// The comm is kept as text: a block open at a chunk's end is finished by a parser with
+/// another interner.
+struct OpenStack {
+    comm: Box<str>,
+    c: Cols,
+    ts: u64,
+    frames: String,
+}
+
 impl FtraceParser {
+    /// Ends the open stack block, if any: its event (frames innermost first) follows the
+    /// event it belongs to.
+    fn close_stack(&mut self, cx: &mut Cx<'_>) {
+        let Some(open) = self.stack.take() else {
+            return;
+        };
+        if open.frames.is_empty() {
+            return;
+        }
+        let mut c = open.c;
+        c.comm = cx.strings.intern(&open.comm);
+        let kind = Kind::Other {
+            name: cx.strings.intern(stack::EVENT),
+            fields: open.frames.into(),
+        };
+        cx.out.push_back(event_at(&c, open.ts, kind));
+    }
+
     /// Everything after the time: `rest` starts at `line[after]`.
     fn event(&mut self, line: &[u8], c: Cols, ts: u64, after: usize, cx: &mut Cx<'_>) {
         let rest = &line[after..];
         // `name: fields`, the common case, straight to its typed parser. funcgraph
         // records printed by trace-cmd take the graph path below.
         if let Some(n) = self.names.split(rest) {
-            if !n.bare.starts_with(b"funcgraph_e") {
+            if !n.bare.starts_with(b"funcgraph_e") && !n.bare.starts_with(b"kernel_stack") {
                 let kind = n.kind(cx);
                 self.flush_lost(ts, cx);
                 self.last_ts = ts;
@@ -472,8 +505,17 @@ impl FtraceParser {
             }
         }
         let comm = c.comm;
-        if trim(rest) == b"<stack trace>" {
-            self.in_stack = true;
+        if stack::is_header(rest) {
+            self.close_stack(cx);
+            // Named here, not at its end, so the interner's order is one pass's however
+            // the input is cut into chunks.
+            cx.strings.intern(stack::EVENT);
+            self.stack = Some(Box::new(OpenStack {
+                comm: cx.strings.get(c.comm).into(),
+                c,
+                ts,
+                frames: String::new(),
+            }));
             cx.diag.continuation_lines += 1;
             return;
         }
@@ -689,6 +731,28 @@ CPU:1 [LOST 812 EVENTS]
         assert_eq!(ev[12].ts, ev[13].ts);
     }
 
+    /// trace-cmd report's stack (`kernel_stack: <stack trace >`, frames at the line's
+    /// start with their address) reads as ftrace's; a block with no frames is no event.
+    #[test]
+    fn trace_cmd_stack_blocks() {
+        let text = "\
+ timerlat/1-901   [001]   100.050065: timerlat:             #51    context thread timer_latency     65000 ns
+ timerlat/1-901   [001]   100.050065: kernel_stack:         <stack trace >
+=> _raw_spin_unlock_irqrestore+0x1d/0x40 (ffffffff81a0b2cd)
+=> frob_poll (ffffffffc0a01234)
+ timerlat/1-901   [001]   100.050070: <stack trace>
+ timerlat/1-901   [001]   100.050071: sys_exit: NR 1 = 5
+";
+        let (ev, d, s) = run(text);
+        assert_eq!(d.unparsed, 0, "{:?}", d.unparsed_samples);
+        assert_eq!(ev.len(), 3);
+        assert!(
+            matches!(&ev[1].kind, Kind::Other { name, fields } if s.get(*name) == "kernel_stack" && &**fields == "=> _raw_spin_unlock_irqrestore => frob_poll")
+        );
+        assert_eq!((ev[1].ts, ev[1].cpu), (100_050_065_000, 1));
+        assert_eq!(d.continuation_lines, 4);
+    }
+
     #[test]
     fn latency_dump() {
         let text = "\
@@ -713,17 +777,22 @@ CPU:1 [LOST 812 EVENTS]
         assert_eq!((lat.entries, lat.entries_total, lat.cpu), (4, 4, Some(2)));
         assert_eq!(lat.pid, Some(6143));
         assert_eq!(lat.started_at.as_deref(), Some("__lock_task_sighand"));
-        assert_eq!(ev.len(), 5);
+        assert_eq!(ev.len(), 6);
         assert_eq!(ev[1].ts, 259_000);
         assert_eq!(ev[1].cpu, 2);
+        // The stack block is one event after the one it belongs to, at its line's time.
         assert!(
-            matches!(ev[2].kind, Kind::SchedWakeup { pid: 5882, prio: 94, target_cpu: 2, comm, .. } if s.get(comm) == "sleep")
+            matches!(&ev[2].kind, Kind::Other { name, fields } if s.get(*name) == "kernel_stack" && &**fields == "=> trace_hardirqs_on_caller => sys_read")
+        );
+        assert_eq!((ev[2].ts, ev[2].tid, ev[2].cpu), (306_000, 6143, 2));
+        assert!(
+            matches!(ev[3].kind, Kind::SchedWakeup { pid: 5882, prio: 94, target_cpu: 2, comm, .. } if s.get(comm) == "sleep")
         );
         assert!(matches!(
-            ev[3].kind,
+            ev[4].kind,
             Kind::SchedSwitch { next_pid: 5882, .. }
         ));
-        assert!(matches!(ev[4].kind, Kind::IrqExit { irq: 20, .. }));
+        assert!(matches!(ev[5].kind, Kind::IrqExit { irq: 20, .. }));
         assert_eq!(d.continuation_lines, 3);
     }
 }

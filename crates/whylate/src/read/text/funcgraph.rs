@@ -453,7 +453,11 @@ mod tests {
  => __slab_free
 ");
         assert_eq!(d.unparsed, 0, "{:?}", d.unparsed_samples);
-        assert_eq!(ev.len(), 10);
+        // The last is the stack block's event.
+        assert_eq!(ev.len(), 11);
+        assert!(
+            matches!(&ev[10].kind, Kind::Other { fields, .. } if &**fields == "=> free_debug_processing => __slab_free")
+        );
         assert!(matches!(ev[0].kind, Kind::FuncEntry { depth: 0, .. }));
         assert!(matches!(
             ev[2].kind,

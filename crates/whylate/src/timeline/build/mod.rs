@@ -152,6 +152,8 @@ struct CpuState {
     tasklet_sched: Option<(u64, Ctx, i32)>,
     last_ts: u64,
     seen: bool,
+    /// A sched_switch was recorded on it.
+    switched: bool,
     origin: BhOrigin,
     /// Since when the flags say hardirq (softirq) context but the entry is not in the
     /// trace; an exit without entry then names the context retroactively.
@@ -187,6 +189,7 @@ impl CpuState {
             tasklet_sched: None,
             last_ts: 0,
             seen: false,
+            switched: false,
             origin: BhOrigin::Task,
             anon_hard: None,
             anon_soft: None,
@@ -260,6 +263,10 @@ pub struct Builder {
     cpuless_calls: FxHashMap<i32, Vec<CallFrame>>,
     /// skbs handed to the stack, by address: (when, CPU, context, task).
     in_flight: FxHashMap<u64, (u64, u32, Ctx, i32)>,
+    /// Per CPU, the timerlat sample that was its last event (a stack after it is its own).
+    rtla_last: Vec<Option<u32>>,
+    /// The timerlat sample the event being fed made, if any.
+    rtla_now: Option<u32>,
 }
 
 impl Default for Builder {
@@ -281,6 +288,8 @@ impl Builder {
             overrun_name: Sym::EMPTY,
             last_reported: None,
             last_comm: (-1, Sym::EMPTY),
+            rtla_last: Vec::new(),
+            rtla_now: None,
             comm_cache: Vec::new(),
             renames: 0,
             tick_last: Vec::new(),
@@ -395,6 +404,9 @@ impl Builder {
             | Kind::PreemptDisable { .. }
             | Kind::PreemptEnable { .. } => self.on_irqsoff(at, e, strings),
             _ => {}
+        }
+        if let Some(last) = self.rtla_last.get_mut(c) {
+            *last = self.rtla_now.take();
         }
         self.note_context(c, ts, e);
     }

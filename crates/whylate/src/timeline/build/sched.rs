@@ -23,6 +23,10 @@ impl Builder {
                 if *prev_pid == 0 {
                     *self.tl.anomalies.traced_from_idle.entry(cpu).or_default() += 1;
                 }
+                if !self.cpus[c].switched {
+                    self.cpus[c].switched = true;
+                    self.tl.anomalies.switching_cpus.insert(cpu);
+                }
                 self.switch(
                     c,
                     ts,
