@@ -8,9 +8,11 @@ the scheduler): `perf record` (perf.data, and its `perf script` text), a tracefs
 bench/binary.py's: two `dd bs=1` copies, one per CPU, four syscall events per byte, so
 each recording holds about --events events whatever the recorder.
 Then one hyperfine run times, --runs times each, paired:
-  whylate explain on perf.data, perf script text, trace.dat, ftrace text
-  whylate latency and whylate report on perf.data
-  whylate explain and report in cycle mode (a cycle per dd write) on trace.dat
+  whylate explain in cycle mode (the main job: a cycle per dd write, selected on the
+  syscall's arguments, with a deadline; issue 51) on perf.data, perf script text,
+  trace.dat, ftrace text
+  whylate explain in automatic mode (no selectors) on the same four
+  whylate latency and whylate report on perf.data, report in cycle mode on trace.dat
   whylate explain on perf.data and trace.dat as .zst, .xz and .gz (made with `zstd -T0
   FILE`, `xz -T0 -1 FILE` and `gzip FILE` when absent: one zstd frame, xz blocks of a
   few MiB, one gzip member)
@@ -21,8 +23,11 @@ last line is the floor under the .zst runs that the plain run's CPU time and one
 decompression set on this machine's cores (see docs/benchmarks.md).
 
 Usage: sudo python3 bench/explain.py [--events 4000000] [--runs 5] [--keep DIR] [--reuse DIR]
+                                     [--whylate BIN]
 --reuse DIR times the recordings an earlier --keep DIR left (perf.data, perf.txt,
-ftrace.txt, trace.dat) instead of recording again: two builds compared on one recording.
+ftrace.txt, trace.dat) instead of recording again: two builds compared on one recording
+(--whylate names the binary timed, target/release/whylate by default; recording always
+uses the default).
 Needs hyperfine (apt-get install hyperfine). Prints a table (min and median); nothing
 here is a pass/fail test.
 """
@@ -63,6 +68,7 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--keep", default=None)
     ap.add_argument("--reuse", default=None)
+    ap.add_argument("--whylate", default=None)
     a = ap.parse_args()
     if not shutil.which("hyperfine"):
         sys.exit("hyperfine is needed: apt-get install hyperfine")
@@ -90,14 +96,19 @@ def bench(a):
         dat = record_dat(work, a.events)
     inputs = {"perf.data": perf_data, "perf script text": perf_txt, "trace.dat": dat,
               "ftrace text": ftrace_txt}
-    cmds = {f"explain {k}": f"{WHYLATE} explain --json {v}" for k, v in inputs.items()}
-    cmds["latency perf.data"] = f"{WHYLATE} latency --json {perf_data}"
-    cmds["report perf.data"] = f"{WHYLATE} report {perf_data} -o /dev/null"
-    # Cycle mode where cycles are many: one per dd write (about a quarter of the events),
-    # so what explain and report keep per cycle shows in their peak RSS.
-    cycles = "--from sys_enter_write[comm=dd] --to sys_exit_write[comm=dd]"
-    cmds["explain cycles trace.dat"] = f"{WHYLATE} explain --json {dat} {cycles}"
-    cmds["report cycles trace.dat"] = f"{WHYLATE} report {dat} {cycles} -o /dev/null"
+    whylate = a.whylate or WHYLATE
+    # The main job first: cycle mode where cycles are many, one per dd write (about a
+    # quarter of the events), selected on the syscall's arguments (a write of one byte,
+    # its return of one), with a deadline, so that what explain keeps per cycle shows in
+    # its peak RSS and a few thousand misses are explained.
+    cycles = ("--from sys_enter_write[comm=dd,count=1] --to sys_exit_write[comm=dd,ret=1] "
+              "--deadline 1ms")
+    cmds = {f"explain cycles {k}": f"{whylate} explain --json {v} {cycles}"
+            for k, v in inputs.items()}
+    cmds.update({f"explain {k}": f"{whylate} explain --json {v}" for k, v in inputs.items()})
+    cmds["latency perf.data"] = f"{whylate} latency --json {perf_data}"
+    cmds["report perf.data"] = f"{whylate} report {perf_data} -o /dev/null"
+    cmds["report cycles trace.dat"] = f"{whylate} report {dat} {cycles} -o /dev/null"
     # The binary formats compressed as `zstd`, `xz` and `gzip` write them (read in place,
     # no copy).
     pack = {"zst": ["zstd", "-q", "-T0", "-c"], "xz": ["xz", "-T0", "-1", "-c"],
@@ -108,7 +119,7 @@ def bench(a):
             if not os.path.exists(f"{plain}.{ext}"):
                 with open(f"{plain}.{ext}", "wb") as out:
                     subprocess.run(tool + [plain], stdout=out, check=True)
-            cmds[f"explain {k}.{ext}"] = f"{WHYLATE} explain --json {plain}.{ext}"
+            cmds[f"explain {k}.{ext}"] = f"{whylate} explain --json {plain}.{ext}"
     cmds["perf script"] = f"perf script -i {perf_data}"
     cmds["perf sched timehist"] = f"perf sched timehist -i {perf_data}"
     cmds["cat perf script text"] = f"cat {perf_txt}"
@@ -125,18 +136,26 @@ def bench(a):
     res = {r["command"]: r for r in json.load(open(out))["results"]}
     events = {k: run.events_of(v) for k, v in inputs.items()}
     events.update({f"{k}.{x}": events[k] for k in ("perf.data", "trace.dat") for x in pack})
-    print(f"{'command':<26} {'events':>10} {'min s':>8} {'median s':>9} {'peak MiB':>9} {'CPUs':>5}")
+    print(f"{'command':<32} {'events':>10} {'min s':>8} {'median s':>9} {'peak MiB':>9} {'CPUs':>5}")
     used = {}
     for name, c in cmds.items():
         r = res[name]
-        whylate = name.startswith(("explain", "latency", "report"))
-        rss, cpus = gnu_time(c.split()) if whylate else (0, 0)
+        ours = name.startswith(("explain", "latency", "report"))
+        rss, cpus = gnu_time(c.split()) if ours else (0, 0)
         used[name] = cpus
-        ev = next((n for k, n in events.items() if whylate and name.endswith(k)), "")
-        print(f"{name:<26} {ev:>10} {r['min']:>8.3f} {r['median']:>9.3f} "
+        ev = next((n for k, n in events.items() if ours and name.endswith(k)), "")
+        print(f"{name:<32} {ev:>10} {r['min']:>8.3f} {r['median']:>9.3f} "
               f"{rss:>9.1f} {cpus:>5.2f}")
     med = lambda n: res[n]["median"]
-    print(f"\nperf script / explain perf.data: {med('perf script') / med('explain perf.data'):.1f}x"
+    print(f"\ncycle mode: perf script / explain cycles perf.data: "
+          f"{med('perf script') / med('explain cycles perf.data'):.1f}x; "
+          f"explain cycles ftrace text / cat: "
+          f"{med('explain cycles ftrace text') / med('cat ftrace text'):.1f}x")
+    print("cycle / automatic mode: " + ", ".join(
+        f"{k} {med(f'explain cycles {k}') / med(f'explain {k}'):.2f}x" for k in inputs))
+    print(f"automatic mode: perf script / explain perf.data: "
+          f"{med('perf script') / med('explain perf.data'):.1f}x; explain ftrace text / cat: "
+          f"{med('explain ftrace text') / med('cat ftrace text'):.1f}x"
           f"; latency / perf sched timehist: {med('latency perf.data') / med('perf sched timehist'):.2f}x")
     for x in pack:
         print(f"{x} / plain: " + ", ".join(

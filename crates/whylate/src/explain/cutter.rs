@@ -113,6 +113,9 @@ pub struct Cycles {
     /// only their distribution is used, and a vector per cycle cost 24 bytes each.
     pub writes: Vec<u64>,
     pub(super) write_name: Option<Sym>,
+    /// Per raw syscall number: 0 not asked yet, 1 not `write`, 2 `write` (see
+    /// [`Self::write_nr`]).
+    write_nrs: Vec<u8>,
     /// Descriptor names, when a selector filters on `path`.
     pub(super) paths: Option<FdPaths>,
     /// What the selectors met, to say why they selected nothing.
@@ -145,6 +148,7 @@ impl Cycles {
             cycles: CycleStore::default(),
             writes: Vec::new(),
             write_name: None,
+            write_nrs: Vec::new(),
             paths: (o.from.uses("path") || o.to.iter().any(|t| t.uses("path"))).then(FdPaths::new),
             seen_from: Seen::default(),
             seen_to: o.to.iter().map(|_| Seen::default()).collect(),
@@ -157,6 +161,7 @@ impl Cycles {
     pub fn set_arch(&mut self, a: Arch) {
         if !self.arch_given {
             self.arch = a;
+            self.write_nrs.clear();
         }
     }
 
@@ -340,11 +345,26 @@ impl Cycles {
         }
     }
 
+    /// True when raw syscall `nr` is `write`: the table asked once per number (on every
+    /// raw entry while a cycle is open, a lookup and a string compare each cost more).
+    fn write_nr(&mut self, nr: i64) -> bool {
+        let Some(i) = usize::try_from(nr).ok().filter(|&i| i < 1 << 12) else {
+            return self.arch.name(nr) == Some("write");
+        };
+        if self.write_nrs.len() <= i {
+            self.write_nrs.resize(i + 1, 0);
+        }
+        if self.write_nrs[i] == 0 {
+            self.write_nrs[i] = 1 + u8::from(self.arch.name(nr) == Some("write"));
+        }
+        self.write_nrs[i] == 2
+    }
+
     /// Writes by a waiting thread: a timeout complaint is one. Counted for its oldest open
     /// cycle.
     fn note_write(&mut self, e: &Event, s: &Interner) {
         let is_write = match &e.kind {
-            Kind::SysEnter { nr, .. } => self.arch.name(*nr) == Some("write"),
+            Kind::SysEnter { nr, .. } => self.write_nr(*nr),
             Kind::SyscallEnter { name, .. } => {
                 if self.write_name.is_none() && s.get(*name) == "write" {
                     self.write_name = Some(*name);

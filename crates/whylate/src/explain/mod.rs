@@ -276,9 +276,6 @@ fn read_all(
                 x.set_arch(a);
             }
         }
-        fn busy(&self) -> bool {
-            self.0.is_some() || self.1.is_some()
-        }
         fn event(&mut self, e: &Event, s: &Interner) {
             if let Some(c) = self.0.as_deref_mut() {
                 c.push(e, s);

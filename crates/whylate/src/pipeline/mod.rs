@@ -36,12 +36,6 @@ pub trait Sink {
     fn arch(&mut self, _: Arch) {}
     /// Each event, in time order.
     fn event(&mut self, e: &Event, s: &Interner);
-    /// True when the sink does real work for most events (cutting cycles, watching
-    /// expectations). It runs on the thread that builds the timeline, so decoding then
-    /// stays on the reading thread, lest the feeding thread be the slower one.
-    fn busy(&self) -> bool {
-        false
-    }
 }
 
 impl<F: FnMut(&Event, &Interner)> Sink for F {
@@ -71,7 +65,6 @@ pub fn read(
     let arch = said.unwrap_or_default();
     sink.arch(arch);
     let merged = Merged::new(sources);
-    let busy = sink.busy();
     let mut b = Builder::new();
     let mut per_input = vec![0u64; paths.len()];
     let mut events = 0;
@@ -83,7 +76,7 @@ pub fn read(
         sink.event(e, strings);
     };
     let (merged, strings) = if apart::reads_apart(&merged) {
-        apart::decoded_apart(merged, busy, &mut feed)?
+        apart::decoded_apart(merged, &mut feed)?
     } else {
         apart::one_thread(merged, &mut feed)?
     };

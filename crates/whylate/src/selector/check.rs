@@ -3,6 +3,7 @@
 //! compares per event), told after the pass with the closest names the trace does have.
 
 use super::expr::{field, FVal, Selector, Target};
+use super::plan::{Met, Plans};
 use crate::event::{fields, Event, EventName, Interner, Kind};
 use crate::suggest::{closest, did_you_mean};
 use crate::syscalls::{arg_names, Arch};
@@ -17,6 +18,8 @@ pub struct Seen {
     present: Vec<(u64, u64)>,
     /// The first target event, to list the fields such events have.
     example: Option<Event>,
+    /// Where its event and fields are on system call events, per number or name.
+    plans: Plans,
 }
 
 /// Every distinct event name in a trace (the candidates for "did you mean").
@@ -39,7 +42,47 @@ impl Seen {
     /// Notes what `e` tells about `sel`, and says whether `sel` selects it (`paths`
     /// names descriptors, as in [`Selector::matches_in`]): one test of the event's
     /// name, where noting and matching apart took two on every event of the pass.
+    #[inline]
     pub fn observe_match(
+        &mut self,
+        sel: &Selector,
+        e: &Event,
+        s: &Interner,
+        arch: Arch,
+        paths: Option<&crate::fdpath::FdPaths>,
+    ) -> bool {
+        if self.present.len() != sel.conds.len() {
+            self.present.resize(sel.conds.len(), (0, 0));
+        }
+        let met = self.plans.met(sel, e, s, arch, paths, &mut self.present);
+        match met {
+            Met::No => false,
+            Met::Yes(hold) => {
+                self.target += 1;
+                if self.example.is_none() {
+                    self.example = Some(e.clone());
+                }
+                hold
+            }
+            Met::Unplanned => self.observe_match_by_name(sel, e, s, arch, paths),
+        }
+    }
+
+    /// What was counted, to compare two ways of counting.
+    #[cfg(test)]
+    pub(super) fn summary(&self) -> (u64, Vec<(u64, u64)>, Option<Event>) {
+        // Sized before the first target event by one way, at it by the other: read only
+        // once a target event was met.
+        let present = if self.target > 0 {
+            self.present.clone()
+        } else {
+            Vec::new()
+        };
+        (self.target, present, self.example.clone())
+    }
+
+    /// [`Self::observe_match`] the general way, by names on every event.
+    pub(super) fn observe_match_by_name(
         &mut self,
         sel: &Selector,
         e: &Event,

@@ -270,9 +270,11 @@ fn name_is(e: &Event, n: &str, s: &Interner) -> bool {
 }
 
 fn cond(c: &Cond, e: &Event, s: &Interner, arch: Arch, paths: Option<&FdPaths>) -> bool {
-    let Some(v) = field(e, &c.field, s, arch, paths) else {
-        return false;
-    };
+    field(e, &c.field, s, arch, paths).is_some_and(|v| test(c, v))
+}
+
+/// Whether condition `c` holds on its field's value `v`.
+pub(super) fn test(c: &Cond, v: FVal) -> bool {
     match v {
         FVal::Num(x) => match (c.op, c.num) {
             (Op::Glob, _) => c.glob.as_ref().is_some_and(|g| g.is_match(&x.to_string())),

@@ -11,6 +11,7 @@
 pub mod catalog;
 mod check;
 mod expr;
+mod plan;
 
 pub use check::{no_key_field, Names, Seen};
 pub use expr::{key_of, Op, Selector, SelectorError};
