@@ -343,7 +343,7 @@ fn for_cause(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
         }
         cause::READER_NOT_READING => out.push(Advice {
             action: format!(
-                "The replies were ready in time but {} was not reading (asleep or busy elsewhere): have it wait for the reply up to its deadline",
+                "The replies were ready in time but {} was not reading (asleep until its own timer): have it wait for the reply up to its deadline",
                 c.culprit.label()
             ),
             command: "in the reader: poll()/select() on the fd with the time left as timeout, then read; after a timeout, drain the late reply before the next request".into(),

@@ -167,7 +167,7 @@ pub const CAUSES: &[Cause] = &[
         "it waited for a lock, I/O or a peer the trace has no events for",
         "record the events of what it waits for (block, lock, network), or profile off-CPU time"),
     cause(READER_NOT_READING, "the reply was ready in time, but its reader was not reading",
-        "the reader had given up or was elsewhere (a sleep, a log write, other work) when the last hand-off made the reply readable, and read it only when it came back",
+        "the reader had given up and slept (until its own timer woke it) when the last hand-off made the reply readable, and read it only after that wakeup",
         "fix the reader: wait for the reply (poll/read with the deadline as timeout) instead of sleeping; a retry after giving up should drain the late reply first"),
     cause(DEVICE_EXTERNAL, "nothing on the machine moved: the device or peer answered late",
         "the time passed outside the traced machine (device firmware, the network, the peer)",

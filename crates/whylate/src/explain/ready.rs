@@ -11,7 +11,7 @@
 use super::cycle::Cycle;
 use super::engine::{Engine, LinkKind};
 use crate::event::Sym;
-use crate::timeline::{Ctx, EdgeKind, KindClass, NONE};
+use crate::timeline::{Ctx, EdgeKind, NONE};
 use crate::units::dur;
 use rustc_hash::FxHashMap;
 
@@ -74,7 +74,12 @@ impl Engine<'_> {
         if !self.own_wakeup(reader, w.from, w.from_cpu, w.ts) {
             return None;
         }
-        let (at, by) = self.last_delivery(c.tid, reader, c.start_ns, w.ts)?;
+        // Searched up to the read: a hand-off that ended after that wakeup found the
+        // reader awake (spinning after a timed-out poll, say), not asleep elsewhere.
+        let (at, by) = self.last_delivery(c.tid, reader, c.start_ns, end)?;
+        if at > w.ts {
+            return None;
+        }
         // A reply read in between took what was ready (overlapping requests paired to
         // replies in order): this cycle's reply is not known to have been ready then.
         if replies.any_in(reader, at, end) {
@@ -90,12 +95,9 @@ impl Engine<'_> {
     }
 
     /// True when the wakeup of `reader` from context `from` cannot be the reply's
-    /// delivery: its own timer (armed by itself), a timer interrupt by name, or, in a
-    /// trace without hrtimer events, an interrupt the trace does not name or the idle
-    /// task (where a timer interrupt's wakeup shows). A task, a worker, a softirq or a
-    /// device interrupt waking it may be the chain's hand-off.
+    /// delivery: its own timer (armed by itself) or a timer interrupt by name. A task, a
+    /// worker, a softirq or any other interrupt waking it may be the chain's hand-off.
     fn own_wakeup(&self, reader: i32, from: Ctx, cpu: u32, ts: u64) -> bool {
-        let timers = self.tl.saw(KindClass::HrtimerExpire) > 0;
         match self.tl.resolve(from, cpu, ts) {
             Ctx::Timer { edge } => {
                 let t = &self.tl.edges[edge as usize];
@@ -105,7 +107,8 @@ impl Engine<'_> {
             Ctx::Hardirq { irq } if irq != u32::MAX => {
                 (self.tl.irq_names.get(&irq)).is_some_and(|&n| self.s.get(n).contains("timer"))
             }
-            Ctx::Hardirq { .. } | Ctx::Task { tid: 0 } => !timers,
+            // Without hrtimer events an unnamed interrupt or the idle task may be a
+            // device's delivery as well as a timer: the trace cannot tell, so no claim.
             _ => false,
         }
     }
@@ -165,7 +168,7 @@ impl Engine<'_> {
         // No work item or softirq carried it: a write straight into the reader's pipe or
         // socket did.
         let mut take = |at: u64, what: String| {
-            if best.as_ref().is_none_or(|b| at > b.0) {
+            if at <= upto && best.as_ref().is_none_or(|b| at > b.0) {
                 best = Some((at, what));
             }
         };

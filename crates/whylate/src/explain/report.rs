@@ -242,7 +242,7 @@ pub struct Miss {
     /// (the read, unless the reader was not waiting then: see `read_ns`).
     pub duration_ns: Option<u64>,
     /// Until the reader read the reply, when that was later than it was ready (the
-    /// reader was not waiting: asleep in another call, busy elsewhere).
+    /// reader was not waiting: asleep in another call until its own timer woke it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub read_ns: Option<u64>,
     /// The reply was ready by the deadline, and read after it: the reader was not
