@@ -611,7 +611,13 @@ pub fn udp_starved(plan: &[Starved], net: bool) -> String {
         // The flood's skbs are numbered after every datagram's.
         let flood = |j: usize| skb(plan.len() + 4 * i + j);
         if net {
-            put(t + 5, 0, "tx-5", "....1", &format!("net_dev_queue: {}", skb(i)));
+            put(
+                t + 5,
+                0,
+                "tx-5",
+                "....1",
+                &format!("net_dev_queue: {}", skb(i)),
+            );
             for j in 0..4 * step.is_some() as usize {
                 let q = format!("net_dev_queue: {}", flood(j));
                 put(t + 10 + j as u64, 0, "flood-9", "....1", &q);
@@ -619,13 +625,25 @@ pub fn udp_starved(plan: &[Starved], net: bool) -> String {
         }
         let recv = |put: &mut dyn FnMut(u64, u32, &str, &str, &str), at: u64, who: &str| {
             if net {
-                put(at + 1, 1, who, "..s1.", &format!("netif_receive_skb: {}", skb(i)));
+                put(
+                    at + 1,
+                    1,
+                    who,
+                    "..s1.",
+                    &format!("netif_receive_skb: {}", skb(i)),
+                );
             }
             put(at + 2, 1, who, "d.s3.", &wake("rx pid=7 prio=49"));
             put(at + 3, 1, who, "..s1.", &format!("softirq_exit: {net_rx}"));
         };
         put(a, 1, "hog-60", "d.h1.", &format!("softirq_raise: {net_rx}"));
-        put(a + 1, 1, "hog-60", "..s1.", &format!("softirq_entry: {net_rx}"));
+        put(
+            a + 1,
+            1,
+            "hog-60",
+            "..s1.",
+            &format!("softirq_entry: {net_rx}"),
+        );
         let Some((wait, other)) = *step else {
             recv(&mut put, a + 1, "hog-60");
             put(a + 10, 1, "hog-60", "d..2.", &sw(hog_r, rx_n));
@@ -634,27 +652,80 @@ pub fn udp_starved(plan: &[Starved], net: bool) -> String {
             continue;
         };
         let k = "ksoftirqd/1-22";
-        for (j, at) in [(0, a + 100), (1, a + 150), (2, a + wait + 10), (3, a + wait + 20)] {
+        for (j, at) in [
+            (0, a + 100),
+            (1, a + 150),
+            (2, a + wait + 10),
+            (3, a + wait + 20),
+        ] {
             if net {
                 let who = if j < 2 { "hog-60" } else { k };
-                put(at, 1, who, "..s1.", &format!("netif_receive_skb: {}", flood(j)));
+                put(
+                    at,
+                    1,
+                    who,
+                    "..s1.",
+                    &format!("netif_receive_skb: {}", flood(j)),
+                );
             }
         }
-        put(a + 280, 1, "hog-60", "..s1.", &format!("softirq_raise: {net_rx}"));
-        put(a + 281, 1, "hog-60", "d.s3.", &wake("ksoftirqd/1 pid=22 prio=120"));
-        put(a + 282, 1, "hog-60", "..s1.", &format!("softirq_exit: {net_rx}"));
+        put(
+            a + 280,
+            1,
+            "hog-60",
+            "..s1.",
+            &format!("softirq_raise: {net_rx}"),
+        );
+        put(
+            a + 281,
+            1,
+            "hog-60",
+            "d.s3.",
+            &wake("ksoftirqd/1 pid=22 prio=120"),
+        );
+        put(
+            a + 282,
+            1,
+            "hog-60",
+            "..s1.",
+            &format!("softirq_exit: {net_rx}"),
+        );
         let k0 = a + wait;
         put(k0, 1, "hog-60", "d..2.", &sw(hog_r, k_n));
         put(k0 + 2, 1, k, "..s1.", &format!("softirq_entry: {net_rx}"));
-        put(k0 + other - 2, 1, k, "..s1.", &format!("softirq_raise: {net_rx}"));
-        put(k0 + other, 1, k, "..s1.", &format!("softirq_exit: {net_rx}"));
+        put(
+            k0 + other - 2,
+            1,
+            k,
+            "..s1.",
+            &format!("softirq_raise: {net_rx}"),
+        );
+        put(
+            k0 + other,
+            1,
+            k,
+            "..s1.",
+            &format!("softirq_exit: {net_rx}"),
+        );
         let run = k0 + other + 1;
         put(run, 1, k, "..s1.", &format!("softirq_entry: {net_rx}"));
         recv(&mut put, run, k);
-        put(run + 4, 1, k, "d..2.", &sw(&format!("{k_r} prev_state=R"), rx_n));
+        put(
+            run + 4,
+            1,
+            k,
+            "d..2.",
+            &sw(&format!("{k_r} prev_state=R"), rx_n),
+        );
         put(run + 6, 1, "rx-7", "....1", "sys_recvfrom -> 0xa");
         put(run + 14, 1, "rx-7", "d..2.", &sw(rx_s, k_n));
-        put(run + 17, 1, k, "d..2.", &sw(&format!("{k_r} prev_state=S"), hog_n));
+        put(
+            run + 17,
+            1,
+            k,
+            "d..2.",
+            &sw(&format!("{k_r} prev_state=S"), hog_n),
+        );
     }
     ev.sort_by_key(|e| e.0);
     ev.into_iter().map(|e| e.1).collect()
