@@ -763,9 +763,11 @@ fn starved_plan() -> Vec<testkit::Starved> {
     vec![n, ok, n, ok, ok, late, n, ok, ok, late]
 }
 
-/// The late datagram's pending link in `r` (the first miss), and its holds as (category,
-/// label, ns, why).
-fn starved_pending(r: &ExplainReport) -> (&Link, Vec<(&str, String, u64, Option<&str>)>) {
+/// A hold as (category, label, ns, why).
+type HoldRow<'a> = (&'a str, String, u64, Option<&'a str>);
+
+/// The late datagram's pending link in `r` (the first miss), and its holds.
+fn starved_pending(r: &ExplainReport) -> (&Link, Vec<HoldRow<'_>>) {
     let pending = (r.misses[0].chain.iter())
         .find(|l| l.kind == "softirq" && l.what.contains("deferred to ksoftirqd/1"))
         .unwrap();
