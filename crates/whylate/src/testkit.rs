@@ -573,3 +573,160 @@ fn udp_trace(packets: usize, late: &[usize], defer_us: u64, net: bool) -> String
     ev.sort_by_key(|e| e.0);
     ev.into_iter().map(|e| e.1).collect()
 }
+
+/// One datagram of [`udp_starved`]: `None` is delivered at once by NET_RX at the IPI's
+/// exit; `Some((wait_us, other_us))` is deferred: ksoftirqd/1 is woken 281 us after the
+/// raise and gets CPU1 from the hog `wait_us` after it, runs NET_RX on the flood's packets
+/// for `other_us`, then takes this datagram in its next run.
+pub type Starved = Option<(u64, u64)>;
+
+/// [`udp_deferral`]'s sender, receiver and hog, one datagram every 2 ms as `plan` says,
+/// each deferred one with a flood (`flood-9` on CPU0, 4 datagrams sent 10 us after it)
+/// ahead of it: NET_RX at the IPI's exit takes two of them in a 281 us run, re-raises and
+/// wakes ksoftirqd/1, which waits behind the hog, takes the other two in its first run and
+/// this datagram in its second. With `net`, every skb is traced (`net_dev_queue` on CPU0,
+/// `netif_receive_skb` in the run that takes it).
+pub fn udp_starved(plan: &[Starved], net: bool) -> String {
+    let mut ev: Vec<(u64, String)> = Vec::new();
+    let mut put = |us: u64, cpu: u32, who: &str, flags: &str, body: &str| {
+        ev.push((us, line(us, cpu, who, flags, body)));
+    };
+    let sw = |p: &str, n: &str| format!("sched_switch: {p} ==> {n}");
+    let hog_r = "prev_comm=hog prev_pid=60 prev_prio=101 prev_state=R";
+    let hog_n = "next_comm=hog next_pid=60 next_prio=101";
+    let rx_n = "next_comm=rx next_pid=7 next_prio=49";
+    let rx_s = "prev_comm=rx prev_pid=7 prev_prio=49 prev_state=S";
+    let k_n = "next_comm=ksoftirqd/1 next_pid=22 next_prio=120";
+    let k_r = "prev_comm=ksoftirqd/1 prev_pid=22 prev_prio=120";
+    let idle1 = "prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R";
+    let net_rx = "vec=3 [action=NET_RX]";
+    let sendto = "sys_sendto(fd: 4, buff: 0, len: 10, flags: 0, addr: 0, addr_len: 10)";
+    let skb = |i: usize| format!("dev=lo skbaddr=0xffff8881000{:05x} len=38", i * 0x100);
+    let wake = |c: &str| format!("sched_waking: comm={c} target_cpu=001");
+    put(999_000, 1, "<idle>-0", "d..2.", &sw(idle1, hog_n));
+    for (i, step) in plan.iter().enumerate() {
+        let t = 1_000_000 + i as u64 * 2_000;
+        let a = t + 20;
+        put(t, 0, "tx-5", "....1", sendto);
+        // The flood's skbs are numbered after every datagram's.
+        let flood = |j: usize| skb(plan.len() + 4 * i + j);
+        if net {
+            put(
+                t + 5,
+                0,
+                "tx-5",
+                "....1",
+                &format!("net_dev_queue: {}", skb(i)),
+            );
+            for j in 0..4 * step.is_some() as usize {
+                let q = format!("net_dev_queue: {}", flood(j));
+                put(t + 10 + j as u64, 0, "flood-9", "....1", &q);
+            }
+        }
+        let recv = |put: &mut dyn FnMut(u64, u32, &str, &str, &str), at: u64, who: &str| {
+            if net {
+                put(
+                    at + 1,
+                    1,
+                    who,
+                    "..s1.",
+                    &format!("netif_receive_skb: {}", skb(i)),
+                );
+            }
+            put(at + 2, 1, who, "d.s3.", &wake("rx pid=7 prio=49"));
+            put(at + 3, 1, who, "..s1.", &format!("softirq_exit: {net_rx}"));
+        };
+        put(a, 1, "hog-60", "d.h1.", &format!("softirq_raise: {net_rx}"));
+        put(
+            a + 1,
+            1,
+            "hog-60",
+            "..s1.",
+            &format!("softirq_entry: {net_rx}"),
+        );
+        let Some((wait, other)) = *step else {
+            recv(&mut put, a + 1, "hog-60");
+            put(a + 10, 1, "hog-60", "d..2.", &sw(hog_r, rx_n));
+            put(a + 15, 1, "rx-7", "....1", "sys_recvfrom -> 0xa");
+            put(a + 20, 1, "rx-7", "d..2.", &sw(rx_s, hog_n));
+            continue;
+        };
+        let k = "ksoftirqd/1-22";
+        for (j, at) in [
+            (0, a + 100),
+            (1, a + 150),
+            (2, a + wait + 10),
+            (3, a + wait + 20),
+        ] {
+            if net {
+                let who = if j < 2 { "hog-60" } else { k };
+                put(
+                    at,
+                    1,
+                    who,
+                    "..s1.",
+                    &format!("netif_receive_skb: {}", flood(j)),
+                );
+            }
+        }
+        put(
+            a + 280,
+            1,
+            "hog-60",
+            "..s1.",
+            &format!("softirq_raise: {net_rx}"),
+        );
+        put(
+            a + 281,
+            1,
+            "hog-60",
+            "d.s3.",
+            &wake("ksoftirqd/1 pid=22 prio=120"),
+        );
+        put(
+            a + 282,
+            1,
+            "hog-60",
+            "..s1.",
+            &format!("softirq_exit: {net_rx}"),
+        );
+        let k0 = a + wait;
+        put(k0, 1, "hog-60", "d..2.", &sw(hog_r, k_n));
+        put(k0 + 2, 1, k, "..s1.", &format!("softirq_entry: {net_rx}"));
+        put(
+            k0 + other - 2,
+            1,
+            k,
+            "..s1.",
+            &format!("softirq_raise: {net_rx}"),
+        );
+        put(
+            k0 + other,
+            1,
+            k,
+            "..s1.",
+            &format!("softirq_exit: {net_rx}"),
+        );
+        let run = k0 + other + 1;
+        put(run, 1, k, "..s1.", &format!("softirq_entry: {net_rx}"));
+        recv(&mut put, run, k);
+        put(
+            run + 4,
+            1,
+            k,
+            "d..2.",
+            &sw(&format!("{k_r} prev_state=R"), rx_n),
+        );
+        put(run + 6, 1, "rx-7", "....1", "sys_recvfrom -> 0xa");
+        put(run + 14, 1, "rx-7", "d..2.", &sw(rx_s, k_n));
+        put(
+            run + 17,
+            1,
+            k,
+            "d..2.",
+            &sw(&format!("{k_r} prev_state=S"), hog_n),
+        );
+    }
+    ev.sort_by_key(|e| e.0);
+    ev.into_iter().map(|e| e.1).collect()
+}

@@ -227,6 +227,70 @@ pub(super) fn as_backlog(held: &mut [Hold], vec: u8) {
 }
 
 impl Engine<'_> {
+    /// The time a deferred softirq's ksoftirqd (the link's waiter) ran in `[a, b)` outside
+    /// any handler run (the thread between its runs): the softirq itself, as `softirq`
+    /// with its vector. `holds` leaves the waiter's own time out of every other wait.
+    pub(super) fn ksoftirqd_own(&self, l: &RawLink, a: u64, b: u64) -> Option<Hold> {
+        if l.defer_from.is_none() || l.tid <= 0 || b <= a {
+            return None;
+        }
+        let own = (self.tl.occupants(l.cpu, a, b).into_iter())
+            .find(|o| o.what == OccupantKind::Task && o.id == l.tid as i64)?;
+        let vector = l.queue.and_then(|v| SOFTIRQ_NAMES.get(v as usize));
+        Some(Hold {
+            category: cause::SOFTIRQ.into(),
+            culprit: Culprit {
+                vector: vector.map(|v| v.to_string()),
+                cpu: Some(l.cpu),
+                ..Default::default()
+            },
+            ns: own.ns,
+            why: None,
+            nested_ns: 0,
+        })
+    }
+
+    /// With per-packet events, whose packets NET_RX took on the link's CPU in `[a, b)`
+    /// (before the link's own, which is taken at or after its end), said under its
+    /// `softirq-backlog` hold: the backlog ahead of the work, by sender.
+    pub(super) fn backlog_packets(&self, held: &mut [Hold], l: &RawLink, a: u64, b: u64) {
+        let Some(h) = (held.iter_mut()).find(|h| h.category == cause::SOFTIRQ_BACKLOG) else {
+            return;
+        };
+        if l.queue != Some(3) || self.packets.is_empty() {
+            return;
+        }
+        let tl = self.tl;
+        let b = b.min(l.end);
+        let n = self
+            .packets
+            .partition_point(|&i| tl.edges[i as usize].ts < b);
+        let mut by: Vec<(i32, u32)> = Vec::new();
+        for p in (self.packets[..n].iter().rev().take(4096)).map(|&i| &tl.edges[i as usize]) {
+            if p.to_cpu != l.cpu || p.at < a || p.at >= b {
+                continue;
+            }
+            match by.iter_mut().find(|x| x.0 == p.from_tid) {
+                Some(x) => x.1 += 1,
+                None => by.push((p.from_tid, 1)),
+            }
+        }
+        if by.is_empty() {
+            return;
+        }
+        by.sort_by_key(|x| (std::cmp::Reverse(x.1), x.0));
+        let total: u32 = by.iter().map(|x| x.1).sum();
+        let senders: Vec<String> = (by.iter().take(3))
+            .map(|&(t, k)| format!("{k} from {}", self.task(t)))
+            .collect();
+        let more = if by.len() > 3 { ", ..." } else { "" };
+        h.why = Some(format!(
+            "NET_RX took {total} other packet(s) on CPU{} meanwhile: {}{more} (matched by skb address)",
+            l.cpu,
+            senders.join(", ")
+        ));
+    }
+
     /// What held `cpu` during `[a, b)` while `waiter` waited: categories and culprits.
     pub(super) fn holds(&self, l: &RawLink, a: u64, b: u64) -> Vec<Hold> {
         let tl = self.tl;

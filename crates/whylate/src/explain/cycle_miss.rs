@@ -195,7 +195,10 @@ impl MissCx<'_> {
         } else {
             0
         };
-        let excess = d.saturating_sub(u).saturating_sub(stalled);
+        // Once its ksoftirqd was woken a pending softirq's wait is all excess (a deferral
+        // is never usual, however many good cycles had one); the usual applies before.
+        let w = l.defer_from.map_or(stop, |w| w.clamp(l.start, stop));
+        let excess = ((w - l.start).saturating_sub(u) + (stop - w)).saturating_sub(stalled);
         let nested = b.counted.iter().any(|&(cpu, a, e)| {
             cpu == l.cpu
                 && ((l.kind == LinkKind::Run && l.start >= a && stop <= e)
@@ -216,7 +219,9 @@ impl MissCx<'_> {
             }
             if let Some(v) = l.queue {
                 as_backlog(&mut hs, v);
+                eng.backlog_packets(&mut hs, l, stop - excess, stop);
             }
+            hs.extend(eng.ksoftirqd_own(l, (stop - excess).max(w), stop));
             if !(l.untraced_end && untraced_rest(&mut hs, excess, l.cpu)) {
                 if hs.iter().map(|h| h.ns).sum::<u64>() == 0 {
                     hs = vec![Hold::on_cpu(cause::UNKNOWN, l.cpu, excess)];

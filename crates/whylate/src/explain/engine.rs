@@ -36,6 +36,10 @@ pub(super) struct RawLink {
     /// A softirq pending: `Some(true)` while its ksoftirqd waited for the CPU (the time
     /// is a deferral), `Some(false)` with no ksoftirqd waiting.
     pub(super) deferred: Option<bool>,
+    /// A softirq pending: when its ksoftirqd was first woken in the link (clipped to its
+    /// start). From then on the wait is the deferral, never usual: good cycles that were
+    /// deferred too would otherwise teach a long deferral as the norm.
+    pub(super) defer_from: Option<u64>,
     /// The softirq vector whose queue the work waits in: that vector's own runs on the
     /// link's CPU meanwhile are the backlog ahead of it, not interference.
     pub(super) queue: Option<u8>,
@@ -59,9 +63,18 @@ impl RawLink {
             preempted: false,
             irq: None,
             deferred: None,
+            defer_from: None,
             queue: None,
             untraced_end: false,
         }
+    }
+
+    /// The part of the link a usual duration is learnt from and compared with: all of it,
+    /// but for a deferred softirq only the time before its ksoftirqd was woken.
+    pub(super) fn usual_part(&self) -> u64 {
+        self.defer_from
+            .map_or(self.end, |w| w.clamp(self.start, self.end))
+            - self.start
     }
 }
 
@@ -307,6 +320,7 @@ impl<'a> Engine<'a> {
             preempted: false,
             irq,
             deferred: None,
+            defer_from: None,
             queue: None,
             untraced_end: false,
         }
@@ -375,6 +389,7 @@ impl<'a> Engine<'a> {
                         preempted: false,
                         irq: None,
                         deferred: None,
+                        defer_from: None,
                         queue: None,
                         untraced_end: false,
                     });
@@ -474,6 +489,7 @@ impl<'a> Engine<'a> {
             preempted: cause == RunCause::Preempted,
             irq: None,
             deferred: None,
+            defer_from: None,
             queue: None,
             untraced_end: inferred,
         }

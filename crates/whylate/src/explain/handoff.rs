@@ -139,6 +139,7 @@ impl Engine<'_> {
                 p.from_cpu
             ),
             deferred: Some(ksoftirqd.is_some()),
+            defer_from: self.ksoftirqd_woken(cpu, p.ts, run.at),
             queue: Some(3),
             ..RawLink::wait(LinkKind::Softirq, p.ts, run.at, cpu, -1)
         });
@@ -269,6 +270,7 @@ impl Engine<'_> {
                     "softirq {name} on CPU{cpu} {raised}, not run for this work{deferred} until {place} ran it (inferred: no per-packet events)"
                 ),
                 deferred: Some(ksoftirqd.is_some()),
+                defer_from: self.ksoftirqd_woken(cpu, from, run.at),
                 queue: Some(vec),
                 ..RawLink::wait(LinkKind::Softirq, from, run.at, cpu, -1)
             });
@@ -376,6 +378,22 @@ impl Engine<'_> {
         } else {
             format!("an irq exit over {}", self.task(e.to_tid))
         }
+    }
+
+    /// When `cpu`'s ksoftirqd was first runnable in `[a, b]` (`a` when it already was):
+    /// the deferral begins there, whatever it ran or waited for after.
+    pub(super) fn ksoftirqd_woken(&self, cpu: u32, a: u64, b: u64) -> Option<u64> {
+        let (tl, sp) = (self.tl, &self.tl.spans);
+        let upto = (self.runnable).partition_point(|&i| sp.start[i as usize] < b);
+        (self.runnable[..upto].iter().rev().take(LOOK_BACK))
+            .map(|&i| i as usize)
+            .filter(|&i| {
+                sp.cpu[i] == cpu
+                    && sp.end[i] > a
+                    && self.s.get(tl.comm(sp.tid[i])).starts_with("ksoftirqd")
+            })
+            .map(|i| sp.start[i].max(a))
+            .min()
     }
 
     /// A runnable span of `cpu`'s ksoftirqd overlapping `[a, b]` (it waited for the CPU

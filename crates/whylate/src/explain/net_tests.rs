@@ -90,9 +90,10 @@ fn a_packet_deferred_to_ksoftirqd_is_blamed_on_the_task_that_starved_it() {
             ("softirq-backlog", 281_000)
         ]
     );
-    // The datagrams queued behind it waited only for ksoftirqd: over all six misses the
-    // starving task has 2 x (698 + 999 + 999) us, NET_RX's own backlog 2 x 281 us.
-    assert_eq!(c.total_excess_ns, 5_392_000, "{:?}", r.causes);
+    // The datagrams queued behind it waited only for ksoftirqd, runnable since before they
+    // came, all of it excess: over all six misses the starving task has 2 x (698 + 1000 +
+    // 1000) us, NET_RX's own backlog 2 x 281 us.
+    assert_eq!(c.total_excess_ns, 5_396_000, "{:?}", r.causes);
     assert_eq!(r.causes[1].category, "softirq-backlog");
     assert_eq!(r.causes[1].total_excess_ns, 562_000);
     // The advice starts with the starved ksoftirqd.
@@ -751,4 +752,116 @@ fn requests_packed_while_open_still_take_their_own_reply() {
         .iter()
         .enumerate()
         .all(|(k, &d)| d == 60_000_000 - 7_000 * k as u64));
+}
+
+/// Ten datagrams on [`testkit::udp_starved`]: three delivered at once, five deferred that
+/// ksoftirqd/1 still delivers in time (it gets CPU1 930 us after the raise), two late
+/// ones (the 6th and the 10th) whose ksoftirqd gets CPU1 at +700 us and then works the
+/// flood's packets for 400 us before it takes the datagram.
+fn starved_plan() -> Vec<testkit::Starved> {
+    let (n, ok, late) = (None, Some((930, 40)), Some((700, 400)));
+    vec![n, ok, n, ok, ok, late, n, ok, ok, late]
+}
+
+/// A hold as (category, label, ns, why).
+type HoldRow<'a> = (&'a str, String, u64, Option<&'a str>);
+
+/// The late datagram's pending link in `r` (the first miss), and its holds.
+fn starved_pending(r: &ExplainReport) -> (&Link, Vec<HoldRow<'_>>) {
+    let pending = (r.misses[0].chain.iter())
+        .find(|l| l.kind == "softirq" && l.what.contains("deferred to ksoftirqd/1"))
+        .unwrap();
+    let held = (pending.held_by.iter())
+        .map(|h| {
+            let label = h.culprit.label_in(&h.category);
+            (h.category.as_str(), label, h.ns, h.why.as_deref())
+        })
+        .collect();
+    (pending, held)
+}
+
+#[test]
+fn a_deferral_good_cycles_also_had_is_still_split_over_the_hog_the_backlog_and_the_softirq() {
+    // Five datagrams delivered just in time after a 930 us deferral made the usual pending
+    // wait 971 us (raise +20 to ksoftirqd's run +991): the late ones' 980 us up to the
+    // deadline were 9 us over it, under the 10 us that counts, and the link had no holds.
+    // A deferral is never usual: only the 281 us before ksoftirqd was woken (+20..+301)
+    // is compared with the good cycles' same part (281 us), and from +301 all is excess.
+    let r = udp_cycles(&testkit::udp_starved(&starved_plan(), false), Pairing::Fifo);
+    assert_eq!(r.cycles.misses, 2);
+    let (pending, held) = starved_pending(&r);
+    assert_eq!(
+        (pending.offset_ns, pending.duration_ns, pending.usual_ns),
+        (20_000, 1_101_000, Some(281_000))
+    );
+    assert_eq!(pending.excess_ns, 699_000);
+    // +301..+1000: NET_RX's run at the IPI's exit ends at +302 (1 us), the hog holds the
+    // runnable ksoftirqd off until +720 (418 us), ksoftirqd's own 2 us before its first
+    // run, which works the flood's packets from +722 past the deadline (278 us).
+    assert_eq!(
+        held,
+        [
+            (
+                "deferred-to-ksoftirqd",
+                "hog[60] (nice -19)".into(),
+                418_000,
+                None
+            ),
+            ("softirq-backlog", "softirq NET_RX".into(), 279_000, None),
+            ("softirq", "NET_RX".into(), 2_000, None),
+        ]
+    );
+    let rows: Vec<(&str, u64)> = (r.causes.iter())
+        .map(|c| (c.category.as_str(), c.total_excess_ns))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("deferred-to-ksoftirqd", 836_000),
+            ("softirq-backlog", 558_000),
+            ("softirq", 4_000)
+        ]
+    );
+}
+
+#[test]
+fn a_deferral_with_packet_events_names_whose_packets_ksoftirqd_ran_first() {
+    // The same with each skb traced: the wait begins at the enqueue (+5), its usual part
+    // is the good cycles' +5..+301 (296 us), and the same 699 us from +301 are split the
+    // same way; the backlog says whose packets NET_RX took meanwhile (the two of the flood
+    // ksoftirqd took at +730 and +740, before the deadline).
+    let r = udp_cycles(&testkit::udp_starved(&starved_plan(), true), Pairing::Fifo);
+    assert_eq!(r.cycles.misses, 2);
+    let (pending, held) = starved_pending(&r);
+    assert!(
+        pending.what.contains("matched by skb address"),
+        "{}",
+        pending.what
+    );
+    assert_eq!(
+        (pending.offset_ns, pending.usual_ns, pending.excess_ns),
+        (5_000, Some(296_000), 699_000)
+    );
+    let why =
+        "NET_RX took 2 other packet(s) on CPU1 meanwhile: 2 from flood[9] (matched by skb address)";
+    assert_eq!(
+        held,
+        [
+            (
+                "deferred-to-ksoftirqd",
+                "hog[60] (nice -19)".into(),
+                418_000,
+                None
+            ),
+            (
+                "softirq-backlog",
+                "softirq NET_RX".into(),
+                279_000,
+                Some(why)
+            ),
+            ("softirq", "NET_RX".into(), 2_000, None),
+        ]
+    );
+    assert_eq!(r.causes[0].category, "deferred-to-ksoftirqd");
+    assert_eq!(r.causes[0].culprit.pid, Some(60));
 }

@@ -36,10 +36,7 @@ fn samples(eng: &Engine<'_>, good: &[Cycle]) -> Samples {
                 .sum(),
         );
         for l in links {
-            usual
-                .entry(l.key.clone())
-                .or_default()
-                .push(l.end - l.start);
+            usual.entry(l.key.clone()).or_default().push(l.usual_part());
         }
     }
     (usual, gaps)
