@@ -578,6 +578,7 @@ mod tests {
         let miss = Miss {
             read_ns: None,
             not_reading: false,
+            uncertain: false,
             start_ns: 1_000,
             duration_ns: Some(5_000_000),
             tid: 7,

@@ -76,7 +76,8 @@ pub(super) fn context(
 type Tasks = Vec<(String, i32)>;
 
 /// Advice in the order of the ranking: for the first cause first, then the next ones that
-/// hold at least 5% of the excess (at most three causes). Work that an interrupt queued
+/// hold at least 5% of the excess (at most three causes), the recorder's own rows after the
+/// workload's (as `machine::recorder_blame` ranks them). Work that an interrupt queued
 /// gets its IRQ placement advice right after the cause that held that work up. The same
 /// command is given once.
 pub(super) fn advise(
@@ -89,7 +90,9 @@ pub(super) fn advise(
     let mut out = Vec::new();
     // Tasks to move off a CPU, gathered per CPU into the place of the first one.
     let mut moves: Vec<(usize, u32, Tasks)> = Vec::new();
-    for (k, c) in causes.iter().take(3).enumerate() {
+    let is_rec = |c: &CauseRow| c.culprit.pid.is_some_and(|p| tl.is_recorder(p));
+    let ranked = (causes.iter().filter(|c| !is_rec(c))).chain(causes.iter().filter(|c| is_rec(c)));
+    for (k, c) in ranked.take(3).enumerate() {
         if k > 0 && c.share < 0.05 {
             break;
         }

@@ -20,6 +20,7 @@ fn one_link_miss(start: u64, dur_ns: u64, tid: i32, cpu: u32, late: u64, mut l: 
     Miss {
         read_ns: None,
         not_reading: false,
+        uncertain: false,
         blame: Vec::new(),
         start_ns: start,
         duration_ns: Some(dur_ns),

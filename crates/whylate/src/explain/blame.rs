@@ -359,42 +359,14 @@ impl Engine<'_> {
                         ..Default::default()
                     },
                 ),
-                // A lower-priority task cannot hold a real-time one off the CPU, except by
-                // being inside code that cannot be preempted: that is the kernel's delay.
-                OccupantKind::Task
-                    if matches!(
-                        (tl.prio_at(l.tid, a), tl.prio_at(o.id as i32, a)),
-                        (Some(w), Some(p)) if w < 100 && w < p
-                    ) =>
-                {
-                    (
-                        cause::PREEMPTION_DELAY,
-                        Culprit {
-                            caller: Some(format!(
-                                "non-preemptible kernel code while {}[{}] ran",
-                                self.s.get(tl.comm(o.id as i32)),
-                                o.id
-                            )),
-                            cpu: Some(l.cpu),
-                            ..Default::default()
-                        },
-                    )
-                }
-                OccupantKind::Task => (
-                    if l.preempted {
-                        cause::PREEMPTED_BY
-                    } else {
-                        cause::RUNQUEUE_WAIT
-                    },
-                    Culprit {
-                        comm: Some(self.s.get(tl.comm(o.id as i32)).to_string())
-                            .filter(|c| !c.is_empty())
-                            .or(Some(self.s.get(o.name).to_string())),
-                        pid: Some(o.id as i32),
-                        prio: tl.prios.get(&(o.id as i32)).copied(),
-                        cpu: Some(l.cpu),
-                        ..Default::default()
-                    },
+                OccupantKind::Task => behind_task(
+                    tl,
+                    self.s,
+                    l.cpu,
+                    (l.tid, l.preempted),
+                    o.id as i32,
+                    a,
+                    o.name,
                 ),
                 OccupantKind::Hardirq => (
                     cause::HARDIRQ,
@@ -424,6 +396,52 @@ impl Engine<'_> {
         }
         out
     }
+}
+
+/// What held `waiter` (the task, and whether it was preempted) off `cpu` while task `tid`
+/// (`name` when the trace never named it) ran there from `at`. A lower-priority task
+/// cannot hold a real-time one off the CPU except inside code that cannot be preempted:
+/// that is the kernel's delay, still charged to `tid` so that the recorder's own threads
+/// are known as such. Otherwise a runqueue wait, or a preemption.
+pub(super) fn behind_task(
+    tl: &crate::timeline::Timeline,
+    s: &crate::event::Interner,
+    cpu: u32,
+    (waiter, preempted): (i32, bool),
+    tid: i32,
+    at: u64,
+    name: Sym,
+) -> (&'static str, Culprit) {
+    let comm = Some(s.get(tl.comm(tid)).to_string())
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| s.get(name).to_string());
+    let category = match (tl.prio_at(waiter, at), tl.prio_at(tid, at)) {
+        (Some(w), Some(p)) if w < 100 && w < p => {
+            return (
+                cause::PREEMPTION_DELAY,
+                Culprit {
+                    caller: Some(format!(
+                        "non-preemptible kernel code while {comm}[{tid}] ran"
+                    )),
+                    pid: Some(tid),
+                    cpu: Some(cpu),
+                    ..Default::default()
+                },
+            )
+        }
+        _ if preempted => cause::PREEMPTED_BY,
+        _ => cause::RUNQUEUE_WAIT,
+    };
+    (
+        category,
+        Culprit {
+            comm: Some(comm),
+            pid: Some(tid),
+            prio: tl.prios.get(&tid).copied(),
+            cpu: Some(cpu),
+            ..Default::default()
+        },
+    )
 }
 
 /// The one task that ran on `cpu` through `[a, b]` from inside one syscall, if so.

@@ -355,6 +355,7 @@ mod tests {
         Miss {
             read_ns: None,
             not_reading: false,
+            uncertain: false,
             start_ns: late_ns,
             duration_ns: replied.then_some(late_ns + 1),
             tid: 1,

@@ -442,6 +442,7 @@ fn explain_one(
     Miss {
         read_ns: None,
         not_reading: false,
+        uncertain: false,
         blame,
         start_ns: x.ts,
         duration_ns: x.b.map(|b| b.0 - x.ts),

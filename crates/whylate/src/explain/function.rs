@@ -298,6 +298,7 @@ fn explain_one(
     Miss {
         read_ns: None,
         not_reading: false,
+        uncertain: false,
         blame,
         start_ns: x.start,
         duration_ns: Some(x.dur),

@@ -406,6 +406,7 @@ fn one(r: &KernelReport, tally: &mut Tally) -> Miss {
     Miss {
         read_ns: None,
         not_reading: false,
+        uncertain: false,
         blame,
         start_ns: r.ts,
         duration_ns: r.stuck_ns,

@@ -114,6 +114,13 @@ pub(super) fn recorder_blame(r: &mut ExplainReport, tids: &FxHashSet<i32>) {
         dur(ns),
         ns as f64 * 100.0 / total.max(1) as f64
     ));
+    // The recorder's rows rank after the workload's: they are the measurement's own cost,
+    // said in the note, and what comes first must be about the workload.
+    let is_mine = |c: &CauseRow| c.culprit.pid.is_some_and(|p| tids.contains(&p));
+    let (theirs, mine): (Vec<CauseRow>, Vec<CauseRow>) = std::mem::take(&mut r.causes)
+        .into_iter()
+        .partition(|c| !is_mine(c));
+    r.causes = theirs.into_iter().chain(mine).collect();
     // Moving the recorder is no fix of the workload; raising the workload's thread above
     // whatever holds its CPU (the recorder here, seed 000's perf) still is.
     r.advice.retain(|a| {

@@ -406,6 +406,12 @@ fn a_timer_softirq_in_the_receivers_context_does_not_hide_its_wait_for_the_cpu()
     );
     let c = &r.causes[0];
     assert_eq!(c.category, "preemption-delay", "{:?}", r.causes);
+    // The kernel's delay is still charged to the task that ran, so that a recorder's
+    // thread there is known as the recorder.
+    assert_eq!(
+        (c.culprit.pid, c.culprit.label().as_str()),
+        (Some(60), "non-preemptible kernel code while hog[60] ran")
+    );
     assert!(!r.causes.iter().any(|c| c.category == "device/external"));
 }
 

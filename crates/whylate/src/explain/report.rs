@@ -249,6 +249,11 @@ pub struct Miss {
     /// reading (a miss of its own kind).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub not_reading: bool,
+    /// Its end is not traced (no sched_switch put the woken task on its CPU: lost, or
+    /// not recorded): it ends at the task's first event there, so the duration is an
+    /// upper bound and a miss near the deadline may not be one.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub uncertain: bool,
     /// Thread.
     pub tid: i32,
     /// CPU of the `from` event.

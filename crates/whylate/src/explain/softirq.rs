@@ -136,6 +136,7 @@ fn service(eng: &Engine<'_>, ei: usize, usual: u64, deadline: u64, tally: &mut T
     Miss {
         read_ns: None,
         not_reading: false,
+        uncertain: false,
         blame,
         start_ns: e.ts,
         duration_ns: Some(d),

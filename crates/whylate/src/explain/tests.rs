@@ -843,6 +843,62 @@ fn automatic_mode_leaves_the_recorders_threads_out_of_victims_and_advice() {
     assert!(r.advice[0].command.contains("bigger buffer"));
 }
 
+/// `three_cpu_chain` whose hog is whylate's reader thread `whylate-read-61` in the cycles
+/// in `rec`: a trace with no snapshot, where only the name tells the recorder.
+fn recorder_hogs_some(cycles: usize, hogged: &[usize], rec: &[usize]) -> String {
+    let mut seen = 0usize;
+    let mut out = String::new();
+    for l in testkit::three_cpu_chain(cycles, hogged, 3_000).lines() {
+        if l.contains("sys_write(") {
+            seen += 1;
+        }
+        // The hog's switch-in comes before its cycle's request; its other lines after.
+        let cycle = match l.contains("prev_comm=swapper/1") && l.contains("next_comm=hog") {
+            true => seen,
+            false => seen.wrapping_sub(1),
+        };
+        let l = match rec.contains(&cycle) {
+            true => (l.replace("comm=hog", "comm=whylate-read"))
+                .replace("pid=60", "pid=61")
+                .replace("hog-60", "whylate-read-61"),
+            false => l.to_string(),
+        };
+        out += &l;
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn whylate_is_known_by_name_and_its_rows_rank_after_the_workloads() {
+    // whylate's reader held the worker's CPU in two misses, hog in one: by excess the
+    // recorder comes first, but what comes first must be about the workload.
+    let text = recorder_hogs_some(8, &[1, 4, 6], &[1, 4]);
+    let p = testkit::pass(&text);
+    assert!(p.tl.recorder.contains(&61) && !p.tl.recorder.contains(&60));
+    let r = cycles_of(&text, Some(1_000_000));
+    assert_eq!(r.cycles.misses, 3);
+    let who: Vec<(Option<&str>, u64)> = (r.causes.iter())
+        .map(|c| (c.culprit.comm.as_deref(), c.total_excess_ns))
+        .collect();
+    assert_eq!(
+        who,
+        [(Some("hog"), 978_000), (Some("whylate-read"), 1_956_000)]
+    );
+    assert!(
+        r.notes.iter().any(|n| n
+            .starts_with("the recorder itself (whylate-read[61] (nice 0)) holds 1.956 ms (67%)")),
+        "{:?}",
+        r.notes
+    );
+    // The advice is about the workload first; the recorder is never told to move.
+    assert!(r.advice[0].action.contains("hog"), "{:?}", r.advice);
+    assert!(!r
+        .advice
+        .iter()
+        .any(|a| a.action.starts_with("Move whylate")));
+}
+
 #[test]
 fn whylate_records_its_own_threads_in_the_snapshot() {
     let p = testkit::pass(&recorder_in_the_way());

@@ -286,6 +286,7 @@ impl PeriodCx<'_> {
         Miss {
             read_ns: None,
             not_reading: false,
+            uncertain: x.switch_untraced,
             blame,
             start_ns: x.expiry,
             duration_ns: Some(x.total()),

@@ -290,6 +290,7 @@ fn activation_miss(
     let m = Miss {
         read_ns: None,
         not_reading: false,
+        uncertain: false,
         start_ns: expiry,
         duration_ns: Some(total),
         tid,
@@ -432,6 +433,7 @@ fn analyze_thresholds(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport 
         misses.push(Miss {
             read_ns: None,
             not_reading: false,
+            uncertain: false,
             start_ns: t.start,
             duration_ns: Some(t.dur_ns),
             tid: -1,

@@ -25,12 +25,13 @@ pub(super) fn traced_parts(
     if to <= from {
         return out;
     }
-    let waiter = tl.prio_at(tid, from);
     for o in tl.occupants(cpu, from, to) {
         let id = o.id;
         let (category, culprit) = match o.what {
             OccupantKind::Task if id == i64::from(tid) || id <= 0 => continue,
-            OccupantKind::Task => task_part(tl, s, cpu, id as i32, waiter, from),
+            OccupantKind::Task => {
+                super::blame::behind_task(tl, s, cpu, (tid, false), id as i32, from, o.name)
+            }
             OccupantKind::Hardirq => (
                 cause::HARDIRQ,
                 Culprit {
@@ -58,39 +59,4 @@ pub(super) fn traced_parts(
         });
     }
     out
-}
-
-/// Another task on the CPU while the timerlat thread waited, blamed as
-/// `explain/blame.rs` blames a runnable wait.
-fn task_part(
-    tl: &Timeline,
-    s: &Interner,
-    cpu: u32,
-    tid: i32,
-    waiter: Option<i32>,
-    at: u64,
-) -> (&'static str, Culprit) {
-    let comm = s.get(tl.comm(tid)).to_string();
-    match (waiter, tl.prio_at(tid, at)) {
-        (Some(w), Some(p)) if w < 100 && w < p => (
-            cause::PREEMPTION_DELAY,
-            Culprit {
-                caller: Some(format!(
-                    "non-preemptible kernel code while {comm}[{tid}] ran"
-                )),
-                cpu: Some(cpu),
-                ..Default::default()
-            },
-        ),
-        _ => (
-            cause::RUNQUEUE_WAIT,
-            Culprit {
-                comm: Some(comm),
-                pid: Some(tid),
-                prio: tl.prios.get(&tid).copied(),
-                cpu: Some(cpu),
-                ..Default::default()
-            },
-        ),
-    }
 }

@@ -116,10 +116,13 @@ pub fn read(
     })
 }
 
-/// Names of other recorders' threads: trace-cmd's per-CPU readers are `trace-cmd`
-/// processes, perf record's threads are `perf` (a workload it starts is `perf-exec`
-/// until it execs, then its own name, as a trace-cmd child becomes its own).
-pub const RECORDER_COMMS: [&str; 2] = ["trace-cmd", "perf"];
+/// Names of recorders' threads: trace-cmd's per-CPU readers are `trace-cmd` processes,
+/// perf record's threads are `perf` (a workload it starts is `perf-exec` until it execs,
+/// then its own name, as a trace-cmd child becomes its own), whylate's own are `whylate`
+/// and `whylate-read`. whylate is known by name too, not only from its snapshot: a trace
+/// without one (a `watch` window, a converted copy, another recorder's trace of a running
+/// `whylate watch`) must know it the same way, or the same data ranks differently.
+pub const RECORDER_COMMS: [&str; 4] = ["trace-cmd", "perf", "whylate", "whylate-read"];
 
 /// The recorder's own threads: `whylate record`'s process and every thread its snapshot
 /// (taken at the start, rescanned meanwhile and at the end) lists in it, and the threads

@@ -225,6 +225,8 @@ fn miss(o: &mut String, r: &ExplainReport, m: &Miss, p: &Paint) {
         (None, true) => "reported".to_string(),
         (Some(d), false) => match m.read_ns {
             Some(rd) => format!("ready after {}, read after {}", dur(d), dur(rd)),
+            // Its end is the task's first event, not its switch-in: an upper bound.
+            None if m.uncertain => format!("took at most {}", dur(d)),
             None => format!("took {}", dur(d)),
         },
         (None, false) => "no reply".to_string(),
@@ -450,6 +452,7 @@ mod tests {
         let miss = |start: u64, d: Option<u64>| Miss {
             read_ns: None,
             not_reading: false,
+            uncertain: false,
             blame: Vec::new(),
             start_ns: start,
             duration_ns: d,
