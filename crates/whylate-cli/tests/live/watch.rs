@@ -256,7 +256,9 @@ fn periodic_under_watch(
     std::thread::sleep(std::time::Duration::from_millis(100));
     let (full, log) = (dir.join("full.dat"), dir.join("full.truth"));
     let mode = ["--timer", "--task", "periodic", "--deadline", "300us"];
-    let rec = record_beside("sched,irq,timer", &full);
+    // The events watch records for --timer (watch::default_events): an end inferred from
+    // a task's first event is then inferred from the same events in both instances.
+    let rec = record_beside("sched,irq,wq,timer", &full);
     let mut args: Vec<String> = mode.iter().map(|s| s.to_string()).collect();
     args.extend([
         "--keep".into(),
