@@ -128,7 +128,7 @@ impl Pack for Cycle {
             tid,
             cpu: (f >> 8) as u32,
             reply_tid,
-            replied: u8::from(replied) * REPLIED | u8::from(f & 128 != 0) * IN_IRQ,
+            replied: (u8::from(replied) * REPLIED) | (u8::from(f & 128 != 0) * IN_IRQ),
             at_end: f & 2 != 0,
             writes: ((f >> 3) & 15) as u8,
             closed: f & 4 != 0,
@@ -242,8 +242,8 @@ mod tests {
                 st.open_mut(j).reply(at, 8);
                 want[j].reply(at, 8);
                 // Some replies came in an interrupt: the flag survives the packing.
-                st.open_mut(j).set_reply_in_irq(j % 20 == 0);
-                want[j].set_reply_in_irq(j % 20 == 0);
+                st.open_mut(j).set_reply_in_irq(j.is_multiple_of(20));
+                want[j].set_reply_in_irq(j.is_multiple_of(20));
             }
         }
         st.open_mut(n - 10).give_up(99_000_000);
