@@ -4,7 +4,7 @@
 //! both events carry, or a new request abandons the open one (`Pairing`).
 
 use super::cycle::{Cycle, CycleStore};
-use crate::event::{Event, Interner, Kind, Sym};
+use crate::event::{flags, Event, Interner, Kind, Sym};
 use crate::fdpath::FdPaths;
 use crate::selector::{Names, Seen, Selector};
 use crate::syscalls::Arch;
@@ -298,7 +298,12 @@ impl Cycles {
                     self.open.remove(&k);
                     self.streak.remove(&k);
                 }
-                self.cycles.open_mut(i).reply(e.ts, e.tid);
+                let c = self.cycles.open_mut(i);
+                c.reply(e.ts, e.tid);
+                c.set_reply_in_irq(
+                    e.flags & flags::KNOWN != 0
+                        && e.flags & (flags::HARDIRQ | flags::SOFTIRQ | flags::NMI) != 0,
+                );
             }
             return;
         }

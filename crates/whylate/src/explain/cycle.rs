@@ -21,7 +21,9 @@ pub struct Cycle {
     pub cpu: u32,
     /// Thread that matched `to` (the reply); meaningless without one.
     reply_tid: i32,
-    replied: bool,
+    /// [`REPLIED`], and [`IN_IRQ`] when the reply event was traced in an interrupt (one
+    /// byte, where two bools would make the struct 40 bytes).
+    replied: u8,
     /// Still open when the trace ended.
     pub at_end: bool,
     /// Write syscalls the thread made inside the cycle, up to 8 (a timeout log line is one
@@ -30,6 +32,11 @@ pub struct Cycle {
     /// Replied or given up: it changes no more.
     closed: bool,
 }
+
+/// `Cycle::replied`: a reply came.
+const REPLIED: u8 = 1;
+/// `Cycle::replied`: its event was traced in an interrupt.
+const IN_IRQ: u8 = 2;
 
 impl Cycle {
     /// A cycle opened at `start_ns` by `tid` on `cpu`, with no reply yet.
@@ -45,18 +52,33 @@ impl Cycle {
 
     /// The reply came at `ts` from `tid`.
     pub fn reply(&mut self, ts: u64, tid: i32) {
-        (self.stop_ns, self.reply_tid, self.replied) = (ts, tid, true);
+        (self.stop_ns, self.reply_tid, self.replied) = (ts, tid, REPLIED);
         self.closed = true;
     }
 
     /// The `to` event, if one came.
     pub fn end_ns(&self) -> Option<u64> {
-        self.replied.then_some(self.stop_ns)
+        self.is_replied().then_some(self.stop_ns)
     }
 
     /// Thread that matched `to`, if one did.
     pub fn end_tid(&self) -> Option<i32> {
-        self.replied.then_some(self.reply_tid)
+        self.is_replied().then_some(self.reply_tid)
+    }
+
+    fn is_replied(&self) -> bool {
+        self.replied & REPLIED != 0
+    }
+
+    /// True when the reply (`to`) event was traced in a hard or soft interrupt: its
+    /// thread is the task that was interrupted, not a reader.
+    pub fn reply_in_irq(&self) -> bool {
+        self.replied & IN_IRQ != 0
+    }
+
+    /// Says whether the reply event was traced in an interrupt (after [`Cycle::reply`]).
+    pub fn set_reply_in_irq(&mut self, yes: bool) {
+        self.replied = (self.replied & !IN_IRQ) | if yes { IN_IRQ } else { 0 };
     }
 
     /// When the cycle stopped waiting: its reply, else the next `from` or the trace end.
@@ -77,13 +99,14 @@ impl Pack for Cycle {
         put_i(out, self.start_ns.wrapping_sub(prev.start_ns) as i64);
         put_i(out, self.stop_ns.wrapping_sub(self.start_ns) as i64);
         put_i(out, i64::from(self.tid) - i64::from(prev.tid));
-        let flags = u64::from(self.cpu) << 7
+        let flags = u64::from(self.cpu) << 8
+            | u64::from(self.reply_in_irq()) << 7
             | u64::from(self.writes.min(15)) << 3
             | u64::from(self.closed) << 2
             | u64::from(self.at_end) << 1
-            | u64::from(self.replied);
+            | u64::from(self.is_replied());
         put_u(out, flags);
-        if self.replied {
+        if self.is_replied() {
             put_i(out, i64::from(self.reply_tid) - i64::from(self.tid));
         }
     }
@@ -103,9 +126,9 @@ impl Pack for Cycle {
             start_ns,
             stop_ns,
             tid,
-            cpu: (f >> 7) as u32,
+            cpu: (f >> 8) as u32,
             reply_tid,
-            replied,
+            replied: (u8::from(replied) * REPLIED) | (u8::from(f & 128 != 0) * IN_IRQ),
             at_end: f & 2 != 0,
             writes: ((f >> 3) & 15) as u8,
             closed: f & 4 != 0,
@@ -218,6 +241,9 @@ mod tests {
                 let at = want[j].start_ns + 9_000_000;
                 st.open_mut(j).reply(at, 8);
                 want[j].reply(at, 8);
+                // Some replies came in an interrupt: the flag survives the packing.
+                st.open_mut(j).set_reply_in_irq(j.is_multiple_of(20));
+                want[j].set_reply_in_irq(j.is_multiple_of(20));
             }
         }
         st.open_mut(n - 10).give_up(99_000_000);

@@ -177,7 +177,7 @@ pub fn analyze(
     drop(durations);
     let good = (cycles.iter().enumerate())
         .filter(|(i, c)| !is_miss(*i, c) && !cut(c))
-        .map(|(_, c)| c);
+        .map(|(i, c)| until_ready(c, ready.get(&i)));
     let good_n = cycles.len() - (cut_n + missed) as usize;
     let template = Template::learn(&eng, good, good_n, &o.learned);
     let mut notes = Vec::new();
@@ -229,6 +229,16 @@ pub fn analyze(
         windows,
     };
     assemble(tl, s, frame, found)
+}
+
+/// `c` as the template learns it: until its reply was ready where that was before it was
+/// read. The reader's own sleep after the reply was ready is not the chain's usual work,
+/// and a miss is weighed only up to its ready time.
+fn until_ready(mut c: Cycle, r: Option<&Ready>) -> Cycle {
+    if let (Some(r), Some(reader)) = (r, c.end_tid()) {
+        c.reply(r.at, reader);
+    }
+    c
 }
 
 /// The quantiles of the replied cycles until their reply was read, when `later` of them
@@ -285,7 +295,57 @@ fn blind_notes(bare: u64, unconnected: u64) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{complaint_offset, round2, two_modes};
+    use super::{complaint_offset, round2, two_modes, until_ready};
+    use crate::explain::cutter::Cycles;
+    use crate::explain::engine::{Engine, LinkKind};
+    use crate::explain::learned::Learned;
+    use crate::explain::ready::Replies;
+    use crate::explain::template::Template;
+    use crate::testkit;
+
+    #[test]
+    fn the_template_learns_a_slept_readers_cycle_until_its_reply_was_ready() {
+        // With a 30 ms deadline every cycle is good, the two hogged ones too: ready at
+        // +8.030 ms, read at ~+23.5 ms after the client slept 20 ms on its own timer.
+        let o = testkit::chain_options(Some(30_000_000));
+        let f = testkit::file(&testkit::giving_up_client(8, &[1, 2, 3, 5, 6]));
+        let mut cy = Cycles::new(&o);
+        let p = super::super::read_all(
+            &[f.to_path_buf()],
+            &Default::default(),
+            (Some(&mut cy), None, None),
+        )
+        .unwrap();
+        cy.finish(p.tl.last_ts);
+        let eng = Engine::new(&p.tl, &p.strings);
+        let replies = Replies::of(cy.cycles.iter());
+        let ready: Vec<_> = cy.cycles.iter().map(|c| eng.ready(&c, &replies)).collect();
+        assert_eq!(ready.iter().filter(|r| r.is_some()).count(), 5);
+        let learn = |trim: bool| {
+            let good = (cy.cycles.iter().zip(&ready)).map(|(c, r)| {
+                if trim {
+                    until_ready(c, r.as_ref())
+                } else {
+                    c
+                }
+            });
+            Template::learn(&eng, good, 8, &Learned::default())
+        };
+        // Until the read, the time the reader slept on its own timer was learnt as the
+        // usual uncovered time (the median of 5 slept cycles of 8: 15.527 ms), and its
+        // own run after that timer as a usual link of the chain.
+        let read = learn(false);
+        assert_eq!(read.gap, 15_527_000);
+        let c_run = (LinkKind::Run, "c".to_string(), 1);
+        assert_eq!(read.links.get(&c_run), Some(&3_000));
+        // Until ready: the chain's own links and gaps, no sleep.
+        let t = learn(true);
+        assert_eq!((t.gap, t.good), (38_000, 8));
+        assert_eq!(t.links.get(&c_run), None);
+        let work = (LinkKind::Work, "reply_work".to_string(), 1);
+        assert_eq!(t.links.get(&work), Some(&7_992_000));
+        assert_eq!(t.links.len(), 2);
+    }
 
     const US: u64 = 1_000;
 

@@ -7,13 +7,18 @@
 
 use super::driver::{rank, Tally};
 use super::report::{
-    Advice, CauseRow, CpuContext, CycleStats, ExplainReport, Miss, Window, Windows,
+    Advice, CauseRow, CpuContext, CycleStats, ExplainReport, Miss, ReadTimes, Window, Windows,
 };
 use crate::dist::Sketch;
 
 /// What a run explained window by window has shown so far.
 pub struct RunSummary {
     durations: Sketch,
+    /// Replied samples until their reply was read (the same as `durations` but where a
+    /// reply was ready before it was read).
+    reads: Sketch,
+    /// Samples whose reply was read later than it was ready.
+    later: u64,
     count: u64,
     no_reply: u64,
     misses: u64,
@@ -39,6 +44,8 @@ impl RunSummary {
     pub fn new(keep: usize) -> RunSummary {
         RunSummary {
             durations: Sketch::default(),
+            reads: Sketch::default(),
+            later: 0,
             count: 0,
             no_reply: 0,
             misses: 0,
@@ -60,7 +67,11 @@ impl RunSummary {
         for w in settled {
             self.count += 1;
             match w.end_ns() {
-                Some(e) => self.durations.add(e - w.start_ns),
+                Some(e) => {
+                    self.durations.add(e - w.start_ns);
+                    self.reads.add(w.read_ns.unwrap_or(e) - w.start_ns);
+                    self.later += u64::from(w.read_ns.is_some());
+                }
                 None => self.no_reply += 1,
             }
             self.misses += u64::from(w.miss);
@@ -140,8 +151,21 @@ impl RunSummary {
             max_ns: d.max,
             histogram: self.durations.histogram(1000),
             pairing: None,
-            read: None,
+            read: self.read_times(),
         }
+    }
+
+    /// Quantiles until read, as `explain` gives them: only when some reply was read
+    /// later than it was ready.
+    fn read_times(&self) -> Option<ReadTimes> {
+        let d = self.reads.dist();
+        (self.later > 0).then_some(ReadTimes {
+            later: self.later,
+            p50_ns: d.p50,
+            p90_ns: d.p90,
+            p99_ns: d.p99,
+            max_ns: d.max,
+        })
     }
 
     /// Causes over every miss so far, largest first.
@@ -210,8 +234,35 @@ mod tests {
         let theirs: Vec<_> = r.causes.iter().map(key).collect();
         assert_eq!(ours, theirs);
         assert_eq!(m.misses.len(), 4);
+        assert_eq!(a.read, None);
         // A second window settling nothing new changes nothing.
         s.add(&r, &[], &[]);
         assert_eq!(s.report().unwrap().cycles.count, 40);
+    }
+
+    /// Replies read later than they were ready: the merged summary has the same read
+    /// quantiles and not-reading count as `explain` over the whole trace.
+    #[test]
+    fn read_times_survive_the_merge() {
+        let f = testkit::file(&testkit::giving_up_client(8, &[2, 5]));
+        let o: Options = testkit::chain_options(Some(9_000_000));
+        let r = explain(&[f.to_path_buf()], &OpenOptions::default(), &o).unwrap();
+        let mut s = RunSummary::new(10);
+        let misses: Vec<_> = r.misses.iter().collect();
+        // In two windows, as `watch` settles them.
+        let w: Vec<_> = r.windows.iter().collect();
+        s.add(&r, &w[..4], &misses[..1]);
+        s.add(&r, &w[4..], &misses[1..]);
+        let m = s.report().unwrap().cycles;
+        let want = r.cycles.read.clone().unwrap();
+        assert_eq!((want.later, want.max_ns), (2, 23_538_000));
+        let got = m.read.unwrap();
+        assert_eq!((got.later, got.max_ns), (2, 23_538_000));
+        // Quantiles to within the sketch's rounding (8 significant bits).
+        for (a, b) in [(got.p50_ns, want.p50_ns), (got.p90_ns, want.p90_ns)] {
+            assert!(a.abs_diff(b) <= b / 128, "{a} vs {b}");
+        }
+        assert_eq!((m.misses, m.not_reading), (2, 2));
+        assert_eq!((m.max_ns, r.cycles.max_ns), (8_030_000, 8_030_000));
     }
 }

@@ -67,8 +67,13 @@ impl Engine<'_> {
     /// wakeup before the read came from its own timer, after the last hand-off into it);
     /// `None` when the reader was waiting (woken by the chain), read another reply in
     /// between (it took what was ready then), when the trace does not show the hand-off,
-    /// or when the cycle has no reply.
+    /// when the cycle has no reply, or when its reply event came in an interrupt.
     pub(super) fn ready(&self, c: &Cycle, replies: &Replies) -> Option<Ready> {
+        // A reply event traced in an interrupt names the task it interrupted, which may
+        // never read anything: there is no reader to follow.
+        if c.reply_in_irq() {
+            return None;
+        }
         let (end, reader) = (c.end_ns()?, c.end_tid()?);
         let w = &self.tl.edges[self.last_wakeup(reader, c.start_ns, end)?];
         if !self.own_wakeup(reader, w.from, w.from_cpu, w.ts) {
@@ -99,6 +104,12 @@ impl Engine<'_> {
     /// worker, a softirq or any other interrupt waking it may be the chain's hand-off.
     fn own_wakeup(&self, reader: i32, from: Ctx, cpu: u32, ts: u64) -> bool {
         match self.tl.resolve(from, cpu, ts) {
+            // The TIMER softirq: its own timeout when a timer_list callback of its own
+            // (armed by it, or `process_timeout`, which wakes the task that slept in
+            // `schedule_timeout()`) was running there then.
+            Ctx::Softirq { vec } if vec == 1 || vec == u8::MAX => {
+                self.own_timer_list(reader, cpu, ts)
+            }
             Ctx::Timer { edge } => {
                 let t = &self.tl.edges[edge as usize];
                 matches!(t.from, Ctx::Task { tid } if tid == reader) || t.from_tid == reader
@@ -111,6 +122,16 @@ impl Engine<'_> {
             // device's delivery as well as a timer: the trace cannot tell, so no claim.
             _ => false,
         }
+    }
+
+    /// True when a timer_list callback of `reader`'s own ran on `cpu` at `ts`.
+    fn own_timer_list(&self, reader: i32, cpu: u32, ts: u64) -> bool {
+        let runs = &self.tl.timer_list;
+        let upto = runs.partition_point(|r| r.start <= ts);
+        // Callbacks last microseconds: the one covering `ts` is among the last started.
+        (runs[..upto].iter().rev().take(64))
+            .filter(|r| r.cpu == cpu && ts <= r.end)
+            .any(|r| r.armed_by == reader || self.s.get(r.function) == "process_timeout")
     }
 
     /// The end of the last hand-off on the chain from `requester` into `reader` in

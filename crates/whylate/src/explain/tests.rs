@@ -219,6 +219,104 @@ fn a_reply_ready_while_its_reader_slept_is_measured_when_it_was_ready() {
     assert!(r.cycles.read.is_none());
 }
 
+/// `giving_up_client` with the client woken by a timer_list callback `function` in the
+/// TIMER softirq instead of a timer interrupt (a receive timeout, `SO_RCVTIMEO`), the
+/// timer armed by `armer` (`timer_start`) as the client went to sleep.
+fn timed_out_by_timer_list(function: &str, armer: &str) -> String {
+    let t = "timer=00000000deadbeef";
+    let mut out = String::new();
+    for l in testkit::giving_up_client(8, &[2, 5]).lines() {
+        let ts = l.split_whitespace().nth(3).unwrap_or("");
+        let at = |who: &str, flags: &str, body: &str| format!(" {who} [000] {flags} {ts} {body}\n");
+        if l.contains("prev_comm=c prev_pid=5") {
+            let (who, cpu) = armer.split_once('@').unwrap();
+            out += &format!(" {who} [{cpu}] d..1. {ts} timer_start: {t} function={function} expires=4295000020 [timeout=20] cpu=0 idx=0 flags=\n");
+        }
+        if l.contains("irq_handler_entry: irq=0 name=timer") {
+            out += &at("<idle>-0", "..s1.", "softirq_entry: vec=1 [action=TIMER]");
+            out += &at(
+                "<idle>-0",
+                "..s1.",
+                &format!(
+                    "timer_expire_entry: {t} function={function} now=4295000020 baseclk=4295000020"
+                ),
+            );
+        } else if l.contains("irq_handler_exit: irq=0") {
+            out += &at("<idle>-0", "..s1.", &format!("timer_expire_exit: {t}"));
+            out += &at("<idle>-0", "..s1.", "softirq_exit: vec=1 [action=TIMER]");
+        } else {
+            out += &l.replace("d.h2.", "d.s2.");
+            out += "\n";
+        }
+    }
+    out
+}
+
+#[test]
+fn a_receive_timeout_in_the_timer_softirq_is_the_readers_own_timer() {
+    let later = |text: String| {
+        let r = cycles_of(&text, Some(3_500_000));
+        (r.cycles.max_ns, r.cycles.read.map(|x| (x.later, x.max_ns)))
+    };
+    // process_timeout wakes the task that slept in schedule_timeout(): the client's own.
+    // Its replies were ready at +8.030 ms and read at +23.526 / +23.538 ms.
+    let own = Some((2, 23_538_000));
+    assert_eq!(
+        later(timed_out_by_timer_list("process_timeout", "c-5@000")),
+        (8_030_000, own)
+    );
+    // Any callback the client armed itself.
+    assert_eq!(
+        later(timed_out_by_timer_list("my_timeout", "c-5@000")),
+        (8_030_000, own)
+    );
+    // A callback some other task armed may be a delivery (a driver's poll timer): no
+    // claim, the cycle lasts until the read.
+    assert_eq!(
+        later(timed_out_by_timer_list("drv_poll", "hog-60@001")),
+        (23_538_000, None)
+    );
+}
+
+#[test]
+fn a_reply_event_in_an_interrupt_makes_no_reader_to_find_a_ready_time_for() {
+    // The cycles end with a device interrupt that came while c ran (flags `d.h1.`), not
+    // with c's read: c is the interrupted task, not a reader, though in the two hogged
+    // cycles it slept on its own timer after the reply work ended.
+    let text = testkit::giving_up_client(8, &[2, 5]);
+    let irq = |flags: &str| {
+        text.lines()
+            .map(|l| match l.contains("sys_read -> 0x1") {
+                true => l
+                    .replace("....1", flags)
+                    .replace("sys_read -> 0x1", "irq_handler_entry: irq=30 name=eth0"),
+                false => l.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+            + "\n"
+    };
+    let mut o = testkit::chain_options(Some(3_500_000));
+    o.to = vec![crate::selector::Selector::parse("irq_handler_entry[irq=30]").unwrap()];
+    let run = |t: &str| {
+        let f = testkit::file(t);
+        explain(&[f.to_path_buf()], &OpenOptions::default(), &o).unwrap()
+    };
+    let r = run(&irq("d.h1."));
+    assert_eq!((r.cycles.replied, r.cycles.misses), (8, 2));
+    assert!(r.cycles.read.is_none(), "{:?}", r.cycles.read);
+    // The cycles last until the interrupt: +23.526 and +23.538 ms.
+    assert_eq!(r.cycles.max_ns, 23_538_000);
+    assert!(r
+        .misses
+        .iter()
+        .all(|m| m.read_ns.is_none() && !m.not_reading));
+    // The same event in task context (flags `....1`) is c's own: ready at +8.030 ms.
+    let r = run(&irq("....1"));
+    assert_eq!(r.cycles.max_ns, 8_030_000);
+    assert_eq!(r.cycles.read.map(|x| x.later), Some(2));
+}
+
 #[test]
 fn every_link_holds_no_more_excess_than_it_lasted() {
     let r = cycles_of(&testkit::giving_up_client(8, &[2, 5]), Some(3_500_000));

@@ -65,7 +65,7 @@ svgEl.addEventListener('mousemove',function(ev){
   var best=-1,bd=1e9;
   for(var c=c0;c<=c1;c++){for(var j=start[c];j<start[c+1];j++){var i=order[j];
     if(hidden[D.kinds[D.marks[5*i+2]]])continue;
-    var x=D.left+(c+0.5)*pw/n,y=D.top+ph-D.marks[5*i+1]/D.ymax*ph;
+    var x=D.left+(c+0.5)*pw/n,y=D.top+ph-Math.min(D.marks[5*i+1],D.ymax)/D.ymax*ph;
     var d=Math.abs(x-p.x)+Math.abs(y-p.y);if(d<bd){bd=d;best=i;}}}
   var c=Math.min(n-1,Math.max(0,Math.floor(fc)));
   var cy=D.cycles,s='cycle '+c+' at '+(cy[4*c]/1e9).toFixed(6)+' s: '+(cy[4*c+1]<0?'no reply':'took '+ms(cy[4*c+1]))+(cy[4*c+2]?'  MISSED':'')+(cy[4*c+3]>=0?'  (tid '+cy[4*c+3]+')':'');
@@ -631,6 +631,7 @@ mod tests {
             }],
             labels: vec!["write </script>".into()],
             clipped: 0,
+            pinned: 0,
             noun: "cycles".into(),
         };
         let got = through_safe(|s| serde_json::to_writer(s, &RasterData(&ra, &cycles)).unwrap());

@@ -72,7 +72,7 @@ pub struct Histogram {
 }
 
 /// Marker kinds of the raster, in legend order.
-pub const KINDS: [&str; 10] = [
+pub const KINDS: [&str; 11] = [
     "syscall",
     "switch-in",
     "wakeup",
@@ -83,6 +83,7 @@ pub const KINDS: [&str; 10] = [
     "hrtimer",
     "lost",
     "reply",
+    "read",
 ];
 
 const K_SYSCALL: u8 = 0;
@@ -95,6 +96,8 @@ const K_WORK: u8 = 6;
 const K_TIMER: u8 = 7;
 const K_LOST: u8 = 8;
 const K_REPLY: u8 = 9;
+/// A reply read later than it was ready (the `reply` marker is the ready time).
+const K_READ: u8 = 10;
 
 /// One marker: the first event of its kind on its pixel, and how many more fell there.
 #[derive(Clone, Copy, Debug)]
@@ -127,6 +130,9 @@ pub struct Raster {
     pub labels: Vec<String>,
     /// Events later than `ymax_ns` into their cycle (not drawn).
     pub clipped: u64,
+    /// Read marks later than `ymax_ns` (drawn on the top edge, their time in the label):
+    /// a reader that gave up reads long after the reply was ready, off any useful scale.
+    pub pinned: u64,
     /// What a cycle is (`cycles`, `timer periods`).
     pub noun: String,
 }
@@ -488,18 +494,21 @@ fn raster(r: &ExplainReport, tl: &Timeline, s: &Interner, ymax: u64) -> Raster {
         marks: Vec::new(),
         labels: Vec::new(),
         clipped: 0,
+        pinned: 0,
         noun: r.noun.to_string(),
     };
     let mut cells: FxHashMap<u64, u32> = FxHashMap::default();
     let mut label_ids: FxHashMap<String, u32> = FxHashMap::default();
     let mut add = |out: &mut Raster, ci: usize, off: u64, kind: u8, label: &dyn Fn() -> String| {
         out.events[kind as usize] += 1;
-        if off > ymax {
+        if off > ymax && kind != K_READ {
             out.clipped += 1;
             return;
         }
+        // A read mark above the axis is pinned to its top edge; its offset stays true.
+        out.pinned += u64::from(off > ymax);
         let px = ci as u64 * RASTER_W as u64 / n;
-        let py = off * RASTER_H as u64 / ymax.max(1);
+        let py = off.min(ymax) * RASTER_H as u64 / ymax.max(1);
         let key = (px << 32) | (py << 8) | kind as u64;
         if let Some(&m) = cells.get(&key) {
             out.marks[m as usize].n += 1;
@@ -588,8 +597,9 @@ fn raster(r: &ExplainReport, tl: &Timeline, s: &Interner, ymax: u64) -> Raster {
             });
             if let Some(rd) = w.read_ns {
                 let d2 = rd - w.start_ns;
-                add(&mut out, ci, d2, K_REPLY, &|| {
-                    format!("read after {} (ready after {})", dur(d2), dur(d))
+                let above = if d2 > ymax { ", above the axis" } else { "" };
+                add(&mut out, ci, d2, K_READ, &|| {
+                    format!("read after {} (ready after {}){above}", dur(d2), dur(d))
                 });
             }
         }
@@ -920,6 +930,63 @@ mod tests {
             };
             assert_eq!(p99_and_max(d.iter().copied()), want, "{n}");
         }
+    }
+
+    /// A reader that gave up reads its reply ~15 ms after it was ready: the read marks
+    /// lie far above the axis (scaled to the ready times) and are pinned to its top
+    /// edge with their true time, not dropped.
+    #[test]
+    fn read_times_above_the_axis_are_pinned_to_its_top_edge() {
+        let f = testkit::file(&testkit::giving_up_client(8, &[2, 5]));
+        let o = testkit::chain_options(Some(3_500_000));
+        let (r, p) = explain_then(
+            &[f.to_path_buf()],
+            &OpenOptions::default(),
+            &Mode::Cycles(o),
+            |r, tl, s| build(r, tl, s, &PlotOptions { lanes: 0 }),
+        )
+        .unwrap();
+        let ra = &p.raster;
+        assert_eq!(r.windows.len(), 8);
+        // Ready after 8.030 ms at worst: p99 x 1.25 capped at max x 1.05, rounded up.
+        assert_eq!(ra.ymax_ns, 10_000_000);
+        assert_eq!((ra.events[K_READ as usize], ra.pinned), (2, 2));
+        let reads: Vec<(u32, u64, &str)> = (ra.marks.iter())
+            .filter(|m| m.kind == K_READ)
+            .map(|m| (m.cycle, m.off_ns, ra.labels[m.label as usize].as_str()))
+            .collect();
+        assert_eq!(
+            reads,
+            [
+                (
+                    2,
+                    23_526_000,
+                    "read after 23.526 ms (ready after 8.030 ms), above the axis"
+                ),
+                (
+                    5,
+                    23_538_000,
+                    "read after 23.538 ms (ready after 8.030 ms), above the axis"
+                ),
+            ]
+        );
+        // The ready marks are the measured ends, inside the axis.
+        let ready: Vec<(u32, u64)> = (ra.marks.iter())
+            .filter(|m| m.kind == K_REPLY && m.off_ns > 1_000_000)
+            .map(|m| (m.cycle, m.off_ns))
+            .collect();
+        assert_eq!(ready, [(2, 8_030_000), (5, 8_030_000)]);
+        // Drawn on the top edge (y = TOP), and said so under the plot.
+        let svg = crate::report::svg::raster(ra, &r.windows);
+        let g = svg.split("data-kind=\"read\"").nth(1).unwrap();
+        assert!(g.starts_with(" data-points=\"2\" data-events=\"2\""), "{g}");
+        let path = g.split(" d=\"").nth(1).unwrap();
+        // Cycle 2 of 8 on a 1000 px axis from x = 64: x = 64 + 2.5 x 125; the top is y = 28.
+        assert!(path.starts_with("M373.5 29.5l3 -3l3 3M"), "{path}");
+        assert!(
+            svg.contains(">2 read times above 10.000 ms drawn on the top edge<"),
+            "{svg}"
+        );
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub const STYLE: [(&str, Shape); KINDS.len()] = [
     ("#17becf", Shape::Circle),
     ("#000000", Shape::Bar),
     ("#333333", Shape::Dash),
+    ("#e377c2", Shape::Chevron),
 ];
 
 /// A marker shape.
@@ -45,11 +46,16 @@ pub enum Shape {
     Bar,
     /// Horizontal dash (a cycle's end).
     Dash,
+    /// Stroked ^ (a reply read later than it was ready; on the top edge: above the axis).
+    Chevron,
 }
 
 impl Shape {
     fn stroked(self) -> bool {
-        matches!(self, Shape::Cross | Shape::Plus | Shape::Bar | Shape::Dash)
+        matches!(
+            self,
+            Shape::Cross | Shape::Plus | Shape::Bar | Shape::Dash | Shape::Chevron
+        )
     }
     /// Path commands for one marker centred on (x, y).
     fn path(self, o: &mut String, x: f64, y: f64) {
@@ -63,6 +69,7 @@ impl Shape {
             Shape::Circle => write!(o, "M{:.1} {:.1}a1.8 1.8 0 1 0 0.01 0z", x - 1.8, y),
             Shape::Bar => write!(o, "M{:.1} {:.1}v6", x, y - 3.0),
             Shape::Dash => write!(o, "M{:.1} {:.1}h5", x - 2.5, y),
+            Shape::Chevron => write!(o, "M{:.1} {:.1}l3 -3l3 3", x - 3.0, y + 1.5),
         };
     }
 }
@@ -321,7 +328,8 @@ pub fn raster(r: &Raster, cycles: &Windows) -> String {
         let mut d = String::new();
         let mut points = 0;
         for m in r.marks.iter().filter(|m| m.kind as usize == k) {
-            shape.path(&mut d, x(m.cycle), y(m.off_ns));
+            // Only read marks go above the axis (see `Raster::pinned`): on its top edge.
+            shape.path(&mut d, x(m.cycle), y(m.off_ns.min(r.ymax_ns)));
             points += 1;
         }
         let paint = if shape.stroked() {
@@ -368,13 +376,27 @@ pub fn raster(r: &Raster, cycles: &Windows) -> String {
         );
         lx += 20.0 + 7.0 * name.len() as f64;
     }
+    let mut above = Vec::new();
     if r.clipped > 0 {
-        let _ = writeln!(
-            o,
-            "<text x=\"{:.1}\" y=\"{ly:.1}\" text-anchor=\"end\" fill=\"#666\">{} events above {} not drawn</text>",
-            LEFT + pw,
+        above.push(format!(
+            "{} events above {} not drawn",
             r.clipped,
             dur(r.ymax_ns)
+        ));
+    }
+    if r.pinned > 0 {
+        above.push(format!(
+            "{} read times above {} drawn on the top edge",
+            r.pinned,
+            dur(r.ymax_ns)
+        ));
+    }
+    if !above.is_empty() {
+        let _ = writeln!(
+            o,
+            "<text class=\"above\" x=\"{:.1}\" y=\"{ly:.1}\" text-anchor=\"end\" fill=\"#666\">{}</text>",
+            LEFT + pw,
+            above.join("; ")
         );
     }
     o.push_str("</svg>\n");

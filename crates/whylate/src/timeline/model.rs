@@ -405,6 +405,22 @@ impl Anomalies {
     }
 }
 
+/// A timer_list callback's run (`timer:timer_expire_entry` to `_exit`): where the timeouts
+/// of `schedule_timeout()` (`SO_RCVTIMEO`, a tty's `VTIME`) expire, in the TIMER softirq.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TimerListRun {
+    /// CPU it ran on.
+    pub cpu: u32,
+    /// Entry.
+    pub start: u64,
+    /// Exit.
+    pub end: u64,
+    /// The callback (`process_timeout`...).
+    pub function: Sym,
+    /// The task that armed it (`timer_start` in its context), -1 when not seen.
+    pub armed_by: i32,
+}
+
 /// The result of the pass.
 #[derive(Debug, Default)]
 pub struct Timeline {
@@ -442,6 +458,8 @@ pub struct Timeline {
     pub prio_changes: FxHashMap<i32, Vec<(u64, i32)>>,
     /// Self-reported timer lateness.
     pub reported: Vec<ReportedLate>,
+    /// timer_list callback runs, by start.
+    pub timer_list: Vec<TimerListRun>,
     /// Thread → times a fork created it (a pid reused in the trace has several).
     pub forks: FxHashMap<i32, Vec<u64>>,
     /// What limits the analysis.

@@ -1,4 +1,5 @@
-//! Hrtimer events (armed, expired, the task the callback woke) and self-reported lateness.
+//! Hrtimer events (armed, expired, the task the callback woke), timer_list callback runs
+//! and self-reported lateness.
 
 use super::*;
 
@@ -100,6 +101,33 @@ impl Builder {
                         self.tl.edges[edge as usize].span = i;
                     }
                     _ => self.tl.anomalies.unmatched_exits += 1,
+                }
+            }
+            Kind::TimerStart { timer, .. } => match ctx {
+                Ctx::Task { tid } if tid > 0 => {
+                    self.timer_armed.insert(*timer, tid);
+                }
+                _ => {
+                    self.timer_armed.remove(timer);
+                }
+            },
+            Kind::TimerExpireEntry {
+                timer, function, ..
+            } => {
+                self.timer_open.insert(cpu, (*timer, ts, *function));
+            }
+            Kind::TimerExpireExit { timer } => {
+                if let Some((t, start, function)) = self.timer_open.remove(&cpu) {
+                    if t == *timer {
+                        let armed_by = self.timer_armed.get(timer).copied().unwrap_or(-1);
+                        self.tl.timer_list.push(TimerListRun {
+                            cpu,
+                            start,
+                            end: ts,
+                            function,
+                            armed_by,
+                        });
+                    }
                 }
             }
             Kind::Other { name, fields } => self.reported(*name, fields, ts, cpu, curr),

@@ -245,6 +245,10 @@ pub struct Builder {
     cpus: Vec<CpuState>,
     tasks: FxHashMap<i32, Task>,
     armed: FxHashMap<u64, Armed>,
+    /// timer_list timers armed by a task: address → its thread.
+    timer_armed: FxHashMap<u64, i32>,
+    /// Per CPU, the timer_list callback running: (timer, entry, function).
+    timer_open: FxHashMap<u32, (u64, u64, Sym)>,
     queued: FxHashMap<u64, Queued>,
     ksoftirqd: FxHashMap<Sym, bool>,
     overrun_name: Sym,
@@ -283,6 +287,8 @@ impl Builder {
             cpus: Vec::new(),
             tasks: FxHashMap::default(),
             armed: FxHashMap::default(),
+            timer_armed: FxHashMap::default(),
+            timer_open: FxHashMap::default(),
             queued: FxHashMap::default(),
             ksoftirqd: FxHashMap::default(),
             overrun_name: Sym::EMPTY,
@@ -397,6 +403,9 @@ impl Builder {
             | Kind::HrtimerCancel { .. }
             | Kind::HrtimerExpireEntry { .. }
             | Kind::HrtimerExpireExit { .. }
+            | Kind::TimerStart { .. }
+            | Kind::TimerExpireEntry { .. }
+            | Kind::TimerExpireExit { .. }
             | Kind::Other { .. }
             | Kind::Print { .. } => self.on_hrtimer(at, e, strings),
             Kind::IrqDisable { .. }
@@ -478,6 +487,8 @@ impl Builder {
     /// Ends the pass: states still open become spans flagged [`span::END_UNKNOWN`].
     pub fn finish(mut self) -> Timeline {
         let end = self.tl.last_ts;
+        // Pushed at their exits; callbacks do not nest on a CPU, so this is nearly sorted.
+        self.tl.timer_list.sort_by_key(|r| (r.start, r.cpu));
         for c in 0..self.cpus.len() {
             let cs = &self.cpus[c];
             if cs.curr >= 0 {
