@@ -239,7 +239,7 @@ pub struct FleetArgs {
 /// `whylate record`.
 #[derive(clap::Args)]
 pub struct RecordArgs {
-    /// Presets (sched, irq, wq, syscalls, timer, latency = all of them) and/or
+    /// Presets (sched, irq, wq, syscalls, printk, timer, latency = all of them) and/or
     /// tracepoints (`sched_switch`, `irq:irq_handler_entry`), comma separated.
     /// `EVENT[FILTER]` sets the kernel's event filter (`'sys_exit_read[ret > 0]'`).
     #[arg(short = 'e', long = "events")]

@@ -81,6 +81,63 @@ pub struct Snapshot {
     /// known): the date fleet findings are filed under.
     #[serde(default)]
     pub started_unix_s: u64,
+    /// The serial consoles the kernel command line names (`console=ttyS0,115200n8`), with
+    /// their line speed: empty when it names none, or in snapshots written before.
+    #[serde(default)]
+    pub consoles: Vec<ConsoleSpeed>,
+}
+
+/// A serial console and its line speed, from the kernel command line.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ConsoleSpeed {
+    /// The device (`ttyS0`).
+    pub name: String,
+    /// Bits per second.
+    pub baud: u32,
+    /// True when `console=` gave the speed; false when it gave none and this is the
+    /// kernel's default for a serial console (9600), which a later `stty` on the port may
+    /// have changed.
+    pub stated: bool,
+}
+
+impl ConsoleSpeed {
+    /// Bytes per second the line carries: 10 bits per byte (8N1: a start and a stop bit).
+    pub fn bytes_per_s(&self) -> u64 {
+        u64::from(self.baud) / 10
+    }
+}
+
+/// The serial consoles in a kernel command line: each `console=ttyS<n>` (or another
+/// `tty*` UART name) with the speed its options give, else 9600 (the kernel's default).
+/// Virtual consoles (`tty0`), `hvc`, `netcon` and the like have no line speed and are
+/// left out.
+pub fn parse_consoles(cmdline: &str) -> Vec<ConsoleSpeed> {
+    let mut out: Vec<ConsoleSpeed> = Vec::new();
+    for arg in cmdline.split_whitespace() {
+        let Some(v) = arg.strip_prefix("console=") else {
+            continue;
+        };
+        let (name, opts) = v.split_once(',').unwrap_or((v, ""));
+        // UARTs: ttyS (8250), ttyAMA (PL011), ttyO, ttySAC, ttymxc, ttyLP, ttyPS...;
+        // tty0..tty63 are virtual terminals.
+        let uart = name.starts_with("tty")
+            && name[3..].starts_with(|c: char| c.is_ascii_uppercase() || c.is_ascii_lowercase());
+        if !uart {
+            continue;
+        }
+        let digits: String = opts.chars().take_while(|c| c.is_ascii_digit()).collect();
+        let (baud, stated) = match digits.parse::<u32>() {
+            Ok(b) if b > 0 => (b, true),
+            _ => (9600, false),
+        };
+        out.retain(|c| c.name != name);
+        out.push(ConsoleSpeed {
+            name: name.to_string(),
+            baud,
+            stated,
+        });
+    }
+    out
 }
 
 impl Snapshot {
@@ -125,6 +182,7 @@ impl Snapshot {
         s.tasks.sort_by_key(|t| t.tid);
         s.fds.sort_by_key(|f| (f.tgid, f.fd));
         s.irqs = parse_interrupts(&fs::read_to_string("/proc/interrupts").unwrap_or_default());
+        s.consoles = parse_consoles(&read("/proc/cmdline"));
         for irq in &mut s.irqs {
             let dir = Path::new("/proc/irq").join(irq.irq.to_string());
             irq.affinity = fs::read_to_string(dir.join("smp_affinity_list"))
@@ -272,6 +330,29 @@ pub fn parse_interrupts(text: &str) -> Vec<Irq> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn serial_consoles_and_their_speed_come_from_the_command_line() {
+        let c = parse_consoles("BOOT_IMAGE=/vmlinuz console=tty0 console=ttyS0 quiet");
+        assert_eq!(
+            c,
+            vec![ConsoleSpeed {
+                name: "ttyS0".into(),
+                baud: 9600,
+                stated: false
+            }]
+        );
+        assert_eq!(c[0].bytes_per_s(), 960);
+        let c = parse_consoles("console=ttyAMA0,115200n8 console=hvc0 console=ttyS1,921600");
+        assert_eq!(c.len(), 2);
+        assert_eq!(
+            (c[0].name.as_str(), c[0].baud, c[0].stated),
+            ("ttyAMA0", 115200, true)
+        );
+        assert_eq!(c[0].bytes_per_s(), 11520);
+        assert_eq!((c[1].name.as_str(), c[1].baud), ("ttyS1", 921600));
+        assert!(parse_consoles("root=/dev/vda console=tty1 console=netcon0").is_empty());
+    }
 
     #[test]
     fn parses_proc_interrupts() {

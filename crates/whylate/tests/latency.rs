@@ -698,6 +698,68 @@ fn a_late_timer_under_one_long_syscall_is_an_inferred_irqs_off_section() {
 }
 
 #[test]
+fn a_late_timer_while_the_writer_printed_to_the_console_names_printk() {
+    // Seeds 001 and 004 on a VM with console=ttyS0: a real-time periodic thread p (FIFO
+    // 50) on CPU1, and kmsgw writing a 119-character error line to /dev/kmsg there.
+    // printk logs it (printk:console) at the start of the write() and prints it to the
+    // serial console with interrupts off: p's timer, due at 1.001 s, fires at 1.001812.
+    // A line kmsgw logged in an earlier call, and one another task logged on CPU0 meanwhile,
+    // are not this stretch's.
+    let line = "x".repeat(119);
+    let t = format!("\
+ kmsgw-9 [001] d.... 0.999000: console: early
+ p-7 [001] d..1. 1.000100: hrtimer_start: hrtimer=00000000000000aa function=hrtimer_wakeup expires=9001000000 softexpires=9001000000 mode=ABS
+ p-7 [001] d..2. 1.000101: sched_switch: prev_comm=p prev_pid=7 prev_prio=49 prev_state=S ==> next_comm=kmsgw next_pid=9 next_prio=120
+ kmsgw-9 [001] ..... 1.000500: sys_enter: NR 1 (3, 0, 122, 0, 0, 0)
+ kmsgw-9 [001] d.... 1.000512: console: {line}
+ other-11 [000] d.... 1.001000: console: from elsewhere
+ kmsgw-9 [001] d.h1. 1.001812: hrtimer_expire_entry: hrtimer=00000000000000aa function=hrtimer_wakeup now=9001812000
+ kmsgw-9 [001] d.h2. 1.001813: sched_waking: comm=p pid=7 prio=49 target_cpu=001
+ kmsgw-9 [001] d.h1. 1.001814: hrtimer_expire_exit: hrtimer=00000000000000aa
+ kmsgw-9 [001] d..2. 1.001820: sched_switch: prev_comm=kmsgw prev_pid=9 prev_prio=120 prev_state=R ==> next_comm=p next_pid=7 next_prio=49
+ p-7 [001] d..2. 1.001830: sched_switch: prev_comm=p prev_pid=7 prev_prio=49 prev_state=S ==> next_comm=kmsgw next_pid=9 next_prio=120
+ kmsgw-9 [001] ..... 1.001840: sys_exit: NR 1 = 122
+");
+    let j = timers_json("console.txt", &t, 300_000);
+    assert_eq!(j["cycles"]["misses"], 1, "{}", j["cycles"]);
+    let c = &j["causes"][0];
+    assert_eq!(c["category"], "slow-console", "{}", j["causes"]);
+    assert_eq!(c["culprit"]["comm"], "kmsgw");
+    assert_eq!(
+        c["culprit"]["caller"],
+        "printk to the console inside write()"
+    );
+    // The interrupt came 812 us after the expiry.
+    assert_eq!(c["total_excess_ns"], 812_000u64, "{}", j["causes"]);
+    let why = j["misses"][0]["chain"].to_string();
+    // One line of 120 bytes (119 and the newline) from 1.000512 to the interrupt at
+    // 1.001812: 1.3 ms, 92.3 kB/s; the text trace has no line speed, and says so.
+    assert!(
+        why.contains("while kmsgw[9] stayed inside one write() call: it logged 1 kernel message (120 bytes, printk:console) and printk printed to the console from its own context with interrupts off: 120 bytes in 1.300 ms is 92.3 kB/s; the trace does not give the console's line speed"),
+        "{why}"
+    );
+    let a = &j["advice"][0];
+    assert!(
+        a["action"].as_str().unwrap().starts_with(
+            "kmsgw[9] (nice 0) had printk print its kernel messages on CPU1 with interrupts off (printk to the console inside write(), up to 812.0 us at a time, in 1 miss)"
+        ),
+        "{a}"
+    );
+    assert!(
+        a["command"].as_str().unwrap().starts_with("dmesg -n 1"),
+        "{a}"
+    );
+    assert!(
+        j["advice"][1]["command"]
+            .as_str()
+            .unwrap()
+            .contains("kernel.printk_devkmsg=off"),
+        "{}",
+        j["advice"]
+    );
+}
+
+#[test]
 fn a_period_whose_task_had_not_run_when_the_trace_ended_is_no_sample() {
     // Two periods of p on CPU1: the first runs 20 us after its expiry; the second's timer
     // fires 10 us late and wakes p, and the trace ends 2 ms later with p still waiting

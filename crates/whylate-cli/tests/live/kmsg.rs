@@ -10,10 +10,10 @@ const DEVKMSG: &str = "/proc/sys/kernel/printk_devkmsg";
 
 /// Lifts the rate limit on /dev/kmsg writers (10 messages per 5 s by default) for the
 /// test, and puts the setting back when dropped, also when the test fails.
-struct Unlimited(String);
+pub(crate) struct Unlimited(String);
 
 impl Unlimited {
-    fn set() -> Result<Unlimited, String> {
+    pub(crate) fn set() -> Result<Unlimited, String> {
         let old = std::fs::read_to_string(DEVKMSG).map_err(|e| format!("{DEVKMSG}: {e}"))?;
         std::fs::write(DEVKMSG, "on\n").map_err(|e| format!("{DEVKMSG}: {e}"))?;
         Ok(Unlimited(old.trim().to_string()))

@@ -12,6 +12,7 @@ mod demo;
 mod frob;
 mod kmsg;
 mod memory;
+mod printk;
 mod readers;
 mod record;
 mod timer;

@@ -395,6 +395,7 @@ fn for_cause(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
             }
         }
         cause::IRQS_OFF_INFERRED => out.push(irqs_off_in_call(c, misses, ncpu)),
+        cause::SLOW_CONSOLE => out.extend(console_in_call(c, misses)),
         cause::OWN_CODE | cause::CALLEE => {
             let f = c.culprit.caller.clone().unwrap_or_default();
             if is_console_code(&f) {
@@ -514,6 +515,40 @@ pub(super) fn slow_console(f: &str) -> Vec<Advice> {
             cost: "a kernel patch to carry until upstream takes it".into(),
         },
     ]
+}
+
+/// A task whose system call logged kernel messages that printk printed to a slow console
+/// with interrupts off: keep them off the console (the level, or /dev/kmsg itself), then
+/// the console's own options.
+fn console_in_call(c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
+    let cpu = c.culprit.cpu.unwrap_or(0);
+    let longest = (misses.iter().flat_map(|m| &m.chain))
+        .flat_map(|l| &l.held_by)
+        .filter(|h| h.category == c.category && h.culprit == c.culprit)
+        .map(|h| h.ns)
+        .max()
+        .unwrap_or(0);
+    let inside = c.culprit.caller.clone().unwrap_or_default();
+    let mut out = vec![
+        Advice {
+            action: format!(
+                "{} had printk print its kernel messages on CPU{cpu} with interrupts off ({inside}, up to {} at a time, in {} miss{}): keep routine messages off the serial console",
+                c.culprit.label(),
+                crate::units::dur(longest),
+                c.count,
+                if c.count == 1 { "" } else { "es" }
+            ),
+            command: "dmesg -n 1   (or sysctl -w kernel.printk='1 4 1 7'; at boot: loglevel=1 or quiet)".into(),
+            cost: "only messages more urgent than the level reach the console as they happen; the rest stays in the log buffer (dmesg, journal)".into(),
+        },
+        Advice {
+            action: "If the messages come from user space through /dev/kmsg, stop or limit those writes".into(),
+            command: "sysctl -w kernel.printk_devkmsg=off   (or =ratelimit; at boot: printk.devkmsg=off)".into(),
+            cost: "writes to /dev/kmsg are dropped (or limited to bursts of 10 per 5 s): the program's own messages leave the kernel log".into(),
+        },
+    ];
+    out.extend(slow_console(&inside).into_iter().skip(1));
+    out
 }
 
 /// A task's system call that held interrupts off (inferred from a late or missing tick):

@@ -483,6 +483,9 @@ pub(super) fn silent_cpu(
     };
     let others = others_view(tl, cpu, a, b);
     if let Some((tid, name)) = one_syscall(eng, cpu, a, b) {
+        if let Some(h) = console_in_call(eng, cpu, (a, b), ns, (tid, &name), &what) {
+            return h;
+        }
         let task = eng.task(tid);
         let why = format!(
             "{what} while {task} stayed inside one {name}() call{others}: that call ran with interrupts off (inferred; irq_disable events would show it, and a host not running the vCPU then would look the same)"
@@ -519,6 +522,40 @@ pub(super) fn silent_cpu(
         )),
         ..Hold::on_cpu(cause::CPU_STALLED, cpu, ns)
     }
+}
+
+/// A task inside one system call over `[a, b]` that logged kernel messages in it
+/// (printk:console): the silence is printk printing them to the console with interrupts
+/// off, blamed on that task as `slow-console`, with the lines, bytes and rate as evidence.
+fn console_in_call(
+    eng: &Engine<'_>,
+    cpu: u32,
+    (a, b): (u64, u64),
+    ns: u64,
+    (tid, name): (i32, &str),
+    what: &str,
+) -> Option<Hold> {
+    let tl = eng.tl;
+    let call = tl.syscalls.covering(tid, a, b)?;
+    let logged = super::console::logged(tl, cpu, tid, call.start, b)?;
+    // The stretch runs from the first message to the CPU's next event.
+    let end = (tl.silences.iter())
+        .find(|s| s.cpu == cpu && s.from <= b && s.to >= a && s.to > logged.first)
+        .map_or(b, |s| s.to.max(b));
+    let said = super::console::words(&logged, end - logged.first, &tl.consoles);
+    Some(Hold {
+        category: cause::SLOW_CONSOLE.into(),
+        culprit: Culprit {
+            caller: Some(format!("printk to the console inside {name}()")),
+            ..Culprit::task(tl, eng.s, tid, cpu)
+        },
+        ns,
+        why: Some(format!(
+            "{what} while {} stayed inside one {name}() call: {said}",
+            eng.task(tid)
+        )),
+        nested_ns: 0,
+    })
 }
 
 /// What the other CPUs recorded while `cpu` was silent over `[a, b]`, as a clause:

@@ -62,7 +62,8 @@ pub const OWN_CODE: &str = "own-code";
 pub const CALLEE: &str = "callee";
 /// An expected event never followed.
 pub const NO_FOLLOW_UP: &str = "no-follow-up";
-/// A kernel report blamed on printing to a slow console.
+/// printk printing to a slow console with interrupts off (a kernel report or a stretch
+/// of a trace).
 pub const SLOW_CONSOLE: &str = "slow-console";
 /// A kernel report whose cause whylate does not recognise.
 pub const UNRECOGNISED: &str = "unrecognised";
@@ -181,9 +182,9 @@ pub const CAUSES: &[Cause] = &[
     cause(NO_FOLLOW_UP, "an expected event never followed within the time given",
         "the `A -> B within T` watch saw A and no B in time",
         "look at what the CPU did after A (the context lines); fix what stopped B"),
-    cause(SLOW_CONSOLE, "a kernel report blamed on printing to a slow console",
-        "printk writes to a serial console with interrupts off, character by character",
-        "lower the console log level (dmesg -n 1, loglevel=1, quiet)"),
+    cause(SLOW_CONSOLE, "printk printing to a slow console held the CPU with interrupts off",
+        "printk prints each message to every console from the context that logged it (a driver, or a write to /dev/kmsg), with interrupts off until the console has it; a serial console moves one byte per character time, or per trapped port write on a VM, so a flood stalls the CPU (late timers, lockups and RCU stalls in the log)",
+        "lower the console log level (dmesg -n 1, loglevel=1, quiet); a faster or no serial console; printk.devkmsg=off or ratelimit for writers to /dev/kmsg; a console printed by its own thread (nbcon) where the kernel offers it"),
     cause(UNRECOGNISED, "a kernel report whose cause whylate does not recognise",
         "the log holds a report (lockup, stall, hung task) without a known mechanism",
         "read the report's stack in the log"),

@@ -30,6 +30,7 @@ mod advice;
 mod auto;
 mod blame;
 pub mod causes;
+mod console;
 mod cutter;
 mod cycle;
 mod cycle_miss;

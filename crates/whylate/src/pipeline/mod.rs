@@ -88,6 +88,7 @@ pub fn read(
     let mut tl = b.finish();
     tl.arch = arch;
     tl.recorder = recorder_threads(&tl, &strings, snapshot.as_ref());
+    tl.consoles = snapshot.as_ref().map_or(Vec::new(), |s| s.consoles.clone());
     for s in merged.sources() {
         for &cpu in &s.diag().cut_cpus {
             let from = tl.cpu_last_ts.get(cpu as usize).copied().unwrap_or(0);

@@ -44,6 +44,9 @@ pub const PRESETS: &[(&str, &[&str])] = &[
         "syscalls",
         &["raw_syscalls:sys_enter", "raw_syscalls:sys_exit"],
     ),
+    // Messages printk logs: the console printing them with interrupts off is a latency
+    // cause (seeds 001 and 004), and a quiet system logs few.
+    ("printk", &["printk:console"]),
     (
         "timer",
         &[

@@ -283,6 +283,21 @@ pub struct Silence {
     pub tid: i32,
 }
 
+/// A kernel message printk logged (printk:console). The kernel emits the event when it
+/// stores the message, in the logging task's context, before any console prints it; a
+/// message below the console log level is logged the same way and never printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConsoleLine {
+    /// When it was logged.
+    pub ts: u64,
+    /// The CPU it was logged on.
+    pub cpu: u32,
+    /// The task that logged it.
+    pub tid: i32,
+    /// Its length with the newline the console adds.
+    pub bytes: u32,
+}
+
 /// A timer lateness the traced code reported itself (trace_printk/marker text with `now`
 /// and an expected expiry, as seed 004's test module printed).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -460,6 +475,11 @@ pub struct Timeline {
     pub reported: Vec<ReportedLate>,
     /// timer_list callback runs, by start.
     pub timer_list: Vec<TimerListRun>,
+    /// Kernel messages logged (printk:console), in time order.
+    pub console: Vec<ConsoleLine>,
+    /// The serial consoles and their line speed (set by the reading pass from a
+    /// recording's snapshot; empty when the trace does not say).
+    pub consoles: Vec<crate::snapshot::ConsoleSpeed>,
     /// Thread → times a fork created it (a pid reused in the trace has several).
     pub forks: FxHashMap<i32, Vec<u64>>,
     /// What limits the analysis.

@@ -64,7 +64,7 @@ fn record() -> Tool {
         "record",
         "Records this machine's kernel events now (needs the server to run as root) for `duration` (at most 60s) \
 into a new trace.dat under the roots, as `whylate record --json` reports it (events, lost, per CPU). Then call \
-`list_events` or `explain` on the file. Presets for `events`: sched, irq, wq, syscalls, timer, latency (all of \
+`list_events` or `explain` on the file. Presets for `events`: sched, irq, wq, syscalls, printk, timer, latency (all of \
 them, the default); or tracepoint names. It never runs a command and never overwrites a file.",
         props(&[json!({
             "output": s("The new file (relative to the first root, or absolute under one); must not exist."),

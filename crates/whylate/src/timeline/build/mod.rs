@@ -412,6 +412,12 @@ impl Builder {
             | Kind::IrqEnable { .. }
             | Kind::PreemptDisable { .. }
             | Kind::PreemptEnable { .. } => self.on_irqsoff(at, e, strings),
+            Kind::Console { msg } => self.tl.console.push(ConsoleLine {
+                ts,
+                cpu,
+                tid: e.tid,
+                bytes: msg.len() as u32 + 1,
+            }),
             _ => {}
         }
         if let Some(last) = self.rtla_last.get_mut(c) {
