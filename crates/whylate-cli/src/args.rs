@@ -320,6 +320,14 @@ pub struct WatchArgs {
     /// Most MiB of recent pages held in memory.
     #[arg(long, default_value_t = 256, value_name = "MIB")]
     pub ring_mb: u64,
+    /// Watch the kernel's timerlat tracer (needs CONFIG_TIMERLAT_TRACER) in whylate's own
+    /// instance: every activation is a sample, a late one (over --deadline, else a
+    /// default said in the report) is explained as `explain` does a timerlat trace.
+    #[arg(long)]
+    pub timerlat: bool,
+    /// With --timerlat: the timer's period, microseconds.
+    #[arg(long, value_name = "US", requires = "timerlat")]
+    pub period: Option<u64>,
     /// The command to run and watch.
     #[arg(last = true)]
     pub command: Vec<String>,

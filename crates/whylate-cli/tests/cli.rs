@@ -1465,20 +1465,48 @@ fn record_timerlat_on_a_kernel_without_the_tracer() {
         return;
     }
     let out = std::env::temp_dir().join("whylate-timerlat-test.dat");
-    let o = run(&[
-        "record",
+    let out = out.to_str().unwrap();
+    let watch = [
+        "watch",
         "--timerlat",
         "--period",
         "1000",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+        "--duration",
+        "1s",
+    ];
+    for args in [
+        &["record", "--timerlat", "--period", "1000", "-o", out][..],
+        &watch,
+    ] {
+        let o = run(args);
+        let e = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(
+            e.contains("has no timerlat tracer") && e.contains("CONFIG_TIMERLAT_TRACER=y"),
+            "{e}"
+        );
+        assert!(!std::path::Path::new(out).exists());
+    }
+}
+
+/// `watch --timerlat` explains the tracer's activations: another mode beside it is a
+/// usage error said before tracefs is touched (so also without root).
+#[test]
+fn watch_timerlat_takes_no_other_mode() {
+    let o = run(&["watch", "--timerlat", "--timer", "--duration", "1s"]);
     let e = text(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{e}");
-    assert_eq!(e.lines().count(), 1, "{e}");
     assert!(
-        e.contains("has no timerlat tracer") && e.contains("CONFIG_TIMERLAT_TRACER=y"),
+        e.contains("--timerlat watches the timerlat tracer's activations; it takes no --timer"),
         "{e}"
+    );
+    let o = run(&["watch", "--period", "100", "--timer"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("--timerlat"),
+        "{}",
+        text(&o.stderr)
     );
 }
 

@@ -671,6 +671,14 @@ fn timerlat_entries_and_their_stack_in_a_trace_dat() {
         },
     )
     .unwrap();
+    // `watch --timerlat` explains windows like this one and reports a miss once its
+    // sample settles: it finds the miss by the sample's start, thread and CPU.
+    assert_eq!(r.windows.len(), 4);
+    for m in &r.misses {
+        let w = (r.windows.iter())
+            .find(|w| w.miss && (w.start_ns, w.tid, w.cpu) == (m.start_ns, m.tid, m.cpu));
+        assert!(w.is_some(), "no sample for the miss at {}", m.start_ns);
+    }
     let j = serde_json::to_value(&r).unwrap();
     assert_eq!(j["cycles"]["count"], 4, "{j}");
     let misses = j["misses"].as_array().unwrap();

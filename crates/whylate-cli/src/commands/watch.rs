@@ -19,6 +19,18 @@ pub fn run(a: WatchArgs, out: &Out) -> anyhow::Result<ExitCode> {
         Ok(m) => m,
         Err(e) => return usage(&e),
     };
+    let timerlat = a.timerlat.then(|| whylate::record::Timerlat {
+        period_us: a.period.unwrap_or(whylate::record::DEFAULT_PERIOD_US),
+    });
+    if let Err(e) = watch::check_mode(&mode, timerlat.is_some()) {
+        return usage(&e);
+    }
+    if timerlat.is_some() {
+        // Before any tracefs change: a kernel without the tracer gets one line.
+        if let Err(e) = whylate::record::check_timerlat() {
+            return usage(&e.to_string());
+        }
+    }
     let checked = Paths::default()
         .dir("--keep", a.keep.as_deref(), paths::no_inputs)
         .dir(
@@ -37,6 +49,7 @@ pub fn run(a: WatchArgs, out: &Out) -> anyhow::Result<ExitCode> {
     };
     let o = WatchOptions {
         mode,
+        timerlat,
         events,
         buffer_kb: a.buffer_kb,
         duration: a.duration.map(std::time::Duration::from_nanos),

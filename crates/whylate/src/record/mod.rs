@@ -33,14 +33,12 @@ use events::{exclude_own_syscalls, resolve_events};
 use readers::{join_readers, spawn_readers};
 pub(crate) use readers::{PageSink, Reader};
 pub use timerlat::{
-    check_timerlat, record_timerlat, timerlat_in, timerlat_plan, timerlat_undo, DEFAULT_PERIOD_US,
-    STACK_US,
+    check_timerlat, record_timerlat, timerlat_globals, timerlat_in, timerlat_plan, timerlat_undo,
+    Timerlat, DEFAULT_PERIOD_US, STACK_US, WATCH_EVENTS as TIMERLAT_WATCH_EVENTS,
 };
 pub(crate) use tracefs::read_tracefs;
 pub use tracefs::reset;
-use tracefs::{
-    mount_tracefs, online_cpus, read_tracefs_string, stale_instances, write_tracefs, Session,
-};
+use tracefs::{online_cpus, read_tracefs_string, stale_instances, write_tracefs, Session};
 
 /// What to record.
 #[derive(Clone, Debug)]
@@ -166,19 +164,17 @@ pub(crate) struct Stopped<S> {
 }
 
 impl<S: PageSink> Tracing<S> {
-    /// Mounts tracefs if needed, makes our instance, enables `events` with their filters,
-    /// starts a reader per CPU into `sink(cpu)`, and switches tracing on.
+    /// Mounts tracefs if needed, makes our instance, enables `events` with their filters
+    /// (and the timerlat tracer, when asked), starts a reader per CPU into `sink(cpu)`,
+    /// and switches tracing on.
     pub(crate) fn start(
         events: &[String],
         buffer_kb: u32,
+        timerlat: Option<Timerlat>,
         sink: impl FnMut(u32, usize, PageLayout) -> Result<S, RecordError>,
     ) -> Result<Tracing<S>, RecordError> {
         check_root()?;
-        let mount = mount_tracefs()?;
-        let mut session = Session {
-            mount,
-            instance: None,
-        };
+        let mut session = Session::open()?;
         let root = session.mount.root.clone();
         let stale: Vec<String> = (stale_instances(&root).iter())
             .map(|p| p.file_name().unwrap_or_default().to_string_lossy().into())
@@ -188,6 +184,9 @@ impl<S: PageSink> Tracing<S> {
         fs::create_dir(&inst).map_err(ioe(&inst))?;
         session.instance = Some(inst.clone());
         let clock = configure(&root, &inst, buffer_kb, &events)?;
+        if let Some(tl) = timerlat {
+            tl.start_in(&root, &inst, &mut session)?;
+        }
         let header_page = read_tracefs_string(&root.join("events/header_page"));
         let page = fs::read_to_string(inst.join("buffer_subbuf_size_kb"))
             .ok()
@@ -299,7 +298,7 @@ pub fn record(opts: &RecordOptions, stop: Arc<AtomicBool>) -> Result<RecordResul
     check_root()?;
     // Checked before tracefs is touched: a typo in -o must not cost a recording.
     let out_dir = output_dir(&opts.output)?;
-    let mut t = Tracing::start(&opts.events, opts.buffer_kb, |cpu, page, _| {
+    let mut t = Tracing::start(&opts.events, opts.buffer_kb, None, |cpu, page, _| {
         readers::spool(&out_dir, cpu, page as u64)
     })?;
     let child = spawn_command(opts);

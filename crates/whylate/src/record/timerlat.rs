@@ -28,14 +28,30 @@ const EVENTS: [&str; 7] = [
     "irq/softirq_exit",
 ];
 
+/// The same events as `record -e` names them, for `watch --timerlat` (which enables
+/// events one by one, with its defaults beside them).
+pub const WATCH_EVENTS: [&str; 5] = [
+    "osnoise:sample_threshold",
+    "osnoise:irq_noise",
+    "osnoise:softirq_noise",
+    "osnoise:nmi_noise",
+    "osnoise:thread_noise",
+];
+
+/// The writes to the kernel's global `osnoise/` files (one set for all instances: the
+/// caller saves their old values and puts them back): the period and the stack dump.
+pub fn timerlat_globals(period_us: u64) -> Vec<(String, String)> {
+    vec![
+        ("osnoise/timerlat_period_us".into(), period_us.to_string()),
+        ("osnoise/print_stack".into(), STACK_US.to_string()),
+    ]
+}
+
 /// The writes that set up a timerlat recording in `instance` (a path under the tracefs
 /// root, `instances/NAME`), in order: file (relative to the root), value. The global
 /// `osnoise/` files come first; the caller saves their old values.
 pub fn timerlat_plan(instance: &str, period_us: u64) -> Vec<(String, String)> {
-    let mut v = vec![
-        ("osnoise/timerlat_period_us".into(), period_us.to_string()),
-        ("osnoise/print_stack".into(), STACK_US.to_string()),
-    ];
+    let mut v = timerlat_globals(period_us);
     for e in EVENTS {
         v.push((format!("{instance}/events/{e}/enable"), "1".into()));
     }
@@ -73,8 +89,40 @@ pub fn timerlat_in(root: &Path, kernel: &str) -> Result<(), RecordError> {
 /// tracer (else [`RecordError::NoTimerlat`], naming `CONFIG_TIMERLAT_TRACER`).
 pub fn check_timerlat() -> Result<(), RecordError> {
     check_root()?;
-    let m = super::tracefs::mount_tracefs()?;
-    timerlat_in(&m.root, &super::dat::uname())
+    // A session, so that a tracefs mounted only to look is unmounted again.
+    let s = super::tracefs::Session::open()?;
+    timerlat_in(&s.mount.root, &super::dat::uname())
+}
+
+/// The timerlat tracer run in whylate's own instance beside its events (`watch
+/// --timerlat`): its pages are read like any event's.
+#[derive(Clone, Copy, Debug)]
+pub struct Timerlat {
+    /// The timer's period, us.
+    pub period_us: u64,
+}
+
+impl Timerlat {
+    /// Sets the tracer up in `inst` (tracing still off): the global `osnoise/` files are
+    /// saved into `session` and set, then the instance's tracer; `session` puts all of
+    /// it back when the instance goes, whatever happens after.
+    pub(super) fn start_in(
+        &self,
+        root: &Path,
+        inst: &Path,
+        session: &mut super::tracefs::Session,
+    ) -> Result<(), RecordError> {
+        timerlat_in(root, &super::dat::uname())?;
+        for w in timerlat_globals(self.period_us) {
+            let p = root.join(&w.0);
+            let old = std::fs::read_to_string(&p).map_err(ioe(&p))?;
+            session.restore.push((p, old.trim().to_string()));
+            put(root, &w)?;
+        }
+        session.tracer = true;
+        let p = inst.join("current_tracer");
+        std::fs::write(&p, "timerlat").map_err(ioe(&p))
+    }
 }
 
 /// Writes `value` to `root/file`.
@@ -109,7 +157,9 @@ pub fn record_timerlat(
     stop: &AtomicBool,
 ) -> Result<PathBuf, RecordError> {
     check_timerlat()?;
-    let root = super::tracefs::mount_tracefs()?.root;
+    // Held to the end: tracefs mounted for the recording is unmounted after it.
+    let session = super::tracefs::Session::open()?;
+    let root = session.mount.root.clone();
     let instance = format!("instances/whylate-timerlat-{}", std::process::id());
     let dir = root.join(&instance);
     std::fs::create_dir(&dir).map_err(ioe(&dir))?;
@@ -176,5 +226,48 @@ mod tests {
                 w("osnoise/timerlat_period_us", "1000"),
             ]
         );
+    }
+
+    /// `watch --timerlat` on a tracefs that has the tracer: the globals are set with
+    /// their old values saved, the instance's tracer set; taking the instance down puts
+    /// the tracer back to nop and the globals back as they were. Without the tracer,
+    /// nothing is written.
+    #[test]
+    fn a_watched_tracer_is_set_up_and_everything_put_back() {
+        use super::super::tracefs::{Mount, Session};
+        let d = tempfile::tempdir().unwrap();
+        let (root, inst) = (d.path(), d.path().join("instances/w"));
+        std::fs::create_dir_all(root.join("osnoise")).unwrap();
+        std::fs::create_dir_all(&inst).unwrap();
+        let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
+        std::fs::write(root.join("osnoise/timerlat_period_us"), "1000\n").unwrap();
+        std::fs::write(root.join("osnoise/print_stack"), "0\n").unwrap();
+        let mut s = Session {
+            mount: Mount {
+                root: root.to_path_buf(),
+                mounted_by_us: false,
+            },
+            instance: Some(inst.clone()),
+            tracer: false,
+            restore: Vec::new(),
+        };
+        std::fs::write(root.join("available_tracers"), "function nop\n").unwrap();
+        let tl = Timerlat { period_us: 250 };
+        assert!(tl.start_in(root, &inst, &mut s).is_err());
+        assert_eq!((s.tracer, s.restore.len()), (false, 0));
+        assert_eq!(read("osnoise/timerlat_period_us"), "1000\n");
+        std::fs::write(root.join("available_tracers"), "timerlat osnoise nop\n").unwrap();
+        tl.start_in(root, &inst, &mut s).unwrap();
+        assert_eq!(read("osnoise/timerlat_period_us"), "250");
+        assert_eq!(read("osnoise/print_stack"), "50");
+        assert_eq!(read("instances/w/current_tracer"), "timerlat");
+        // The instance is a plain directory here, so its rmdir fails after retries: what
+        // matters is what was written before and restored after.
+        s.remove_instance();
+        assert_eq!(read("instances/w/current_tracer"), "nop");
+        assert_eq!(read("instances/w/tracing_on"), "0");
+        assert_eq!(read("osnoise/timerlat_period_us"), "1000");
+        assert_eq!(read("osnoise/print_stack"), "0");
+        assert!(s.restore.is_empty());
     }
 }

@@ -82,12 +82,31 @@ pub(super) fn mount_tracefs() -> Result<Mount, RecordError> {
 pub(super) struct Session {
     pub(super) mount: Mount,
     pub(super) instance: Option<PathBuf>,
+    /// A tracer was set in the instance: it is set back to nop before the rmdir.
+    pub(super) tracer: bool,
+    /// Files outside the instance changed for it (the tracer's global settings), with
+    /// their old values: put back once the instance is gone.
+    pub(super) restore: Vec<(PathBuf, String)>,
 }
 
 impl Session {
+    /// Tracefs mounted if it was not, with no instance yet: dropping it unmounts what it
+    /// mounted.
+    pub(super) fn open() -> Result<Session, RecordError> {
+        Ok(Session {
+            mount: mount_tracefs()?,
+            instance: None,
+            tracer: false,
+            restore: Vec::new(),
+        })
+    }
+
     pub(super) fn remove_instance(&mut self) {
         if let Some(inst) = self.instance.take() {
             let _ = fs::write(inst.join("tracing_on"), "0");
+            if self.tracer {
+                let _ = fs::write(inst.join("current_tracer"), "nop");
+            }
             // rmdir fails with EBUSY while a reader still holds a file: retry briefly.
             for _ in 0..50 {
                 match fs::remove_dir(&inst) {
@@ -96,6 +115,9 @@ impl Session {
                     Err(_) => std::thread::sleep(Duration::from_millis(20)),
                 }
             }
+        }
+        for (p, old) in std::mem::take(&mut self.restore) {
+            let _ = fs::write(p, old);
         }
     }
 }
@@ -145,14 +167,12 @@ pub(super) fn stale_instances(root: &Path) -> Vec<PathBuf> {
 /// duration of the call when it was not mounted.
 pub fn reset() -> Result<Vec<String>, RecordError> {
     check_root()?;
-    let mount = mount_tracefs()?;
-    let s = Session {
-        mount,
-        instance: None,
-    };
+    let s = Session::open()?;
     let mut out = Vec::new();
     for p in stale_instances(&s.mount.root) {
         let _ = fs::write(p.join("tracing_on"), "0");
+        // A tracer left running (watch --timerlat) keeps the instance busy.
+        let _ = fs::write(p.join("current_tracer"), "nop");
         fs::remove_dir(&p).map_err(ioe(&p))?;
         out.push(
             p.file_name()

@@ -39,12 +39,7 @@ pub fn watch(
     stop: Arc<AtomicBool>,
     out: &mut dyn Watcher,
 ) -> Result<WatchResult, WatchError> {
-    if matches!(o.mode, Mode::Auto { .. }) {
-        return Err(WatchError::Usage(
-            "watch needs to know what a miss is: --from/--to, --timer, --softirq, --function or --expect"
-                .into(),
-        ));
-    }
+    check_mode(&o.mode, o.timerlat.is_some()).map_err(WatchError::Usage)?;
     let keeper = match &o.keep {
         Some(k) => Some(Keeper::new(k)?),
         None => None,
@@ -54,7 +49,7 @@ pub fn watch(
         source: e,
     })?;
     let (tx, rx) = mpsc::channel();
-    let t = Tracing::start(&o.events, o.buffer_kb, |cpu, _, layout| {
+    let t = Tracing::start(&o.events, o.buffer_kb, o.timerlat, |cpu, _, layout| {
         Ok(ToChannel {
             cpu,
             layout,
@@ -77,9 +72,31 @@ pub fn watch(
     run.finish(exit_code, stale, tracepoints, out)
 }
 
+/// Whether watch can run `mode`: the automatic mode only on the timerlat tracer's
+/// activations, which take no other mode.
+pub fn check_mode(mode: &Mode, timerlat: bool) -> Result<(), String> {
+    match (mode, timerlat) {
+        (Mode::Auto { .. }, false) => Err(
+            "watch needs to know what a miss is: --from/--to, --timer, --softirq, --function, --expect or --timerlat"
+                .into(),
+        ),
+        (Mode::Auto { .. }, true) | (_, false) => Ok(()),
+        (m, true) => {
+            let given = match m {
+                Mode::Cycles(_) => "from/--to",
+                m => m.name(),
+            };
+            Err(format!(
+                "--timerlat watches the timerlat tracer's activations; it takes no --{given} (a --deadline sets what is late)"
+            ))
+        }
+    }
+}
+
 /// What to record for a mode when `-e` is not given: the scheduler, interrupts and
-/// workqueues (the hand-offs the chains follow), timers for `--timer`, and the events
-/// the selectors name.
+/// workqueues (the hand-offs the chains follow), timers for `--timer`, the events
+/// the selectors name, and the osnoise noise events for the timerlat tracer (the only
+/// automatic mode watch has).
 pub fn default_events(mode: &Mode) -> Vec<String> {
     let mut v = vec!["sched".to_string(), "irq".into(), "wq".into()];
     let named = |s: &crate::selector::Selector| -> Option<String> {
@@ -93,7 +110,11 @@ pub fn default_events(mode: &Mode) -> Vec<String> {
         }
         Mode::Cycles(o) => std::iter::once(&o.from).chain(&o.to).collect(),
         Mode::Expect(o) => vec![&o.a, &o.b],
-        Mode::Softirq { .. } | Mode::Function(_) | Mode::Auto { .. } => Vec::new(),
+        Mode::Auto { .. } => {
+            v.extend(crate::record::TIMERLAT_WATCH_EVENTS.map(String::from));
+            Vec::new()
+        }
+        Mode::Softirq { .. } | Mode::Function(_) => Vec::new(),
     };
     for name in sels.into_iter().filter_map(named) {
         if !v.contains(&name) {
@@ -120,5 +141,28 @@ mod tests {
             default_events(&Mode::Cycles(o)),
             ["sched", "irq", "wq", "sys_enter_write", "sys_exit_read"]
         );
+    }
+
+    /// The automatic mode is watchable only on the timerlat tracer, which takes no other
+    /// mode; its default events add the osnoise noise events.
+    #[test]
+    fn timerlat_is_the_only_automatic_mode_watch_has() {
+        let auto = Mode::Auto {
+            top: 3,
+            deadline_ns: None,
+        };
+        assert!(super::check_mode(&auto, false)
+            .unwrap_err()
+            .contains("--timerlat"));
+        assert!(super::check_mode(&auto, true).is_ok());
+        let cycles = Mode::Cycles(crate::testkit::chain_options(None));
+        assert!(super::check_mode(&cycles, false).is_ok());
+        assert_eq!(
+            super::check_mode(&cycles, true).unwrap_err(),
+            "--timerlat watches the timerlat tracer's activations; it takes no --from/--to (a --deadline sets what is late)"
+        );
+        let ev = default_events(&auto);
+        assert_eq!(&ev[..4], ["sched", "irq", "wq", "osnoise:sample_threshold"]);
+        assert_eq!(ev.len(), 8);
     }
 }

@@ -21,8 +21,11 @@ pub struct KeepOptions {
 /// What to watch.
 #[derive(Clone, Debug)]
 pub struct WatchOptions {
-    /// What a sample and a miss are (any mode but the automatic one).
+    /// What a sample and a miss are (the automatic mode only with `timerlat`: its
+    /// activations).
     pub mode: Mode,
+    /// Run the kernel's timerlat tracer in the instance, its activations the samples.
+    pub timerlat: Option<crate::record::Timerlat>,
     /// Presets and tracepoints to record (as `record -e`).
     pub events: Vec<String>,
     /// Ring buffer per CPU, KiB.
