@@ -259,17 +259,35 @@ pub struct RecordArgs {
     /// Machine-readable summary.
     #[arg(long)]
     pub json: bool,
-    /// Record with the kernel's timerlat tracer (needs CONFIG_TIMERLAT_TRACER), in
-    /// whylate's own instance, with the osnoise, sched and irq events and the IRQ's stack
-    /// of activations over 50 us; saves the trace's text (`-o`, default timerlat.txt).
+    #[command(flatten)]
+    pub timerlat: TimerlatArgs,
+    /// The command to trace.
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+/// The kernel's timerlat tracer, for `record` and `watch`.
+#[derive(clap::Args)]
+pub struct TimerlatArgs {
+    /// Use the kernel's timerlat tracer (needs CONFIG_TIMERLAT_TRACER) in whylate's own
+    /// instance, with the osnoise, sched and irq events and the IRQ's stack of activations
+    /// over 50 us. `record` saves the trace's text (`-o`, default timerlat.txt); `watch`
+    /// explains each late activation as it comes (over --deadline, else a default said in
+    /// the report).
     #[arg(long)]
     pub timerlat: bool,
     /// With --timerlat: the timer's period, microseconds.
     #[arg(long, value_name = "US", requires = "timerlat")]
     pub period: Option<u64>,
-    /// The command to trace.
-    #[arg(last = true)]
-    pub command: Vec<String>,
+}
+
+impl TimerlatArgs {
+    /// The tracer asked for, with its period.
+    pub fn tracer(&self) -> Option<whylate::record::Timerlat> {
+        self.timerlat.then(|| whylate::record::Timerlat {
+            period_us: self.period.unwrap_or(whylate::record::DEFAULT_PERIOD_US),
+        })
+    }
 }
 
 /// `whylate watch`.
@@ -320,14 +338,8 @@ pub struct WatchArgs {
     /// Most MiB of recent pages held in memory.
     #[arg(long, default_value_t = 256, value_name = "MIB")]
     pub ring_mb: u64,
-    /// Watch the kernel's timerlat tracer (needs CONFIG_TIMERLAT_TRACER) in whylate's own
-    /// instance: every activation is a sample, a late one (over --deadline, else a
-    /// default said in the report) is explained as `explain` does a timerlat trace.
-    #[arg(long)]
-    pub timerlat: bool,
-    /// With --timerlat: the timer's period, microseconds.
-    #[arg(long, value_name = "US", requires = "timerlat")]
-    pub period: Option<u64>,
+    #[command(flatten)]
+    pub timerlat: TimerlatArgs,
     /// The command to run and watch.
     #[arg(last = true)]
     pub command: Vec<String>,

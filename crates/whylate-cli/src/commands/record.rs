@@ -15,11 +15,11 @@ pub fn run(a: RecordArgs) -> anyhow::Result<ExitCode> {
         reset,
         json,
         timerlat,
-        period,
         command,
     } = a;
+    let timerlat = timerlat.tracer();
     // The timerlat tracer's record is its text, not a trace.dat.
-    let output = match timerlat && output.as_os_str() == "trace.dat" {
+    let output = match timerlat.is_some() && output.as_os_str() == "trace.dat" {
         true => std::path::PathBuf::from("timerlat.txt"),
         false => output,
     };
@@ -43,7 +43,7 @@ pub fn run(a: RecordArgs) -> anyhow::Result<ExitCode> {
         return usage(&e);
     }
     let duration = duration.map(std::time::Duration::from_nanos);
-    if timerlat {
+    if timerlat.is_some() {
         // Checked before any signal handler: a kernel without the tracer gets one line.
         if let Err(e) = record::check_timerlat() {
             return usage(&e.to_string());
@@ -53,11 +53,11 @@ pub fn run(a: RecordArgs) -> anyhow::Result<ExitCode> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())?;
     }
-    if timerlat {
+    if let Some(tl) = timerlat {
         if !command.is_empty() {
             return usage("--timerlat records the whole machine: give --duration, or stop it with Ctrl-C, instead of a command");
         }
-        return match record::record_timerlat(period, duration, &output, &stop) {
+        return match record::record_timerlat(tl, duration, &output, &stop) {
             Ok(p) => {
                 println!(
                     "wrote {} (timerlat text); `whylate {}` explains it",

@@ -19,9 +19,7 @@ pub fn run(a: WatchArgs, out: &Out) -> anyhow::Result<ExitCode> {
         Ok(m) => m,
         Err(e) => return usage(&e),
     };
-    let timerlat = a.timerlat.then(|| whylate::record::Timerlat {
-        period_us: a.period.unwrap_or(whylate::record::DEFAULT_PERIOD_US),
-    });
+    let timerlat = a.timerlat.tracer();
     if let Err(e) = watch::check_mode(&mode, timerlat.is_some()) {
         return usage(&e);
     }

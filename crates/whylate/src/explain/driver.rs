@@ -229,6 +229,7 @@ pub(super) fn assemble(tl: &Timeline, s: &Interner, frame: Framing, f: Findings)
         cpus: Vec::new(),
         windows: f.windows,
         top: frame.top,
+        recorder: Vec::new(),
         noun: frame.noun,
         expect: None,
         kernel: None,

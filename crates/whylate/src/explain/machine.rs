@@ -80,6 +80,16 @@ pub(super) fn add_machine(r: &mut ExplainReport, snap: &crate::snapshot::Snapsho
     });
 }
 
+/// `causes` in the same order, the rows whose culprit is one of the recorder's threads
+/// (`recorder`, sorted) moved after the others.
+pub(super) fn recorder_last(causes: Vec<CauseRow>, recorder: &[i32]) -> Vec<CauseRow> {
+    let is_mine =
+        |c: &CauseRow| (c.culprit.pid).is_some_and(|p| recorder.binary_search(&p).is_ok());
+    let (theirs, mine): (Vec<CauseRow>, Vec<CauseRow>) =
+        causes.into_iter().partition(|c| !is_mine(c));
+    theirs.into_iter().chain(mine).collect()
+}
+
 /// The recorder's own threads among the culprits (`whylate record`'s from its snapshot,
 /// trace-cmd's and perf's by name: see `pipeline::recorder_threads`): the measurement
 /// disturbed what it measured. Says so, and drops advice aimed at the recorder as if it
@@ -88,6 +98,8 @@ pub(super) fn recorder_blame(r: &mut ExplainReport, tids: &FxHashSet<i32>) {
     if tids.is_empty() {
         return;
     }
+    r.recorder = tids.iter().copied().collect();
+    r.recorder.sort_unstable();
     let total: u64 = r.causes.iter().map(|c| c.total_excess_ns).sum();
     let mine: Vec<&CauseRow> = r
         .causes
@@ -116,11 +128,7 @@ pub(super) fn recorder_blame(r: &mut ExplainReport, tids: &FxHashSet<i32>) {
     ));
     // The recorder's rows rank after the workload's: they are the measurement's own cost,
     // said in the note, and what comes first must be about the workload.
-    let is_mine = |c: &CauseRow| c.culprit.pid.is_some_and(|p| tids.contains(&p));
-    let (theirs, mine): (Vec<CauseRow>, Vec<CauseRow>) = std::mem::take(&mut r.causes)
-        .into_iter()
-        .partition(|c| !is_mine(c));
-    r.causes = theirs.into_iter().chain(mine).collect();
+    r.causes = recorder_last(std::mem::take(&mut r.causes), &r.recorder);
     // Moving the recorder is no fix of the workload; raising the workload's thread above
     // whatever holds its CPU (the recorder here, seed 000's perf) still is.
     r.advice.retain(|a| {

@@ -34,6 +34,8 @@ pub struct RunSummary {
     /// The first window's report with samples: the framing (selectors, deadline, noun).
     base: Option<ExplainReport>,
     span: (u64, u64),
+    /// The recorder's threads any window named, sorted: their rows rank last.
+    recorder: Vec<i32>,
 }
 
 /// Notes kept: the distinct ones, up to this many.
@@ -58,6 +60,7 @@ impl RunSummary {
             context: (Vec::new(), 0),
             base: None,
             span: (u64::MAX, 0),
+            recorder: Vec::new(),
         }
     }
 
@@ -86,6 +89,11 @@ impl RunSummary {
             let mut b = r.clone();
             (b.misses, b.windows, b.causes) = (Vec::new(), Windows::new(), Vec::new());
             self.base = Some(b);
+        }
+        for &t in &r.recorder {
+            if let Err(i) = self.recorder.binary_search(&t) {
+                self.recorder.insert(i, t);
+            }
         }
         if misses.is_empty() {
             return;
@@ -168,9 +176,11 @@ impl RunSummary {
         })
     }
 
-    /// Causes over every miss so far, largest first.
+    /// Causes over every miss so far, largest first, the recorder's own rows last (as
+    /// `explain` ranks them).
     pub fn causes(&self) -> Vec<CauseRow> {
-        rank(self.tally.causes.clone(), &self.tally.nested)
+        let rows = rank(self.tally.causes.clone(), &self.tally.nested);
+        super::machine::recorder_last(rows, &self.recorder)
     }
 
     /// The report of the whole run (`None` before any sample settled).

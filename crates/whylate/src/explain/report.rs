@@ -404,6 +404,10 @@ pub struct ExplainReport {
     /// How many misses the terminal shows in full.
     #[serde(skip)]
     pub top: usize,
+    /// The recorder's own threads (`pipeline::recorder_threads`), sorted: their cause rows
+    /// rank after the workload's, also where reports are merged (`watch`).
+    #[serde(skip)]
+    pub recorder: Vec<i32>,
     /// What a cycle is called in the terminal (`cycles`, `timer periods`).
     #[serde(skip)]
     pub noun: &'static str,

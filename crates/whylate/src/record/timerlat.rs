@@ -151,7 +151,7 @@ fn save(trace: &Path, output: &Path) -> Result<(), RecordError> {
 /// instance's `trace` text to `output` (what `whylate FILE` reads). Everything it set is
 /// put back, even when a step fails.
 pub fn record_timerlat(
-    period_us: Option<u64>,
+    tl: Timerlat,
     duration: Option<Duration>,
     output: &Path,
     stop: &AtomicBool,
@@ -163,7 +163,7 @@ pub fn record_timerlat(
     let instance = format!("instances/whylate-timerlat-{}", std::process::id());
     let dir = root.join(&instance);
     std::fs::create_dir(&dir).map_err(ioe(&dir))?;
-    let plan = timerlat_plan(&instance, period_us.unwrap_or(DEFAULT_PERIOD_US));
+    let plan = timerlat_plan(&instance, tl.period_us);
     let saved: Vec<(String, String)> = (plan.iter().filter(|w| w.0.starts_with("osnoise/")))
         .filter_map(|(f, _)| {
             let old = std::fs::read_to_string(root.join(f)).ok()?;

@@ -162,6 +162,17 @@ fn whylate_is_known_by_name_and_its_rows_rank_after_the_workloads() {
         .advice
         .iter()
         .any(|a| a.action.starts_with("Move whylate")));
+    // `watch` merges windows' reports: the recorder's rows stay last there too.
+    let mut m = crate::explain::RunSummary::new(10);
+    let w: Vec<_> = r.windows.iter().collect();
+    let misses: Vec<_> = r.misses.iter().collect();
+    m.add(&r, &w[..4], &misses[..1]);
+    m.add(&r, &w[4..], &misses[1..]);
+    let merged = m.causes();
+    let merged: Vec<(Option<&str>, u64)> = (merged.iter())
+        .map(|c| (c.culprit.comm.as_deref(), c.total_excess_ns))
+        .collect();
+    assert_eq!(merged, who);
 }
 
 #[test]
