@@ -3,7 +3,8 @@
 //! the advice and the context tables. No network at view time: styles, script and data are
 //! inline, the plots are the SVG of [`super::svg`].
 
-use super::plot::{Plots, KINDS, RASTER_H, RASTER_W};
+use super::plot::Plots;
+use super::raster::{Raster, KINDS, RASTER_H, RASTER_W};
 use super::svg::{self, esc, LEFT, TOP};
 use crate::explain::{ExplainReport, Windows};
 use crate::units::dur;
@@ -313,7 +314,7 @@ fn raster(o: &mut Page<'_>, r: &ExplainReport, p: &Plots) {
 /// The raster's hover data as the page script reads it: keys in sorted order, each cycle
 /// as four numbers (start, duration or -1, missed, thread), each mark as five (cycle,
 /// offset, kind, label, merged events).
-struct RasterData<'a>(&'a super::plot::Raster, &'a Windows);
+struct RasterData<'a>(&'a Raster, &'a Windows);
 
 impl serde::Serialize for RasterData<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -576,7 +577,7 @@ fn context(o: &mut Page<'_>, r: &ExplainReport) {
 mod tests {
     use super::*;
     use crate::explain::Window;
-    use crate::report::plot::{Mark, Raster};
+    use crate::report::raster::Mark;
 
     /// What `write` puts through a `ScriptSafe` onto a page.
     fn through_safe(write: impl FnOnce(&mut ScriptSafe<'_, '_>)) -> String {

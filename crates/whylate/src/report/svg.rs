@@ -1,7 +1,8 @@
 //! The plots as standalone SVG: the same drawings the HTML report embeds, so a paper or a bug
 //! report gets exactly what the page shows.
 
-use super::plot::{Histogram, Raster, RowKind, Swimlane, KINDS, RASTER_H, RASTER_W};
+use super::plot::{Histogram, RowKind, Swimlane};
+use super::raster::{Raster, KINDS, RASTER_H, RASTER_W};
 use crate::explain::Windows;
 use crate::units::dur;
 use std::fmt::Write as _;
