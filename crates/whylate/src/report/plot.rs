@@ -62,6 +62,24 @@ pub struct Histogram {
     pub deadline_ns: Option<u64>,
     /// Samples.
     pub total: u64,
+    /// Where some replies were read later than they were ready (the samples are the ready
+    /// times): when those were read.
+    pub read: Option<ReadSeries>,
+}
+
+/// The read times of the cycles whose reply was read later than it was ready, on the
+/// histogram's bins. The axis stays scaled to the ready times, as the raster's does: a
+/// reader that gave up reads long after, off any useful scale.
+#[derive(Clone, Debug)]
+pub struct ReadSeries {
+    /// Cycles whose reply was read later than it was ready.
+    pub later: u64,
+    /// Their read times, counted as [`Histogram::counts`].
+    pub counts: Vec<u64>,
+    /// Read times at or beyond the last bin: counted in the bar past the axis's last tick.
+    pub over: u64,
+    /// The latest read time.
+    pub max_ns: u64,
 }
 
 /// Which part of a CPU a swimlane row shows.
@@ -268,25 +286,46 @@ pub fn nice_ceil(x: u64) -> u64 {
     p * 10
 }
 
+/// The histogram of the windows' durations (ready times), with the read times of those
+/// read later on the same bins.
 fn histogram(r: &ExplainReport, ymax: u64) -> Histogram {
     let bins = 80u64;
     let step = nice_ceil(ymax.div_ceil(bins)).max(1);
     let n = ymax.div_ceil(step) as usize;
+    let count =
+        |counts: &mut [u64], over: &mut u64, x: u64| match counts.get_mut((x / step) as usize) {
+            Some(c) => *c += 1,
+            None => *over += 1,
+        };
     let mut counts = vec![0u64; n];
     let (mut over, mut total, mut max_ns) = (0, 0, 0);
-    for x in durations(r) {
+    let mut read = ReadSeries {
+        later: 0,
+        counts: vec![0u64; n],
+        over: 0,
+        max_ns: 0,
+    };
+    for w in r.windows.iter() {
+        let Some(e) = w.end_ns() else { continue };
+        let x = e - w.start_ns;
         total += 1;
         max_ns = max_ns.max(x);
-        match counts.get_mut((x / step) as usize) {
-            Some(c) => *c += 1,
-            None => over += 1,
+        count(&mut counts, &mut over, x);
+        if let Some(rd) = w.read_ns {
+            let x = rd - w.start_ns;
+            read.later += 1;
+            read.max_ns = read.max_ns.max(x);
+            count(&mut read.counts, &mut read.over, x);
         }
     }
+    let read = (read.later > 0).then_some(read);
     Histogram {
         what: match r.noun {
             "timer periods" => "timer lateness (requested expiry to the woken task running)",
             "softirq services" => "softirq raise to entry",
             "outliers" => "outlier duration",
+            // Where the two differ, the bars are of the ready times.
+            _ if read.is_some() => "cycle duration (from to the reply ready for its reader)",
             _ => "cycle duration (from to the reply)",
         }
         .into(),
@@ -296,6 +335,7 @@ fn histogram(r: &ExplainReport, ymax: u64) -> Histogram {
         max_ns,
         deadline_ns: r.deadline_ns,
         total,
+        read,
     }
 }
 
@@ -608,6 +648,117 @@ mod tests {
     use crate::explain::{explain_then, Mode};
     use crate::read::OpenOptions;
     use crate::testkit;
+
+    /// The giving-up client of [`testkit::giving_up_client`] (8 cycles, 2 and 5 hogged:
+    /// ready after 8.030 ms, read after 23.526 and 23.538 ms), explained with `deadline`
+    /// and plotted.
+    fn giving_up(deadline_ns: u64) -> (ExplainReport, Plots) {
+        let f = testkit::file(&testkit::giving_up_client(8, &[2, 5]));
+        let o = testkit::chain_options(Some(deadline_ns));
+        explain_then(
+            &[f.to_path_buf()],
+            &OpenOptions::default(),
+            &Mode::Cycles(o),
+            |r, tl, s| build(r, tl, s, &PlotOptions { lanes: 0 }),
+        )
+        .unwrap()
+    }
+
+    /// The bars stay the ready times on an axis scaled to them; the two replies read
+    /// ~15 ms after they were ready are outlined past the axis, in the last bar, and the
+    /// picture says so.
+    #[test]
+    fn read_times_past_the_histogram_axis_are_counted_in_its_last_bar() {
+        let (r, p) = giving_up(3_500_000);
+        let h = &p.hist;
+        // 10 ms axis (as the raster's), 200 us bins: 6 replies at 70 us, 2 at 8.030 ms.
+        assert_eq!(
+            (h.step_ns, h.counts.len(), h.total, h.over),
+            (200_000, 50, 8, 0)
+        );
+        let bars: Vec<(usize, u64)> = (h.counts.iter().copied().enumerate())
+            .filter(|b| b.1 > 0)
+            .collect();
+        assert_eq!(bars, [(0, 6), (40, 2)]);
+        let rd = h.read.as_ref().expect("read times");
+        assert_eq!((rd.later, rd.over, rd.max_ns), (2, 2, 23_538_000));
+        assert!(rd.counts.iter().all(|&n| n == 0), "{:?}", rd.counts);
+        // As many as the report's own count of replies read later.
+        assert_eq!(r.cycles.read.as_ref().map(|x| x.later), Some(2));
+        // Drawn: one outline past the axis's 50 bins (x = 64 + 50 x 1000/51 + 0.5), as
+        // tall as 2 of the 6 at the top (220 px plot, axis at y = 248).
+        let svg = crate::report::svg::histogram(h);
+        assert!(
+            svg.contains(
+                " data-bins=\"51\" data-over=\"0\" data-read-later=\"2\" data-read-over=\"2\">"
+            ),
+            "{svg}"
+        );
+        let g = svg.split("<g class=\"read\">\n").nth(1).unwrap();
+        assert!(
+            g.starts_with("<rect x=\"1044.9\" y=\"174.7\" width=\"18.6\" height=\"73.3\" fill=\"none\" stroke=\"#e377c2\" stroke-width=\"1.5\"><title>read ≥ 10.000 ms: 2</title></rect>\n</g>"),
+            "{g}"
+        );
+        assert!(
+            svg.contains(">outlined: when the reply was read, for the 2 cycles whose reply was read later than it was ready (2 at or past 10.000 ms, counted in the last bar; the latest 23.538 ms)</text>"),
+            "{svg}"
+        );
+        // The bars' title says what they are of, now that the two differ.
+        assert!(
+            svg.contains(">cycle duration (from to the reply ready for its reader) — 8 samples<")
+        );
+    }
+
+    /// With a deadline of 20 ms the axis reaches the read times: they are outlined in
+    /// their own bin.
+    #[test]
+    fn read_times_inside_the_histogram_axis_are_outlined_in_their_bin() {
+        let (_, p) = giving_up(20_000_000);
+        let h = &p.hist;
+        assert_eq!((h.step_ns, h.counts.len(), h.over), (1_000_000, 50, 0));
+        let rd = h.read.as_ref().expect("read times");
+        let bins: Vec<(usize, u64)> = (rd.counts.iter().copied().enumerate())
+            .filter(|b| b.1 > 0)
+            .collect();
+        assert_eq!((rd.later, rd.over, bins), (2, 0, vec![(23, 2)]));
+        let svg = crate::report::svg::histogram(h);
+        // No bar past the axis: 50 bins of 20 px, the outline at x = 64 + 23 x 20 + 0.5.
+        assert!(svg.contains(" data-bins=\"50\" "), "{svg}");
+        assert!(
+            svg.contains(
+                "<rect x=\"524.5\" y=\"174.7\" width=\"19.0\" height=\"73.3\" fill=\"none\""
+            ),
+            "{svg}"
+        );
+        assert!(
+            svg.contains(">read [23.000 ms, 24.000 ms): 2</title>"),
+            "{svg}"
+        );
+        assert!(
+            svg.contains("for the 2 cycles whose reply was read later than it was ready</text>"),
+            "{svg}"
+        );
+    }
+
+    /// Where every reader waited, the histogram has no read times.
+    #[test]
+    fn a_histogram_without_late_reads_has_no_outlines() {
+        let f = testkit::file(&testkit::three_cpu_chain(6, &[4], 3_000));
+        let o = testkit::chain_options(Some(1_000_000));
+        let (_, p) = explain_then(
+            &[f.to_path_buf()],
+            &OpenOptions::default(),
+            &Mode::Cycles(o),
+            |r, tl, s| build(r, tl, s, &PlotOptions { lanes: 0 }),
+        )
+        .unwrap();
+        assert!(p.hist.read.is_none());
+        let svg = crate::report::svg::histogram(&p.hist);
+        assert!(
+            !svg.contains("read")
+                && svg.contains(">cycle duration (from to the reply) — 6 samples<")
+        );
+    }
 
     /// The p99 from the top 1% is the sorted one's, for few and many durations.
     #[test]

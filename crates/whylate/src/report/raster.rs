@@ -84,6 +84,13 @@ pub struct Raster {
     pub noun: String,
 }
 
+impl Raster {
+    /// Columns whose reply was read later than it was ready (each has one `read` event).
+    pub fn read_later(&self) -> u64 {
+        self.events[K_READ as usize]
+    }
+}
+
 /// The raster of `r`'s windows on a y axis up to `ymax` (see `plot::y_range`).
 pub(super) fn raster(r: &ExplainReport, tl: &Timeline, s: &Interner, ymax: u64) -> Raster {
     let sp = &tl.spans;
