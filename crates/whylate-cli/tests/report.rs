@@ -248,6 +248,55 @@ document.documentElement.setAttribute('data-want','cycle '+c+'|'+at.join('|'));
     assert_eq!(num(&sdom, "id=\"raster\"", "data-cycles"), cycles);
 }
 
+/// A reader that gave up (issue 54; `give-up-client.txt`, hand-built: cycles 2 and 5 ready
+/// after 8.030 ms, read after 23.526 and 23.538 ms): hovering anywhere in such a cycle's
+/// column names both times, a cycle read when ready keeps its one; the histogram outlines
+/// the two read times past its 10 ms axis.
+#[test]
+fn html_report_shows_when_a_late_reply_was_read() {
+    let Some(browser) = chromium() else {
+        skip("no chromium (apt-get install chromium)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("give-up.html");
+    whylate(&[
+        "explain",
+        "crates/whylate/tests/data/give-up-client.txt",
+        "--from",
+        "sys_enter_write[comm=c,count=7]",
+        "--to",
+        "sys_exit_read[comm=c,ret>0]",
+        "--deadline",
+        "3.5ms",
+        "--html",
+        page.to_str().unwrap(),
+    ]);
+    // The mouse at 5 ms into cycles 2 and 3, away from any marker: the cycle's own line.
+    let probe = r#"<script>
+var s=document.getElementById('raster'),D=JSON.parse(document.getElementById('raster-data').textContent);
+var n=D.cycles.length/4,tips=[];
+[2,3].forEach(function(c){
+var p=new DOMPoint(D.left+(c+0.5)*D.pw/n,D.top+D.ph-5e6/D.ymax*D.ph).matrixTransform(s.getScreenCTM());
+s.dispatchEvent(new MouseEvent('mousemove',{clientX:p.x,clientY:p.y,bubbles:true}));
+tips.push(document.getElementById('tip').textContent);});
+document.documentElement.setAttribute('data-tips',tips.join('|'));
+</script></body>"#;
+    let html = std::fs::read_to_string(&page).unwrap();
+    std::fs::write(&page, html.replace("</body>", probe)).unwrap();
+    let (dom, log) = render(browser, &page, None);
+    let errs = page_errors(&dom, &log);
+    assert!(errs.is_empty(), "the page has errors: {errs:?}");
+    let tips = attr(&dom, "<html", "data-tips").expect("no tooltips");
+    assert_eq!(
+        tips,
+        "cycle 2 at 1.020000 s: ready after 8.030 ms, read after 23.526 ms  MISSED  (tid 5)|cycle 3 at 1.053516 s: took 0.070 ms  (tid 5)"
+    );
+    assert_eq!(num(&dom, "id=\"histogram\"", "data-read-later"), 2);
+    assert_eq!(num(&dom, "id=\"histogram\"", "data-read-over"), 2);
+    assert_eq!(num(&dom, "id=\"raster\"", "data-js-cycles"), 8);
+}
+
 #[test]
 fn the_harness_sees_a_broken_page() {
     // The check above must be able to fail: a page whose script throws is caught.

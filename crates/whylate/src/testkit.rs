@@ -730,3 +730,18 @@ pub fn udp_starved(plan: &[Starved], net: bool) -> String {
     ev.sort_by_key(|e| e.0);
     ev.into_iter().map(|e| e.1).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    /// The CLI's page test reads a committed copy of the giving-up client: it is this
+    /// fixture, under a comment header.
+    #[test]
+    fn the_give_up_file_is_the_giving_up_client() {
+        let f = include_str!("../tests/data/give-up-client.txt");
+        let body: String = (f.lines())
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(body, super::giving_up_client(8, &[2, 5]));
+    }
+}

@@ -654,6 +654,48 @@ fn explain_frob_give_up_client_measures_when_the_reply_was_ready() {
     // before its deadline check reads the reply when it runs again, waiting for it).
     let slept = log.iter().filter(|&&[w, r, ..]| r - w > 20_000_000).count() as u64;
     assert_eq!(cy["read"]["later"].as_u64(), Some(slept), "{cy}");
+    // The page draws them: as many outlined read times on the histogram, and read marks
+    // on the raster, as the client slept; those past the histogram's axis (scaled to the
+    // ready times) are counted, not dropped.
+    let page = dir.join("give-up.html");
+    let out = Command::new(whylate())
+        .args([
+            "explain",
+            "--from",
+            "sys_enter_write[comm=frobnicator,count=7]",
+            "--to",
+            "sys_exit_read[comm=frobnicator,ret>0]",
+            "--deadline",
+            "3.5ms",
+            "--html",
+        ])
+        .arg(&page)
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    let attr = |tag: &str, name: &str| -> u64 {
+        let t = &html[html.find(tag).unwrap()..];
+        let t = &t[..t.find('>').unwrap()];
+        let v = &t[t.find(&format!(" {name}=\"")).unwrap() + name.len() + 3..];
+        v[..v.find('"').unwrap()].parse().unwrap()
+    };
+    let (later, over) = (
+        attr("id=\"histogram\"", "data-read-later"),
+        attr("id=\"histogram\"", "data-read-over"),
+    );
+    assert_eq!(later, slept);
+    assert!(over <= later, "{over} of {later}");
+    assert_eq!(
+        attr("class=\"kind\" data-kind=\"read\"", "data-events"),
+        slept
+    );
+    eprintln!("give-up page: {later} read times outlined, {over} past the histogram's axis");
     // Cycle by cycle (every one is a miss, listed by start): the reply was ready after the
     // device called write() (the tty work that delivers it runs after it) and before the
     // client read it; whylate's read is the client's own.

@@ -3,7 +3,8 @@
 //! the advice and the context tables. No network at view time: styles, script and data are
 //! inline, the plots are the SVG of [`super::svg`].
 
-use super::plot::{Plots, KINDS, RASTER_H, RASTER_W};
+use super::plot::Plots;
+use super::raster::{Raster, KINDS, RASTER_H, RASTER_W};
 use super::svg::{self, esc, LEFT, TOP};
 use crate::explain::{ExplainReport, Windows};
 use crate::units::dur;
@@ -77,6 +78,22 @@ svgEl.addEventListener('mouseleave',function(){tip.style.display='none';});
 document.documentElement.setAttribute('data-ready','1');
 })();
 "#;
+
+/// How the hover names a cycle's duration, in [`SCRIPT`].
+const TOOK: &str = "'took '+ms(cy[4*c+1])";
+/// The same where some replies were read later than they were ready (the hover data then
+/// has `reads`, each cycle's read time or -1): both times.
+const TOOK_OR_READ: &str = "(D.reads[c]>=0?'ready after '+ms(cy[4*c+1])+', read after '+ms(D.reads[c]):'took '+ms(cy[4*c+1]))";
+
+/// The page script for `ra`: with read times in the hover only where there are any, so a
+/// page without them carries no code for them.
+fn script(ra: &Raster) -> std::borrow::Cow<'static, str> {
+    if ra.read_later() > 0 {
+        SCRIPT.replacen(TOOK, TOOK_OR_READ, 1).into()
+    } else {
+        SCRIPT.into()
+    }
+}
 
 /// Passes bytes on with every `</` written `<\/`: inside a script block `</` would end
 /// it (in JSON the two spell the same string). Streams, so the data is never held whole.
@@ -168,7 +185,7 @@ pub fn write(r: &ExplainReport, p: &Plots, title: &str, w: &mut dyn io::Write) -
     histogram(o, r, p);
     raster(o, r, p);
     lanes(o, r, p);
-    advice_notes_inputs(o, r);
+    advice_notes_inputs(o, r, &script(&p.raster));
     match page.err {
         Some(e) => Err(e),
         None => Ok(page.len),
@@ -266,14 +283,31 @@ fn causes(o: &mut Page<'_>, r: &ExplainReport) {
 /// The duration histogram.
 fn histogram(o: &mut Page<'_>, r: &ExplainReport, p: &Plots) {
     let c = &r.cycles;
-    let _ = writeln!(
+    let _ = write!(
         o,
-        "<h2>Histogram</h2>\n<p class=\"sub\">p50 {}, p90 {}, p99 {}, max {}; red bars are over the deadline.</p>",
+        "<h2>Histogram</h2>\n<p class=\"sub\">p50 {}, p90 {}, p99 {}, max {}; red bars are over the deadline.",
         dur(c.p50_ns),
         dur(c.p90_ns),
         dur(c.p99_ns),
         dur(c.max_ns)
     );
+    // Where some readers were not waiting, the bars are of the ready times: the read
+    // times' own quantiles beside them.
+    if let Some(rd) = &c.read {
+        let _ = write!(
+            o,
+            " The bars are of the time until the reply was ready for its reader. Until read: p50 {}, p90 {}, p99 {}, max {} ({} {} read later than {} ready, outlined at {} read times: the reader was not waiting).",
+            dur(rd.p50_ns),
+            dur(rd.p90_ns),
+            dur(rd.p99_ns),
+            dur(rd.max_ns),
+            rd.later,
+            if rd.later == 1 { "reply" } else { "replies" },
+            if rd.later == 1 { "it was" } else { "they were" },
+            if rd.later == 1 { "its" } else { "their" },
+        );
+    }
+    o.push_str("</p>\n");
     o.push_str(&svg::histogram(&p.hist));
 }
 
@@ -312,8 +346,9 @@ fn raster(o: &mut Page<'_>, r: &ExplainReport, p: &Plots) {
 
 /// The raster's hover data as the page script reads it: keys in sorted order, each cycle
 /// as four numbers (start, duration or -1, missed, thread), each mark as five (cycle,
-/// offset, kind, label, merged events).
-struct RasterData<'a>(&'a super::plot::Raster, &'a Windows);
+/// offset, kind, label, merged events); where some reply was read later than it was
+/// ready, `reads`: each cycle's read time since its start, or -1.
+struct RasterData<'a>(&'a Raster, &'a Windows);
 
 impl serde::Serialize for RasterData<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -340,7 +375,11 @@ impl serde::Serialize for RasterData<'_> {
                 ]
             })
         });
-        let mut m = s.serialize_map(Some(9))?;
+        let reads = Flat(|| {
+            (self.1.iter()).map(|cy| cy.read_ns.map_or(-1, |rd| (rd - cy.start_ns) as i64))
+        });
+        let with_reads = ra.read_later() > 0;
+        let mut m = s.serialize_map(Some(9 + usize::from(with_reads)))?;
         m.serialize_entry("cycles", &cycles)?;
         m.serialize_entry("kinds", &KINDS)?;
         m.serialize_entry("labels", &ra.labels)?;
@@ -348,6 +387,9 @@ impl serde::Serialize for RasterData<'_> {
         m.serialize_entry("marks", &marks)?;
         m.serialize_entry("ph", &RASTER_H)?;
         m.serialize_entry("pw", &RASTER_W)?;
+        if with_reads {
+            m.serialize_entry("reads", &reads)?;
+        }
         m.serialize_entry("top", &TOP)?;
         m.serialize_entry("ymax", &ra.ymax_ns)?;
         m.end()
@@ -443,8 +485,9 @@ fn chain_table(o: &mut Page<'_>, m: &crate::explain::Miss) {
     o.push_str("</table>\n");
 }
 
-/// Advice, the CPU context, blind spots, the inputs and the terminal report.
-fn advice_notes_inputs(o: &mut Page<'_>, r: &ExplainReport) {
+/// Advice, the CPU context, blind spots, the inputs, the terminal report and the page's
+/// `script`.
+fn advice_notes_inputs(o: &mut Page<'_>, r: &ExplainReport, script: &str) {
     if !r.advice.is_empty() {
         o.push_str("<h2>What to do</h2>\n<ul class=\"advice\">\n");
         for a in &r.advice {
@@ -481,7 +524,7 @@ fn advice_notes_inputs(o: &mut Page<'_>, r: &ExplainReport) {
     o.push_str(&esc(&r.render_text(&crate::report::Paint::plain())));
     let _ = write!(
         o,
-        "</pre></details>\n<div id=\"tip\"></div>\n<script>{SCRIPT}</script>\n</body></html>\n"
+        "</pre></details>\n<div id=\"tip\"></div>\n<script>{script}</script>\n</body></html>\n"
     );
 }
 
@@ -576,7 +619,7 @@ fn context(o: &mut Page<'_>, r: &ExplainReport) {
 mod tests {
     use super::*;
     use crate::explain::Window;
-    use crate::report::plot::{Mark, Raster};
+    use crate::report::raster::Mark;
 
     /// What `write` puts through a `ScriptSafe` onto a page.
     fn through_safe(write: impl FnOnce(&mut ScriptSafe<'_, '_>)) -> String {
@@ -642,5 +685,43 @@ mod tests {
             serde_json::to_string(&TOP).unwrap(),
         );
         assert_eq!(got, want);
+    }
+
+    /// Where a reply was read later than it was ready, the hover data carries each
+    /// cycle's read time (-1: read when ready), and the page script says both times.
+    #[test]
+    fn the_hover_has_the_read_time_beside_the_ready_time() {
+        let cycles: Windows = vec![
+            Window::new(1_000, Some(1_250), 1_250, 7, 0, false),
+            Window::new(2_000, Some(2_400), 2_400, 7, 0, true).read_at(Some(27_000)),
+        ]
+        .into();
+        let mut ra = Raster {
+            ymax_ns: 900,
+            deadline_ns: Some(300),
+            events: [0; KINDS.len()],
+            marks: Vec::new(),
+            labels: Vec::new(),
+            clipped: 0,
+            pinned: 1,
+            noun: "cycles".into(),
+        };
+        let read = KINDS.iter().position(|k| *k == "read").unwrap();
+        ra.events[read] = 1;
+        let got = through_safe(|s| serde_json::to_writer(s, &RasterData(&ra, &cycles)).unwrap());
+        assert!(
+            got.contains(r#""pw":1000,"reads":[-1,25000],"top":"#),
+            "{got}"
+        );
+        // The cycle's line in the hover: the one expression, replaced once.
+        assert_eq!(SCRIPT.matches(TOOK).count(), 1);
+        let js = script(&ra);
+        assert!(js.contains(TOOK_OR_READ));
+        assert_eq!(js.len(), SCRIPT.len() - TOOK.len() + TOOK_OR_READ.len());
+        // Without read times, neither the data nor the script mention them.
+        ra.events[read] = 0;
+        let got = through_safe(|s| serde_json::to_writer(s, &RasterData(&ra, &cycles)).unwrap());
+        assert!(!got.contains("reads"), "{got}");
+        assert_eq!(script(&ra), SCRIPT);
     }
 }

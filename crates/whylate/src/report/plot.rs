@@ -1,26 +1,19 @@
 //! Pictures of an explained trace: the latency histogram, the per-cycle raster of kernel
-//! events (x = cycle, y = time since its start, one marker per event kind, as in seed 000),
-//! and a per-CPU swimlane of each explained miss with its chain and the blamed time.
+//! events (`report::raster`), and a per-CPU swimlane of each explained miss with its chain
+//! and the blamed time.
 //!
 //! [`build`] turns a report and the timeline it came from into [`Plots`], plain data with
-//! every coordinate decided; `report::svg` draws them as standalone SVG and `report::html` assembles the
-//! single-file report. The raster is bounded by its pixels, not by the trace: events that
-//! land on the same pixel of the same kind become one marker with a count, so a trace of
-//! millions of events still gives a page that opens at once.
+//! every coordinate decided; `report::svg` draws them as standalone SVG and `report::html`
+//! assembles the single-file report.
 
-use super::sweep::{by_start, partition_near, CallsAhead};
-use crate::event::{Interner, Sym, SOFTIRQ_NAMES};
+use super::labels::Labels;
+use super::raster::{raster, Raster};
+use crate::event::{Interner, SOFTIRQ_NAMES};
 use crate::explain::{ExplainReport, Hold};
-use crate::timeline::{span, EdgeKind, SpanKind, Timeline};
+use crate::timeline::{SpanKind, Timeline};
 use crate::units::dur;
-use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-
-/// Raster plot area, pixels: markers are merged per pixel of this grid.
-pub const RASTER_W: u32 = 1000;
-/// See [`RASTER_W`].
-pub const RASTER_H: u32 = 440;
 
 /// Misses drawn one by one unless asked otherwise: every miss of a usual trace, and a
 /// page that still opens at once when a trace has thousands.
@@ -69,72 +62,24 @@ pub struct Histogram {
     pub deadline_ns: Option<u64>,
     /// Samples.
     pub total: u64,
+    /// Where some replies were read later than they were ready (the samples are the ready
+    /// times): when those were read.
+    pub read: Option<ReadSeries>,
 }
 
-/// Marker kinds of the raster, in legend order.
-pub const KINDS: [&str; 11] = [
-    "syscall",
-    "switch-in",
-    "wakeup",
-    "hardirq",
-    "softirq",
-    "work-queued",
-    "work",
-    "hrtimer",
-    "lost",
-    "reply",
-    "read",
-];
-
-const K_SYSCALL: u8 = 0;
-const K_SWITCH: u8 = 1;
-const K_WAKEUP: u8 = 2;
-const K_HARDIRQ: u8 = 3;
-const K_SOFTIRQ: u8 = 4;
-const K_QUEUED: u8 = 5;
-const K_WORK: u8 = 6;
-const K_TIMER: u8 = 7;
-const K_LOST: u8 = 8;
-const K_REPLY: u8 = 9;
-/// A reply read later than it was ready (the `reply` marker is the ready time).
-const K_READ: u8 = 10;
-
-/// One marker: the first event of its kind on its pixel, and how many more fell there.
-#[derive(Clone, Copy, Debug)]
-pub struct Mark {
-    /// Cycle index.
-    pub cycle: u32,
-    /// Time since the cycle start.
-    pub off_ns: u64,
-    /// Index into [`KINDS`].
-    pub kind: u8,
-    /// Index into [`Raster::labels`].
-    pub label: u32,
-    /// Events merged into it.
-    pub n: u32,
-}
-
-/// The per-cycle raster. Its columns are the report's windows
-/// ([`ExplainReport::windows`]), in start order, read where drawn rather than copied.
+/// The read times of the cycles whose reply was read later than it was ready, on the
+/// histogram's bins. The axis stays scaled to the ready times, as the raster's does: a
+/// reader that gave up reads long after, off any useful scale.
 #[derive(Clone, Debug)]
-pub struct Raster {
-    /// Top of the y axis.
-    pub ymax_ns: u64,
-    /// The deadline line.
-    pub deadline_ns: Option<u64>,
-    /// Events per kind (index as [`KINDS`]).
-    pub events: [u64; KINDS.len()],
-    /// Markers.
-    pub marks: Vec<Mark>,
-    /// What each marker was.
-    pub labels: Vec<String>,
-    /// Events later than `ymax_ns` into their cycle (not drawn).
-    pub clipped: u64,
-    /// Read marks later than `ymax_ns` (drawn on the top edge, their time in the label):
-    /// a reader that gave up reads long after the reply was ready, off any useful scale.
-    pub pinned: u64,
-    /// What a cycle is (`cycles`, `timer periods`).
-    pub noun: String,
+pub struct ReadSeries {
+    /// Cycles whose reply was read later than it was ready.
+    pub later: u64,
+    /// Their read times, counted as [`Histogram::counts`].
+    pub counts: Vec<u64>,
+    /// Read times at or beyond the last bin: counted in the bar past the axis's last tick.
+    pub over: u64,
+    /// The latest read time.
+    pub max_ns: u64,
 }
 
 /// Which part of a CPU a swimlane row shows.
@@ -341,25 +286,46 @@ pub fn nice_ceil(x: u64) -> u64 {
     p * 10
 }
 
+/// The histogram of the windows' durations (ready times), with the read times of those
+/// read later on the same bins.
 fn histogram(r: &ExplainReport, ymax: u64) -> Histogram {
     let bins = 80u64;
     let step = nice_ceil(ymax.div_ceil(bins)).max(1);
     let n = ymax.div_ceil(step) as usize;
+    let count =
+        |counts: &mut [u64], over: &mut u64, x: u64| match counts.get_mut((x / step) as usize) {
+            Some(c) => *c += 1,
+            None => *over += 1,
+        };
     let mut counts = vec![0u64; n];
     let (mut over, mut total, mut max_ns) = (0, 0, 0);
-    for x in durations(r) {
+    let mut read = ReadSeries {
+        later: 0,
+        counts: vec![0u64; n],
+        over: 0,
+        max_ns: 0,
+    };
+    for w in r.windows.iter() {
+        let Some(e) = w.end_ns() else { continue };
+        let x = e - w.start_ns;
         total += 1;
         max_ns = max_ns.max(x);
-        match counts.get_mut((x / step) as usize) {
-            Some(c) => *c += 1,
-            None => over += 1,
+        count(&mut counts, &mut over, x);
+        if let Some(rd) = w.read_ns {
+            let x = rd - w.start_ns;
+            read.later += 1;
+            read.max_ns = read.max_ns.max(x);
+            count(&mut read.counts, &mut read.over, x);
         }
     }
+    let read = (read.later > 0).then_some(read);
     Histogram {
         what: match r.noun {
             "timer periods" => "timer lateness (requested expiry to the woken task running)",
             "softirq services" => "softirq raise to entry",
             "outliers" => "outlier duration",
+            // Where the two differ, the bars are of the ready times.
+            _ if read.is_some() => "cycle duration (from to the reply ready for its reader)",
             _ => "cycle duration (from to the reply)",
         }
         .into(),
@@ -369,242 +335,8 @@ fn histogram(r: &ExplainReport, ymax: u64) -> Histogram {
         max_ns,
         deadline_ns: r.deadline_ns,
         total,
+        read,
     }
-}
-
-struct Labels<'a> {
-    tl: &'a Timeline,
-    s: &'a Interner,
-}
-
-impl Labels<'_> {
-    fn task(&self, tid: i32) -> String {
-        self.tl.task_name(self.s, tid)
-    }
-    fn irq(&self, irq: u32) -> String {
-        if irq == u32::MAX {
-            return "irq (no handler event: timer/IPI)".into();
-        }
-        match self.tl.irq_names.get(&irq) {
-            Some(n) => format!("irq {irq} ({})", self.s.get(*n)),
-            None => format!("irq {irq}"),
-        }
-    }
-    fn vector(v: u32) -> &'static str {
-        SOFTIRQ_NAMES.get(v as usize).copied().unwrap_or("?")
-    }
-    fn sym(&self, k: u32) -> &str {
-        let f = self.s.get(Sym(k));
-        if f.is_empty() {
-            "?"
-        } else {
-            f
-        }
-    }
-    /// A span as one line (`hog[6717] ran on CPU1`), and its short form for inside a bar.
-    fn span(&self, i: usize) -> (String, String) {
-        let sp = &self.tl.spans;
-        let cpu = sp.cpu[i];
-        match sp.kind[i] {
-            SpanKind::Run => {
-                let t = self.task(sp.tid[i]);
-                (format!("{t} runs on CPU{cpu}"), t)
-            }
-            SpanKind::Hardirq => {
-                let t = self.irq(sp.key[i]);
-                (format!("{t} on CPU{cpu}"), t)
-            }
-            SpanKind::Softirq => {
-                let v = Labels::vector(sp.key[i]);
-                let w = if sp.flags[i] & span::KSOFTIRQD != 0 {
-                    " in ksoftirqd"
-                } else {
-                    ""
-                };
-                (format!("softirq {v}{w} on CPU{cpu}"), v.to_string())
-            }
-            SpanKind::Work => {
-                let f = self.sym(sp.key[i]).to_string();
-                (
-                    format!("work {f} in {} on CPU{cpu}", self.task(sp.tid[i])),
-                    f,
-                )
-            }
-            SpanKind::TimerCb => {
-                let f = self.sym(sp.key[i]).to_string();
-                (format!("hrtimer {f} on CPU{cpu}"), f)
-            }
-            k => {
-                let t = self.task(sp.tid[i]);
-                (format!("{k:?} {t} on CPU{cpu}"), t)
-            }
-        }
-    }
-    /// System call `i` as one line (`dd[42] read() on CPU1`).
-    fn call(&self, i: u32) -> String {
-        let c = self.tl.syscalls.get(i);
-        let n = self.tl.syscall_name(self.s, c.key, c.flags);
-        format!("{} {n}() on CPU{}", self.task(c.tid), c.cpu)
-    }
-    fn edge(&self, i: usize) -> String {
-        let e = &self.tl.edges[i];
-        match e.kind {
-            EdgeKind::Wakeup => format!(
-                "{} wakes {} (CPU{} -> CPU{})",
-                self.task(e.from_tid),
-                self.task(e.to_tid),
-                e.from_cpu,
-                e.to_cpu
-            ),
-            EdgeKind::Work => format!(
-                "{} queues work {} on CPU{}",
-                self.task(e.from_tid),
-                self.sym(e.key),
-                e.from_cpu
-            ),
-            _ => format!("{:?} on CPU{}", e.kind, e.from_cpu),
-        }
-    }
-}
-
-fn raster(r: &ExplainReport, tl: &Timeline, s: &Interner, ymax: u64) -> Raster {
-    let sp = &tl.spans;
-    let lab = Labels { tl, s };
-    let n = r.windows.len().max(1) as u64;
-    // Everything that starts in some cycle, by start time.
-    let mut spans: Vec<u32> = (0..sp.len() as u32)
-        .filter(|&i| match sp.kind[i as usize] {
-            SpanKind::Run => sp.tid[i as usize] > 0,
-            SpanKind::Hardirq | SpanKind::Softirq | SpanKind::Work | SpanKind::TimerCb => {
-                sp.flags[i as usize] & span::START_UNKNOWN == 0
-            }
-            _ => false,
-        })
-        .collect();
-    spans.sort_unstable_by_key(|&i| (sp.start[i as usize], i));
-    let mut calls = CallsAhead::new(tl);
-    let mut edges: Vec<u32> = (0..tl.edges.len() as u32)
-        .filter(|&i| matches!(tl.edges[i as usize].kind, EdgeKind::Wakeup | EdgeKind::Work))
-        .collect();
-    edges.sort_unstable_by_key(|&i| tl.edges[i as usize].ts);
-    let mut out = Raster {
-        ymax_ns: ymax,
-        deadline_ns: r.deadline_ns,
-        events: [0; KINDS.len()],
-        marks: Vec::new(),
-        labels: Vec::new(),
-        clipped: 0,
-        pinned: 0,
-        noun: r.noun.to_string(),
-    };
-    let mut cells: FxHashMap<u64, u32> = FxHashMap::default();
-    let mut label_ids: FxHashMap<String, u32> = FxHashMap::default();
-    let mut add = |out: &mut Raster, ci: usize, off: u64, kind: u8, label: &dyn Fn() -> String| {
-        out.events[kind as usize] += 1;
-        if off > ymax && kind != K_READ {
-            out.clipped += 1;
-            return;
-        }
-        // A read mark above the axis is pinned to its top edge; its offset stays true.
-        out.pinned += u64::from(off > ymax);
-        let px = ci as u64 * RASTER_W as u64 / n;
-        let py = off.min(ymax) * RASTER_H as u64 / ymax.max(1);
-        let key = (px << 32) | (py << 8) | kind as u64;
-        if let Some(&m) = cells.get(&key) {
-            out.marks[m as usize].n += 1;
-            return;
-        }
-        let text = label();
-        let next = label_ids.len() as u32;
-        let id = *label_ids.entry(text).or_insert_with_key(|t| {
-            out.labels.push(t.clone());
-            next
-        });
-        cells.insert(key, out.marks.len() as u32);
-        out.marks.push(Mark {
-            cycle: ci as u32,
-            off_ns: off,
-            kind,
-            label: id,
-            n: 1,
-        });
-    };
-    // Where the last window's spans and edges began.
-    let (mut s_at, mut e_at) = (0, 0);
-    for (ci, w) in by_start(&r.windows) {
-        let end = w.stop_ns();
-        let (a, b) = (w.start_ns, end.min(w.start_ns + ymax));
-        s_at = partition_near(&spans, s_at, |&i| sp.start[i as usize] < a);
-        let mut spans_in = (spans[s_at..].iter())
-            .map(|&i| (sp.start[i as usize], i))
-            .take_while(|x| x.0 <= b)
-            .peekable();
-        let mut calls_in = calls.starting_in(a, b).peekable();
-        // The two in start order; at the same start, spans before calls.
-        loop {
-            let call_first = match (spans_in.peek(), calls_in.peek()) {
-                (None, None) => break,
-                (Some(s), Some(c)) => c.0 < s.0,
-                (s, _) => s.is_none(),
-            };
-            if call_first {
-                let &(ts, i) = calls_in.next().expect("peeked");
-                add(&mut out, ci, ts - a, K_SYSCALL, &|| lab.call(i));
-                continue;
-            }
-            let (ts, i) = spans_in.next().expect("peeked");
-            let kind = match sp.kind[i as usize] {
-                SpanKind::Run => K_SWITCH,
-                SpanKind::Hardirq => K_HARDIRQ,
-                SpanKind::Softirq => K_SOFTIRQ,
-                SpanKind::Work => K_WORK,
-                _ => K_TIMER,
-            };
-            add(&mut out, ci, ts - a, kind, &|| lab.span(i as usize).0);
-        }
-        e_at = partition_near(&edges, e_at, |&i| tl.edges[i as usize].ts < a);
-        for &i in &edges[e_at..] {
-            let e = &tl.edges[i as usize];
-            if e.ts > b {
-                break;
-            }
-            let kind = if e.kind == EdgeKind::Wakeup {
-                K_WAKEUP
-            } else {
-                K_QUEUED
-            };
-            add(&mut out, ci, e.ts - a, kind, &|| lab.edge(i as usize));
-        }
-        for l in tl.lost.iter().filter(|l| l.to >= a && l.from <= b) {
-            add(&mut out, ci, l.from.max(a) - a, K_LOST, &|| {
-                format!(
-                    "events lost on {}",
-                    if l.cpu == u32::MAX {
-                        "some CPU".to_string()
-                    } else {
-                        format!("CPU{}", l.cpu)
-                    }
-                )
-            });
-        }
-        if let Some(e) = w.end_ns() {
-            let d = e - w.start_ns;
-            let missed = if w.miss { " (missed)" } else { "" };
-            // A reply read later than it was ready: both, the ready one measured.
-            let word = if w.read_ns.is_some() { "ready" } else { "end" };
-            add(&mut out, ci, d, K_REPLY, &|| {
-                format!("{word} after {}{missed}", dur(d))
-            });
-            if let Some(rd) = w.read_ns {
-                let d2 = rd - w.start_ns;
-                let above = if d2 > ymax { ", above the axis" } else { "" };
-                add(&mut out, ci, d2, K_READ, &|| {
-                    format!("read after {} (ready after {}){above}", dur(d2), dur(d))
-                });
-            }
-        }
-    }
-    out
 }
 
 /// Bar colour key for a task, an irq line, a vector or a function.
@@ -917,6 +649,117 @@ mod tests {
     use crate::read::OpenOptions;
     use crate::testkit;
 
+    /// The giving-up client of [`testkit::giving_up_client`] (8 cycles, 2 and 5 hogged:
+    /// ready after 8.030 ms, read after 23.526 and 23.538 ms), explained with `deadline`
+    /// and plotted.
+    fn giving_up(deadline_ns: u64) -> (ExplainReport, Plots) {
+        let f = testkit::file(&testkit::giving_up_client(8, &[2, 5]));
+        let o = testkit::chain_options(Some(deadline_ns));
+        explain_then(
+            &[f.to_path_buf()],
+            &OpenOptions::default(),
+            &Mode::Cycles(o),
+            |r, tl, s| build(r, tl, s, &PlotOptions { lanes: 0 }),
+        )
+        .unwrap()
+    }
+
+    /// The bars stay the ready times on an axis scaled to them; the two replies read
+    /// ~15 ms after they were ready are outlined past the axis, in the last bar, and the
+    /// picture says so.
+    #[test]
+    fn read_times_past_the_histogram_axis_are_counted_in_its_last_bar() {
+        let (r, p) = giving_up(3_500_000);
+        let h = &p.hist;
+        // 10 ms axis (as the raster's), 200 us bins: 6 replies at 70 us, 2 at 8.030 ms.
+        assert_eq!(
+            (h.step_ns, h.counts.len(), h.total, h.over),
+            (200_000, 50, 8, 0)
+        );
+        let bars: Vec<(usize, u64)> = (h.counts.iter().copied().enumerate())
+            .filter(|b| b.1 > 0)
+            .collect();
+        assert_eq!(bars, [(0, 6), (40, 2)]);
+        let rd = h.read.as_ref().expect("read times");
+        assert_eq!((rd.later, rd.over, rd.max_ns), (2, 2, 23_538_000));
+        assert!(rd.counts.iter().all(|&n| n == 0), "{:?}", rd.counts);
+        // As many as the report's own count of replies read later.
+        assert_eq!(r.cycles.read.as_ref().map(|x| x.later), Some(2));
+        // Drawn: one outline past the axis's 50 bins (x = 64 + 50 x 1000/51 + 0.5), as
+        // tall as 2 of the 6 at the top (220 px plot, axis at y = 248).
+        let svg = crate::report::svg::histogram(h);
+        assert!(
+            svg.contains(
+                " data-bins=\"51\" data-over=\"0\" data-read-later=\"2\" data-read-over=\"2\">"
+            ),
+            "{svg}"
+        );
+        let g = svg.split("<g class=\"read\">\n").nth(1).unwrap();
+        assert!(
+            g.starts_with("<rect x=\"1044.9\" y=\"174.7\" width=\"18.6\" height=\"73.3\" fill=\"none\" stroke=\"#e377c2\" stroke-width=\"1.5\"><title>read ≥ 10.000 ms: 2</title></rect>\n</g>"),
+            "{g}"
+        );
+        assert!(
+            svg.contains(">outlined: when the reply was read, for the 2 cycles whose reply was read later than it was ready (2 at or past 10.000 ms, counted in the last bar; the latest 23.538 ms)</text>"),
+            "{svg}"
+        );
+        // The bars' title says what they are of, now that the two differ.
+        assert!(
+            svg.contains(">cycle duration (from to the reply ready for its reader) — 8 samples<")
+        );
+    }
+
+    /// With a deadline of 20 ms the axis reaches the read times: they are outlined in
+    /// their own bin.
+    #[test]
+    fn read_times_inside_the_histogram_axis_are_outlined_in_their_bin() {
+        let (_, p) = giving_up(20_000_000);
+        let h = &p.hist;
+        assert_eq!((h.step_ns, h.counts.len(), h.over), (1_000_000, 50, 0));
+        let rd = h.read.as_ref().expect("read times");
+        let bins: Vec<(usize, u64)> = (rd.counts.iter().copied().enumerate())
+            .filter(|b| b.1 > 0)
+            .collect();
+        assert_eq!((rd.later, rd.over, bins), (2, 0, vec![(23, 2)]));
+        let svg = crate::report::svg::histogram(h);
+        // No bar past the axis: 50 bins of 20 px, the outline at x = 64 + 23 x 20 + 0.5.
+        assert!(svg.contains(" data-bins=\"50\" "), "{svg}");
+        assert!(
+            svg.contains(
+                "<rect x=\"524.5\" y=\"174.7\" width=\"19.0\" height=\"73.3\" fill=\"none\""
+            ),
+            "{svg}"
+        );
+        assert!(
+            svg.contains(">read [23.000 ms, 24.000 ms): 2</title>"),
+            "{svg}"
+        );
+        assert!(
+            svg.contains("for the 2 cycles whose reply was read later than it was ready</text>"),
+            "{svg}"
+        );
+    }
+
+    /// Where every reader waited, the histogram has no read times.
+    #[test]
+    fn a_histogram_without_late_reads_has_no_outlines() {
+        let f = testkit::file(&testkit::three_cpu_chain(6, &[4], 3_000));
+        let o = testkit::chain_options(Some(1_000_000));
+        let (_, p) = explain_then(
+            &[f.to_path_buf()],
+            &OpenOptions::default(),
+            &Mode::Cycles(o),
+            |r, tl, s| build(r, tl, s, &PlotOptions { lanes: 0 }),
+        )
+        .unwrap();
+        assert!(p.hist.read.is_none());
+        let svg = crate::report::svg::histogram(&p.hist);
+        assert!(
+            !svg.contains("read")
+                && svg.contains(">cycle duration (from to the reply) — 6 samples<")
+        );
+    }
+
     /// The p99 from the top 1% is the sorted one's, for few and many durations.
     #[test]
     fn the_p99_from_the_top_percent_is_the_sorted_ones() {
@@ -930,63 +773,6 @@ mod tests {
             };
             assert_eq!(p99_and_max(d.iter().copied()), want, "{n}");
         }
-    }
-
-    /// A reader that gave up reads its reply ~15 ms after it was ready: the read marks
-    /// lie far above the axis (scaled to the ready times) and are pinned to its top
-    /// edge with their true time, not dropped.
-    #[test]
-    fn read_times_above_the_axis_are_pinned_to_its_top_edge() {
-        let f = testkit::file(&testkit::giving_up_client(8, &[2, 5]));
-        let o = testkit::chain_options(Some(3_500_000));
-        let (r, p) = explain_then(
-            &[f.to_path_buf()],
-            &OpenOptions::default(),
-            &Mode::Cycles(o),
-            |r, tl, s| build(r, tl, s, &PlotOptions { lanes: 0 }),
-        )
-        .unwrap();
-        let ra = &p.raster;
-        assert_eq!(r.windows.len(), 8);
-        // Ready after 8.030 ms at worst: p99 x 1.25 capped at max x 1.05, rounded up.
-        assert_eq!(ra.ymax_ns, 10_000_000);
-        assert_eq!((ra.events[K_READ as usize], ra.pinned), (2, 2));
-        let reads: Vec<(u32, u64, &str)> = (ra.marks.iter())
-            .filter(|m| m.kind == K_READ)
-            .map(|m| (m.cycle, m.off_ns, ra.labels[m.label as usize].as_str()))
-            .collect();
-        assert_eq!(
-            reads,
-            [
-                (
-                    2,
-                    23_526_000,
-                    "read after 23.526 ms (ready after 8.030 ms), above the axis"
-                ),
-                (
-                    5,
-                    23_538_000,
-                    "read after 23.538 ms (ready after 8.030 ms), above the axis"
-                ),
-            ]
-        );
-        // The ready marks are the measured ends, inside the axis.
-        let ready: Vec<(u32, u64)> = (ra.marks.iter())
-            .filter(|m| m.kind == K_REPLY && m.off_ns > 1_000_000)
-            .map(|m| (m.cycle, m.off_ns))
-            .collect();
-        assert_eq!(ready, [(2, 8_030_000), (5, 8_030_000)]);
-        // Drawn on the top edge (y = TOP), and said so under the plot.
-        let svg = crate::report::svg::raster(ra, &r.windows);
-        let g = svg.split("data-kind=\"read\"").nth(1).unwrap();
-        assert!(g.starts_with(" data-points=\"2\" data-events=\"2\""), "{g}");
-        let path = g.split(" d=\"").nth(1).unwrap();
-        // Cycle 2 of 8 on a 1000 px axis from x = 64: x = 64 + 2.5 x 125; the top is y = 28.
-        assert!(path.starts_with("M373.5 29.5l3 -3l3 3M"), "{path}");
-        assert!(
-            svg.contains(">2 read times above 10.000 ms drawn on the top edge<"),
-            "{svg}"
-        );
     }
 
     #[test]

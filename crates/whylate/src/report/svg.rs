@@ -1,7 +1,8 @@
 //! The plots as standalone SVG: the same drawings the HTML report embeds, so a paper or a bug
 //! report gets exactly what the page shows.
 
-use super::plot::{Histogram, Raster, RowKind, Swimlane, KINDS, RASTER_H, RASTER_W};
+use super::plot::{Histogram, ReadSeries, RowKind, Swimlane};
+use super::raster::{Raster, KINDS, RASTER_H, RASTER_W};
 use crate::explain::Windows;
 use crate::units::dur;
 use std::fmt::Write as _;
@@ -130,30 +131,37 @@ fn open(o: &mut String, id: &str, w: f64, h: f64, attrs: &str) {
 /// The latency histogram, the deadline marked.
 pub fn histogram(h: &Histogram) -> String {
     let (pw, ph) = (RASTER_W as f64, 220.0);
-    let (w, hh) = (LEFT + pw + 24.0, TOP + ph + 44.0);
+    let read = h.read.as_ref();
+    // A line more under the axis for the read times' legend.
+    let legend = if read.is_some() { 16.0 } else { 0.0 };
+    let (w, hh) = (LEFT + pw + 24.0, TOP + ph + 44.0 + legend);
     let mut o = String::new();
-    let bins = h.counts.len() + usize::from(h.over > 0);
-    open(
-        &mut o,
-        "histogram",
-        w,
-        hh,
-        &format!(
-            " data-samples=\"{}\" data-bins=\"{}\" data-over=\"{}\"",
-            h.total, bins, h.over
-        ),
+    let over = h.over > 0 || read.is_some_and(|r| r.over > 0);
+    let bins = h.counts.len() + usize::from(over);
+    let mut attrs = format!(
+        " data-samples=\"{}\" data-bins=\"{}\" data-over=\"{}\"",
+        h.total, bins, h.over
     );
+    if let Some(r) = read {
+        let _ = write!(
+            attrs,
+            " data-read-later=\"{}\" data-read-over=\"{}\"",
+            r.later, r.over
+        );
+    }
+    open(&mut o, "histogram", w, hh, &attrs);
     let _ = writeln!(
         o,
         "<text x=\"{LEFT}\" y=\"16\" font-weight=\"bold\">{} — {} samples</text>",
         esc(&h.what),
         h.total
     );
-    let max = h
-        .counts
-        .iter()
-        .copied()
-        .chain([h.over])
+    // The read times' outlines are on the same count scale: none is cut off.
+    let read_counts = read
+        .into_iter()
+        .flat_map(|r| r.counts.iter().copied().chain([r.over]));
+    let max = (h.counts.iter().copied().chain([h.over]))
+        .chain(read_counts)
         .max()
         .unwrap_or(0)
         .max(1) as f64;
@@ -204,6 +212,9 @@ pub fn histogram(h: &Histogram) -> String {
         format!("≥ {}", dur(end)),
     );
     let _ = writeln!(o, "</g>");
+    if let Some(r) = read {
+        read_outlines(&mut o, h, r, max, (bw, y0, ph));
+    }
     // x axis in ms.
     let xmax = bins as f64 * h.step_ns as f64;
     for t in ticks(xmax, 10.0) {
@@ -246,8 +257,66 @@ pub fn histogram(h: &Histogram) -> String {
             dur(d)
         );
     }
+    if let Some(r) = read {
+        read_legend(&mut o, h, r, y0 + 50.0);
+    }
     o.push_str("</svg>\n");
     o
+}
+
+/// Colour of read times, in the histogram as in the raster's `read` marks.
+const READ_COLOR: &str = STYLE[KINDS.len() - 1].0;
+
+/// The read times of the cycles read later than ready, as outlined bars over the filled
+/// ones: `max` is the count at the top, `(bw, y0, ph)` the bar width, the axis's y and the
+/// plot's height.
+fn read_outlines(o: &mut String, h: &Histogram, r: &ReadSeries, max: f64, g: (f64, f64, f64)) {
+    let (bw, y0, ph) = g;
+    let end = h.counts.len() as u64 * h.step_ns;
+    let bars = (r.counts.iter().copied().enumerate()).chain([(r.counts.len(), r.over)]);
+    let _ = writeln!(o, "<g class=\"read\">");
+    for (i, n) in bars.filter(|&(_, n)| n > 0) {
+        let lo = i as u64 * h.step_ns;
+        let what = if i < r.counts.len() {
+            format!("[{}, {})", dur(lo), dur(lo + h.step_ns))
+        } else {
+            format!("≥ {}", dur(end))
+        };
+        let bh = (n as f64 / max * ph).max(2.0);
+        let _ = writeln!(
+            o,
+            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bh:.1}\" fill=\"none\" stroke=\"{READ_COLOR}\" stroke-width=\"1.5\"><title>read {what}: {n}</title></rect>",
+            LEFT + i as f64 * bw + 0.5,
+            y0 - bh,
+            (bw - 1.0).max(1.0),
+        );
+    }
+    let _ = writeln!(o, "</g>");
+}
+
+/// What the outlines are, at `y`: how many cycles were read later than ready, and where
+/// those read past the axis went.
+fn read_legend(o: &mut String, h: &Histogram, r: &ReadSeries, y: f64) {
+    let end = h.counts.len() as u64 * h.step_ns;
+    let (n, s) = (r.later, if r.later == 1 { "" } else { "s" });
+    let mut text = format!(
+        "outlined: when the reply was read, for the {n} cycle{s} whose reply was read later than it was ready"
+    );
+    if r.over > 0 {
+        let _ = write!(
+            text,
+            " ({} at or past {}, counted in the last bar; the latest {})",
+            r.over,
+            dur(end),
+            dur(r.max_ns)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "<rect x=\"{LEFT}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"none\" stroke=\"{READ_COLOR}\" stroke-width=\"1.5\"/><text class=\"read-legend\" x=\"{:.1}\" y=\"{y:.1}\">{text}</text>",
+        y - 9.0,
+        LEFT + 16.0
+    );
 }
 
 /// The per-cycle raster: x = cycle (`cycles`, the report's windows), y = time since its
@@ -289,8 +358,15 @@ pub fn raster(r: &Raster, cycles: &Windows) -> String {
             o,
             "<rect class=\"missband\" x=\"{:.1}\" y=\"{TOP}\" width=\"{cw:.1}\" height=\"{ph}\" fill=\"#fde0dd\"><title>cycle {i}: {}</title></rect>",
             x(i as u32) - cw / 2.0,
-            c.end_ns()
-                .map_or("no reply".to_string(), |e| format!("took {}", dur(e - c.start_ns)))
+            match (c.end_ns(), c.read_ns) {
+                (None, _) => "no reply".to_string(),
+                (Some(e), None) => format!("took {}", dur(e - c.start_ns)),
+                (Some(e), Some(rd)) => format!(
+                    "ready after {}, read after {}",
+                    dur(e - c.start_ns),
+                    dur(rd - c.start_ns)
+                ),
+            }
         );
     }
     let _ = writeln!(o, "</g>");
@@ -617,6 +693,7 @@ mod tests {
             max_ns: 12_335_000,
             deadline_ns: Some(3_500_000),
             total: 52,
+            read: None,
         };
         let svg = histogram(&h);
         assert!(
