@@ -2,7 +2,7 @@
 // CPU (seeds 002/003: softirq work landing beside a latency-sensitive thread).
 //
 //   udpflood [--cpu C] [--rps-cpu R] [--seconds S] [--size BYTES] [--filter-insns N]
-//            [--burst-us B --every-us P] [--burst-packets K] [--batch N]
+//            [--burst-us B --every-us P] [--burst-packets K] [--batch N] [--fifo PRIO]
 //
 // The sender, pinned to --cpu, sends batches of datagrams (sendmmsg) to a socket nobody
 // reads. Loopback receives a packet on the sending CPU unless Receive Packet Steering
@@ -18,7 +18,9 @@
 // a backlog (up to net.core.netdev_max_backlog packets) that NET_RX drains over several
 // runs, the rest of it in ksoftirqd/R. --burst-packets K ends a burst after K datagrams
 // (or B us, whichever comes first): the backlog a burst leaves then does not depend on
-// how fast the sending CPU happens to be.
+// how fast the sending CPU happens to be. --fifo PRIO runs the sender SCHED_FIFO (root),
+// so that other load on its CPU cannot thin the bursts out: each burst is then its whole
+// B us of sending on a busy host as on a quiet one.
 //
 // Prints `sent N` and the receiving CPUs' softnet counters (processed, dropped at the
 // backlog, squeezed out of a NET_RX run) at the end.
@@ -88,7 +90,7 @@ static void print_softnet(const char *when) {
 
 int main(int argc, char **argv) {
     long cpu = 0, rps_cpu = -1, size = 16, insns = 0, burst_us = 0, every_us = 0, batch = 0,
-         burst_packets = 0;
+         burst_packets = 0, fifo = 0;
     double seconds = 3;
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -102,6 +104,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--every-us")) every_us = atol(v);
         else if (!strcmp(a, "--batch")) batch = atol(v);
         else if (!strcmp(a, "--burst-packets")) burst_packets = atol(v);
+        else if (!strcmp(a, "--fifo")) fifo = atol(v);
         else { fprintf(stderr, "udpflood: unknown option %s\n", a); return 2; }
     }
     if (size < 1 || size > 65000) { fprintf(stderr, "udpflood: bad --size\n"); return 2; }
@@ -127,6 +130,10 @@ int main(int argc, char **argv) {
     }
     prctl(PR_SET_NAME, "udpflood");
     pin(cpu);
+    if (fifo > 0) {
+        struct sched_param sp = {.sched_priority = (int)fifo};
+        if (sched_setscheduler(0, SCHED_FIFO, &sp)) { perror("udpflood: SCHED_FIFO (root?)"); return 1; }
+    }
     int rx = socket(AF_INET, SOCK_DGRAM, 0);
     if (rx < 0) { perror("udpflood: socket"); return 1; }
     if (insns > 0) {

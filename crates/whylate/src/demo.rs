@@ -374,6 +374,9 @@ fn run_in(o: &DemoOptions, lab: &Path, work: &Path) -> Result<DemoResult, DemoEr
                     "300",
                     "--every-us",
                     "7000",
+                    // Whatever else runs on CPU0, each burst is 300 us of sending.
+                    "--fifo",
+                    "10",
                 ],
             )?;
             periodic(o, &bin("periodic"), &log, &["--fifo", "50"], rec)?
