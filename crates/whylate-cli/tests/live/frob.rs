@@ -720,6 +720,24 @@ fn explain_frob_give_up_client_measures_when_the_reply_was_ready() {
             );
         }
     }
+    // The same in quantiles: the device's own reply times (its write() returned) beside
+    // whylate's ready times, which add only the delivery (the tty work after the write).
+    let q = |mut v: Vec<u64>, p: f64| {
+        v.sort_unstable();
+        v[((v.len() - 1) as f64 * p).round() as usize]
+    };
+    let device: Vec<u64> = log.iter().map(|&[w, _, _, d]| d - w).collect();
+    let ready: Vec<u64> = (misses.iter())
+        .map(|m| m["duration_ns"].as_u64().unwrap())
+        .collect();
+    eprintln!(
+        "give-up: device replied p50 {} p99 {} ns; whylate ready p50 {} p99 {} ns; cycles {}",
+        q(device.clone(), 0.5),
+        q(device, 0.99),
+        q(ready.clone(), 0.5),
+        q(ready, 0.99),
+        misses.len()
+    );
     let m = &j["misses"][0];
     let ready = (m["chain"].as_array().unwrap().iter())
         .find(|l| l["kind"] == "ready")
