@@ -720,13 +720,13 @@ fn explain_frob_give_up_client_measures_when_the_reply_was_ready() {
             );
         }
     }
-    // The same in quantiles: the device's own reply times (its write() returned) beside
+    // The same in quantiles: the device's own reply times (when it called write()) beside
     // whylate's ready times, which add only the delivery (the tty work after the write).
     let q = |mut v: Vec<u64>, p: f64| {
         v.sort_unstable();
         v[((v.len() - 1) as f64 * p).round() as usize]
     };
-    let device: Vec<u64> = log.iter().map(|&[w, _, _, d]| d - w).collect();
+    let device: Vec<u64> = log.iter().map(|&[w, _, call, _]| call - w).collect();
     let ready: Vec<u64> = (misses.iter())
         .map(|m| m["duration_ns"].as_u64().unwrap())
         .collect();
