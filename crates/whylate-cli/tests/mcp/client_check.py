@@ -29,7 +29,7 @@ WHYLATE, EXAMPLES, SCRATCH = sys.argv[1], os.path.realpath(sys.argv[2]), os.path
 FROB = ["--from", "sys_enter_write[comm=frobnicator,count=7]",
         "--to", "sys_exit_read[comm=frobnicator,ret>0]", "--deadline", "3.5ms"]
 FROB_ARGS = {"from": FROB[1], "to": [FROB[3]], "deadline": FROB[5]}
-BIG_EVENTS = 1_500_000
+BIG_EVENTS = 3_000_000
 # A build with the query engine offers `fleet`; without it the CLI says how to get it.
 HAS_FLEET = "no query engine" not in subprocess.run([WHYLATE, "fleet", "x"], capture_output=True, text=True).stderr
 
@@ -248,7 +248,10 @@ async def refusals(s):
 async def cancellation(s, errlog_path):
     big = big_trace()
     t0 = time.monotonic()
-    with anyio.move_on_after(0.3):
+    # Cancelled soon after it starts: on an idle 2-CPU machine the server reads this
+    # trivial trace at about 5 M events/s, so 1.5 M events cancelled at 0.3 s could all be
+    # read before the cancel came (the check below then failed though nothing was wrong).
+    with anyio.move_on_after(0.1):
         await s.call_tool("explain", {"files": [big]})
         raise AssertionError("the long call ended before it could be cancelled")
     deadline = time.monotonic() + 20
