@@ -284,6 +284,9 @@ pub(crate) fn explain_of_a_perf_recording_is_not_about_perf() {
     if !have("perf") && skip("perf not installed (apt-get install linux-perf)") {
         return;
     }
+    // perf record mounts tracefs to read the events' formats and leaves it mounted: the
+    // machine is left as found, also when an assertion fails.
+    let _mount = MountGuard::new();
     let tmp = tmpdir("perf-recording");
     let data = tmp.path().join("perf.data");
     let out = Command::new("perf")
