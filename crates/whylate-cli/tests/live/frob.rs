@@ -118,16 +118,17 @@ pub(crate) fn explain_frob(trace: &Path, deadline: bool) -> serde_json::Value {
     explain_frob_by(trace, deadline.then_some("3.5ms"))
 }
 
+/// The frob client's cycle: its request's write() to the read() that got a reply.
+const FROB_CYCLE: [&str; 4] = [
+    "--from",
+    "sys_enter_write[comm=frobnicator,count=7]",
+    "--to",
+    "sys_exit_read[comm=frobnicator,ret>0]",
+];
+
 pub(crate) fn explain_frob_by(trace: &Path, deadline: Option<&str>) -> serde_json::Value {
     let mut c = Command::new(whylate());
-    c.args([
-        "explain",
-        "--json",
-        "--from",
-        "sys_enter_write[comm=frobnicator,count=7]",
-        "--to",
-        "sys_exit_read[comm=frobnicator,ret>0]",
-    ]);
+    c.args(["explain", "--json"]).args(FROB_CYCLE);
     if let Some(d) = deadline {
         c.args(["--deadline", d]);
     }
@@ -660,16 +661,9 @@ fn explain_frob_give_up_client_measures_when_the_reply_was_ready() {
     // ready times) are counted, not dropped.
     let page = dir.join("give-up.html");
     let out = Command::new(whylate())
-        .args([
-            "explain",
-            "--from",
-            "sys_enter_write[comm=frobnicator,count=7]",
-            "--to",
-            "sys_exit_read[comm=frobnicator,ret>0]",
-            "--deadline",
-            "3.5ms",
-            "--html",
-        ])
+        .arg("explain")
+        .args(FROB_CYCLE)
+        .args(["--deadline", "3.5ms", "--html"])
         .arg(&page)
         .arg(&trace)
         .output()

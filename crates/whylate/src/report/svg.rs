@@ -358,15 +358,7 @@ pub fn raster(r: &Raster, cycles: &Windows) -> String {
             o,
             "<rect class=\"missband\" x=\"{:.1}\" y=\"{TOP}\" width=\"{cw:.1}\" height=\"{ph}\" fill=\"#fde0dd\"><title>cycle {i}: {}</title></rect>",
             x(i as u32) - cw / 2.0,
-            match (c.end_ns(), c.read_ns) {
-                (None, _) => "no reply".to_string(),
-                (Some(e), None) => format!("took {}", dur(e - c.start_ns)),
-                (Some(e), Some(rd)) => format!(
-                    "ready after {}, read after {}",
-                    dur(e - c.start_ns),
-                    dur(rd - c.start_ns)
-                ),
-            }
+            band_title(&c)
         );
     }
     let _ = writeln!(o, "</g>");
@@ -408,11 +400,7 @@ pub fn raster(r: &Raster, cycles: &Windows) -> String {
             shape.path(&mut d, x(m.cycle), y(m.off_ns.min(r.ymax_ns)));
             points += 1;
         }
-        let paint = if shape.stroked() {
-            format!("fill=\"none\" stroke=\"{color}\" stroke-width=\"1.2\"")
-        } else {
-            format!("fill=\"{color}\"")
-        };
+        let paint = paint(shape, color);
         let _ = writeln!(
             o,
             "<g class=\"kind\" data-kind=\"{name}\" data-points=\"{points}\" data-events=\"{}\"><title>{name}: {} events</title><path {paint} d=\"{d}\"/></g>",
@@ -431,27 +419,8 @@ pub fn raster(r: &Raster, cycles: &Windows) -> String {
         );
     }
     // Legend, one line under the axis title.
-    let mut lx = LEFT;
     let ly = y0 + 44.0;
-    for (k, name) in KINDS.iter().enumerate() {
-        if r.events[k] == 0 {
-            continue;
-        }
-        let (color, shape) = STYLE[k];
-        let mut d = String::new();
-        shape.path(&mut d, lx + 4.0, ly - 4.0);
-        let paint = if shape.stroked() {
-            format!("fill=\"none\" stroke=\"{color}\" stroke-width=\"1.2\"")
-        } else {
-            format!("fill=\"{color}\"")
-        };
-        let _ = writeln!(
-            o,
-            "<path {paint} d=\"{d}\"/><text x=\"{:.1}\" y=\"{ly:.1}\">{name}</text>",
-            lx + 10.0
-        );
-        lx += 20.0 + 7.0 * name.len() as f64;
-    }
+    raster_legend(&mut o, r, ly);
     let mut above = Vec::new();
     if r.clipped > 0 {
         above.push(format!(
@@ -477,6 +446,48 @@ pub fn raster(r: &Raster, cycles: &Windows) -> String {
     }
     o.push_str("</svg>\n");
     o
+}
+
+/// What a missed cycle's band says when hovered.
+fn band_title(c: &crate::explain::Window) -> String {
+    match (c.end_ns(), c.read_ns) {
+        (None, _) => "no reply".to_string(),
+        (Some(e), None) => format!("took {}", dur(e - c.start_ns)),
+        (Some(e), Some(rd)) => format!(
+            "ready after {}, read after {}",
+            dur(e - c.start_ns),
+            dur(rd - c.start_ns)
+        ),
+    }
+}
+
+/// How a raster marker of `shape` is painted in `color`.
+fn paint(shape: Shape, color: &str) -> String {
+    if shape.stroked() {
+        format!("fill=\"none\" stroke=\"{color}\" stroke-width=\"1.2\"")
+    } else {
+        format!("fill=\"{color}\"")
+    }
+}
+
+/// The raster's legend at height `ly`: a marker and a name per kind of event drawn.
+fn raster_legend(o: &mut String, r: &Raster, ly: f64) {
+    let mut lx = LEFT;
+    for (k, name) in KINDS.iter().enumerate() {
+        if r.events[k] == 0 {
+            continue;
+        }
+        let (color, shape) = STYLE[k];
+        let mut d = String::new();
+        shape.path(&mut d, lx + 4.0, ly - 4.0);
+        let paint = paint(shape, color);
+        let _ = writeln!(
+            o,
+            "<path {paint} d=\"{d}\"/><text x=\"{:.1}\" y=\"{ly:.1}\">{name}</text>",
+            lx + 10.0
+        );
+        lx += 20.0 + 7.0 * name.len() as f64;
+    }
 }
 
 /// Bar fill for a colour key.
