@@ -1501,6 +1501,13 @@ fn watch_timerlat_takes_no_other_mode() {
         e.contains("--timerlat watches the timerlat tracer's activations; it takes no --timer"),
         "{e}"
     );
+    // A period the kernel would refuse is refused before anything is touched.
+    for bad in ["0", "99", "1000001", "x"] {
+        let o = run(&["watch", "--timerlat", "--period", bad]);
+        let e = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{e}");
+        assert!(e.contains("--period"), "{e}");
+    }
     let o = run(&["watch", "--period", "100", "--timer"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(

@@ -46,8 +46,10 @@ pub struct TimerlatArgs {
     /// the report).
     #[arg(long)]
     pub timerlat: bool,
-    /// With --timerlat: the timer's period, microseconds.
-    #[arg(long, value_name = "US", requires = "timerlat")]
+    /// With --timerlat: the timer's period, microseconds (100 to 1000000, the kernel's
+    /// own limits for timerlat_period_us).
+    #[arg(long, value_name = "US", requires = "timerlat",
+          value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
     pub period: Option<u64>,
 }
 
