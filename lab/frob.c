@@ -4,7 +4,9 @@
 // --timeout-us it appends a complaint to the --complaints file, then keeps polling so the
 // late reply is still taken (and the next cycle starts clean); with --give-up-sleep-us S it
 // gives up instead, as many real clients do: complains, sleeps S us, then polls on and
-// takes the late reply after its sleep (issue 54's client). The reply reaches the reader
+// takes the late reply after its sleep (issue 54's client). Past 1 s a cycle is given up;
+// its reply, when it comes, is logged as that cycle's (the reply byte names its request)
+// and the next cycle waits for its own. The reply reaches the reader
 // through the tty flip-buffer work item (flush_to_ldisc) on a kworker, exactly like the
 // USB-serial path.
 //
@@ -20,7 +22,7 @@
 //
 // Ground truth in --log, one line per cycle, CLOCK_MONOTONIC:
 //   <cycle> <write_ns> <reply_ns> <latency_ns> <missed 0|1> <device_call_ns> <device_wrote_ns>
-// reply_ns is when the client read the reply; device_call_ns and device_wrote_ns when the
+// reply_ns is when the client read the reply (0: never), even when a later cycle read it; device_call_ns and device_wrote_ns when the
 // device called write() for it and when that returned (0 when it never wrote one): the
 // reply became readable between the two, or just after (the tty work).
 #define _GNU_SOURCE
@@ -55,6 +57,19 @@ static void pin(long cpu) {
 static void sleep_us(long us) {
     struct timespec t = {us / 1000000, (us % 1000000) * 1000};
     while (nanosleep(&t, &t) && errno == EINTR) {}
+}
+
+// Each byte read is the reply to the request it names: the cycle's own, or a reply that
+// came after its cycle was given up (its time is still that cycle's reply time). Returns
+// whether cycle i's own reply was among them.
+static int took_replies(const char *buf, ssize_t n, long i, long long t, long long *r) {
+    int mine = 0;
+    for (ssize_t k = 0; k < n; k++) {
+        long j = i - (long)(((unsigned char)(i & 0xff) - (unsigned char)buf[k]) & 0xff);
+        if (j >= 0 && !r[j]) r[j] = t;
+        mine |= j == i;
+    }
+    return mine;
 }
 
 static void raw(int fd) {
@@ -114,8 +129,11 @@ int main(int argc, char **argv) {
                 got += (size_t)n;
             }
             if (reply_us) sleep_us(reply_us);
+            // The 1-byte reply names its request (its number mod 256), so a client that
+            // gave a cycle up can tell that reply from the next one's.
+            char tag = (char)(n & 0xff);
             long long call = now_ns();
-            if (write(master, "!", 1) != 1) _exit(0);
+            if (write(master, &tag, 1) != 1) _exit(0);
             if (n < cycles) wrote[2 * n] = call, wrote[2 * n + 1] = now_ns();
         }
     }
@@ -159,10 +177,11 @@ int main(int argc, char **argv) {
         w[i] = now_ns();
         if (write(slave, request, sizeof request) != (ssize_t)sizeof request) { perror("frob: write"); break; }
         long long deadline = w[i] + timeout_us * 1000LL, give_up = w[i] + 1000000000LL;
+        r[i] = 0;
         for (;;) {
             ssize_t n = read(slave, buf, sizeof buf);
             long long t = now_ns();
-            if (n > 0) { r[i] = t; break; }
+            if (n > 0 && took_replies(buf, n, i, t, r)) break;
             if (!missed[i] && t > deadline) {
                 missed[i] = 1;
                 fprintf(cf, "frobnicator: no reply to request %ld within %ld us\n", i, timeout_us);
