@@ -1066,7 +1066,7 @@ fn a_silent_cpu_inside_one_syscall_is_irqs_off_and_outside_one_is_a_stall() {
 #[test]
 fn plots_account_for_every_cycle_and_event() {
     use std::sync::atomic::Ordering::Relaxed;
-    use whylate::explain::{explain_then, Mode, Options, Same};
+    use whylate::explain::{run, Mode, Options, Same};
     use whylate::selector::Selector;
     let path =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/pty-poll.ftrace.gz");
@@ -1085,10 +1085,10 @@ fn plots_account_for_every_cycle_and_event() {
         top: 3,
         learned: Default::default(),
     });
-    let (r, plots) = explain_then(std::slice::from_ref(&path), &open, &mode, |r, tl, s| {
-        whylate::report::plot::build(r, tl, s, &whylate::report::plot::PlotOptions { lanes: 3 })
-    })
-    .unwrap();
+    let x = run(std::slice::from_ref(&path), &open, &mode).unwrap();
+    let opts = whylate::report::plot::PlotOptions { lanes: 3 };
+    let plots = whylate::report::plot::build(&x.report, &x.timeline, &x.strings, &opts);
+    let r = x.report;
     assert_eq!(
         progress.bytes.load(Relaxed),
         std::fs::metadata(&path).unwrap().len()

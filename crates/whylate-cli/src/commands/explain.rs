@@ -93,25 +93,16 @@ pub fn export(a: ExportArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode>
     }
     let perfetto = a.perfetto;
     let (open, bar) = with_progress(a.input.open()?, &a.files, quiet);
-    let r = whylate::explain::explain_then(&a.files, &open, &mode, |r, tl, s| {
-        let f = std::fs::File::create(&perfetto)?;
-        let st = whylate::report::perfetto::write(std::io::BufWriter::new(f), r, tl, s)?;
-        eprintln!(
-            "whylate: wrote {} ({} slices, {} chains as flows, {} bytes): open it in ui.perfetto.dev",
-            perfetto.display(),
-            st.total_slices,
-            st.flows,
-            st.bytes
-        );
-        Ok::<_, std::io::Error>(st)
-    });
+    let x = whylate::explain::run(&a.files, &open, &mode);
     drop(bar);
-    let r = match r {
-        Ok((_, Ok(st))) => Ok(st),
-        Ok((_, Err(e))) => {
-            let what = format!("writing {}", perfetto.display());
-            return Err(anyhow::Error::new(e).context(what));
-        }
+    let r = match x {
+        Ok(x) => match write_perfetto(&x, &perfetto) {
+            Ok(st) => Ok(st),
+            Err(e) => {
+                let what = format!("writing {}", perfetto.display());
+                return Err(anyhow::Error::new(e).context(what));
+            }
+        },
         Err(e) => Err(e),
     };
     out.emit(r, a.json, |st, _| {
@@ -123,4 +114,26 @@ pub fn export(a: ExportArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode>
             st.flows
         )
     })
+}
+
+/// Writes the explanation `x` as a Perfetto (Chrome trace-event JSON) file at `path`.
+fn write_perfetto(
+    x: &whylate::explain::Explained,
+    path: &std::path::Path,
+) -> std::io::Result<whylate::report::perfetto::ExportStats> {
+    let f = std::fs::File::create(path)?;
+    let st = whylate::report::perfetto::write(
+        std::io::BufWriter::new(f),
+        &x.report,
+        &x.timeline,
+        &x.strings,
+    )?;
+    eprintln!(
+        "whylate: wrote {} ({} slices, {} chains as flows, {} bytes): open it in ui.perfetto.dev",
+        path.display(),
+        st.total_slices,
+        st.flows,
+        st.bytes
+    );
+    Ok(st)
 }

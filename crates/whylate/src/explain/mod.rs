@@ -148,17 +148,22 @@ pub fn explain_mode(
     open: &OpenOptions,
     mode: &Mode,
 ) -> Result<ExplainReport, ReadError> {
-    explain_then(paths, open, mode, |_, _, _| ()).map(|(r, ())| r)
+    run(paths, open, mode).map(|x| x.report)
 }
 
-/// Explains `paths` in the given mode, then hands the report and the timeline it came
-/// from to `then` (plots and exports need both; the timeline is dropped after).
-pub fn explain_then<T>(
-    paths: &[PathBuf],
-    open: &OpenOptions,
-    mode: &Mode,
-    then: impl FnOnce(&ExplainReport, &Timeline, &Interner) -> T,
-) -> Result<(ExplainReport, T), ReadError> {
+/// A finished explanation with the timeline it was computed on: plots and exports draw
+/// from both after the analysis has returned.
+pub struct Explained {
+    /// The report.
+    pub report: ExplainReport,
+    /// The timeline the report was computed on.
+    pub timeline: Timeline,
+    /// The timeline's strings.
+    pub strings: Interner,
+}
+
+/// Explains `paths` in the given mode and keeps the timeline for whoever draws the report.
+pub fn run(paths: &[PathBuf], open: &OpenOptions, mode: &Mode) -> Result<Explained, ReadError> {
     let mut cy = match mode {
         Mode::Cycles(o) => Some(Cycles::new(o)),
         _ => None,
@@ -233,9 +238,12 @@ pub fn explain_then<T>(
             r
         }
     };
-    let r = with_inputs(r, inputs, &pass);
-    let t = then(&r, tl, strings);
-    Ok((r, t))
+    let report = with_inputs(r, inputs, &pass);
+    Ok(Explained {
+        report,
+        timeline: pass.tl,
+        strings: pass.strings,
+    })
 }
 
 /// Reads the inputs, cuts cycles and explains the misses.

@@ -371,7 +371,7 @@ fn chain_slices(r: &ExplainReport, slices: &mut Vec<Slice>) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use crate::explain::{explain_then, Mode};
+    use crate::explain::{run, Mode};
     use crate::read::OpenOptions;
     use crate::testkit;
 
@@ -382,17 +382,10 @@ mod tests {
             top: 3,
             deadline_ns: None,
         };
-        let (r, out) = explain_then(
-            &[f.to_path_buf()],
-            &OpenOptions::default(),
-            &mode,
-            |r, tl, s| {
-                let mut buf = Vec::new();
-                let st = super::write(&mut buf, r, tl, s).unwrap();
-                (st, buf)
-            },
-        )
-        .unwrap();
+        let x = run(&[f.to_path_buf()], &OpenOptions::default(), &mode).unwrap();
+        let mut buf = Vec::new();
+        let st = super::write(&mut buf, &x.report, &x.timeline, &x.strings).unwrap();
+        let (r, out) = (x.report, (st, buf));
         let (st, buf) = out;
         let j: serde_json::Value = serde_json::from_slice(&buf).unwrap();
         let events = j["traceEvents"].as_array().unwrap();

@@ -643,9 +643,9 @@ fn blamed_spans(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::explain::{explain_then, Mode};
+    use crate::explain::{run, Mode};
     use crate::read::OpenOptions;
     use crate::testkit;
 
@@ -653,15 +653,17 @@ mod tests {
     /// ready after 8.030 ms, read after 23.526 and 23.538 ms), explained with `deadline`
     /// and plotted.
     fn giving_up(deadline_ns: u64) -> (ExplainReport, Plots) {
-        let f = testkit::file(&testkit::giving_up_client(8, &[2, 5]));
-        let o = testkit::chain_options(Some(deadline_ns));
-        explain_then(
-            &[f.to_path_buf()],
-            &OpenOptions::default(),
-            &Mode::Cycles(o),
-            |r, tl, s| build(r, tl, s, &PlotOptions { lanes: 0 }),
-        )
-        .unwrap()
+        plotted(&testkit::giving_up_client(8, &[2, 5]), deadline_ns, 0)
+    }
+
+    /// The trace `t` explained in cycle mode (the chain's selectors, `deadline_ns`) and
+    /// plotted with `lanes` misses drawn one by one.
+    pub(crate) fn plotted(t: &str, deadline_ns: u64, lanes: usize) -> (ExplainReport, Plots) {
+        let f = testkit::file(t);
+        let mode = Mode::Cycles(testkit::chain_options(Some(deadline_ns)));
+        let x = run(&[f.to_path_buf()], &OpenOptions::default(), &mode).unwrap();
+        let p = build(&x.report, &x.timeline, &x.strings, &PlotOptions { lanes });
+        (x.report, p)
     }
 
     /// The bars stay the ready times on an axis scaled to them; the two replies read
@@ -743,15 +745,7 @@ mod tests {
     /// Where every reader waited, the histogram has no read times.
     #[test]
     fn a_histogram_without_late_reads_has_no_outlines() {
-        let f = testkit::file(&testkit::three_cpu_chain(6, &[4], 3_000));
-        let o = testkit::chain_options(Some(1_000_000));
-        let (_, p) = explain_then(
-            &[f.to_path_buf()],
-            &OpenOptions::default(),
-            &Mode::Cycles(o),
-            |r, tl, s| build(r, tl, s, &PlotOptions { lanes: 0 }),
-        )
-        .unwrap();
+        let (_, p) = plotted(&testkit::three_cpu_chain(6, &[4], 3_000), 1_000_000, 0);
         assert!(p.hist.read.is_none());
         let svg = crate::report::svg::histogram(&p.hist);
         assert!(
@@ -777,15 +771,7 @@ mod tests {
 
     #[test]
     fn the_missed_cycle_is_drawn_with_its_blame_on_the_hogged_cpu() {
-        let f = testkit::file(&testkit::three_cpu_chain(6, &[4], 3_000));
-        let o = testkit::chain_options(Some(1_000_000));
-        let (r, p) = explain_then(
-            &[f.to_path_buf()],
-            &OpenOptions::default(),
-            &Mode::Cycles(o),
-            |r, tl, s| build(r, tl, s, &PlotOptions { lanes: 5 }),
-        )
-        .unwrap();
+        let (r, p) = plotted(&testkit::three_cpu_chain(6, &[4], 3_000), 1_000_000, 5);
         // Every cycle has its raster column; one is missed.
         assert_eq!(r.windows.len(), 6);
         assert_eq!(r.windows.iter().filter(|c| c.miss).count(), 1);

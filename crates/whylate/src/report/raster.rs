@@ -235,9 +235,7 @@ pub(super) fn raster(r: &ExplainReport, tl: &Timeline, s: &Interner, ymax: u64) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::explain::{explain_then, Mode};
-    use crate::read::OpenOptions;
-    use crate::report::plot::{build, PlotOptions};
+    use crate::report::plot::tests::plotted;
     use crate::testkit;
 
     /// A reader that gave up reads its reply ~15 ms after it was ready: the read marks
@@ -245,15 +243,7 @@ mod tests {
     /// edge with their true time, not dropped.
     #[test]
     fn read_times_above_the_axis_are_pinned_to_its_top_edge() {
-        let f = testkit::file(&testkit::giving_up_client(8, &[2, 5]));
-        let o = testkit::chain_options(Some(3_500_000));
-        let (r, p) = explain_then(
-            &[f.to_path_buf()],
-            &OpenOptions::default(),
-            &Mode::Cycles(o),
-            |r, tl, s| build(r, tl, s, &PlotOptions { lanes: 0 }),
-        )
-        .unwrap();
+        let (r, p) = plotted(&testkit::giving_up_client(8, &[2, 5]), 3_500_000, 0);
         let ra = &p.raster;
         assert_eq!(r.windows.len(), 8);
         // Ready after 8.030 ms at worst: p99 x 1.25 capped at max x 1.05, rounded up.

@@ -640,16 +640,9 @@ fn the_html_report_says_where_the_trace_is_blind_under_its_verdict() {
         .collect();
     let f = testkit::file(&t);
     let mode = Mode::Cycles(testkit::chain_options(Some(1_000_000)));
-    let (_, page) = explain_then(
-        &[f.to_path_buf()],
-        &OpenOptions::default(),
-        &mode,
-        |r, tl, s| {
-            let plots = crate::report::plot::build(r, tl, s, &Default::default());
-            crate::report::html::render(r, &plots, "t")
-        },
-    )
-    .unwrap();
+    let x = run(&[f.to_path_buf()], &OpenOptions::default(), &mode).unwrap();
+    let plots = crate::report::plot::build(&x.report, &x.timeline, &x.strings, &Default::default());
+    let page = crate::report::html::render(&x.report, &plots, "t");
     let verdict = &page[page.find("id=\"verdict\"").unwrap()..];
     let verdict = &verdict[..verdict.find("</div>").unwrap()];
     assert!(
