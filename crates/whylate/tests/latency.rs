@@ -1366,3 +1366,69 @@ fn seed001_bare_excerpt_gives_the_411_us_wait_for_one_byte() {
     let notes = j["notes"].to_string();
     assert!(notes.contains("3 lines are elisions"), "{notes}");
 }
+
+#[test]
+fn the_timer_measure_and_the_timer_mode_take_the_same_periods() {
+    // Four periods of p on CPU1 (expiry clock 8 s ahead of the trace's). 1: fires 10 us
+    // late, p waits behind busy until 1.0013 (300 us after its expiry). 2: fires 5 us
+    // late and wakes p, which q wakes again from CPU0 before it ran: the trace cannot see
+    // where p ran and slept in between, so that period's expiry-to-running is unknown.
+    // 3: fires 2 us late while p is still on the CPU (it never waits: 2 us). 4: fires and
+    // wakes p, which has not run when the trace ends. `latency -m timer` and `explain
+    // --timer` must count the same periods with the same values: 300 and 2 us.
+    let t = "\
+ p-7 [001] d..1. 1.000000: hrtimer_start: hrtimer=00000000000000aa function=hrtimer_wakeup expires=9001000000 softexpires=9001000000 mode=ABS
+ p-7 [001] d..2. 1.000001: sched_switch: prev_comm=p prev_pid=7 prev_prio=120 prev_state=S ==> next_comm=busy next_pid=9 next_prio=120
+ busy-9 [001] d.h1. 1.001010: hrtimer_expire_entry: hrtimer=00000000000000aa function=hrtimer_wakeup now=9001010000
+ busy-9 [001] d.h2. 1.001011: sched_waking: comm=p pid=7 prio=120 target_cpu=001
+ busy-9 [001] d.h1. 1.001012: hrtimer_expire_exit: hrtimer=00000000000000aa
+ busy-9 [001] d..2. 1.001300: sched_switch: prev_comm=busy prev_pid=9 prev_prio=120 prev_state=R ==> next_comm=p next_pid=7 next_prio=120
+ p-7 [001] d..1. 1.001310: hrtimer_start: hrtimer=00000000000000aa function=hrtimer_wakeup expires=9002000000 softexpires=9002000000 mode=ABS
+ p-7 [001] d..2. 1.001311: sched_switch: prev_comm=p prev_pid=7 prev_prio=120 prev_state=S ==> next_comm=busy next_pid=9 next_prio=120
+ busy-9 [001] d.h1. 1.002005: hrtimer_expire_entry: hrtimer=00000000000000aa function=hrtimer_wakeup now=9002005000
+ busy-9 [001] d.h2. 1.002006: sched_waking: comm=p pid=7 prio=120 target_cpu=001
+ busy-9 [001] d.h1. 1.002007: hrtimer_expire_exit: hrtimer=00000000000000aa
+ q-5 [000] d..2. 1.002100: sched_waking: comm=p pid=7 prio=120 target_cpu=001
+ busy-9 [001] d..2. 1.002500: sched_switch: prev_comm=busy prev_pid=9 prev_prio=120 prev_state=R ==> next_comm=p next_pid=7 next_prio=120
+ p-7 [001] d..1. 1.002510: hrtimer_start: hrtimer=00000000000000aa function=hrtimer_wakeup expires=9003000000 softexpires=9003000000 mode=ABS
+ p-7 [001] d.h1. 1.003002: hrtimer_expire_entry: hrtimer=00000000000000aa function=hrtimer_wakeup now=9003002000
+ p-7 [001] d.h2. 1.003003: sched_waking: comm=p pid=7 prio=120 target_cpu=001
+ p-7 [001] d.h1. 1.003004: hrtimer_expire_exit: hrtimer=00000000000000aa
+ p-7 [001] d..1. 1.003010: hrtimer_start: hrtimer=00000000000000aa function=hrtimer_wakeup expires=9004000000 softexpires=9004000000 mode=ABS
+ p-7 [001] d..2. 1.003011: sched_switch: prev_comm=p prev_pid=7 prev_prio=120 prev_state=S ==> next_comm=busy next_pid=9 next_prio=120
+ busy-9 [001] d.h1. 1.004000: hrtimer_expire_entry: hrtimer=00000000000000aa function=hrtimer_wakeup now=9004000000
+ busy-9 [001] d.h2. 1.004001: sched_waking: comm=p pid=7 prio=120 target_cpu=001
+ busy-9 [001] d.h1. 1.004002: hrtimer_expire_exit: hrtimer=00000000000000aa
+ busy-9 [001] d.h1. 1.006000: irq_handler_entry: irq=11 name=eth0
+ busy-9 [001] d.h1. 1.006001: irq_handler_exit: irq=11 ret=handled
+";
+    let p = tmp("same-periods.txt", t);
+    let j = lat(&p, &[Measure::Timer]);
+    let g = group(&j, "timer", "hrtimer_wakeup (p[7])", "expiry-to-running");
+    let measured = samples(g);
+    assert_eq!(
+        measured,
+        vec![(1_001_000_000, 300_000), (1_003_000_000, 2_000)],
+        "{g}"
+    );
+    let notes = measure(&j, "timer")["notes"].to_string();
+    assert!(
+        notes.contains("1 timer(s) woke a task that was woken again"),
+        "{notes}"
+    );
+    let x = timers_json("same-periods-x.txt", t, 100_000);
+    assert_eq!(x["cycles"]["count"], 2, "{}", x["cycles"]);
+    assert_eq!(
+        (
+            x["cycles"]["min_ns"].as_u64(),
+            x["cycles"]["max_ns"].as_u64()
+        ),
+        (Some(2_000), Some(300_000))
+    );
+    let notes = x["notes"].to_string();
+    assert!(
+        notes.contains("1 period(s) woke a task that was woken again")
+            && notes.contains("1 period(s) had woken their task, which had not run"),
+        "{notes}"
+    );
+}

@@ -8,8 +8,9 @@ use super::engine::{untraced_words, Engine, LinkKind, RawLink};
 use super::report::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss, Window};
 use crate::dist::quantile;
 use crate::event::{Interner, Sym};
+use crate::measure::timer::{periods, Woken};
 use crate::timeline::Cause as RunCause;
-use crate::timeline::{span, EdgeKind, SpanKind, Timeline, NONE};
+use crate::timeline::{span, SpanKind, Timeline};
 use crate::units::dur;
 use rustc_hash::FxHashMap;
 
@@ -67,42 +68,48 @@ pub(super) fn deadline_policy(o: &TimerOptions, sorted: &[u64]) -> (Option<u64>,
 }
 
 /// Every period of a timer that woke a task (`keep` says which tasks), and the periods
-/// programs reported late themselves.
-fn samples(eng: &Engine<'_>, o: &TimerOptions, keep: &dyn Fn(i32) -> bool) -> Vec<TimerSample> {
+/// programs reported late themselves; and how many woke a task whose wait the timeline
+/// lacks (left out).
+fn samples(
+    eng: &Engine<'_>,
+    o: &TimerOptions,
+    keep: &dyn Fn(i32) -> bool,
+) -> (Vec<TimerSample>, usize) {
     let (tl, s, sp) = (eng.tl, eng.s, &eng.tl.spans);
     let mut out: Vec<TimerSample> = Vec::new();
-    for (ei, e) in tl.edges.iter().enumerate() {
-        if e.kind != EdgeKind::Timer || e.val == u64::MAX || e.val2 == u64::MAX || e.to_tid <= 0 {
+    let mut lost = 0;
+    for p in periods(tl, &eng.clock).0 {
+        let e = &tl.edges[p.edge as usize];
+        if e.to_tid <= 0 || !keep(e.to_tid) {
             continue;
         }
-        if !keep(e.to_tid) {
+        // A wait the timeline lacks: no expiry-to-running (the timer measure leaves these
+        // out too).
+        if p.woken == Woken::Unknown {
+            lost += 1;
             continue;
         }
         // From the expiry on the trace clock to the callback, as `latency --measure timer`
         // counts expiry to running: a callback's wait behind others in the same interrupt
         // (or a stalled vCPU there) is part of the period's lateness.
-        let due = eng.clock.due(tl, ei).unwrap_or(e.at);
-        let late = e.at - due;
-        let from_armed = eng.clock.armed_late(tl, ei);
-        let woken = (e.link != NONE)
-            .then(|| tl.edges[e.link as usize].span)
-            .filter(|&si| si != NONE);
-        let open = woken.is_some_and(|si| sp.flags[si as usize] & span::END_UNKNOWN != 0);
-        let wait_span = woken.filter(|_| !open).map(|si| si as usize);
-        let wait = wait_span.map(|si| (sp.start[si], sp.end[si], sp.cpu[si]));
+        let late = e.at - p.due;
+        let wait = match p.woken {
+            Woken::Waited(si) => Some(si as usize),
+            _ => None,
+        };
         out.push(TimerSample {
-            expiry: due,
+            expiry: p.due,
             fired: e.at,
-            irq_late: from_armed.unwrap_or(late),
+            irq_late: p.armed_late.unwrap_or(late),
             late,
             cpu: e.to_cpu,
             tid: e.to_tid,
             function: s.get(Sym(e.key)).to_string(),
-            wait,
-            switch_untraced: wait_span.is_some_and(|si| sp.flags[si] & span::INFERRED != 0),
-            armed_late: from_armed.is_some(),
+            wait: wait.map(|si| (sp.start[si], sp.end[si], sp.cpu[si])),
+            switch_untraced: wait.is_some_and(|si| sp.flags[si] & span::INFERRED != 0),
+            armed_late: p.armed_late.is_some(),
             armed: (e.ts != 0).then_some(e.ts),
-            open,
+            open: matches!(p.woken, Woken::Open(_)),
         });
     }
     for r in &tl.reported {
@@ -124,7 +131,7 @@ fn samples(eng: &Engine<'_>, o: &TimerOptions, keep: &dyn Fn(i32) -> bool) -> Ve
             open: false,
         });
     }
-    out
+    (out, lost)
 }
 
 impl TimerSample {
@@ -160,8 +167,9 @@ pub(super) fn timer_findings(eng: &Engine<'_>, o: &TimerOptions) -> (Framing, Fi
     // A period whose task had not run by the end is no sample: counting only its
     // interrupt's lateness would call it on time (a watch window would then settle it so
     // before it ends). Its window stays unfinished.
+    let (all, lost) = samples(eng, o, &keep);
     let (samples, open): (Vec<TimerSample>, Vec<TimerSample>) =
-        samples(eng, o, &keep).into_iter().partition(|x| !x.open);
+        all.into_iter().partition(|x| !x.open);
     let mut totals: Vec<u64> = samples.iter().map(TimerSample::total).collect();
     totals.sort_unstable();
     let (deadline, source) = deadline_policy(o, &totals);
@@ -207,6 +215,11 @@ pub(super) fn timer_findings(eng: &Engine<'_>, o: &TimerOptions) -> (Framing, Fi
         notes.push(format!(
             "{} period(s) had woken their task, which had not run when the trace ended: left out, their lateness is not known",
             open.len()
+        ));
+    }
+    if lost > 0 {
+        notes.push(format!(
+            "{lost} period(s) woke a task that was woken again before it ran (it ran and slept where the trace cannot see): left out, their lateness is not known"
         ));
     }
     if samples.is_empty() {

@@ -17,7 +17,7 @@ mod series;
 mod softirq;
 mod syscall;
 mod throughput;
-mod timer;
+pub mod timer;
 mod timerlat;
 mod wakeup;
 mod work;

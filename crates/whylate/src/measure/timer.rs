@@ -5,15 +5,65 @@ use super::measurer::{Input, Measurer};
 use super::report::{Measure, MeasureReport, Options, Sample};
 use super::series::{base_sample, finish_report, needs, span_raw, Collector, Raw, Src, Tally, Unc};
 use crate::event::Sym;
-use crate::timeline::{span, Ctx, EdgeKind, KindClass, TimerClock, NONE};
+use crate::timeline::{span, Ctx, EdgeKind, KindClass, Timeline, TimerClock, NONE};
 use crate::units::secs;
 use std::fmt::Write as _;
 
-pub(super) fn timer(cx: &Cx<'_>, o: &Options) -> MeasureReport {
-    let tl = cx.tl;
-    let mut coll = Collector::new();
+/// What became of the task a timer's callback woke.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Woken {
+    /// No task: the callback woke none (the tick, a softirq timer).
+    Nobody,
+    /// The task was still on the CPU when woken: it did not wait.
+    Running,
+    /// It waited for a CPU in runnable span `0` until it ran.
+    Waited(u32),
+    /// It had not run when the trace ended (runnable span `0`, its end unknown).
+    Open(u32),
+    /// The wakeup is traced but no wait follows it in the timeline (woken again before
+    /// it ran): its expiry-to-running is not known.
+    Unknown,
+}
+
+/// One hrtimer period as `latency -m timer` and `explain --timer` both see it.
+#[derive(Clone, Copy, Debug)]
+pub struct Period {
+    /// The timeline edge of the expiry.
+    pub edge: u32,
+    /// Requested expiry, on the trace clock.
+    pub due: u64,
+    /// When the timer was armed for a time already past (its task overran the period),
+    /// the lateness from when it could first have fired.
+    pub armed_late: Option<u64>,
+    /// The woken task's fate.
+    pub woken: Woken,
+}
+
+impl Period {
+    /// The expiry's lateness as the kernel counts it (expire_entry's `now` minus the
+    /// requested expiry), or from when it could first fire when armed late.
+    pub fn irq_late(&self, tl: &Timeline) -> u64 {
+        let e = &tl.edges[self.edge as usize];
+        self.armed_late.unwrap_or(e.val2.saturating_sub(e.val))
+    }
+
+    /// When the woken task ran: the callback itself when it did not wait, the end of its
+    /// wait otherwise; None when unknown or nobody was woken.
+    pub fn ran(&self, tl: &Timeline) -> Option<u64> {
+        match self.woken {
+            Woken::Running => Some(tl.edges[self.edge as usize].at),
+            Woken::Waited(si) => Some(tl.spans.end[si as usize]),
+            Woken::Nobody | Woken::Open(_) | Woken::Unknown => None,
+        }
+    }
+}
+
+/// Every hrtimer expiry with a known expiry time, in edge order, and how many had none
+/// (armed before the trace, or an older kernel without `now`). The one place a timer
+/// period is taken from the timeline.
+pub fn periods(tl: &Timeline, clock: &TimerClock) -> (Vec<Period>, u64) {
+    let mut out = Vec::new();
     let mut unknown = 0u64;
-    let clock = TimerClock::new(tl);
     for (ei, e) in tl.edges.iter().enumerate() {
         if e.kind != EdgeKind::Timer {
             continue;
@@ -22,15 +72,38 @@ pub(super) fn timer(cx: &Cx<'_>, o: &Options) -> MeasureReport {
             unknown += 1;
             continue;
         }
-        let full = e.val2.saturating_sub(e.val);
-        // A timer armed for a time already past (its task overran the period) fires at
-        // once: that is the task's lateness, not the timer's. Measure the timer from when
-        // it could first have fired.
-        let armed_late = clock.armed_late(tl, ei);
-        let late = armed_late.unwrap_or(full);
-        // Due time in trace time: from there to the task running is the period's
-        // lateness, including the callback's wait behind earlier ones in its interrupt.
-        let due = clock.due(tl, ei).unwrap_or(e.at);
+        let woken = if e.link == NONE {
+            if e.to_tid > 0 {
+                Woken::Running
+            } else {
+                Woken::Nobody
+            }
+        } else {
+            match tl.edges[e.link as usize].span {
+                NONE => Woken::Unknown,
+                si if tl.spans.flags[si as usize] & span::END_UNKNOWN != 0 => Woken::Open(si),
+                si => Woken::Waited(si),
+            }
+        };
+        out.push(Period {
+            edge: ei as u32,
+            due: clock.due(tl, ei).unwrap_or(e.at),
+            armed_late: clock.armed_late(tl, ei),
+            woken,
+        });
+    }
+    (out, unknown)
+}
+
+pub(super) fn timer(cx: &Cx<'_>, o: &Options) -> MeasureReport {
+    let tl = cx.tl;
+    let mut coll = Collector::new();
+    let (periods, unknown) = periods(tl, &TimerClock::new(tl));
+    let mut lost = 0u64;
+    for p in &periods {
+        let e = &tl.edges[p.edge as usize];
+        let late = p.irq_late(tl);
+        let due = p.due;
         let key = timer_key(cx, e);
         let r = Raw {
             ts: e.at.saturating_sub(late),
@@ -39,7 +112,7 @@ pub(super) fn timer(cx: &Cx<'_>, o: &Options) -> MeasureReport {
             cpu: e.to_cpu,
             tid: if e.to_tid > 0 { e.to_tid } else { e.from_tid },
             comm: Sym::EMPTY,
-            idx: ei as u32,
+            idx: p.edge,
             src: Src::Edge,
             unc: Unc::default(),
         };
@@ -50,35 +123,32 @@ pub(super) fn timer(cx: &Cx<'_>, o: &Options) -> MeasureReport {
         sl.count(
             "armed_after_expiry",
             Tally::Plain,
-            u64::from(armed_late.is_some()),
+            u64::from(p.armed_late.is_some()),
         );
         sl.push(cx, r);
+        // From the due time on the trace clock to the task running is the period's
+        // lateness, including the callback's wait behind earlier ones in its interrupt.
         let r = Raw {
             ts: due,
             value: e.at - due,
             ..r
         };
-        if e.link == NONE && e.to_tid > 0 {
-            // Woke its task before it was off the CPU: no wait after the expiry.
-            coll.add(cx, key.clone(), "expiry-to-running", r);
-        } else if e.link != NONE {
-            let w = &tl.edges[e.link as usize];
-            if w.span != NONE {
-                let si = w.span as usize;
-                let sp = &tl.spans;
-                if sp.flags[si] & span::END_UNKNOWN == 0 {
-                    let wait = sp.end[si] - sp.start[si];
-                    let mut r2 = span_raw(tl, si);
-                    r2.value = wait;
-                    coll.add(cx, key.clone(), "wakeup-after-expiry", r2);
-                    let mut r3 = r;
-                    r3.value = sp.end[si].saturating_sub(due);
-                    // Its end is the wait's: inferred when the switch-in was not traced.
-                    r3.unc = r2.unc;
-                    r3.end = sp.end[si];
-                    coll.add(cx, key, "expiry-to-running", r3);
-                }
+        match p.woken {
+            Woken::Running => coll.add(cx, key, "expiry-to-running", r),
+            Woken::Waited(si) => {
+                let (si, sp) = (si as usize, &tl.spans);
+                let mut r2 = span_raw(tl, si);
+                r2.value = sp.end[si] - sp.start[si];
+                coll.add(cx, key.clone(), "wakeup-after-expiry", r2);
+                let mut r3 = r;
+                r3.value = sp.end[si].saturating_sub(due);
+                // Its end is the wait's: inferred when the switch-in was not traced.
+                r3.unc = r2.unc;
+                r3.end = sp.end[si];
+                coll.add(cx, key, "expiry-to-running", r3);
             }
+            Woken::Unknown => lost += 1,
+            Woken::Nobody | Woken::Open(_) => {}
         }
     }
     for rl in &tl.reported {
@@ -114,6 +184,11 @@ pub(super) fn timer(cx: &Cx<'_>, o: &Options) -> MeasureReport {
         o.raw_samples,
         &timer_detail,
     );
+    if lost > 0 {
+        rep.notes.push(format!(
+            "{lost} timer(s) woke a task that was woken again before it ran (it ran and slept where the trace cannot see): no expiry-to-running for them"
+        ));
+    }
     if unknown > 0 {
         rep.notes.push(format!(
             "{unknown} hrtimer expiries without a known expiry time (armed before the trace, or an older kernel without `now`): not measured"
