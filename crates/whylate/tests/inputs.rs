@@ -535,3 +535,54 @@ fn kallsyms_of_another_boot_or_build_are_refused_for_a_perf_data() {
         "{e}"
     );
 }
+
+/// A trace.dat and a perf.data held in memory (as `watch` hands over its windows, in
+/// pieces) read like the same files on disk: the same explanation, event for event.
+#[test]
+fn a_binary_trace_in_memory_reads_like_its_file() {
+    use std::sync::Arc;
+    use whylate::explain::{run, run_opened, Mode};
+    use whylate::pipeline::Opened;
+    use whylate::read::memory::Pieces;
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    for (name, mode) in [
+        ("timer.dat.zst", Mode::Timer(Default::default())),
+        (
+            "frob.perf.data.zst",
+            Mode::Auto {
+                top: 5,
+                deadline_ns: None,
+            },
+        ),
+    ] {
+        let zst = examples.join(name);
+        let bytes = zstd::decode_all(std::fs::File::open(&zst).unwrap()).unwrap();
+        let plain = tempfile::Builder::new()
+            .suffix(name.trim_end_matches(".zst"))
+            .tempfile()
+            .unwrap();
+        std::fs::write(plain.path(), &bytes).unwrap();
+        let open = OpenOptions::default();
+        let want = run(&[plain.path().to_path_buf()], &open, &mode).unwrap();
+        // Cut at odd places, so that records and pages straddle pieces.
+        let mut pieces = Pieces::new();
+        for chunk in bytes.chunks(4093) {
+            pieces.push(Arc::from(chunk));
+        }
+        let src = read::open_memory(plain.path(), pieces, &open).unwrap();
+        let got = run_opened(Opened::one(plain.path().to_path_buf(), src), &open, &mode).unwrap();
+        assert!(
+            want.report.events > 10_000,
+            "{name}: {}",
+            want.report.events
+        );
+        assert_eq!(
+            serde_json::to_value(&got.report).unwrap(),
+            serde_json::to_value(&want.report).unwrap(),
+            "{name}"
+        );
+    }
+    let bad = Pieces::new();
+    let e = read::open_memory(std::path::Path::new("window"), bad, &OpenOptions::default());
+    assert!(matches!(e, Err(ReadError::UnknownFormat { .. })));
+}

@@ -164,6 +164,16 @@ pub struct Explained {
 
 /// Explains `paths` in the given mode and keeps the timeline for whoever draws the report.
 pub fn run(paths: &[PathBuf], open: &OpenOptions, mode: &Mode) -> Result<Explained, ReadError> {
+    run_opened(pipeline::open_all(paths, open)?, open, mode)
+}
+
+/// Explains inputs already opened (files, or a `watch` window held in memory) in the
+/// given mode.
+pub fn run_opened(
+    inputs: pipeline::Opened,
+    open: &OpenOptions,
+    mode: &Mode,
+) -> Result<Explained, ReadError> {
     let mut cy = match mode {
         Mode::Cycles(o) => Some(Cycles::new(o)),
         _ => None,
@@ -173,7 +183,7 @@ pub fn run(paths: &[PathBuf], open: &OpenOptions, mode: &Mode) -> Result<Explain
         _ => None,
     };
     let mut kr = matches!(mode, Mode::Auto { .. }).then(KernelReports::default);
-    let mut pass = read_all(paths, open, (cy.as_mut(), ex.as_mut(), kr.as_mut()))?;
+    let mut pass = read_all(inputs, open, (cy.as_mut(), ex.as_mut(), kr.as_mut()))?;
     let inputs = std::mem::take(&mut pass.inputs);
     crate::read::inputs::Unread::nothing_read(&inputs, pass.events)?;
     let (tl, strings) = (&pass.tl, &pass.strings);
@@ -258,7 +268,7 @@ pub fn explain(
 /// One pass over the inputs: the timeline, and the cycles (or the expectations) when a
 /// cutter (or a watcher) is given.
 fn read_all(
-    paths: &[PathBuf],
+    inputs: pipeline::Opened,
     open: &OpenOptions,
     (cycles, expect, kernel): (
         Option<&mut Cycles>,
@@ -297,7 +307,7 @@ fn read_all(
             }
         }
     }
-    pipeline::read(paths, open, &mut Feed(cycles, expect, kernel))
+    pipeline::read_opened(inputs, open, &mut Feed(cycles, expect, kernel))
 }
 
 /// The automatic mode: a kernel log alone gets its reports explained (or is said to have

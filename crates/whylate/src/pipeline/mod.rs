@@ -4,7 +4,7 @@
 
 use crate::event::{Event, Interner};
 use crate::read::inputs::{describe_inputs, Inputs, TracerSample};
-use crate::read::{self, EventSource, Merged, OpenOptions, ReadError};
+use crate::read::{self, EventSource, Input, Merged, OpenOptions, ReadError};
 use crate::snapshot::Snapshot;
 use crate::syscalls::Arch;
 use crate::timeline::{Builder, KindClass, Timeline};
@@ -50,16 +50,56 @@ pub fn read(
     open: &OpenOptions,
     sink: &mut impl Sink,
 ) -> Result<Pass, ReadError> {
+    read_opened(open_all(paths, open)?, open, sink)
+}
+
+/// Inputs opened once, each with the name messages call it by (its path, or what stands
+/// for an input held in memory).
+pub struct Opened {
+    names: Vec<PathBuf>,
+    sources: Vec<Input>,
+}
+
+impl Opened {
+    /// One input (a file already opened, or one held in memory) named `name`.
+    pub fn one(name: PathBuf, source: Input) -> Opened {
+        Opened {
+            names: vec![name],
+            sources: vec![source],
+        }
+    }
+}
+
+/// Opens every file of `paths` (each once; two names of one file are refused).
+pub fn open_all(paths: &[PathBuf], open: &OpenOptions) -> Result<Opened, ReadError> {
     read::ident::check_distinct(paths)?;
-    let mut sources = Vec::new();
+    let sources = (paths.iter())
+        .map(|p| read::open(p, open))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Opened {
+        names: paths.to_vec(),
+        sources,
+    })
+}
+
+/// Reads inputs already opened (merged by time) into a timeline, handing every event to
+/// `sink` too.
+pub fn read_opened(
+    inputs: Opened,
+    open: &OpenOptions,
+    sink: &mut impl Sink,
+) -> Result<Pass, ReadError> {
+    let Opened {
+        names: paths,
+        sources,
+    } = inputs;
+    let paths = &paths[..];
     let mut snapshot = None;
-    for p in paths {
-        let src = read::open(p, open)?;
+    for src in &sources {
         if let Some(s) = src.snapshot() {
             sink.snapshot(s);
             snapshot.get_or_insert_with(|| s.clone());
         }
-        sources.push(src);
     }
     let said = open.arch.or_else(|| sources.iter().find_map(|s| s.arch()));
     let arch = said.unwrap_or_default();

@@ -18,6 +18,7 @@ mod format;
 pub mod ident;
 pub mod inputs;
 pub mod ksyms;
+pub mod memory;
 mod merge;
 mod open;
 pub mod perfdata;
@@ -36,7 +37,9 @@ pub mod unpack;
 pub use decompress::Compression;
 pub use format::Format;
 pub use merge::{Lend, Merged, Sorted};
-pub use open::{open, trace_format, Input, OpenOptions, Progress, DEFAULT_WINDOW, PERF_WINDOW};
+pub use open::{
+    open, open_memory, trace_format, Input, OpenOptions, Progress, DEFAULT_WINDOW, PERF_WINDOW,
+};
 pub use registry::{formats, sniff};
 pub(crate) use source::OrderCheck;
 pub use source::{BadLine, Diag, EventSource, Header, LatencyHeader, OrderStats, ReadError};

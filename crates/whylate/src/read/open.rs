@@ -9,7 +9,7 @@ use crate::read::registry;
 use crate::read::source::{Cx, Diag, EventSource, OrderStats, ReadError};
 use crate::read::text::lines::LineReader;
 use crate::read::text::reader::TextReader;
-use crate::read::{decompress, ksyms, perfdata, perfetto, tracedat, unpack};
+use crate::read::{decompress, ksyms, memory, perfdata, perfetto, tracedat, unpack};
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Read};
@@ -460,7 +460,8 @@ fn open_input(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
             let (buffered, rest) = lines.into_inner();
             spool(path, Box::new(io::Cursor::new(buffered).chain(rest)))?
         };
-        let kind = open_binary(path, file, dat, opts).map_err(|e| with_cut(e, &cut))?;
+        let kind = open_binary(path, unpack::Bytes::File(file), dat, opts)
+            .map_err(|e| with_cut(e, &cut))?;
         return Ok(Input {
             kind,
             compression,
@@ -578,7 +579,7 @@ fn unsized_trace(path: &Path, dat: bool) -> io::Result<Option<unpack::Unpacked>>
 /// Opens a (seekable) trace.dat or perf.data, with `--kallsyms` symbols when given.
 fn open_binary(
     path: &Path,
-    file: File,
+    file: unpack::Bytes,
     dat: bool,
     opts: &OpenOptions,
 ) -> Result<InputKind, ReadError> {
@@ -587,18 +588,49 @@ fn open_binary(
     // counted by the reader. perf.data is sorted by its reader, round by round, with a
     // hold of at least PERF_WINDOW events for what comes after its round.
     Ok(if dat {
-        let mut d = tracedat::TraceDat::open(path, file)?;
+        let mut d = tracedat::TraceDat::open_bytes(path, file)?;
         if let Some((name, text)) = &opts.kallsyms {
             d.use_kallsyms(name, text);
         }
         InputKind::Dat(Box::new(d))
     } else {
-        InputKind::Perf(Box::new(perfdata::PerfData::open_with_kallsyms(
+        InputKind::Perf(Box::new(perfdata::PerfData::open_with(
             path,
             file,
             opts.window.max(PERF_WINDOW),
+            true,
             opts.kallsyms.as_ref(),
         )?))
+    })
+}
+
+/// Opens a trace.dat or perf.data held in memory (`watch` hands its windows over this
+/// way); `name` stands for it in messages.
+pub fn open_memory(
+    name: &Path,
+    bytes: memory::Pieces,
+    opts: &OpenOptions,
+) -> Result<Input, ReadError> {
+    let mut head = vec![0u8; bytes.len().min(HEAD as u64) as usize];
+    let io_err = |source| ReadError::Io {
+        path: name.to_path_buf(),
+        source,
+    };
+    bytes.read_exact_at(&mut head, 0).map_err(io_err)?;
+    let reader = registry::binary(&head, opts.format)
+        .filter(|r| matches!(r.build, Build::TraceDat | Build::PerfData))
+        .ok_or_else(|| ReadError::UnknownFormat {
+            path: name.to_path_buf(),
+            tried: "trace.dat, perf.data (the formats read from memory)".into(),
+            start: describe_start(&head),
+        })?;
+    let dat = matches!(reader.build, Build::TraceDat);
+    let bytes = unpack::Bytes::Memory(Arc::new(bytes));
+    Ok(Input {
+        kind: open_binary(name, bytes, dat, opts)?,
+        compression: Compression::None,
+        cut: Default::default(),
+        stop: opts.progress.clone().map(|p| (p, 0)),
     })
 }
 

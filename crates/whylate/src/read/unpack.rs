@@ -35,6 +35,8 @@ pub enum Bytes {
     /// A zstd or xz file of known decompressed size (shared with the parsers that read it
     /// too).
     Unpacked(std::sync::Arc<Unpacked>),
+    /// Bytes in memory ([`super::memory`]: a `watch` window).
+    Memory(std::sync::Arc<super::memory::Pieces>),
 }
 
 impl Bytes {
@@ -43,6 +45,7 @@ impl Bytes {
         match self {
             Bytes::File(f) => f.read_exact_at(buf, off),
             Bytes::Unpacked(u) => u.read_exact_at(buf, off),
+            Bytes::Memory(m) => m.read_exact_at(buf, off),
         }
     }
 
@@ -51,6 +54,7 @@ impl Bytes {
         match self {
             Bytes::File(f) => Ok(f.metadata()?.len()),
             Bytes::Unpacked(u) => Ok(u.len),
+            Bytes::Memory(m) => Ok(m.len()),
         }
     }
 }

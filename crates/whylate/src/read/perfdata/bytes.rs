@@ -9,6 +9,7 @@ use std::fs::File;
 pub(super) enum Src {
     File(File),
     Unpacked(unpack::Reader),
+    Memory(crate::read::memory::Reader),
 }
 
 impl Src {
@@ -18,6 +19,7 @@ impl Src {
         Ok(match bytes {
             Bytes::File(f) => Src::File(f.try_clone()?),
             Bytes::Unpacked(u) => Src::Unpacked(unpack::Reader::new(u.clone())),
+            Bytes::Memory(m) => Src::Memory(crate::read::memory::Reader::new(m.clone())),
         })
     }
 
@@ -30,6 +32,7 @@ impl Src {
                 Src::File(File::open(format!("/proc/self/fd/{}", f.as_raw_fd()))?)
             }
             Bytes::Unpacked(u) => Src::Unpacked(unpack::Reader::new(u.clone())),
+            Bytes::Memory(m) => Src::Memory(crate::read::memory::Reader::new(m.clone())),
         })
     }
 }
@@ -39,6 +42,7 @@ impl std::io::Read for Src {
         match self {
             Src::File(f) => f.read(buf),
             Src::Unpacked(r) => r.read(buf),
+            Src::Memory(r) => r.read(buf),
         }
     }
 }
@@ -48,6 +52,7 @@ impl std::io::Seek for Src {
         match self {
             Src::File(f) => f.seek(to),
             Src::Unpacked(r) => r.seek(to),
+            Src::Memory(r) => r.seek(to),
         }
     }
 }
@@ -152,6 +157,8 @@ impl Data {
                 #[cfg(test)]
                 most: 0,
             })),
+            // Not made by any reader yet: the records are read through `Src` instead.
+            Bytes::Memory(_) => None,
         }
     }
 

@@ -203,7 +203,7 @@ impl PerfData {
         Self::open_with(path, Bytes::File(file), window, false, None)
     }
 
-    fn open_with(
+    pub(crate) fn open_with(
         path: &Path,
         file: Bytes,
         window: usize,
@@ -301,7 +301,7 @@ impl PerfData {
             mode,
             unpacked: match file {
                 Bytes::Unpacked(u) => Some(u),
-                Bytes::File(_) => None,
+                Bytes::File(_) | Bytes::Memory(_) => None,
             },
         })
     }

@@ -359,7 +359,7 @@ impl TraceDat {
     pub fn unpack_cost(&self) -> Option<(u64, u64)> {
         match &self.file {
             Bytes::Unpacked(u) => Some(u.cost()),
-            Bytes::File(_) => None,
+            Bytes::File(_) | Bytes::Memory(_) => None,
         }
     }
 
