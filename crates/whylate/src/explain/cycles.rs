@@ -310,9 +310,10 @@ mod tests {
         let o = testkit::chain_options(Some(30_000_000));
         let f = testkit::file(&testkit::giving_up_client(8, &[1, 2, 3, 5, 6]));
         let mut cy = Cycles::new(&o);
+        let open = Default::default();
         let p = super::super::read_all(
-            &[f.to_path_buf()],
-            &Default::default(),
+            crate::pipeline::open_all(&[f.to_path_buf()], &open).unwrap(),
+            &open,
             (Some(&mut cy), None, None),
         )
         .unwrap();

@@ -114,13 +114,26 @@ impl CpuPages for Reader<Spool> {
     }
 }
 
-/// Pages held in memory (a `watch` window).
-pub(crate) struct MemPages<'a> {
+/// Pages held in memory (a `watch` window), shared with the ring that holds them.
+pub(crate) struct MemPages {
     pub(crate) cpu: u32,
-    pub(crate) pages: Vec<&'a [u8]>,
+    pub(crate) pages: Vec<std::sync::Arc<[u8]>>,
 }
 
-impl CpuPages for MemPages<'_> {
+/// The trace.dat of `cpus` in memory, as pieces: the header composed here, then the pages
+/// themselves, not copied (`watch` hands its windows to the analysis so).
+pub(crate) fn dat_in_memory(m: &Meta, cpus: Vec<MemPages>) -> crate::read::memory::Pieces {
+    let mut out = crate::read::memory::Pieces::new();
+    out.push(dat_header(m, &cpus).into());
+    for c in cpus {
+        for p in c.pages {
+            out.push(p);
+        }
+    }
+    out
+}
+
+impl CpuPages for MemPages {
     fn cpu(&self) -> u32 {
         self.cpu
     }
@@ -138,12 +151,9 @@ impl CpuPages for MemPages<'_> {
 /// Bytes per write() call: a few microseconds of copying each.
 const WRITE_PIECE: usize = 64 << 10;
 
-/// Writes a trace.dat v6: header, formats, symbols, options, then each CPU's pages.
-pub(crate) fn write_dat<C: CpuPages>(
-    path: &Path,
-    m: &Meta,
-    cpus: &mut [C],
-) -> Result<u64, RecordError> {
+/// A trace.dat v6 up to its CPU data: header, formats, symbols, options and the CPU
+/// table, padded to the page where the data of `cpus` starts (laid out in their order).
+fn dat_header<C: CpuPages>(m: &Meta, cpus: &[C]) -> Vec<u8> {
     let mut h: Vec<u8> = Vec::new();
     h.extend_from_slice(crate::read::tracedat::MAGIC);
     h.extend_from_slice(b"6\0");
@@ -218,6 +228,18 @@ pub(crate) fn write_dat<C: CpuPages>(
         h[at..at + 8].copy_from_slice(&o.to_le_bytes());
         h[at + 8..at + 16].copy_from_slice(&s.to_le_bytes());
     }
+    let data_start = (h.len() as u64).div_ceil(page) * page;
+    h.resize(data_start as usize, 0);
+    h
+}
+
+/// Writes a trace.dat v6: header, formats, symbols, options, then each CPU's pages.
+pub(crate) fn write_dat<C: CpuPages>(
+    path: &Path,
+    m: &Meta,
+    cpus: &mut [C],
+) -> Result<u64, RecordError> {
+    let h = dat_header(m, cpus);
     let mut f = OpenOptions::new()
         .write(true)
         .create(true)
@@ -229,8 +251,6 @@ pub(crate) fn write_dat<C: CpuPages>(
     use std::os::unix::fs::PermissionsExt;
     f.set_permissions(fs::Permissions::from_mode(0o600))
         .map_err(ioe(path))?;
-    let data_start = (h.len() as u64).div_ceil(page) * page;
-    h.resize(data_start as usize, 0);
     // In pieces: one write() of the whole header (5 MB of kallsyms) is one long stretch
     // in the kernel, which a non-preemptible kernel lets no real-time task interrupt
     // (`watch` writes windows while the workload runs).

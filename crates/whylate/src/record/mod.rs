@@ -26,7 +26,7 @@ mod timerlat;
 mod tracefs;
 
 use dat::{collect_formats, uname};
-pub(crate) use dat::{write_dat, MemPages, Meta};
+pub(crate) use dat::{dat_in_memory, write_dat, MemPages, Meta};
 pub use error::RecordError;
 use error::{check_root, ioe};
 use events::{exclude_own_syscalls, resolve_events};

@@ -34,7 +34,7 @@ pub(super) struct Run<'a> {
     /// write() holds a CPU in the kernel, which a real-time workload there feels).
     lean: Meta,
     open: OpenOptions,
-    window_path: PathBuf,
+    window_name: PathBuf,
     /// tracefs's saved_cmdlines, read again for every window (tasks come and go).
     cmdlines: PathBuf,
     keeper: Option<Keeper>,
@@ -56,7 +56,7 @@ impl<'a> Run<'a> {
         o: &'a WatchOptions,
         t: &Tracing<ToChannel>,
         keeper: Option<Keeper>,
-        window_path: PathBuf,
+        window_name: PathBuf,
     ) -> Run<'a> {
         let mut mode = o.mode.clone();
         if let Mode::Cycles(c) = &mut mode {
@@ -83,7 +83,7 @@ impl<'a> Run<'a> {
                 ..meta
             },
             open,
-            window_path,
+            window_name,
             cmdlines: t.root.join("saved_cmdlines"),
             keeper,
             started: t.started,
@@ -147,19 +147,24 @@ fn write_window(
     (from, to): (u64, u64),
     path: &Path,
 ) -> Result<u64, RecordError> {
-    let mut cpus: Vec<MemPages<'_>> = ring.window(from, to);
+    let mut cpus: Vec<MemPages> = ring.window(from, to);
     record::write_dat(path, meta, &mut cpus)
 }
 
-/// Explains one window file; a window where the selectors matched nothing yet is
-/// empty, not an error (the reason is kept for the end).
+/// Explains the window `[from, to]` of the ring, handed over in memory as a trace.dat
+/// (`name` in messages); a window where the selectors matched nothing yet is empty, not
+/// an error (the reason is kept for the end).
 fn explain_window(
-    path: &Path,
-    open: &OpenOptions,
-    mode: &Mode,
+    (ring, meta): (&Ring, &Meta),
+    (from, to): (u64, u64),
+    name: &Path,
+    (open, mode): (&OpenOptions, &Mode),
 ) -> Result<Result<ExplainReport, String>, ReadError> {
-    match explain::explain_mode(&[path.to_path_buf()], open, mode) {
-        Ok(r) => Ok(Ok(r)),
+    let bytes = record::dat_in_memory(meta, ring.window(from, to));
+    let src = crate::read::open_memory(name, bytes, open)?;
+    let one = crate::pipeline::Opened::one(name.to_path_buf(), src);
+    match explain::run_opened(one, open, mode) {
+        Ok(x) => Ok(Ok(x.report)),
         Err(ReadError::NoMatch { why }) => Ok(Err(why)),
         Err(e) => Err(e),
     }
@@ -274,9 +279,13 @@ impl Run<'_> {
         }
         self.meta.cmdlines = record::read_tracefs(&self.cmdlines);
         self.lean.cmdlines.clone_from(&self.meta.cmdlines);
-        write_window(&self.ring, &self.lean, (from, to), &self.window_path)?;
         self.windows += 1;
-        let r = match explain_window(&self.window_path, &self.open, &self.mode)? {
+        let r = match explain_window(
+            (&self.ring, &self.lean),
+            (from, to),
+            &self.window_name,
+            (&self.open, &self.mode),
+        )? {
             Ok(r) => r,
             Err(why) => {
                 self.never_matched.get_or_insert(why);

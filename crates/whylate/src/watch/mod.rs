@@ -24,7 +24,7 @@ mod settle;
 mod types;
 
 use crate::explain::Mode;
-use crate::record::{RecordError, Tracing};
+use crate::record::Tracing;
 use driver::{spawn, Run};
 use keep::Keeper;
 use ring::ToChannel;
@@ -44,10 +44,6 @@ pub fn watch(
         Some(k) => Some(Keeper::new(k)?),
         None => None,
     };
-    let tmp = tempfile::tempdir().map_err(|e| RecordError::Io {
-        path: std::env::temp_dir(),
-        source: e,
-    })?;
     let (tx, rx) = mpsc::channel();
     let t = Tracing::start(&o.events, o.buffer_kb, o.timerlat, |cpu, _, layout| {
         Ok(ToChannel {
@@ -57,7 +53,8 @@ pub fn watch(
         })
     })?;
     drop(tx);
-    let mut run = Run::new(o, &t, keeper, tmp.path().join("window.dat"));
+    // Windows are analysed in memory; this names them in messages.
+    let mut run = Run::new(o, &t, keeper, std::path::PathBuf::from("watch-window.dat"));
     let mut child = spawn(o)?;
     let exit_code = run.watch_loop(&t, &rx, child.as_mut(), &stop, out)?;
     let stale = t.stale.clone();

@@ -14,7 +14,7 @@ pub(crate) struct RawPage {
     pub(crate) ts: u64,
     /// The kernel dropped events before this page (the count, when it kept one).
     pub(crate) lost: Option<Option<u64>>,
-    pub(crate) data: Box<[u8]>,
+    pub(crate) data: std::sync::Arc<[u8]>,
 }
 
 /// A reader's sink for `watch`: each page goes to the main thread.
@@ -125,12 +125,12 @@ impl Ring {
     }
 
     /// Per CPU, the pages that may hold records in `[from, to]`, in order.
-    pub(crate) fn window(&self, from: u64, to: u64) -> Vec<MemPages<'_>> {
+    pub(crate) fn window(&self, from: u64, to: u64) -> Vec<MemPages> {
         let mut out = Vec::new();
         for (cpu, q) in self.cpus.iter().enumerate() {
-            let pages: Vec<&[u8]> = (0..q.len())
+            let pages: Vec<std::sync::Arc<[u8]>> = (0..q.len())
                 .filter(|&k| q[k].ts <= to && q.get(k + 1).is_none_or(|n| n.ts > from))
-                .map(|k| &q[k].data[..])
+                .map(|k| q[k].data.clone())
                 .collect();
             out.push(MemPages {
                 cpu: cpu as u32,
