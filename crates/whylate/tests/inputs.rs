@@ -586,3 +586,39 @@ fn a_binary_trace_in_memory_reads_like_its_file() {
     let e = read::open_memory(std::path::Path::new("window"), bad, &OpenOptions::default());
     assert!(matches!(e, Err(ReadError::UnknownFormat { .. })));
 }
+
+/// A binary trace is opened once: replacing the file under its name after it was opened
+/// (a recorder rotating its output) changes nothing in what is read, plain or read in
+/// place compressed.
+#[test]
+fn a_trace_replaced_after_it_was_opened_is_still_the_one_read() {
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let dir = tempfile::tempdir().unwrap();
+    for (name, plain) in [("t.dat", true), ("t.dat.zst", false)] {
+        let path = dir.path().join(name);
+        let other = dir.path().join(format!("other-{name}"));
+        for (src, dst) in [("timer.dat.zst", &path), ("frob.dat.zst", &other)] {
+            let z = std::fs::read(examples.join(src)).unwrap();
+            let bytes = if plain {
+                zstd::decode_all(&z[..]).unwrap()
+            } else {
+                z
+            };
+            std::fs::write(dst, bytes).unwrap();
+        }
+        let events = |src: &mut read::Input| {
+            let mut strings = Interner::new();
+            let mut n = 0u64;
+            while src.next_event(&mut strings).unwrap().is_some() {
+                n += 1;
+            }
+            n
+        };
+        let open = || read::open(&path, &OpenOptions::default()).unwrap();
+        let want = events(&mut open());
+        let mut src = open();
+        std::fs::rename(&other, &path).unwrap();
+        assert_eq!(events(&mut src), want, "{name}");
+        assert_ne!(events(&mut open()), want, "{name}: the replacement differs");
+    }
+}

@@ -45,8 +45,12 @@ impl Declared {
     /// A stream a decoder reads from block `k` on: the stream header, the file's blocks
     /// from `k` (`file` is the whole compressed file), then an index and footer made for
     /// those blocks, so the decoder ends cleanly as on a file of its own.
-    pub fn stream_from(&self, k: usize, mut file: std::fs::File) -> io::Result<impl io::Read> {
-        use io::{Read, Seek};
+    pub fn stream_from<F: io::Read + io::Seek>(
+        &self,
+        k: usize,
+        mut file: F,
+    ) -> io::Result<impl io::Read + use<F>> {
+        use io::Read;
         let blocks = &self.blocks[k..];
         let from = blocks.first().map_or(self.index_at, |b| b.at);
         file.seek(io::SeekFrom::Start(from))?;

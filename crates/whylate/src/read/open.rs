@@ -398,10 +398,16 @@ fn open_input(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
     let stdin = path.as_os_str() == "-";
     // A pipe, FIFO or `<(cmd)` cannot be opened again or seeked: read it as stdin is.
     let stream = stdin || super::ident::is_stream(path);
-    let f: Box<dyn Read + Send> = if stdin {
-        Box::new(io::stdin())
+    // A file is opened once: the sniffing reader and every reader after it read the same
+    // open file at their own offsets (`pread`), so all of them read the file that was
+    // sniffed, whatever happens to its name meanwhile.
+    let (f, file): (Box<dyn Read + Send>, Option<Arc<File>>) = if stdin {
+        (Box::new(io::stdin()), None)
+    } else if stream {
+        (Box::new(File::open(path).map_err(io_err)?), None)
     } else {
-        Box::new(File::open(path).map_err(io_err)?)
+        let file = Arc::new(File::open(path).map_err(io_err)?);
+        (Box::new(unpack::FileAt::new(file.clone())), Some(file))
     };
     let f: Box<dyn Read + Send> = match &opts.progress {
         Some(p) => Box::new(Counted { f, p: p.clone() }),
@@ -439,10 +445,9 @@ fn open_input(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
             p.binary.store(true, std::sync::atomic::Ordering::Relaxed);
         }
         // A compressed file is read in place; one that is cut, or a stream, is spooled.
-        let in_place = compression != Compression::None;
-        let unpacked = match in_place && !stream {
-            true => open_unpacked(path, dat, opts)?,
-            false => None,
+        let unpacked = match (&file, compression != Compression::None) {
+            (Some(file), true) => open_unpacked(path, file, dat, opts)?,
+            _ => None,
         };
         if let Some(kind) = unpacked {
             return Ok(Input {
@@ -454,11 +459,13 @@ fn open_input(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
         }
         // Binary formats need random access: a compressed one (or a stream) not read
         // through cursors is spooled.
-        let file = if compression == Compression::None && !stream {
-            File::open(path).map_err(io_err)?
-        } else {
-            let (buffered, rest) = lines.into_inner();
-            spool(path, Box::new(io::Cursor::new(buffered).chain(rest)))?
+        let file = match (&file, compression) {
+            // The same open file: its own offset was never moved (the readers `pread`).
+            (Some(file), Compression::None) => file.try_clone().map_err(io_err)?,
+            _ => {
+                let (buffered, rest) = lines.into_inner();
+                spool(path, Box::new(io::Cursor::new(buffered).chain(rest)))?
+            }
         };
         let kind = open_binary(path, unpack::Bytes::File(file), dat, opts)
             .map_err(|e| with_cut(e, &cut))?;
@@ -483,9 +490,9 @@ fn open_input(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
     };
     let parser = parser(&head);
     let diag = Diag::strict(opts.strict);
-    let size = (compression == Compression::None && !stream)
-        .then(|| std::fs::metadata(path).ok().map(|m| m.len()))
-        .flatten();
+    let size = (file.as_ref())
+        .filter(|_| compression == Compression::None)
+        .and_then(|f| f.metadata().ok().map(|m| m.len()));
     let plan = crate::read::text::chunked::plan(reader.split, peeked, HEAD, size);
     let r = TextReader::new(
         path,
@@ -560,20 +567,20 @@ pub fn trace_format(path: &Path) -> Option<Format> {
 /// the data does (modulo 4 GiB), that end, without a pass; otherwise by decompressing it
 /// through once. None for a trace.dat that would be spooled anyway (too many CPU
 /// regions, found before that pass) and for a cut file.
-fn unsized_trace(path: &Path, dat: bool) -> io::Result<Option<unpack::Unpacked>> {
+fn unsized_trace(path: &Path, file: &Arc<File>, dat: bool) -> io::Result<Option<unpack::Unpacked>> {
     if dat {
-        match tracedat::TraceDat::probe(path) {
+        match tracedat::TraceDat::probe(path, file.clone()) {
             tracedat::Probe::TooManyRegions => return Ok(None),
             tracedat::Probe::Ends(end) => {
-                let trailer = crate::read::declared::gzip_size_mod_4g(&File::open(path)?)?;
+                let trailer = crate::read::declared::gzip_size_mod_4g(file)?;
                 if trailer == Some(end as u32) {
-                    return Ok(Some(unpack::Unpacked::claimed(path, end)));
+                    return Ok(Some(unpack::Unpacked::claimed(path, file.clone(), end)));
                 }
             }
             tracedat::Probe::Unknown => {}
         }
     }
-    unpack::Unpacked::measure(path)
+    unpack::Unpacked::measure_file(path, file.clone())
 }
 
 /// Opens a (seekable) trace.dat or perf.data, with `--kallsyms` symbols when given.
@@ -640,6 +647,7 @@ pub fn open_memory(
 /// its own region): the caller spools it then.
 fn open_unpacked(
     path: &Path,
+    file: &Arc<File>,
     dat: bool,
     opts: &OpenOptions,
 ) -> Result<Option<InputKind>, ReadError> {
@@ -647,9 +655,9 @@ fn open_unpacked(
         path: path.to_path_buf(),
         source,
     };
-    let u = match unpack::Unpacked::open(path).map_err(io_err)? {
+    let u = match unpack::Unpacked::open_file(path, file.clone()).map_err(io_err)? {
         Some(u) => u,
-        None => match unsized_trace(path, dat).map_err(io_err)? {
+        None => match unsized_trace(path, file, dat).map_err(io_err)? {
             Some(u) => u,
             None => return Ok(None),
         },

@@ -114,9 +114,46 @@ impl io::Write for Tail<'_> {
     }
 }
 
+/// A reader of a file at a position of its own, by `pread`: any number of them share one
+/// open file (whose own offset none of them moves), so a file is opened once however
+/// many readers it has.
+pub struct FileAt {
+    file: std::sync::Arc<File>,
+    pos: u64,
+}
+
+impl FileAt {
+    /// At offset 0.
+    pub fn new(file: std::sync::Arc<File>) -> FileAt {
+        FileAt { file, pos: 0 }
+    }
+}
+
+impl Read for FileAt {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.file.read_at(buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl io::Seek for FileAt {
+    fn seek(&mut self, to: io::SeekFrom) -> io::Result<u64> {
+        let pos = match to {
+            io::SeekFrom::Start(p) => Some(p),
+            io::SeekFrom::End(d) => self.file.metadata()?.len().checked_add_signed(d),
+            io::SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+        };
+        self.pos = pos.ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+        Ok(self.pos)
+    }
+}
+
 /// A compressed file read at offsets through forward-moving cursors (see the module doc).
 pub struct Unpacked {
     path: PathBuf,
+    /// The file, opened once: every cursor reads it through its own [`FileAt`].
+    file: std::sync::Arc<File>,
     len: u64,
     /// Where a new cursor may start besides 0 (an xz file's blocks).
     declared: super::declared::Declared,
@@ -134,29 +171,39 @@ impl Unpacked {
     /// Opens `path` when it is zstd or xz that declares its whole decompressed size; None
     /// otherwise (gzip, zstd written as a stream, a cut file): see [`Unpacked::measure`].
     pub fn open(path: &Path) -> io::Result<Option<Unpacked>> {
-        let f = File::open(path)?;
-        Ok(super::declared::of_file(&f)?.map(|d| Self::with(path, d)))
+        Self::open_file(path, std::sync::Arc::new(File::open(path)?))
     }
 
-    /// Compressed `path` of decompressed size `size`, found by other means (a gzip
+    /// [`Unpacked::open`] of `file`, already open (`path` names it in messages).
+    pub fn open_file(path: &Path, file: std::sync::Arc<File>) -> io::Result<Option<Unpacked>> {
+        let declared = super::declared::of_file(&file)?;
+        Ok(declared.map(|d| Self::with(path, file, d)))
+    }
+
+    /// Compressed `file` of decompressed size `size`, found by other means (a gzip
     /// trace.dat's regions, checked against its trailer).
-    pub fn claimed(path: &Path, size: u64) -> Unpacked {
-        let mut u = Self::with(path, Default::default());
+    pub fn claimed(path: &Path, file: std::sync::Arc<File>, size: u64) -> Unpacked {
+        let mut u = Self::with(path, file, Default::default());
         u.len = size;
         u
     }
 
-    /// `path` with no size yet, for a look at its start before deciding to measure it:
+    /// `file` with no size yet, for a look at its start before deciding to measure it:
     /// reads are only bounded by the data itself.
-    pub fn unmeasured(path: &Path) -> Unpacked {
-        let mut u = Self::with(path, Default::default());
+    pub fn unmeasured(path: &Path, file: std::sync::Arc<File>) -> Unpacked {
+        let mut u = Self::with(path, file, Default::default());
         u.len = u64::MAX;
         u
     }
 
-    fn with(path: &Path, declared: super::declared::Declared) -> Unpacked {
+    fn with(
+        path: &Path,
+        file: std::sync::Arc<File>,
+        declared: super::declared::Declared,
+    ) -> Unpacked {
         Unpacked {
             path: path.to_path_buf(),
+            file,
             len: declared.size,
             declared,
             cursors: Mutex::new((Vec::new(), 0)),
@@ -172,12 +219,17 @@ impl Unpacked {
     /// perf.data's feature sections, read before its data, usually are. None when it is
     /// not compressed, or cut or damaged: it is then spooled and read as far as it goes.
     pub fn measure(path: &Path) -> io::Result<Option<Unpacked>> {
+        Self::measure_file(path, std::sync::Arc::new(File::open(path)?))
+    }
+
+    /// [`Unpacked::measure`] of `file`, already open (`path` names it in messages).
+    pub fn measure_file(path: &Path, file: std::sync::Arc<File>) -> io::Result<Option<Unpacked>> {
         let mut head = [0u8; 6];
-        let n = File::open(path)?.read_at(&mut head, 0)?;
+        let n = file.read_at(&mut head, 0)?;
         if decompress::compression_of(&head[..n]) == Compression::None {
             return Ok(None);
         }
-        let mut u = Self::with(path, Default::default());
+        let mut u = Self::with(path, file, Default::default());
         let mut c = u.cursor_at(None)?;
         let (n, tail) = c.rd.skip_to_end(2 * HISTORY)?;
         if c.cut.get().is_some() {
@@ -318,7 +370,7 @@ impl Unpacked {
     /// A new cursor: from the file's start, or from xz block `k` at decompressed offset
     /// `raw` ([`super::declared::Declared::stream_from`]).
     fn cursor_at(&self, start: Option<(usize, u64)>) -> io::Result<Cursor> {
-        let f = File::open(&self.path)?;
+        let f = FileAt::new(self.file.clone());
         let (input, raw): (Box<dyn Read + Send>, u64) = match start {
             None => (Box::new(f), 0),
             Some((k, raw)) => (Box::new(self.declared.stream_from(k, f)?), raw),
@@ -526,7 +578,7 @@ mod tests {
             assert_eq!(check(5_000_000 - 2_000_000), 1);
             assert_eq!(check(1000), 2);
             // Not measured: a read past the end fails, and tells where the data ends.
-            let u = Unpacked::unmeasured(&p);
+            let u = Unpacked::unmeasured(&p, std::sync::Arc::new(File::open(&p).unwrap()));
             assert_eq!(u.ended(), None);
             u.read_exact_at(&mut buf, 4_000_000).unwrap();
             assert!(u.read_exact_at(&mut buf, 4_998_000).is_err());

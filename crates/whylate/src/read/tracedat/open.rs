@@ -181,8 +181,9 @@ impl TraceDat {
     /// measured (a parse of a few MiB, against decompressing it all only to spool it
     /// after): whether it has too many CPU regions to read in place, and where its
     /// regions end.
-    pub fn probe(path: &Path) -> Probe {
-        let u = std::sync::Arc::new(crate::read::unpack::Unpacked::unmeasured(path));
+    pub fn probe(path: &Path, file: std::sync::Arc<File>) -> Probe {
+        let u = crate::read::unpack::Unpacked::unmeasured(path, file);
+        let u = std::sync::Arc::new(u);
         let Ok(me) = Self::parse(path, Bytes::Unpacked(u.clone())) else {
             // Not parsed without the size: a file shorter than the metadata's first read
             // was decompressed whole by it, so its size is known; else the measured
