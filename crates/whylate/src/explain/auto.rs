@@ -229,36 +229,37 @@ fn cpu_waits(eng: &Engine<'_>, found: &mut Vec<Miss>) {
 /// 100 us.
 fn irqs_and_offs(eng: &Engine<'_>, found: &mut Vec<Miss>) {
     let sp = &eng.tl.spans;
+    // The irq measure's samples: `latency -m irq` and this mode see the same runs.
+    let (runs, _) = crate::measure::irq::handlers(eng.tl);
     let mut per_irq: FxHashMap<u32, Vec<u64>> = FxHashMap::default();
-    for i in 0..sp.len() {
-        if sp.kind[i] == SpanKind::Hardirq && sp.flags[i] & span::END_UNKNOWN == 0 {
-            per_irq
-                .entry(sp.key[i])
-                .or_default()
-                .push(sp.end[i] - sp.start[i]);
-        }
+    for &i in &runs {
+        per_irq
+            .entry(sp.key[i])
+            .or_default()
+            .push(sp.end[i] - sp.start[i]);
     }
     let usual_irq: FxHashMap<u32, Option<u64>> = (per_irq.into_iter())
         .map(|(k, v)| (k, usual_of(v)))
         .collect();
+    let mut long: Vec<(usize, Miss)> = Vec::new();
+    for i in runs {
+        let u = usual_irq.get(&sp.key[i]).copied().flatten();
+        if outlier(sp.end[i] - sp.start[i], u, 100_000, 3, 1_000_000) {
+            long.push((i, long_irq(eng, i, u.unwrap_or(0))));
+        }
+    }
     for i in 0..sp.len() {
         let d = sp.end[i] - sp.start[i];
         if sp.flags[i] & span::END_UNKNOWN != 0 {
             continue;
         }
-        match sp.kind[i] {
-            SpanKind::Hardirq if sp.key[i] != u32::MAX => {
-                let u = usual_irq.get(&sp.key[i]).copied().flatten();
-                if outlier(d, u, 100_000, 3, 1_000_000) {
-                    found.push(long_irq(eng, i, u.unwrap_or(0)));
-                }
-            }
-            SpanKind::IrqsOff | SpanKind::PreemptOff if d >= 100_000 => {
-                found.push(off_section(eng, i));
-            }
-            _ => {}
+        if matches!(sp.kind[i], SpanKind::IrqsOff | SpanKind::PreemptOff) && d >= 100_000 {
+            long.push((i, off_section(eng, i)));
         }
     }
+    // In span order, as one walk gave them (the order ties keep when ranked).
+    long.sort_by_key(|x| x.0);
+    found.extend(long.into_iter().map(|x| x.1));
 }
 
 /// Hardirq span `i`, `u` its irq's usual, as an outlier.

@@ -4,22 +4,36 @@ use super::cx::Cx;
 use super::measurer::{Input, Measurer};
 use super::report::{Measure, MeasureReport, Options, Sample};
 use super::series::{base_sample, finish_report, needs, span_raw, Collector, Raw};
-use crate::timeline::{span, KindClass, SpanKind};
+use crate::timeline::{span, KindClass, SpanKind, Timeline};
 use crate::units::dur;
 use std::fmt::Write as _;
 
-pub(super) fn irq(cx: &Cx<'_>, o: &Options) -> MeasureReport {
-    let tl = cx.tl;
+/// The handler runs of known irqs, by span index: the samples of this measure and of
+/// automatic mode's long handlers. Runs whose exit the trace lacks are counted as open.
+pub fn handlers(tl: &Timeline) -> (Vec<usize>, u64) {
     let sp = &tl.spans;
-    let mut coll = Collector::new();
+    let mut open = 0;
+    let mut out = Vec::new();
     for i in 0..sp.len() {
         if sp.kind[i] != SpanKind::Hardirq || sp.key[i] == u32::MAX {
             continue;
         }
         if sp.flags[i] & span::END_UNKNOWN != 0 {
-            cx.open.set(cx.open.get() + 1);
+            open += 1;
             continue;
         }
+        out.push(i);
+    }
+    (out, open)
+}
+
+pub(super) fn irq(cx: &Cx<'_>, o: &Options) -> MeasureReport {
+    let tl = cx.tl;
+    let sp = &tl.spans;
+    let mut coll = Collector::new();
+    let (runs, open) = handlers(tl);
+    cx.open.set(cx.open.get() + open);
+    for i in runs {
         let r = span_raw(tl, i);
         if !cx.keep(r.ts, r.cpu, r.tid, r.comm) {
             continue;
@@ -100,5 +114,39 @@ pub(super) struct Irq;
 impl Measurer for Irq {
     fn measure(&self, i: &Input<'_>) -> MeasureReport {
         irq(i.cx, i.o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testkit::{line, pass};
+
+    /// Two whole runs of irq 11 (40 and 150 us) are samples; one whose exit the trace
+    /// lacks is open, not a sample.
+    #[test]
+    fn handlers_are_the_whole_runs_and_an_unfinished_one_is_open() {
+        let mut t = String::new();
+        for (at, len) in [(1_000_000u64, 40u64), (1_001_000, 150)] {
+            t += &line(at, 0, "a-5", "d.h1.", "irq_handler_entry: irq=11 name=eth0");
+            t += &line(
+                at + len,
+                0,
+                "a-5",
+                "d.h1.",
+                "irq_handler_exit: irq=11 ret=handled",
+            );
+        }
+        t += &line(
+            1_002_000,
+            0,
+            "a-5",
+            "d.h1.",
+            "irq_handler_entry: irq=11 name=eth0",
+        );
+        let p = pass(&t);
+        let (runs, open) = super::handlers(&p.tl);
+        let sp = &p.tl.spans;
+        let d: Vec<u64> = runs.iter().map(|&i| sp.end[i] - sp.start[i]).collect();
+        assert_eq!((d, open), (vec![40_000, 150_000], 1));
     }
 }

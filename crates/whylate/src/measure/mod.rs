@@ -6,7 +6,7 @@
 
 mod cx;
 mod function;
-mod irq;
+pub mod irq;
 mod irqsoff;
 mod measurer;
 mod osnoise;
