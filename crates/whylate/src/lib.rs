@@ -40,10 +40,14 @@ pub mod stats;
 pub mod suggest;
 mod swar;
 pub mod syscalls;
-#[cfg(test)]
-mod testkit;
-#[cfg(test)]
-mod testkit_rtla;
+// Small traces for unit tests, here and (through the `testkit` feature, enabled only by
+// their dev-dependencies) in the crates above; not part of the library's interface.
+#[cfg(any(test, feature = "testkit"))]
+#[doc(hidden)]
+pub mod testkit;
+#[cfg(any(test, feature = "testkit"))]
+#[doc(hidden)]
+pub mod testkit_rtla;
 pub mod timeline;
 pub mod units;
 pub mod watch;
