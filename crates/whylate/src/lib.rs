@@ -20,7 +20,6 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod demo;
 pub mod diff;
 pub mod dist;
 pub mod event;
@@ -32,7 +31,6 @@ pub mod measure;
 pub mod packed;
 pub mod pipeline;
 pub mod read;
-pub mod record;
 pub mod report;
 pub mod selector;
 pub mod snapshot;
@@ -50,4 +48,3 @@ pub mod testkit;
 pub mod testkit_rtla;
 pub mod timeline;
 pub mod units;
-pub mod watch;

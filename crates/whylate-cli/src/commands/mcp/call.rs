@@ -119,7 +119,7 @@ fn explained(
 /// cancellation stops it early (the trace holds what was recorded until then).
 fn recorded(a: crate::args::RecordArgs, progress: &Arc<Progress>) -> Result<Answer, String> {
     use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-    use whylate::record::{self, RecordOptions};
+    use whylate_live::record::{self, RecordOptions};
     let euid = unsafe { libc::geteuid() };
     if euid != 0 {
         return Err(format!(

@@ -145,7 +145,7 @@ pub(crate) fn write_dat<C: CpuPages>(
     cpus: &mut [C],
 ) -> Result<u64, RecordError> {
     let mut h: Vec<u8> = Vec::new();
-    h.extend_from_slice(crate::read::tracedat::MAGIC);
+    h.extend_from_slice(whylate::read::tracedat::MAGIC);
     h.extend_from_slice(b"6\0");
     h.push(0); // little endian
     h.push(8); // long size
@@ -199,7 +199,7 @@ pub(crate) fn write_dat<C: CpuPages>(
     for s in &m.cpustats {
         opt(2, &cstr(s)); // CPUSTAT
     }
-    opt(crate::snapshot::OPTION_ID, &m.snapshot);
+    opt(whylate::snapshot::OPTION_ID, &m.snapshot);
     h.extend_from_slice(&0u16.to_le_bytes()); // DONE
     h.extend_from_slice(b"flyrecord\0");
     // Per CPU (offset, size); data starts page-aligned after this table.

@@ -23,7 +23,6 @@ mod ring;
 mod settle;
 mod types;
 
-use crate::explain::Mode;
 use crate::record::{RecordError, Tracing};
 use driver::{spawn, Run};
 use keep::Keeper;
@@ -32,6 +31,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::sync::Arc;
 pub use types::*;
+use whylate::explain::Mode;
 
 /// Watches until `stop`, the duration, the miss count or the command's end.
 pub fn watch(
@@ -99,11 +99,11 @@ pub fn check_mode(mode: &Mode, timerlat: bool) -> Result<(), String> {
 /// automatic mode watch has).
 pub fn default_events(mode: &Mode) -> Vec<String> {
     let mut v = vec!["sched".to_string(), "irq".into(), "wq".into()];
-    let named = |s: &crate::selector::Selector| -> Option<String> {
+    let named = |s: &whylate::selector::Selector| -> Option<String> {
         let name = s.text().split('[').next()?.trim();
         (!name.is_empty() && !name.contains(['*', '?'])).then(|| name.to_string())
     };
-    let sels: Vec<&crate::selector::Selector> = match mode {
+    let sels: Vec<&whylate::selector::Selector> = match mode {
         Mode::Timer(_) => {
             v.push("timer".into());
             Vec::new()
@@ -127,15 +127,15 @@ pub fn default_events(mode: &Mode) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::default_events;
-    use crate::explain::Mode;
+    use whylate::explain::Mode;
 
     #[test]
     fn default_events_add_the_selectors_events_once() {
-        let mut o = crate::testkit::chain_options(None);
-        o.from = crate::selector::Selector::parse("sys_enter_write[comm=x]").unwrap();
+        let mut o = whylate::testkit::chain_options(None);
+        o.from = whylate::selector::Selector::parse("sys_enter_write[comm=x]").unwrap();
         o.to = vec![
-            crate::selector::Selector::parse("sys_exit_read[ret>0]").unwrap(),
-            crate::selector::Selector::parse("sys_enter_write[comm=y]").unwrap(),
+            whylate::selector::Selector::parse("sys_exit_read[ret>0]").unwrap(),
+            whylate::selector::Selector::parse("sys_enter_write[comm=y]").unwrap(),
         ];
         assert_eq!(
             default_events(&Mode::Cycles(o)),
@@ -155,7 +155,7 @@ mod tests {
             .unwrap_err()
             .contains("--timerlat"));
         assert!(super::check_mode(&auto, true).is_ok());
-        let cycles = Mode::Cycles(crate::testkit::chain_options(None));
+        let cycles = Mode::Cycles(whylate::testkit::chain_options(None));
         assert!(super::check_mode(&cycles, false).is_ok());
         assert_eq!(
             super::check_mode(&cycles, true).unwrap_err(),
