@@ -16,6 +16,7 @@ use whylate::measure::TaskSel;
 use whylate::read::OpenOptions;
 use whylate::selector::Selector;
 use whylate::syscalls::Arch;
+use whylate_report::{ExplainText, Paint};
 
 /// The lab programs: name and C source.
 pub const LAB: &[(&str, &str)] = &[
@@ -581,7 +582,7 @@ fn column(log: &Path, i: usize) -> Result<Vec<i64>, DemoError> {
 
 impl DemoResult {
     /// The terminal text: the program's own count, then whylate's explanation.
-    pub fn render_text(&self, p: &whylate::report::Paint) -> String {
+    pub fn render_text(&self, p: &Paint) -> String {
         let r = &self.explain;
         let title = format!(
             "whylate demo {}{}: {}",

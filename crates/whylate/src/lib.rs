@@ -31,7 +31,6 @@ pub mod measure;
 pub mod packed;
 pub mod pipeline;
 pub mod read;
-pub mod report;
 pub mod selector;
 pub mod snapshot;
 pub mod stats;

@@ -9,9 +9,9 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use whylate::explain::ExplainReport;
-use whylate::report::Paint;
 use whylate::units::dur;
 use whylate_live::watch::{self, KeepOptions, LiveMiss, Status, WatchOptions, Watcher};
+use whylate_report::{ExplainText, Paint};
 
 /// Watches until the command ends, --duration, --until or Ctrl-C.
 pub fn run(a: WatchArgs, out: &Out) -> anyhow::Result<ExitCode> {

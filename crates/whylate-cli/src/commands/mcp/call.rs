@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
 use whylate::read::{OpenOptions, Progress};
-use whylate::report::Paint;
+use whylate_report::{ExplainText, LatencyText, Paint, StatsText};
 
 /// A tool's answer: the summary a model reads first, and the JSON.
 pub struct Answer {
