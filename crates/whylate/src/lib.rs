@@ -5,6 +5,10 @@
 //!   dumps, perf script, sysdig, systrace, trace.dat; compressed or not) into one time-ordered stream of
 //!   [`event::Event`]s.
 //! - [`stats`] summarises a trace: format, span, counts, lost events, lines not understood.
+//! - [`explain`], [`latency`] and [`diff`] compute reports; drawing them for a person is
+//!   the `whylate-report` crate's job, recording and live watching `whylate-live`'s. The
+//!   cut is there, at the top: reading, the timeline and the analyses share crate-private
+//!   items, so they stay one crate (docs/architecture.md, "Crates").
 //!
 //! # Example
 //! ```

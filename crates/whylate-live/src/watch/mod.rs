@@ -9,13 +9,14 @@
 //! 3. Windows overlap; [`settle::Settler`] takes each sample from the first window that
 //!    holds it whole, once. A settled miss is reported at once (the [`Watcher`]), its own
 //!    window kept as a trace.dat when asked (`keep`), a command run for it (`on_miss`).
-//! 4. Settled samples and misses join a [`RunSummary`]: at the end, the report of the
-//!    whole run. Memory: the ring, a bounded summary and the settled keys of one overlap.
+//! 4. Settled samples and misses join a [`RunSummary`](whylate::explain::RunSummary): at
+//!    the end, the report of the whole run. Memory: the ring, a bounded summary and the
+//!    settled keys of one overlap.
 //!
 //! Without a deadline the first window that holds enough samples chooses one by the
 //! mode's own policy, and it is kept from then on (a moving deadline would make misses
 //! of different runs incomparable). Cycles learn the usual chain from every good cycle
-//! seen so far ([`Learned`]).
+//! seen so far ([`Learned`](whylate::explain::Learned)).
 
 mod driver;
 mod keep;
