@@ -71,7 +71,7 @@ fn bare_files(files: Vec<std::path::PathBuf>, out: &Out, quiet: bool) -> anyhow:
         json: false,
         list_causes: false,
         draw: DrawArgs {
-            lanes: whylate::report::plot::DEFAULT_LANES,
+            lanes: whylate_report::plot::DEFAULT_LANES,
             ..Default::default()
         },
         findings: Default::default(),

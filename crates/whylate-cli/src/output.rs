@@ -5,7 +5,7 @@ use crate::args::ColorArg;
 use std::io::Write;
 use std::process::ExitCode;
 use whylate::read::ReadError;
-use whylate::report::Paint;
+use whylate_report::Paint;
 
 /// Exit codes (docs/reference.md, "Exit codes"): 0 ok, 2 unusable input or usage, 130 Ctrl-C while
 /// `record` traced a command; `record -- CMD` otherwise exits with CMD's own status.

@@ -2,9 +2,9 @@
 
 use crate::report::{cause_label, FleetReport, GroupRow};
 use std::fmt::Write as _;
-use whylate::report::style::Paint;
-use whylate::report::svg::esc;
 use whylate::units::dur;
+use whylate_report::style::Paint;
+use whylate_report::svg::esc;
 
 /// Groups and changes the terminal lists (the JSON and HTML have all).
 const SHOWN: usize = 20;

@@ -509,11 +509,15 @@ fn running(b: bool) -> &'static str {
     }
 }
 
-pub(crate) fn pct(x: f64) -> String {
+/// A fraction as a percentage with one decimal (`0.123` is `12.3%`): public so that
+/// whylate-report's text writes the numbers as the verdict does.
+pub fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
 
-pub(crate) fn cause_name(d: &CauseDiff) -> String {
+/// A cause by its category, culprit and CPU (`runqueue-wait hog on CPU1`): public so
+/// that whylate-report's text names causes as the verdict does.
+pub fn cause_name(d: &CauseDiff) -> String {
     named(&d.category, &d.culprit, d.cpu)
 }
 

@@ -370,69 +370,7 @@ mod tests {
 #[cfg(test)]
 mod uncertainty_tests {
     use super::*;
-    use crate::testkit::{line, pass};
-
-    /// A guest's CPU1 whose kernel traces switches into idle but none out of it: p sleeps
-    /// and an hrtimer wakes it from idle three times. Its wait ends at its first event
-    /// (a `sys_exit`), which comes 20 us after the CPU's last event, 300 us after it,
-    /// and 20 us after a traced 600 us interrupt. With `lost`, later, q on CPU0 waits
-    /// across a lost-events marker, its switch-in traced.
-    fn idle_exits_untraced(lost: bool) -> String {
-        let mut t = String::new();
-        let to_idle = "sched_switch: prev_comm=p prev_pid=7 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120";
-        for (k, (gap, irq)) in [(20, 0), (300, 0), (20, 600)].into_iter().enumerate() {
-            let at = 1_000_000 + k as u64 * 10_000;
-            t += &line(at, 1, "p-7", "d..2.", to_idle);
-            t += &line(at + 1000, 1, "<idle>-0", "d.h1.", "hrtimer_expire_entry: hrtimer=00000000000000aa function=hrtimer_wakeup now=9001000000");
-            t += &line(
-                at + 1001,
-                1,
-                "<idle>-0",
-                "d.h2.",
-                "sched_waking: comm=p pid=7 prio=120 target_cpu=001",
-            );
-            t += &line(
-                at + 1002,
-                1,
-                "<idle>-0",
-                "d.h1.",
-                "hrtimer_expire_exit: hrtimer=00000000000000aa",
-            );
-            let mut last = at + 1002;
-            if irq > 0 {
-                t += &line(
-                    at + 1005,
-                    1,
-                    "<idle>-0",
-                    "d.h1.",
-                    "irq_handler_entry: irq=16 name=dev",
-                );
-                last = at + 1005 + irq;
-                t += &line(
-                    last,
-                    1,
-                    "<idle>-0",
-                    "d.h1.",
-                    "irq_handler_exit: irq=16 ret=handled",
-                );
-            }
-            t += &line(last + gap, 1, "p-7", "....1", "sys_exit: NR 230 = 0");
-        }
-        if lost {
-            let at = 1_100_000;
-            t += &line(at, 0, "q-8", "d..2.", "sched_switch: prev_comm=q prev_pid=8 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120");
-            t += &line(
-                at + 100,
-                0,
-                "<idle>-0",
-                "d.h2.",
-                "sched_waking: comm=q pid=8 prio=120 target_cpu=000",
-            );
-            t += "CPU:0 [LOST 5 EVENTS]\n";
-            t += &line(at + 150, 0, "<idle>-0", "d..2.", "sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=q next_pid=8 next_prio=120");
-        }
-        t
-    }
+    use crate::testkit::{idle_exits_untraced, pass};
 
     fn wakeups(text: &str) -> LatencyReport {
         let o = Options {
@@ -463,19 +401,7 @@ mod uncertainty_tests {
             "{:?}",
             r.notes
         );
-        let text = r.render_text(10, &crate::report::Paint::plain());
-        assert_eq!(
-            text.matches("idle exits are not traced").count(),
-            1,
-            "{text}"
-        );
-        assert!(
-            text.lines()
-                .nth(1)
-                .unwrap()
-                .starts_with("  blind: CPU1's idle exits"),
-            "{text}"
-        );
+        // The terminal text says it once too: whylate-report's text/latency.rs tests.
     }
 
     #[test]

@@ -5,6 +5,10 @@
 //!   dumps, perf script, sysdig, systrace, trace.dat; compressed or not) into one time-ordered stream of
 //!   [`event::Event`]s.
 //! - [`stats`] summarises a trace: format, span, counts, lost events, lines not understood.
+//! - [`explain`], [`latency`] and [`diff`] compute reports; drawing them for a person is
+//!   the `whylate-report` crate's job, recording and live watching `whylate-live`'s. The
+//!   cut is there, at the top: reading, the timeline and the analyses share crate-private
+//!   items, so they stay one crate (docs/architecture.md, "Crates").
 //!
 //! # Example
 //! ```
@@ -20,7 +24,6 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod demo;
 pub mod diff;
 pub mod dist;
 pub mod event;
@@ -32,18 +35,19 @@ pub mod measure;
 pub mod packed;
 pub mod pipeline;
 pub mod read;
-pub mod record;
-pub mod report;
 pub mod selector;
 pub mod snapshot;
 pub mod stats;
 pub mod suggest;
 mod swar;
 pub mod syscalls;
-#[cfg(test)]
-mod testkit;
-#[cfg(test)]
-mod testkit_rtla;
+// Small traces for unit tests, here and (through the `testkit` feature, enabled only by
+// their dev-dependencies) in the crates above; not part of the library's interface.
+#[cfg(any(test, feature = "testkit"))]
+#[doc(hidden)]
+pub mod testkit;
+#[cfg(any(test, feature = "testkit"))]
+#[doc(hidden)]
+pub mod testkit_rtla;
 pub mod timeline;
 pub mod units;
-pub mod watch;

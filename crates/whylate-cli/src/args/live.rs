@@ -18,7 +18,7 @@ pub struct RecordArgs {
     #[arg(long, value_parser = record_duration)]
     pub duration: Option<u64>,
     /// Ring buffer per CPU, KiB.
-    #[arg(long, default_value_t = whylate::record::DEFAULT_BUFFER_KB)]
+    #[arg(long, default_value_t = whylate_live::record::DEFAULT_BUFFER_KB)]
     pub buffer_kb: u32,
     /// Output file (written 0600: traces hold command names and paths).
     #[arg(short = 'o', long, default_value = "trace.dat")]
@@ -55,9 +55,11 @@ pub struct TimerlatArgs {
 
 impl TimerlatArgs {
     /// The tracer asked for, with its period.
-    pub fn tracer(&self) -> Option<whylate::record::Timerlat> {
-        self.timerlat.then(|| whylate::record::Timerlat {
-            period_us: self.period.unwrap_or(whylate::record::DEFAULT_PERIOD_US),
+    pub fn tracer(&self) -> Option<whylate_live::record::Timerlat> {
+        self.timerlat.then(|| whylate_live::record::Timerlat {
+            period_us: self
+                .period
+                .unwrap_or(whylate_live::record::DEFAULT_PERIOD_US),
         })
     }
 }
@@ -105,7 +107,7 @@ pub struct WatchArgs {
     #[arg(long)]
     pub json: bool,
     /// Ring buffer per CPU, KiB.
-    #[arg(long, default_value_t = whylate::record::DEFAULT_BUFFER_KB)]
+    #[arg(long, default_value_t = whylate_live::record::DEFAULT_BUFFER_KB)]
     pub buffer_kb: u32,
     /// Most MiB of recent pages held in memory.
     #[arg(long, default_value_t = 256, value_name = "MIB")]
@@ -150,9 +152,9 @@ pub enum ScenarioArg {
     Deferral,
 }
 
-impl From<ScenarioArg> for whylate::demo::Scenario {
-    fn from(s: ScenarioArg) -> whylate::demo::Scenario {
-        use whylate::demo::Scenario;
+impl From<ScenarioArg> for whylate_live::demo::Scenario {
+    fn from(s: ScenarioArg) -> whylate_live::demo::Scenario {
+        use whylate_live::demo::Scenario;
         match s {
             ScenarioArg::Frob => Scenario::Frob,
             ScenarioArg::Timer => Scenario::Timer,

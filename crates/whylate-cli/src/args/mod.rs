@@ -298,7 +298,7 @@ pub struct ReportArgs {
     #[arg(long, value_name = "DIR")]
     pub svg: Option<PathBuf>,
     /// Misses drawn one by one (swimlanes), worst first.
-    #[arg(long, default_value_t = whylate::report::plot::DEFAULT_LANES)]
+    #[arg(long, default_value_t = whylate_report::plot::DEFAULT_LANES)]
     pub lanes: usize,
     #[command(flatten)]
     pub mode: ModeArgs,
@@ -404,7 +404,7 @@ pub struct DrawArgs {
     #[arg(help_heading = "Output", long, value_name = "DIR")]
     pub svg: Option<PathBuf>,
     /// Misses drawn one by one (swimlanes), worst first.
-    #[arg(help_heading = "Output", long, default_value_t = whylate::report::plot::DEFAULT_LANES)]
+    #[arg(help_heading = "Output", long, default_value_t = whylate_report::plot::DEFAULT_LANES)]
     pub lanes: usize,
 }
 

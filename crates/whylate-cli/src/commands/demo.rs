@@ -4,7 +4,7 @@ use crate::args::DemoArgs;
 use crate::output::{usage, Out, EXIT_BAD_INPUT};
 use crate::paths::Paths;
 use std::process::ExitCode;
-use whylate::demo::{DemoError, DemoOptions};
+use whylate_live::demo::{DemoError, DemoOptions};
 
 /// A lab program, recorded and explained beside its own count.
 pub fn run(a: DemoArgs, out: &Out) -> anyhow::Result<ExitCode> {
@@ -14,7 +14,7 @@ pub fn run(a: DemoArgs, out: &Out) -> anyhow::Result<ExitCode> {
     {
         return usage(&e);
     }
-    let r = whylate::demo::run(&DemoOptions {
+    let r = whylate_live::demo::run(&DemoOptions {
         scenario: a.scenario.into(),
         mitigate: a.mitigate,
         keep: a.keep,

@@ -5,6 +5,7 @@ use crate::output::{usage, Out};
 use crate::progress::with_progress;
 use std::process::ExitCode;
 use whylate::read::ident;
+use whylate_report::DiffText;
 
 /// Two traces explained the same way, side by side.
 pub fn run(a: DiffArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode> {

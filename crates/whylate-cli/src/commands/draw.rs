@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use whylate::explain::{ExplainReport, Explained, Mode};
 use whylate::read::{OpenOptions, ReadError};
-use whylate::report::plot::Plots;
+use whylate_report::plot::Plots;
 
 /// What `explain` and `report` write besides the terminal report.
 pub struct Outputs {
@@ -35,8 +35,8 @@ pub fn explain_with_outputs(
 /// Writes the HTML page and the SVG files `out` asks for. A write error names its file
 /// (as the I/O variant of the read error, which the command prints the same way).
 fn draw(x: &Explained, files: &[PathBuf], out: &Outputs) -> Result<(), ReadError> {
-    let opts = whylate::report::plot::PlotOptions { lanes: out.lanes };
-    let plots = whylate::report::plot::build(&x.report, &x.timeline, &x.strings, &opts);
+    let opts = whylate_report::plot::PlotOptions { lanes: out.lanes };
+    let plots = whylate_report::plot::build(&x.report, &x.timeline, &x.strings, &opts);
     if let Some(path) = &out.html {
         let title = (files.iter().map(|f| f.display().to_string()))
             .collect::<Vec<_>>()
@@ -58,7 +58,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ReadError {
 /// The single-file page, written as composed: a page of a million cycles is tens of MB.
 fn html(r: &ExplainReport, plots: &Plots, title: &str, path: &Path) -> std::io::Result<()> {
     let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
-    let len = whylate::report::html::write(r, plots, title, &mut w)?;
+    let len = whylate_report::html::write(r, plots, title, &mut w)?;
     std::io::Write::flush(&mut w)?;
     eprintln!(
         "whylate: wrote {} ({} KiB; {} cycles, {} markers, {} misses drawn)",
@@ -73,7 +73,7 @@ fn html(r: &ExplainReport, plots: &Plots, title: &str, path: &Path) -> std::io::
 
 /// The histogram, the raster and one swimlane per drawn miss, as SVG files in `dir`.
 fn svgs(r: &ExplainReport, plots: &Plots, dir: &Path) -> Result<(), ReadError> {
-    use whylate::report::svg;
+    use whylate_report::svg;
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     let mut files = vec![
         ("histogram.svg".to_string(), svg::histogram(&plots.hist)),

@@ -7,6 +7,7 @@ use crate::output::{usage, Out};
 use crate::paths::{self, Paths};
 use crate::progress::with_progress;
 use std::process::ExitCode;
+use whylate_report::ExplainText;
 
 /// Explains, and draws what --html/--svg ask for.
 pub fn explain(a: ExplainArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode> {
@@ -120,9 +121,9 @@ pub fn export(a: ExportArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode>
 fn write_perfetto(
     x: &whylate::explain::Explained,
     path: &std::path::Path,
-) -> std::io::Result<whylate::report::perfetto::ExportStats> {
+) -> std::io::Result<whylate_report::perfetto::ExportStats> {
     let f = std::fs::File::create(path)?;
-    let st = whylate::report::perfetto::write(
+    let st = whylate_report::perfetto::write(
         std::io::BufWriter::new(f),
         &x.report,
         &x.timeline,

@@ -6,6 +6,7 @@ use crate::paths::{self, Paths};
 use crate::progress::with_progress;
 use std::process::ExitCode;
 use whylate::measure::{Filter, Measure, Options, ThroughputOpts};
+use whylate_report::LatencyText;
 
 /// The measures, per group.
 pub fn run(a: LatencyArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode> {

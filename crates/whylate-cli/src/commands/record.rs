@@ -25,7 +25,7 @@ pub fn run(a: RecordArgs) -> anyhow::Result<ExitCode> {
     };
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
-    use whylate::record::{self, RecordOptions};
+    use whylate_live::record::{self, RecordOptions};
     if reset {
         return match record::reset() {
             Ok(v) if v.is_empty() => {

@@ -5,6 +5,7 @@ use crate::output::{usage, Out};
 use crate::paths::Paths;
 use crate::progress::with_progress;
 use std::process::ExitCode;
+use whylate_report::StatsText;
 
 /// What is in the traces.
 pub fn run(a: StatsArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode> {

@@ -9,9 +9,9 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use whylate::explain::ExplainReport;
-use whylate::report::Paint;
 use whylate::units::dur;
-use whylate::watch::{self, KeepOptions, LiveMiss, Status, WatchOptions, Watcher};
+use whylate_live::watch::{self, KeepOptions, LiveMiss, Status, WatchOptions, Watcher};
+use whylate_report::{ExplainText, Paint};
 
 /// Watches until the command ends, --duration, --until or Ctrl-C.
 pub fn run(a: WatchArgs, out: &Out) -> anyhow::Result<ExitCode> {
@@ -25,7 +25,7 @@ pub fn run(a: WatchArgs, out: &Out) -> anyhow::Result<ExitCode> {
     }
     if timerlat.is_some() {
         // Before any tracefs change: a kernel without the tracer gets one line.
-        if let Err(e) = whylate::record::check_timerlat() {
+        if let Err(e) = whylate_live::record::check_timerlat() {
             return usage(&e.to_string());
         }
     }

@@ -7,14 +7,13 @@
 
 use super::causes as cause;
 use super::driver::{assemble, Findings, Framing, PerMiss, Tally};
-use super::report::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss, Window};
+use super::report::{Culprit, CycleStats, ExpectStats, ExplainReport, Hold, Link, Miss, Window};
 use crate::event::{Event, EventName, Interner, Kind, SOFTIRQ_NAMES};
 use crate::selector::{key_of, Names, Seen, Selector};
 use crate::syscalls::Arch;
 use crate::timeline::{SpanKind, Timeline};
 use crate::units::{dur, secs};
 use rustc_hash::FxHashMap;
-use serde::Serialize;
 
 /// Which B answers an A.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -279,25 +278,6 @@ fn brief(e: &Event, s: &Interner) -> String {
     } else {
         format!("{name}: {text}")
     }
-}
-
-/// What the report says about the expectation besides the misses.
-#[derive(Clone, Debug, Serialize)]
-pub struct ExpectStats {
-    /// A, as given.
-    pub a: String,
-    /// B, as given.
-    pub b: String,
-    /// T, ns.
-    pub within_ns: u64,
-    /// Which B answers an A, in words.
-    pub scope: String,
-    /// As whose B came, but later than T.
-    pub late: u64,
-    /// As whose B never came before the trace ended.
-    pub never: u64,
-    /// Misses per second of trace.
-    pub misses_per_s: f64,
 }
 
 /// The `--expect` analysis on a built timeline.

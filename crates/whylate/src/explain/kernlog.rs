@@ -9,7 +9,7 @@
 use super::advice::{is_console_code, slow_console};
 use super::causes as cause;
 use super::driver::{assemble, Findings, Framing, PerMiss, Tally};
-use super::report::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss};
+use super::report::{Culprit, CycleStats, ExplainReport, Hold, KernelSummary, Link, Miss};
 use crate::event::{Event, Interner, Kind};
 use crate::timeline::Timeline;
 use serde::Serialize;
@@ -265,21 +265,6 @@ fn console_frame(stack: &[String]) -> Option<&str> {
         }
     }
     found
-}
-
-/// What `explain` says about a kernel log besides its reports.
-#[derive(Clone, Debug, Serialize)]
-pub struct KernelSummary {
-    /// Reports per kind, in order of first appearance.
-    pub kinds: Vec<(String, u64)>,
-    /// The mechanism recognised, in words (None: none).
-    pub mechanism: Option<String>,
-    /// Stacks that run through the console path, of all stacks.
-    pub console_stacks: (u64, u64),
-    /// Bytes per second the log was written at, when its times say.
-    pub bytes_per_s: Option<f64>,
-    /// Messages read.
-    pub messages: u64,
 }
 
 /// The kernel log analysis.

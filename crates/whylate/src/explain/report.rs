@@ -413,10 +413,10 @@ pub struct ExplainReport {
     pub noun: &'static str,
     /// `--expect`: the pattern and how its misses split (late, never).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub expect: Option<super::ExpectStats>,
+    pub expect: Option<ExpectStats>,
     /// A kernel log: its reports by kind and the mechanism recognised.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub kernel: Option<super::KernelSummary>,
+    pub kernel: Option<KernelSummary>,
 }
 
 /// One measured cycle (request/response cycle, timer period, softirq service, outlier):
@@ -550,6 +550,40 @@ pub struct Machine {
     pub irqbalance: bool,
     /// The IRQ lines named in the context, causes or advice.
     pub irqs: Vec<IrqPlacement>,
+}
+
+/// What the report says about the expectation besides the misses.
+#[derive(Clone, Debug, Serialize)]
+pub struct ExpectStats {
+    /// A, as given.
+    pub a: String,
+    /// B, as given.
+    pub b: String,
+    /// T, ns.
+    pub within_ns: u64,
+    /// Which B answers an A, in words.
+    pub scope: String,
+    /// As whose B came, but later than T.
+    pub late: u64,
+    /// As whose B never came before the trace ended.
+    pub never: u64,
+    /// Misses per second of trace.
+    pub misses_per_s: f64,
+}
+
+/// What `explain` says about a kernel log besides its reports.
+#[derive(Clone, Debug, Serialize)]
+pub struct KernelSummary {
+    /// Reports per kind, in order of first appearance.
+    pub kinds: Vec<(String, u64)>,
+    /// The mechanism recognised, in words (None: none).
+    pub mechanism: Option<String>,
+    /// Stacks that run through the console path, of all stacks.
+    pub console_stacks: (u64, u64),
+    /// Bytes per second the log was written at, when its times say.
+    pub bytes_per_s: Option<f64>,
+    /// Messages read.
+    pub messages: u64,
 }
 
 #[cfg(test)]

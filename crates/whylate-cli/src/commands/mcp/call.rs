@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
 use whylate::read::{OpenOptions, Progress};
-use whylate::report::Paint;
+use whylate_report::{ExplainText, LatencyText, Paint, StatsText};
 
 /// A tool's answer: the summary a model reads first, and the JSON.
 pub struct Answer {
@@ -119,7 +119,7 @@ fn explained(
 /// cancellation stops it early (the trace holds what was recorded until then).
 fn recorded(a: crate::args::RecordArgs, progress: &Arc<Progress>) -> Result<Answer, String> {
     use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-    use whylate::record::{self, RecordOptions};
+    use whylate_live::record::{self, RecordOptions};
     let euid = unsafe { libc::geteuid() };
     if euid != 0 {
         return Err(format!(

@@ -2,7 +2,6 @@
 //! (an unlinked spool file for `record`, a channel for `watch`), counting records as it goes.
 
 use super::error::{ioe, RecordError};
-use crate::read::ringbuf::{PageCursor, PageLayout};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -10,6 +9,7 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use whylate::read::ringbuf::{PageCursor, PageLayout};
 
 /// Where a reader puts the pages it reads.
 pub(crate) trait PageSink: Send + 'static {

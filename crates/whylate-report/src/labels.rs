@@ -1,8 +1,8 @@
 //! What the plots call things: a task, an irq line, a span, a system call, a hand-off, as
 //! one line of hover text (and a short label for inside a bar).
 
-use crate::event::{Interner, Sym, SOFTIRQ_NAMES};
-use crate::timeline::{span, EdgeKind, SpanKind, Timeline};
+use whylate::event::{Interner, Sym, SOFTIRQ_NAMES};
+use whylate::timeline::{span, EdgeKind, SpanKind, Timeline};
 
 /// Names what a span, a system call or an edge was, for hover text and bar labels.
 pub(super) struct Labels<'a> {

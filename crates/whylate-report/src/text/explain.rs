@@ -1,14 +1,24 @@
 //! The terminal rendering of an explain report: the verdict, the histogram, the ranked
 //! causes, the worst misses with their chains, the CPUs behind them, advice and notes.
 
-use crate::explain::{ExplainReport, Link, Miss};
-use crate::report::Paint;
-use crate::units::{dur, secs};
+use crate::Paint;
 use std::fmt::Write as _;
+use whylate::explain::{ExplainReport, Link, Miss};
+use whylate::units::{dur, secs};
 
-impl ExplainReport {
+/// The terminal rendering of an explain report (a trait: the report's type belongs to
+/// `whylate`, its rendering to this crate).
+pub trait ExplainText {
     /// Terminal rendering: the verdict first.
-    pub fn render_text(&self, p: &Paint) -> String {
+    fn render_text(&self, p: &Paint) -> String;
+
+    /// One miss with its chain, framed by this report (its noun and deadline): what
+    /// `watch` prints as each miss is explained.
+    fn render_miss(&self, m: &Miss, p: &Paint) -> String;
+}
+
+impl ExplainText for ExplainReport {
+    fn render_text(&self, p: &Paint) -> String {
         let mut o = String::new();
         verdict(&mut o, self, p);
         histogram(&mut o, self, p);
@@ -21,7 +31,7 @@ impl ExplainReport {
                 o,
                 "\n... {} more {} (--top, --json)",
                 self.misses.len() - self.top,
-                self.plural()
+                plural(self)
             );
         }
         context(&mut o, self, p);
@@ -29,21 +39,19 @@ impl ExplainReport {
         o
     }
 
-    /// One miss with its chain, framed by this report (its noun and deadline): what
-    /// `watch` prints as each miss is explained.
-    pub fn render_miss(&self, m: &Miss, p: &Paint) -> String {
+    fn render_miss(&self, m: &Miss, p: &Paint) -> String {
         let mut o = String::new();
         miss(&mut o, self, m, p);
         o
     }
+}
 
-    /// What the misses are called: `outliers` or `misses`.
-    fn plural(&self) -> &'static str {
-        if self.noun == "outliers" {
-            "outliers"
-        } else {
-            "misses"
-        }
+/// What the misses are called: `outliers` or `misses`.
+fn plural(r: &ExplainReport) -> &'static str {
+    if r.noun == "outliers" {
+        "outliers"
+    } else {
+        "misses"
     }
 }
 
@@ -64,7 +72,7 @@ fn verdict(o: &mut String, r: &ExplainReport, p: &Paint) {
         String::new()
     };
     let first = if let Some(k) = &r.kernel {
-        crate::explain::kernel_verdict(k)
+        whylate::explain::kernel_verdict(k)
     } else if let Some(x) = &r.expect {
         format!(
             "{} {}: {} without {} from {} within {} ({} came later, {} never), {:.3} misses/s{q}",
@@ -173,10 +181,10 @@ fn causes(o: &mut String, r: &ExplainReport, p: &Paint) {
     let title = format!(
         "why the {} {} were late (excess over the usual{until}):",
         r.cycles.misses,
-        r.plural()
+        plural(r)
     );
     let _ = writeln!(o, "\n{}", p.heading(&title));
-    let rows: Vec<(&str, String, &crate::explain::CauseRow)> = r
+    let rows: Vec<(&str, String, &whylate::explain::CauseRow)> = r
         .causes
         .iter()
         .take(10)
@@ -251,7 +259,7 @@ fn miss(o: &mut String, r: &ExplainReport, m: &Miss, p: &Paint) {
     if m.tid >= 0 {
         whom.push(format!("tid {}", m.tid));
     }
-    if m.cpu != crate::event::Event::NO_CPU {
+    if m.cpu != whylate::event::Event::NO_CPU {
         whom.push(format!("CPU{}", m.cpu));
     }
     let whom = if whom.is_empty() {
@@ -392,8 +400,8 @@ fn advice_and_notes(o: &mut String, r: &ExplainReport, p: &Paint) {
 
 #[cfg(test)]
 mod tests {
-    use crate::explain::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss};
-    use crate::report::Paint;
+    use crate::{ExplainText, Paint};
+    use whylate::explain::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss};
 
     fn link(kind: &str, offset: u64, excess: u64, pending: bool) -> Link {
         Link {
@@ -540,7 +548,7 @@ mod tests {
 
     #[test]
     fn the_causes_table_stays_aligned_with_a_long_culprit() {
-        use crate::explain::CauseRow;
+        use whylate::explain::CauseRow;
         let row = |comm: &str, pid: i32, prio: Option<i32>, cpu: u32| CauseRow {
             category: "runqueue-wait".into(),
             culprit: Culprit {
@@ -580,7 +588,7 @@ mod tests {
     #[test]
     fn the_automatic_histogram_is_titled_by_what_it_counts() {
         let mut r = bare();
-        r.cycles.histogram = vec![crate::measure::Bucket {
+        r.cycles.histogram = vec![whylate::measure::Bucket {
             lo: 1_000_000,
             hi: 2_000_000,
             count: 3,
@@ -595,6 +603,31 @@ mod tests {
         assert_eq!(
             title(&r),
             "duration histogram (the outliers, every measure):"
+        );
+    }
+
+    #[test]
+    fn without_a_deadline_the_verdict_says_the_unanswered_requests_were_not_judged() {
+        // Six requests no reply selector matches, and no deadline: none is read as
+        // answered or as a miss (whylate's explain tests assert the counts), and the
+        // first line says why.
+        use whylate::selector::Selector;
+        use whylate::testkit;
+        let t = testkit::three_cpu_chain(6, &[], 0);
+        let f = testkit::file(&t);
+        let mut o = testkit::chain_options(None);
+        o.from = Selector::parse("sys_enter_write[comm=c,count=7]").unwrap();
+        o.to = vec![Selector::parse("sys_exit_read[comm=nobody]").unwrap()];
+        let r = whylate::explain::explain(&[f.to_path_buf()], &Default::default(), &o).unwrap();
+        assert_eq!(
+            (r.deadline_ns, r.cycles.misses, r.cycles.cut_off),
+            (None, 0, 6)
+        );
+        let head = r.render_text(&Paint::new(false));
+        let head = head.lines().next().unwrap();
+        assert!(
+            head.contains("6 never answered and not judged: no deadline"),
+            "{head}"
         );
     }
 }

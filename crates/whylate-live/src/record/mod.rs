@@ -8,15 +8,15 @@
 //! restores tracefs (instance removed, tracefs unmounted if we mounted it) on every path
 //! out, including errors and panics; signals only set the stop flag the main loop polls.
 
-use crate::read::ringbuf::PageLayout;
-use crate::read::tep::Endian;
-use crate::snapshot::{Rescan, Snapshot};
 use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use whylate::read::ringbuf::PageLayout;
+use whylate::read::tep::Endian;
+use whylate::snapshot::{Rescan, Snapshot};
 
 mod dat;
 mod error;
@@ -383,7 +383,7 @@ fn configure(
 /// The kernel refused `filter` on `sys:ev`: the error names the event's fields.
 fn bad_filter(root: &Path, sys: &str, ev: &str, filter: &str, e: io::Error) -> RecordError {
     let format = read_tracefs_string(&root.join(format!("events/{sys}/{ev}/format")));
-    let fields: Vec<String> = crate::read::tep::parse_format(&format, sys)
+    let fields: Vec<String> = whylate::read::tep::parse_format(&format, sys)
         .map(|f| {
             f.fields
                 .iter()

@@ -5,14 +5,14 @@ use super::keep::Keeper;
 use super::ring::{RawPage, Ring, ToChannel};
 use super::settle::Settler;
 use super::types::{LiveMiss, Status, WatchError, WatchOptions, WatchResult, Watcher};
-use crate::explain::{self, ExplainReport, Learned, Miss, Mode, RunSummary, Window};
-use crate::read::{OpenOptions, ReadError};
 use crate::record::{self, MemPages, Meta, RecordError, Tracing};
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
+use whylate::explain::{self, ExplainReport, Learned, Miss, Mode, RunSummary, Window};
+use whylate::read::{OpenOptions, ReadError};
 
 /// The readers' lag: a page is read within the readers' 100 ms poll period, so a window
 /// ending this long ago holds every CPU's records.
@@ -161,8 +161,8 @@ fn explain_window(
     (open, mode): (&OpenOptions, &Mode),
 ) -> Result<Result<ExplainReport, String>, ReadError> {
     let bytes = record::dat_in_memory(meta, ring.window(from, to));
-    let src = crate::read::open_memory(name, bytes, open)?;
-    let one = crate::pipeline::Opened::one(name.to_path_buf(), src);
+    let src = whylate::read::open_memory(name, bytes, open)?;
+    let one = whylate::pipeline::Opened::one(name.to_path_buf(), src);
     match explain::run_opened(one, open, mode) {
         Ok(x) => Ok(Ok(x.report)),
         Err(ReadError::NoMatch { why }) => Ok(Err(why)),
@@ -416,7 +416,7 @@ impl Run<'_> {
         out: &mut dyn Watcher,
     ) -> Result<WatchResult, WatchError> {
         if let (Some(why), 0) = (&self.never_matched, self.summary.stats().count) {
-            return Err(WatchError::Read(crate::read::ReadError::NoMatch {
+            return Err(WatchError::Read(whylate::read::ReadError::NoMatch {
                 why: why.clone(),
             }));
         }

@@ -6,10 +6,11 @@
 use super::plot::Plots;
 use super::raster::{Raster, KINDS, RASTER_H, RASTER_W};
 use super::svg::{self, esc, LEFT, TOP};
-use crate::explain::{ExplainReport, Windows};
-use crate::units::dur;
+use crate::ExplainText;
 use std::fmt::Write as _;
 use std::io;
+use whylate::explain::{ExplainReport, Windows};
+use whylate::units::dur;
 
 const STYLE: &str = r#"
 body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1120px;padding:0 16px 40px;color:#222}
@@ -203,7 +204,7 @@ fn head(o: &mut Page<'_>, r: &ExplainReport, title: &str) {
     );
     let _ = writeln!(o, "<h1>whylate: {}</h1>", esc(title));
     let headline = r
-        .render_text(&crate::report::Paint::plain())
+        .render_text(&crate::Paint::plain())
         .lines()
         .next()
         .unwrap_or_default()
@@ -447,7 +448,7 @@ fn lanes(o: &mut Page<'_>, r: &ExplainReport, p: &Plots) {
 }
 
 /// One miss's chain as a table.
-fn chain_table(o: &mut Page<'_>, m: &crate::explain::Miss) {
+fn chain_table(o: &mut Page<'_>, m: &whylate::explain::Miss) {
     o.push_str("<table class=\"chain\"><tr><th>at</th><th>CPU</th><th>link</th><th>what</th><th>took</th><th>over usual</th><th>held by</th></tr>\n");
     for k in &m.chain {
         let held: Vec<String> = k
@@ -521,7 +522,7 @@ fn advice_notes_inputs(o: &mut Page<'_>, r: &ExplainReport, script: &str) {
         );
     }
     o.push_str("</table>\n<details><summary>The terminal report</summary><pre>");
-    o.push_str(&esc(&r.render_text(&crate::report::Paint::plain())));
+    o.push_str(&esc(&r.render_text(&crate::Paint::plain())));
     let _ = write!(
         o,
         "</pre></details>\n<div id=\"tip\"></div>\n<script>{script}</script>\n</body></html>\n"
@@ -618,8 +619,8 @@ fn context(o: &mut Page<'_>, r: &ExplainReport) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::explain::Window;
-    use crate::report::raster::Mark;
+    use crate::raster::Mark;
+    use whylate::explain::Window;
 
     /// What `write` puts through a `ScriptSafe` onto a page.
     fn through_safe(write: impl FnOnce(&mut ScriptSafe<'_, '_>)) -> String {
@@ -723,5 +724,31 @@ mod tests {
         let got = through_safe(|s| serde_json::to_writer(s, &RasterData(&ra, &cycles)).unwrap());
         assert!(!got.contains("reads"), "{got}");
         assert_eq!(script(&ra), SCRIPT);
+    }
+
+    #[test]
+    fn the_html_report_says_where_the_trace_is_blind_under_its_verdict() {
+        // Every third line garbled, as in whylate's terminal test of it (explain/tests):
+        // the page says it at the top.
+        use whylate::explain::{run, Mode};
+        use whylate::testkit;
+        let t: String = (testkit::three_cpu_chain(6, &[4], 3_000).lines())
+            .enumerate()
+            .map(|(i, l)| match i % 3 {
+                2 => format!("{}\n", l.replacen('[', "{", 1)),
+                _ => format!("{l}\n"),
+            })
+            .collect();
+        let f = testkit::file(&t);
+        let mode = Mode::Cycles(testkit::chain_options(Some(1_000_000)));
+        let x = run(&[f.to_path_buf()], &Default::default(), &mode).unwrap();
+        let plots = crate::plot::build(&x.report, &x.timeline, &x.strings, &Default::default());
+        let page = render(&x.report, &plots, "t");
+        let verdict = &page[page.find("id=\"verdict\"").unwrap()..];
+        let verdict = &verdict[..verdict.find("</div>").unwrap()];
+        assert!(
+            verdict.contains("blind: ") && verdict.contains("were not understood"),
+            "{verdict}"
+        );
     }
 }

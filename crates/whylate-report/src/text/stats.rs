@@ -1,21 +1,27 @@
 //! The terminal rendering of `whylate stats`.
 
-use crate::report::Paint;
-use crate::stats::StatsReport;
-use crate::units::{dur, secs};
+use crate::Paint;
+use whylate::stats::StatsReport;
+use whylate::units::{dur, secs};
 
-impl StatsReport {
-    /// What an input is made of: lines of text, or binary records.
-    fn unit(&self) -> &'static str {
-        if self.inputs.iter().all(|i| i.format.is_binary()) {
-            "records"
-        } else {
-            "lines"
-        }
-    }
-
+/// The terminal rendering of a stats report (a trait: the report's type belongs to
+/// `whylate`, its rendering to this crate).
+pub trait StatsText {
     /// The terminal rendering: the one-line summary first, then tables.
-    pub fn render_text(&self, p: &Paint) -> String {
+    fn render_text(&self, p: &Paint) -> String;
+}
+
+/// What an input is made of: lines of text, or binary records.
+fn unit(r: &StatsReport) -> &'static str {
+    if r.inputs.iter().all(|i| i.format.is_binary()) {
+        "records"
+    } else {
+        "lines"
+    }
+}
+
+impl StatsText for StatsReport {
+    fn render_text(&self, p: &Paint) -> String {
         use std::fmt::Write;
         let mut o = String::new();
         let span = self.span_ns.map(dur).unwrap_or_else(|| "-".into());
@@ -29,7 +35,7 @@ impl StatsReport {
                 String::new()
             },
             if self.unparsed > 0 {
-                format!(", {} {} not understood", self.unparsed, self.unit())
+                format!(", {} {} not understood", self.unparsed, unit(self))
             } else {
                 String::new()
             }
@@ -41,7 +47,7 @@ impl StatsReport {
                 "  {}: {}{}, {} lines, {} events",
                 i.path,
                 i.format,
-                if i.compression == crate::read::Compression::None {
+                if i.compression == whylate::read::Compression::None {
                     String::new()
                 } else {
                     format!(" ({:?})", i.compression).to_lowercase()
@@ -104,7 +110,7 @@ impl StatsReport {
             }
         }
         if self.unparsed > 0 {
-            let _ = writeln!(o, "\n{} not understood: {}", self.unit(), self.unparsed);
+            let _ = writeln!(o, "\n{} not understood: {}", unit(self), self.unparsed);
             for u in &self.unparsed_samples {
                 match u.line {
                     0 => writeln!(o, "  {}: expected {}", u.at(), u.why),

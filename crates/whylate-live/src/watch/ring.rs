@@ -2,11 +2,11 @@
 //! trace.dat is cut from. Bounded by time (older pages are dropped once no window can
 //! reach them) and by bytes (the oldest go first when a burst outruns the time bound).
 
-use crate::read::ringbuf::{PageCursor, PageLayout};
 use crate::record::{MemPages, PageSink};
 use std::collections::VecDeque;
 use std::io;
 use std::sync::mpsc::Sender;
+use whylate::read::ringbuf::{PageCursor, PageLayout};
 
 /// One ring-buffer page as read: its CPU, the time of its first record, its bytes.
 pub(crate) struct RawPage {

@@ -2,9 +2,9 @@
 //! they came in), the system calls streamed by start, and a search that starts from its
 //! previous answer, for the spans and edges.
 
-use crate::explain::{Window, Windows};
-use crate::timeline::{ByStart, Timeline};
 use std::collections::VecDeque;
+use whylate::explain::{Window, Windows};
+use whylate::timeline::{ByStart, Timeline};
 
 /// The system calls by start, for windows visited by start: those before a window are
 /// passed over, those in it read ahead and kept until a later window starts past them.

@@ -8,8 +8,8 @@
 //! shorter than `span`, and earlier still (up to [`MAX_BACK`] spans) when a sample was
 //! seen unfinished.
 
-use crate::explain::Window;
 use std::collections::BTreeSet;
+use whylate::explain::Window;
 
 /// How many spans a window may reach back for an unfinished sample: a bound on the pages
 /// held, whatever the workload does.
@@ -101,7 +101,7 @@ impl Settler {
 #[cfg(test)]
 mod tests {
     use super::Settler;
-    use crate::explain::Window;
+    use whylate::explain::Window;
 
     fn w(start: u64, end: Option<u64>) -> Window {
         Window::new(

@@ -7,11 +7,11 @@
 
 use super::labels::Labels;
 use super::sweep::{by_start, partition_near, CallsAhead};
-use crate::event::Interner;
-use crate::explain::ExplainReport;
-use crate::timeline::{span, EdgeKind, SpanKind, Timeline};
-use crate::units::dur;
 use rustc_hash::FxHashMap;
+use whylate::event::Interner;
+use whylate::explain::ExplainReport;
+use whylate::timeline::{span, EdgeKind, SpanKind, Timeline};
+use whylate::units::dur;
 
 /// Raster plot area, pixels: markers are merged per pixel of this grid.
 pub const RASTER_W: u32 = 1000;
@@ -235,8 +235,8 @@ pub(super) fn raster(r: &ExplainReport, tl: &Timeline, s: &Interner, ymax: u64) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::plot::tests::plotted;
-    use crate::testkit;
+    use crate::plot::tests::plotted;
+    use whylate::testkit;
 
     /// A reader that gave up reads its reply ~15 ms after it was ready: the read marks
     /// lie far above the axis (scaled to the ready times) and are pinned to its top
@@ -275,7 +275,7 @@ mod tests {
             .collect();
         assert_eq!(ready, [(2, 8_030_000), (5, 8_030_000)]);
         // Drawn on the top edge (y = TOP), and said so under the plot.
-        let svg = crate::report::svg::raster(ra, &r.windows);
+        let svg = crate::svg::raster(ra, &r.windows);
         let g = svg.split("data-kind=\"read\"").nth(1).unwrap();
         assert!(g.starts_with(" data-points=\"2\" data-events=\"2\""), "{g}");
         let path = g.split(" d=\"").nth(1).unwrap();

@@ -9,13 +9,14 @@
 //! 3. Windows overlap; [`settle::Settler`] takes each sample from the first window that
 //!    holds it whole, once. A settled miss is reported at once (the [`Watcher`]), its own
 //!    window kept as a trace.dat when asked (`keep`), a command run for it (`on_miss`).
-//! 4. Settled samples and misses join a [`RunSummary`]: at the end, the report of the
-//!    whole run. Memory: the ring, a bounded summary and the settled keys of one overlap.
+//! 4. Settled samples and misses join a [`RunSummary`](whylate::explain::RunSummary): at
+//!    the end, the report of the whole run. Memory: the ring, a bounded summary and the
+//!    settled keys of one overlap.
 //!
 //! Without a deadline the first window that holds enough samples chooses one by the
 //! mode's own policy, and it is kept from then on (a moving deadline would make misses
 //! of different runs incomparable). Cycles learn the usual chain from every good cycle
-//! seen so far ([`Learned`]).
+//! seen so far ([`Learned`](whylate::explain::Learned)).
 
 mod driver;
 mod keep;
@@ -23,7 +24,6 @@ mod ring;
 mod settle;
 mod types;
 
-use crate::explain::Mode;
 use crate::record::Tracing;
 use driver::{spawn, Run};
 use keep::Keeper;
@@ -32,6 +32,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::sync::Arc;
 pub use types::*;
+use whylate::explain::Mode;
 
 /// Watches until `stop`, the duration, the miss count or the command's end.
 pub fn watch(
@@ -96,11 +97,11 @@ pub fn check_mode(mode: &Mode, timerlat: bool) -> Result<(), String> {
 /// automatic mode watch has).
 pub fn default_events(mode: &Mode) -> Vec<String> {
     let mut v = vec!["sched".to_string(), "irq".into(), "wq".into()];
-    let named = |s: &crate::selector::Selector| -> Option<String> {
+    let named = |s: &whylate::selector::Selector| -> Option<String> {
         let name = s.text().split('[').next()?.trim();
         (!name.is_empty() && !name.contains(['*', '?'])).then(|| name.to_string())
     };
-    let sels: Vec<&crate::selector::Selector> = match mode {
+    let sels: Vec<&whylate::selector::Selector> = match mode {
         Mode::Timer(_) => {
             v.push("timer".into());
             Vec::new()
@@ -124,15 +125,15 @@ pub fn default_events(mode: &Mode) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::default_events;
-    use crate::explain::Mode;
+    use whylate::explain::Mode;
 
     #[test]
     fn default_events_add_the_selectors_events_once() {
-        let mut o = crate::testkit::chain_options(None);
-        o.from = crate::selector::Selector::parse("sys_enter_write[comm=x]").unwrap();
+        let mut o = whylate::testkit::chain_options(None);
+        o.from = whylate::selector::Selector::parse("sys_enter_write[comm=x]").unwrap();
         o.to = vec![
-            crate::selector::Selector::parse("sys_exit_read[ret>0]").unwrap(),
-            crate::selector::Selector::parse("sys_enter_write[comm=y]").unwrap(),
+            whylate::selector::Selector::parse("sys_exit_read[ret>0]").unwrap(),
+            whylate::selector::Selector::parse("sys_enter_write[comm=y]").unwrap(),
         ];
         assert_eq!(
             default_events(&Mode::Cycles(o)),
@@ -152,7 +153,7 @@ mod tests {
             .unwrap_err()
             .contains("--timerlat"));
         assert!(super::check_mode(&auto, true).is_ok());
-        let cycles = Mode::Cycles(crate::testkit::chain_options(None));
+        let cycles = Mode::Cycles(whylate::testkit::chain_options(None));
         assert!(super::check_mode(&cycles, false).is_ok());
         assert_eq!(
             super::check_mode(&cycles, true).unwrap_err(),

@@ -4,18 +4,19 @@
 //! The lab sources are compiled into the binary and built with the system C compiler on
 //! first use, so an installed `whylate` needs no checkout.
 
-use crate::explain::{self, ExplainReport, Options, Same, TimerOptions};
-use crate::measure::TaskSel;
-use crate::read::OpenOptions;
 use crate::record::{self, RecordOptions};
-use crate::selector::Selector;
-use crate::syscalls::Arch;
 use serde::Serialize;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use whylate::explain::{self, ExplainReport, Options, Same, TimerOptions};
+use whylate::measure::TaskSel;
+use whylate::read::OpenOptions;
+use whylate::selector::Selector;
+use whylate::syscalls::Arch;
+use whylate_report::{ExplainText, Paint};
 
 /// The lab programs: name and C source.
 pub const LAB: &[(&str, &str)] = &[
@@ -144,7 +145,7 @@ pub enum DemoError {
     Record(#[from] record::RecordError),
     /// Reading the recording failed.
     #[error(transparent)]
-    Read(#[from] crate::read::ReadError),
+    Read(#[from] whylate::read::ReadError),
     /// I/O on a path.
     #[error("{0}: {1}")]
     Io(PathBuf, std::io::Error),
@@ -581,7 +582,7 @@ fn column(log: &Path, i: usize) -> Result<Vec<i64>, DemoError> {
 
 impl DemoResult {
     /// The terminal text: the program's own count, then whylate's explanation.
-    pub fn render_text(&self, p: &crate::report::Paint) -> String {
+    pub fn render_text(&self, p: &Paint) -> String {
         let r = &self.explain;
         let title = format!(
             "whylate demo {}{}: {}",
@@ -594,7 +595,7 @@ impl DemoResult {
             p.heading(&title),
             self.truth.misses,
             self.truth.count,
-            crate::units::dur(self.truth.deadline_ns),
+            whylate::units::dur(self.truth.deadline_ns),
             self.recorded_events,
             self.lost_events,
             r.cycles.misses,

@@ -122,8 +122,8 @@ pub(crate) struct MemPages {
 
 /// The trace.dat of `cpus` in memory, as pieces: the header composed here, then the pages
 /// themselves, not copied (`watch` hands its windows to the analysis so).
-pub(crate) fn dat_in_memory(m: &Meta, cpus: Vec<MemPages>) -> crate::read::memory::Pieces {
-    let mut out = crate::read::memory::Pieces::new();
+pub(crate) fn dat_in_memory(m: &Meta, cpus: Vec<MemPages>) -> whylate::read::memory::Pieces {
+    let mut out = whylate::read::memory::Pieces::new();
     out.push(dat_header(m, &cpus).into());
     for c in cpus {
         for p in c.pages {
@@ -155,7 +155,7 @@ const WRITE_PIECE: usize = 64 << 10;
 /// table, padded to the page where the data of `cpus` starts (laid out in their order).
 fn dat_header<C: CpuPages>(m: &Meta, cpus: &[C]) -> Vec<u8> {
     let mut h: Vec<u8> = Vec::new();
-    h.extend_from_slice(crate::read::tracedat::MAGIC);
+    h.extend_from_slice(whylate::read::tracedat::MAGIC);
     h.extend_from_slice(b"6\0");
     h.push(0); // little endian
     h.push(8); // long size
@@ -209,7 +209,7 @@ fn dat_header<C: CpuPages>(m: &Meta, cpus: &[C]) -> Vec<u8> {
     for s in &m.cpustats {
         opt(2, &cstr(s)); // CPUSTAT
     }
-    opt(crate::snapshot::OPTION_ID, &m.snapshot);
+    opt(whylate::snapshot::OPTION_ID, &m.snapshot);
     h.extend_from_slice(&0u16.to_le_bytes()); // DONE
     h.extend_from_slice(b"flyrecord\0");
     // Per CPU (offset, size); data starts page-aligned after this table.

@@ -8,12 +8,12 @@
 
 use super::labels::Labels;
 use super::raster::{raster, Raster};
-use crate::event::{Interner, SOFTIRQ_NAMES};
-use crate::explain::{ExplainReport, Hold};
-use crate::timeline::{SpanKind, Timeline};
-use crate::units::dur;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use whylate::event::{Interner, SOFTIRQ_NAMES};
+use whylate::explain::{ExplainReport, Hold};
+use whylate::timeline::{SpanKind, Timeline};
+use whylate::units::dur;
 
 /// Misses drawn one by one unless asked otherwise: every miss of a usual trace, and a
 /// page that still opens at once when a trace has thousands.
@@ -383,7 +383,7 @@ fn swimlane(r: &ExplainReport, tl: &Timeline, s: &Interner, idx: &ByCpu, mi: usi
         title: format!(
             "miss {}: at {} (tid {}, CPU{}), {}, {} blamed",
             mi + 1,
-            crate::units::secs(m.start_ns),
+            whylate::units::secs(m.start_ns),
             m.tid,
             m.cpu,
             m.duration_ns
@@ -418,7 +418,7 @@ struct Lane<'a> {
 }
 
 /// CPUs the chain or its blame touched, and the cycle's own.
-fn lane_cpus(m: &crate::explain::Miss) -> Vec<u32> {
+fn lane_cpus(m: &whylate::explain::Miss) -> Vec<u32> {
     let mut cpus: Vec<u32> = vec![m.cpu];
     for l in &m.chain {
         cpus.extend(l.cpu);
@@ -431,7 +431,7 @@ fn lane_cpus(m: &crate::explain::Miss) -> Vec<u32> {
 }
 
 /// The hand-offs: each placed link to the next, in the chain's order.
-fn hand_offs(m: &crate::explain::Miss, link_row: &[Option<u32>]) -> Vec<Arrow> {
+fn hand_offs(m: &whylate::explain::Miss, link_row: &[Option<u32>]) -> Vec<Arrow> {
     let placed: Vec<(u64, u32)> = m
         .chain
         .iter()
@@ -451,7 +451,7 @@ fn hand_offs(m: &crate::explain::Miss, link_row: &[Option<u32>]) -> Vec<Arrow> {
 impl Lane<'_> {
     /// The chain's links on `cpu`: links that overlap go on rows of their own (four at
     /// most; then the least busy row takes one).
-    fn chain_rows(&mut self, m: &crate::explain::Miss, cpu: u32) {
+    fn chain_rows(&mut self, m: &whylate::explain::Miss, cpu: u32) {
         let (from, to) = (self.from, self.to);
         let mut ends: Vec<u64> = Vec::new();
         let first_row = self.rows.len() as u32;
@@ -549,7 +549,7 @@ impl Lane<'_> {
 
     /// Blamed time: the culprit's own spans inside the link's late part, else the late
     /// part itself.
-    fn blame(&self, m: &crate::explain::Miss) -> Vec<Bar> {
+    fn blame(&self, m: &whylate::explain::Miss) -> Vec<Bar> {
         let (tl, idx, from, to, rows) = (self.tl, self.idx, self.from, self.to, &self.rows);
         let mut blame = Vec::new();
         for l in &m.chain {
@@ -645,9 +645,9 @@ fn blamed_spans(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::explain::{run, Mode};
-    use crate::read::OpenOptions;
-    use crate::testkit;
+    use whylate::explain::{run, Mode};
+    use whylate::read::OpenOptions;
+    use whylate::testkit;
 
     /// The giving-up client of [`testkit::giving_up_client`] (8 cycles, 2 and 5 hogged:
     /// ready after 8.030 ms, read after 23.526 and 23.538 ms), explained with `deadline`
@@ -689,7 +689,7 @@ pub(crate) mod tests {
         assert_eq!(r.cycles.read.as_ref().map(|x| x.later), Some(2));
         // Drawn: one outline past the axis's 50 bins (x = 64 + 50 x 1000/51 + 0.5), as
         // tall as 2 of the 6 at the top (220 px plot, axis at y = 248).
-        let svg = crate::report::svg::histogram(h);
+        let svg = crate::svg::histogram(h);
         assert!(
             svg.contains(
                 " data-bins=\"51\" data-over=\"0\" data-read-later=\"2\" data-read-over=\"2\">"
@@ -723,7 +723,7 @@ pub(crate) mod tests {
             .filter(|b| b.1 > 0)
             .collect();
         assert_eq!((rd.later, rd.over, bins), (2, 0, vec![(23, 2)]));
-        let svg = crate::report::svg::histogram(h);
+        let svg = crate::svg::histogram(h);
         // No bar past the axis: 50 bins of 20 px, the outline at x = 64 + 23 x 20 + 0.5.
         assert!(svg.contains(" data-bins=\"50\" "), "{svg}");
         assert!(
@@ -747,7 +747,7 @@ pub(crate) mod tests {
     fn a_histogram_without_late_reads_has_no_outlines() {
         let (_, p) = plotted(&testkit::three_cpu_chain(6, &[4], 3_000), 1_000_000, 0);
         assert!(p.hist.read.is_none());
-        let svg = crate::report::svg::histogram(&p.hist);
+        let svg = crate::svg::histogram(&p.hist);
         assert!(
             !svg.contains("read")
                 && svg.contains(">cycle duration (from to the reply) — 6 samples<")

@@ -4,3 +4,8 @@ mod diff;
 mod explain;
 mod latency;
 mod stats;
+
+pub use diff::DiffText;
+pub use explain::ExplainText;
+pub use latency::LatencyText;
+pub use stats::StatsText;

@@ -3,9 +3,9 @@
 
 use super::plot::{Histogram, ReadSeries, RowKind, Swimlane};
 use super::raster::{Raster, KINDS, RASTER_H, RASTER_W};
-use crate::explain::Windows;
-use crate::units::dur;
 use std::fmt::Write as _;
+use whylate::explain::Windows;
+use whylate::units::dur;
 
 pub(crate) const LEFT: f64 = 64.0;
 pub(crate) const TOP: f64 = 28.0;
@@ -449,7 +449,7 @@ pub fn raster(r: &Raster, cycles: &Windows) -> String {
 }
 
 /// What a missed cycle's band says when hovered.
-fn band_title(c: &crate::explain::Window) -> String {
+fn band_title(c: &whylate::explain::Window) -> String {
     match (c.end_ns(), c.read_ns) {
         (None, _) => "no reply".to_string(),
         (Some(e), None) => format!("took {}", dur(e - c.start_ns)),
@@ -692,7 +692,7 @@ fn lane_axis(o: &mut String, l: &Swimlane, g: &LaneGeo) {
 #[cfg(test)]
 mod tests {
     use super::histogram;
-    use crate::report::plot::Histogram;
+    use crate::plot::Histogram;
 
     #[test]
     fn the_histogram_axis_says_what_is_off_scale_and_how_far() {

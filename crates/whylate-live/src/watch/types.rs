@@ -1,11 +1,11 @@
 //! What watch is asked, what it reports as it goes, and what it returns.
 
-use crate::explain::{ExplainReport, Miss, Mode};
-use crate::read::ReadError;
 use crate::record::RecordError;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Duration;
+use whylate::explain::{ExplainReport, Miss, Mode};
+use whylate::read::ReadError;
 
 /// Where and how much to keep.
 #[derive(Clone, Debug)]

@@ -184,7 +184,7 @@ pub(super) fn unknown_event(events: &Path, name: &str, kernel: &str) -> RecordEr
         }
     }
     let names: Vec<&str> = all.iter().map(|(n, _)| n.as_str()).collect();
-    let close: Vec<String> = crate::suggest::closest(bare, names, 5)
+    let close: Vec<String> = whylate::suggest::closest(bare, names, 5)
         .into_iter()
         .filter_map(|n| {
             all.iter()

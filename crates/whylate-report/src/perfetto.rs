@@ -10,12 +10,12 @@
 //! under the next one's) goes to a second track of the same kind, so no importer has to
 //! guess at nesting. Timestamps are written as exact decimal microseconds.
 
-use crate::event::{Interner, Sym, SOFTIRQ_NAMES};
-use crate::explain::ExplainReport;
-use crate::timeline::{span, SpanKind, Timeline};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
+use whylate::event::{Interner, Sym, SOFTIRQ_NAMES};
+use whylate::explain::ExplainReport;
+use whylate::timeline::{span, SpanKind, Timeline};
 
 /// Track kinds of a CPU, in display order.
 pub const TRACKS: [&str; 7] = [
@@ -371,9 +371,9 @@ fn chain_slices(r: &ExplainReport, slices: &mut Vec<Slice>) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use crate::explain::{run, Mode};
-    use crate::read::OpenOptions;
-    use crate::testkit;
+    use whylate::explain::{run, Mode};
+    use whylate::read::OpenOptions;
+    use whylate::testkit;
 
     #[test]
     fn slices_per_track_and_one_flow_per_explained_miss() {

@@ -1,13 +1,19 @@
 //! The terminal rendering of a diff report: the verdict first, then the evidence.
 
-use crate::diff::*;
-use crate::report::Paint;
-use crate::units::dur;
+use crate::Paint;
 use std::fmt::Write;
+use whylate::diff::*;
+use whylate::units::dur;
 
-impl DiffReport {
+/// The terminal rendering of a diff report (a trait: the report's type belongs to
+/// `whylate`, its rendering to this crate).
+pub trait DiffText {
     /// The terminal text: the verdict first, then the evidence.
-    pub fn render_text(&self, p: &Paint) -> String {
+    fn render_text(&self, p: &Paint) -> String;
+}
+
+impl DiffText for DiffReport {
+    fn render_text(&self, p: &Paint) -> String {
         let mut o = String::new();
         let _ = writeln!(o, "{}", p.heading(&self.verdict));
         for (side, s) in [("A", &self.a), ("B", &self.b)] {
@@ -101,77 +107,77 @@ impl DiffReport {
                 );
             }
         }
-        self.evidence(&mut o, p);
+        evidence(self, &mut o, p);
         o
     }
+}
 
-    /// What changed: causes, CPU time, interrupt placement, the machine; and notes.
-    fn evidence(&self, o: &mut String, p: &Paint) {
-        if !self.causes.is_empty() {
-            let _ = writeln!(o, "\n{}", p.heading("causes (misses, excess; A → B):"));
-            let side = |s: &Option<CauseSide>| match s {
-                Some(x) => format!("{} {}", x.misses, dur(x.total_excess_ns)),
-                None => "-".into(),
-            };
-            for d in &self.causes {
-                let _ = writeln!(
-                    o,
-                    "  {:<9} {:<56} {:>18} → {}",
-                    d.status,
-                    cause_name(d),
-                    side(&d.a),
-                    side(&d.b)
-                );
-            }
-        }
-        if !self.cpus.is_empty() {
+/// What changed: causes, CPU time, interrupt placement, the machine; and notes.
+fn evidence(r: &DiffReport, o: &mut String, p: &Paint) {
+    if !r.causes.is_empty() {
+        let _ = writeln!(o, "\n{}", p.heading("causes (misses, excess; A → B):"));
+        let side = |s: &Option<CauseSide>| match s {
+            Some(x) => format!("{} {}", x.misses, dur(x.total_excess_ns)),
+            None => "-".into(),
+        };
+        for d in &r.causes {
             let _ = writeln!(
                 o,
-                "\n{}",
-                p.heading("CPU time that moved (share of the trace, A → B):")
+                "  {:<9} {:<56} {:>18} → {}",
+                d.status,
+                cause_name(d),
+                side(&d.a),
+                side(&d.b)
             );
-            for c in &self.cpus {
-                let b = |x: Option<f64>| x.map_or("-".into(), pct);
-                let _ = write!(o, "  CPU{} busy {} → {}", c.cpu, b(c.busy_a), b(c.busy_b));
-                let parts: Vec<String> = c
-                    .changes
-                    .iter()
-                    .take(6)
-                    .map(|x| format!("{} {} → {}", x.what, pct(x.a), pct(x.b)))
-                    .collect();
-                if !parts.is_empty() {
-                    let _ = write!(o, ": {}", parts.join(", "));
-                }
-                o.push('\n');
-            }
         }
-        if !self.irqs.is_empty() {
-            let _ = writeln!(
-                o,
-                "\n{}",
-                p.heading("interrupts handled elsewhere (CPU ×runs, A → B):")
-            );
-            let list = |v: &[(u32, u64)]| {
-                v.iter()
-                    .map(|(c, n)| format!("CPU{c} ×{n}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            for m in &self.irqs {
-                let _ = writeln!(o, "  {}: {} → {}", m.irq, list(&m.a), list(&m.b));
+    }
+    if !r.cpus.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n{}",
+            p.heading("CPU time that moved (share of the trace, A → B):")
+        );
+        for c in &r.cpus {
+            let b = |x: Option<f64>| x.map_or("-".into(), pct);
+            let _ = write!(o, "  CPU{} busy {} → {}", c.cpu, b(c.busy_a), b(c.busy_b));
+            let parts: Vec<String> = c
+                .changes
+                .iter()
+                .take(6)
+                .map(|x| format!("{} {} → {}", x.what, pct(x.a), pct(x.b)))
+                .collect();
+            if !parts.is_empty() {
+                let _ = write!(o, ": {}", parts.join(", "));
             }
+            o.push('\n');
         }
-        if !self.machine.is_empty() {
-            let _ = writeln!(o, "\n{}", p.heading("machine:"));
-            for m in &self.machine {
-                let _ = writeln!(o, "  {m}");
-            }
+    }
+    if !r.irqs.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n{}",
+            p.heading("interrupts handled elsewhere (CPU ×runs, A → B):")
+        );
+        let list = |v: &[(u32, u64)]| {
+            v.iter()
+                .map(|(c, n)| format!("CPU{c} ×{n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        for m in &r.irqs {
+            let _ = writeln!(o, "  {}: {} → {}", m.irq, list(&m.a), list(&m.b));
         }
-        if !self.notes.is_empty() {
-            let _ = writeln!(o, "\n{}", p.heading("notes:"));
-            for n in &self.notes {
-                let _ = writeln!(o, "  - {n}");
-            }
+    }
+    if !r.machine.is_empty() {
+        let _ = writeln!(o, "\n{}", p.heading("machine:"));
+        for m in &r.machine {
+            let _ = writeln!(o, "  {m}");
+        }
+    }
+    if !r.notes.is_empty() {
+        let _ = writeln!(o, "\n{}", p.heading("notes:"));
+        for n in &r.notes {
+            let _ = writeln!(o, "  - {n}");
         }
     }
 }

@@ -1,15 +1,21 @@
 //! The terminal rendering of `whylate latency`: per measure, its groups with quantiles,
 //! a histogram and the worst samples.
 
-use crate::latency::LatencyReport;
-use crate::measure::{self, MeasureReport};
-use crate::report::Paint;
-use crate::units::{dur, secs};
+use crate::Paint;
 use std::fmt::Write as _;
+use whylate::latency::LatencyReport;
+use whylate::measure::{self, MeasureReport};
+use whylate::units::{dur, secs};
 
-impl LatencyReport {
-    /// Terminal rendering.
-    pub fn render_text(&self, top_groups: usize, p: &Paint) -> String {
+/// The terminal rendering of a latency report (a trait: the report's type belongs to
+/// `whylate`, its rendering to this crate).
+pub trait LatencyText {
+    /// Terminal rendering: per measure, at most `top_groups` groups.
+    fn render_text(&self, top_groups: usize, p: &Paint) -> String;
+}
+
+impl LatencyText for LatencyReport {
+    fn render_text(&self, top_groups: usize, p: &Paint) -> String {
         let mut o = String::new();
         let span = match (self.first_ns, self.last_ns) {
             (Some(f), Some(l)) => format!("{} .. {} ({})", secs(f), secs(l), dur(l - f)),
@@ -172,9 +178,40 @@ fn clip(s: &str, n: usize) -> String {
 }
 
 /// A group's name, marked when it is one of the recorder's own threads.
-fn label(g: &crate::measure::Group) -> String {
+fn label(g: &whylate::measure::Group) -> String {
     match g.extra.contains_key("recorder") {
         true => format!("{} (recorder)", g.key),
         false => g.key.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use whylate::measure::{Measure, Options};
+    use whylate::testkit::{idle_exits_untraced, pass};
+
+    #[test]
+    fn a_cpu_whose_idle_exits_are_never_traced_is_said_once_under_the_first_line() {
+        // whylate's latency tests assert the report's blind spot and notes; the text says
+        // the blind spot once, right under the summary.
+        let o = Options {
+            measures: vec![Measure::Wakeup],
+            ..Options::default()
+        };
+        let r = whylate::latency::report(pass(&idle_exits_untraced(false)), &o, None);
+        let text = r.render_text(10, &Paint::plain());
+        assert_eq!(
+            text.matches("idle exits are not traced").count(),
+            1,
+            "{text}"
+        );
+        assert!(
+            text.lines()
+                .nth(1)
+                .unwrap()
+                .starts_with("  blind: CPU1's idle exits"),
+            "{text}"
+        );
     }
 }
