@@ -732,13 +732,7 @@ mod tests {
         // the page says it at the top.
         use whylate::explain::{run, Mode};
         use whylate::testkit;
-        let t: String = (testkit::three_cpu_chain(6, &[4], 3_000).lines())
-            .enumerate()
-            .map(|(i, l)| match i % 3 {
-                2 => format!("{}\n", l.replacen('[', "{", 1)),
-                _ => format!("{l}\n"),
-            })
-            .collect();
+        let t: String = testkit::garbled_every_third(&testkit::three_cpu_chain(6, &[4], 3_000));
         let f = testkit::file(&t);
         let mode = Mode::Cycles(testkit::chain_options(Some(1_000_000)));
         let x = run(&[f.to_path_buf()], &Default::default(), &mode).unwrap();

@@ -42,7 +42,7 @@ pub struct ExportStats {
     pub total_slices: u64,
     /// Flows (one per explained miss with two or more placed links).
     pub flows: u64,
-    /// Slices clipped because more than [`SUBS`] overlapped.
+    /// Slices clipped because more than `SUBS` overlapped.
     pub clipped: u64,
     /// Bytes written.
     pub bytes: u64,

@@ -4,7 +4,7 @@
 //! ring buffers, clock and event switches, so another tracer on the machine is never
 //! disturbed, and removing the directory undoes every setting. One thread per CPU moves
 //! whole ring-buffer pages from `per_cpu/cpuN/trace_pipe_raw` to a private spool file;
-//! at the end the spools are joined behind the trace.dat header. A [`Session`] guard
+//! at the end the spools are joined behind the trace.dat header. A `Session` guard
 //! restores tracefs (instance removed, tracefs unmounted if we mounted it) on every path
 //! out, including errors and panics; signals only set the stop flag the main loop polls.
 

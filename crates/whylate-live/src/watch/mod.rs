@@ -2,11 +2,11 @@
 //! explain each miss while the workload runs, for as long as it runs.
 //!
 //! 1. One reader thread per CPU hands whole ring-buffer pages to this thread, which keeps
-//!    the last seconds of them in a [`ring::Ring`] (bounded by time and bytes).
+//!    the last seconds of them in a `ring::Ring` (bounded by time and bytes).
 //! 2. Every tick (0.5 s, longer when an analysis takes longer) the pages of a window that
 //!    ends a little before now (the readers' lag) become a trace.dat, which the offline
 //!    engine explains in the chosen mode: the same chain, culprit and advice as `explain`.
-//! 3. Windows overlap; [`settle::Settler`] takes each sample from the first window that
+//! 3. Windows overlap; `settle::Settler` takes each sample from the first window that
 //!    holds it whole, once. A settled miss is reported at once (the [`Watcher`]), its own
 //!    window kept as a trace.dat when asked (`keep`), a command run for it (`on_miss`).
 //! 4. Settled samples and misses join a [`RunSummary`](whylate::explain::RunSummary): at

@@ -140,7 +140,7 @@ impl Pack for Cycle {
 /// requests, so nearly every cycle is packed closed, never to change again.
 const RECENT: usize = 4096;
 
-/// Every cycle, in start order: the newest [`RECENT`] as they are, the older packed. An
+/// Every cycle, in start order: the newest `RECENT` as they are, the older packed. An
 /// older one still open when packed (its reply is far behind) lives on in a side table,
 /// where the cutter updates it.
 #[derive(Debug, Default)]

@@ -7,7 +7,7 @@ use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-/// The last [`KEEP`] durations of each link and of the uncovered time, from every good
+/// The last `KEEP` durations of each link and of the uncovered time, from every good
 /// cycle seen so far, each cycle taken once.
 #[derive(Debug, Default)]
 pub struct TemplateMemory {

@@ -139,7 +139,7 @@ pub struct ThroughputOpts {
     pub expect_per_s: Option<f64>,
 }
 
-/// Options of [`compute`].
+/// Options of [`compute`](crate::measure::compute).
 #[derive(Clone, Debug)]
 pub struct Options {
     /// Measures to compute (all that the trace can feed when empty).

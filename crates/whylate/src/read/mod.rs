@@ -1,4 +1,4 @@
-//! Readers: any trace file → one time-ordered stream of [`Event`]s.
+//! Readers: any trace file → one time-ordered stream of [`Event`](crate::event::Event)s.
 //!
 //! Pipeline per input: bytes (decompressed transparently: gzip, zstd, xz) → format sniffed
 //! from the first 256 KiB of data (past any blank and comment lines) → a line parser for

@@ -251,7 +251,7 @@ impl Input {
         }
     }
 
-    /// Counts `events` about to be read and, every [`CANCEL_EVERY`] of them, fails with
+    /// Counts `events` about to be read and, every `CANCEL_EVERY` of them, fails with
     /// [`ReadError::Cancelled`] once the options' [`Progress::cancel`] is set.
     #[inline]
     pub fn check_cancel(&mut self, events: u32) -> Result<(), ReadError> {
@@ -521,7 +521,7 @@ fn open_input(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
 /// The format of the trace at `path`, when it is a regular file holding one (compressed
 /// or not); None for anything else. Outputs are checked with it, so that a trace named
 /// where an output was meant is not written over. Text counts as a trace when its first
-/// [`HEAD`] bytes give an event: the sniffer alone takes any HTML page for systrace.
+/// `HEAD` bytes give an event: the sniffer alone takes any HTML page for systrace.
 pub fn trace_format(path: &Path) -> Option<Format> {
     let m = std::fs::metadata(path).ok()?;
     if !m.is_file() || m.len() == 0 {

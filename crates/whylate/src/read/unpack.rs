@@ -13,7 +13,7 @@
 //!
 //! The decompressed size must be known up front (the readers check offsets against it,
 //! and a file cut short must look cut): zstd frames and the xz index declare it
-//! ([`super::declared`]). gzip does not, nor does zstd written as a stream: such a file
+//! (`super::declared`). gzip does not, nor does zstd written as a stream: such a file
 //! is decompressed through once to learn it (for a perf.data that pass also reaches the
 //! feature sections the reader needs first). A cut or damaged file is not served here.
 

@@ -1,6 +1,6 @@
 //! The timeline: the model one streaming pass builds (`build`), of what every CPU and task was doing.
 //!
-//! Input: time-ordered [`Event`]s. Output: [`Spans`] (run, runnable-wait, sleep, hardirq,
+//! Input: time-ordered [`Event`](crate::event::Event)s. Output: [`Spans`] (run, runnable-wait, sleep, hardirq,
 //! softirq, tasklet, work, hrtimer callback, irqs-off, preempt-off) in columnar vectors,
 //! system calls packed apart ([`Syscalls`]), and causal [`Edge`]s (who woke whom from
 //! which context, who queued the work a worker ran, which context raised the softirq that

@@ -529,13 +529,7 @@ fn open_requests_are_capped_and_the_dropped_ones_are_said() {
 fn a_result_built_on_a_partly_unread_trace_says_so_under_its_verdict() {
     // Every third line of the cycles garbled: the report counts them, locates the
     // first, and says it under the verdict (a third is far above the 1% line).
-    let t: String = (testkit::three_cpu_chain(6, &[4], 3_000).lines())
-        .enumerate()
-        .map(|(i, l)| match i % 3 {
-            2 => format!("{}\n", l.replacen('[', "{", 1)),
-            _ => format!("{l}\n"),
-        })
-        .collect();
+    let t: String = testkit::garbled_every_third(&testkit::three_cpu_chain(6, &[4], 3_000));
     let r = cycles_of(&t, Some(1_000_000));
     let u = r.unread.as_ref().expect("unread lines are reported");
     assert_eq!((u.count, u.unit), (t.lines().count() as u64 / 3, "lines"));

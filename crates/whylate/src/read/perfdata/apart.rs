@@ -1,6 +1,6 @@
 //! perf.data read on two threads. The reading thread scans and sorts the rounds as the
-//! one-thread reader does and copies each due record into a batch ([`Records`]); the
-//! decoding half ([`Decoding`]: the event formats, the task names, the interner's side)
+//! one-thread reader does and copies each due record into a batch (`Records`); the
+//! decoding half (`Decoding`: the event formats, the task names, the interner's side)
 //! moves to the thread that feeds the timeline and makes the events there. What the scan
 //! notices (bad records, a cut file) travels in the batch at the point it was noticed, so
 //! the diagnostics come out as one thread gives them.

@@ -1,11 +1,11 @@
 //! Perfetto's protobuf trace (`.perfetto-trace`, `.pftrace`, `.pb`; traced, tracebox,
 //! Android, ChromeOS), read as a stream.
 //!
-//! A trace is a run of `TracePacket`s ([`packets`] walks them with one read buffer;
+//! A trace is a run of `TracePacket`s (`packets` walks them with one read buffer;
 //! prost decodes each with the schema subset in [`protos`]). What is read:
 //! - `ftrace_events` bundles: the typed kernel events, `compact_sched` (switches and
 //!   wakings packed per bundle, with their comm table) and `generic` events by their field
-//!   lists ([`bundle`]); kernel symbols interned per packet sequence (`symbolize_ksyms`);
+//!   lists (`bundle`); kernel symbols interned per packet sequence (`symbolize_ksyms`);
 //! - task names and thread groups from `process_tree`, `process_stats`, and the
 //!   task_rename / task_newtask events;
 //! - CPU count, kernel release and machine from `system_info`;
@@ -16,7 +16,7 @@
 //!   bundle says otherwise), said in a note with `clock_snapshot`'s BOOTTIME-MONOTONIC gap.
 //!
 //! Each CPU's bundles come in time order, CPUs interleaved by when they were read: events
-//! wait in a heap until every CPU that is still writing has gone past them ([`order`]).
+//! wait in a heap until every CPU that is still writing has gone past them (`order`).
 
 mod bundle;
 mod order;
@@ -195,7 +195,7 @@ impl Perfetto {
     pub fn diag(&self) -> &Diag {
         &self.diag
     }
-    /// Events that came earlier than one already given (see [`order`]).
+    /// Events that came earlier than one already given (see `order`).
     pub fn order(&self) -> OrderStats {
         self.check.stats
     }

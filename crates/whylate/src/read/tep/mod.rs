@@ -5,7 +5,7 @@
 //! kernel helpers like `__print_flags`), only read for the conversion (`%03d`, `%ps`) of
 //! each field it prints directly, which libtraceevent's raw printer also uses. [`Formats::render_raw`] prints the fields the way
 //! `trace-cmd report -R` (libtraceevent's raw printer) does, so the two can be compared
-//! field by field. [`Decoder`] turns a record into the typed [`Kind`] every reader produces.
+//! field by field. [`Decoder`] turns a record into the typed [`Kind`](crate::event::Kind) every reader produces.
 
 mod decode;
 mod format;

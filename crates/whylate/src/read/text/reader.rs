@@ -10,7 +10,7 @@ use crate::read::text::lines::LineReader;
 use std::collections::VecDeque;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-/// Reads one text file through a [`LineParser`].
+/// Reads one text file through a `LineParser`.
 pub struct TextReader {
     path: PathBuf,
     src: Src,

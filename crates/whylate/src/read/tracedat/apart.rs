@@ -1,6 +1,6 @@
 //! trace.dat read on two threads. The reading thread walks the CPUs' pages and merges
 //! their records by time as the one-thread reader does, copying each record into a batch
-//! ([`Records`]); the decoding half ([`Decoding`]: the event formats, the task names,
+//! (`Records`); the decoding half (`Decoding`: the event formats, the task names,
 //! every string interned) moves to the thread that feeds the timeline and makes the
 //! events there, in the same order.
 
