@@ -162,11 +162,14 @@ fn leave_out_recorder(tl: &Timeline, s: &Interner, found: &mut Vec<Miss>) -> Opt
 /// from 100 us, others from 1 ms, and at 4x the thread's median.
 fn cpu_waits(eng: &Engine<'_>, found: &mut Vec<Miss>) {
     let (tl, sp) = (eng.tl, &eng.tl.spans);
+    // The runqueue measure's waits, less what this mode does not ask about: a task's
+    // wait after a preemption (not a wakeup's latency), the idle task's, and a wait whose
+    // start the trace lacks.
     let waits: Vec<usize> = (0..sp.len())
         .filter(|&i| {
-            sp.kind[i] == SpanKind::Runnable
+            crate::measure::runqueue::is_wait(tl, i)
                 && sp.tid[i] > 0
-                && sp.flags[i] & (span::END_UNKNOWN | span::START_UNKNOWN) == 0
+                && sp.flags[i] & span::START_UNKNOWN == 0
                 && RunCause::from_key(sp.key[i]) != RunCause::Preempted
         })
         .collect();

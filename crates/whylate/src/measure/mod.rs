@@ -12,7 +12,7 @@ mod measurer;
 mod osnoise;
 mod rate;
 mod report;
-mod runqueue;
+pub mod runqueue;
 mod series;
 mod softirq;
 mod syscall;

@@ -8,8 +8,15 @@ use super::series::{
 };
 use super::wakeup::wake_detail;
 use crate::event::Sym;
-use crate::timeline::{span, Cause, KindClass, SpanKind};
+use crate::timeline::{span, Cause, KindClass, SpanKind, Timeline};
 use rustc_hash::FxHashMap;
+
+/// Whether span `i` is a runqueue wait this measure samples: runnable, its end traced.
+/// Automatic mode takes its CPU waits from the same spans.
+pub fn is_wait(tl: &Timeline, i: usize) -> bool {
+    let sp = &tl.spans;
+    sp.kind[i] == SpanKind::Runnable && sp.flags[i] & span::END_UNKNOWN == 0
+}
 
 pub(super) fn runqueue(cx: &Cx<'_>, o: &Options) -> MeasureReport {
     let tl = cx.tl;
@@ -40,7 +47,7 @@ pub(super) fn runqueue(cx: &Cx<'_>, o: &Options) -> MeasureReport {
                 }
             }
             SpanKind::Runnable => {
-                if sp.flags[i] & span::END_UNKNOWN != 0 {
+                if !is_wait(tl, i) {
                     open += 1;
                     continue;
                 }
@@ -129,5 +136,32 @@ pub(super) struct Runqueue;
 impl Measurer for Runqueue {
     fn measure(&self, i: &Input<'_>) -> MeasureReport {
         runqueue(i.cx, i.o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testkit::{line, pass};
+    use crate::timeline::SpanKind;
+
+    /// p waits 30 us behind a (a wait); a, preempted, and q, woken, have not run again
+    /// when the trace ends (open, no wait).
+    #[test]
+    fn a_wait_needs_its_end() {
+        let t = [
+            line(1_000, 0, "a-5", "d..2.", "sched_waking: comm=p pid=7 prio=120 target_cpu=000"),
+            line(1_030, 0, "a-5", "d..2.", "sched_switch: prev_comm=a prev_pid=5 prev_prio=120 prev_state=R ==> next_comm=p next_pid=7 next_prio=120"),
+            line(1_040, 0, "p-7", "d..2.", "sched_waking: comm=q pid=8 prio=120 target_cpu=000"),
+        ]
+        .concat();
+        let p = pass(&t);
+        let sp = &p.tl.spans;
+        let waits: Vec<(i32, u64)> = (0..sp.len())
+            .filter(|&i| sp.kind[i] == SpanKind::Runnable)
+            .map(|i| (sp.tid[i], u64::from(super::is_wait(&p.tl, i))))
+            .collect();
+        assert_eq!(waits, [(7, 1), (5, 0), (8, 0)]);
+        let i = (0..sp.len()).find(|&i| super::is_wait(&p.tl, i)).unwrap();
+        assert_eq!(sp.end[i] - sp.start[i], 30_000);
     }
 }
