@@ -54,8 +54,9 @@ pub fn watch(
         })
     })?;
     drop(tx);
-    // Windows are analysed in memory; this names them in messages.
-    let mut run = Run::new(o, &t, keeper, std::path::PathBuf::from("watch-window.dat"));
+    // Windows are analysed in memory, not read from a file: an error about one says so.
+    let name = std::path::PathBuf::from("(watch window, in memory)");
+    let mut run = Run::new(o, &t, keeper, name);
     let mut child = spawn(o)?;
     let exit_code = run.watch_loop(&t, &rx, child.as_mut(), &stop, out)?;
     let stale = t.stale.clone();
