@@ -182,13 +182,10 @@ pub fn histogram(h: &Histogram) -> String {
         if n == 0 {
             return;
         }
-        let bh = (n as f64 / max * ph).max(2.0);
         let _ = writeln!(
             o,
-            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bh:.1}\" fill=\"{}\"><title>{what}: {n}</title></rect>",
-            LEFT + i as f64 * bw + 0.5,
-            y0 - bh,
-            (bw - 1.0).max(1.0),
+            "<rect {} fill=\"{}\"><title>{what}: {n}</title></rect>",
+            bar_box(i, n, max, (bw, y0, ph)),
             if late { "#d62728" } else { "#4c78a8" }
         );
     };
@@ -264,6 +261,19 @@ pub fn histogram(h: &Histogram) -> String {
     o
 }
 
+/// The box of bin `i`'s bar of count `n`, as SVG attributes: `max` is the count at the
+/// top, `(bw, y0, ph)` the bar width, the axis's y and the plot's height. A bar is at
+/// least 2 px high, so a count of one stays visible.
+fn bar_box(i: usize, n: u64, max: f64, (bw, y0, ph): (f64, f64, f64)) -> String {
+    let bh = (n as f64 / max * ph).max(2.0);
+    format!(
+        "x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bh:.1}\"",
+        LEFT + i as f64 * bw + 0.5,
+        y0 - bh,
+        (bw - 1.0).max(1.0),
+    )
+}
+
 /// Colour of read times, in the histogram as in the raster's `read` marks.
 const READ_COLOR: &str = STYLE[KINDS.len() - 1].0;
 
@@ -271,7 +281,6 @@ const READ_COLOR: &str = STYLE[KINDS.len() - 1].0;
 /// ones: `max` is the count at the top, `(bw, y0, ph)` the bar width, the axis's y and the
 /// plot's height.
 fn read_outlines(o: &mut String, h: &Histogram, r: &ReadSeries, max: f64, g: (f64, f64, f64)) {
-    let (bw, y0, ph) = g;
     let end = h.counts.len() as u64 * h.step_ns;
     let bars = (r.counts.iter().copied().enumerate()).chain([(r.counts.len(), r.over)]);
     let _ = writeln!(o, "<g class=\"read\">");
@@ -282,13 +291,10 @@ fn read_outlines(o: &mut String, h: &Histogram, r: &ReadSeries, max: f64, g: (f6
         } else {
             format!("≥ {}", dur(end))
         };
-        let bh = (n as f64 / max * ph).max(2.0);
         let _ = writeln!(
             o,
-            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bh:.1}\" fill=\"none\" stroke=\"{READ_COLOR}\" stroke-width=\"1.5\"><title>read {what}: {n}</title></rect>",
-            LEFT + i as f64 * bw + 0.5,
-            y0 - bh,
-            (bw - 1.0).max(1.0),
+            "<rect {} fill=\"none\" stroke=\"{READ_COLOR}\" stroke-width=\"1.5\"><title>read {what}: {n}</title></rect>",
+            bar_box(i, n, max, g),
         );
     }
     let _ = writeln!(o, "</g>");

@@ -471,12 +471,10 @@ mod tests {
             chain: vec![link("wakeup", 120_000, 1_950_000, false)],
         };
         let r = ExplainReport {
-            inputs: Vec::new(),
             events: 1000,
             from: "sys_enter_write".into(),
             to: vec!["sys_exit_read".into()],
             deadline_ns: Some(3_500_000),
-            deadline_source: "given".into(),
             cycles: CycleStats {
                 count: 100,
                 replied: 99,
@@ -487,24 +485,12 @@ mod tests {
                 max_ns: 12_000_000,
                 ..Default::default()
             },
-            causes: Vec::new(),
             misses: vec![
                 miss(1_000_120_000, Some(12_000_000)),
                 miss(2_000_000_000, None),
             ],
-            context: Vec::new(),
-            advice: Vec::new(),
-            notes: Vec::new(),
-            blind: Vec::new(),
-            unread: None,
-            machine: None,
-            cpus: Vec::new(),
-            windows: Default::default(),
             top: 1,
-            recorder: Vec::new(),
-            noun: "cycles",
-            expect: None,
-            kernel: None,
+            ..bare()
         };
         let text = r.render_text(&Paint::plain());
         let first = text.lines().next().unwrap();

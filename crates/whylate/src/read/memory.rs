@@ -22,8 +22,9 @@ impl Pieces {
     /// Appends `bytes` at the end.
     pub fn push(&mut self, bytes: Arc<[u8]>) {
         if !bytes.is_empty() {
-            self.parts.push((self.len, bytes.clone()));
-            self.len += bytes.len() as u64;
+            let n = bytes.len() as u64;
+            self.parts.push((self.len, bytes));
+            self.len += n;
         }
     }
 
