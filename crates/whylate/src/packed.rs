@@ -62,6 +62,10 @@ const MAX_RECORD: usize = 64;
 #[derive(Clone, Debug)]
 pub struct Packed<T> {
     chunks: Vec<Vec<u8>>,
+    /// Per chunk, the record its first one is packed against and that one's index: a
+    /// chunk can be read without the chunks before it (two threads read halves), and
+    /// stores packed apart are joined by their chunks ([`Packed::append`]).
+    marks: Vec<(T, usize)>,
     last: T,
     len: usize,
 }
@@ -70,6 +74,7 @@ impl<T: Pack> Default for Packed<T> {
     fn default() -> Self {
         Packed {
             chunks: Vec::new(),
+            marks: Vec::new(),
             last: T::default(),
             len: 0,
         }
@@ -90,6 +95,7 @@ impl<T: Pack> Packed<T> {
             .is_none_or(|c| c.len() + MAX_RECORD > CHUNK)
         {
             self.chunks.push(Vec::with_capacity(CHUNK));
+            self.marks.push((self.last, self.len));
         }
         let chunk = self.chunks.last_mut().expect("just ensured");
         t.pack(&self.last, chunk);
@@ -116,11 +122,61 @@ impl<T: Pack> Packed<T> {
     pub fn iter(&self) -> Iter<'_, T> {
         Iter {
             chunks: &self.chunks,
+            marks: &self.marks,
             ci: 0,
             at: 0,
             prev: T::default(),
             left: self.len,
         }
+    }
+
+    /// The records in at most `n` runs of whole chunks, in order, each with the index of
+    /// its first record: what threads read side by side.
+    pub fn parts(&self, n: usize) -> Vec<(usize, Iter<'_, T>)> {
+        let n = n.clamp(1, self.chunks.len().max(1));
+        let mut out = Vec::with_capacity(n);
+        let mut from = 0;
+        for k in 1..=n {
+            // The chunk where the k-th n-th of the records begins (each part one chunk
+            // at least).
+            let want = self.len * k / n;
+            let to = match k == n {
+                true => self.chunks.len(),
+                false => (self.marks.partition_point(|m| m.1 < want))
+                    .max(from + 1)
+                    .min(self.chunks.len()),
+            };
+            if from >= to {
+                break;
+            }
+            let first = self.marks[from].1;
+            let end = self.marks.get(to).map_or(self.len, |m| m.1);
+            out.push((
+                first,
+                Iter {
+                    chunks: &self.chunks,
+                    marks: &self.marks,
+                    ci: from,
+                    at: 0,
+                    prev: self.marks[from].0,
+                    left: end - first,
+                },
+            ));
+            from = to;
+        }
+        out
+    }
+
+    /// Moves `other`'s records after these, chunks as they are (no record repacked).
+    pub fn append(&mut self, other: Packed<T>) {
+        if other.len == 0 {
+            return;
+        }
+        let base = self.len;
+        self.chunks.extend(other.chunks);
+        (self.marks).extend(other.marks.into_iter().map(|(t, i)| (t, i + base)));
+        self.last = other.last;
+        self.len += other.len;
     }
 }
 
@@ -144,6 +200,7 @@ impl<T: Pack> From<Vec<T>> for Packed<T> {
 #[derive(Clone)]
 pub struct Iter<'a, T> {
     chunks: &'a [Vec<u8>],
+    marks: &'a [(T, usize)],
     ci: usize,
     at: usize,
     prev: T,
@@ -159,6 +216,7 @@ impl<T: Pack> Iterator for Iter<'_, T> {
         }
         while self.at >= self.chunks[self.ci].len() {
             (self.ci, self.at) = (self.ci + 1, 0);
+            self.prev = self.marks[self.ci].0;
         }
         let t = T::unpack(&self.prev, &self.chunks[self.ci], &mut self.at);
         (self.prev, self.left) = (t, self.left - 1);
@@ -183,6 +241,7 @@ impl<'a, T: Pack> IntoIterator for &'a Packed<T> {
 /// Consumes a [`Packed`] in order, giving each chunk's memory back once it is read.
 pub struct IntoIter<T> {
     chunks: std::vec::IntoIter<Vec<u8>>,
+    marks: std::vec::IntoIter<(T, usize)>,
     chunk: Vec<u8>,
     at: usize,
     prev: T,
@@ -198,6 +257,7 @@ impl<T: Pack> Iterator for IntoIter<T> {
         }
         while self.at >= self.chunk.len() {
             self.chunk = self.chunks.next().expect("records left, so chunks left");
+            self.prev = self.marks.next().expect("a mark per chunk").0;
             self.at = 0;
         }
         let t = T::unpack(&self.prev, &self.chunk, &mut self.at);
@@ -218,6 +278,7 @@ impl<T: Pack> IntoIterator for Packed<T> {
     fn into_iter(self) -> IntoIter<T> {
         IntoIter {
             chunks: self.chunks.into_iter(),
+            marks: self.marks.into_iter(),
             chunk: Vec::new(),
             at: 0,
             prev: T::default(),
@@ -275,5 +336,42 @@ mod tests {
         let bytes: usize = small.chunks.iter().map(Vec::len).sum();
         assert!(bytes <= 50_000 * 5, "{bytes}");
         assert_eq!(Packed::<Rec>::new().iter().next(), None);
+    }
+
+    /// Read in parts, the records come back as they were, each part from its own first
+    /// index; stores packed apart and joined read as one.
+    #[test]
+    fn parts_and_joined_stores_read_as_the_whole() {
+        let v: Vec<Rec> = (0..60_000u64)
+            .map(|i| Rec {
+                ts: 5_000 + i * 700 + (i % 3) * 11,
+                tid: (i % 9) as i32,
+            })
+            .collect();
+        let p: Packed<Rec> = v.iter().copied().collect();
+        assert!(p.chunks.len() >= 3, "the test spans chunks");
+        for n in [1, 2, 3, 7, 1000] {
+            let parts = p.parts(n);
+            assert!(parts.len() <= n && !parts.is_empty());
+            let mut all = Vec::new();
+            for (first, it) in parts {
+                assert_eq!(first, all.len(), "n={n}");
+                all.extend(it);
+            }
+            assert_eq!(all, v, "n={n}");
+        }
+        assert!(Packed::<Rec>::new().parts(2).is_empty());
+        let (a, b) = v.split_at(23_456);
+        let mut joined: Packed<Rec> = a.iter().copied().collect();
+        joined.append(b.iter().copied().collect());
+        joined.append(Packed::new());
+        joined.push(v[0]);
+        let mut want = v.clone();
+        want.push(v[0]);
+        assert_eq!(joined.len(), want.len());
+        assert_eq!(joined.iter().collect::<Vec<_>>(), want);
+        assert_eq!(joined.clone().into_iter().collect::<Vec<_>>(), want);
+        let halves: Vec<Rec> = joined.parts(2).into_iter().flat_map(|p| p.1).collect();
+        assert_eq!(halves, want);
     }
 }

@@ -148,6 +148,8 @@ pub struct CycleStore {
     packed: Packed<Cycle>,
     recent: VecDeque<Cycle>,
     open_packed: FxHashMap<usize, Cycle>,
+    /// Threads the walks over the cycles may use; 0: as many as [`threads`] says.
+    pub(super) threads: usize,
 }
 
 impl CycleStore {
@@ -199,12 +201,54 @@ impl CycleStore {
             .chain(self.recent.iter().copied())
     }
 
+    /// Every cycle with its index, in parts read side by side by up to `n` threads
+    /// ([`CycleStore::map_parts`]).
+    pub fn parts(&self, n: usize) -> Vec<Part<'_>> {
+        let part = |(first, packed)| Part {
+            packed,
+            recent: Default::default(),
+            late: &self.open_packed,
+            next: first,
+        };
+        let mut parts: Vec<Part<'_>> = self.packed.parts(n).into_iter().map(part).collect();
+        if parts.is_empty() {
+            parts.push(part((0, self.packed.iter())));
+        }
+        parts.last_mut().expect("one at least").recent = self.recent.iter();
+        parts
+    }
+
+    /// `f` of each part of the cycles, in order: on a thread each where there are enough
+    /// cycles and cores (the walks after the reading pass are most of cycle mode's cost
+    /// after it, and the reading thread is idle by then).
+    pub fn map_parts<R: Send>(&self, f: impl Fn(Part<'_>) -> R + Sync) -> Vec<R> {
+        let n = match self.threads {
+            0 => threads(self.len()),
+            n => n,
+        };
+        let parts = self.parts(n);
+        if parts.len() == 1 {
+            return parts.into_iter().map(f).collect();
+        }
+        std::thread::scope(|sc| {
+            let mut parts = parts.into_iter();
+            let mine = parts.next().expect("more than one");
+            let theirs: Vec<_> = parts.map(|p| sc.spawn(|| f(p))).collect();
+            let mut out = vec![f(mine)];
+            for t in theirs {
+                out.push(t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+            }
+            out
+        })
+    }
+
     /// Every cycle, in start order, giving back the packed ones' memory as they are read.
     pub fn into_cycles(self) -> impl Iterator<Item = Cycle> {
         let CycleStore {
             packed,
             recent,
             mut open_packed,
+            ..
         } = self;
         (packed.into_iter().enumerate())
             .map(move |(i, c)| match c.closed {
@@ -212,6 +256,47 @@ impl CycleStore {
                 false => open_packed.remove(&i).expect("packed open, kept aside"),
             })
             .chain(recent)
+    }
+}
+
+/// Threads for `n` cycles: one below [`PAR_MIN`] (a thread costs more than it saves) or
+/// with `WHYLATE_ONE_THREAD` set, else a core each, four at most.
+fn threads(n: usize) -> usize {
+    if n < PAR_MIN || std::env::var_os("WHYLATE_ONE_THREAD").is_some() {
+        return 1;
+    }
+    std::thread::available_parallelism().map_or(1, |c| c.get().min(4))
+}
+
+/// Cycles from which the walks over them are shared between threads.
+const PAR_MIN: usize = 1 << 15;
+
+/// A run of cycles with their indices, in start order (one of [`CycleStore::parts`]).
+pub struct Part<'a> {
+    packed: crate::packed::Iter<'a, Cycle>,
+    recent: std::collections::vec_deque::Iter<'a, Cycle>,
+    late: &'a FxHashMap<usize, Cycle>,
+    next: usize,
+}
+
+impl Part<'_> {
+    /// The index of the part's first cycle (its first still to read).
+    pub fn first(&self) -> usize {
+        self.next
+    }
+}
+
+impl Iterator for Part<'_> {
+    type Item = (usize, Cycle);
+
+    fn next(&mut self) -> Option<(usize, Cycle)> {
+        let c = match self.packed.next() {
+            Some(c) if c.closed => c,
+            Some(_) => self.late[&self.next],
+            None => *self.recent.next()?,
+        };
+        self.next += 1;
+        Some((self.next - 1, c))
     }
 }
 
@@ -255,6 +340,18 @@ mod tests {
         assert_eq!(st.iter().collect::<Vec<_>>(), want);
         let bytes = st.packed.heap_bytes();
         assert!(bytes < st.packed.len() * 12, "{bytes}");
+        for n in [1, 2, 3] {
+            let parts = st.parts(n);
+            assert!(!parts.is_empty() && parts.len() <= n);
+            let read: Vec<(usize, Cycle)> = parts.into_iter().flatten().collect();
+            assert_eq!(read, want.iter().copied().enumerate().collect::<Vec<_>>());
+        }
+        assert_eq!(
+            CycleStore::default().parts(2).into_iter().flatten().count(),
+            0
+        );
+        let counted: usize = st.map_parts(|p| p.count()).into_iter().sum();
+        assert_eq!(counted, n);
         assert_eq!(st.into_cycles().collect::<Vec<_>>(), want);
     }
 

@@ -133,17 +133,15 @@ pub fn analyze(
     writes: &[u64],
 ) -> ExplainReport {
     let eng = Engine::new(tl, s);
-    // When each reply was ready, where its reader was not waiting for it (by cycle).
-    let replies = Replies::of(cycles.iter());
-    let ready: FxHashMap<usize, Ready> = (cycles.iter().enumerate())
-        .filter_map(|(i, c)| eng.ready(&c, &replies).map(|r| (i, r)))
-        .collect();
-    drop(replies);
+    let ready = ready_times(&eng, &cycles);
     let reply_at = |i: usize, c: &Cycle| ready.get(&i).map(|r| r.at).or(c.end_ns());
-    // The packed cycles are read a few times over rather than held unpacked.
-    let mut durations: Vec<u64> = (cycles.iter().enumerate())
-        .filter_map(|(i, c)| reply_at(i, &c).map(|e| e - c.start_ns))
-        .collect();
+    // The packed cycles are read a few times over rather than held unpacked, each walk
+    // shared between threads (`map_parts`).
+    let mut durations: Vec<u64> = (cycles.map_parts(|p| {
+        p.filter_map(|(i, c)| reply_at(i, &c).map(|e| e - c.start_ns))
+            .collect::<Vec<_>>()
+    }))
+    .concat();
     durations.sort_unstable();
     let (deadline, source) = deadline_policy(o, writes, &durations);
     let cut = |c: &Cycle| cut_off(tl, c, deadline);
@@ -160,26 +158,45 @@ pub fn analyze(
         (Some(r), Some(e), Some(d)) => r.at - c.start_ns <= d && e - c.start_ns > d,
         _ => false,
     };
-    let (mut cut_n, mut missed, mut unread) = (0u64, 0u64, 0u64);
-    for (i, c) in cycles.iter().enumerate() {
-        // A cycle cut off is no miss: the two are counted apart.
-        match cut(&c) {
-            true => cut_n += 1,
-            false => missed += u64::from(is_miss(i, &c)),
+    // Per part: cycles cut off, missed, not read when ready, and good ones. A cycle cut
+    // off is no miss: the two are counted apart.
+    let counts = cycles.map_parts(|p| {
+        let (first, mut n) = (p.first(), [0u64; 4]);
+        for (i, c) in p {
+            let (cut, miss) = (cut(&c), is_miss(i, &c));
+            n[0] += u64::from(cut);
+            n[1] += u64::from(!cut && miss);
+            n[2] += u64::from(not_reading(i, &c));
+            n[3] += u64::from(!cut && !miss);
         }
-        unread += u64::from(not_reading(i, &c));
-    }
+        (first, n)
+    });
+    let [cut_n, missed, unread, _] = counts.iter().fold([0u64; 4], |a, (_, n)| {
+        [a[0] + n[0], a[1] + n[1], a[2] + n[2], a[3] + n[3]]
+    });
     let no_reply = (cycles.len() - durations.len()) as u64 - cut_n;
     let mut stats = CycleStats::of(&durations, cycles.len() as u64, no_reply, missed);
     stats.cut_off = cut_n;
     stats.not_reading = unread;
     stats.read = read_times(&cycles, ready.len());
     drop(durations);
-    let good = (cycles.iter().enumerate())
-        .filter(|(i, c)| !is_miss(*i, c) && !cut(c))
-        .map(|(i, c)| until_ready(c, ready.get(&i)));
     let good_n = cycles.len() - (cut_n + missed) as usize;
-    let template = Template::learn(&eng, good, good_n, &o.learned);
+    let is_good = |i: usize, c: &Cycle| !is_miss(i, c) && !cut(c);
+    let template = match o.learned.0.is_some() {
+        true => {
+            let good = (cycles.iter().enumerate())
+                .filter(|(i, c)| is_good(*i, c))
+                .map(|(i, c)| until_ready(c, ready.get(&i)));
+            Template::learn(&eng, good, good_n, &o.learned)
+        }
+        false => {
+            let goods: Vec<(usize, u64)> = counts.iter().map(|(f, n)| (*f, n[3])).collect();
+            let spread = spread_good(&cycles, &goods, |i, c| {
+                is_good(i, c).then(|| until_ready(*c, ready.get(&i)))
+            });
+            Template::from_spread(&eng, &spread, good_n)
+        }
+    };
     let mut notes = Vec::new();
     if template.good < 3 && !cycles.is_empty() {
         notes.push(format!(
@@ -193,22 +210,32 @@ pub fn analyze(
         deadline,
         template: &template,
     };
+    // One last walk turns every cycle into its plot window and picks the misses, which
+    // are then explained in order.
+    let parts = cycles.map_parts(|p| {
+        let (mut windows, mut misses) = (Windows::new(), Vec::new());
+        for (i, c) in p {
+            let miss = is_miss(i, &c);
+            if miss {
+                misses.push((i, c));
+            }
+            let end = reply_at(i, &c);
+            let w = Window::new(c.start_ns, end, c.stop_ns(), c.tid, c.cpu, miss);
+            windows.push(w.read_at(c.end_ns()));
+        }
+        (windows, misses)
+    });
     let mut tally = Tally::default();
     let (mut kept, mut unconnected, mut bare) = (MissKeeper::default(), 0u64, 0u64);
-    // One last pass explains the misses and turns every cycle into its plot window.
     let mut windows = Windows::new();
-    for (i, c) in cycles.into_cycles().enumerate() {
-        let miss = is_miss(i, &c);
-        let r = ready.get(&i);
-        if miss {
-            let (m, connected) = cx.explain(&c, r, &mut tally);
+    for (w, misses) in parts {
+        windows.append(w);
+        for (i, c) in misses {
+            let (m, connected) = cx.explain(&c, ready.get(&i), &mut tally);
             unconnected += u64::from(!connected);
             bare += u64::from(no_handoff(&m));
             kept.push(m);
         }
-        let end = r.map(|r| r.at).or(c.end_ns());
-        let w = Window::new(c.start_ns, end, c.stop_ns(), c.tid, c.cpu, miss);
-        windows.push(w.read_at(c.end_ns()));
     }
     let (misses, dropped) = kept.finish();
     notes.extend(blind_notes(bare, unconnected));
@@ -229,6 +256,59 @@ pub fn analyze(
         windows,
     };
     assemble(tl, s, frame, found)
+}
+
+/// When each cycle's reply was ready, where its reader was not waiting for it (by
+/// cycle index). The replies read in between are asked only of the few cycles found.
+fn ready_times(eng: &Engine<'_>, cycles: &CycleStore) -> FxHashMap<usize, Ready> {
+    let found: Vec<(usize, Cycle, Ready)> = (cycles.map_parts(|p| {
+        p.filter_map(|(i, c)| eng.ready(&c).map(|r| (i, c, r)))
+            .collect::<Vec<_>>()
+    }))
+    .concat();
+    if found.is_empty() {
+        return FxHashMap::default();
+    }
+    let replies = Replies::of(cycles.iter());
+    (found.into_iter())
+        .filter(|(_, c, r)| !replies.took_before(c, r))
+        .map(|(i, _, r)| (i, r))
+        .collect()
+}
+
+/// Up to ~400 good cycles spread evenly over the good ones (every `step`-th, in order,
+/// as `step_by` over them takes), read in parts: `goods` is each part's first cycle index
+/// and its count of good cycles, `good` gives a cycle as the template learns it when it
+/// is good.
+fn spread_good(
+    cycles: &CycleStore,
+    goods: &[(usize, u64)],
+    good: impl Fn(usize, &Cycle) -> Option<Cycle> + Sync,
+) -> Vec<Cycle> {
+    let n: u64 = goods.iter().map(|g| g.1).sum();
+    let step = (n / Template::SPREAD).max(1);
+    // The rank among all good cycles of each part's first good one, by its first index.
+    let mut before = 0;
+    let firsts: FxHashMap<usize, u64> = (goods.iter())
+        .map(|&(first, g)| {
+            before += g;
+            (first, before - g)
+        })
+        .collect();
+    (cycles.map_parts(|p| {
+        let mut rank = firsts[&p.first()];
+        let mut out = Vec::new();
+        for (i, c) in p {
+            if let Some(g) = good(i, &c) {
+                if rank.is_multiple_of(step) {
+                    out.push(g);
+                }
+                rank += 1;
+            }
+        }
+        out
+    }))
+    .concat()
 }
 
 /// `c` as the template learns it: until its reply was ready where that was before it was
@@ -295,13 +375,56 @@ fn blind_notes(bare: u64, unconnected: u64) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{complaint_offset, round2, two_modes, until_ready};
+    use super::{analyze, complaint_offset, round2, two_modes, until_ready};
     use crate::explain::cutter::Cycles;
     use crate::explain::engine::{Engine, LinkKind};
     use crate::explain::learned::Learned;
-    use crate::explain::ready::Replies;
+    use crate::explain::report::Window;
     use crate::explain::template::Template;
     use crate::testkit;
+
+    /// The walks after the pass read the cycles in parts on threads: the report is the
+    /// one a single thread gives, misses, ready times, template and windows alike.
+    #[test]
+    fn cycles_read_in_parts_explain_as_read_in_one() {
+        let o = testkit::chain_options(Some(5_000_000));
+        let hogged: Vec<usize> = (0..40_000).step_by(997).collect();
+        let f = testkit::file(&testkit::giving_up_client(40_000, &hogged));
+        let explain = |threads: usize| {
+            let mut cy = Cycles::new(&o);
+            let open = Default::default();
+            let p = super::super::read_all(
+                crate::pipeline::open_all(&[f.to_path_buf()], &open).unwrap(),
+                &open,
+                (Some(&mut cy), None, None),
+            )
+            .unwrap();
+            cy.finish(p.tl.last_ts);
+            cy.cycles.threads = threads;
+            assert_eq!(cy.cycles.parts(threads).len(), threads);
+            let r = analyze(&p.tl, &p.strings, &o, cy.cycles, &cy.writes);
+            let windows: Vec<Window> = r.windows.iter().collect();
+            (
+                serde_json::to_string(&r).unwrap(),
+                windows,
+                r.cycles.clone(),
+            )
+        };
+        let (one, three) = (explain(1), explain(3));
+        assert_eq!(one.0, three.0);
+        assert_eq!(one.1, three.1);
+        let c = &one.2;
+        assert_eq!(
+            (c.count, c.misses, c.not_reading),
+            (40_000, hogged.len() as u64, 0)
+        );
+        assert_eq!(one.1.iter().filter(|w| w.miss).count(), hogged.len());
+        // Replies read later than they were ready (2 in this trace, as the walks gave
+        // before they were shared): the windows and the statistics agree.
+        let later = one.1.iter().filter(|w| w.read_ns.is_some()).count() as u64;
+        assert_eq!(c.read.as_ref().map(|r| r.later), Some(later));
+        assert!(later > 0);
+    }
 
     #[test]
     fn the_template_learns_a_slept_readers_cycle_until_its_reply_was_ready() {
@@ -319,8 +442,10 @@ mod tests {
         .unwrap();
         cy.finish(p.tl.last_ts);
         let eng = Engine::new(&p.tl, &p.strings);
-        let replies = Replies::of(cy.cycles.iter());
-        let ready: Vec<_> = cy.cycles.iter().map(|c| eng.ready(&c, &replies)).collect();
+        let ready_at = super::ready_times(&eng, &cy.cycles);
+        let ready: Vec<_> = (0..cy.cycles.len())
+            .map(|i| ready_at.get(&i).cloned())
+            .collect();
         assert_eq!(ready.iter().filter(|r| r.is_some()).count(), 5);
         let learn = |trim: bool| {
             let good = (cy.cycles.iter().zip(&ready)).map(|(c, r)| {

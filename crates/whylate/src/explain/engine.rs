@@ -127,7 +127,8 @@ pub(super) struct Engine<'a> {
     /// Packet edges (skb handed to the stack -> taken by it) by the hand-off time.
     pub(super) packets: Vec<u32>,
     /// Trace-wide median per link key (name), for links good cycles lack.
-    pub(super) trace_median: std::cell::RefCell<FxHashMap<(LinkKind, String), u64>>,
+    /// (Behind a lock so that threads can share the engine: cycles are read in parts.)
+    pub(super) trace_median: std::sync::Mutex<FxHashMap<(LinkKind, String), u64>>,
 }
 
 /// The spans of one kind, by start (ties in index order, as a stable sort leaves them).
@@ -552,8 +553,9 @@ impl<'a> Engine<'a> {
 
     /// Median of this link kind and name over the whole trace.
     pub(super) fn usual_in_trace(&self, kind: LinkKind, name: &str) -> u64 {
-        if let Some(v) = self.trace_median.borrow().get(&(kind, name.to_string())) {
-            return *v;
+        let known = |m: &FxHashMap<_, u64>| m.get(&(kind, name.to_string())).copied();
+        if let Some(v) = known(&self.trace_median.lock().unwrap_or_else(|e| e.into_inner())) {
+            return v;
         }
         let tl = self.tl;
         let mut v: Vec<u64> = match kind {
@@ -596,8 +598,7 @@ impl<'a> Engine<'a> {
         } else {
             v[(v.len() - 1) / 2]
         };
-        self.trace_median
-            .borrow_mut()
+        (self.trace_median.lock().unwrap_or_else(|e| e.into_inner()))
             .insert((kind, name.to_string()), m);
         m
     }

@@ -53,6 +53,16 @@ impl Replies {
         Replies(m)
     }
 
+    /// True when `c`'s reader read another reply after `r` made `c`'s ready and before
+    /// it read `c`'s: that one took what was ready (overlapping requests paired to
+    /// replies in order), and `c`'s reply is not known to have been ready then.
+    pub(super) fn took_before(&self, c: &Cycle, r: &Ready) -> bool {
+        match (c.end_tid(), c.end_ns()) {
+            (Some(reader), Some(end)) => self.any_in(reader, r.at, end),
+            _ => false,
+        }
+    }
+
     /// True when `tid` read a reply in `(a, b)`.
     fn any_in(&self, tid: i32, a: u64, b: u64) -> bool {
         self.0.get(&tid).is_some_and(|v| {
@@ -66,9 +76,10 @@ impl Engine<'_> {
     /// When `c`'s reply was ready, if its reader was not waiting for it then (its last
     /// wakeup before the read came from its own timer, after the last hand-off into it);
     /// `None` when the reader was waiting (woken by the chain), read another reply in
-    /// between (it took what was ready then), when the trace does not show the hand-off,
-    /// when the cycle has no reply, or when its reply event came in an interrupt.
-    pub(super) fn ready(&self, c: &Cycle, replies: &Replies) -> Option<Ready> {
+    /// between (it took what was ready then: [`Replies::took_before`], asked apart), when
+    /// the trace does not show the hand-off, when the cycle has no reply, or when its
+    /// reply event came in an interrupt.
+    pub(super) fn ready(&self, c: &Cycle) -> Option<Ready> {
         // A reply event traced in an interrupt names the task it interrupted, which may
         // never read anything: there is no reader to follow.
         if c.reply_in_irq() {
@@ -83,11 +94,6 @@ impl Engine<'_> {
         // reader awake (spinning after a timed-out poll, say), not asleep elsewhere.
         let (at, by) = self.last_delivery(c.tid, reader, c.start_ns, end)?;
         if at > w.ts {
-            return None;
-        }
-        // A reply read in between took what was ready (overlapping requests paired to
-        // replies in order): this cycle's reply is not known to have been ready then.
-        if replies.any_in(reader, at, end) {
             return None;
         }
         let reader_was = self.doing_at(reader, at, c.start_ns);

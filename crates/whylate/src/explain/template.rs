@@ -98,9 +98,17 @@ impl Template {
             m.absorb(eng, &good);
             return m.template();
         }
-        let step = (n / 400).max(1);
+        let step = (n / Self::SPREAD as usize).max(1);
         let spread: Vec<Cycle> = good.step_by(step).collect();
-        let (usual, gaps) = samples(eng, &spread);
+        Self::from_spread(eng, &spread, n)
+    }
+
+    /// Good cycles the template is learnt from at most (about; spread over the trace).
+    pub(super) const SPREAD: u64 = 400;
+
+    /// Learns from `spread`, good cycles spread over the trace's `n`.
+    pub(super) fn from_spread(eng: &Engine<'_>, spread: &[Cycle], n: usize) -> Template {
+        let (usual, gaps) = samples(eng, spread);
         let links = usual
             .into_iter()
             .map(|(k, v)| (k, upper_median(v)))

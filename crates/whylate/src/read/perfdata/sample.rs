@@ -100,11 +100,15 @@ pub(super) fn attr_by_id(
 
 #[inline]
 pub(super) fn u32_at(d: &[u8], o: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(d.get(o..o + 4)?.try_into().ok()?))
+    Some(u32::from_le_bytes(
+        d.get(o..o.checked_add(4)?)?.try_into().ok()?,
+    ))
 }
 #[inline]
 pub(super) fn u64_at(d: &[u8], o: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(d.get(o..o + 8)?.try_into().ok()?))
+    Some(u64::from_le_bytes(
+        d.get(o..o.checked_add(8)?)?.try_into().ok()?,
+    ))
 }
 
 /// What finds a record's attr and layout (the attrs' ids, their layouts): the scan's,

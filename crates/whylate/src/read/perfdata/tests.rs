@@ -84,13 +84,14 @@ fn relaid(p: &Path, bytes: &[u8], key: impl Fn(u64, u32) -> (u64, u64), n: usize
             out.extend_from_slice(&[68, 0, 0, 0, 0, 0, 8, 0]);
         }
     }
-    let grew = out.len() - pos;
-    out[48..56].copy_from_slice(&((size + grew) as u64).to_le_bytes());
+    // Records may also be dropped: the data section can shrink (wrapping arithmetic).
+    let grew = out.len().wrapping_sub(pos);
+    out[48..56].copy_from_slice(&(size.wrapping_add(grew) as u64).to_le_bytes());
     // The feature table: an (offset, size) pair per feature bit set.
     let features: u32 = (0..4).map(|i| (at(72 + 8 * i) as u64).count_ones()).sum();
     for f in 0..features as usize {
         let o = pos + 16 * f;
-        out.extend_from_slice(&((at(o) + grew) as u64).to_le_bytes());
+        out.extend_from_slice(&(at(o).wrapping_add(grew) as u64).to_le_bytes());
         out.extend_from_slice(&bytes[o + 8..o + 16]);
     }
     out.extend_from_slice(&bytes[pos + 16 * features as usize..]);
