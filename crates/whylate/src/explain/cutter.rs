@@ -16,6 +16,21 @@ use std::collections::VecDeque;
 /// costs memory until the trace ends).
 pub const OPEN_CAP: usize = 1 << 16;
 
+/// Keys kept at least before those with no request open are forgotten.
+const PRUNE_AT: usize = 1024;
+
+/// The requests open under one key, oldest first.
+#[derive(Debug, Default)]
+pub(super) struct Queue {
+    /// Their cycles' indices.
+    pub(super) reqs: VecDeque<usize>,
+    /// Since when and over how many requests the queue has not been empty (a reply lost
+    /// shifts FIFO pairs from there on, and the queue never drains); `n` is 0 once it
+    /// drained, and the trace's end leaves it as it was.
+    since: u64,
+    n: u64,
+}
+
 /// Which later `to` closes a cycle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Same {
@@ -87,8 +102,11 @@ pub struct Cycles {
     pub(super) arch_given: bool,
     pub(super) pairing: Pairing,
     /// Open requests per pairing key (who may close them, the key field's value), oldest
-    /// first.
-    pub(super) open: FxHashMap<(i64, i64), VecDeque<usize>>,
+    /// first. A key's queue is kept when it drains, so that the next request of a
+    /// thread that asks one thing at a time allocates nothing ([`Self::prune`]).
+    pub(super) open: FxHashMap<(i64, i64), Queue>,
+    /// Requests open, over every key.
+    open_n: usize,
     /// Per thread, the key field's value on its last syscall entry (exits lack it).
     enter_keys: FxHashMap<i32, i64>,
     /// Requests that began while an earlier one was still open.
@@ -104,9 +122,6 @@ pub struct Cycles {
     pub replies: u64,
     /// `to` matches that `from` matched too: they open a cycle, never close one.
     to_also_from: u64,
-    /// Per key with requests open: since when and over how many requests it has not been
-    /// empty (a reply lost shifts FIFO pairs from there on, and the queue never drains).
-    streak: FxHashMap<(i64, i64), (u64, u64)>,
     /// The cycles, in start order.
     pub cycles: CycleStore,
     /// Offsets of the writes [`Cycle::writes`] counts, of every cycle, in the order seen:
@@ -141,10 +156,10 @@ impl Cycles {
             to_matched: 0,
             replies: 0,
             to_also_from: 0,
-            streak: FxHashMap::default(),
             arch: o.arch.unwrap_or_default(),
             arch_given: o.arch.is_some(),
             open: FxHashMap::default(),
+            open_n: 0,
             cycles: CycleStore::default(),
             writes: Vec::new(),
             write_name: None,
@@ -286,18 +301,17 @@ impl Cycles {
             self.open_cycle(e, s);
             return;
         }
-        if self.open.is_empty() {
+        if self.open_n == 0 {
             return;
         }
         if to {
             let k = self.key_counted(e, s);
-            if let Some(q) = self.open.get_mut(&k) {
-                self.replies += 1;
-                let i = q.pop_front().expect("open queues are never empty");
-                if q.is_empty() {
-                    self.open.remove(&k);
-                    self.streak.remove(&k);
+            let q = self.open.get_mut(&k);
+            if let Some((q, i)) = q.and_then(|q| q.reqs.pop_front().map(|i| (q, i))) {
+                if q.reqs.is_empty() {
+                    q.n = 0;
                 }
+                (self.replies, self.open_n) = (self.replies + 1, self.open_n - 1);
                 let c = self.cycles.open_mut(i);
                 c.reply(e.ts, e.tid);
                 c.set_reply_in_irq(
@@ -327,27 +341,42 @@ impl Cycles {
     /// the open one, with `Pairing::Latest`).
     fn open_cycle(&mut self, e: &Event, s: &Interner) {
         let k = self.key_counted(e, s);
+        if self.open.len() >= PRUNE_AT.max(4 * self.open_n) {
+            self.prune();
+        }
         let q = self.open.entry(k).or_default();
-        let st = self.streak.entry(k).or_insert((e.ts, 0));
-        st.1 += 1;
-        if !q.is_empty() {
+        if q.reqs.is_empty() {
+            (q.since, q.n) = (e.ts, 0);
+        }
+        q.n += 1;
+        if !q.reqs.is_empty() {
             self.overlapped += 1;
             if self.pairing == Pairing::Latest {
-                let i = q.pop_front().expect("not empty");
+                let i = q.reqs.pop_front().expect("not empty");
                 self.cycles.open_mut(i).give_up(e.ts);
+                self.open_n -= 1;
             }
         }
-        q.push_back(self.cycles.push(Cycle::open(e.ts, e.tid, e.cpu)));
-        self.max_open = self.max_open.max(q.len() as u64);
-        if q.len() > OPEN_CAP {
+        q.reqs
+            .push_back(self.cycles.push(Cycle::open(e.ts, e.tid, e.cpu)));
+        self.open_n += 1;
+        self.max_open = self.max_open.max(q.reqs.len() as u64);
+        if q.reqs.len() > OPEN_CAP {
             // Still unanswered after OPEN_CAP later requests: followed no further, and
             // judged like a cycle the trace's end cut (no reply seen, none ruled out).
-            let i = q.pop_front().expect("over the cap");
+            let i = q.reqs.pop_front().expect("over the cap");
             let c = self.cycles.open_mut(i);
             c.give_up(e.ts);
             c.at_end = true;
             self.dropped += 1;
+            self.open_n -= 1;
         }
+    }
+
+    /// Forgets the keys with no request open: kept for reuse, they must not grow with
+    /// the input where every request has a key of its own (`--key` on a sequence).
+    fn prune(&mut self) {
+        self.open.retain(|_, q| !q.reqs.is_empty());
     }
 
     /// True when raw syscall `nr` is `write`: the table asked once per number (on every
@@ -382,8 +411,7 @@ impl Cycles {
             return;
         }
         let cycles = &self.cycles;
-        let mine =
-            |q: &VecDeque<usize>| q.front().copied().filter(|&i| cycles.open(i).tid == e.tid);
+        let mine = |q: &Queue| (q.reqs.front().copied()).filter(|&i| cycles.open(i).tid == e.tid);
         let i = if matches!(self.pairing, Pairing::Key(_)) {
             self.open.values().find_map(mine)
         } else {
@@ -429,16 +457,17 @@ impl Cycles {
             return None;
         }
         let total = self.cycles.len() as u64;
-        (self.streak.values())
-            .filter(|&&(_, n)| n >= 20 && n * 20 >= total)
-            .min_by_key(|&&(from, _)| from)
-            .copied()
+        (self.open.values())
+            .filter(|q| q.n >= 20 && q.n * 20 >= total)
+            .map(|q| (q.since, q.n))
+            .min_by_key(|&(from, _)| from)
     }
 
     /// Ends the stream at `last_ns`: open cycles had no reply until then.
     pub fn finish(&mut self, last_ns: u64) {
-        for (_, q) in self.open.drain() {
-            for i in q {
+        self.open_n = 0;
+        for q in self.open.values_mut() {
+            for i in q.reqs.drain(..) {
                 let c = self.cycles.open_mut(i);
                 c.give_up(last_ns);
                 c.at_end = true;

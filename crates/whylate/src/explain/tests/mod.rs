@@ -525,6 +525,70 @@ fn open_requests_are_capped_and_the_dropped_ones_are_said() {
     );
 }
 
+/// Feeds `text` to a cutter pairing by `fd`, from the client's writes to its reads.
+fn cut_by_fd(text: &str) -> super::cutter::Cycles {
+    let mut o = testkit::chain_options(None);
+    o.to = vec![crate::selector::Selector::parse("sys_exit_read[comm=c]").unwrap()];
+    o.pairing = super::Pairing::Key("fd".into());
+    let mut cy = super::cutter::Cycles::new(&o);
+    let f = testkit::file(text);
+    let open = OpenOptions::default();
+    let inputs = crate::pipeline::open_all(&[f.to_path_buf()], &open).unwrap();
+    let p = read_all(inputs, &open, (Some(&mut cy), None, None)).unwrap();
+    cy.finish(p.tl.last_ts);
+    cy
+}
+
+#[test]
+fn keys_with_nothing_open_are_forgotten_and_a_queue_that_never_drains_is_found() {
+    // 3,000 requests, each on a descriptor of its own and answered before the next: the
+    // drained keys are kept for reuse, but not without bound.
+    let l = testkit::line;
+    let mut t = String::new();
+    for k in 0..3_000u64 {
+        let at = 1_000_000 + k * 100;
+        t += &l(
+            at,
+            0,
+            "c-5",
+            "....1",
+            &format!("sys_write(fd: {k}, buf: 0, count: 7)"),
+        );
+        t += &l(
+            at + 10,
+            0,
+            "c-5",
+            "....1",
+            &format!("sys_read(fd: {k}, buf: 0, count: 9)"),
+        );
+        t += &l(at + 50, 0, "c-5", "....1", "sys_read -> 0x7");
+    }
+    let cy = cut_by_fd(&t);
+    assert_eq!((cy.cycles.len(), cy.replies), (3_000, 3_000));
+    assert!(cy.open.len() <= 1024, "{} keys kept", cy.open.len());
+    assert_eq!(cy.undrained(), None);
+    // On one descriptor, the first reply lost: the 40 requests from then on never all got
+    // their reply, and the report can say since when.
+    let mut t = String::new();
+    for k in 0..40u64 {
+        let at = 5_000_000 + k * 100;
+        t += &l(at, 0, "c-5", "....1", "sys_write(fd: 3, buf: 0, count: 7)");
+        if k > 0 {
+            t += &l(
+                at + 10,
+                0,
+                "c-5",
+                "....1",
+                "sys_read(fd: 3, buf: 0, count: 9)",
+            );
+            t += &l(at + 50, 0, "c-5", "....1", "sys_read -> 0x7");
+        }
+    }
+    let cy = cut_by_fd(&t);
+    assert_eq!((cy.cycles.len(), cy.replies), (40, 39));
+    assert_eq!(cy.undrained(), Some((5_000_000_000, 40)));
+}
+
 #[test]
 fn a_result_built_on_a_partly_unread_trace_says_so_under_its_verdict() {
     // Every third line of the cycles garbled: the report counts them, locates the
