@@ -125,6 +125,11 @@ fn round2(v: u64) -> u64 {
 
 /// Explains the cycles on a built timeline; `writes` are the offsets of the writes the
 /// cycles' threads made inside them ([`super::cutter::Cycles::writes`]).
+///
+/// The packed cycles are walked rather than held unpacked, each walk shared between
+/// threads (`CycleStore::map_parts`): with a deadline given, twice (ready times,
+/// durations and counts; then windows, misses and the template's cycles), else three
+/// times (the counts wait for the deadline the durations show).
 pub fn analyze(
     tl: &Timeline,
     s: &Interner,
@@ -133,69 +138,34 @@ pub fn analyze(
     writes: &[u64],
 ) -> ExplainReport {
     let eng = Engine::new(tl, s);
-    let ready = ready_times(&eng, &cycles);
-    let reply_at = |i: usize, c: &Cycle| ready.get(&i).map(|r| r.at).or(c.end_ns());
-    // The packed cycles are read a few times over rather than held unpacked, each walk
-    // shared between threads (`map_parts`).
-    let mut durations: Vec<u64> = (cycles.map_parts(|p| {
-        p.filter_map(|(i, c)| reply_at(i, &c).map(|e| e - c.start_ns))
-            .collect::<Vec<_>>()
-    }))
-    .concat();
-    durations.sort_unstable();
-    let (deadline, source) = deadline_policy(o, writes, &durations);
-    let cut = |c: &Cycle| cut_off(tl, c, deadline);
-    // Late when the reply was ready after the deadline, or ready in time and read after
-    // it (the reader was not reading).
-    let is_miss = |i: usize, c: &Cycle| match (c.end_ns(), deadline) {
-        (None, _) => !cut(c),
-        (Some(e), Some(d)) => {
-            e - c.start_ns > d || reply_at(i, c).is_some_and(|r| r - c.start_ns > d)
-        }
-        (Some(_), None) => false,
-    };
-    let not_reading = |i: usize, c: &Cycle| match (ready.get(&i), c.end_ns(), deadline) {
-        (Some(r), Some(e), Some(d)) => r.at - c.start_ns <= d && e - c.start_ns > d,
-        _ => false,
-    };
-    // Per part: cycles cut off, missed, not read when ready, and good ones. A cycle cut
-    // off is no miss: the two are counted apart.
-    let counts = cycles.map_parts(|p| {
-        let (first, mut n) = (p.first(), [0u64; 4]);
-        for (i, c) in p {
-            let (cut, miss) = (cut(&c), is_miss(i, &c));
-            n[0] += u64::from(cut);
-            n[1] += u64::from(!cut && miss);
-            n[2] += u64::from(not_reading(i, &c));
-            n[3] += u64::from(!cut && !miss);
-        }
-        (first, n)
+    let given = o.deadline_ns.map(|d| Judge {
+        tl,
+        deadline: Some(d),
     });
-    let [cut_n, missed, unread, _] = counts.iter().fold([0u64; 4], |a, (_, n)| {
+    let first = first_walk(&eng, &cycles, given.as_ref());
+    let (deadline, source) = deadline_policy(o, writes, &first.durations);
+    let judge = Judge { tl, deadline };
+    let ready = &first.ready;
+    let counts = (first.counts).unwrap_or_else(|| count_walk(&cycles, &judge, ready));
+    let [cut_n, missed, unread, good_n] = counts.iter().fold([0u64; 4], |a, (_, n)| {
         [a[0] + n[0], a[1] + n[1], a[2] + n[2], a[3] + n[3]]
     });
-    let no_reply = (cycles.len() - durations.len()) as u64 - cut_n;
-    let mut stats = CycleStats::of(&durations, cycles.len() as u64, no_reply, missed);
+    let no_reply = (cycles.len() - first.durations.len()) as u64 - cut_n;
+    let mut stats = CycleStats::of(&first.durations, cycles.len() as u64, no_reply, missed);
     stats.cut_off = cut_n;
     stats.not_reading = unread;
     stats.read = read_times(&cycles, ready.len());
-    drop(durations);
-    let good_n = cycles.len() - (cut_n + missed) as usize;
-    let is_good = |i: usize, c: &Cycle| !is_miss(i, c) && !cut(c);
-    let template = match o.learned.0.is_some() {
+    drop(first.durations);
+    let learns_all = o.learned.0.is_some();
+    let last = last_walk(&cycles, &judge, ready, (!learns_all).then_some(&counts));
+    let template = match learns_all {
         true => {
             let good = (cycles.iter().enumerate())
-                .filter(|(i, c)| is_good(*i, c))
+                .filter(|(i, c)| judge.is_good(c, ready.get(i)))
                 .map(|(i, c)| until_ready(c, ready.get(&i)));
-            Template::learn(&eng, good, good_n, &o.learned)
+            Template::learn(&eng, good, good_n as usize, &o.learned)
         }
-        false => {
-            let goods: Vec<(usize, u64)> = counts.iter().map(|(f, n)| (*f, n[3])).collect();
-            let spread = spread_good(&cycles, &goods, |i, c| {
-                is_good(i, c).then(|| until_ready(*c, ready.get(&i)))
-            });
-            Template::from_spread(&eng, &spread, good_n)
-        }
+        false => Template::from_spread(&eng, &last.spread, good_n as usize),
     };
     let mut notes = Vec::new();
     if template.good < 3 && !cycles.is_empty() {
@@ -210,32 +180,14 @@ pub fn analyze(
         deadline,
         template: &template,
     };
-    // One last walk turns every cycle into its plot window and picks the misses, which
-    // are then explained in order.
-    let parts = cycles.map_parts(|p| {
-        let (mut windows, mut misses) = (Windows::new(), Vec::new());
-        for (i, c) in p {
-            let miss = is_miss(i, &c);
-            if miss {
-                misses.push((i, c));
-            }
-            let end = reply_at(i, &c);
-            let w = Window::new(c.start_ns, end, c.stop_ns(), c.tid, c.cpu, miss);
-            windows.push(w.read_at(c.end_ns()));
-        }
-        (windows, misses)
-    });
+    // The misses are explained in order, one tally over them all.
     let mut tally = Tally::default();
     let (mut kept, mut unconnected, mut bare) = (MissKeeper::default(), 0u64, 0u64);
-    let mut windows = Windows::new();
-    for (w, misses) in parts {
-        windows.append(w);
-        for (i, c) in misses {
-            let (m, connected) = cx.explain(&c, ready.get(&i), &mut tally);
-            unconnected += u64::from(!connected);
-            bare += u64::from(no_handoff(&m));
-            kept.push(m);
-        }
+    for (i, c) in last.misses {
+        let (m, connected) = cx.explain(&c, ready.get(&i), &mut tally);
+        unconnected += u64::from(!connected);
+        bare += u64::from(no_handoff(&m));
+        kept.push(m);
     }
     let (misses, dropped) = kept.finish();
     notes.extend(blind_notes(bare, unconnected));
@@ -253,62 +205,201 @@ pub fn analyze(
         misses,
         tally,
         notes,
-        windows,
+        windows: last.windows,
     };
     assemble(tl, s, frame, found)
 }
 
-/// When each cycle's reply was ready, where its reader was not waiting for it (by
-/// cycle index). The replies read in between are asked only of the few cycles found.
-fn ready_times(eng: &Engine<'_>, cycles: &CycleStore) -> FxHashMap<usize, Ready> {
-    let found: Vec<(usize, Cycle, Ready)> = (cycles.map_parts(|p| {
-        p.filter_map(|(i, c)| eng.ready(&c).map(|r| (i, c, r)))
-            .collect::<Vec<_>>()
-    }))
-    .concat();
-    if found.is_empty() {
-        return FxHashMap::default();
-    }
-    let replies = Replies::of(cycles.iter());
-    (found.into_iter())
-        .filter(|(_, c, r)| !replies.took_before(c, r))
-        .map(|(i, _, r)| (i, r))
-        .collect()
+/// How a cycle is judged against the deadline (`None`: none given or inferred).
+struct Judge<'a> {
+    tl: &'a Timeline,
+    deadline: Option<u64>,
 }
 
-/// Up to ~400 good cycles spread evenly over the good ones (every `step`-th, in order,
-/// as `step_by` over them takes), read in parts: `goods` is each part's first cycle index
-/// and its count of good cycles, `good` gives a cycle as the template learns it when it
-/// is good.
-fn spread_good(
+impl Judge<'_> {
+    /// When `c`'s reply was ready (`r`, where it was read later), else read, if it came.
+    fn reply_at(c: &Cycle, r: Option<&Ready>) -> Option<u64> {
+        r.map(|r| r.at).or(c.end_ns())
+    }
+
+    /// A cycle with no reply that the trace cannot judge ([`cut_off`]).
+    fn cut(&self, c: &Cycle) -> bool {
+        cut_off(self.tl, c, self.deadline)
+    }
+
+    /// Late when the reply was ready after the deadline, or ready in time and read after
+    /// it (the reader was not reading); with no reply, unless cut off.
+    fn is_miss(&self, c: &Cycle, r: Option<&Ready>) -> bool {
+        match (c.end_ns(), self.deadline) {
+            (None, _) => !self.cut(c),
+            (Some(e), Some(d)) => {
+                e - c.start_ns > d || Self::reply_at(c, r).is_some_and(|r| r - c.start_ns > d)
+            }
+            (Some(_), None) => false,
+        }
+    }
+
+    /// Neither missed nor cut off: what the usual chain is learnt from.
+    fn is_good(&self, c: &Cycle, r: Option<&Ready>) -> bool {
+        !self.is_miss(c, r) && !self.cut(c)
+    }
+
+    /// Counts `c` into `n`: cut off, missed, ready in time but read late, good. A cycle
+    /// cut off is no miss: the two are counted apart.
+    fn count(&self, n: &mut [u64; 4], c: &Cycle, r: Option<&Ready>) {
+        let (cut, miss) = (self.cut(c), self.is_miss(c, r));
+        let unread = match (r, c.end_ns(), self.deadline) {
+            (Some(r), Some(e), Some(d)) => r.at - c.start_ns <= d && e - c.start_ns > d,
+            _ => false,
+        };
+        n[0] += u64::from(cut);
+        n[1] += u64::from(!cut && miss);
+        n[2] += u64::from(unread);
+        n[3] += u64::from(!cut && !miss);
+    }
+}
+
+/// Per part of the cycles, its first index and its counts ([`Judge::count`]).
+type Counts = Vec<(usize, [u64; 4])>;
+
+/// What the first walk finds: each reply's ready time where its reader was not waiting
+/// for it (by cycle index), the replied cycles' durations until ready (sorted), and the
+/// counts when the deadline was given.
+struct FirstWalk {
+    ready: FxHashMap<usize, Ready>,
+    durations: Vec<u64>,
+    counts: Option<Counts>,
+}
+
+/// The first walk over the cycles; `given` judges them when the deadline was given.
+/// Whether a reader read another reply in between (and so took what was ready) is
+/// asked after it, of the few cycles with a ready time; where that drops one, the
+/// durations and counts are taken again.
+fn first_walk(eng: &Engine<'_>, cycles: &CycleStore, given: Option<&Judge<'_>>) -> FirstWalk {
+    let parts = cycles.map_parts(|p| {
+        let first = p.first();
+        let (mut found, mut durations, mut n) = (Vec::new(), Vec::new(), [0u64; 4]);
+        for (i, c) in p {
+            let r = eng.ready(&c);
+            if let Some(e) = Judge::reply_at(&c, r.as_ref()) {
+                durations.push(e - c.start_ns);
+            }
+            if let Some(j) = given {
+                j.count(&mut n, &c, r.as_ref());
+            }
+            found.extend(r.map(|r| (i, c, r)));
+        }
+        (found, durations, (first, n))
+    });
+    let mut counts = given.map(|_| parts.iter().map(|p| p.2).collect());
+    let (found, durations): (Vec<_>, Vec<_>) = parts.into_iter().map(|p| (p.0, p.1)).unzip();
+    let (found, mut durations) = (found.concat(), durations.concat());
+    let n = found.len();
+    let ready: FxHashMap<usize, Ready> = match n {
+        0 => FxHashMap::default(),
+        _ => {
+            let replies = Replies::of(cycles.iter());
+            (found.into_iter())
+                .filter(|(_, c, r)| !replies.took_before(c, r))
+                .map(|(i, _, r)| (i, r))
+                .collect()
+        }
+    };
+    if ready.len() < n {
+        let ready = &ready;
+        durations = (cycles.map_parts(|p| {
+            p.filter_map(|(i, c)| Judge::reply_at(&c, ready.get(&i)).map(|e| e - c.start_ns))
+                .collect::<Vec<_>>()
+        }))
+        .concat();
+        counts = given.map(|j| count_walk(cycles, j, ready));
+    }
+    durations.sort_unstable();
+    FirstWalk {
+        ready,
+        durations,
+        counts,
+    }
+}
+
+/// The counts of every part of the cycles.
+fn count_walk(cycles: &CycleStore, j: &Judge<'_>, ready: &FxHashMap<usize, Ready>) -> Counts {
+    cycles.map_parts(|p| {
+        let (first, mut n) = (p.first(), [0u64; 4]);
+        for (i, c) in p {
+            j.count(&mut n, &c, ready.get(&i));
+        }
+        (first, n)
+    })
+}
+
+/// What the last walk finds: every cycle's plot window, the misses in order, and the good
+/// cycles the template learns from.
+struct LastWalk {
+    windows: Windows,
+    misses: Vec<(usize, Cycle)>,
+    spread: Vec<Cycle>,
+}
+
+/// The last walk over the cycles. With `counts` (each part's good cycles), it also
+/// takes up to ~[`Template::SPREAD`] good cycles spread evenly over the good ones (every
+/// `step`-th, in order, as `step_by` over them takes).
+fn last_walk(
     cycles: &CycleStore,
-    goods: &[(usize, u64)],
-    good: impl Fn(usize, &Cycle) -> Option<Cycle> + Sync,
-) -> Vec<Cycle> {
-    let n: u64 = goods.iter().map(|g| g.1).sum();
-    let step = (n / Template::SPREAD).max(1);
+    j: &Judge<'_>,
+    ready: &FxHashMap<usize, Ready>,
+    counts: Option<&Counts>,
+) -> LastWalk {
+    let goods: u64 = counts
+        .iter()
+        .flat_map(|c| c.iter())
+        .map(|(_, n)| n[3])
+        .sum();
+    let step = (goods / Template::SPREAD).max(1);
     // The rank among all good cycles of each part's first good one, by its first index.
     let mut before = 0;
-    let firsts: FxHashMap<usize, u64> = (goods.iter())
-        .map(|&(first, g)| {
-            before += g;
-            (first, before - g)
+    let firsts: FxHashMap<usize, u64> = (counts.iter().flat_map(|c| c.iter()))
+        .map(|&(first, n)| {
+            before += n[3];
+            (first, before - n[3])
         })
         .collect();
-    (cycles.map_parts(|p| {
-        let mut rank = firsts[&p.first()];
-        let mut out = Vec::new();
+    let parts = cycles.map_parts(|p| {
+        let mut rank = firsts.get(&p.first()).copied();
+        let mut w = LastWalk {
+            windows: Windows::new(),
+            misses: Vec::new(),
+            spread: Vec::new(),
+        };
         for (i, c) in p {
-            if let Some(g) = good(i, &c) {
-                if rank.is_multiple_of(step) {
-                    out.push(g);
+            let r = ready.get(&i);
+            let miss = j.is_miss(&c, r);
+            if let Some(k) = rank.as_mut().filter(|_| !miss && !j.cut(&c)) {
+                if k.is_multiple_of(step) {
+                    w.spread.push(until_ready(c, r));
                 }
-                rank += 1;
+                *k += 1;
             }
+            if miss {
+                w.misses.push((i, c));
+            }
+            let end = Judge::reply_at(&c, r);
+            let win = Window::new(c.start_ns, end, c.stop_ns(), c.tid, c.cpu, miss);
+            w.windows.push(win.read_at(c.end_ns()));
         }
-        out
-    }))
-    .concat()
+        w
+    });
+    let mut all = LastWalk {
+        windows: Windows::new(),
+        misses: Vec::new(),
+        spread: Vec::new(),
+    };
+    for w in parts {
+        all.windows.append(w.windows);
+        all.misses.extend(w.misses);
+        all.spread.extend(w.spread);
+    }
+    all
 }
 
 /// `c` as the template learns it: until its reply was ready where that was before it was
@@ -442,7 +533,7 @@ mod tests {
         .unwrap();
         cy.finish(p.tl.last_ts);
         let eng = Engine::new(&p.tl, &p.strings);
-        let ready_at = super::ready_times(&eng, &cy.cycles);
+        let ready_at = super::first_walk(&eng, &cy.cycles, None).ready;
         let ready: Vec<_> = (0..cy.cycles.len())
             .map(|i| ready_at.get(&i).cloned())
             .collect();
