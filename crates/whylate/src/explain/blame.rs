@@ -677,7 +677,7 @@ fn last_activity(eng: &Engine<'_>, cpu: u32, t: u64) -> Option<u64> {
         })
         .filter(|&x| x < t)
         .max();
-    let n = eng.edges.partition_point(|&i| tl.edges[i as usize].ts < t);
+    let n = eng.edge_ts.partition_point(|&e| e < t);
     let wakeup = (eng.edges[..n].iter().rev().take(4096))
         .map(|&i| &tl.edges[i as usize])
         .find(|e| e.from_cpu == cpu)

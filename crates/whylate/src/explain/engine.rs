@@ -121,6 +121,9 @@ pub(super) struct Engine<'a> {
     pub(super) runnable: Vec<u32>,
     /// Wakeup, work and timer edges by cause time.
     pub(super) edges: Vec<u32>,
+    /// Their cause times, side by side: searched without a jump into the edge table per
+    /// step (a search per cycle, millions of cycles).
+    pub(super) edge_ts: Vec<u64>,
     pub(super) irqsoff_by_cpu: Vec<Vec<u32>>,
     /// Per CPU, softirq raise edges by the time the softirq ran.
     pub(super) softirq_runs: Vec<Vec<u32>>,
@@ -156,6 +159,7 @@ impl<'a> Engine<'a> {
             })
             .collect();
         edges.sort_by_key(|&i| tl.edges[i as usize].ts);
+        let edge_ts = edges.iter().map(|&i| tl.edges[i as usize].ts).collect();
         let mut irqsoff_by_cpu = vec![Vec::new(); tl.cpus as usize];
         for i in 0..sp.len() {
             if sp.kind[i] == SpanKind::IrqsOff {
@@ -187,6 +191,7 @@ impl<'a> Engine<'a> {
             s,
             runnable,
             edges,
+            edge_ts,
             irqsoff_by_cpu,
             trace_median: Default::default(),
         }
@@ -347,7 +352,7 @@ impl<'a> Engine<'a> {
             *n += 1;
             (k, name, *n)
         };
-        let first = self.edges.partition_point(|&i| tl.edges[i as usize].ts < s);
+        let first = self.edge_ts.partition_point(|&t| t < s);
         for &ei in &self.edges[first..] {
             let e = &tl.edges[ei as usize];
             if e.ts > h {
@@ -502,7 +507,7 @@ impl<'a> Engine<'a> {
         let tl = self.tl;
         let sp = &tl.spans;
         let mut links = Vec::new();
-        let first = self.edges.partition_point(|&i| tl.edges[i as usize].ts < s);
+        let first = self.edge_ts.partition_point(|&t| t < s);
         for &ei in &self.edges[first..] {
             let e = &tl.edges[ei as usize];
             if e.ts > h {

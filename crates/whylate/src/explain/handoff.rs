@@ -210,9 +210,11 @@ impl Engine<'_> {
     /// The last wakeup of `tid` in `[s, upto]`.
     pub(super) fn last_wakeup(&self, tid: i32, s: u64, upto: u64) -> Option<usize> {
         let tl = self.tl;
-        let n = self
-            .edges
-            .partition_point(|&i| tl.edges[i as usize].ts <= upto);
+        let n = self.edge_ts.partition_point(|&t| t <= upto);
+        // Most cycles have no edge at all inside them: that costs no look into the table.
+        if n == 0 || self.edge_ts[n - 1] < s {
+            return None;
+        }
         (self.edges[..n].iter().rev().take(LOOK_BACK))
             .map(|&i| i as usize)
             .take_while(|&i| tl.edges[i].ts >= s)
@@ -222,9 +224,7 @@ impl Engine<'_> {
     /// The work item worker `tid` was running at `ts`, if any.
     pub(super) fn work_running(&self, tid: i32, ts: u64) -> Option<&Edge> {
         let tl = self.tl;
-        let n = self
-            .edges
-            .partition_point(|&i| tl.edges[i as usize].ts <= ts);
+        let n = self.edge_ts.partition_point(|&t| t <= ts);
         (self.edges[..n].iter().rev().take(LOOK_BACK))
             .map(|&i| &tl.edges[i as usize])
             .find(|q| {

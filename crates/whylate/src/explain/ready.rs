@@ -160,7 +160,7 @@ impl Engine<'_> {
                 best = Some((at, what));
             }
         };
-        let first = self.edges.partition_point(|&i| tl.edges[i as usize].ts < s);
+        let first = self.edge_ts.partition_point(|&t| t < s);
         for &i in &self.edges[first..] {
             let e = &tl.edges[i as usize];
             if e.ts > upto {
@@ -245,7 +245,7 @@ impl Engine<'_> {
     /// in `[a, b]`.
     fn woke_other(&self, reader: i32, from: Ctx, cpu: u32, (a, b): (u64, u64)) -> bool {
         let tl = self.tl;
-        let first = self.edges.partition_point(|&i| tl.edges[i as usize].ts < a);
+        let first = self.edge_ts.partition_point(|&t| t < a);
         (self.edges[first..].iter())
             .map(|&i| &tl.edges[i as usize])
             .take_while(|e| e.ts <= b)
