@@ -2,7 +2,9 @@
 """Soak benchmark for `whylate watch` (not a test): the frob lab (seed 000) under watch
 for a fixed time, with RSS of the watch process and the bytes of its kept windows
 sampled every 10 s. Flat RSS and capped disk are the point; misses per minute and the
-recorder's CPU share are printed from watch's own summary.
+recorder's CPU share are printed from watch's own summary, and so is what each minute
+cost (the summary's `minutes`): the windows' analysis time per second traced, the
+process's CPU share, and the last full minute against the first (growth).
 
     sudo python3 bench/watch_soak.py --minutes 10
 
@@ -95,6 +97,24 @@ def main():
           f"{st['recorder_cpu'] * 100:.1f}% of a CPU; {st['windows']} windows explained; "
           f"kernel lost {sum(st['lost'])} events; {len(summary['kept'])} windows kept, "
           f"{summary['dropped']} dropped")
+    minute_costs(st.get("minutes", []))
+
+
+def minute_costs(minutes):
+    """Per wall-clock minute: windows, analysis ms per second traced, CPU shares; then
+    the last full minute against the first."""
+    print("\nminute  windows  traced s  analysis ms/traced s  analysis CPU %  process CPU %")
+    rows = []
+    for i, m in enumerate(minutes):
+        traced = m["traced_ns"] / 1e9
+        per = m["analysis_ns"] / 1e6 / traced if traced else 0.0
+        rows.append(per)
+        print(f"{i + 1:6d}  {m['windows']:7d}  {traced:8.1f}  {per:20.2f}  "
+              f"{m['analysis_cpu_ns'] / 6e8:14.1f}  {m['cpu_ns'] / 6e8:13.1f}")
+    full = rows[1:-1] or rows  # the first minute learns, the last is cut short
+    if len(full) >= 2:
+        print(f"analysis ms per traced s: minute {2 if len(rows) > 2 else 1} {full[0]:.2f}, "
+              f"last full minute {full[-1]:.2f} ({full[-1] / full[0]:.2f}x)")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 use super::keep::Keeper;
 use super::ring::{RawPage, Ring, ToChannel};
 use super::settle::Settler;
-use super::types::{LiveMiss, Status, WatchError, WatchOptions, WatchResult, Watcher};
+use super::types::{LiveMiss, MinuteCost, Status, WatchError, WatchOptions, WatchResult, Watcher};
 use crate::record::{self, MemPages, Meta, RecordError, Tracing};
 use std::path::{Path, PathBuf};
 use std::process::Child;
@@ -49,6 +49,10 @@ pub(super) struct Run<'a> {
     lost: Vec<u64>,
     children: Vec<std::process::Child>,
     last_status: Option<Status>,
+    /// What each minute cost so far ([`MinuteCost`]), and the process's CPU time at the
+    /// last status.
+    minutes: Vec<MinuteCost>,
+    cpu_seen: u64,
 }
 
 impl<'a> Run<'a> {
@@ -100,6 +104,8 @@ impl<'a> Run<'a> {
             lost: Vec::new(),
             children: Vec::new(),
             last_status: None,
+            minutes: Vec::new(),
+            cpu_seen: 0,
         }
     }
 }
@@ -280,12 +286,19 @@ impl Run<'_> {
         self.meta.cmdlines = record::read_tracefs(&self.cmdlines);
         self.lean.cmdlines.clone_from(&self.meta.cmdlines);
         self.windows += 1;
-        let r = match explain_window(
+        let (wall, cpu) = (Instant::now(), record::cpu_time_ns());
+        let r = explain_window(
             (&self.ring, &self.lean),
             (from, to),
             &self.window_name,
             (&self.open, &self.mode),
-        )? {
+        );
+        let m = self.minute();
+        m.windows += 1;
+        m.traced_ns += to.min(now.max(from)) - from;
+        m.analysis_ns += wall.elapsed().as_nanos() as u64;
+        m.analysis_cpu_ns += record::cpu_time_ns().saturating_sub(cpu);
+        let r = match r? {
             Ok(r) => r,
             Err(why) => {
                 self.never_matched.get_or_insert(why);
@@ -392,16 +405,30 @@ impl Run<'_> {
             .retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_))));
     }
 
+    /// The current wall-clock minute's costs.
+    fn minute(&mut self) -> &mut MinuteCost {
+        let i = (self.started.elapsed().as_secs() / 60) as usize;
+        if self.minutes.len() <= i {
+            self.minutes.resize(i + 1, MinuteCost::default());
+        }
+        &mut self.minutes[i]
+    }
+
     fn status(&mut self, out: &mut dyn Watcher) {
+        let cpu = record::cpu_time_ns();
+        let spent = cpu.saturating_sub(self.cpu_seen);
+        self.cpu_seen = cpu;
+        self.minute().cpu_ns += spent;
         let wall = self.started.elapsed();
         let s = Status {
             elapsed_ns: wall.as_nanos() as u64,
             report: self.summary.report(),
             deadline_ns: self.mode.deadline_ns(),
             lost: self.lost.clone(),
-            recorder_cpu: record::cpu_time_ns() as f64 / wall.as_nanos().max(1) as f64,
+            recorder_cpu: cpu as f64 / wall.as_nanos().max(1) as f64,
             ring_bytes: self.ring.bytes(),
             windows: self.windows,
+            minutes: self.minutes.clone(),
         };
         out.status(&s);
         self.last_status = Some(s);

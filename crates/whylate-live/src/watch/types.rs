@@ -84,12 +84,33 @@ pub struct Status {
     pub deadline_ns: Option<u64>,
     /// Events the kernel lost, per CPU.
     pub lost: Vec<u64>,
-    /// This process's CPU time over the wall time (1.0 = one CPU).
+    /// This process's CPU time over the wall time (1.0 = one CPU): the readers and the
+    /// windows' analysis together.
     pub recorder_cpu: f64,
     /// Bytes of pages held.
     pub ring_bytes: u64,
     /// Windows explained.
     pub windows: u64,
+    /// What each wall-clock minute since the start cost, in order: whether the cost per
+    /// second traced grows over a long run.
+    pub minutes: Vec<MinuteCost>,
+}
+
+/// What one wall-clock minute of a run cost.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct MinuteCost {
+    /// Windows explained in it.
+    pub windows: u64,
+    /// Trace time those windows spanned (a window that starts before the last one's end,
+    /// to settle a cycle still open, counts that part again).
+    pub traced_ns: u64,
+    /// Wall time spent explaining them.
+    pub analysis_ns: u64,
+    /// This process's CPU time while explaining them (the readers' share meanwhile
+    /// included: an upper bound).
+    pub analysis_cpu_ns: u64,
+    /// This process's CPU time over the minute: the readers and the analysis.
+    pub cpu_ns: u64,
 }
 
 /// Where a run's misses and status go as they come.
