@@ -248,6 +248,37 @@ impl DecodingHalf for read::tracedat::apart::Decoding {
     }
 }
 
+impl DecodingHalf for read::perfetto::apart::Decoding {
+    type Records = read::perfetto::apart::Records;
+    fn take(input: &mut read::Input) -> Option<Self> {
+        Some(input.perfetto_mut()?.decode_apart())
+    }
+    fn fill(
+        input: &mut read::Input,
+        out: &mut Self::Records,
+        max: usize,
+        _help: bool,
+    ) -> Result<bool, ReadError> {
+        match input.perfetto_mut() {
+            Some(p) => p.next_items(out, max),
+            None => Ok(false),
+        }
+    }
+    fn drain(
+        &mut self,
+        s: &mut Interner,
+        out: &mut Self::Records,
+        f: impl FnMut(&Event, &Interner),
+    ) {
+        self.decode(s, out, f);
+    }
+    fn rejoin(self, input: &mut read::Input) {
+        if let Some(p) = input.perfetto_mut() {
+            p.rejoin(self);
+        }
+    }
+}
+
 /// One binary input whose reader splits: the reading thread walks the file and copies
 /// each due record (or its fields) into a batch, and the calling thread decodes them
 /// with the timeline. That balances the two threads better than handing over decoded
@@ -261,11 +292,12 @@ pub(super) fn decoded_apart(
     merged: Merged<read::Input>,
     feed: &mut impl FnMut(usize, &Event, &Interner),
 ) -> Result<(Merged<read::Input>, Interner), ReadError> {
-    use read::{perfdata, tracedat};
+    use read::{perfdata, perfetto, tracedat};
     match merged.sources().first().map(|s| s.format()) {
         _ if merged.sources().len() != 1 => handed_over(merged, feed),
         Some(Format::PerfData) => split::<perfdata::apart::Decoding>(merged, feed),
         Some(Format::TraceDat) => split::<tracedat::apart::Decoding>(merged, feed),
+        Some(Format::Perfetto) => split::<perfetto::apart::Decoding>(merged, feed),
         _ => handed_over(merged, feed),
     }
 }
@@ -340,12 +372,23 @@ mod tests {
         let raw = zstd::decode_all(std::fs::File::open(zst).unwrap()).unwrap();
         std::fs::write(&plain, raw).unwrap();
         let plain = plain.to_str().unwrap();
+        // A Perfetto trace: the hold that orders its CPUs moves to the feeding thread.
+        let pf = dir.path().join("t.pftrace");
+        std::fs::write(&pf, read::perfetto::tests::bundles_two_cpus(12_000)).unwrap();
+        let pf = pf.to_str().unwrap();
         for path in [
             "examples/frob.dat.zst",
             "examples/frob.perf.data.zst",
             plain,
+            pf,
         ] {
             let one = fed(path, Way::One);
+            if path == pf {
+                // What it holds besides events is read the same way too.
+                assert!(one.2.contains("ends inside a packet"), "{}", one.2);
+                assert!(one.2.contains("does not decode"), "{}", one.2);
+                assert!(one.0.iter().any(|e| matches!(e.1.kind, Kind::Lost { .. })));
+            }
             // Several batches, so strings interned between hand-overs are covered.
             assert!(one.0.len() > 2 * BATCH, "{path}: {} events", one.0.len());
             for way in [Way::HandedOver, Way::DecodedApart] {

@@ -243,6 +243,14 @@ impl Input {
         }
     }
 
+    /// The Perfetto reader, when the input is one.
+    pub fn perfetto_mut(&mut self) -> Option<&mut perfetto::Perfetto> {
+        match &mut self.kind {
+            InputKind::Perfetto(p) => Some(p),
+            _ => None,
+        }
+    }
+
     /// The trace.dat reader, when the input is one.
     pub fn dat_mut(&mut self) -> Option<&mut tracedat::TraceDat> {
         match &mut self.kind {

@@ -18,12 +18,13 @@
 //! Each CPU's bundles come in time order, CPUs interleaved by when they were read: events
 //! wait in a heap until every CPU that is still writing has gone past them (`order`).
 
+pub(crate) mod apart;
 mod bundle;
 mod order;
 mod packets;
 pub mod protos;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use self::bundle::{Counts, CpuState, Held, Symbols};
 use self::packets::{Next, Packets};
@@ -117,10 +118,31 @@ struct CpuCounters {
     end: Option<(u64, u64)>,
 }
 
-/// Reads a Perfetto trace.
+/// Reads a Perfetto trace: the reading half (packets walked and decoded by prost) and the
+/// decoding state, which `apart` moves to the thread that builds the timeline.
 pub struct Perfetto {
     path: PathBuf,
     packets: Packets<Box<dyn Read + Send>>,
+    cut: super::decompress::Cut,
+    st: State,
+    slot: Option<Event>,
+}
+
+/// What one step of the reading half read.
+pub(crate) enum Item {
+    /// A packet decoded, and the name of its data field when the schema here does not
+    /// hold it (counted as skipped).
+    Packet(Box<protos::TracePacket>, Option<String>),
+    /// A packet that does not decode: where, its size, and why.
+    Bad { at: u64, len: usize, why: String },
+    /// A field of the outer `Trace` other than a packet.
+    Stray,
+    /// The end of the stream, and why it ended early (cut, damaged), if it did.
+    End(Option<String>),
+}
+
+/// The reader's state besides its input: the hold, the tasks, what was noticed.
+pub(crate) struct State {
     order: order::Hold,
     cpus: Vec<CpuState>,
     seqs: FxHashMap<u32, SeqState>,
@@ -140,28 +162,15 @@ pub struct Perfetto {
     /// Events in Perfetto's denser generic encoding (not read), by group.
     dense_generic: u64,
     old_kernel: bool,
-    cut: super::decompress::Cut,
     done: bool,
-    slot: Option<Event>,
     scratch: Vec<Held>,
-    events: u64,
 }
 
-impl Perfetto {
-    /// Reads the trace from `rd` (decompressed), `chunk` bytes at a time ([`CHUNK`]
-    /// normally; tests pass a few to split packets across reads). `cut` says when a
-    /// compressed stream was cut short.
-    pub fn from_reader(
-        path: &Path,
-        rd: Box<dyn Read + Send>,
-        chunk: usize,
-        cut: super::decompress::Cut,
-    ) -> Self {
+impl State {
+    fn new() -> State {
         let mut check = OrderCheck::default();
         check.stats.window = order::HOLD_MAX;
-        Perfetto {
-            path: path.to_path_buf(),
-            packets: Packets::new(rd, chunk),
+        State {
             order: order::Hold::default(),
             cpus: Vec::new(),
             seqs: FxHashMap::default(),
@@ -179,25 +188,74 @@ impl Perfetto {
             boot_minus_mono: None,
             dense_generic: 0,
             old_kernel: false,
-            cut,
             done: false,
-            slot: None,
             scratch: Vec::new(),
-            events: 0,
+        }
+    }
+
+    /// Takes what the reading half read (by reference: a packet is freed where it was
+    /// decoded, on the reading thread, whose allocator then reuses its memory).
+    pub(crate) fn take(&mut self, it: &Item, s: &mut Interner) {
+        match it {
+            Item::Packet(p, skipped) => {
+                if let Some(name) = skipped {
+                    *self.info.skipped.entry(name.clone()).or_default() += 1;
+                }
+                self.info.packets += 1;
+                self.packet(p, s);
+            }
+            Item::Bad { at, len, why } => self.diag.bad(
+                0,
+                format!("byte {at}: a packet of {len} bytes that does not decode ({why})")
+                    .as_bytes(),
+                "a TracePacket",
+            ),
+            Item::Stray => {}
+            Item::End(why) => self.end(why.clone()),
+        }
+    }
+
+    /// The next event whose time has come (every event, once the stream ended).
+    pub(crate) fn next_ready(&mut self, s: &mut Interner) -> Option<Event> {
+        let h = self.order.pop(self.done)?;
+        Some(self.finish(h, s))
+    }
+}
+
+impl Perfetto {
+    /// Reads the trace from `rd` (decompressed), `chunk` bytes at a time ([`CHUNK`]
+    /// normally; tests pass a few to split packets across reads). `cut` says when a
+    /// compressed stream was cut short.
+    pub fn from_reader(
+        path: &Path,
+        rd: Box<dyn Read + Send>,
+        chunk: usize,
+        cut: super::decompress::Cut,
+    ) -> Self {
+        Perfetto {
+            path: path.to_path_buf(),
+            packets: Packets::new(rd, chunk),
+            cut,
+            st: State::new(),
+            slot: None,
         }
     }
 
     /// What the packets said.
     pub fn info(&self) -> &PerfettoInfo {
-        &self.info
+        &self.st.info
     }
     /// What the reader noticed.
     pub fn diag(&self) -> &Diag {
-        &self.diag
+        &self.st.diag
     }
     /// Events that came earlier than one already given (see `order`).
     pub fn order(&self) -> OrderStats {
-        self.check.stats
+        self.st.check.stats
+    }
+    /// Where the analysis is blind or approximate: [`State::notes`].
+    pub fn notes(&self) -> Vec<String> {
+        self.st.notes()
     }
     /// Bytes of the (decompressed) trace read so far.
     pub fn bytes(&self) -> u64 {
@@ -221,20 +279,72 @@ impl Perfetto {
     }
 
     fn step(&mut self, s: &mut Interner) -> Result<bool, ReadError> {
-        self.comms.seed(s);
+        self.st.comms.seed(s);
         loop {
-            if let Some(h) = self.order.pop(self.done) {
-                let e = self.finish(h, s);
+            if let Some(e) = self.st.next_ready(s) {
                 self.slot = Some(e);
                 return Ok(true);
             }
-            if self.done {
+            if self.st.done {
                 return Ok(false);
             }
-            self.read_packet(s)?;
+            let it = self.read_item()?;
+            self.st.take(&it, s);
         }
     }
 
+    /// Reads and decodes the next packet (or notes the end).
+    pub(crate) fn read_item(&mut self) -> Result<Item, ReadError> {
+        let io_err = |source| ReadError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let next = self.packets.next().map_err(io_err)?;
+        let why = match next {
+            Next::Packet { at, bytes } => return Ok(decode(at, bytes)),
+            Next::Stray { .. } => return Ok(Item::Stray),
+            Next::End => None,
+            Next::Cut { at, have, want } => Some(match want {
+                0 => format!("the trace ends inside a packet's header at byte {at}"),
+                _ => format!(
+                    "the trace ends inside a packet: byte {at} starts {want} bytes of which {have} are there"
+                ),
+            }),
+            Next::Garbage { at, why } => Some(format!(
+                "byte {at}: {why}: the rest of the file is unread"
+            )),
+        };
+        Ok(Item::End(match (why, self.cut.get()) {
+            (Some(w), Some(c)) => Some(format!("{w} ({c})")),
+            (None, Some(c)) => Some(c.clone()),
+            (w, None) => w,
+        }))
+    }
+}
+
+/// The packet at byte `at`, decoded by prost.
+fn decode(at: u64, bytes: &[u8]) -> Item {
+    match protos::TracePacket::decode(bytes) {
+        Ok(p) => {
+            let skipped = match p.data {
+                Some(_) => None,
+                None => packets::first_data_field(bytes).map(|f| {
+                    (protos::PACKET_FIELDS.iter())
+                        .find(|(n, _)| *n == f)
+                        .map_or_else(|| format!("field {f}"), |(_, n)| n.to_string())
+                }),
+            };
+            Item::Packet(Box::new(p), skipped)
+        }
+        Err(e) => Item::Bad {
+            at,
+            len: bytes.len(),
+            why: e.to_string(),
+        },
+    }
+}
+
+impl State {
     /// The event of `h`, named after its task as of now (time order).
     fn finish(&mut self, h: Held, s: &mut Interner) -> Event {
         let mut kind = h.kind;
@@ -280,7 +390,6 @@ impl Perfetto {
             self.comms.set(pid, name);
         }
         self.check.see(h.ts);
-        self.events += 1;
         Event {
             ts: h.ts,
             cpu: h.cpu,
@@ -296,71 +405,9 @@ impl Perfetto {
         }
     }
 
-    /// Reads the next packet into the hold (or notes the end).
-    fn read_packet(&mut self, s: &mut Interner) -> Result<(), ReadError> {
-        let io_err = |source| ReadError::Io {
-            path: self.path.clone(),
-            source,
-        };
-        let next = self.packets.next().map_err(io_err)?;
-        let (at, bytes) = match next {
-            Next::Packet { at, bytes } => (at, bytes),
-            Next::Stray { .. } => return Ok(()),
-            Next::End => {
-                self.end(None);
-                return Ok(());
-            }
-            Next::Cut { at, have, want } => {
-                let what = match want {
-                    0 => format!("the trace ends inside a packet's header at byte {at}"),
-                    _ => format!(
-                        "the trace ends inside a packet: byte {at} starts {want} bytes of which {have} are there"
-                    ),
-                };
-                self.end(Some(what));
-                return Ok(());
-            }
-            Next::Garbage { at, why } => {
-                self.end(Some(format!(
-                    "byte {at}: {why}: the rest of the file is unread"
-                )));
-                return Ok(());
-            }
-        };
-        let len = bytes.len();
-        let packet = match protos::TracePacket::decode(bytes) {
-            Ok(p) => p,
-            Err(e) => {
-                self.diag.bad(
-                    0,
-                    format!("byte {at}: a packet of {len} bytes that does not decode ({e})")
-                        .as_bytes(),
-                    "a TracePacket",
-                );
-                return Ok(());
-            }
-        };
-        if packet.data.is_none() {
-            if let Some(f) = packets::first_data_field(bytes) {
-                let name = (protos::PACKET_FIELDS.iter())
-                    .find(|(n, _)| *n == f)
-                    .map_or_else(|| format!("field {f}"), |(_, n)| n.to_string());
-                *self.info.skipped.entry(name).or_default() += 1;
-            }
-        }
-        self.info.packets += 1;
-        self.packet(packet, s);
-        Ok(())
-    }
-
     /// The stream ended (`why` when it was cut or damaged).
     fn end(&mut self, why: Option<String>) {
         self.done = true;
-        let why = match (why, self.cut.get()) {
-            (Some(w), Some(c)) => Some(format!("{w} ({c})")),
-            (None, Some(c)) => Some(c.clone()),
-            (w, None) => w,
-        };
         if let Some(w) = why {
             self.diag.truncated = Some(w);
             self.diag.cut_cpus = (0..self.cpus.len() as u32).collect();
@@ -368,7 +415,7 @@ impl Perfetto {
     }
 
     /// What one packet holds, into the reader's state and the hold.
-    fn packet(&mut self, p: protos::TracePacket, s: &mut Interner) {
+    fn packet(&mut self, p: &protos::TracePacket, s: &mut Interner) {
         use protos::trace_packet::OptionalTrustedPacketSequenceId as Seq;
         let seq_id = match p.optional_trusted_packet_sequence_id {
             Some(Seq::TrustedPacketSequenceId(id)) => id,
@@ -384,17 +431,17 @@ impl Perfetto {
             && p.previous_packet_dropped.unwrap_or(0) != 0
             && p.first_packet_on_sequence != Some(true);
         seq.seen = true;
-        if let Some(i) = p.interned_data {
-            for k in i.kernel_symbols {
-                if let (Some(iid), Some(name)) = (k.iid, k.str) {
-                    seq.kernel_symbols.insert(iid, s.intern_bytes(&name));
+        if let Some(i) = &p.interned_data {
+            for k in &i.kernel_symbols {
+                if let (Some(iid), Some(name)) = (k.iid, &k.str) {
+                    seq.kernel_symbols.insert(iid, s.intern_bytes(name));
                 }
             }
         }
-        match p.data {
+        match &p.data {
             Some(Data::FtraceEvents(b)) => self.bundle(b, seq_id, dropped, s),
             Some(Data::ProcessTree(t)) => {
-                for th in t.threads {
+                for th in &t.threads {
                     if let Some(tid) = th.tid {
                         if let Some(n) = &th.name {
                             let n = s.intern_bytes(n);
@@ -405,7 +452,7 @@ impl Perfetto {
                         }
                     }
                 }
-                for pr in t.processes {
+                for pr in &t.processes {
                     let Some(pid) = pr.pid else { continue };
                     self.comms.set_tgid(pid, pid);
                     // A process's main thread: its command line's first word, or its comm.
@@ -420,9 +467,9 @@ impl Perfetto {
                 }
             }
             Some(Data::ProcessStats(st)) => {
-                for pr in st.processes {
+                for pr in &st.processes {
                     let Some(pid) = pr.pid else { continue };
-                    for th in pr.threads {
+                    for th in &pr.threads {
                         if let Some(tid) = th.tid {
                             self.comms.set_tgid(tid, pid);
                         }
@@ -432,7 +479,7 @@ impl Perfetto {
             Some(Data::SystemInfo(si)) => self.system_info(si),
             Some(Data::FtraceStats(fs)) => self.ftrace_stats(fs),
             Some(Data::TraceStats(ts)) => {
-                for b in ts.buffer_stats {
+                for b in &ts.buffer_stats {
                     self.buffer_loss.0 += b.chunks_overwritten.unwrap_or(0);
                     self.buffer_loss.1 += b.chunks_discarded.unwrap_or(0);
                     self.buffer_loss.2 += b.trace_writer_packet_loss.unwrap_or(0);
@@ -448,24 +495,25 @@ impl Perfetto {
         }
     }
 
-    fn system_info(&mut self, si: protos::SystemInfo) {
+    fn system_info(&mut self, si: &protos::SystemInfo) {
         if let Some(n) = si.num_cpus {
             self.info.cpus = Some(n);
             self.order.expect(n as usize);
             self.diag.header.cpus = Some(n);
         }
-        if let Some(u) = si.utsname {
-            let text = |b: Option<Vec<u8>>| b.map(|b| String::from_utf8_lossy(&b).into_owned());
-            self.info.kernel = text(u.release);
-            self.info.machine = text(u.machine);
+        if let Some(u) = &si.utsname {
+            let text =
+                |b: &Option<Vec<u8>>| b.as_ref().map(|b| String::from_utf8_lossy(b).into_owned());
+            self.info.kernel = text(&u.release);
+            self.info.machine = text(&u.machine);
             self.old_kernel = self.info.kernel.as_deref().is_some_and(before_4_14);
         }
     }
 
-    fn ftrace_stats(&mut self, fs: protos::FtraceStats) {
+    fn ftrace_stats(&mut self, fs: &protos::FtraceStats) {
         // Phase 1: START_OF_TRACE, 2: END_OF_TRACE.
         let phase = fs.phase.unwrap_or(0);
-        for c in fs.cpu_stats {
+        for c in &fs.cpu_stats {
             let Some(cpu) = c.cpu else { continue };
             let v = (c.overrun.unwrap_or(0), c.dropped_events.unwrap_or(0));
             let e = self.counters.entry(cpu as u32).or_default();
@@ -481,7 +529,7 @@ impl Perfetto {
     /// Perfetto lost some before it.
     fn bundle(
         &mut self,
-        b: protos::FtraceEventBundle,
+        b: &protos::FtraceEventBundle,
         seq_id: u32,
         dropped: bool,
         s: &mut Interner,

@@ -46,6 +46,54 @@ fn trace(packets: &[protos::TracePacket]) -> Vec<u8> {
     out
 }
 
+/// Two CPUs' bundles of `n` system call exits each, Perfetto's way: a CPU's bundle after
+/// the other's later one, a task renamed halfway, a bundle flagged as after lost events,
+/// an undecodable packet, and the file cut inside its last packet. For the two-thread
+/// reading's test (`pipeline/apart.rs`).
+pub(crate) fn bundles_two_cpus(n: u64) -> Vec<u8> {
+    let mut packets = vec![packet(Data::SystemInfo(protos::SystemInfo {
+        num_cpus: Some(2),
+        ..Default::default()
+    }))];
+    for k in 0..n / 4 {
+        let at = 1_000_000 + k * 4_000;
+        for cpu in [1, 0] {
+            let evs = (0..4)
+                .map(|j| {
+                    ev(
+                        at + j * 1_000 + u64::from(cpu) * 300,
+                        5 + cpu,
+                        exit(1, j as i64),
+                    )
+                })
+                .collect();
+            let mut b = bundle(cpu, evs);
+            if k == n / 8 && cpu == 1 {
+                let Some(Data::FtraceEvents(fb)) = &mut b.data else {
+                    unreachable!()
+                };
+                fb.lost_events = Some(true);
+                fb.event.push(ev(
+                    at + 3_500,
+                    6,
+                    Ev::TaskRename(protos::TaskRenameFtraceEvent {
+                        pid: Some(6),
+                        newcomm: Some(b"renamed".to_vec()),
+                        ..Default::default()
+                    }),
+                ));
+            }
+            packets.push(b);
+        }
+    }
+    let mut t = trace(&packets);
+    // An undecodable packet (a field 1 of a varint's wire type), then one cut short.
+    t.extend_from_slice(&[0x0a, 0x02, 0x08, 0xff]);
+    let last = trace(&packets[1..2]);
+    t.extend_from_slice(&last[..last.len() - 3]);
+    t
+}
+
 fn read(bytes: Vec<u8>, chunk: usize) -> (Vec<Event>, Interner, Perfetto) {
     let mut r = Perfetto::from_reader(
         Path::new("t.pftrace"),
@@ -164,7 +212,7 @@ fn compact_sched_unpacks_with_the_task_on_the_cpu() {
     assert_eq!(s.get(evs[3].comm), "receiver");
     assert_eq!(evs[3].tgid, -1);
     assert_eq!(evs[0].tgid, 5);
-    assert_eq!(r.counts.compact_unknown_prev, 0);
+    assert_eq!(r.st.counts.compact_unknown_prev, 0);
 }
 
 #[test]
