@@ -233,17 +233,17 @@ pub fn stats(paths: &[PathBuf], opts: &OpenOptions, top: usize) -> Result<StatsR
     for p in paths {
         sources.push(read::open(p, opts)?);
     }
-    let mut strings = Interner::new();
-    let mut merged = Merged::new(sources);
     let mut acc = Acc::default();
     let mut per_input = vec![0u64; paths.len()];
     let mut n = 0u64;
-    while let Some((i, e)) = merged.next_ref(&mut strings)? {
+    // Read as `explain` reads: a binary input on two threads.
+    let mut feed = |i: usize, e: &Event, strings: &Interner| {
         per_input[i] += 1;
         n += 1;
         read::Progress::tick(&opts.progress, n);
-        acc.add(e, &strings);
-    }
+        acc.add(e, strings);
+    };
+    let (merged, strings) = crate::pipeline::each_event(Merged::new(sources), &mut feed)?;
     Ok(finish(
         acc,
         merged.sources(),

@@ -82,6 +82,19 @@ pub fn open_all(paths: &[PathBuf], open: &OpenOptions) -> Result<Opened, ReadErr
     })
 }
 
+/// Hands every event of `merged`, in time order, to `feed` with the index of its input:
+/// on two threads when every input is binary (a reading thread, the calling thread
+/// decoding and feeding), else on this one. Returns the inputs and the strings.
+pub fn each_event(
+    merged: Merged<read::Input>,
+    feed: &mut impl FnMut(usize, &Event, &Interner),
+) -> Result<(Merged<read::Input>, Interner), ReadError> {
+    match apart::reads_apart(&merged) {
+        true => apart::decoded_apart(merged, feed),
+        false => apart::one_thread(merged, feed),
+    }
+}
+
 /// Reads inputs already opened (merged by time) into a timeline, handing every event to
 /// `sink` too.
 pub fn read_opened(
@@ -115,11 +128,7 @@ pub fn read_opened(
         b.push(e, strings);
         sink.event(e, strings);
     };
-    let (merged, strings) = if apart::reads_apart(&merged) {
-        apart::decoded_apart(merged, &mut feed)?
-    } else {
-        apart::one_thread(merged, &mut feed)?
-    };
+    let (merged, strings) = each_event(merged, &mut feed)?;
     if let Some(p) = &open.progress {
         p.events.store(events, std::sync::atomic::Ordering::Relaxed);
         p.read_done
