@@ -289,11 +289,12 @@ fn first_walk(eng: &Engine<'_>, cycles: &CycleStore, given: Option<&Judge<'_>>) 
             }
             found.extend(r.map(|r| (i, c, r)));
         }
+        durations.sort_unstable();
         (found, durations, (first, n))
     });
     let mut counts = given.map(|_| parts.iter().map(|p| p.2).collect());
     let (found, durations): (Vec<_>, Vec<_>) = parts.into_iter().map(|p| (p.0, p.1)).unzip();
-    let (found, mut durations) = (found.concat(), durations.concat());
+    let (found, mut durations) = (found.concat(), merge_sorted(durations));
     let n = found.len();
     let ready: FxHashMap<usize, Ready> = match n {
         0 => FxHashMap::default(),
@@ -313,13 +314,35 @@ fn first_walk(eng: &Engine<'_>, cycles: &CycleStore, given: Option<&Judge<'_>>) 
         }))
         .concat();
         counts = given.map(|j| count_walk(cycles, j, ready));
+        durations.sort_unstable();
     }
-    durations.sort_unstable();
     FirstWalk {
         ready,
         durations,
         counts,
     }
+}
+
+/// Runs sorted each (by the threads that made them) merged into one sorted run.
+fn merge_sorted(mut runs: Vec<Vec<u64>>) -> Vec<u64> {
+    while runs.len() > 1 {
+        let (a, b) = (runs.remove(0), runs.remove(0));
+        let mut out = Vec::with_capacity(a.len() + b.len());
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() && j < b.len() {
+            if a[i] <= b[j] {
+                out.push(a[i]);
+                i += 1;
+            } else {
+                out.push(b[j]);
+                j += 1;
+            }
+        }
+        out.extend_from_slice(&a[i..]);
+        out.extend_from_slice(&b[j..]);
+        runs.push(out);
+    }
+    runs.pop().unwrap_or_default()
 }
 
 /// The counts of every part of the cycles.
@@ -466,7 +489,7 @@ fn blind_notes(bare: u64, unconnected: u64) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{analyze, complaint_offset, round2, two_modes, until_ready};
+    use super::{analyze, complaint_offset, merge_sorted, round2, two_modes, until_ready};
     use crate::explain::cutter::Cycles;
     use crate::explain::engine::{Engine, LinkKind};
     use crate::explain::learned::Learned;
@@ -515,6 +538,13 @@ mod tests {
         let later = one.1.iter().filter(|w| w.read_ns.is_some()).count() as u64;
         assert_eq!(c.read.as_ref().map(|r| r.later), Some(later));
         assert!(later > 0);
+    }
+
+    #[test]
+    fn sorted_runs_merge_into_one() {
+        let runs = vec![vec![1, 4, 9], vec![], vec![2, 4, 10, 11], vec![0]];
+        assert_eq!(merge_sorted(runs), [0, 1, 2, 4, 4, 9, 10, 11]);
+        assert_eq!(merge_sorted(Vec::new()), Vec::<u64>::new());
     }
 
     #[test]
