@@ -50,7 +50,9 @@ impl Perfetto {
     /// Reads and decodes packets into `out`, emptied first, until it holds `max` of them or
     /// a batch's bytes; false once the stream's end is in `out`.
     pub(crate) fn next_items(&mut self, out: &mut Records, max: usize) -> Result<bool, ReadError> {
-        out.clear();
+        for it in out.drain(..) {
+            self.recycle(it);
+        }
         let from = self.bytes();
         while out.len() < max && self.bytes() - from < BATCH_BYTES {
             let it = self.read_item()?;
