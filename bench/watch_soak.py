@@ -112,7 +112,7 @@ def minute_costs(minutes):
         print(f"{i + 1:6d}  {m['windows']:7d}  {traced:8.1f}  {per:20.2f}  "
               f"{m['analysis_cpu_ns'] / 6e8:14.1f}  {m['cpu_ns'] / 6e8:13.1f}")
     full = rows[1:-1] or rows  # the first minute learns, the last is cut short
-    if len(full) >= 2:
+    if len(full) >= 2 and full[0] > 0:
         print(f"analysis ms per traced s: minute {2 if len(rows) > 2 else 1} {full[0]:.2f}, "
               f"last full minute {full[-1]:.2f} ({full[-1] / full[0]:.2f}x)")
 

@@ -52,8 +52,12 @@ pub(super) struct Run<'a> {
     /// What each minute cost so far ([`MinuteCost`]), and the process's CPU time at the
     /// last status.
     minutes: Vec<MinuteCost>,
+    first_minute: u64,
     cpu_seen: u64,
 }
+
+/// Minutes whose costs a status carries at most (a day).
+const MINUTES_KEPT: usize = 1440;
 
 impl<'a> Run<'a> {
     pub(super) fn new(
@@ -105,7 +109,9 @@ impl<'a> Run<'a> {
             children: Vec::new(),
             last_status: None,
             minutes: Vec::new(),
-            cpu_seen: 0,
+            first_minute: 0,
+            // Setting tracing up is not the first minute's cost.
+            cpu_seen: record::cpu_time_ns(),
         }
     }
 }
@@ -407,11 +413,17 @@ impl Run<'_> {
 
     /// The current wall-clock minute's costs.
     fn minute(&mut self) -> &mut MinuteCost {
-        let i = (self.started.elapsed().as_secs() / 60) as usize;
+        let now = self.started.elapsed().as_secs() / 60;
+        let i = now.saturating_sub(self.first_minute) as usize;
         if self.minutes.len() <= i {
             self.minutes.resize(i + 1, MinuteCost::default());
         }
-        &mut self.minutes[i]
+        if self.minutes.len() > MINUTES_KEPT {
+            let gone = self.minutes.len() - MINUTES_KEPT;
+            self.minutes.drain(..gone);
+            self.first_minute += gone as u64;
+        }
+        self.minutes.last_mut().expect("the current minute")
     }
 
     fn status(&mut self, out: &mut dyn Watcher) {
@@ -429,6 +441,7 @@ impl Run<'_> {
             ring_bytes: self.ring.bytes(),
             windows: self.windows,
             minutes: self.minutes.clone(),
+            first_minute: self.first_minute,
         };
         out.status(&s);
         self.last_status = Some(s);

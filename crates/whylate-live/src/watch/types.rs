@@ -91,9 +91,11 @@ pub struct Status {
     pub ring_bytes: u64,
     /// Windows explained.
     pub windows: u64,
-    /// What each wall-clock minute since the start cost, in order: whether the cost per
-    /// second traced grows over a long run.
+    /// What each wall-clock minute cost, in order, the last day's at most: whether the
+    /// cost per second traced grows over a long run.
     pub minutes: Vec<MinuteCost>,
+    /// The number of `minutes`' first (0: the run's first minute).
+    pub first_minute: u64,
 }
 
 /// What one wall-clock minute of a run cost.

@@ -310,6 +310,10 @@ impl Cycles {
             if let Some((q, i)) = q.and_then(|q| q.reqs.pop_front().map(|i| (q, i))) {
                 if q.reqs.is_empty() {
                     q.n = 0;
+                    // A deep queue, drained, does not keep its room.
+                    if q.reqs.capacity() > 64 {
+                        q.reqs.shrink_to(8);
+                    }
                 }
                 (self.replies, self.open_n) = (self.replies + 1, self.open_n - 1);
                 let c = self.cycles.open_mut(i);
@@ -413,7 +417,8 @@ impl Cycles {
         let cycles = &self.cycles;
         let mine = |q: &Queue| (q.reqs.front().copied()).filter(|&i| cycles.open(i).tid == e.tid);
         let i = if matches!(self.pairing, Pairing::Key(_)) {
-            self.open.values().find_map(mine)
+            // Its oldest open cycle, whatever the map's order.
+            self.open.values().filter_map(mine).min()
         } else {
             let who = self.key(e, s);
             self.open.get(&who).and_then(mine)

@@ -218,6 +218,15 @@ impl CycleStore {
         parts
     }
 
+    /// Settles how many threads the walks use (unless set already), so that every walk
+    /// cuts the cycles into the same parts: a walk may look up what an earlier one found
+    /// per part, by its first index.
+    pub fn settle_threads(&mut self) {
+        if self.threads == 0 {
+            self.threads = threads(self.len());
+        }
+    }
+
     /// `f` of each part of the cycles, in order: on a thread each where there are enough
     /// cycles and cores (the walks after the reading pass are most of cycle mode's cost
     /// after it, and the reading thread is idle by then).

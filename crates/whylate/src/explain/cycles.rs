@@ -128,15 +128,19 @@ fn round2(v: u64) -> u64 {
 ///
 /// The packed cycles are walked rather than held unpacked, each walk shared between
 /// threads (`CycleStore::map_parts`): with a deadline given, twice (ready times,
-/// durations and counts; then windows, misses and the template's cycles), else three
-/// times (the counts wait for the deadline the durations show).
+/// durations and counts; then windows, misses and the template's cycles), else once more
+/// for the counts, which wait for the deadline the durations show. Rarer cases walk
+/// again: replies that were ready before they were read (`Replies::of`, and the
+/// durations and counts again where that check drops one; `read_times`), and a template
+/// learnt across `watch`'s windows (every good cycle).
 pub fn analyze(
     tl: &Timeline,
     s: &Interner,
     o: &Options,
-    cycles: CycleStore,
+    mut cycles: CycleStore,
     writes: &[u64],
 ) -> ExplainReport {
+    cycles.settle_threads();
     let eng = Engine::new(tl, s);
     let given = o.deadline_ns.map(|d| Judge {
         tl,
@@ -183,11 +187,17 @@ pub fn analyze(
     // The misses are explained in order, one tally over them all.
     let mut tally = Tally::default();
     let (mut kept, mut unconnected, mut bare) = (MissKeeper::default(), 0u64, 0u64);
-    for (i, c) in last.misses {
+    let mut explain = |(i, c): (usize, Cycle)| {
         let (m, connected) = cx.explain(&c, ready.get(&i), &mut tally);
         unconnected += u64::from(!connected);
         bare += u64::from(no_handoff(&m));
         kept.push(m);
+    };
+    match last.misses {
+        Some(misses) => misses.into_iter().for_each(&mut explain),
+        None => (cycles.iter().enumerate())
+            .filter(|(i, c)| judge.is_miss(c, ready.get(i)))
+            .for_each(&mut explain),
     }
     let (misses, dropped) = kept.finish();
     notes.extend(blind_notes(bare, unconnected));
@@ -360,9 +370,19 @@ fn count_walk(cycles: &CycleStore, j: &Judge<'_>, ready: &FxHashMap<usize, Ready
 /// cycles the template learns from.
 struct LastWalk {
     windows: Windows,
-    misses: Vec<(usize, Cycle)>,
+    /// The misses in order; none where a part met more than [`MISSES_HELD`] (they are
+    /// then taken by one more walk, as they are explained, not held).
+    misses: Option<Vec<(usize, Cycle)>>,
     spread: Vec<Cycle>,
 }
+
+/// Misses a part of the last walk holds at most (40 bytes each).
+#[cfg(not(test))]
+const MISSES_HELD: usize = 1 << 16;
+/// Few in tests: `cycles_read_in_parts_explain_as_read_in_one` holds its misses in three
+/// parts and takes them by one more walk in one.
+#[cfg(test)]
+const MISSES_HELD: usize = 16;
 
 /// The last walk over the cycles. With `counts` (each part's good cycles), it also
 /// takes up to ~[`Template::SPREAD`] good cycles spread evenly over the good ones (every
@@ -388,10 +408,10 @@ fn last_walk(
         })
         .collect();
     let parts = cycles.map_parts(|p| {
-        let mut rank = firsts.get(&p.first()).copied();
+        let mut rank = counts.map(|_| firsts[&p.first()]);
         let mut w = LastWalk {
             windows: Windows::new(),
-            misses: Vec::new(),
+            misses: Some(Vec::new()),
             spread: Vec::new(),
         };
         for (i, c) in p {
@@ -404,7 +424,12 @@ fn last_walk(
                 *k += 1;
             }
             if miss {
-                w.misses.push((i, c));
+                w.misses = (w.misses.take())
+                    .filter(|m| m.len() < MISSES_HELD)
+                    .map(|mut m| {
+                        m.push((i, c));
+                        m
+                    });
             }
             let end = Judge::reply_at(&c, r);
             let win = Window::new(c.start_ns, end, c.stop_ns(), c.tid, c.cpu, miss);
@@ -414,12 +439,15 @@ fn last_walk(
     });
     let mut all = LastWalk {
         windows: Windows::new(),
-        misses: Vec::new(),
+        misses: Some(Vec::new()),
         spread: Vec::new(),
     };
     for w in parts {
         all.windows.append(w.windows);
-        all.misses.extend(w.misses);
+        all.misses = all.misses.zip(w.misses).map(|(mut a, b)| {
+            a.extend(b);
+            a
+        });
         all.spread.extend(w.spread);
     }
     all
@@ -498,7 +526,9 @@ mod tests {
     use crate::testkit;
 
     /// The walks after the pass read the cycles in parts on threads: the report is the
-    /// one a single thread gives, misses, ready times, template and windows alike.
+    /// one a single thread gives, misses, ready times, template and windows alike, and
+    /// misses held by the walk (three parts of ~14) are explained as those taken by a
+    /// walk of their own (one part of 41, over `MISSES_HELD`).
     #[test]
     fn cycles_read_in_parts_explain_as_read_in_one() {
         let o = testkit::chain_options(Some(5_000_000));

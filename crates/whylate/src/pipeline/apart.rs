@@ -174,7 +174,8 @@ trait DecodingHalf: Sized {
         max: usize,
         help: bool,
     ) -> Result<bool, ReadError>;
-    /// Decodes `out` in order, handing each event to `f`, and empties it.
+    /// Decodes `out` in order, handing each event to `f`, and empties it (or marks it
+    /// taken: Perfetto's packets go back to be freed where they were decoded).
     fn drain(
         &mut self,
         s: &mut Interner,

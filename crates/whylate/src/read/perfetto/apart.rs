@@ -8,8 +8,13 @@ use super::{Item, Perfetto, State};
 use crate::event::{Event, Interner};
 use crate::read::ReadError;
 
-/// Decoded packets in file order, as one hand-over.
-pub(crate) type Records = Vec<Item>;
+/// Decoded packets in file order, as one hand-over. The packets stay after they are taken
+/// (`taken` says how far), so that the batch goes back to the reading thread with them.
+#[derive(Default)]
+pub(crate) struct Records {
+    items: Vec<Item>,
+    taken: usize,
+}
 
 /// Packet bytes per hand-over: a decoded packet takes a few times its bytes, so a batch
 /// is bounded by bytes as well as by count.
@@ -31,7 +36,11 @@ impl Decoding {
         mut f: impl FnMut(&Event, &Interner),
     ) {
         self.0.comms.seed(s);
-        for it in batch.iter() {
+        // A batch comes back untaken only when its filling was cut short (cancelled):
+        // then it is the one taken before, and is not taken twice.
+        let fresh = &batch.items[batch.taken..];
+        batch.taken = batch.items.len();
+        for it in fresh {
             self.0.take(it, s);
             while let Some(e) = self.0.next_ready(s) {
                 f(&e, s);
@@ -50,14 +59,15 @@ impl Perfetto {
     /// Reads and decodes packets into `out`, emptied first, until it holds `max` of them or
     /// a batch's bytes; false once the stream's end is in `out`.
     pub(crate) fn next_items(&mut self, out: &mut Records, max: usize) -> Result<bool, ReadError> {
-        for it in out.drain(..) {
+        for it in out.items.drain(..) {
             self.recycle(it);
         }
+        out.taken = 0;
         let from = self.bytes();
-        while out.len() < max && self.bytes() - from < BATCH_BYTES {
+        while out.items.len() < max && self.bytes() - from < BATCH_BYTES {
             let it = self.read_item()?;
             let end = matches!(it, Item::End(_));
-            out.push(it);
+            out.items.push(it);
             if end {
                 return Ok(false);
             }

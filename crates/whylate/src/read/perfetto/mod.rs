@@ -360,7 +360,7 @@ fn decode(at: u64, bytes: &[u8], events: Option<Vec<protos::FtraceEvent>>) -> It
     let decoded = p.merge(bytes).map(|()| {
         // A packet without a bundle left the empty one there: it had none.
         let empty = matches!(&p.data, Some(Data::FtraceEvents(b)) if *b == Default::default());
-        if empty && packets::first_data_field(bytes) != Some(1) {
+        if empty && !packets::holds_bundle(bytes) {
             p.data = None;
         }
         p

@@ -220,6 +220,19 @@ impl<R: Read> Packets<R> {
 /// `TracePacket` fields that are about the packet, not its contents.
 const META: [u32; 12] = [3, 8, 10, 12, 13, 41, 42, 58, 59, 79, 87, 98];
 
+/// True when `packet` holds field 1 (a bundle) anywhere: prost keeps the last of a oneof's
+/// fields, so a bundle after another kind's field is still the packet's.
+pub(super) fn holds_bundle(packet: &[u8]) -> bool {
+    let mut p = Packets::new(packet, packet.len().max(1));
+    loop {
+        match p.next() {
+            Ok(Next::Packet { .. }) => return true,
+            Ok(Next::Stray { .. }) => {}
+            _ => return false,
+        }
+    }
+}
+
 /// The number of the first field of `packet` that is its contents (not its timestamp,
 /// sequence or interning): what kind of packet it is. Only keys and lengths are read.
 pub(super) fn first_data_field(packet: &[u8]) -> Option<u32> {

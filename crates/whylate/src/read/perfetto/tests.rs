@@ -372,6 +372,13 @@ fn a_packet_decoded_into_a_reused_vector_is_the_packet() {
     .map(|p| p.encode_to_vec())
     .collect();
     bytes.push(unknown);
+    // Field 99, then an empty bundle: the bundle is the packet's (the last of the oneof).
+    let late_bundle = vec![0x9a, 0x06, 0x02, 0x08, 0x01, 0x0a, 0x00];
+    match decode(0, &late_bundle, stale()) {
+        Item::Packet(p, None) => assert!(matches!(p.data, Some(Data::FtraceEvents(_)))),
+        _ => panic!("a bundle, nothing skipped"),
+    }
+    bytes.push(late_bundle);
     for b in &bytes {
         let (fresh, reused) = (decode(0, b, None), decode(0, b, stale()));
         match (fresh, reused) {
