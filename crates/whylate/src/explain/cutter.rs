@@ -131,6 +131,10 @@ pub struct Cycles {
     /// Per raw syscall number: 0 not asked yet, 1 not `write`, 2 `write` (see
     /// [`Self::write_nr`]).
     write_nrs: Vec<u8>,
+    /// Per thread, the write it is inside and counted in [`Self::writes`]: (cycle, index
+    /// there). When that write's exit is the cycle's reply, the write was the answer, not
+    /// a complaint, and is taken back.
+    in_write: FxHashMap<i32, (usize, usize)>,
     /// Descriptor names, when a selector filters on `path`.
     pub(super) paths: Option<FdPaths>,
     /// What the selectors met, to say why they selected nothing.
@@ -162,6 +166,7 @@ impl Cycles {
             open_n: 0,
             cycles: CycleStore::default(),
             writes: Vec::new(),
+            in_write: FxHashMap::default(),
             write_name: None,
             write_nrs: Vec::new(),
             paths: (o.from.uses("path") || o.to.iter().any(|t| t.uses("path"))).then(FdPaths::new),
@@ -289,6 +294,13 @@ impl Cycles {
             p.observe(e, s, self.arch);
         }
         self.note_entry(e, s);
+        // A thread's next system call exit is its write's.
+        let write_done = match e.kind {
+            Kind::SysExit { .. } | Kind::SyscallExit { .. } if !self.in_write.is_empty() => {
+                self.in_write.remove(&e.tid)
+            }
+            _ => None,
+        };
         let paths = self.paths.as_ref();
         let from = (self.seen_from).observe_match(&self.from, e, s, self.arch, paths);
         let mut to = false;
@@ -316,6 +328,10 @@ impl Cycles {
                     }
                 }
                 (self.replies, self.open_n) = (self.replies + 1, self.open_n - 1);
+                if let Some((_, k)) = write_done.filter(|w| w.0 == i) {
+                    self.writes[k] = u64::MAX;
+                    self.cycles.open_mut(i).writes -= 1;
+                }
                 let c = self.cycles.open_mut(i);
                 c.reply(e.ts, e.tid);
                 c.set_reply_in_irq(
@@ -427,6 +443,7 @@ impl Cycles {
             let c = self.cycles.open_mut(i);
             if c.writes < 8 && e.ts > c.start_ns {
                 c.writes += 1;
+                self.in_write.insert(e.tid, (i, self.writes.len()));
                 self.writes.push(e.ts - c.start_ns);
             }
         }
@@ -470,6 +487,8 @@ impl Cycles {
 
     /// Ends the stream at `last_ns`: open cycles had no reply until then.
     pub fn finish(&mut self, last_ns: u64) {
+        // The writes that were replies, taken back.
+        self.writes.retain(|&w| w != u64::MAX);
         self.open_n = 0;
         for q in self.open.values_mut() {
             for i in q.reqs.drain(..) {

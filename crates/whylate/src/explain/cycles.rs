@@ -58,8 +58,10 @@ pub(super) fn complaint_offset(w: &[u64]) -> Option<(u64, usize)> {
 pub(super) fn infer_deadline(writes: &[u64], d: &[u64]) -> (Option<u64>, String) {
     let mut w = writes.to_vec();
     w.sort_unstable();
-    if let Some((m, near)) = complaint_offset(&w) {
-        let d = (m + 50_000) / 100_000 * 100_000;
+    // Rounded to 0.1 ms, a complaint within 50 us of the request sets no deadline.
+    let complaint =
+        complaint_offset(&w).map(|(m, near)| (m, near, (m + 50_000) / 100_000 * 100_000));
+    if let Some((m, near, d)) = complaint.filter(|c| c.2 > 0) {
         return (
             Some(d),
             format!(

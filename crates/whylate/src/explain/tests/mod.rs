@@ -525,6 +525,74 @@ fn open_requests_are_capped_and_the_dropped_ones_are_said() {
     );
 }
 
+/// A server that reads a request and writes its answer, `n` times 100 us apart; in the
+/// rounds of `complains`, it first writes a log line (count 40) 3.5 ms in, and answers
+/// at 5 ms.
+fn read_then_write(n: u64, complains: &[u64]) -> String {
+    let l = testkit::line;
+    let mut t = String::new();
+    let mut at = 1_000_000;
+    for k in 0..n {
+        t += &l(
+            at,
+            0,
+            "srv-7",
+            "....1",
+            "sys_read(fd: 3, buf: 0, count: 64)",
+        );
+        t += &l(at + 1, 0, "srv-7", "....1", "sys_read -> 0x7");
+        let mut answer = at + 3;
+        if complains.contains(&k) {
+            t += &l(
+                at + 3_500,
+                0,
+                "srv-7",
+                "....1",
+                "sys_write(fd: 2, buf: 0, count: 40)",
+            );
+            t += &l(at + 3_510, 0, "srv-7", "....1", "sys_write -> 0x28");
+            answer = at + 5_000;
+        }
+        t += &l(
+            answer,
+            0,
+            "srv-7",
+            "....1",
+            "sys_write(fd: 3, buf: 0, count: 7)",
+        );
+        t += &l(answer + 2, 0, "srv-7", "....1", "sys_write -> 0x7");
+        at = answer + 100;
+    }
+    t
+}
+
+#[test]
+fn the_write_that_answers_is_no_timeout_complaint() {
+    // Every cycle ends with the exit of a write: that write is the reply, not a log line
+    // written while waiting. Counted as one, it made the deadline "inferred" at +2 us,
+    // rounded to 0 ns, and every cycle a miss.
+    let (from, to) = ("sys_enter_read[comm=srv]", "sys_exit_write[comm=srv,ret=7]");
+    let r = cycles_with(&read_then_write(300, &[]), from, to, None);
+    assert_eq!(r.cycles.count, 300);
+    assert!(
+        !r.deadline_source.contains("wrote"),
+        "{}",
+        r.deadline_source
+    );
+    assert!(r.cycles.misses <= 3, "{} misses", r.cycles.misses);
+    // A log line written before the answer still is one: 30 rounds of 300 complain at
+    // +3.5 ms, and the deadline is put there.
+    let late: Vec<u64> = (0..300).step_by(10).collect();
+    let r = cycles_with(&read_then_write(300, &late), from, to, None);
+    assert_eq!(r.deadline_ns, Some(3_500_000), "{}", r.deadline_source);
+    assert!(
+        r.deadline_source.contains("in 30 cycles"),
+        "{}",
+        r.deadline_source
+    );
+    assert_eq!(r.cycles.misses, 30);
+}
+
 /// Feeds `text` to a cutter pairing by `fd`, from the client's writes to its reads.
 fn cut_by_fd(text: &str) -> super::cutter::Cycles {
     let mut o = testkit::chain_options(None);
