@@ -103,13 +103,13 @@ def main():
 def minute_costs(minutes):
     """Per wall-clock minute: windows, analysis ms per second traced, CPU shares; then
     the last full minute against the first."""
-    print("\nminute  windows  traced s  analysis ms/traced s  analysis CPU %  process CPU %")
+    print("\nminute  windows  misses  traced s  analysis ms/traced s  analysis CPU %  process CPU %")
     rows = []
     for i, m in enumerate(minutes):
         traced = m["traced_ns"] / 1e9
         per = m["analysis_ns"] / 1e6 / traced if traced else 0.0
         rows.append(per)
-        print(f"{i + 1:6d}  {m['windows']:7d}  {traced:8.1f}  {per:20.2f}  "
+        print(f"{i + 1:6d}  {m['windows']:7d}  {m.get('misses', 0):6d}  {traced:8.1f}  {per:20.2f}  "
               f"{m['analysis_cpu_ns'] / 6e8:14.1f}  {m['cpu_ns'] / 6e8:13.1f}")
     full = rows[1:-1] or rows  # the first minute learns, the last is cut short
     if len(full) >= 2 and full[0] > 0:

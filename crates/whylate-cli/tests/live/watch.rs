@@ -195,18 +195,20 @@ fn watch_counts_frobs_misses_names_the_hog_and_keeps_windows_that_re_explain() {
         );
     }
     kept_windows_re_explain(&misses, &summary, &sel);
-    minutes_add_up(&summary["status"]);
+    minutes_add_up(&summary["status"], misses.len() as u64);
     assert_eq!(tracefs_state(), before, "tracefs not restored");
 }
 
-/// The status's per-minute costs add up to its totals: every window explained is in one
-/// minute, and each minute that explained some spent time on them.
-fn minutes_add_up(status: &serde_json::Value) {
+/// The status's per-minute costs add up to its totals: every window explained and every
+/// miss reported is in one minute, and each minute that explained some spent time on them.
+fn minutes_add_up(status: &serde_json::Value, misses: u64) {
     let minutes = status["minutes"].as_array().expect("minutes");
     assert!(!minutes.is_empty(), "{status}");
     let n = |m: &serde_json::Value, k: &str| m[k].as_u64().unwrap();
     let windows: u64 = minutes.iter().map(|m| n(m, "windows")).sum();
     assert_eq!(windows, n(status, "windows"), "{status}");
+    let reported: u64 = minutes.iter().map(|m| n(m, "misses")).sum();
+    assert_eq!(reported, misses, "{status}");
     for m in minutes.iter().filter(|m| n(m, "windows") > 0) {
         assert!(n(m, "traced_ns") > 0 && n(m, "analysis_ns") > 0, "{m}");
     }

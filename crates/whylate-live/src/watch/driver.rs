@@ -374,6 +374,7 @@ impl Run<'_> {
         out: &mut dyn Watcher,
     ) -> Result<(), WatchError> {
         self.misses += 1;
+        self.minute().misses += 1;
         let end = m.start_ns + m.duration_ns.unwrap_or(m.late_ns);
         let (from, until) = (
             m.start_ns.saturating_sub(self.o.before_ns),

@@ -103,6 +103,8 @@ pub struct Status {
 pub struct MinuteCost {
     /// Windows explained in it.
     pub windows: u64,
+    /// Misses reported in it (each kept window is written then: its cost is in `cpu_ns`).
+    pub misses: u64,
     /// Trace time those windows spanned (a window that starts before the last one's end,
     /// to settle a cycle still open, counts that part again).
     pub traced_ns: u64,
