@@ -104,17 +104,21 @@ def minute_costs(minutes):
     """Per wall-clock minute: windows, analysis ms per second traced, CPU shares; then
     the last full minute against the first."""
     print("\nminute  windows  misses  traced s  analysis ms/traced s  analysis CPU %  process CPU %")
-    rows = []
+    rows, misses = [], []
     for i, m in enumerate(minutes):
+        misses.append(m.get("misses", 0))
         traced = m["traced_ns"] / 1e9
         per = m["analysis_ns"] / 1e6 / traced if traced else 0.0
         rows.append(per)
         print(f"{i + 1:6d}  {m['windows']:7d}  {m.get('misses', 0):6d}  {traced:8.1f}  {per:20.2f}  "
               f"{m['analysis_cpu_ns'] / 6e8:14.1f}  {m['cpu_ns'] / 6e8:13.1f}")
-    full = rows[1:-1] or rows  # the first minute learns, the last is cut short
+    # The first minute learns, the last is cut short. Each miss costs its explanation and
+    # its kept window: compare the cost with the misses of the same minutes.
+    full, fm = (rows[1:-1], misses[1:-1]) if len(rows) > 2 else (rows, misses)
     if len(full) >= 2 and full[0] > 0:
-        print(f"analysis ms per traced s: minute {2 if len(rows) > 2 else 1} {full[0]:.2f}, "
-              f"last full minute {full[-1]:.2f} ({full[-1] / full[0]:.2f}x)")
+        print(f"analysis ms per traced s: minute {2 if len(rows) > 2 else 1} {full[0]:.2f} "
+              f"({fm[0]} misses), last full minute {full[-1]:.2f} ({fm[-1]} misses): "
+              f"{full[-1] / full[0]:.2f}x")
 
 
 if __name__ == "__main__":
