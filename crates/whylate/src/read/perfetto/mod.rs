@@ -275,7 +275,7 @@ impl Perfetto {
     pub fn order(&self) -> OrderStats {
         self.st.check.stats
     }
-    /// Where the analysis is blind or approximate: [`State::notes`].
+    /// Where the analysis is blind or approximate, and which clock the times are on.
     pub fn notes(&self) -> Vec<String> {
         self.st.notes()
     }
