@@ -520,11 +520,11 @@ fn blind_notes(bare: u64, unconnected: u64) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::{analyze, complaint_offset, merge_sorted, round2, two_modes, until_ready};
-    use crate::explain::cutter::Cycles;
     use crate::explain::engine::{Engine, LinkKind};
     use crate::explain::learned::Learned;
     use crate::explain::report::Window;
     use crate::explain::template::Template;
+    use crate::explain::tests::cut;
     use crate::testkit;
 
     /// The walks after the pass read the cycles in parts on threads: the report is the
@@ -537,15 +537,7 @@ mod tests {
         let hogged: Vec<usize> = (0..40_000).step_by(997).collect();
         let f = testkit::file(&testkit::giving_up_client(40_000, &hogged));
         let explain = |threads: usize| {
-            let mut cy = Cycles::new(&o);
-            let open = Default::default();
-            let p = super::super::read_all(
-                crate::pipeline::open_all(&[f.to_path_buf()], &open).unwrap(),
-                &open,
-                (Some(&mut cy), None, None),
-            )
-            .unwrap();
-            cy.finish(p.tl.last_ts);
+            let (mut cy, p) = cut(&o, &f);
             cy.cycles.threads = threads;
             assert_eq!(cy.cycles.parts(threads).len(), threads);
             let r = analyze(&p.tl, &p.strings, &o, cy.cycles, &cy.writes);
@@ -585,15 +577,7 @@ mod tests {
         // +8.030 ms, read at ~+23.5 ms after the client slept 20 ms on its own timer.
         let o = testkit::chain_options(Some(30_000_000));
         let f = testkit::file(&testkit::giving_up_client(8, &[1, 2, 3, 5, 6]));
-        let mut cy = Cycles::new(&o);
-        let open = Default::default();
-        let p = super::super::read_all(
-            crate::pipeline::open_all(&[f.to_path_buf()], &open).unwrap(),
-            &open,
-            (Some(&mut cy), None, None),
-        )
-        .unwrap();
-        cy.finish(p.tl.last_ts);
+        let (cy, p) = cut(&o, &f);
         let eng = Engine::new(&p.tl, &p.strings);
         let ready_at = super::first_walk(&eng, &cy.cycles, None).ready;
         let ready: Vec<_> = (0..cy.cycles.len())

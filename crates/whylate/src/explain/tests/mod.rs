@@ -593,18 +593,22 @@ fn the_write_that_answers_is_no_timeout_complaint() {
     assert_eq!(r.cycles.misses, 30);
 }
 
+/// Reads the trace at `f` with a cutter of `o`'s cycles, finished at the trace's end.
+pub(super) fn cut(o: &Options, f: &std::path::Path) -> (super::cutter::Cycles, Pass) {
+    let mut cy = super::cutter::Cycles::new(o);
+    let open = OpenOptions::default();
+    let inputs = crate::pipeline::open_all(&[f.to_path_buf()], &open).unwrap();
+    let p = read_all(inputs, &open, (Some(&mut cy), None, None)).unwrap();
+    cy.finish(p.tl.last_ts);
+    (cy, p)
+}
+
 /// Feeds `text` to a cutter pairing by `fd`, from the client's writes to its reads.
 fn cut_by_fd(text: &str) -> super::cutter::Cycles {
     let mut o = testkit::chain_options(None);
     o.to = vec![crate::selector::Selector::parse("sys_exit_read[comm=c]").unwrap()];
     o.pairing = super::Pairing::Key("fd".into());
-    let mut cy = super::cutter::Cycles::new(&o);
-    let f = testkit::file(text);
-    let open = OpenOptions::default();
-    let inputs = crate::pipeline::open_all(&[f.to_path_buf()], &open).unwrap();
-    let p = read_all(inputs, &open, (Some(&mut cy), None, None)).unwrap();
-    cy.finish(p.tl.last_ts);
-    cy
+    cut(&o, &testkit::file(text)).0
 }
 
 #[test]
