@@ -13,6 +13,10 @@ Changes from the schema, all wire-compatible:
     needs are constants in the reader.
   - a oneof keeps only the members kept; the others decode as no member (prost skips
     unknown fields), which the reader counts.
+  - a repeated uint64 field in INLINE is held in a fixed array (`sysargs::Args`), not a
+    Vec: its message gets a `prost::Message` impl written here, from the same descriptor,
+    that calls prost's own field functions as the derive would (a sys_enter's six
+    arguments in a Vec cost an allocation, a growth and a free per event).
 
 Regenerate (after adding a field to KEEP, or for a newer schema):
     pip install perfetto
@@ -118,6 +122,9 @@ KEEP = {
     "ThreadDescriptor": ["pid", "tid", "thread_name"],
 }
 
+# "Message.field" -> held inline (repeated uint64 only): see the docstring.
+INLINE = {"SysEnterFtraceEvent.args"}
+
 T = descriptor_pb2.FieldDescriptorProto
 SCALAR = {
     T.TYPE_DOUBLE: "double", T.TYPE_FLOAT: "float", T.TYPE_INT64: "int64",
@@ -207,9 +214,60 @@ def field_attr(f, here):
     return f"#[prost({kind}, optional, {tag})]", f"::core::option::Option<{ty}>"
 
 
+def emit_inline(out, name, fields, here):
+    """A message with a field in INLINE: the struct and its prost::Message impl."""
+    short = name.split(".")[-1]
+    enc = "::prost::encoding"
+    pad = "    " * len(here)
+    args = "::".join(["super"] * (len(here) + 1) + ["sysargs", "Args"])
+    out.append(f"{pad}/// Perfetto's `{name}` (pruned); repeated uint64 fields held inline")
+    out.append(f"{pad}/// ([`{args}`]), decoded by prost's field functions.")
+    out.append(f"{pad}#[derive(Clone, PartialEq, Debug, Default)]")
+    out.append(f"{pad}pub struct {short} {{")
+    encode, merge, length = [], [], []
+    for f in fields:
+        fid, kind = ident(f.name), SCALAR[f.type]
+        out.append(f"{pad}    /// Field {f.number}.")
+        if f"{name}.{f.name}" in INLINE:
+            assert f.label == T.LABEL_REPEATED and kind == "uint64", f.name
+            out.append(f"{pad}    pub {fid}: {args},")
+            encode.append(f"{enc}::uint64::encode_repeated({f.number}, self.{fid}.as_slice(), buf);")
+            merge.append(f"{f.number} => self.{fid}.merge(wire_type, buf, ctx),")
+            length.append(f"{enc}::uint64::encoded_len_repeated({f.number}, self.{fid}.as_slice())")
+            continue
+        assert f.label != T.LABEL_REPEATED and f.type != T.TYPE_MESSAGE, f.name
+        out.append(f"{pad}    pub {fid}: ::core::option::Option<{RUST[kind]}>,")
+        encode.append(f"if let Some(v) = &self.{fid} {{ {enc}::{kind}::encode({f.number}, v, buf); }}")
+        merge.append(f"{f.number} => {enc}::{kind}::merge(wire_type, "
+                     f"self.{fid}.get_or_insert_with(Default::default), buf, ctx),")
+        length.append(f"self.{fid}.as_ref().map_or(0, |v| {enc}::{kind}::encoded_len({f.number}, v))")
+    out.append(f"{pad}}}")
+    out.append(f"{pad}impl ::prost::Message for {short} {{")
+    out.append(f"{pad}    fn encode_raw(&self, buf: &mut impl ::prost::bytes::BufMut) {{")
+    out.extend(f"{pad}        {x}" for x in encode)
+    out.append(f"{pad}    }}")
+    out.append(f"{pad}    fn merge_field(&mut self, tag: u32, wire_type: {enc}::WireType, "
+               f"buf: &mut impl ::prost::bytes::Buf, ctx: {enc}::DecodeContext) "
+               f"-> Result<(), ::prost::DecodeError> {{")
+    out.append(f"{pad}        match tag {{")
+    out.extend(f"{pad}            {x}" for x in merge)
+    out.append(f"{pad}            _ => {enc}::skip_field(wire_type, tag, buf, ctx),")
+    out.append(f"{pad}        }}")
+    out.append(f"{pad}    }}")
+    out.append(f"{pad}    fn encoded_len(&self) -> usize {{")
+    out.append(f"{pad}        " + (" + ".join(length) or "0"))
+    out.append(f"{pad}    }}")
+    out.append(f"{pad}    fn clear(&mut self) {{")
+    out.append(f"{pad}        *self = Self::default();")
+    out.append(f"{pad}    }}")
+    out.append(f"{pad}}}")
+
+
 def emit(out, name, m, all_msgs, here):
     short = name.split(".")[-1]
     fields = kept_fields(name, m)
+    if any(f"{name}.{f.name}" in INLINE for f in fields):
+        return emit_inline(out, name, fields, here)
     oneofs = {}
     plain = []
     for f in fields:

@@ -205,7 +205,7 @@ pub(super) fn kind(
         },
         Ev::SysEnter(x) => {
             let mut args = [0u64; 6];
-            for (a, v) in args.iter_mut().zip(&x.args) {
+            for (a, v) in args.iter_mut().zip(x.args.as_slice()) {
                 *a = *v;
             }
             Kind::SysEnter {

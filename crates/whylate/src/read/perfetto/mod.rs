@@ -23,6 +23,7 @@ mod bundle;
 mod order;
 mod packets;
 pub mod protos;
+pub mod sysargs;
 #[cfg(test)]
 pub(crate) mod tests;
 

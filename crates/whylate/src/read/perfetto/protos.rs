@@ -698,15 +698,49 @@ pub struct WorkqueueExecuteEndFtraceEvent {
     pub function: ::core::option::Option<u64>,
 }
 
-/// Perfetto's `SysEnterFtraceEvent` (pruned).
-#[derive(Clone, PartialEq, ::prost::Message)]
+/// Perfetto's `SysEnterFtraceEvent` (pruned); repeated uint64 fields held inline
+/// ([`super::sysargs::Args`]), decoded by prost's field functions.
+#[derive(Clone, PartialEq, Debug, Default)]
 pub struct SysEnterFtraceEvent {
     /// Field 1.
-    #[prost(int64, optional, tag = "1")]
     pub id: ::core::option::Option<i64>,
     /// Field 2.
-    #[prost(uint64, repeated, packed = "false", tag = "2")]
-    pub args: ::prost::alloc::vec::Vec<u64>,
+    pub args: super::sysargs::Args,
+}
+impl ::prost::Message for SysEnterFtraceEvent {
+    fn encode_raw(&self, buf: &mut impl ::prost::bytes::BufMut) {
+        if let Some(v) = &self.id {
+            ::prost::encoding::int64::encode(1, v, buf);
+        }
+        ::prost::encoding::uint64::encode_repeated(2, self.args.as_slice(), buf);
+    }
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire_type: ::prost::encoding::WireType,
+        buf: &mut impl ::prost::bytes::Buf,
+        ctx: ::prost::encoding::DecodeContext,
+    ) -> Result<(), ::prost::DecodeError> {
+        match tag {
+            1 => ::prost::encoding::int64::merge(
+                wire_type,
+                self.id.get_or_insert_with(Default::default),
+                buf,
+                ctx,
+            ),
+            2 => self.args.merge(wire_type, buf, ctx),
+            _ => ::prost::encoding::skip_field(wire_type, tag, buf, ctx),
+        }
+    }
+    fn encoded_len(&self) -> usize {
+        self.id
+            .as_ref()
+            .map_or(0, |v| ::prost::encoding::int64::encoded_len(1, v))
+            + ::prost::encoding::uint64::encoded_len_repeated(2, self.args.as_slice())
+    }
+    fn clear(&mut self) {
+        *self = Self::default();
+    }
 }
 
 /// Perfetto's `SysExitFtraceEvent` (pruned).
