@@ -402,6 +402,21 @@ enum From {
     Switch,
 }
 
+/// The earliest of the three lists' next times, ties in the order typed, waking, switch
+/// (written out: as the min of an array of options it cost a fifth of this loop in
+/// copies through the stack).
+#[inline(always)]
+fn earliest(ev: Option<u64>, wk: Option<u64>, sw: Option<u64>) -> Option<(u64, From)> {
+    let mut best = ev.map(|t| (t, From::Typed));
+    if let Some(t) = wk.filter(|&t| best.is_none_or(|b| t < b.0)) {
+        best = Some((t, From::Waking));
+    }
+    if let Some(t) = sw.filter(|&t| best.is_none_or(|b| t < b.0)) {
+        best = Some((t, From::Switch));
+    }
+    best
+}
+
 /// The events of one bundle on `cpu`, in its order (typed events and compact ones merged by
 /// time; at equal times typed, then wakings, then switches, except that an event of the
 /// task a switch puts on the CPU follows it), into `out`.
@@ -449,15 +464,9 @@ pub(super) fn bundle_events(
         let t_ev = events.get(i).map(|e| e.timestamp.unwrap_or(0));
         let t_sw = (j < nsw_ok).then(|| next_sw(j, sw_ts));
         let t_wk = (k < nwk_ok).then(|| next_wk(k, wk_ts));
-        let pick = [
-            (t_ev, From::Typed),
-            (t_wk, From::Waking),
-            (t_sw, From::Switch),
-        ]
-        .into_iter()
-        .filter_map(|(t, f)| t.map(|t| (t, f)))
-        .min();
-        let Some((ts, mut from)) = pick else { break };
+        let Some((ts, mut from)) = earliest(t_ev, t_wk, t_sw) else {
+            break;
+        };
         // Times in µs (a converted text trace) tie: an event of the task a switch at the
         // same time puts on the CPU comes after that switch.
         if from == From::Typed && t_sw == Some(ts) {
@@ -543,6 +552,27 @@ pub(super) fn bundle_events(
                 (st.curr, st.curr_comm, st.curr_prio) =
                     (c.switch_next_pid[j], next_comm, c.switch_next_prio[j]);
                 j += 1;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod earliest_tests {
+    use super::{earliest, From};
+
+    #[test]
+    fn earliest_is_the_min_with_ties_typed_then_waking_then_switch() {
+        let all = [None, Some(1), Some(2)];
+        for ev in all {
+            for wk in all {
+                for sw in all {
+                    let want = [(ev, From::Typed), (wk, From::Waking), (sw, From::Switch)]
+                        .into_iter()
+                        .filter_map(|(t, f)| t.map(|t| (t, f)))
+                        .min();
+                    assert!(earliest(ev, wk, sw) == want, "{ev:?} {wk:?} {sw:?}");
+                }
             }
         }
     }

@@ -170,7 +170,6 @@ pub(crate) struct State {
     dense_generic: u64,
     old_kernel: bool,
     done: bool,
-    scratch: Vec<Held>,
 }
 
 impl Perfetto {
@@ -211,7 +210,6 @@ impl State {
             dense_generic: 0,
             old_kernel: false,
             done: false,
-            scratch: Vec::new(),
         }
     }
 
@@ -605,8 +603,7 @@ impl State {
                 .map(|q| &q.kernel_symbols)
                 .filter(|t| !t.is_empty()),
         };
-        let mut out = std::mem::take(&mut self.scratch);
-        out.clear();
+        let mut out = self.order.vec();
         bundle::bundle_events(
             cpu,
             &b.event,
@@ -620,19 +617,17 @@ impl State {
         );
         if (b.lost_events == Some(true) || dropped) && !out.is_empty() {
             let ts = out[0].ts;
-            self.order.push(Held {
+            let lost = Held {
                 ts,
                 cpu,
                 tid: -1,
                 flags: 0,
                 kind: Kind::Lost { count: None },
                 names: None,
-            });
+            };
+            out.insert(0, lost);
         }
-        for h in out.drain(..) {
-            self.order.push(h);
-        }
-        self.scratch = out;
+        self.order.push_bundle(cpu, out);
         self.order.settle();
     }
 

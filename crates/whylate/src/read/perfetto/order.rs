@@ -15,14 +15,29 @@ pub const STALE_NS: u64 = 2_000_000_000;
 /// At most this many events wait (about 10 MiB).
 pub const HOLD_MAX: usize = 1 << 17;
 
-/// The events read and not yet given: one queue per CPU, each in time order as the
-/// kernel wrote it, merged by a heap of the queues' first events. A heap of every event
-/// cost 16% of reading a trace (a sift through 17 levels per event); the queues cost a
-/// push at their back, and the heap only holds one entry per CPU.
+/// A run of one CPU's events in time order whose read order is consecutive: usually one
+/// bundle, moved in whole (a copy of every event into a queue cost a tenth of the
+/// feeding thread).
+struct Chunk {
+    items: VecDeque<Held>,
+    /// Read order of the first item; each next one is one more.
+    seq: u64,
+}
+
+impl Chunk {
+    fn key(&self) -> Option<(u64, u64)> {
+        self.items.front().map(|h| (h.ts, self.seq))
+    }
+}
+
+/// The events read and not yet given: one queue of chunks per CPU, each in time order as
+/// the kernel wrote it, merged by a heap of the queues' first events. A heap of every
+/// event cost 16% of reading a trace (a sift through 17 levels per event); the queues
+/// cost a push of each bundle, and the heap only holds one entry per CPU.
 #[derive(Default)]
 pub(super) struct Hold {
-    /// Per CPU: (event, read sequence), earliest first.
-    queues: Vec<VecDeque<(Held, u64)>>,
+    /// Per CPU: its chunks, earliest first.
+    queues: Vec<VecDeque<Chunk>>,
     /// Each queue's first event as (ts, seq, cpu). An entry whose seq no longer is its
     /// queue's first is stale and dropped when met.
     heads: BinaryHeap<Reverse<(u64, u64, u32)>>,
@@ -40,42 +55,98 @@ pub(super) struct Hold {
     /// cost a compare here instead of a pop and a push of the heap. Its queue has no
     /// entry in the heap meanwhile.
     run: Option<(u32, (u64, u64))>,
+    /// Emptied chunks' vectors, for the next bundles.
+    spare: Vec<Vec<Held>>,
 }
 
 impl Hold {
+    /// An empty vector for the next bundle's events (one an earlier bundle gave back).
+    pub fn vec(&mut self) -> Vec<Held> {
+        self.spare.pop().unwrap_or_default()
+    }
+
     /// Takes one event read.
+    #[cfg(test)]
     pub fn push(&mut self, h: Held) {
-        let c = h.cpu as usize;
+        let cpu = h.cpu;
+        self.push_bundle(cpu, vec![h]);
+    }
+
+    /// Takes the events of one bundle of `cpu`, in the bundle's order.
+    pub fn push_bundle(&mut self, cpu: u32, items: Vec<Held>) {
+        let Some(last) = items.iter().map(|h| h.ts).max() else {
+            self.spare.push(items);
+            return;
+        };
+        let c = cpu as usize;
         if self.latest.len() <= c {
             self.latest.resize(c + 1, None);
             self.queues.resize_with(c + 1, VecDeque::new);
         }
-        let l = self.latest[c].get_or_insert(h.ts);
-        *l = (*l).max(h.ts);
-        self.newest = self.newest.max(h.ts);
-        self.seq += 1;
-        self.len += 1;
-        let (ts, seq) = (h.ts, self.seq);
+        let l = self.latest[c].get_or_insert(last);
+        *l = (*l).max(last);
+        self.newest = self.newest.max(last);
+        let (n, seq) = (items.len() as u64, self.seq + 1);
+        self.seq += n;
+        self.len += n as usize;
         let q = &mut self.queues[c];
-        // Out of order within a CPU (a loss marker, a bundle that overlaps the last) is
-        // rare: placed after the events of its time already there, as a heap would.
-        let at = match q.back() {
-            Some(b) if b.0.ts > ts => q.partition_point(|x| x.0.ts <= ts),
-            _ => q.len(),
+        let back = q.back().and_then(|k| k.items.back()).map(|h| h.ts);
+        let in_order = items.windows(2).all(|w| w[0].ts <= w[1].ts);
+        let chunk = Chunk {
+            items: items.into(),
+            seq,
         };
-        if at == q.len() {
-            q.push_back((h, seq));
-        } else {
-            q.insert(at, (h, seq));
-        }
-        if at == 0 {
-            self.heads.push(Reverse((ts, seq, c as u32)));
-            // A new first event may come before the run's bound (on the run's own queue,
-            // it ends the run, whose head then goes back to the heap a second time: the
-            // copy that is no longer first is dropped as stale).
-            if let Some((_, b)) = &mut self.run {
-                *b = (*b).min((ts, seq));
+        if in_order && back.is_none_or(|b| b <= chunk.items[0].ts) {
+            let first = q.is_empty();
+            q.push_back(chunk);
+            if first {
+                self.new_head(cpu);
             }
+        } else {
+            self.merge_in(cpu, chunk);
+        }
+    }
+
+    /// Out of order within a CPU (a loss marker, a bundle that overlaps the last: rare):
+    /// the queue's events later than the chunk's earliest and the chunk's, sorted by time
+    /// and then read order, as a heap of every event would give them, cut back into runs
+    /// of consecutive read order. The queue's earlier events stay where they are.
+    #[cold]
+    fn merge_in(&mut self, cpu: u32, chunk: Chunk) {
+        let lo = chunk.items.iter().map(|h| h.ts).min().unwrap_or(0);
+        let mut tail: Vec<(Held, u64)> = chunk.items.into_iter().zip(chunk.seq..).collect();
+        let q = &mut self.queues[cpu as usize];
+        while let Some(k) = q.back_mut() {
+            let i = k.items.partition_point(|h| h.ts <= lo);
+            tail.extend(k.items.drain(i..).zip(k.seq + i as u64..));
+            if i > 0 {
+                break;
+            }
+            q.pop_back();
+        }
+        tail.sort_by_key(|(h, seq)| (h.ts, *seq));
+        for (h, seq) in tail {
+            match q.back_mut() {
+                Some(k) if k.seq + k.items.len() as u64 == seq => k.items.push_back(h),
+                _ => q.push_back(Chunk {
+                    items: VecDeque::from([h]),
+                    seq,
+                }),
+            }
+        }
+        self.new_head(cpu);
+    }
+
+    /// `cpu`'s queue has a new first event: into the heap, and it may bound the run (on
+    /// the run's own queue, it ends the run, whose head then goes back to the heap a
+    /// second time: the copy that is no longer first is dropped as stale).
+    fn new_head(&mut self, cpu: u32) {
+        let Some((ts, seq)) = self.queues[cpu as usize].front().and_then(Chunk::key) else {
+            return;
+        };
+        self.heads.push(Reverse((ts, seq, cpu)));
+        if let Some((_, b)) = &mut self.run {
+            *b = (*b).min((ts, seq));
         }
     }
 
@@ -104,26 +175,38 @@ impl Hold {
             .unwrap_or(0);
     }
 
+    /// The first event of `cpu`'s queue, taken; an emptied chunk's vector is kept.
+    fn take(&mut self, cpu: u32) -> Option<Held> {
+        let q = &mut self.queues[cpu as usize];
+        let k = q.front_mut()?;
+        let h = k.items.pop_front()?;
+        k.seq += 1;
+        if k.items.is_empty() {
+            let k = q.pop_front().expect("a chunk");
+            if self.spare.len() < 8 {
+                self.spare.push(Vec::from(k.items));
+            }
+        }
+        self.len -= 1;
+        Some(h)
+    }
+
     /// The earliest event, when it may go (`all`: the input ended).
     pub fn pop(&mut self, all: bool) -> Option<Held> {
         if let Some((cpu, bound)) = self.run {
             let (horizon, over) = (self.horizon, self.len > HOLD_MAX);
             let may = |ts: u64| all || ts <= horizon || over;
-            let q = &mut self.queues[cpu as usize];
-            match q.front() {
-                Some(f) if (f.0.ts, f.1) < bound && may(f.0.ts) => {
-                    self.len -= 1;
-                    return q.pop_front().map(|(h, _)| h);
-                }
-                Some(f) => self.heads.push(Reverse((f.0.ts, f.1, cpu))),
+            match self.queues[cpu as usize].front().and_then(Chunk::key) {
+                Some(k) if k < bound && may(k.0) => return self.take(cpu),
+                Some((ts, seq)) => self.heads.push(Reverse((ts, seq, cpu))),
                 None => {}
             }
             self.run = None;
         }
         loop {
             let &Reverse((ts, seq, cpu)) = self.heads.peek()?;
-            let q = &mut self.queues[cpu as usize];
-            if q.front().is_none_or(|f| f.1 != seq) {
+            let first = self.queues[cpu as usize].front().and_then(Chunk::key);
+            if first.is_none_or(|f| f.1 != seq) {
                 self.heads.pop();
                 continue;
             }
@@ -131,7 +214,7 @@ impl Hold {
                 return None;
             }
             self.heads.pop();
-            let (h, _) = q.pop_front()?;
+            let h = self.take(cpu);
             // The next earliest of the other queues bounds this queue's run (an entry
             // gone stale is earlier than its queue's first: a bound too early is safe).
             let bound = self
@@ -139,8 +222,7 @@ impl Hold {
                 .peek()
                 .map_or((u64::MAX, u64::MAX), |r| (r.0 .0, r.0 .1));
             self.run = Some((cpu, bound));
-            self.len -= 1;
-            return Some(h);
+            return h;
         }
     }
 }
@@ -217,13 +299,19 @@ mod tests {
         let (mut got, mut want) = (Vec::new(), Vec::new());
         for tid in 0..20_000 {
             let cpu = rnd(3) as u32;
+            let mut bundle = h.vec();
             for _ in 0..rnd(40) {
                 clock[cpu as usize] += rnd(5);
                 let back = if rnd(50) == 0 { rnd(20) } else { 0 };
                 let ts = clock[cpu as usize].saturating_sub(back);
-                h.push(held(ts, cpu, tid));
+                bundle.push(held(ts, cpu, tid));
                 m.1 += 1;
                 m.0.push(Reverse((ts, m.1, tid)));
+            }
+            // Now and then one event alone, as a loss marker may come.
+            match rnd(30) {
+                0 => bundle.drain(..).for_each(|e| h.push(e)),
+                _ => h.push_bundle(cpu, bundle),
             }
             h.settle();
             for _ in 0..rnd(60) {
