@@ -97,8 +97,14 @@ pub fn describe_inputs(sources: &[read::Input], paths: &[PathBuf], per_input: &[
             ));
         }
         if order.unsorted > 0 {
+            // Perfetto writes each CPU's events a drain period apart in one file: the
+            // window must hold a period of every CPU, not a merge of files.
+            let fix = match s.format() == read::Format::Perfetto {
+                true => "raise --reorder to more than a drain period of every CPU's events",
+                false => "pass per-CPU captures as separate files to merge them",
+            };
             notes.push(format!(
-                "{path}: {} events arrived too late for the {}-event reorder window: analyses leave them out; pass per-CPU captures as separate files to merge them",
+                "{path}: {} events arrived too late for the {}-event reorder window: analyses leave them out; {fix}",
                 order.unsorted, order.window
             ));
         }

@@ -439,7 +439,13 @@ fn open_input(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
             // Streamed: packets are read in order, nothing needs random access.
             let (buffered, rest) = lines.into_inner();
             let rd = Box::new(io::Cursor::new(buffered).chain(rest));
-            let p = perfetto::Perfetto::from_reader(path, rd, perfetto::CHUNK, cut.clone());
+            let p = perfetto::Perfetto::from_reader(
+                path,
+                rd,
+                perfetto::CHUNK,
+                cut.clone(),
+                opts.window,
+            );
             return Ok(Input {
                 kind: InputKind::Perfetto(Box::new(p)),
                 compression,

@@ -190,7 +190,7 @@ impl Perfetto {
 impl State {
     fn new() -> State {
         let mut check = OrderCheck::default();
-        check.stats.window = order::HOLD_MAX;
+        check.stats.window = order::DEFAULT_HOLD;
         State {
             order: order::Hold::default(),
             cpus: Vec::new(),
@@ -245,18 +245,23 @@ impl State {
 impl Perfetto {
     /// Reads the trace from `rd` (decompressed), `chunk` bytes at a time ([`CHUNK`]
     /// normally; tests pass a few to split packets across reads). `cut` says when a
-    /// compressed stream was cut short.
+    /// compressed stream was cut short. At most `window` events (`--reorder`) wait for
+    /// the CPUs' order, at least [`order::DEFAULT_HOLD`].
     pub fn from_reader(
         path: &Path,
         rd: Box<dyn Read + Send>,
         chunk: usize,
         cut: super::decompress::Cut,
+        window: usize,
     ) -> Self {
+        let mut st = State::new();
+        st.order.set_max(window);
+        st.check.stats.window = st.order.max();
         Perfetto {
             path: path.to_path_buf(),
             packets: Packets::new(rd, chunk),
             cut,
-            st: State::new(),
+            st,
             slot: None,
             pool: Vec::new(),
         }

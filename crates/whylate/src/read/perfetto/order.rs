@@ -1,10 +1,10 @@
 //! Time order across CPUs. Each CPU's bundles come in time order, but the CPUs' bundles
 //! interleave by when Perfetto read each CPU's buffer (every drain period, 100 ms by
 //! default), so an event may be followed in the file by earlier events of other CPUs.
-//! Events wait in a heap until every CPU has been read past them; a CPU whose latest
-//! event is over [`STALE_NS`] behind the newest (idle, or offline) holds the others back
-//! by that much only, and at most [`HOLD_MAX`] events wait. An event that still comes
-//! late is given as it comes and counted (`OrderStats::unsorted`).
+//! Events wait until every CPU has been read past them; a CPU whose latest event is over
+//! [`STALE_NS`] behind the newest (idle, or offline) holds the others back by that much
+//! only, and at most [`Hold::max`] events wait ([`DEFAULT_HOLD`], or `--reorder`). An
+//! event that still comes late is given as it comes and counted (`OrderStats::unsorted`).
 
 use super::bundle::Held;
 use std::cmp::Reverse;
@@ -12,8 +12,10 @@ use std::collections::{BinaryHeap, VecDeque};
 
 /// A CPU this far behind the newest event read holds nothing back.
 pub const STALE_NS: u64 = 2_000_000_000;
-/// At most this many events wait (about 10 MiB).
-pub const HOLD_MAX: usize = 1 << 17;
+/// At most this many events wait by default (about 50 MiB at most): one drain period of
+/// every CPU must fit, and a busy 2-CPU host writes over 300,000 events per period (two
+/// `dd bs=1`: 131,072 left 19% of the events of bench/perfetto.py's traces out).
+pub const DEFAULT_HOLD: usize = 1 << 19;
 
 /// A run of one CPU's events in time order whose read order is consecutive: usually one
 /// bundle, moved in whole (a copy of every event into a queue cost a tenth of the
@@ -57,9 +59,25 @@ pub(super) struct Hold {
     run: Option<(u32, (u64, u64))>,
     /// Emptied chunks' vectors, for the next bundles.
     spare: Vec<Vec<Held>>,
+    /// At most this many events wait (0: [`DEFAULT_HOLD`]).
+    max: usize,
 }
 
 impl Hold {
+    /// At most this many events wait: `window` (`--reorder`) where larger than
+    /// [`DEFAULT_HOLD`].
+    pub fn set_max(&mut self, window: usize) {
+        self.max = window.max(DEFAULT_HOLD);
+    }
+
+    /// At most this many events wait.
+    pub fn max(&self) -> usize {
+        if self.max == 0 {
+            DEFAULT_HOLD
+        } else {
+            self.max
+        }
+    }
     /// An empty vector for the next bundle's events (one an earlier bundle gave back).
     pub fn vec(&mut self) -> Vec<Held> {
         self.spare.pop().unwrap_or_default()
@@ -194,7 +212,7 @@ impl Hold {
     /// The earliest event, when it may go (`all`: the input ended).
     pub fn pop(&mut self, all: bool) -> Option<Held> {
         if let Some((cpu, bound)) = self.run {
-            let (horizon, over) = (self.horizon, self.len > HOLD_MAX);
+            let (horizon, over) = (self.horizon, self.len > self.max());
             let may = |ts: u64| all || ts <= horizon || over;
             match self.queues[cpu as usize].front().and_then(Chunk::key) {
                 Some(k) if k < bound && may(k.0) => return self.take(cpu),
@@ -210,7 +228,7 @@ impl Hold {
                 self.heads.pop();
                 continue;
             }
-            if !(all || ts <= self.horizon || self.len > HOLD_MAX) {
+            if !(all || ts <= self.horizon || self.len > self.max()) {
                 return None;
             }
             self.heads.pop();
@@ -332,5 +350,39 @@ mod tests {
         }
         assert!(got.len() > 100_000);
         assert_eq!(got, want);
+    }
+
+    /// What `h` gives of two CPUs' bundles of `n` events each over the same times, the
+    /// second read after the first (one drain period): whether they come in time order.
+    fn one_period(mut h: Hold, n: u64) -> bool {
+        h.expect(2);
+        let mut got = Vec::new();
+        for cpu in 0..2 {
+            h.push_bundle(cpu, (0..n).map(|t| held(t * 10, cpu, t as i32)).collect());
+            h.settle();
+            got.extend(std::iter::from_fn(|| h.pop(false)));
+        }
+        got.extend(std::iter::from_fn(|| h.pop(true)));
+        assert_eq!(got.len() as u64, 2 * n);
+        got.windows(2).all(|w| w[0].ts <= w[1].ts)
+    }
+
+    #[test]
+    fn a_drain_period_of_every_cpu_must_fit_and_reorder_raises_the_bound() {
+        let small = |max| Hold {
+            max,
+            ..Hold::default()
+        };
+        // Both CPUs' periods held (over the bound only once both are in): in order.
+        assert!(one_period(small(1000), 600));
+        // One CPU's period alone over the bound: its events go before the other's came.
+        assert!(!one_period(small(1000), 1500));
+        // --reorder raises the default bound; it never lowers it.
+        let mut h = Hold::default();
+        assert_eq!(h.max(), DEFAULT_HOLD);
+        h.set_max(DEFAULT_HOLD * 2);
+        assert_eq!(h.max(), DEFAULT_HOLD * 2);
+        h.set_max(4096);
+        assert_eq!(h.max(), DEFAULT_HOLD);
     }
 }

@@ -100,6 +100,7 @@ fn read(bytes: Vec<u8>, chunk: usize) -> (Vec<Event>, Interner, Perfetto) {
         Box::new(std::io::Cursor::new(bytes)),
         chunk,
         Default::default(),
+        0,
     );
     let mut s = Interner::new();
     let mut out = Vec::new();
