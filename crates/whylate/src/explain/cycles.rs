@@ -291,8 +291,9 @@ fn first_walk(eng: &Engine<'_>, cycles: &CycleStore, given: Option<&Judge<'_>>) 
     let parts = cycles.map_parts(|p| {
         let first = p.first();
         let (mut found, mut durations, mut n) = (Vec::new(), Vec::new(), [0u64; 4]);
+        let mut hint = 0;
         for (i, c) in p {
-            let r = eng.ready(&c);
+            let r = eng.ready(&c, &mut hint);
             if let Some(e) = Judge::reply_at(&c, r.as_ref()) {
                 durations.push(e - c.start_ns);
             }

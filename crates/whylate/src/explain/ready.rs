@@ -78,15 +78,16 @@ impl Engine<'_> {
     /// `None` when the reader was waiting (woken by the chain), read another reply in
     /// between (it took what was ready then: [`Replies::took_before`], asked apart), when
     /// the trace does not show the hand-off, when the cycle has no reply, or when its
-    /// reply event came in an interrupt.
-    pub(super) fn ready(&self, c: &Cycle) -> Option<Ready> {
+    /// reply event came in an interrupt. `hint` carries the edge search from one cycle
+    /// to the next ([`Self::edges_upto`]).
+    pub(super) fn ready(&self, c: &Cycle, hint: &mut usize) -> Option<Ready> {
         // A reply event traced in an interrupt names the task it interrupted, which may
         // never read anything: there is no reader to follow.
         if c.reply_in_irq() {
             return None;
         }
         let (end, reader) = (c.end_ns()?, c.end_tid()?);
-        let w = &self.tl.edges[self.last_wakeup(reader, c.start_ns, end)?];
+        let w = &self.tl.edges[self.last_wakeup_near(reader, c.start_ns, end, hint)?];
         if !self.own_wakeup(reader, w.from, w.from_cpu, w.ts) {
             return None;
         }
