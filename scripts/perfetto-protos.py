@@ -229,7 +229,9 @@ def emit_inline(out, name, fields, here):
         fid, kind = ident(f.name), SCALAR[f.type]
         out.append(f"{pad}    /// Field {f.number}.")
         if f"{name}.{f.name}" in INLINE:
+            # Written unpacked, as the derive writes `packed = "false"`.
             assert f.label == T.LABEL_REPEATED and kind == "uint64", f.name
+            assert not f.options.packed, f"{name}.{f.name}: packed INLINE fields not written"
             out.append(f"{pad}    pub {fid}: {args},")
             encode.append(f"{enc}::uint64::encode_repeated({f.number}, self.{fid}.as_slice(), buf);")
             merge.append(f"{f.number} => self.{fid}.merge(wire_type, buf, ctx),")
@@ -267,6 +269,8 @@ def emit(out, name, m, all_msgs, here):
     short = name.split(".")[-1]
     fields = kept_fields(name, m)
     if any(f"{name}.{f.name}" in INLINE for f in fields):
+        # Plain scalar fields only: no oneof, no nested message.
+        assert not m.oneof_decl and not any(n.startswith(name + ".") for n in KEEP), name
         return emit_inline(out, name, fields, here)
     oneofs = {}
     plain = []

@@ -417,7 +417,8 @@ pub struct InputArgs {
     /// Read as this format instead of guessing.
     #[arg(help_heading = "Input", long, value_enum)]
     pub format: Option<FormatArg>,
-    /// Reorder window in events, for traces whose timestamps are out of order.
+    /// Reorder window in events, for traces whose timestamps are out of order (a Perfetto
+    /// trace's is at least 524288: one drain period of every CPU).
     #[arg(help_heading = "Input", long, default_value_t = whylate::read::DEFAULT_WINDOW)]
     pub reorder: usize,
     /// The recording machine's /proc/kallsyms (plain or compressed): names work functions

@@ -100,7 +100,7 @@ pub fn describe_inputs(sources: &[read::Input], paths: &[PathBuf], per_input: &[
             // Perfetto writes each CPU's events a drain period apart in one file: the
             // window must hold a period of every CPU, not a merge of files.
             let fix = match s.format() == read::Format::Perfetto {
-                true => "raise --reorder to more than a drain period of every CPU's events",
+                true => "raise --reorder above the events all CPUs write in one drain period",
                 false => "pass per-CPU captures as separate files to merge them",
             };
             notes.push(format!(

@@ -202,7 +202,7 @@ fn input() -> Value {
             "enum": whylate::read::formats().map(|f| f.arg()).collect::<Vec<_>>()},
         "kallsyms": s("The recording machine's /proc/kallsyms (a file under the roots): names functions in a perf.data."),
         "arch": {"type": "string", "enum": ["x86_64", "aarch64"], "description": "Syscall table for raw syscall numbers."},
-        "reorder": {"type": "integer", "minimum": 1, "description": "Reorder window in events (default 4096)."},
+        "reorder": {"type": "integer", "minimum": 1, "description": "Reorder window in events (default 4096; a Perfetto trace's is at least 524288)."},
         "strict": {"type": "boolean", "description": "Fail on the first line that does not parse."},
     })
 }

@@ -16,7 +16,8 @@
 //!   bundle says otherwise), said in a note with `clock_snapshot`'s BOOTTIME-MONOTONIC gap.
 //!
 //! Each CPU's bundles come in time order, CPUs interleaved by when they were read: events
-//! wait in a heap until every CPU that is still writing has gone past them (`order`).
+//! wait, a queue per CPU, until every CPU that is still writing has gone past them, up to
+//! a drain period of every CPU (`order`).
 
 pub(crate) mod apart;
 mod bundle;

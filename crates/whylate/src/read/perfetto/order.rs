@@ -12,7 +12,8 @@ use std::collections::{BinaryHeap, VecDeque};
 
 /// A CPU this far behind the newest event read holds nothing back.
 pub const STALE_NS: u64 = 2_000_000_000;
-/// At most this many events wait by default (about 50 MiB at most): one drain period of
+/// At most this many events wait by default (about 50 MiB; a bundle read may pass it
+/// before the next events go): one drain period of
 /// every CPU must fit, and a busy 2-CPU host writes over 300,000 events per period (two
 /// `dd bs=1`: 131,072 left 19% of the events of bench/perfetto.py's traces out).
 pub const DEFAULT_HOLD: usize = 1 << 19;
@@ -54,8 +55,9 @@ pub(super) struct Hold {
     horizon: u64,
     /// The queue being given from while its first event stays before every other
     /// queue's (ts, seq) bound: a trace's CPUs interleave by whole bundles, so most events
-    /// cost a compare here instead of a pop and a push of the heap. Its queue has no
-    /// entry in the heap meanwhile.
+    /// cost a compare here instead of a pop and a push of the heap. Its queue's first
+    /// event has no live entry in the heap meanwhile (an older copy may linger: stale or
+    /// duplicate entries only make a bound earlier, which is safe).
     run: Option<(u32, (u64, u64))>,
     /// Emptied chunks' vectors, for the next bundles.
     spare: Vec<Vec<Held>>,
@@ -126,31 +128,14 @@ impl Hold {
     }
 
     /// Out of order within a CPU (a loss marker, a bundle that overlaps the last: rare):
-    /// the queue's events later than the chunk's earliest and the chunk's, sorted by time
-    /// and then read order, as a heap of every event would give them, cut back into runs
-    /// of consecutive read order. The queue's earlier events stay where they are.
+    /// each event put after the queued events of its time or earlier, as a heap of every
+    /// event would give it. One event at a time, so that a hostile trace sending one early
+    /// event per bundle costs a search each, not a sort of the whole hold.
     #[cold]
     fn merge_in(&mut self, cpu: u32, chunk: Chunk) {
-        let lo = chunk.items.iter().map(|h| h.ts).min().unwrap_or(0);
-        let mut tail: Vec<(Held, u64)> = chunk.items.into_iter().zip(chunk.seq..).collect();
         let q = &mut self.queues[cpu as usize];
-        while let Some(k) = q.back_mut() {
-            let i = k.items.partition_point(|h| h.ts <= lo);
-            tail.extend(k.items.drain(i..).zip(k.seq + i as u64..));
-            if i > 0 {
-                break;
-            }
-            q.pop_back();
-        }
-        tail.sort_by_key(|(h, seq)| (h.ts, *seq));
-        for (h, seq) in tail {
-            match q.back_mut() {
-                Some(k) if k.seq + k.items.len() as u64 == seq => k.items.push_back(h),
-                _ => q.push_back(Chunk {
-                    items: VecDeque::from([h]),
-                    seq,
-                }),
-            }
+        for (h, seq) in chunk.items.into_iter().zip(chunk.seq..) {
+            insert(q, h, seq);
         }
         self.new_head(cpu);
     }
@@ -242,6 +227,36 @@ impl Hold {
             self.run = Some((cpu, bound));
             return h;
         }
+    }
+}
+
+/// Puts `h`, read as `seq` (after every event queued), into `q` after the events of its
+/// time or earlier: the chunk found by a search of the chunks' last times (which rise
+/// along the queue), split where `h` goes.
+fn insert(q: &mut VecDeque<Chunk>, h: Held, seq: u64) {
+    let ts = h.ts;
+    let one = |h| Chunk {
+        items: VecDeque::from([h]),
+        seq,
+    };
+    let ci = q.partition_point(|k| k.items.back().is_some_and(|b| b.ts <= ts));
+    let Some(k) = q.get_mut(ci) else {
+        match q.back_mut() {
+            Some(k) if k.seq + k.items.len() as u64 == seq => k.items.push_back(h),
+            _ => q.push_back(one(h)),
+        }
+        return;
+    };
+    let i = k.items.partition_point(|x| x.ts <= ts);
+    if i > 0 {
+        let rest = Chunk {
+            items: k.items.split_off(i),
+            seq: k.seq + i as u64,
+        };
+        q.insert(ci + 1, rest);
+        q.insert(ci + 1, one(h));
+    } else {
+        q.insert(ci, one(h));
     }
 }
 
@@ -384,5 +399,22 @@ mod tests {
         assert_eq!(h.max(), DEFAULT_HOLD * 2);
         h.set_max(4096);
         assert_eq!(h.max(), DEFAULT_HOLD);
+    }
+
+    #[test]
+    fn early_events_one_per_bundle_cost_a_search_not_a_sort_of_the_hold() {
+        // One CPU held back (the other never read past it): 100,000 events wait, then
+        // 20,000 bundles of one event earlier than all of them. Re-sorting what waits
+        // for each took minutes here; now each is a search.
+        let mut h = Hold::default();
+        h.expect(2);
+        h.push_bundle(0, (0..100_000).map(|t| held(1_000 + t, 0, 1)).collect());
+        for t in 0..20_000 {
+            h.push_bundle(0, vec![held(999 - t % 1000, 0, 2)]);
+        }
+        let got: Vec<u64> = std::iter::from_fn(|| h.pop(true)).map(|e| e.ts).collect();
+        assert_eq!(got.len(), 120_000);
+        assert!(got.windows(2).all(|w| w[0] <= w[1]));
+        assert_eq!((got[0], got[19_999], got[20_000]), (0, 999, 1_000));
     }
 }

@@ -10,14 +10,12 @@ use prost::DecodeError;
 /// How many arguments a raw syscall entry carries (`args[6]` in its format).
 pub const MAX: usize = 6;
 
-/// The arguments read, in order; values past [`MAX`] are counted and dropped (the kernel
-/// writes six).
+/// The arguments read, in order; values past [`MAX`] are dropped (the kernel writes six,
+/// and the event keeps six).
 #[derive(Clone, PartialEq, Debug, Default)]
 pub struct Args {
     v: [u64; MAX],
     len: u8,
-    /// Values past [`MAX`].
-    pub extra: u32,
 }
 
 impl Args {
@@ -26,14 +24,11 @@ impl Args {
         &self.v[..self.len as usize]
     }
 
-    /// Appends one, or counts it when six are held.
+    /// Appends one, unless six are held.
     pub fn push(&mut self, x: u64) {
-        match self.v.get_mut(self.len as usize) {
-            Some(slot) => {
-                *slot = x;
-                self.len += 1;
-            }
-            None => self.extra = self.extra.saturating_add(1),
+        if let Some(slot) = self.v.get_mut(self.len as usize) {
+            *slot = x;
+            self.len += 1;
         }
     }
 
@@ -107,14 +102,11 @@ mod tests {
         }
         .encode_to_vec();
         let got = SysEnterFtraceEvent::decode(&bytes[..]).unwrap();
-        assert_eq!(
-            (got.id, got.args.as_slice(), got.args.extra),
-            (Some(1), &six[..], 0)
-        );
+        assert_eq!((got.id, got.args.as_slice()), (Some(1), &six[..]));
         // It writes what the derive writes.
         assert_eq!(got.encode_to_vec(), bytes);
         assert_eq!(got.encoded_len(), bytes.len());
-        // Packed, with an unknown field, and eight values: six kept, two counted.
+        // Packed, with an unknown field, and eight values: six kept.
         let eight = vec![1, 2, 3, 4, 5, 6, 7, 8];
         let p = Packed {
             id: Some(-1),
@@ -123,8 +115,8 @@ mod tests {
         };
         let got = SysEnterFtraceEvent::decode(&p.encode_to_vec()[..]).unwrap();
         assert_eq!(
-            (got.id, got.args.as_slice(), got.args.extra),
-            (Some(-1), &[1, 2, 3, 4, 5, 6][..], 2)
+            (got.id, got.args.as_slice()),
+            (Some(-1), &[1, 2, 3, 4, 5, 6][..])
         );
         // A cut inside the packed run is an error, as with the derive.
         let b = p.encode_to_vec();
