@@ -247,7 +247,7 @@ impl Perfetto {
     /// Reads the trace from `rd` (decompressed), `chunk` bytes at a time ([`CHUNK`]
     /// normally; tests pass a few to split packets across reads). `cut` says when a
     /// compressed stream was cut short. At most `window` events (`--reorder`) wait for
-    /// the CPUs' order, at least [`order::DEFAULT_HOLD`].
+    /// the CPUs' order, at least 524,288 (one drain period of every CPU).
     pub fn from_reader(
         path: &Path,
         rd: Box<dyn Read + Send>,
