@@ -97,12 +97,7 @@ pub fn describe_inputs(sources: &[read::Input], paths: &[PathBuf], per_input: &[
             ));
         }
         if order.unsorted > 0 {
-            // Perfetto writes each CPU's events a drain period apart in one file: the
-            // window must hold a period of every CPU, not a merge of files.
-            let fix = match s.format() == read::Format::Perfetto {
-                true => "raise --reorder above the events all CPUs write in one drain period",
-                false => "pass per-CPU captures as separate files to merge them",
-            };
+            let fix = late_advice(s.format(), &order);
             notes.push(format!(
                 "{path}: {} events arrived too late for the {}-event reorder window: analyses leave them out; {fix}",
                 order.unsorted, order.window
@@ -274,4 +269,35 @@ pub struct TracerSample {
     pub ended_at: Option<String>,
     /// The file.
     pub file: String,
+}
+
+/// What to do about events that came too late for the reorder window. Perfetto writes each
+/// CPU's events a drain period apart in one file: the window must hold a period of every
+/// CPU, unless it was never full, when a CPU came back after a long quiet or was not
+/// counted by the trace, which no window fixes.
+fn late_advice(format: read::Format, order: &read::OrderStats) -> &'static str {
+    match (format == read::Format::Perfetto, order.full > 0) {
+        (true, true) => "raise --reorder above the events all CPUs write in one drain period",
+        (true, false) => "a CPU's events came over 2 s after the others had gone past them (a CPU quiet that long, or one the trace's system_info does not count); no reorder window changes that",
+        (false, _) => "pass per-CPU captures as separate files to merge them",
+    }
+}
+
+#[cfg(test)]
+mod late_tests {
+    use super::*;
+
+    #[test]
+    fn late_events_are_advised_by_what_made_them_late() {
+        let order = |full| read::OrderStats {
+            unsorted: 5,
+            full,
+            ..Default::default()
+        };
+        let pf = read::Format::Perfetto;
+        assert!(late_advice(pf, &order(3)).contains("raise --reorder"));
+        assert!(late_advice(pf, &order(0)).contains("no reorder window"));
+        let text = read::Format::Ftrace;
+        assert!(late_advice(text, &order(0)).contains("per-CPU captures"));
+    }
 }

@@ -345,6 +345,14 @@ pub struct OrderStats {
     pub unsorted: u64,
     /// The reorder window, in events.
     pub window: usize,
+    /// Events a reader gave before their time had come because its window was full (a
+    /// Perfetto trace's hold): where late events follow, a larger `--reorder` helps.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub full: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Counts events that come earlier than one before them, for readers that cannot reorder

@@ -350,6 +350,7 @@ impl PerfData {
                 reordered: f.reordered,
                 unsorted: f.smp.order.stats.unsorted,
                 window: f.window,
+                full: 0,
             },
             Mode::Generic(g) => g.order(),
         }

@@ -278,7 +278,10 @@ impl Perfetto {
     }
     /// Events that came earlier than one already given (see `order`).
     pub fn order(&self) -> OrderStats {
-        self.st.check.stats
+        OrderStats {
+            full: self.st.order.full,
+            ..self.st.check.stats
+        }
     }
     /// Where the analysis is blind or approximate, and which clock the times are on.
     pub fn notes(&self) -> Vec<String> {

@@ -63,6 +63,8 @@ pub(super) struct Hold {
     spare: Vec<Vec<Held>>,
     /// At most this many events wait (0: [`DEFAULT_HOLD`]).
     max: usize,
+    /// Events given before their time had come because more than [`Hold::max`] waited.
+    pub full: u64,
 }
 
 impl Hold {
@@ -200,7 +202,10 @@ impl Hold {
             let (horizon, over) = (self.horizon, self.len > self.max());
             let may = |ts: u64| all || ts <= horizon || over;
             match self.queues[cpu as usize].front().and_then(Chunk::key) {
-                Some(k) if k < bound && may(k.0) => return self.take(cpu),
+                Some(k) if k < bound && may(k.0) => {
+                    self.full += u64::from(!all && k.0 > horizon);
+                    return self.take(cpu);
+                }
                 Some((ts, seq)) => self.heads.push(Reverse((ts, seq, cpu))),
                 None => {}
             }
@@ -216,6 +221,7 @@ impl Hold {
             if !(all || ts <= self.horizon || self.len > self.max()) {
                 return None;
             }
+            self.full += u64::from(!all && ts > self.horizon);
             self.heads.pop();
             let h = self.take(cpu);
             // The next earliest of the other queues bounds this queue's run (an entry
@@ -368,8 +374,9 @@ mod tests {
     }
 
     /// What `h` gives of two CPUs' bundles of `n` events each over the same times, the
-    /// second read after the first (one drain period): whether they come in time order.
-    fn one_period(mut h: Hold, n: u64) -> bool {
+    /// second read after the first (one drain period): whether they come in time order,
+    /// and how many went early because the hold was full.
+    fn one_period(mut h: Hold, n: u64) -> (bool, u64) {
         h.expect(2);
         let mut got = Vec::new();
         for cpu in 0..2 {
@@ -379,7 +386,7 @@ mod tests {
         }
         got.extend(std::iter::from_fn(|| h.pop(true)));
         assert_eq!(got.len() as u64, 2 * n);
-        got.windows(2).all(|w| w[0].ts <= w[1].ts)
+        (got.windows(2).all(|w| w[0].ts <= w[1].ts), h.full)
     }
 
     #[test]
@@ -388,10 +395,13 @@ mod tests {
             max,
             ..Hold::default()
         };
-        // Both CPUs' periods held (over the bound only once both are in): in order.
-        assert!(one_period(small(1000), 600));
+        // Both CPUs' periods held (over the bound only once both are in, when every CPU
+        // is past them anyway): in order, none given early.
+        assert_eq!(one_period(small(1000), 600), (true, 0));
         // One CPU's period alone over the bound: its events go before the other's came.
-        assert!(!one_period(small(1000), 1500));
+        let (sorted, full) = one_period(small(1000), 1500);
+        assert!(!sorted && full > 0);
+        assert_eq!(one_period(small(4000), 1500), (true, 0));
         // --reorder raises the default bound; it never lowers it.
         let mut h = Hold::default();
         assert_eq!(h.max(), DEFAULT_HOLD);

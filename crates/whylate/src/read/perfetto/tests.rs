@@ -390,3 +390,23 @@ fn a_packet_decoded_into_a_reused_vector_is_the_packet() {
         }
     }
 }
+
+#[test]
+fn a_cpu_the_trace_does_not_count_comes_late_and_no_window_is_to_blame() {
+    // system_info says one CPU; CPU 1's bundle comes after CPU 0's over the same times.
+    let mut packets = vec![packet(Data::SystemInfo(protos::SystemInfo {
+        num_cpus: Some(1),
+        ..Default::default()
+    }))];
+    for cpu in [0, 1] {
+        let evs = (0..50)
+            .map(|k| ev(1_000 + k * 10, 100 + cpu, exit(0, 1)))
+            .collect();
+        packets.push(bundle(cpu, evs));
+    }
+    let (events, _, r) = read(trace(&packets), 1 << 16);
+    assert_eq!(events.len(), 100);
+    let o = r.order();
+    assert!(o.unsorted > 0, "{o:?}");
+    assert_eq!(o.full, 0);
+}
