@@ -61,14 +61,6 @@ impl Args {
     }
 }
 
-impl From<&[u64]> for Args {
-    fn from(xs: &[u64]) -> Args {
-        let mut a = Args::default();
-        xs.iter().for_each(|&x| a.push(x));
-        a
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::protos::SysEnterFtraceEvent;
