@@ -207,6 +207,20 @@ pub struct Iter<'a, T> {
     left: usize,
 }
 
+impl<T: Pack> Default for Iter<'_, T> {
+    /// An iterator over nothing.
+    fn default() -> Self {
+        Iter {
+            chunks: &[],
+            marks: &[],
+            ci: 0,
+            at: 0,
+            prev: T::default(),
+            left: 0,
+        }
+    }
+}
+
 impl<T: Pack> Iterator for Iter<'_, T> {
     type Item = T;
 

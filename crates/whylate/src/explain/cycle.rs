@@ -1,7 +1,7 @@
-//! One request/response cycle, and where the cutter keeps them: cycles can number
-//! millions and all are kept until the deadline is known, so all but the newest few
-//! thousand are packed (6 to 10 bytes each where the struct takes 32) and read back in
-//! order.
+//! One request/response cycle, and where the cutter keeps them: all are kept until the
+//! deadline is known. The first [`PLAIN_MAX`] are kept as they are (32 bytes each); past
+//! that, cycles can number millions, and all but the newest few thousand are packed (6
+//! to 10 bytes each) and read back in order.
 
 use crate::packed::{get_i, get_u, put_i, put_u, Pack, Packed};
 use rustc_hash::FxHashMap;
@@ -140,11 +140,22 @@ impl Pack for Cycle {
 /// requests, so nearly every cycle is packed closed, never to change again.
 const RECENT: usize = 4096;
 
-/// Every cycle, in start order: the newest `RECENT` as they are, the older packed. An
-/// older one still open when packed (its reply is far behind) lives on in a side table,
-/// where the cutter updates it.
+/// Cycles kept as they are, 32 MiB: packing each cycle and unpacking it on every walk
+/// after the pass cost cycle mode a fifth of its time over automatic mode (3 M events,
+/// 750 k cycles), where few recordings have more cycles than this.
+#[cfg(not(test))]
+const PLAIN_MAX: usize = 1 << 20;
+/// Small in tests, so that the bundled examples and the tests below pack.
+#[cfg(test)]
+const PLAIN_MAX: usize = 2 * RECENT;
+
+/// Every cycle, in start order: up to [`PLAIN_MAX`] as they are; past that, the newest
+/// `RECENT` as they are and the older packed. An older one still open when packed (its
+/// reply is far behind) lives on in a side table, where the cutter updates it.
 #[derive(Debug, Default)]
 pub struct CycleStore {
+    /// Every cycle while there are at most [`PLAIN_MAX`] (then empty for good).
+    plain: Vec<Cycle>,
     packed: Packed<Cycle>,
     recent: VecDeque<Cycle>,
     open_packed: FxHashMap<usize, Cycle>,
@@ -156,6 +167,26 @@ impl CycleStore {
     /// Appends a cycle; returns its index.
     pub fn push(&mut self, c: Cycle) -> usize {
         let i = self.len();
+        if self.packs() {
+            self.push_packing(c);
+        } else if self.plain.len() < PLAIN_MAX {
+            self.plain.push(c);
+        } else {
+            for old in std::mem::take(&mut self.plain) {
+                self.push_packing(old);
+            }
+            self.push_packing(c);
+        }
+        i
+    }
+
+    /// True once the cycles outgrew [`PLAIN_MAX`].
+    fn packs(&self) -> bool {
+        !self.packed.is_empty() || !self.recent.is_empty()
+    }
+
+    /// Appends a cycle to the newest, packing the oldest of them.
+    fn push_packing(&mut self, c: Cycle) {
         self.recent.push_back(c);
         if self.recent.len() > RECENT {
             let old = self.recent.pop_front().expect("more than RECENT");
@@ -164,12 +195,11 @@ impl CycleStore {
             }
             self.packed.push(old);
         }
-        i
     }
 
     /// Cycles held.
     pub fn len(&self) -> usize {
-        self.packed.len() + self.recent.len()
+        self.plain.len() + self.packed.len() + self.recent.len()
     }
 
     /// True when none are.
@@ -179,6 +209,9 @@ impl CycleStore {
 
     /// Cycle `i`, which must still be open (a closed packed one cannot be reached).
     pub fn open(&self, i: usize) -> &Cycle {
+        if let Some(c) = self.plain.get(i) {
+            return c;
+        }
         match i.checked_sub(self.packed.len()) {
             Some(r) => &self.recent[r],
             None => &self.open_packed[&i],
@@ -187,6 +220,9 @@ impl CycleStore {
 
     /// Cycle `i`, still open, to change.
     pub fn open_mut(&mut self, i: usize) -> &mut Cycle {
+        if i < self.plain.len() {
+            return &mut self.plain[i];
+        }
         match i.checked_sub(self.packed.len()) {
             Some(r) => &mut self.recent[r],
             None => (self.open_packed.get_mut(&i)).expect("only open cycles change"),
@@ -196,15 +232,22 @@ impl CycleStore {
     /// Every cycle, in start order.
     pub fn iter(&self) -> impl Iterator<Item = Cycle> + Clone + '_ {
         let late = &self.open_packed;
-        (self.packed.iter().enumerate())
-            .map(move |(i, c)| if c.closed { c } else { late[&i] })
+        (self.plain.iter().copied())
+            .chain(
+                (self.packed.iter().enumerate())
+                    .map(move |(i, c)| if c.closed { c } else { late[&i] }),
+            )
             .chain(self.recent.iter().copied())
     }
 
     /// Every cycle with its index, in parts read side by side by up to `n` threads
     /// ([`CycleStore::map_parts`]).
     pub fn parts(&self, n: usize) -> Vec<Part<'_>> {
+        if !self.packs() {
+            return self.plain_parts(n);
+        }
         let part = |(first, packed)| Part {
+            plain: Default::default(),
             packed,
             recent: Default::default(),
             late: &self.open_packed,
@@ -216,6 +259,24 @@ impl CycleStore {
         }
         parts.last_mut().expect("one at least").recent = self.recent.iter();
         parts
+    }
+
+    /// [`Self::parts`] of cycles kept as they are: `n` runs of (nearly) equal length.
+    fn plain_parts(&self, n: usize) -> Vec<Part<'_>> {
+        let len = self.plain.len();
+        let n = n.clamp(1, len.max(1));
+        (0..n)
+            .map(|k| {
+                let (from, to) = (len * k / n, len * (k + 1) / n);
+                Part {
+                    plain: self.plain[from..to].iter(),
+                    packed: Default::default(),
+                    recent: Default::default(),
+                    late: &self.open_packed,
+                    next: from,
+                }
+            })
+            .collect()
     }
 
     /// Settles how many threads the walks use (unless set already), so that every walk
@@ -254,16 +315,19 @@ impl CycleStore {
     /// Every cycle, in start order, giving back the packed ones' memory as they are read.
     pub fn into_cycles(self) -> impl Iterator<Item = Cycle> {
         let CycleStore {
+            plain,
             packed,
             recent,
             mut open_packed,
             ..
         } = self;
-        (packed.into_iter().enumerate())
-            .map(move |(i, c)| match c.closed {
-                true => c,
-                false => open_packed.remove(&i).expect("packed open, kept aside"),
-            })
+        (plain.into_iter())
+            .chain(
+                (packed.into_iter().enumerate()).map(move |(i, c)| match c.closed {
+                    true => c,
+                    false => open_packed.remove(&i).expect("packed open, kept aside"),
+                }),
+            )
             .chain(recent)
     }
 }
@@ -282,6 +346,7 @@ const PAR_MIN: usize = 1 << 15;
 
 /// A run of cycles with their indices, in start order (one of [`CycleStore::parts`]).
 pub struct Part<'a> {
+    plain: std::slice::Iter<'a, Cycle>,
     packed: crate::packed::Iter<'a, Cycle>,
     recent: std::collections::vec_deque::Iter<'a, Cycle>,
     late: &'a FxHashMap<usize, Cycle>,
@@ -298,11 +363,15 @@ impl Part<'_> {
 impl Iterator for Part<'_> {
     type Item = (usize, Cycle);
 
+    #[inline]
     fn next(&mut self) -> Option<(usize, Cycle)> {
-        let c = match self.packed.next() {
-            Some(c) if c.closed => c,
-            Some(_) => self.late[&self.next],
-            None => *self.recent.next()?,
+        let c = match self.plain.next() {
+            Some(c) => *c,
+            None => match self.packed.next() {
+                Some(c) if c.closed => c,
+                Some(_) => self.late[&self.next],
+                None => *self.recent.next()?,
+            },
         };
         self.next += 1;
         Some((self.next - 1, c))
@@ -361,6 +430,38 @@ mod tests {
         );
         let counted: usize = st.map_parts(|p| p.count()).into_iter().sum();
         assert_eq!(counted, n);
+        assert_eq!(st.into_cycles().collect::<Vec<_>>(), want);
+    }
+
+    /// Up to PLAIN_MAX cycles are kept as they are: still open ones change in place,
+    /// and the parts split them evenly; the next one packs them all.
+    #[test]
+    fn cycles_stay_plain_until_the_cap_then_pack() {
+        let mut st = CycleStore::default();
+        let mut want = Vec::new();
+        for k in 0..PLAIN_MAX {
+            let c = Cycle::open(10 * k as u64, 5, 0);
+            st.push(c);
+            want.push(c);
+        }
+        st.open_mut(3).reply(35, 6);
+        want[3].reply(35, 6);
+        assert!(!st.packs() && st.open(PLAIN_MAX - 1).tid == 5);
+        let parts = st.parts(3);
+        let sizes: Vec<usize> = parts.iter().map(|p| p.first()).collect();
+        assert_eq!(sizes, [0, PLAIN_MAX / 3, 2 * PLAIN_MAX / 3]);
+        let read: Vec<(usize, Cycle)> = parts.into_iter().flatten().collect();
+        assert_eq!(read, want.iter().copied().enumerate().collect::<Vec<_>>());
+        // The next one packs every cycle but the newest RECENT; the open ones stay
+        // reachable.
+        let c = Cycle::open(10 * PLAIN_MAX as u64, 5, 0);
+        assert_eq!(st.push(c), PLAIN_MAX);
+        want.push(c);
+        assert!(st.packs() && st.plain.is_empty());
+        assert_eq!(st.packed.len(), PLAIN_MAX + 1 - RECENT);
+        st.open_mut(PLAIN_MAX - 1).reply(1, 2);
+        want[PLAIN_MAX - 1].reply(1, 2);
+        assert_eq!(st.iter().collect::<Vec<_>>(), want);
         assert_eq!(st.into_cycles().collect::<Vec<_>>(), want);
     }
 
