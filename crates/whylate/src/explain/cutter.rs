@@ -143,6 +143,28 @@ pub struct Cycles {
     pub(super) names: Names,
     /// Requests and replies that carried the `--key` field (none: a mistyped field).
     keyed: u64,
+    /// Per system call shape ([`shape`]): 0 not asked yet, 1 no selector's event and no
+    /// `write` entry (the event changes nothing past the first checks of
+    /// [`Self::push`]), 2 else.
+    skip: [Vec<u8>; 4],
+}
+
+/// A system call event's shape: raw entries and exits by number, per-call ones by name
+/// symbol (in that order), as the selectors' plans key them.
+#[inline]
+fn shape(k: &Kind) -> Option<(usize, usize)> {
+    let (i, key) = match k {
+        Kind::SysEnter { nr, .. } => (0, *nr),
+        Kind::SysExit { nr, .. } => (1, *nr),
+        Kind::SyscallEnter { name, .. } => (2, name.0 as i64),
+        Kind::SyscallExit { name, .. } => (3, name.0 as i64),
+        _ => return None,
+    };
+    // A bad record's number must not grow a table.
+    usize::try_from(key)
+        .ok()
+        .filter(|&k| k < 1 << 16)
+        .map(|k| (i, k))
 }
 
 impl Cycles {
@@ -174,6 +196,7 @@ impl Cycles {
             seen_to: o.to.iter().map(|_| Seen::default()).collect(),
             names: Names::default(),
             keyed: 0,
+            skip: Default::default(),
         }
     }
 
@@ -182,6 +205,7 @@ impl Cycles {
         if !self.arch_given {
             self.arch = a;
             self.write_nrs.clear();
+            self.skip = Default::default();
         }
     }
 
@@ -301,6 +325,9 @@ impl Cycles {
             }
             _ => None,
         };
+        if self.skips(e, s) {
+            return;
+        }
         let paths = self.paths.as_ref();
         let from = (self.seen_from).observe_match(&self.from, e, s, self.arch, paths);
         let mut to = false;
@@ -342,6 +369,33 @@ impl Cycles {
             return;
         }
         self.note_write(e, s);
+    }
+
+    /// True when `e` is a system call that no selector asks for and no `write` entry: the
+    /// selectors' counts and the cycles stay as they are (most events of a request loop
+    /// are other calls: each cost two selector tests and a write test).
+    #[inline]
+    fn skips(&mut self, e: &Event, s: &Interner) -> bool {
+        let Some((i, key)) = shape(&e.kind) else {
+            return false;
+        };
+        if let Some(&v) = self.skip[i].get(key).filter(|&&v| v != 0) {
+            return v == 1;
+        }
+        let arch = self.arch;
+        let write = match &e.kind {
+            Kind::SysEnter { nr, .. } => self.write_nr(*nr),
+            Kind::SyscallEnter { name, .. } => s.get(*name) == "write",
+            _ => false,
+        };
+        let asked =
+            self.from.is_target(e, s, arch) || self.to.iter().any(|t| t.is_target(e, s, arch));
+        let t = &mut self.skip[i];
+        if t.len() <= key {
+            t.resize(key + 1, 0);
+        }
+        t[key] = if write || asked { 2 } else { 1 };
+        t[key] == 1
     }
 
     /// A syscall entry's key field, for the exit that will return from it.
@@ -497,5 +551,63 @@ impl Cycles {
                 c.at_end = true;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::cut;
+    use crate::testkit;
+
+    /// A call no selector asks for is skipped after one look; a `write` entry never is
+    /// (it may be a complaint written while waiting), nor the selectors' own events.
+    #[test]
+    fn calls_no_selector_asks_for_are_skipped_but_not_writes() {
+        let l = testkit::line;
+        let mut t = String::new();
+        for k in 0..10u64 {
+            let at = 1_000_000 + k * 10_000;
+            t += &l(at, 0, "c-5", "....1", "sys_write(fd: 3, buf: 0, count: 7)");
+            t += &l(at + 1, 0, "c-5", "....1", "sys_write -> 0x7");
+            t += &l(at + 2, 0, "c-5", "....1", "sys_openat(dfd: 0, filename: 0)");
+            t += &l(at + 3, 0, "c-5", "....1", "sys_openat -> 0x4");
+            if k % 2 == 0 {
+                // A log line while waiting: a write that is neither request nor reply.
+                t += &l(
+                    at + 500,
+                    0,
+                    "c-5",
+                    "....1",
+                    "sys_write(fd: 2, buf: 0, count: 9)",
+                );
+                t += &l(at + 501, 0, "c-5", "....1", "sys_write -> 0x9");
+            }
+            t += &l(
+                at + 900,
+                0,
+                "c-5",
+                "....1",
+                "sys_read(fd: 3, buf: 0, count: 7)",
+            );
+            t += &l(at + 901, 0, "c-5", "....1", "sys_read -> 0x7");
+        }
+        let (cy, p) = cut(&testkit::chain_options(None), &testkit::file(&t));
+        let strings = &p.strings;
+        let sym = |name: &str| {
+            let n = strings.len() as u32;
+            let i = (0..n).find(|&i| strings.get(crate::event::Sym(i)) == name);
+            i.expect("interned") as usize
+        };
+        let skip = |i: usize, name: &str| cy.skip[i][sym(name)];
+        // openat entry and exit: skipped; write entry: a possible complaint; the
+        // selectors' events (the write entry, the read exit): asked.
+        assert_eq!((skip(2, "openat"), skip(3, "openat")), (1, 1));
+        assert_eq!((skip(2, "write"), skip(3, "read")), (2, 2));
+        assert_eq!((skip(2, "read"), skip(3, "write")), (1, 1));
+        // Every cycle is cut, the five complaints are counted, and the selectors met
+        // their events as if nothing had been skipped.
+        assert_eq!(cy.cycles.len(), 10);
+        assert_eq!(cy.writes.len(), 5);
+        assert_eq!((cy.seen_from.target(), cy.seen_to[0].target()), (15, 10));
     }
 }

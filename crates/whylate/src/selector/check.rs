@@ -43,6 +43,11 @@ impl Seen {
         self.target > 0
     }
 
+    /// The selector's events seen (conditions aside).
+    pub fn target(&self) -> u64 {
+        self.target
+    }
+
     /// Notes what `e` tells about `sel`, and says whether `sel` selects it (`paths`
     /// names descriptors, as in [`Selector::matches_in`]): one test of the event's
     /// name, where noting and matching apart took two on every event of the pass.
