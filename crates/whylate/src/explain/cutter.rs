@@ -141,6 +141,8 @@ pub struct Cycles {
     pub(super) seen_from: Seen,
     pub(super) seen_to: Vec<Seen>,
     pub(super) names: Names,
+    /// Every selector met its event: the trace's names are no longer noted.
+    names_done: bool,
     /// Requests and replies that carried the `--key` field (none: a mistyped field).
     keyed: u64,
     /// Per system call shape ([`shape`]): 0 not asked yet, 1 no selector's event and no
@@ -195,6 +197,7 @@ impl Cycles {
             seen_from: Seen::default(),
             seen_to: o.to.iter().map(|_| Seen::default()).collect(),
             names: Names::default(),
+            names_done: false,
             keyed: 0,
             skip: Default::default(),
         }
@@ -309,8 +312,11 @@ impl Cycles {
     /// Feeds one event.
     pub fn push(&mut self, e: &Event, s: &Interner) {
         // The trace's names only serve a selector that never met its event.
-        if !self.seen_from.met() || !self.seen_to.iter().all(Seen::met) {
-            self.names.observe(e);
+        if !self.names_done {
+            self.names_done = self.seen_from.met() && self.seen_to.iter().all(Seen::met);
+            if !self.names_done {
+                self.names.observe(e);
+            }
         }
         // Descriptor names follow the event before a selector asks about it (an exit
         // finds the descriptor its entry named).

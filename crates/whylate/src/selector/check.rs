@@ -10,9 +10,11 @@ use crate::syscalls::{arg_names, Arch};
 use rustc_hash::FxHashSet;
 
 /// What one selector met in a trace. Read and counted on every event by the feeding
-/// thread: aligned to a cache line so that no allocation of the reading thread's shares
-/// one with it (where one did, explain in cycle mode on a 3 M-event perf.data took 428
-/// instead of 344 ms, the count's load a stall of half of `Cycles::push`).
+/// thread, so aligned to a cache line: no data another thread reads per record can
+/// share a line with its count (perf.data's layout table did, allocated beside it, and
+/// the line moving between the cores on every event made explain on a 3 M-event
+/// perf.data take 428 instead of 344 ms; the reading thread now also copies such tables
+/// into its own memory, `pipeline/apart.rs`).
 #[derive(Debug, Default)]
 #[repr(align(64))]
 pub struct Seen {

@@ -278,6 +278,19 @@ impl PerfData {
     /// Moves decoding out of the reader (the fast path only; None otherwise). The reader
     /// then gives due records through [`PerfData::next_records`] until
     /// [`PerfData::rejoin`] puts decoding back.
+    /// Copies what the reading half reads on every record (the layouts, the attr ids, the
+    /// pure events' plans) into memory the calling thread allocates: called on the
+    /// reading thread, so that none of it shares a cache line with data the feeding
+    /// thread writes. The reading half itself owns whole lines (`Fast` is aligned).
+    pub(crate) fn settle_here(&mut self) {
+        let Mode::Fast(f) = &mut self.mode else {
+            return;
+        };
+        f.lays = f.lays.to_vec();
+        f.ids = f.ids.iter().map(|(&k, &v)| (k, v)).collect();
+        f.pure = f.pure.clone();
+    }
+
     pub(crate) fn decode_apart(&mut self) -> Option<Decoding> {
         let Mode::Fast(f) = &mut self.mode else {
             return None;

@@ -508,7 +508,10 @@ struct Generic {
     smp: Samples,
 }
 
-/// The data section read in place from a map of the file, or a window onto it.
+/// The data section read in place from a map of the file, or a window onto it. Aligned
+/// to a cache line: the reading thread writes it on every record, and no other
+/// allocation may share a line with it (see `PerfData::settle_here`).
+#[repr(align(64))]
 struct Fast {
     data: Data,
     /// Next record to scan, and the end of the data section.

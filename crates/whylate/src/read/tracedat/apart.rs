@@ -102,6 +102,20 @@ impl Decoding {
 }
 
 impl TraceDat {
+    /// Copies what the reading half reads or writes on every record (the CPU streams, the
+    /// pure events' plans) into memory the calling thread allocates: called on the
+    /// reading thread, so that none of it shares a cache line with data the feeding
+    /// thread writes (see `PerfData::settle_here`).
+    pub(crate) fn settle_here(&mut self) {
+        let mut streams = Vec::with_capacity(self.streams.len());
+        for mut st in self.streams.drain(..) {
+            st.buf = st.buf.to_vec();
+            streams.push(st);
+        }
+        self.streams = streams;
+        self.pure = self.pure.clone();
+    }
+
     /// Moves decoding out of the reader; it then gives taken records through
     /// [`TraceDat::next_records`] until [`TraceDat::rejoin`] puts decoding back.
     pub(crate) fn decode_apart(&mut self) -> Decoding {

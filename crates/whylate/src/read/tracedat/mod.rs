@@ -231,7 +231,9 @@ struct CpuStream {
     last: ((i32, Sym, i32), u64),
 }
 
-/// Reads a trace.dat.
+/// Reads a trace.dat. Aligned to a cache line: the reading thread writes it on every
+/// record, and no other allocation may share a line with it (see `settle_here`).
+#[repr(align(64))]
 pub struct TraceDat {
     path: PathBuf,
     /// The file's bytes: a plain file, or a compressed one read through cursors.
