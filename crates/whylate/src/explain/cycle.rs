@@ -149,7 +149,7 @@ const PLAIN_MAX: usize = 1 << 20;
 #[cfg(test)]
 const PLAIN_MAX: usize = 2 * RECENT;
 
-/// Every cycle, in start order: up to [`PLAIN_MAX`] as they are; past that, the newest
+/// Every cycle, in start order: up to a million (`PLAIN_MAX`) as they are; past that, the newest
 /// `RECENT` as they are and the older packed. An older one still open when packed (its
 /// reply is far behind) lives on in a side table, where the cutter updates it.
 #[derive(Debug, Default)]
