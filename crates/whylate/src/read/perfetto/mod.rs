@@ -613,6 +613,9 @@ impl State {
                 .filter(|t| !t.is_empty()),
         };
         let mut out = self.order.vec();
+        let compact = b.compact_sched.as_ref();
+        let n = compact.map_or(0, |c| c.switch_timestamp.len() + c.waking_timestamp.len());
+        out.reserve(b.event.len() + n + 1);
         bundle::bundle_events(
             cpu,
             &b.event,
