@@ -616,4 +616,52 @@ mod tests {
         assert_eq!(cy.writes.len(), 5);
         assert_eq!((cy.seen_from.target(), cy.seen_to[0].target()), (15, 10));
     }
+
+    /// The same with raw system calls (by number: x86_64's write 1, read 0, openat 257),
+    /// and another syscall table forgets what was learnt.
+    #[test]
+    fn raw_calls_no_selector_asks_for_are_skipped_by_number() {
+        let l = testkit::line;
+        let mut t = String::new();
+        for k in 0..10u64 {
+            let at = 1_000_000 + k * 10_000;
+            t += &l(at, 0, "c-5", "....1", "sys_enter: NR 1 (3, 0, 7, 0, 0, 0)");
+            t += &l(at + 1, 0, "c-5", "....1", "sys_exit: NR 1 = 7");
+            t += &l(
+                at + 2,
+                0,
+                "c-5",
+                "....1",
+                "sys_enter: NR 257 (0, 0, 0, 0, 0, 0)",
+            );
+            t += &l(at + 3, 0, "c-5", "....1", "sys_exit: NR 257 = 4");
+            if k % 2 == 0 {
+                t += &l(
+                    at + 500,
+                    0,
+                    "c-5",
+                    "....1",
+                    "sys_enter: NR 1 (2, 0, 9, 0, 0, 0)",
+                );
+                t += &l(at + 501, 0, "c-5", "....1", "sys_exit: NR 1 = 9");
+            }
+            t += &l(
+                at + 900,
+                0,
+                "c-5",
+                "....1",
+                "sys_enter: NR 0 (3, 0, 7, 0, 0, 0)",
+            );
+            t += &l(at + 901, 0, "c-5", "....1", "sys_exit: NR 0 = 7");
+        }
+        let (mut cy, _) = cut(&testkit::chain_options(None), &testkit::file(&t));
+        let skip = |cy: &super::Cycles, i: usize, nr: usize| cy.skip[i].get(nr).copied();
+        assert_eq!((skip(&cy, 0, 257), skip(&cy, 1, 257)), (Some(1), Some(1)));
+        assert_eq!((skip(&cy, 0, 1), skip(&cy, 1, 0)), (Some(2), Some(2)));
+        assert_eq!((skip(&cy, 0, 0), skip(&cy, 1, 1)), (Some(1), Some(1)));
+        assert_eq!((cy.cycles.len(), cy.writes.len()), (10, 5));
+        assert_eq!((cy.seen_from.target(), cy.seen_to[0].target()), (15, 10));
+        cy.set_arch(crate::syscalls::Arch::Aarch64);
+        assert!(cy.skip.iter().all(Vec::is_empty));
+    }
 }

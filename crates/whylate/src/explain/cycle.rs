@@ -145,7 +145,8 @@ const RECENT: usize = 4096;
 /// 750 k cycles), where few recordings have more cycles than this.
 #[cfg(not(test))]
 const PLAIN_MAX: usize = 1 << 20;
-/// Small in tests, so that the bundled examples and the tests below pack.
+/// Small in tests, so that tests of thousands of cycles pack (the bundled examples have
+/// hundreds).
 #[cfg(test)]
 const PLAIN_MAX: usize = 2 * RECENT;
 
@@ -181,7 +182,7 @@ impl CycleStore {
     }
 
     /// True once the cycles outgrew [`PLAIN_MAX`].
-    fn packs(&self) -> bool {
+    pub(super) fn packs(&self) -> bool {
         !self.packed.is_empty() || !self.recent.is_empty()
     }
 

@@ -534,11 +534,19 @@ mod tests {
     /// walk of their own (one part of 41, over `MISSES_HELD`).
     #[test]
     fn cycles_read_in_parts_explain_as_read_in_one() {
+        // Packed cycles, and (fewer than the tests' cap) cycles kept as they are.
+        for (n, packed) in [(40_000, true), (6_000, false)] {
+            read_in_parts_as_in_one(n, packed);
+        }
+    }
+
+    fn read_in_parts_as_in_one(n: usize, packed: bool) {
         let o = testkit::chain_options(Some(5_000_000));
-        let hogged: Vec<usize> = (0..40_000).step_by(997).collect();
-        let f = testkit::file(&testkit::giving_up_client(40_000, &hogged));
+        let hogged: Vec<usize> = (0..n).step_by(997).collect();
+        let f = testkit::file(&testkit::giving_up_client(n, &hogged));
         let explain = |threads: usize| {
             let (mut cy, p) = cut(&o, &f);
+            assert_eq!(cy.cycles.packs(), packed);
             cy.cycles.threads = threads;
             assert_eq!(cy.cycles.parts(threads).len(), threads);
             let r = analyze(&p.tl, &p.strings, &o, cy.cycles, &cy.writes);
@@ -555,7 +563,7 @@ mod tests {
         let c = &one.2;
         assert_eq!(
             (c.count, c.misses, c.not_reading),
-            (40_000, hogged.len() as u64, 0)
+            (n as u64, hogged.len() as u64, 0)
         );
         assert_eq!(one.1.iter().filter(|w| w.miss).count(), hogged.len());
         // Replies read later than they were ready (2 in this trace, as the walks gave

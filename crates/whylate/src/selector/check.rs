@@ -10,11 +10,12 @@ use crate::syscalls::{arg_names, Arch};
 use rustc_hash::FxHashSet;
 
 /// What one selector met in a trace. Read and counted on every event by the feeding
-/// thread, so aligned to a cache line: no data another thread reads per record can
-/// share a line with its count (perf.data's layout table did, allocated beside it, and
-/// the line moving between the cores on every event made explain on a 3 M-event
-/// perf.data take 428 instead of 344 ms; the reading thread now also copies such tables
-/// into its own memory, `pipeline/apart.rs`).
+/// thread, so aligned to a cache line: no other allocation shares a line with its count
+/// (its own tables on the heap are not covered). perf.data's layout table, allocated
+/// beside it and read by the reading thread on every record, did share one: the line
+/// moved between the cores on every event, and explain on a 3 M-event perf.data took
+/// 428 instead of 344 ms. The reading thread now also copies such tables into its own
+/// memory (`pipeline/apart.rs`).
 #[derive(Debug, Default)]
 #[repr(align(64))]
 pub struct Seen {

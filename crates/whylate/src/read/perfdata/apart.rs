@@ -275,9 +275,6 @@ fn absorb(into: &mut Diag, d: Diag) {
 }
 
 impl PerfData {
-    /// Moves decoding out of the reader (the fast path only; None otherwise). The reader
-    /// then gives due records through [`PerfData::next_records`] until
-    /// [`PerfData::rejoin`] puts decoding back.
     /// Copies what the reading half reads on every record (the layouts, the attr ids, the
     /// pure events' plans) into memory the calling thread allocates: called on the
     /// reading thread, so that none of it shares a cache line with data the feeding
@@ -291,6 +288,9 @@ impl PerfData {
         f.pure = f.pure.clone();
     }
 
+    /// Moves decoding out of the reader (the fast path only; None otherwise). The reader
+    /// then gives due records through [`PerfData::next_records`] until
+    /// [`PerfData::rejoin`] puts decoding back.
     pub(crate) fn decode_apart(&mut self) -> Option<Decoding> {
         let Mode::Fast(f) = &mut self.mode else {
             return None;

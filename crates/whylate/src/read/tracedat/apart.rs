@@ -102,16 +102,15 @@ impl Decoding {
 }
 
 impl TraceDat {
-    /// Copies what the reading half reads or writes on every record (the CPU streams, the
-    /// pure events' plans) into memory the calling thread allocates: called on the
-    /// reading thread, so that none of it shares a cache line with data the feeding
-    /// thread writes (see `PerfData::settle_here`).
+    /// Copies what the reading half reads or writes on every record (the CPU streams'
+    /// cursors, the pure events' plans) into memory the calling thread allocates: called
+    /// on the reading thread, so that none of it shares a cache line with data the
+    /// feeding thread writes (see `PerfData::settle_here`). The streams' page buffers
+    /// stay: up to a MiB each, they share at most their first and last lines, and each
+    /// refill allocates on this thread anyway.
     pub(crate) fn settle_here(&mut self) {
         let mut streams = Vec::with_capacity(self.streams.len());
-        for mut st in self.streams.drain(..) {
-            st.buf = st.buf.to_vec();
-            streams.push(st);
-        }
+        streams.append(&mut self.streams);
         self.streams = streams;
         self.pure = self.pure.clone();
     }
