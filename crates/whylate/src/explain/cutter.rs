@@ -565,38 +565,38 @@ mod tests {
     use super::super::tests::cut;
     use crate::testkit;
 
+    /// Ten rounds of a client `c-5`: a request (`calls[0]`, its exit `calls[1]`), another
+    /// call (2, 3), in every other round a log line written while waiting (4, 5), and
+    /// the read of the reply (6, 7).
+    fn request_loop(calls: [&str; 8]) -> String {
+        let mut t = String::new();
+        for k in 0..10u64 {
+            let at = 1_000_000 + k * 10_000;
+            let offsets = [0, 1, 2, 3, 500, 501, 900, 901];
+            for (i, (&off, body)) in offsets.iter().zip(calls).enumerate() {
+                if (4..6).contains(&i) && k % 2 == 1 {
+                    continue;
+                }
+                t += &testkit::line(at + off, 0, "c-5", "....1", body);
+            }
+        }
+        t
+    }
+
     /// A call no selector asks for is skipped after one look; a `write` entry never is
     /// (it may be a complaint written while waiting), nor the selectors' own events.
     #[test]
     fn calls_no_selector_asks_for_are_skipped_but_not_writes() {
-        let l = testkit::line;
-        let mut t = String::new();
-        for k in 0..10u64 {
-            let at = 1_000_000 + k * 10_000;
-            t += &l(at, 0, "c-5", "....1", "sys_write(fd: 3, buf: 0, count: 7)");
-            t += &l(at + 1, 0, "c-5", "....1", "sys_write -> 0x7");
-            t += &l(at + 2, 0, "c-5", "....1", "sys_openat(dfd: 0, filename: 0)");
-            t += &l(at + 3, 0, "c-5", "....1", "sys_openat -> 0x4");
-            if k % 2 == 0 {
-                // A log line while waiting: a write that is neither request nor reply.
-                t += &l(
-                    at + 500,
-                    0,
-                    "c-5",
-                    "....1",
-                    "sys_write(fd: 2, buf: 0, count: 9)",
-                );
-                t += &l(at + 501, 0, "c-5", "....1", "sys_write -> 0x9");
-            }
-            t += &l(
-                at + 900,
-                0,
-                "c-5",
-                "....1",
-                "sys_read(fd: 3, buf: 0, count: 7)",
-            );
-            t += &l(at + 901, 0, "c-5", "....1", "sys_read -> 0x7");
-        }
+        let t = request_loop([
+            "sys_write(fd: 3, buf: 0, count: 7)",
+            "sys_write -> 0x7",
+            "sys_openat(dfd: 0, filename: 0)",
+            "sys_openat -> 0x4",
+            "sys_write(fd: 2, buf: 0, count: 9)",
+            "sys_write -> 0x9",
+            "sys_read(fd: 3, buf: 0, count: 7)",
+            "sys_read -> 0x7",
+        ]);
         let (cy, p) = cut(&testkit::chain_options(None), &testkit::file(&t));
         let strings = &p.strings;
         let sym = |name: &str| {
@@ -621,39 +621,16 @@ mod tests {
     /// and another syscall table forgets what was learnt.
     #[test]
     fn raw_calls_no_selector_asks_for_are_skipped_by_number() {
-        let l = testkit::line;
-        let mut t = String::new();
-        for k in 0..10u64 {
-            let at = 1_000_000 + k * 10_000;
-            t += &l(at, 0, "c-5", "....1", "sys_enter: NR 1 (3, 0, 7, 0, 0, 0)");
-            t += &l(at + 1, 0, "c-5", "....1", "sys_exit: NR 1 = 7");
-            t += &l(
-                at + 2,
-                0,
-                "c-5",
-                "....1",
-                "sys_enter: NR 257 (0, 0, 0, 0, 0, 0)",
-            );
-            t += &l(at + 3, 0, "c-5", "....1", "sys_exit: NR 257 = 4");
-            if k % 2 == 0 {
-                t += &l(
-                    at + 500,
-                    0,
-                    "c-5",
-                    "....1",
-                    "sys_enter: NR 1 (2, 0, 9, 0, 0, 0)",
-                );
-                t += &l(at + 501, 0, "c-5", "....1", "sys_exit: NR 1 = 9");
-            }
-            t += &l(
-                at + 900,
-                0,
-                "c-5",
-                "....1",
-                "sys_enter: NR 0 (3, 0, 7, 0, 0, 0)",
-            );
-            t += &l(at + 901, 0, "c-5", "....1", "sys_exit: NR 0 = 7");
-        }
+        let t = request_loop([
+            "sys_enter: NR 1 (3, 0, 7, 0, 0, 0)",
+            "sys_exit: NR 1 = 7",
+            "sys_enter: NR 257 (0, 0, 0, 0, 0, 0)",
+            "sys_exit: NR 257 = 4",
+            "sys_enter: NR 1 (2, 0, 9, 0, 0, 0)",
+            "sys_exit: NR 1 = 9",
+            "sys_enter: NR 0 (3, 0, 7, 0, 0, 0)",
+            "sys_exit: NR 0 = 7",
+        ]);
         let (mut cy, _) = cut(&testkit::chain_options(None), &testkit::file(&t));
         let skip = |cy: &super::Cycles, i: usize, nr: usize| cy.skip[i].get(nr).copied();
         assert_eq!((skip(&cy, 0, 257), skip(&cy, 1, 257)), (Some(1), Some(1)));
