@@ -230,10 +230,16 @@ impl Rescan {
 
     /// One pass over /proc; new tasks and new or renamed descriptors go into `s`.
     pub fn scan(&mut self, s: &mut Snapshot) {
+        self.scan_with(s, || {});
+    }
+
+    /// `scan`, calling `between` after each process (a recorder yields the CPU there).
+    pub fn scan_with(&mut self, s: &mut Snapshot, mut between: impl FnMut()) {
         let Ok(procs) = fs::read_dir("/proc") else {
             return;
         };
         for p in procs.flatten() {
+            between();
             let Some(tgid) = p.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
                 continue;
             };

@@ -24,6 +24,7 @@ mod events;
 mod readers;
 mod timerlat;
 mod tracefs;
+mod turn;
 
 use dat::{collect_formats, uname};
 pub(crate) use dat::{dat_in_memory, write_dat, MemPages, Meta};
@@ -466,7 +467,8 @@ impl Run<'_> {
             }
             if scanned.elapsed() >= scan_every {
                 let t = Instant::now();
-                rescan.scan(snapshot);
+                let mut turn = turn::Turn::start();
+                rescan.scan_with(snapshot, || turn.give_way(|| true));
                 scanned = Instant::now();
                 // Often at first (a traced command opens its files early), then rarely,
                 // and never more than 5% of a CPU on a box with many descriptors.

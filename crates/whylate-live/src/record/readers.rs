@@ -2,6 +2,7 @@
 //! (an unlinked spool file for `record`, a channel for `watch`), counting records as it goes.
 
 use super::error::{ioe, RecordError};
+use super::turn::{Fill, Turn};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -63,6 +64,7 @@ pub(super) fn read_cpu<S: PageSink>(
     let mut f = f;
     let mut buf = vec![0u8; page];
     let mut draining = false;
+    let mut fill = pipe.parent().and_then(Fill::open);
     loop {
         let mut pfd = libc::pollfd {
             fd,
@@ -75,6 +77,7 @@ pub(super) fn read_cpu<S: PageSink>(
                 libc::poll(&mut pfd, 1, 100);
             }
         }
+        let mut turn = Turn::start();
         loop {
             match f.read(&mut buf) {
                 Ok(0) => break,
@@ -90,6 +93,7 @@ pub(super) fn read_cpu<S: PageSink>(
                     }
                     r.sink.page(&buf)?;
                     r.pages += 1;
+                    turn.give_way(|| fill.as_mut().is_some_and(Fill::roomy));
                     // A page less than half full means we caught up with the writer. Reading
                     // on would chase our own read() syscalls' events one page each.
                     if !draining && used < (page - layout.data_off) / 2 {

@@ -1,0 +1,132 @@
+//! The recorder's threads take turns with the workload. A reader woken by its poll timeout
+//! drains up to milliseconds of pages in one go, and a /proc rescan takes about a
+//! millisecond in the kernel. On a PREEMPT_NONE kernel, with EEVDF protecting a freshly
+//! picked task for its whole slice (nice and SCHED_BATCH do not shorten it), a task woken
+//! on that CPU meanwhile waited the whole burst: 1.2 to 2.0 ms seen, the recorder's cost
+//! charged to the workload. Yielding every `TURN` bounds that wait; EEVDF's yield only
+//! moves the yielder's deadline, so it keeps its fair share, and when nothing else is
+//! runnable it costs one syscall. But a yield also forfeits the rest of the yielder's
+//! slice (Linux 6.18): beside a CPU hog a reader that yielded every 50 us got a quarter of
+//! its CPU time and lost half the events. So a reader gives way only while its ring
+//! buffer has room to spare (`Fill`), and takes its whole fair share when it has not.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// How long a recorder thread works before it lets a task woken on its CPU run.
+const TURN: Duration = Duration::from_micros(50);
+
+/// When the current stretch of work began.
+pub(crate) struct Turn(Instant);
+
+impl Turn {
+    /// A stretch of work begins now.
+    pub(crate) fn start() -> Turn {
+        Turn(Instant::now())
+    }
+
+    /// Once the stretch has lasted `TURN`: yields the CPU if `may` says so, and starts
+    /// the next stretch.
+    pub(crate) fn give_way(&mut self, may: impl FnOnce() -> bool) {
+        if self.0.elapsed() >= TURN {
+            if may() {
+                // SAFETY: sched_yield has no preconditions.
+                unsafe { libc::sched_yield() };
+            }
+            self.0 = Instant::now();
+        }
+    }
+}
+
+/// How full one CPU's ring buffer is: its `stats` file's unread bytes against its size.
+pub(crate) struct Fill {
+    stats: File,
+    capacity: u64,
+    text: Vec<u8>,
+}
+
+impl Fill {
+    /// The fill of the CPU whose tracefs directory is `cpu_dir` (`per_cpu/cpuN`); `None`
+    /// where the kernel lacks either file.
+    pub(crate) fn open(cpu_dir: &Path) -> Option<Fill> {
+        let kb = std::fs::read_to_string(cpu_dir.join("buffer_size_kb")).ok()?;
+        let kb: u64 = kb.split_whitespace().next()?.parse().ok()?;
+        let stats = File::open(cpu_dir.join("stats")).ok()?;
+        Some(Fill {
+            stats,
+            capacity: kb * 1024,
+            text: Vec::with_capacity(256),
+        })
+    }
+
+    /// Whether under half the buffer is unread: room for tens of milliseconds more of
+    /// events at millions a second while the reader lets another task run (the kernel
+    /// wakes a poller at half full). Unknown is no room.
+    pub(crate) fn roomy(&mut self) -> bool {
+        self.unread().is_some_and(|b| b < self.capacity / 2)
+    }
+
+    /// The `bytes:` line of `stats`: what the kernel holds that no reader took yet.
+    fn unread(&mut self) -> Option<u64> {
+        self.text.clear();
+        self.text.resize(256, 0);
+        // A seq_file read at offset 0 renders the file afresh.
+        let n = self.stats.read_at(&mut self.text, 0).ok()?;
+        unread_in(std::str::from_utf8(&self.text[..n]).ok()?)
+    }
+}
+
+/// The unread bytes a ring buffer's `stats` text gives.
+fn unread_in(stats: &str) -> Option<u64> {
+    let line = stats.lines().find_map(|l| l.strip_prefix("bytes:"))?;
+    line.trim().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// per_cpu/cpu0/stats as Linux 6.18 writes it.
+    const STATS: &str = "entries: 5321\noverrun: 0\ncommit overrun: 0\nbytes: 212840\noldest event ts: 48327.650001\nnow ts: 48327.651106\ndropped events: 0\nread events: 77\n";
+
+    #[test]
+    fn the_unread_bytes_are_read_from_the_stats_text() {
+        assert_eq!(unread_in(STATS), Some(212_840));
+        assert_eq!(unread_in("entries: 3\n"), None);
+        assert_eq!(unread_in("bytes: many\n"), None);
+    }
+
+    #[test]
+    fn a_buffer_is_roomy_under_half_full_and_unknown_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("buffer_size_kb"), "512\n").unwrap();
+        std::fs::write(dir.path().join("stats"), STATS).unwrap();
+        // 212,840 of 524,288 bytes unread.
+        assert!(Fill::open(dir.path()).unwrap().roomy());
+        std::fs::write(dir.path().join("stats"), "bytes: 262144\n").unwrap();
+        assert!(!Fill::open(dir.path()).unwrap().roomy());
+        std::fs::write(dir.path().join("stats"), "entries: 1\n").unwrap();
+        assert!(!Fill::open(dir.path()).unwrap().roomy());
+        std::fs::remove_file(dir.path().join("buffer_size_kb")).unwrap();
+        assert!(Fill::open(dir.path()).is_none());
+    }
+
+    #[test]
+    fn a_turn_asks_to_yield_only_once_it_has_lasted() {
+        let mut asked = 0;
+        let mut ask = || {
+            asked += 1;
+            false
+        };
+        // A turn that has not lasted (here: one that begins in a minute) does not ask.
+        let mut t = Turn(Instant::now() + Duration::from_secs(60));
+        t.give_way(&mut ask);
+        let mut t = Turn(Instant::now() - TURN * 2);
+        let began = t.0;
+        t.give_way(&mut ask);
+        assert_eq!(asked, 1);
+        assert!(t.0 > began, "the next turn begins at the ask");
+    }
+}
