@@ -738,7 +738,10 @@ fn explain_frob_give_up_client_measures_when_the_reply_was_ready() {
     let m = &j["misses"][0];
     let ready = (m["chain"].as_array().unwrap().iter())
         .find(|l| l["kind"] == "ready")
-        .unwrap_or_else(|| panic!("a ready link: {m}"));
+        .unwrap_or_else(|| {
+            let k = kept.get_or_insert_with(|| keep_for_failure("give-up", &[&trace]));
+            panic!("a ready link: {m}; kept in {k}")
+        });
     let what = ready["what"].as_str().unwrap();
     assert!(what.contains("flush_to_ldisc done"), "{what}");
     // With 10 ms to answer, each reply the device wrote within 10 ms and the client read

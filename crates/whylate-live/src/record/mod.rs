@@ -468,7 +468,7 @@ impl Run<'_> {
             if scanned.elapsed() >= scan_every {
                 let t = Instant::now();
                 let mut turn = turn::Turn::start();
-                rescan.scan_with(snapshot, || turn.give_way(|| true));
+                rescan.scan_with(snapshot, || turn.pause());
                 scanned = Instant::now();
                 // Often at first (a traced command opens its files early), then rarely,
                 // and never more than 5% of a CPU on a box with many descriptors.

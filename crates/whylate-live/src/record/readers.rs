@@ -93,7 +93,10 @@ pub(super) fn read_cpu<S: PageSink>(
                     }
                     r.sink.page(&buf)?;
                     r.pages += 1;
-                    turn.give_way(|| fill.as_mut().is_some_and(Fill::roomy));
+                    // The final drain after the stop disturbs nothing traced: no yields.
+                    if !draining {
+                        turn.give_way(|| fill.as_mut().is_some_and(Fill::roomy));
+                    }
                     // A page less than half full means we caught up with the writer. Reading
                     // on would chase our own read() syscalls' events one page each.
                     if !draining && used < (page - layout.data_off) / 2 {
