@@ -335,6 +335,14 @@ fn after_deferral(rows: &mut Vec<CauseRow>, nested: &FxHashMap<CauseKey, u64>) {
 /// link only).
 fn blind(tl: &Timeline) -> Vec<String> {
     let cut = (tl.blind.iter()).map(|b| {
+        // A CPU whose part of the file was cut before its first event has no last event:
+        // it is blind from the trace's start, not from time 0.
+        if tl.first_ts.is_none_or(|first| b.from < first) {
+            return format!(
+                "CPU{}, the whole trace: none of its data is in the file (cut before its first event); time there is not blamed on the workload",
+                b.cpu
+            );
+        }
         format!(
             "CPU{} from {} to the end ({} later): its data in the file is cut short; time there is not blamed on the workload",
             b.cpu,
@@ -351,6 +359,34 @@ fn blind(tl: &Timeline) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cpu_cut_before_its_first_event_is_blind_for_the_whole_trace() {
+        let tl = Timeline {
+            first_ts: Some(21_600_000_000_000),
+            last_ts: 21_658_500_000_000,
+            blind: vec![
+                crate::timeline::Blind { cpu: 1, from: 0 },
+                crate::timeline::Blind {
+                    cpu: 0,
+                    from: 21_650_000_000_000,
+                },
+            ],
+            ..Timeline::default()
+        };
+        let b = blind(&tl);
+        assert_eq!(b.len(), 2);
+        assert!(
+            b[0].starts_with("CPU1, the whole trace: none of its data is in the file"),
+            "{}",
+            b[0]
+        );
+        assert!(
+            b[1].starts_with("CPU0 from 21650.000000 to the end (8.500 s later)"),
+            "{}",
+            b[1]
+        );
+    }
 
     fn miss(late_ns: u64, replied: bool) -> Miss {
         Miss {
