@@ -233,7 +233,8 @@ impl Rescan {
         self.scan_with(s, || {});
     }
 
-    /// `scan`, calling `between` after each process (a recorder yields the CPU there).
+    /// `scan`, calling `between` before each /proc entry, task and descriptor: a
+    /// recorder pauses there once it has worked a while.
     pub fn scan_with(&mut self, s: &mut Snapshot, mut between: impl FnMut()) {
         let Ok(procs) = fs::read_dir("/proc") else {
             return;
@@ -246,6 +247,7 @@ impl Rescan {
             let base = p.path();
             if let Ok(tasks) = fs::read_dir(base.join("task")) {
                 for t in tasks.flatten() {
+                    between();
                     let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<i32>().ok())
                     else {
                         continue;
@@ -261,6 +263,7 @@ impl Rescan {
             let now = mono_ns();
             if let Ok(fds) = fs::read_dir(base.join("fd")) {
                 for f in fds.flatten() {
+                    between();
                     let Some(fd) = f.file_name().to_str().and_then(|n| n.parse::<i32>().ok())
                     else {
                         continue;

@@ -470,6 +470,8 @@ impl Run<'_> {
                 let mut turn = turn::Turn::start();
                 rescan.scan_with(snapshot, || turn.pause());
                 scanned = Instant::now();
+                // The scan's own cost, without the pauses it made for the workload.
+                let cost = t.elapsed().saturating_sub(turn.paused());
                 // Often at first (a traced command opens its files early), then rarely,
                 // and never more than 5% of a CPU on a box with many descriptors.
                 let base = if self.started.elapsed() < Duration::from_secs(1) {
@@ -477,7 +479,7 @@ impl Run<'_> {
                 } else {
                     250
                 };
-                scan_every = Duration::from_millis(base).max(t.elapsed() * 20);
+                scan_every = Duration::from_millis(base).max(cost * 20);
             }
             std::thread::sleep(Duration::from_millis(10));
         }

@@ -1,5 +1,6 @@
-//! The recorder's threads take turns with the workload. A reader woken by its poll timeout
-//! drains up to milliseconds of pages in one go, and a /proc rescan takes about a
+//! The recorder's threads take turns with the workload. A reader woken by its poll (at
+//! its timeout, or when the buffer fills past `buffer_percent`) drains up to
+//! milliseconds of pages in one go, and a /proc rescan takes about a
 //! millisecond in the kernel. On a PREEMPT_NONE kernel, with EEVDF protecting a freshly
 //! picked task for its whole slice (nice and SCHED_BATCH do not shorten it), a task woken
 //! on that CPU meanwhile waited the whole burst: 1.2 to 3.9 ms seen, the recorder's cost
@@ -22,33 +23,54 @@ const TURN: Duration = Duration::from_micros(50);
 /// How long the rescan sleeps between turns: long enough for a woken task to be picked.
 const PAUSE: Duration = Duration::from_micros(100);
 
-/// When the current stretch of work began.
-pub(crate) struct Turn(Instant);
+/// The free ring-buffer room a reader keeps before it yields.
+const SPARE: u64 = 2 << 20;
+
+/// When the current stretch of work began, and how long the pauses so far took.
+pub(crate) struct Turn {
+    began: Instant,
+    paused: Duration,
+}
 
 impl Turn {
     /// A stretch of work begins now.
     pub(crate) fn start() -> Turn {
-        Turn(Instant::now())
+        Turn {
+            began: Instant::now(),
+            paused: Duration::ZERO,
+        }
+    }
+
+    /// Whether the stretch has lasted `TURN` at `now`.
+    fn due(&self, now: Instant) -> bool {
+        now.saturating_duration_since(self.began) >= TURN
     }
 
     /// Once the stretch has lasted `TURN`: yields the CPU if `may` says so, and starts
     /// the next stretch.
     pub(crate) fn give_way(&mut self, may: impl FnOnce() -> bool) {
-        if self.0.elapsed() >= TURN {
+        if self.due(Instant::now()) {
             if may() {
                 // SAFETY: sched_yield has no preconditions.
                 unsafe { libc::sched_yield() };
             }
-            self.0 = Instant::now();
+            self.began = Instant::now();
         }
     }
 
     /// Once the stretch has lasted `TURN`: sleeps `PAUSE`, and starts the next stretch.
     pub(crate) fn pause(&mut self) {
-        if self.0.elapsed() >= TURN {
+        let now = Instant::now();
+        if self.due(now) {
             std::thread::sleep(PAUSE);
-            self.0 = Instant::now();
+            self.began = Instant::now();
+            self.paused += self.began - now;
         }
+    }
+
+    /// The time spent in `pause`: what a caller timing its own work leaves out.
+    pub(crate) fn paused(&self) -> Duration {
+        self.paused
     }
 }
 
@@ -73,20 +95,23 @@ impl Fill {
         })
     }
 
-    /// Whether under three quarters of the buffer is unread. The kernel wakes a poller at
-    /// half full (`buffer_percent`), so a reader yields through a whole ordinary drain,
-    /// and the last quarter (8 MiB buffers: 2 MiB, 20 ms at 100 MB/s) is room for a
-    /// yield's cost: the other task runs until the next tick, 4 ms at HZ=250. Unknown is
-    /// no room.
+    /// Whether under three quarters of the buffer is unread and `SPARE` is free. Since
+    /// Linux 6.8 the kernel wakes a poller at half full (`buffer_percent`), so a reader
+    /// yields through a whole ordinary drain; the free room (2 MiB: 20 ms at 100 MB/s)
+    /// pays a yield's cost, the other task running until the next tick (4 ms at HZ=250).
+    /// A small `--buffer-kb` never has it: its reader does not yield. Unknown, or a count
+    /// past the buffer's size (kernels before the 2023 fix of the stats' bytes drift),
+    /// is no room.
     pub(crate) fn roomy(&mut self) -> bool {
-        self.unread().is_some_and(|b| b < self.capacity / 4 * 3)
+        let cap = self.capacity;
+        (self.unread()).is_some_and(|b| b < cap / 4 * 3 && cap.saturating_sub(b) >= SPARE)
     }
 
     /// The `bytes:` line of `stats`: what the kernel holds that no reader took yet.
     fn unread(&mut self) -> Option<u64> {
         self.text.clear();
         self.text.resize(256, 0);
-        // A seq_file read at offset 0 renders the file afresh.
+        // tracefs renders `stats` afresh on every read.
         let n = self.stats.read_at(&mut self.text, 0).ok()?;
         unread_in(std::str::from_utf8(&self.text[..n]).ok()?)
     }
@@ -113,34 +138,33 @@ mod tests {
     }
 
     #[test]
-    fn a_buffer_is_roomy_under_three_quarters_full_and_unknown_is_not() {
+    fn a_buffer_is_roomy_under_three_quarters_full_with_2_mib_free() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("buffer_size_kb"), "512\n").unwrap();
-        std::fs::write(dir.path().join("stats"), STATS).unwrap();
-        // 212,840 of 524,288 bytes unread.
-        assert!(Fill::open(dir.path()).unwrap().roomy());
-        std::fs::write(dir.path().join("stats"), "bytes: 393216\n").unwrap();
-        assert!(!Fill::open(dir.path()).unwrap().roomy());
-        std::fs::write(dir.path().join("stats"), "entries: 1\n").unwrap();
-        assert!(!Fill::open(dir.path()).unwrap().roomy());
+        let fill = |kb: u64, stats: &str| {
+            std::fs::write(dir.path().join("buffer_size_kb"), format!("{kb}\n")).unwrap();
+            std::fs::write(dir.path().join("stats"), stats).unwrap();
+            Fill::open(dir.path()).unwrap().roomy()
+        };
+        // 8 MiB: 212,840 bytes unread, then exactly three quarters.
+        assert!(fill(8192, STATS));
+        assert!(!fill(8192, "bytes: 6291456\n"));
+        // 1 MiB: never 2 MiB free, so never roomy.
+        assert!(!fill(1024, "bytes: 0\n"));
+        // Unknown, and a count past the size, are no room.
+        assert!(!fill(8192, "entries: 1\n"));
+        assert!(!fill(8192, "bytes: 9000000\n"));
         std::fs::remove_file(dir.path().join("buffer_size_kb")).unwrap();
         assert!(Fill::open(dir.path()).is_none());
     }
 
     #[test]
-    fn a_turn_asks_to_yield_only_once_it_has_lasted() {
-        let mut asked = 0;
-        let mut ask = || {
-            asked += 1;
-            false
-        };
-        // A turn that has not lasted (here: one that begins in a minute) does not ask.
-        let mut t = Turn(Instant::now() + Duration::from_secs(60));
-        t.give_way(&mut ask);
-        let mut t = Turn(Instant::now() - TURN * 2);
-        let began = t.0;
-        t.give_way(&mut ask);
-        assert_eq!(asked, 1);
-        assert!(t.0 > began, "the next turn begins at the ask");
+    fn a_turn_is_due_once_it_has_lasted() {
+        let t = Turn::start();
+        assert!(!t.due(t.began + TURN / 2));
+        assert!(t.due(t.began + TURN));
+        assert!(
+            !t.due(t.began - TURN),
+            "a clock read before the start is not due"
+        );
     }
 }
