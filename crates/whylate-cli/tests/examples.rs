@@ -236,6 +236,37 @@ fn diff_of_a_trace_with_itself_changes_nothing() {
     }
 }
 
+/// frob's automatic mode: the recorder's /proc rescan (nice 19) held the client's CPU for
+/// 10% of the blamed excess, ranked last behind nine causes of the workload. Its advice
+/// (how to record with less disturbance) still comes, after the workload's; a minority
+/// share gets no line under the verdict.
+#[test]
+fn the_recorders_share_gets_its_advice_behind_the_workloads_causes() {
+    let (json, _) = whylate(&["explain", "examples/frob.dat.zst", "--json"]);
+    let j: Value = serde_json::from_str(&json).unwrap();
+    let causes = j["causes"].as_array().unwrap();
+    let rec = causes
+        .iter()
+        .position(|c| c["culprit"]["comm"] == "whylate");
+    assert_eq!(rec, Some(causes.len() - 1), "{causes:?}");
+    assert!(
+        rec.unwrap() >= 3,
+        "ranked behind three causes of the workload"
+    );
+    let advice = j["advice"].as_array().unwrap();
+    let first = advice[0]["action"].as_str().unwrap();
+    assert!(first.contains("hog"), "{first}");
+    let last = advice.last().unwrap()["action"].as_str().unwrap();
+    assert!(last.starts_with("The recorder itself (whylate["), "{last}");
+    let blind = j["blind"].as_array().unwrap();
+    assert!(
+        !blind
+            .iter()
+            .any(|b| b.as_str().unwrap().starts_with("the recorder itself")),
+        "{blind:?}"
+    );
+}
+
 #[test]
 fn a_cut_trace_dat_is_blindness_not_device_time() {
     // frob.dat cut at 94% of its length: the end of CPU1's data (the chain's CPU) is gone.

@@ -117,6 +117,17 @@ pub(super) fn advise(
     for (at, cpu, tasks) in moves {
         out[at] = move_off(tl.cpus.max(1), cpu, &tasks);
     }
+    // The recorder's own cost gets its advice whenever it is a real share of the excess,
+    // even ranked behind three causes of the workload (94% of a trace's excess once went
+    // without a word of advice behind a 1% cause).
+    let rec_share: f64 = causes.iter().filter(|c| is_rec(c)).map(|c| c.share).sum();
+    let said = out
+        .iter()
+        .any(|a| a.action.starts_with("The recorder itself"));
+    let first = causes.iter().find(|c| is_rec(c)).filter(|_| !said);
+    if let Some(c) = first.filter(|_| rec_share >= 0.05) {
+        out.push(recorder(c, tl.cpus.max(1)));
+    }
     // Two causes can lead to the same command; once is enough.
     let mut seen = FxHashSet::default();
     out.retain(|a| seen.insert(a.command.clone()));

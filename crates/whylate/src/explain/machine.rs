@@ -110,13 +110,22 @@ pub(super) fn recorder_blame(r: &mut ExplainReport, tids: &FxHashSet<i32>) {
         return;
     }
     let ns: u64 = mine.iter().map(|c| c.total_excess_ns).sum();
+    if ns * 2 > total {
+        // Most of what is late here is the measurement's cost: that qualifies every
+        // line below, so it is said under the verdict, not only in the notes.
+        r.blind.push(format!(
+            "the recorder itself held {} ({:.0}%) of the blamed excess: most of what is late in this trace is the recording's own cost; record again so that it disturbs less (see the advice)",
+            dur(ns),
+            ns as f64 * 100.0 / total.max(1) as f64
+        ));
+    }
     let pids: Vec<String> = mine
         .iter()
         .filter_map(|c| c.culprit.pid)
         .map(|p| format!(" {p}"))
         .collect();
     r.notes.push(format!(
-        "the recorder itself ({}) holds {} ({:.0}%) of the blamed excess: its reader threads ran on the CPUs the chain needed. Record fewer events (filter the busiest, e.g. -e 'syscalls:sys_exit_read[ret > 0]' for a polling read loop) to measure the workload undisturbed",
+        "the recorder itself ({}) holds {} ({:.0}%) of the blamed excess: its threads (the readers, the /proc rescan) ran on the CPUs the chain needed. Record fewer events (filter the busiest, e.g. -e 'syscalls:sys_exit_read[ret > 0]' for a polling read loop) to measure the workload undisturbed",
         mine.iter()
             .map(|c| c.culprit.label())
             .collect::<FxHashSet<_>>()

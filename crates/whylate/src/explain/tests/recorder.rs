@@ -156,8 +156,24 @@ fn whylate_is_known_by_name_and_its_rows_rank_after_the_workloads() {
         "{:?}",
         r.notes
     );
-    // The advice is about the workload first; the recorder is never told to move.
+    // Two thirds of the excess is the recording's own cost: said under the verdict.
+    assert!(
+        (r.blind.iter()).any(|b| b.starts_with(
+            "the recorder itself held 1.956 ms (67%) of the blamed excess: most of what is late"
+        )),
+        "{:?}",
+        r.blind
+    );
+    // The advice is about the workload first, then how to record with less disturbance;
+    // the recorder is never told to move.
     assert!(r.advice[0].action.contains("hog"), "{:?}", r.advice);
+    assert!(
+        (r.advice.iter()).any(|a| a
+            .action
+            .starts_with("The recorder itself (whylate-read[61]")),
+        "{:?}",
+        r.advice
+    );
     assert!(!r
         .advice
         .iter()
@@ -197,4 +213,27 @@ fn whylate_records_its_own_threads_in_the_snapshot() {
         .collect();
     got.sort_unstable();
     assert_eq!(got, [100, 101, 900, 901]);
+}
+
+#[test]
+fn a_recorder_holding_a_minority_gets_its_advice_but_no_line_under_the_verdict() {
+    // The reader held the worker in one miss of three: a third of the excess.
+    let text = recorder_hogs_some(8, &[1, 4, 6], &[1]);
+    let r = cycles_of(&text, Some(1_000_000));
+    assert_eq!(r.cycles.misses, 3);
+    let rec = (r.causes.iter()).find(|c| c.culprit.comm.as_deref() == Some("whylate-read"));
+    assert_eq!(rec.map(|c| c.total_excess_ns), Some(978_000));
+    assert!(
+        !r.blind.iter().any(|b| b.starts_with("the recorder itself")),
+        "{:?}",
+        r.blind
+    );
+    assert!(r.advice[0].action.contains("hog"), "{:?}", r.advice);
+    assert!(
+        (r.advice.iter()).any(|a| a
+            .action
+            .starts_with("The recorder itself (whylate-read[61]")),
+        "{:?}",
+        r.advice
+    );
 }
