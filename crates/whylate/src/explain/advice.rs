@@ -77,9 +77,8 @@ type Tasks = Vec<(String, i32)>;
 
 /// Advice in the order of the ranking: for the first cause first, then the next ones that
 /// hold at least 5% of the excess (at most three causes), the recorder's own rows after the
-/// workload's (as `machine::recorder_blame` ranks them); how to record with less
-/// disturbance comes first where the recorder holds most of the excess, and last where it
-/// holds 5% or more. Work that an interrupt queued
+/// workload's (as `machine::recorder_blame` ranks them), and how to record with less
+/// disturbance wherever the recorder holds 5% or more. Work that an interrupt queued
 /// gets its IRQ placement advice right after the cause that held that work up. The same
 /// command is given once.
 pub(super) fn advise(
@@ -93,17 +92,6 @@ pub(super) fn advise(
     // Tasks to move off a CPU, gathered per CPU into the place of the first one.
     let mut moves: Vec<(usize, u32, Tasks)> = Vec::new();
     let is_rec = |c: &CauseRow| c.culprit.pid.is_some_and(|p| tl.is_recorder(p));
-    let rec_share: f64 = causes.iter().filter(|c| is_rec(c)).map(|c| c.share).sum();
-    // Where the recorder holds most of the excess, the first thing to do is to record
-    // again with less disturbance: what the workload's causes say rests on a minority.
-    if rec_share > 0.5 {
-        out.extend(
-            causes
-                .iter()
-                .find(|c| is_rec(c))
-                .map(|c| recorder(c, tl.cpus.max(1))),
-        );
-    }
     let ranked = (causes.iter().filter(|c| !is_rec(c))).chain(causes.iter().filter(|c| is_rec(c)));
     for (k, c) in ranked.take(3).enumerate() {
         if k > 0 && c.share < 0.05 {
@@ -133,11 +121,13 @@ pub(super) fn advise(
     // The recorder's own cost gets its advice whenever it is a real share of the excess,
     // even ranked behind three causes of the workload (94% of a trace's excess once went
     // without a word of advice behind a 1% cause).
-    let said = out
+    // (`machine::recorder_blame` moves it first where the recorder holds most.)
+    let rec_share: f64 = causes.iter().filter(|c| is_rec(c)).map(|c| c.share).sum();
+    let said = out.iter().any(is_recorders);
+    if let Some(c) = causes
         .iter()
-        .any(|a| a.action.starts_with("The recorder itself"));
-    let first = causes.iter().find(|c| is_rec(c)).filter(|_| !said);
-    if let Some(c) = first.filter(|_| rec_share >= 0.05) {
+        .find(|c| is_rec(c) && !said && rec_share >= 0.05)
+    {
         out.push(recorder(c, tl.cpus.max(1)));
     }
     // Two causes can lead to the same command; once is enough.
@@ -479,6 +469,11 @@ fn for_cause(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
         _ => {}
     }
     out
+}
+
+/// Whether `a` is the advice `recorder` gives.
+pub(super) fn is_recorders(a: &Advice) -> bool {
+    a.action.starts_with("The recorder itself")
 }
 
 /// The recorder's own thread held the workload up: the measurement's cost, whose fix is
