@@ -271,10 +271,11 @@ impl DecodingHalf for read::perfetto::apart::Decoding {
         input: &mut read::Input,
         out: &mut Self::Records,
         max: usize,
-        _help: bool,
+        help: bool,
     ) -> Result<bool, ReadError> {
+        // Not behind, the feeding thread waits for batches: it decodes them itself.
         match input.perfetto_mut() {
-            Some(p) => p.next_items(out, max),
+            Some(p) => p.next_items(out, max, !help),
             None => Ok(false),
         }
     }

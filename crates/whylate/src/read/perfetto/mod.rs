@@ -176,13 +176,18 @@ pub(crate) struct State {
 impl Perfetto {
     /// Keeps the event vector of a packet taken, emptied, for a later bundle.
     pub(crate) fn recycle(&mut self, it: Item) {
-        if let Item::Packet(p, _) = it {
-            if let Some(Data::FtraceEvents(b)) = p.data {
-                let mut event = b.event;
-                if self.pool.len() < POOL && event.capacity() > 0 {
-                    event.clear();
-                    self.pool.push(event);
-                }
+        recycle(&mut self.pool, it);
+    }
+}
+
+/// Keeps the event vector of `it`, emptied, in `pool` for a later bundle.
+pub(crate) fn recycle(pool: &mut Vec<Vec<protos::FtraceEvent>>, it: Item) {
+    if let Item::Packet(p, _) = it {
+        if let Some(Data::FtraceEvents(b)) = p.data {
+            let mut event = b.event;
+            if pool.len() < POOL && event.capacity() > 0 {
+                event.clear();
+                pool.push(event);
             }
         }
     }
@@ -326,14 +331,26 @@ impl Perfetto {
 
     /// Reads and decodes the next packet (or notes the end).
     pub(crate) fn read_item(&mut self) -> Result<Item, ReadError> {
+        let mut pool = std::mem::take(&mut self.pool);
+        let it = self.read_with(|at, bytes| decode(at, bytes, pool.pop()));
+        self.pool = pool;
+        Ok(it?.unwrap_or_else(|other| other))
+    }
+
+    /// Reads the next packet and gives what `packet` makes of it (its offset, its bytes),
+    /// or, as the error, what else came (a stray field, the end of the stream).
+    pub(crate) fn read_with<T>(
+        &mut self,
+        packet: impl FnOnce(u64, &[u8]) -> T,
+    ) -> Result<Result<T, Item>, ReadError> {
         let io_err = |source| ReadError::Io {
             path: self.path.clone(),
             source,
         };
         let next = self.packets.next().map_err(io_err)?;
         let why = match next {
-            Next::Packet { at, bytes } => return Ok(decode(at, bytes, self.pool.pop())),
-            Next::Stray { .. } => return Ok(Item::Stray),
+            Next::Packet { at, bytes } => return Ok(Ok(packet(at, bytes))),
+            Next::Stray { .. } => return Ok(Err(Item::Stray)),
             Next::End => None,
             Next::Cut { at, have, want } => Some(match want {
                 0 => format!("the trace ends inside a packet's header at byte {at}"),
@@ -345,18 +362,18 @@ impl Perfetto {
                 "byte {at}: {why}: the rest of the file is unread"
             )),
         };
-        Ok(Item::End(match (why, self.cut.get()) {
+        Ok(Err(Item::End(match (why, self.cut.get()) {
             (Some(w), Some(c)) => Some(format!("{w} ({c})")),
             (None, Some(c)) => Some(c.clone()),
             (w, None) => w,
-        }))
+        })))
     }
 }
 
 /// The packet at byte `at`, decoded by prost; a bundle's events into `events` (an emptied
 /// vector of an earlier bundle: growing a fresh one event by event cost the reading
 /// thread a tenth of its time in realloc and copies).
-fn decode(at: u64, bytes: &[u8], events: Option<Vec<protos::FtraceEvent>>) -> Item {
+pub(crate) fn decode(at: u64, bytes: &[u8], events: Option<Vec<protos::FtraceEvent>>) -> Item {
     let mut p = protos::TracePacket::default();
     if let Some(event) = events {
         // prost merges a packet's bundle into the bundle already there.

@@ -410,3 +410,38 @@ fn a_cpu_the_trace_does_not_count_comes_late_and_no_window_is_to_blame() {
     assert!(o.unsorted > 0, "{o:?}");
     assert_eq!(o.full, 0);
 }
+
+/// Packets handed over undecoded (the feeding thread not behind) and decoded ones, mixed
+/// batch by batch, give what one thread reads: the same events, strings and notes, also
+/// for the undecodable packet and the cut at the end.
+#[test]
+fn packets_decoded_on_either_thread_give_the_same_events() {
+    let bytes = bundles_two_cpus(4_000);
+    let (want, want_s, one) = read(bytes.clone(), 1 << 12);
+    let mut r = Perfetto::from_reader(
+        Path::new("t.pftrace"),
+        Box::new(std::io::Cursor::new(bytes)),
+        1 << 12,
+        Default::default(),
+        0,
+    );
+    let mut d = r.decode_apart();
+    let (mut s, mut got) = (Interner::new(), Vec::new());
+    let (mut batch, mut raws) = (apart::Records::default(), 0);
+    for k in 0.. {
+        let more = r.next_items(&mut batch, 50, k % 3 != 0).unwrap();
+        raws += batch.raw_count();
+        d.decode(&mut s, &mut batch, |e, _| got.push(e.clone()));
+        if !more {
+            break;
+        }
+    }
+    r.rejoin(d);
+    assert!(raws > 500, "{raws} packets went over undecoded");
+    assert_eq!(got.len(), want.len());
+    assert!(got == want, "the events differ");
+    let strings = |s: &Interner| s.strings_from(0).map(String::from).collect::<Vec<_>>();
+    assert_eq!(strings(&s), strings(&want_s));
+    assert_eq!(format!("{:?}", r.diag()), format!("{:?}", one.diag()));
+    assert!(r.diag().truncated.is_some() && r.diag().unparsed > 0);
+}
