@@ -11,15 +11,19 @@ For each copy: `whylate stats` and `whylate explain` in cycle mode with selector
 main job: each read() of the first dd closed by its write()), best of --repeat wall
 seconds and peak RSS; the peer in the same run is `trace-cmd report` of the trace.dat.
 `late`: events that arrived after the reorder window had gone past them (left out of the
-analyses; it must be 0 for the times to compare).
+analyses; it must be 0 for the times to compare). `prost s`, for the Perfetto copies: the
+best time prost alone takes to decode every packet on one core (examples/read_speed.rs
+`--prost`), the floor of reading such a trace.
 
 Usage: sudo python3 bench/perfetto.py [--events 1000000] [--repeat 3] [--keep DIR]
+       python3 bench/perfetto.py --reuse DIR [--repeat 3]   (the files a --keep run left)
 Prints a table; nothing here is a pass/fail test.
 """
 import argparse, json, os, shutil, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WHYLATE = os.path.join(ROOT, "target", "release", "whylate")
+SPEED = os.path.join(ROOT, "target", "release", "examples", "read_speed")
 CONVERT = os.path.join(ROOT, "crates", "whylate-cli", "tests", "perfetto", "convert.py")
 
 
@@ -51,8 +55,9 @@ def main():
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--keep", default=None)
+    ap.add_argument("--reuse", default=None)
     a = ap.parse_args()
-    if os.geteuid() != 0:
+    if os.geteuid() != 0 and not a.reuse:
         sys.exit("needs root (tracefs)")
     for tool in ["trace-cmd", "/usr/bin/time"]:
         if shutil.which(tool) is None:
@@ -60,20 +65,17 @@ def main():
     if subprocess.run([sys.executable, "-c", "import perfetto"]).returncode != 0:
         sys.exit("the perfetto Python package is missing: pip install perfetto")
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "whylate-cli"], cwd=ROOT, check=True)
-    work = a.keep or tempfile.mkdtemp(prefix="whylate-pfbench-")
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "whylate", "--example",
+                    "read_speed"], cwd=ROOT, check=True)
+    work = a.reuse or a.keep or tempfile.mkdtemp(prefix="whylate-pfbench-")
     os.makedirs(work, exist_ok=True)
     try:
         dat = os.path.join(work, "t.dat")
-        subprocess.run([WHYLATE, "record", "-q", "-e", "syscalls,sched", "-o", dat, "--"]
-                       + dd_workload(a.events), check=True, stdout=subprocess.DEVNULL)
         txt = os.path.join(work, "t.txt")
-        with open(txt, "wb") as f:
-            subprocess.run(["trace-cmd", "report", "-l", "-t", "-i", dat], stdout=f, check=True)
         typed = os.path.join(work, "t.perfetto-trace")
         compact = os.path.join(work, "t.compact.perfetto-trace")
-        subprocess.run([sys.executable, CONVERT, "convert", txt, typed, "--names-from-events"], check=True)
-        subprocess.run([sys.executable, CONVERT, "convert", txt, compact, "--compact",
-                        "--names-from-events"], check=True)
+        if not a.reuse:
+            record(dat, txt, typed, compact, a.events)
         # The first dd's reads, each closed by its write (thread-paired).
         cycles = ["--from", "sys_enter_read[comm=dd]", "--to", "sys_exit_write[comm=dd]",
                   "--deadline", "1ms"]
@@ -89,15 +91,38 @@ def main():
             st = json.loads(subprocess.run([WHYLATE, "-q", "stats", "--json", path],
                                            capture_output=True, check=True).stdout)
             late = sum(i["order"]["unsorted"] for i in st["inputs"])
-            rows.append((name, mb, ts, rs, te, re_, late))
-        print(f"{a.events} events requested; peer: trace-cmd report of the trace.dat "
+            floor = prost_floor(path, a.repeat) if path in (typed, compact) else None
+            rows.append((name, mb, ts, rs, te, re_, late, floor))
+        print(f"{st['events']} events; peer: trace-cmd report of the trace.dat "
               f"{t_peer:.2f} s, {rss_peer:.0f} MB")
-        print(f"{'input':30} {'MB':>7} {'stats s':>8} {'RSS MB':>7} {'explain s':>10} {'RSS MB':>7} {'vs peer':>8} {'late':>7}")
-        for name, mb, ts, rs, te, re_, late in rows:
-            print(f"{name:30} {mb:7.1f} {ts:8.2f} {rs:7.0f} {te:10.2f} {re_:7.0f} {t_peer / te:7.1f}x {late:7}")
+        print(f"{'input':30} {'MB':>7} {'stats s':>8} {'RSS MB':>7} {'explain s':>10} {'RSS MB':>7} {'vs peer':>8} {'late':>7} {'prost s':>8}")
+        for name, mb, ts, rs, te, re_, late, floor in rows:
+            fl = f"{floor:8.3f}" if floor is not None else f"{'':8}"
+            print(f"{name:30} {mb:7.1f} {ts:8.3f} {rs:7.0f} {te:10.3f} {re_:7.0f} {t_peer / te:7.1f}x {late:7} {fl}")
     finally:
-        if not a.keep:
+        if not a.keep and not a.reuse:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def record(dat, txt, typed, compact, events):
+    """Records the workload and writes its text and its two Perfetto copies."""
+    subprocess.run([WHYLATE, "record", "-q", "-e", "syscalls,sched", "-o", dat, "--"]
+                   + dd_workload(events), check=True, stdout=subprocess.DEVNULL)
+    with open(txt, "wb") as f:
+        subprocess.run(["trace-cmd", "report", "-l", "-t", "-i", dat], stdout=f, check=True)
+    subprocess.run([sys.executable, CONVERT, "convert", txt, typed, "--names-from-events"], check=True)
+    subprocess.run([sys.executable, CONVERT, "convert", txt, compact, "--compact",
+                    "--names-from-events"], check=True)
+
+
+def prost_floor(path, repeat):
+    """Best seconds prost alone takes to decode every packet of `path` on one core."""
+    best = None
+    for _ in range(repeat):
+        out = subprocess.run([SPEED, path, "--prost"], capture_output=True, check=True)
+        secs = float(out.stdout.split()[2])
+        best = secs if best is None else min(best, secs)
+    return best
 
 
 if __name__ == "__main__":

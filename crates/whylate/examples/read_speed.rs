@@ -1,8 +1,11 @@
-//! Reader throughput on one core, for bench/binary.py: `read_speed FILE [--raw|--perf-generic]`.
+//! Reader throughput on one core, for bench/binary.py:
+//! `read_speed FILE [--raw|--perf-generic|--prost]`.
 //! Prints `events bytes seconds`. `--raw` (trace.dat only) walks the records without
 //! decoding them into events: the container and page-parsing cost alone. `--perf-generic`
 //! (perf.data only) reads through linux-perf-data's record iterator instead of the
-//! in-place path, for the comparison.
+//! in-place path, for the comparison. `--prost` (an uncompressed Perfetto trace) decodes
+//! every packet with prost and nothing else: the floor of reading such a trace on one
+//! core (the bytes read into memory first, not timed).
 #![allow(clippy::print_stdout)]
 use std::time::Instant;
 use whylate::event::Interner;
@@ -12,9 +15,12 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let path = std::path::PathBuf::from(
         args.next()
-            .expect("usage: read_speed FILE [--raw|--perf-generic]"),
+            .expect("usage: read_speed FILE [--raw|--perf-generic|--prost]"),
     );
     let flag = args.next();
+    if flag.as_deref() == Some("--prost") {
+        return prost_only(&path);
+    }
     let t = Instant::now();
     let mut n = 0u64;
     let mut s = Interner::new();
@@ -46,4 +52,28 @@ fn main() {
         }
     };
     println!("{n} {bytes} {:.6}", t.elapsed().as_secs_f64());
+}
+
+/// Every packet of a Perfetto trace decoded by prost, timed without the file's reading.
+fn prost_only(path: &std::path::Path) {
+    use prost::encoding::{decode_key, decode_varint, WireType};
+    use prost::Message;
+    use whylate::read::perfetto::protos::{trace_packet::Data, TracePacket};
+    let data = std::fs::read(path).expect("read");
+    let t = Instant::now();
+    let (mut buf, mut n) = (&data[..], 0u64);
+    while !buf.is_empty() {
+        let (field, wire) = decode_key(&mut buf).expect("a field of Trace");
+        assert!(
+            field == 1 && wire == WireType::LengthDelimited,
+            "not a packet"
+        );
+        let len = decode_varint(&mut buf).expect("a length") as usize;
+        let (packet, rest) = buf.split_at(len);
+        if let Some(Data::FtraceEvents(b)) = TracePacket::decode(packet).expect("a packet").data {
+            n += b.event.len() as u64;
+        }
+        buf = rest;
+    }
+    println!("{n} {} {:.6}", data.len(), t.elapsed().as_secs_f64());
 }
