@@ -13,7 +13,7 @@ seconds and peak RSS; the peer in the same run is `trace-cmd report` of the trac
 `late`: events that arrived after the reorder window had gone past them (left out of the
 analyses; it must be 0 for the times to compare). `prost s`, for the Perfetto copies: the
 best time prost alone takes to decode every packet on one core (examples/read_speed.rs
-`--prost`), the floor of reading such a trace.
+`--prost`; whylate shares that work between its two threads).
 
 Usage: sudo python3 bench/perfetto.py [--events 1000000] [--repeat 3] [--keep DIR]
        python3 bench/perfetto.py --reuse DIR [--repeat 3]   (the files a --keep run left)
@@ -62,7 +62,12 @@ def main():
     for tool in ["trace-cmd", "/usr/bin/time"]:
         if shutil.which(tool) is None:
             sys.exit(f"{tool} is not installed")
-    if subprocess.run([sys.executable, "-c", "import perfetto"]).returncode != 0:
+    if a.reuse:
+        want = ["t.dat", "t.txt", "t.perfetto-trace", "t.compact.perfetto-trace"]
+        missing = [f for f in want if not os.path.exists(os.path.join(a.reuse, f))]
+        if missing:
+            sys.exit(f"--reuse {a.reuse}: no {', '.join(missing)} there (a --keep run leaves them)")
+    elif subprocess.run([sys.executable, "-c", "import perfetto"]).returncode != 0:
         sys.exit("the perfetto Python package is missing: pip install perfetto")
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "whylate-cli"], cwd=ROOT, check=True)
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "whylate", "--example",
@@ -93,7 +98,7 @@ def main():
             late = sum(i["order"]["unsorted"] for i in st["inputs"])
             floor = prost_floor(path, a.repeat) if path in (typed, compact) else None
             rows.append((name, mb, ts, rs, te, re_, late, floor))
-        print(f"{st['events']} events; peer: trace-cmd report of the trace.dat "
+        print(f"{st['events']} events (the last copy's); peer: trace-cmd report of the trace.dat "
               f"{t_peer:.2f} s, {rss_peer:.0f} MB")
         print(f"{'input':30} {'MB':>7} {'stats s':>8} {'RSS MB':>7} {'explain s':>10} {'RSS MB':>7} {'vs peer':>8} {'late':>7} {'prost s':>8}")
         for name, mb, ts, rs, te, re_, late, floor in rows:

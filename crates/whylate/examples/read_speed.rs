@@ -1,12 +1,12 @@
-//! Reader throughput on one core, for bench/binary.py:
+//! Reader throughput on one core, for bench/binary.py and bench/perfetto.py:
 //! `read_speed FILE [--raw|--perf-generic|--prost]`.
 //! Prints `events bytes seconds`. `--raw` (trace.dat only) walks the records without
 //! decoding them into events: the container and page-parsing cost alone. `--perf-generic`
 //! (perf.data only) reads through linux-perf-data's record iterator instead of the
 //! in-place path, for the comparison. `--prost` (an uncompressed Perfetto trace) decodes
-//! every packet with prost and nothing else: the floor of reading such a trace on one
-//! core (the bytes read into memory first, not timed).
-#![allow(clippy::print_stdout)]
+//! every packet with prost and nothing else, on one core (the bytes read into memory
+//! first, not timed; events counted typed and compact, as the reader counts them).
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 use std::time::Instant;
 use whylate::event::Interner;
 use whylate::read::{self, perfdata::PerfData, tracedat};
@@ -69,9 +69,14 @@ fn prost_only(path: &std::path::Path) {
             "not a packet"
         );
         let len = decode_varint(&mut buf).expect("a length") as usize;
-        let (packet, rest) = buf.split_at(len);
+        let Some((packet, rest)) = buf.split_at_checked(len) else {
+            eprintln!("the trace is cut inside its last packet");
+            break;
+        };
         if let Some(Data::FtraceEvents(b)) = TracePacket::decode(packet).expect("a packet").data {
-            n += b.event.len() as u64;
+            let compact = (b.compact_sched)
+                .map_or(0, |c| c.switch_timestamp.len() + c.waking_timestamp.len());
+            n += (b.event.len() + compact) as u64;
         }
         buf = rest;
     }

@@ -166,8 +166,10 @@ trait DecodingHalf: Sized {
     type Records: Default + Send;
     /// Takes the decoding half out of `input`; None when it cannot be split.
     fn take(input: &mut read::Input) -> Option<Self>;
-    /// Fills `out` with up to `max` items; false at the end.
-    /// With `help`, the reading half also does what it can of the decoding.
+    /// Fills `out` with up to `max` items; false at the end. `help` says the feeding
+    /// thread is behind: the reading half then also does what it can of the decoding
+    /// (perf.data's and trace.dat's decode their pure events). Without it, Perfetto's does
+    /// less than usual: it leaves its packets undecoded for the feeding thread.
     fn fill(
         input: &mut read::Input,
         out: &mut Self::Records,

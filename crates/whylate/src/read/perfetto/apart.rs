@@ -2,12 +2,12 @@
 //! each with prost (most of the cost), and the decoding state ([`State`]: the hold that
 //! puts the CPUs' events in time order, the task names, every string interned) moves to
 //! the thread that feeds the timeline, which takes the decoded packets in file order.
-//! Read on one thread, the timeline's thread sat idle most of the pass. Where the feeding
-//! thread has time to spare (it waits for batches: `stats`, `latency`, automatic
-//! `explain`), the reading thread hands packets over undecoded, and prost decodes them
-//! there.
+//! Read on one thread, the timeline's thread sat idle most of the pass. Batch by batch,
+//! when the feeding thread is not behind (it waits for batches: most of a `stats` or an
+//! automatic `explain`, now and then in cycle mode), the reading thread hands packets
+//! over undecoded, and prost decodes them there.
 
-use super::{decode, protos, recycle, Item, Perfetto, State};
+use super::{decode, protos, recycle, Got, Item, Perfetto, State};
 use crate::event::{Event, Interner};
 use crate::read::ReadError;
 
@@ -37,6 +37,11 @@ impl Records {
             .filter(|s| matches!(s, Slot::Raw { .. }))
             .count()
     }
+
+    /// Bytes of the packets handed over undecoded.
+    pub fn raw_bytes(&self) -> usize {
+        self.raw.len()
+    }
 }
 
 /// Packet bytes per hand-over: a decoded packet takes a few times its bytes, so a batch
@@ -65,6 +70,8 @@ impl Decoding {
         self.st.comms.seed(s);
         // A batch comes back untaken only when its filling was cut short (cancelled):
         // then it is the one taken before, and is not taken twice.
+        // The raw bytes are read from the start: a batch is taken whole or not at all.
+        debug_assert!(batch.taken == 0 || batch.taken == batch.slots.len());
         let fresh = &batch.slots[batch.taken..];
         batch.taken = batch.slots.len();
         let mut raw = &batch.raw[..];
@@ -115,17 +122,7 @@ impl Perfetto {
         let from = self.bytes();
         while out.slots.len() < max && self.bytes() - from < BATCH_BYTES {
             let slot = match raw {
-                true => {
-                    let bytes = &mut out.raw;
-                    let got = self.read_with(|at, b| {
-                        bytes.extend_from_slice(b);
-                        Slot::Raw {
-                            at,
-                            len: b.len() as u32,
-                        }
-                    })?;
-                    got.unwrap_or_else(Slot::Item)
-                }
+                true => self.read_raw(&mut out.raw)?,
                 false => Slot::Item(self.read_item()?),
             };
             let end = matches!(slot, Slot::Item(Item::End(_)));
@@ -135,6 +132,25 @@ impl Perfetto {
             }
         }
         Ok(true)
+    }
+
+    /// Reads the next packet and appends its bytes to `raw`, undecoded. A packet larger
+    /// than a batch is decoded here instead: the batches' buffers keep their size for the
+    /// whole read, and one packet of junk could make each of them hundreds of MiB.
+    fn read_raw(&mut self, raw: &mut Vec<u8>) -> Result<Slot, ReadError> {
+        let mut pool = std::mem::take(&mut self.pool);
+        let got = self.read_with(|at, b| match u32::try_from(b.len()) {
+            Ok(len) if u64::from(len) <= BATCH_BYTES => {
+                raw.extend_from_slice(b);
+                Slot::Raw { at, len }
+            }
+            _ => Slot::Item(decode(at, b, pool.pop())),
+        });
+        self.pool = pool;
+        Ok(match got? {
+            Got::Packet(slot) => slot,
+            Got::Other(it) => Slot::Item(it),
+        })
     }
 
     /// Puts the decoding state back, with all it read.

@@ -136,6 +136,14 @@ pub struct Perfetto {
 /// Emptied event vectors kept for reuse at most.
 const POOL: usize = 32;
 
+/// What [`Perfetto::read_with`] read.
+pub(crate) enum Got<T> {
+    /// A packet, as the caller made it.
+    Packet(T),
+    /// Something else: a stray field, the end of the stream.
+    Other(Item),
+}
+
 /// What one step of the reading half read.
 pub(crate) enum Item {
     /// A packet decoded, and the name of its data field when the schema here does not
@@ -220,7 +228,7 @@ impl State {
     }
 
     /// Takes what the reading half read (by reference: a packet is freed where it was
-    /// decoded, on the reading thread, whose allocator then reuses its memory).
+    /// decoded, whose allocator then reuses its memory).
     pub(crate) fn take(&mut self, it: &Item, s: &mut Interner) {
         match it {
             Item::Packet(p, skipped) => {
@@ -332,25 +340,27 @@ impl Perfetto {
     /// Reads and decodes the next packet (or notes the end).
     pub(crate) fn read_item(&mut self) -> Result<Item, ReadError> {
         let mut pool = std::mem::take(&mut self.pool);
-        let it = self.read_with(|at, bytes| decode(at, bytes, pool.pop()));
+        let got = self.read_with(|at, bytes| decode(at, bytes, pool.pop()));
         self.pool = pool;
-        Ok(it?.unwrap_or_else(|other| other))
+        Ok(match got? {
+            Got::Packet(it) | Got::Other(it) => it,
+        })
     }
 
     /// Reads the next packet and gives what `packet` makes of it (its offset, its bytes),
-    /// or, as the error, what else came (a stray field, the end of the stream).
+    /// or what else came (a stray field, the end of the stream).
     pub(crate) fn read_with<T>(
         &mut self,
         packet: impl FnOnce(u64, &[u8]) -> T,
-    ) -> Result<Result<T, Item>, ReadError> {
+    ) -> Result<Got<T>, ReadError> {
         let io_err = |source| ReadError::Io {
             path: self.path.clone(),
             source,
         };
         let next = self.packets.next().map_err(io_err)?;
         let why = match next {
-            Next::Packet { at, bytes } => return Ok(Ok(packet(at, bytes))),
-            Next::Stray { .. } => return Ok(Err(Item::Stray)),
+            Next::Packet { at, bytes } => return Ok(Got::Packet(packet(at, bytes))),
+            Next::Stray { .. } => return Ok(Got::Other(Item::Stray)),
             Next::End => None,
             Next::Cut { at, have, want } => Some(match want {
                 0 => format!("the trace ends inside a packet's header at byte {at}"),
@@ -362,7 +372,7 @@ impl Perfetto {
                 "byte {at}: {why}: the rest of the file is unread"
             )),
         };
-        Ok(Err(Item::End(match (why, self.cut.get()) {
+        Ok(Got::Other(Item::End(match (why, self.cut.get()) {
             (Some(w), Some(c)) => Some(format!("{w} ({c})")),
             (None, Some(c)) => Some(c.clone()),
             (w, None) => w,

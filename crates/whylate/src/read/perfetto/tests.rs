@@ -411,37 +411,78 @@ fn a_cpu_the_trace_does_not_count_comes_late_and_no_window_is_to_blame() {
     assert_eq!(o.full, 0);
 }
 
-/// Packets handed over undecoded (the feeding thread not behind) and decoded ones, mixed
-/// batch by batch, give what one thread reads: the same events, strings and notes, also
-/// for the undecodable packet and the cut at the end.
+/// Packets handed over undecoded (the feeding thread not behind) and decoded ones, in
+/// batches all of one kind, of the other, and mixed, give what one thread reads: the same
+/// events, strings, notes and counts, also for the undecodable packet, the lost-events
+/// bundle and the cut at the end (each lands on both sides across the patterns).
 #[test]
 fn packets_decoded_on_either_thread_give_the_same_events() {
     let bytes = bundles_two_cpus(4_000);
     let (want, want_s, one) = read(bytes.clone(), 1 << 12);
+    let strings = |s: &Interner| s.strings_from(0).map(String::from).collect::<Vec<_>>();
+    let raw_when: [fn(usize) -> bool; 4] = [|_| true, |_| false, |k| k % 3 != 0, |k| k % 3 == 0];
+    for (p, raw_when) in raw_when.into_iter().enumerate() {
+        let mut r = Perfetto::from_reader(
+            Path::new("t.pftrace"),
+            Box::new(std::io::Cursor::new(bytes.clone())),
+            1 << 12,
+            Default::default(),
+            0,
+        );
+        let mut d = r.decode_apart();
+        let (mut s, mut got) = (Interner::new(), Vec::new());
+        let (mut batch, mut raws) = (apart::Records::default(), 0);
+        for k in 0.. {
+            let more = r.next_items(&mut batch, 50, raw_when(k)).unwrap();
+            raws += batch.raw_count();
+            d.decode(&mut s, &mut batch, |e, _| got.push(e.clone()));
+            if !more {
+                break;
+            }
+        }
+        r.rejoin(d);
+        assert_eq!(
+            raws > 0,
+            p != 1,
+            "pattern {p}: {raws} packets went over undecoded"
+        );
+        assert_eq!(got.len(), want.len(), "pattern {p}");
+        assert!(got == want, "pattern {p}: the events differ");
+        assert_eq!(strings(&s), strings(&want_s), "pattern {p}");
+        assert_eq!(format!("{:?}", r.diag()), format!("{:?}", one.diag()));
+        assert_eq!(r.notes(), one.notes(), "pattern {p}");
+        assert_eq!(format!("{:?}", r.info()), format!("{:?}", one.info()));
+        assert_eq!(format!("{:?}", r.order()), format!("{:?}", one.order()));
+        assert!(r.diag().truncated.is_some() && r.diag().unparsed > 0);
+    }
+}
+
+/// A packet larger than a batch is decoded on the reading thread even when packets go
+/// over undecoded: the batches' byte buffers stay small.
+#[test]
+fn a_packet_larger_than_a_batch_is_not_handed_over_raw() {
+    let big = (0..40_000).map(|k| ev(1_000 + k, 5, exit(1, 0))).collect();
+    let t = trace(&[bundle(0, big), bundle(0, vec![ev(99_999, 5, exit(1, 0))])]);
+    assert!(t.len() > 1 << 18, "{} bytes", t.len());
     let mut r = Perfetto::from_reader(
         Path::new("t.pftrace"),
-        Box::new(std::io::Cursor::new(bytes)),
+        Box::new(std::io::Cursor::new(t)),
         1 << 12,
         Default::default(),
         0,
     );
     let mut d = r.decode_apart();
-    let (mut s, mut got) = (Interner::new(), Vec::new());
-    let (mut batch, mut raws) = (apart::Records::default(), 0);
-    for k in 0.. {
-        let more = r.next_items(&mut batch, 50, k % 3 != 0).unwrap();
-        raws += batch.raw_count();
-        d.decode(&mut s, &mut batch, |e, _| got.push(e.clone()));
+    let (mut s, mut n, mut batch) = (Interner::new(), 0, apart::Records::default());
+    let (mut raws, mut most) = (0, 0);
+    loop {
+        let more = r.next_items(&mut batch, 50, true).unwrap();
+        (raws, most) = (raws + batch.raw_count(), most.max(batch.raw_bytes()));
+        d.decode(&mut s, &mut batch, |_, _| n += 1);
         if !more {
             break;
         }
     }
-    r.rejoin(d);
-    assert!(raws > 500, "{raws} packets went over undecoded");
-    assert_eq!(got.len(), want.len());
-    assert!(got == want, "the events differ");
-    let strings = |s: &Interner| s.strings_from(0).map(String::from).collect::<Vec<_>>();
-    assert_eq!(strings(&s), strings(&want_s));
-    assert_eq!(format!("{:?}", r.diag()), format!("{:?}", one.diag()));
-    assert!(r.diag().truncated.is_some() && r.diag().unparsed > 0);
+    // Only the small bundle went over undecoded.
+    assert_eq!((raws, n), (1, 40_001));
+    assert!(most < 100, "{most} bytes in one batch");
 }
