@@ -327,6 +327,13 @@ impl Builder {
             .or_insert_with(|| strings.get(comm).starts_with("ksoftirqd"))
     }
 
+    /// True when an event at `ts` would come too late: earlier than one already fed
+    /// ([`Builder::push`] leaves it out).
+    #[inline]
+    pub fn is_late(&self, ts: u64) -> bool {
+        ts < self.tl.last_ts
+    }
+
     /// Feeds one event. Events must come in time order (the readers' reorder
     /// window makes sure of it); one earlier than the last is left out and counted
     /// ([`Anomalies::late_events`]).
