@@ -278,7 +278,7 @@ pub struct TracerSample {
 fn late_advice(format: read::Format, order: &read::OrderStats) -> &'static str {
     match (format == read::Format::Perfetto, order.full > 0) {
         (true, true) => "raise --reorder above the events all CPUs write in one drain period",
-        (true, false) => "a CPU's events came over 2 s after the others had gone past them (a CPU quiet that long, or one the trace's system_info does not count); no reorder window changes that",
+        (true, false) => "a CPU's events came over 2 s after the others had gone past them (a CPU quiet that long, one the trace's system_info and ftrace_stats do not count, or a timestamp far ahead of the others); no reorder window changes that",
         (false, _) => "pass per-CPU captures as separate files to merge them",
     }
 }

@@ -55,6 +55,8 @@ pub(super) struct Counts {
     pub missing_symbols: u64,
     /// compact_sched arrays of unequal lengths (events left out).
     pub compact_short: u64,
+    /// Typed events without a timestamp (left out).
+    pub no_time: u64,
     /// Compact switches whose previous task was not known.
     pub compact_unknown_prev: u64,
 }
@@ -67,14 +69,16 @@ pub(super) struct Symbols<'a> {
 
 impl Symbols<'_> {
     fn name(&self, v: u64, s: &mut Interner, counts: &mut Counts) -> Sym {
-        if let Some(t) = self.interned {
-            if let Some(&n) = t.get(&v) {
-                return n;
-            }
-            // An id too small to be an address was meant to be interned.
-            if v < 1 << 32 {
-                counts.missing_symbols += 1;
-            }
+        // An id too small to be an address was meant to be interned (no kernel, 32-bit
+        // ones included, puts code in its first 16 MiB).
+        match self.interned {
+            Some(t) => match t.get(&v) {
+                Some(&n) => return n,
+                None if v < 1 << 32 => counts.missing_symbols += 1,
+                None => {}
+            },
+            None if v < 1 << 24 => counts.missing_symbols += 1,
+            None => {}
         }
         s.intern(&format!("0x{v:x}"))
     }
@@ -116,7 +120,12 @@ pub(super) fn kind(
     counts: &mut Counts,
 ) -> Option<(Kind, Option<(i32, Sym)>)> {
     let mut names = None;
-    let k = match e.event.as_ref()? {
+    // A member of the oneof that the subset leaves out decodes as none.
+    let Some(ev) = e.event.as_ref() else {
+        counts.other_typed += 1;
+        return None;
+    };
+    let k = match ev {
         Ev::SchedSwitch(x) => Kind::SchedSwitch {
             prev_comm: sym(s, &x.prev_comm),
             prev_pid: x.prev_pid.unwrap_or(-1),
@@ -461,6 +470,11 @@ pub(super) fn bundle_events(
     let next_sw = |j: usize, at: u64| at.wrapping_add(c.switch_timestamp[j]);
     let next_wk = |k: usize, at: u64| at.wrapping_add(c.waking_timestamp[k]);
     loop {
+        // An event without a time cannot be placed: left out, counted.
+        while events.get(i).is_some_and(|e| e.timestamp.is_none()) {
+            counts.no_time += 1;
+            i += 1;
+        }
         let t_ev = events.get(i).map(|e| e.timestamp.unwrap_or(0));
         let t_sw = (j < nsw_ok).then(|| next_sw(j, sw_ts));
         let t_wk = (k < nwk_ok).then(|| next_wk(k, wk_ts));

@@ -65,27 +65,63 @@ impl Format {
 }
 
 /// True when `head` starts like a Perfetto trace: packets (tag 0x0a, a length) whose first
-/// decodes and holds something a trace packet holds, followed by another packet or the
-/// end. A text file that starts with a blank line (also 0x0a) fails one of these.
+/// with content decodes and holds something a trace packet holds, followed by another
+/// packet or the end. A text file that starts with a blank line (also 0x0a) fails one of
+/// these. A first packet longer than `head` (or cut inside it) must start with a field
+/// a trace packet has, of the right kind, that fits in it.
 pub fn sniff(head: &[u8]) -> bool {
     let mut p = Packets::new(head, head.len().max(1));
-    let first = match p.next() {
-        Ok(Next::Packet { bytes, .. }) => match protos::TracePacket::decode(bytes) {
-            Ok(t) => {
-                t.data.is_some()
-                    || t.optional_trusted_packet_sequence_id.is_some()
-                    || t.timestamp.is_some()
-                    || t.interned_data.is_some()
+    loop {
+        let first = match p.next() {
+            // Empty packets (padding) say nothing.
+            Ok(Next::Packet { bytes: [], .. }) => continue,
+            Ok(Next::Packet { bytes, .. }) => match protos::TracePacket::decode(bytes) {
+                Ok(t) => {
+                    t.data.is_some()
+                        || t.optional_trusted_packet_sequence_id.is_some()
+                        || t.timestamp.is_some()
+                        || t.interned_data.is_some()
+                }
+                Err(_) => false,
+            },
+            Ok(Next::Cut { at, want, .. }) if want > 0 => {
+                return head
+                    .get(at as usize..)
+                    .is_some_and(|b| starts_a_packet(b, want));
             }
+            _ => false,
+        };
+        return first
+            && matches!(
+                p.next(),
+                Ok(Next::Packet { .. } | Next::End | Next::Cut { .. })
+            );
+    }
+}
+
+/// True when `b`, the start of a packet of `len` bytes, begins with a field `TracePacket`
+/// has: a bundle, a process tree or any other length-delimited kind whose length fits
+/// in the packet, or a number (timestamp, sequence id) whose varint ends in `b`.
+fn starts_a_packet(b: &[u8], len: u64) -> bool {
+    use prost::encoding::{decode_key, decode_varint, WireType};
+    let mut buf = b;
+    let Ok((field, wire)) = decode_key(&mut buf) else {
+        return false;
+    };
+    if !protos::PACKET_FIELDS.iter().any(|(n, _)| *n == field) {
+        return false;
+    }
+    match wire {
+        WireType::LengthDelimited => match decode_varint(&mut buf) {
+            // The key and the length, then the field's bytes, within the packet.
+            Ok(n) => ((b.len() - buf.len()) as u64)
+                .checked_add(n)
+                .is_some_and(|e| e <= len),
             Err(_) => false,
         },
+        WireType::Varint => decode_varint(&mut buf).is_ok(),
         _ => false,
-    };
-    first
-        && matches!(
-            p.next(),
-            Ok(Next::Packet { .. } | Next::End | Next::Cut { .. })
-        )
+    }
 }
 
 /// What the trace's own packets said about the recording.
@@ -177,6 +213,8 @@ pub(crate) struct State {
     boot_minus_mono: Option<i64>,
     /// Events in Perfetto's denser generic encoding (not read), by group.
     dense_generic: u64,
+    /// Bundles that named no CPU or one past 4096, and their events (left out).
+    cpuless: (u64, u64),
     old_kernel: bool,
     done: bool,
 }
@@ -222,6 +260,7 @@ impl State {
             buffer_loss: (0, 0, 0),
             boot_minus_mono: None,
             dense_generic: 0,
+            cpuless: (0, 0),
             old_kernel: false,
             done: false,
         }
@@ -567,8 +606,16 @@ impl State {
                     self.boot_minus_mono = Some(boot as i64 - mono as i64);
                 }
             }
+            // Userspace slices are not read yet: skipped, and counted as such.
+            Some(Data::TrackEvent(_)) => self.skipped("track_event"),
+            Some(Data::TrackDescriptor(_)) => self.skipped("track_descriptor"),
             _ => {}
         }
+    }
+
+    /// Counts a packet of a kind not read.
+    fn skipped(&mut self, kind: &str) {
+        *self.info.skipped.entry(kind.to_string()).or_default() += 1;
     }
 
     fn system_info(&mut self, si: &protos::SystemInfo) {
@@ -587,6 +634,13 @@ impl State {
     }
 
     fn ftrace_stats(&mut self, fs: &protos::FtraceStats) {
+        // Without system_info, the CPUs the stats name are the CPUs that may still come.
+        if self.info.cpus.is_none() {
+            let n = fs.cpu_stats.iter().filter_map(|c| c.cpu).max();
+            if let Some(n) = n.and_then(|n| usize::try_from(n).ok()) {
+                self.order.expect(n.saturating_add(1));
+            }
+        }
         // Phase 1: START_OF_TRACE, 2: END_OF_TRACE.
         let phase = fs.phase.unwrap_or(0);
         for c in &fs.cpu_stats {
@@ -610,15 +664,15 @@ impl State {
         dropped: bool,
         s: &mut Interner,
     ) {
-        let Some(cpu) = b.cpu else {
-            self.diag.unparsed += b.event.len() as u64;
+        let compact = (b.compact_sched.as_ref())
+            .map_or(0, |c| c.switch_timestamp.len() + c.waking_timestamp.len());
+        let events = (b.event.len() + compact) as u64;
+        let Some(cpu) = b.cpu.filter(|&c| c <= 4096) else {
+            self.diag.unparsed += events;
+            self.cpuless = (self.cpuless.0 + 1, self.cpuless.1 + events);
             return;
         };
         if self.cpus.len() <= cpu as usize {
-            if cpu > 4096 {
-                self.diag.unparsed += b.event.len() as u64;
-                return;
-            }
             self.cpus.resize(cpu as usize + 1, CpuState::default());
         }
         if let Some(c) = b.ftrace_clock {
@@ -722,6 +776,18 @@ impl State {
             n.push(format!(
                 "{} kernel symbols were interned ids with no name on their sequence: shown as numbers",
                 c.missing_symbols
+            ));
+        }
+        if self.cpuless.0 > 0 {
+            n.push(format!(
+                "{} ftrace bundles named no CPU, or a CPU number over 4096: their {} events were left out",
+                self.cpuless.0, self.cpuless.1
+            ));
+        }
+        if c.no_time > 0 {
+            n.push(format!(
+                "{} ftrace events had no timestamp and were left out",
+                c.no_time
             ));
         }
         if c.compact_unknown_prev > 0 {

@@ -486,3 +486,90 @@ fn a_packet_larger_than_a_batch_is_not_handed_over_raw() {
     assert_eq!((raws, n), (1, 40_001));
     assert!(most < 100, "{most} bytes in one batch");
 }
+
+/// A first packet longer than the bytes sniffed (or cut inside them), or empty packets
+/// first, still start a Perfetto trace.
+#[test]
+fn sniff_takes_a_long_first_packet_and_empty_ones() {
+    let big: Vec<_> = (0..20_000).map(|k| ev(k, 1, exit(0, 0))).collect();
+    let t = trace(&[bundle(0, big)]);
+    assert!(sniff(&t[..4096]), "a first packet past the head");
+    let mut padded = vec![0x0a, 0x00, 0x0a, 0x00];
+    padded.extend(trace(&[bundle(0, vec![ev(1, 1, exit(0, 0))])]));
+    assert!(sniff(&padded), "empty packets first");
+    // A length that does not fit the packet, or a field no packet has, is not a trace.
+    assert!(!sniff(b"\x0a\xff\x01\x0a\xff\x0fxxxx"));
+    assert!(!sniff(b"\x0a\xff\x01\xf8\x3f\x01xx"));
+}
+
+/// What the reader leaves out is said: events without a time, typed events of kinds it
+/// does not read, bundles without a usable CPU, userspace track events, kernel symbols
+/// as ids with no name interned.
+#[test]
+fn what_is_left_out_is_counted_in_the_notes() {
+    let mut no_time = ev(5, 1, exit(0, 0));
+    no_time.timestamp = None;
+    let unread = protos::FtraceEvent {
+        event: None,
+        ..ev(6, 1, exit(0, 0))
+    };
+    let timer = Ev::HrtimerExpireEntry(protos::HrtimerExpireEntryFtraceEvent {
+        hrtimer: Some(0xffff_8000_1234_0000),
+        now: Some(7),
+        function: Some(3),
+    });
+    let mut nameless = bundle(0, vec![ev(8, 1, exit(0, 0))]);
+    let Some(Data::FtraceEvents(b)) = &mut nameless.data else {
+        unreachable!()
+    };
+    b.cpu = None;
+    let track = packet(Data::TrackEvent(protos::TrackEvent::default()));
+    let t = trace(&[
+        bundle(
+            0,
+            vec![ev(4, 1, exit(0, 0)), no_time, unread, ev(7, 1, timer)],
+        ),
+        nameless,
+        track,
+    ]);
+    let (events, _, r) = read(t, 1 << 16);
+    assert_eq!(events.len(), 2);
+    let notes = r.notes().join("\n");
+    for want in [
+        "1 ftrace events had no timestamp",
+        "1 ftrace events of kinds whylate does not read",
+        "1 ftrace bundles named no CPU, or a CPU number over 4096: their 1 events",
+        "track_event 1",
+        "1 kernel symbols were interned ids with no name",
+    ] {
+        assert!(notes.contains(want), "{want:?} not in:\n{notes}");
+    }
+}
+
+/// Without system_info, the CPUs that ftrace_stats counts at the start are waited for: a
+/// CPU's first bundle after the other's later ones comes in time order.
+#[test]
+fn ftrace_stats_count_the_cpus_when_system_info_is_missing() {
+    let stats = packet(Data::FtraceStats(protos::FtraceStats {
+        phase: Some(1),
+        cpu_stats: (0..2)
+            .map(|c| protos::FtraceCpuStats {
+                cpu: Some(c),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }));
+    let evs = |cpu: u32| {
+        (0..50)
+            .map(|k| ev(1_000 + k * 10, 100 + cpu, exit(0, 1)))
+            .collect()
+    };
+    let (events, _, r) = read(
+        trace(&[stats, bundle(0, evs(0)), bundle(1, evs(1))]),
+        1 << 16,
+    );
+    assert_eq!(events.len(), 100);
+    assert!(events.windows(2).all(|w| w[0].ts <= w[1].ts));
+    assert_eq!(r.order().unsorted, 0);
+}
