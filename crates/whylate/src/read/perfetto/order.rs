@@ -163,7 +163,10 @@ impl Hold {
 
     /// Takes the events of one bundle of `cpu`, in the bundle's order.
     pub fn push_bundle(&mut self, cpu: u32, items: Vec<Held>) {
-        let Some(last) = items.iter().map(|h| h.ts).max() else {
+        // How far the CPU was read: its last event, the latest the ring buffer wrote. Not
+        // the bundle's largest time: one damaged timestamp an hour ahead in a bundle's
+        // middle made every other CPU's events come too late.
+        let Some(last) = items.last().map(|h| h.ts) else {
             self.spare.push(items);
             return;
         };

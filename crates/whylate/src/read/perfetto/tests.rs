@@ -573,3 +573,32 @@ fn ftrace_stats_count_the_cpus_when_system_info_is_missing() {
     assert!(events.windows(2).all(|w| w[0].ts <= w[1].ts));
     assert_eq!(r.order().unsorted, 0);
 }
+
+/// One damaged timestamp an hour ahead, inside a CPU's bundle, does not make the other
+/// CPU's events late: a CPU counts as read up to its bundle's last event.
+#[test]
+fn a_timestamp_far_ahead_inside_a_bundle_holds_no_cpu_back() {
+    let sysinfo = packet(Data::SystemInfo(protos::SystemInfo {
+        num_cpus: Some(2),
+        ..Default::default()
+    }));
+    let evs = |cpu: u32| -> Vec<_> {
+        (0..50)
+            .map(|k| ev(1_000 + k * 10, 100 + cpu, exit(0, 1)))
+            .collect()
+    };
+    let mut damaged = evs(0);
+    damaged[20].timestamp = Some(3_600_000_000_000);
+    let later = (0..50)
+        .map(|k| ev(5_000 + k * 10, 100, exit(0, 1)))
+        .collect();
+    let t = trace(&[
+        sysinfo,
+        bundle(0, damaged),
+        bundle(1, evs(1)),
+        bundle(0, later),
+    ]);
+    let (events, _, r) = read(t, 1 << 16);
+    assert_eq!(events.len(), 150);
+    assert_eq!(r.order().unsorted, 0, "{:?}", r.order());
+}
