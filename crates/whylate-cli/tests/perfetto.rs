@@ -228,6 +228,17 @@ fn hand_made_traces_read_as_made() {
     assert_eq!(cut["events"], 3, "the cut packet is not read: {cut}");
     let notes = cut["notes"].to_string();
     assert!(notes.contains("ends inside a packet"), "{notes}");
+    // Gzipped and cut, the cut is said once, in the reader's words.
+    let gz = fixture("gzip", dir.path());
+    let packed = std::fs::read(&gz).unwrap();
+    let gz_cut = dir.path().join("cut.pftrace.gz");
+    std::fs::write(&gz_cut, &packed[..packed.len() - 12]).unwrap();
+    let notes = stats_json(&gz_cut)["notes"].to_string();
+    assert_eq!(
+        notes.matches("the gzip stream is cut").count(),
+        1,
+        "{notes}"
+    );
     let unk = stats_json(&fixture("unknown-packets", dir.path()));
     assert_eq!(unk["events"], 3);
     let notes = unk["notes"].to_string();

@@ -142,7 +142,10 @@ pub fn describe_inputs(sources: &[read::Input], paths: &[PathBuf], per_input: &[
                 "{path}: {t}; the analysis is blind after that point"
             ));
         }
-        if let Some(c) = r.binary_cut() {
+        // A reader that already told the cut in its own words (Perfetto's, where it fell
+        // inside a packet) is not told twice.
+        let told = |c: &&str| d.truncated.as_deref().is_some_and(|t| t.contains(*c));
+        if let Some(c) = r.binary_cut().filter(|c| !told(c)) {
             notes.push(format!(
                 "{path}: {c}; the trace is read up to there and the analysis is blind after it"
             ));

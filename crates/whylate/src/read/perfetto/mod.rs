@@ -215,6 +215,8 @@ pub(crate) struct State {
     dense_generic: u64,
     /// Bundles that named no CPU or one past 4096, and their events (left out).
     cpuless: (u64, u64),
+    /// Packets that did not decode, and their bytes.
+    bad: (u64, u64),
     old_kernel: bool,
     done: bool,
 }
@@ -261,6 +263,7 @@ impl State {
             boot_minus_mono: None,
             dense_generic: 0,
             cpuless: (0, 0),
+            bad: (0, 0),
             old_kernel: false,
             done: false,
         }
@@ -277,12 +280,15 @@ impl State {
                 self.info.packets += 1;
                 self.packet(p, s);
             }
-            Item::Bad { at, len, why } => self.diag.bad(
-                0,
-                format!("byte {at}: a packet of {len} bytes that does not decode ({why})")
-                    .as_bytes(),
-                "a TracePacket",
-            ),
+            Item::Bad { at, len, why } => {
+                self.bad = (self.bad.0 + 1, self.bad.1 + *len as u64);
+                self.diag.bad(
+                    0,
+                    format!("byte {at}: a packet of {len} bytes that does not decode ({why})")
+                        .as_bytes(),
+                    "a TracePacket",
+                )
+            }
             Item::Stray => {}
             Item::End(why) => self.end(why.clone()),
         }
@@ -337,7 +343,7 @@ impl Perfetto {
     }
     /// Where the analysis is blind or approximate, and which clock the times are on.
     pub fn notes(&self) -> Vec<String> {
-        self.st.notes()
+        self.st.notes(self.bytes())
     }
     /// Bytes of the (decompressed) trace read so far.
     pub fn bytes(&self) -> u64 {
@@ -725,8 +731,8 @@ impl State {
     }
 
     /// Where the analysis is blind or approximate because of how the trace was recorded,
-    /// and which clock it runs on: for the report's notes.
-    pub fn notes(&self) -> Vec<String> {
+    /// and which clock it runs on: for the report's notes (`read`: the trace's bytes read).
+    pub fn notes(&self, read: u64) -> Vec<String> {
         let mut n = Vec::new();
         let clock = match self.info.clock.as_str() {
             "boot" => "the kernel's boot clock (CLOCK_BOOTTIME, Perfetto's default)".to_string(),
@@ -776,6 +782,14 @@ impl State {
             n.push(format!(
                 "{} kernel symbols were interned ids with no name on their sequence: shown as numbers",
                 c.missing_symbols
+            ));
+        }
+        if self.bad.0 > 0 {
+            n.push(format!(
+                "{} packets that do not decode ({} bytes, {:.1}% of the trace read) were skipped: the events in them are lost, on CPUs they do not say",
+                self.bad.0,
+                self.bad.1,
+                100.0 * self.bad.1 as f64 / read.max(1) as f64
             ));
         }
         if self.cpuless.0 > 0 {

@@ -454,6 +454,8 @@ fn packets_decoded_on_either_thread_give_the_same_events() {
         assert_eq!(format!("{:?}", r.info()), format!("{:?}", one.info()));
         assert_eq!(format!("{:?}", r.order()), format!("{:?}", one.order()));
         assert!(r.diag().truncated.is_some() && r.diag().unparsed > 0);
+        let notes = r.notes().join("\n");
+        assert!(notes.contains("1 packets that do not decode ("), "{notes}");
     }
 }
 
