@@ -306,6 +306,13 @@ fn read_all(
                 k.push(e, s);
             }
         }
+        fn late(&mut self, e: &Event, s: &Interner) {
+            // A console log's times start again at a reboot: its messages are read as
+            // they come.
+            if let Some(k) = self.2.as_deref_mut() {
+                k.push(e, s);
+            }
+        }
     }
     pipeline::read_opened(inputs, open, &mut Feed(cycles, expect, kernel))
 }

@@ -36,6 +36,9 @@ pub trait Sink {
     fn arch(&mut self, _: Arch) {}
     /// Each event, in time order.
     fn event(&mut self, e: &Event, s: &Interner);
+    /// An event earlier than one already fed (past every reorder window): left out of
+    /// the analyses unless a sink reads it on its own terms (a kernel log across a reboot).
+    fn late(&mut self, _: &Event, _: &Interner) {}
 }
 
 impl<F: FnMut(&Event, &Interner)> Sink for F {
@@ -126,12 +129,13 @@ pub fn read_opened(
         events += 1;
         read::Progress::tick(&open.progress, events);
         // An event earlier than one already fed (past every reorder window) is counted by
-        // the builder and left out of everything, as the notes say: a cycle closed by a
+        // the builder and left out of the analyses, as the notes say: a cycle closed by a
         // late reply would end before it began.
         let late = b.is_late(e.ts);
         b.push(e, strings);
-        if !late {
-            sink.event(e, strings);
+        match late {
+            false => sink.event(e, strings),
+            true => sink.late(e, strings),
         }
     };
     let (merged, strings) = each_event(merged, &mut feed)?;
@@ -236,13 +240,24 @@ mod tests {
             .collect();
         text.push_str(&line(10, 0, "a-1", "....", "sys_exit: NR 0 = 1"));
         let f = file(&text);
-        let mut fed = Vec::new();
-        let mut sink = |e: &crate::event::Event, _: &crate::event::Interner| fed.push(e.ts);
+        /// What a sink was given: the events in time order, and the late ones apart.
+        #[derive(Default)]
+        struct Fed(Vec<u64>, Vec<u64>);
+        impl super::Sink for Fed {
+            fn event(&mut self, e: &crate::event::Event, _: &crate::event::Interner) {
+                self.0.push(e.ts);
+            }
+            fn late(&mut self, e: &crate::event::Event, _: &crate::event::Interner) {
+                self.1.push(e.ts);
+            }
+        }
+        let mut fed = Fed::default();
         let opts = crate::read::OpenOptions::default();
-        let pass = super::read(&[f.to_path_buf()], &opts, &mut sink).unwrap();
+        let pass = super::read(&[f.to_path_buf()], &opts, &mut fed).unwrap();
         assert_eq!(pass.tl.anomalies.late_events, 1);
-        assert_eq!(fed.len(), 5_000);
-        assert!(fed.windows(2).all(|w| w[0] <= w[1]));
+        assert_eq!(fed.0.len(), 5_000);
+        assert!(fed.0.windows(2).all(|w| w[0] <= w[1]));
+        assert_eq!(fed.1, [10_000]);
         assert_eq!(pass.events, 5_001);
     }
 }

@@ -412,7 +412,7 @@ impl Anomalies {
     pub fn late_note(&self) -> Option<String> {
         let (lo, hi) = self.late_range?;
         Some(format!(
-            "{} events came earlier than events already read (out of order beyond the reorder window) and were left out: between {} and {} the analysis misses them; the input's note says what made them late and what to do",
+            "{} events came earlier than events already read (out of order beyond the reorder window) and were left out: between {} and {} the analysis misses them; sort the input by time, give per-CPU captures as separate files, or raise --reorder",
             self.late_events,
             crate::units::secs(lo),
             crate::units::secs(hi)

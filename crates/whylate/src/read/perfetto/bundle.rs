@@ -71,13 +71,14 @@ impl Symbols<'_> {
     fn name(&self, v: u64, s: &mut Interner, counts: &mut Counts) -> Sym {
         // An id too small to be an address was meant to be interned (no kernel, 32-bit
         // ones included, puts code in its first 16 MiB).
+        // 0: the field was not recorded.
         match self.interned {
             Some(t) => match t.get(&v) {
                 Some(&n) => return n,
-                None if v < 1 << 32 => counts.missing_symbols += 1,
+                None if v != 0 && v < 1 << 32 => counts.missing_symbols += 1,
                 None => {}
             },
-            None if v < 1 << 24 => counts.missing_symbols += 1,
+            None if v != 0 && v < 1 << 24 => counts.missing_symbols += 1,
             None => {}
         }
         s.intern(&format!("0x{v:x}"))

@@ -99,6 +99,9 @@ pub fn sniff(head: &[u8]) -> bool {
     }
 }
 
+/// `TracePacket`'s number fields (the rest are messages, strings or bytes).
+const NUMBER_FIELDS: [u32; 9] = [3, 8, 10, 13, 41, 42, 58, 79, 87];
+
 /// True when `b`, the start of a packet of `len` bytes, begins with a field `TracePacket`
 /// has: a bundle, a process tree or any other length-delimited kind whose length fits
 /// in the packet, or a number (timestamp, sequence id) whose varint ends in `b`.
@@ -108,7 +111,10 @@ fn starts_a_packet(b: &[u8], len: u64) -> bool {
     let Ok((field, wire)) = decode_key(&mut buf) else {
         return false;
     };
-    if !protos::PACKET_FIELDS.iter().any(|(n, _)| *n == field) {
+    let number = NUMBER_FIELDS.contains(&field);
+    if !protos::PACKET_FIELDS.iter().any(|(n, _)| *n == field)
+        || number != (wire == WireType::Varint)
+    {
         return false;
     }
     match wire {

@@ -256,6 +256,9 @@ fn sniff_is_strict() {
     ));
     assert!(!sniff(b"\n\n"));
     assert!(!sniff(b"\x0a\x05hello"));
+    // A blank line, then a line longer than the file: a packet that starts with field 6
+    // (a message) as a number is not one.
+    assert!(!sniff(b"\n 0\n"));
 }
 
 /// A generic per-call syscall becomes the typed syscall, other generic events go
