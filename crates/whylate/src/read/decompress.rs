@@ -159,7 +159,7 @@ pub fn open_stream(
     let kind = compression_of(br.fill_buf()?);
     let cut = Cut::default();
     let inner: Box<dyn Read + Send> = match kind {
-        Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(br)),
+        Compression::Gzip => Box::new(Members::new(br)),
         Compression::Zstd => {
             // libzstd streams: every byte before a cut comes out (a block-at-a-time decoder
             // keeps the last window back and loses it at the cut). Windows up to 2 GiB
@@ -185,6 +185,65 @@ pub fn open_stream(
         cut: cut.clone(),
     };
     Ok((Box::new(Ahead::spawn(Box::new(rd))), kind, cut))
+}
+
+/// gzip members one after another, as `gzip -d` reads them: zero bytes after the last
+/// member (padding some tools and tapes leave) end the stream where the data ends, where
+/// flate2's multi-member reader took them for a damaged header and failed the whole read.
+struct Members<R: BufRead> {
+    cur: Option<flate2::bufread::GzDecoder<R>>,
+}
+
+impl<R: BufRead> Members<R> {
+    fn new(r: R) -> Self {
+        Members {
+            cur: Some(flate2::bufread::GzDecoder::new(r)),
+        }
+    }
+}
+
+impl<R: BufRead> Read for Members<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let Some(d) = self.cur.as_mut() else {
+                return Ok(0);
+            };
+            let n = d.read(buf)?;
+            if n > 0 || buf.is_empty() {
+                return Ok(n);
+            }
+            // The member ended: another follows, or padding, or the end.
+            let Some(mut r) = self.cur.take().map(|d| d.into_inner()) else {
+                return Ok(0);
+            };
+            if !only_zeros_left(&mut r)? {
+                self.cur = Some(flate2::bufread::GzDecoder::new(r));
+            }
+        }
+    }
+}
+
+/// Consumes zero bytes of `r`: true when nothing else is left (the end, or padding to
+/// the end), false when another gzip member (or anything else) starts there.
+fn only_zeros_left(r: &mut impl BufRead) -> io::Result<bool> {
+    loop {
+        let head = r.fill_buf()?;
+        if head.is_empty() {
+            return Ok(true);
+        }
+        let zeros = head.iter().take_while(|&&b| b == 0).count();
+        if zeros < head.len() {
+            if zeros > 0 {
+                // Zeros, then bytes that are not a member header: damage, said as such.
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "bytes that are not gzip after its data",
+                ));
+            }
+            return Ok(false);
+        }
+        r.consume(zeros);
+    }
 }
 
 /// Bytes decompressed per hand-over, and hand-overs in flight: a bound of 5 MiB
@@ -349,6 +408,37 @@ mod tests {
         let said = cut.get().expect("the cut is remembered");
         assert!(said.starts_with("the zstd stream is cut after"), "{said}");
         assert!(!said.contains("BlockContentReadError"), "{said}");
+    }
+
+    /// Zero bytes after the last gzip member (padding) end the stream where the data
+    /// ends, with nothing cut; two members read as one stream; zeros then junk is damage.
+    #[test]
+    fn gzip_members_and_zero_padding() {
+        let gz = |data: &[u8]| {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            io::Write::write_all(&mut e, data).unwrap();
+            e.finish().unwrap()
+        };
+        let read = |input: Vec<u8>| {
+            let (mut rd, kind, cut) =
+                open(Path::new("t"), Box::new(io::Cursor::new(input))).unwrap();
+            let mut out = Vec::new();
+            rd.read_to_end(&mut out).unwrap();
+            assert_eq!(kind, Compression::Gzip);
+            (out, cut.get().cloned())
+        };
+        let mut padded = gz(b"0123456789");
+        padded.extend([0u8; 512]);
+        assert_eq!(read(padded), (b"0123456789".to_vec(), None));
+        let mut two = gz(b"abc");
+        two.extend(gz(b"def"));
+        two.extend([0u8; 3]);
+        assert_eq!(read(two), (b"abcdef".to_vec(), None));
+        let mut junk = gz(b"abc");
+        junk.extend([0, 0, 7, 7]);
+        let (out, cut) = read(junk);
+        assert_eq!(out, b"abc");
+        assert!(cut.is_some_and(|c| c.contains("not gzip after its data")));
     }
 
     /// Both ways to the end (a plain stream's copy, the thread's buffers kept whole)
