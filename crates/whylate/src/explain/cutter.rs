@@ -145,11 +145,21 @@ pub struct Cycles {
     names_done: bool,
     /// Requests and replies that carried the `--key` field (none: a mistyped field).
     keyed: u64,
-    /// Per system call shape ([`shape`]): 0 not asked yet, 1 no selector's event and no
-    /// `write` entry (the event changes nothing past the first checks of
-    /// [`Self::push`]), 2 else.
-    skip: [Vec<u8>; 4],
+    /// Per system call shape ([`shape`]): 0 not asked yet, else [`ASKED`] with the
+    /// roles its events may play ([`FROM`], [`TO`], [`WRITE`]). With none, the event
+    /// changes nothing past the first checks of [`Self::push`]; a selector whose event
+    /// it is not is not asked either.
+    roles: [Vec<u8>; 4],
 }
+
+/// [`Cycles::roles`]: the shape was looked at.
+const ASKED: u8 = 1;
+/// [`Cycles::roles`]: the `from` selector's event.
+const FROM: u8 = 2;
+/// [`Cycles::roles`]: some `to` selector's event.
+const TO: u8 = 4;
+/// [`Cycles::roles`]: a `write` entry (a complaint written while waiting).
+const WRITE: u8 = 8;
 
 /// A system call event's shape: raw entries and exits by number, per-call ones by name
 /// symbol (in that order), as the selectors' plans key them.
@@ -199,7 +209,7 @@ impl Cycles {
             names: Names::default(),
             names_done: false,
             keyed: 0,
-            skip: Default::default(),
+            roles: Default::default(),
         }
     }
 
@@ -208,7 +218,7 @@ impl Cycles {
         if !self.arch_given {
             self.arch = a;
             self.write_nrs.clear();
-            self.skip = Default::default();
+            self.roles = Default::default();
         }
     }
 
@@ -331,14 +341,19 @@ impl Cycles {
             }
             _ => None,
         };
-        if self.skips(e, s) {
+        // Other events than system calls may be any selector's.
+        let role = self.role(e, s).unwrap_or(ASKED | FROM | TO | WRITE);
+        if role == ASKED {
             return;
         }
         let paths = self.paths.as_ref();
-        let from = (self.seen_from).observe_match(&self.from, e, s, self.arch, paths);
+        let from =
+            role & FROM != 0 && (self.seen_from).observe_match(&self.from, e, s, self.arch, paths);
         let mut to = false;
-        for (t, seen) in self.to.iter().zip(&mut self.seen_to) {
-            to |= seen.observe_match(t, e, s, self.arch, paths);
+        if role & TO != 0 {
+            for (t, seen) in self.to.iter().zip(&mut self.seen_to) {
+                to |= seen.observe_match(t, e, s, self.arch, paths);
+            }
         }
         self.to_matched += u64::from(to);
         self.to_also_from += u64::from(to && from);
@@ -374,19 +389,19 @@ impl Cycles {
             }
             return;
         }
-        self.note_write(e, s);
+        if role & WRITE != 0 {
+            self.note_write(e, s);
+        }
     }
 
-    /// True when `e` is a system call that no selector asks for and no `write` entry: the
-    /// selectors' counts and the cycles stay as they are (most events of a request loop
-    /// are other calls: each cost two selector tests and a write test).
+    /// The roles a system call event may play ([`Cycles::roles`]), asked once per shape:
+    /// most events of a request loop are other calls, and each cost two selector tests
+    /// and a write test. None for other events.
     #[inline]
-    fn skips(&mut self, e: &Event, s: &Interner) -> bool {
-        let Some((i, key)) = shape(&e.kind) else {
-            return false;
-        };
-        if let Some(&v) = self.skip[i].get(key).filter(|&&v| v != 0) {
-            return v == 1;
+    fn role(&mut self, e: &Event, s: &Interner) -> Option<u8> {
+        let (i, key) = shape(&e.kind)?;
+        if let Some(&v) = self.roles[i].get(key).filter(|&&v| v != 0) {
+            return Some(v);
         }
         let arch = self.arch;
         let write = match &e.kind {
@@ -394,14 +409,15 @@ impl Cycles {
             Kind::SyscallEnter { name, .. } => s.get(*name) == "write",
             _ => false,
         };
-        let asked =
-            self.from.is_target(e, s, arch) || self.to.iter().any(|t| t.is_target(e, s, arch));
-        let t = &mut self.skip[i];
+        let from = self.from.is_target(e, s, arch);
+        let to = self.to.iter().any(|t| t.is_target(e, s, arch));
+        let t = &mut self.roles[i];
         if t.len() <= key {
             t.resize(key + 1, 0);
         }
-        t[key] = if write || asked { 2 } else { 1 };
-        t[key] == 1
+        let bit = |on: bool, b: u8| if on { b } else { 0 };
+        t[key] = ASKED | bit(from, FROM) | bit(to, TO) | bit(write, WRITE);
+        Some(t[key])
     }
 
     /// A syscall entry's key field, for the exit that will return from it.
@@ -563,6 +579,7 @@ impl Cycles {
 #[cfg(test)]
 mod tests {
     use super::super::tests::cut;
+    use super::{ASKED, FROM, TO, WRITE};
     use crate::testkit;
 
     /// Ten rounds of a client `c-5`: a request (`calls[0]`, its exit `calls[1]`), another
@@ -604,12 +621,13 @@ mod tests {
             let i = (0..n).find(|&i| strings.get(crate::event::Sym(i)) == name);
             i.expect("interned") as usize
         };
-        let skip = |i: usize, name: &str| cy.skip[i][sym(name)];
+        let skip = |i: usize, name: &str| cy.roles[i][sym(name)];
         // openat entry and exit: skipped; write entry: a possible complaint; the
         // selectors' events (the write entry, the read exit): asked.
-        assert_eq!((skip(2, "openat"), skip(3, "openat")), (1, 1));
-        assert_eq!((skip(2, "write"), skip(3, "read")), (2, 2));
-        assert_eq!((skip(2, "read"), skip(3, "write")), (1, 1));
+        assert_eq!((skip(2, "openat"), skip(3, "openat")), (ASKED, ASKED));
+        assert_eq!(skip(2, "write"), ASKED | FROM | WRITE);
+        assert_eq!(skip(3, "read"), ASKED | TO);
+        assert_eq!((skip(2, "read"), skip(3, "write")), (ASKED, ASKED));
         // Every cycle is cut, the five complaints are counted, and the selectors met
         // their events as if nothing had been skipped.
         assert_eq!(cy.cycles.len(), 10);
@@ -632,13 +650,15 @@ mod tests {
             "sys_exit: NR 0 = 7",
         ]);
         let (mut cy, _) = cut(&testkit::chain_options(None), &testkit::file(&t));
-        let skip = |cy: &super::Cycles, i: usize, nr: usize| cy.skip[i].get(nr).copied();
-        assert_eq!((skip(&cy, 0, 257), skip(&cy, 1, 257)), (Some(1), Some(1)));
-        assert_eq!((skip(&cy, 0, 1), skip(&cy, 1, 0)), (Some(2), Some(2)));
-        assert_eq!((skip(&cy, 0, 0), skip(&cy, 1, 1)), (Some(1), Some(1)));
+        let skip = |cy: &super::Cycles, i: usize, nr: usize| cy.roles[i].get(nr).copied();
+        let asked = Some(ASKED);
+        assert_eq!((skip(&cy, 0, 257), skip(&cy, 1, 257)), (asked, asked));
+        assert_eq!(skip(&cy, 0, 1), Some(ASKED | FROM | WRITE));
+        assert_eq!(skip(&cy, 1, 0), Some(ASKED | TO));
+        assert_eq!((skip(&cy, 0, 0), skip(&cy, 1, 1)), (asked, asked));
         assert_eq!((cy.cycles.len(), cy.writes.len()), (10, 5));
         assert_eq!((cy.seen_from.target(), cy.seen_to[0].target()), (15, 10));
         cy.set_arch(crate::syscalls::Arch::Aarch64);
-        assert!(cy.skip.iter().all(Vec::is_empty));
+        assert!(cy.roles.iter().all(Vec::is_empty));
     }
 }

@@ -293,7 +293,7 @@ pub(super) fn test(c: &Cond, v: FVal) -> bool {
     }
 }
 
-fn cmp(op: Op, o: std::cmp::Ordering) -> bool {
+pub(super) fn cmp(op: Op, o: std::cmp::Ordering) -> bool {
     use std::cmp::Ordering::*;
     match op {
         Op::Eq => o == Equal,

@@ -8,7 +8,7 @@
 //! and a shape gives the answers the general way gives: `tests/` and the unit tests below
 //! compare the two on every event of the bundled examples.
 
-use super::expr::{test, Cond, FVal, Selector};
+use super::expr::{cmp, test, Cond, FVal, Op, Selector};
 use crate::event::{Event, Interner, Kind, Sym};
 use crate::fdpath::FdPaths;
 use crate::syscalls::{arg_names, Arch};
@@ -31,6 +31,41 @@ enum Own {
     Named,
     /// The event has no field of that name: the task's fields are asked.
     No,
+}
+
+/// One condition's test on events of one planned shape, most of them settled when the
+/// shape is planned: a number the event always carries against a number, or the task's
+/// name, cost a load and a compare (issue 51: the selectors were most of cycle mode's
+/// cost over automatic mode).
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    /// Field `at` (never [`Own::Named`] nor [`Own::No`]) `op` `want`.
+    Num { at: Own, op: Op, want: i64 },
+    /// The thread id `op` `want` (the event has no field of the condition's name).
+    Tid { op: Op, want: i64 },
+    /// The task's name, tested once per name.
+    Comm,
+    /// Anything else: [`Plans::value`] and [`test`].
+    Other(Own),
+}
+
+impl Step {
+    /// The step for condition `c` whose own field on the shape is `own`, the task's
+    /// field `task` standing in when it has none.
+    fn of(c: &Cond, own: Own, task: Task) -> Step {
+        // A glob, or a value that is no number, goes the general way.
+        let num = c.num.filter(|_| c.op != Op::Glob);
+        match (own, task, num) {
+            (Own::Arg(_) | Own::Nr | Own::Ret, _, Some(want)) => Step::Num {
+                at: own,
+                op: c.op,
+                want,
+            },
+            (Own::No, Task::Tid, Some(want)) => Step::Tid { op: c.op, want },
+            (Own::No, Task::Comm, _) => Step::Comm,
+            _ => Step::Other(own),
+        }
+    }
 }
 
 /// A field of the task or the file, asked when the event has no field of that name.
@@ -102,10 +137,10 @@ impl Memo {
 pub(super) struct Plans {
     arch: Option<Arch>,
     /// Per shape: 0 not planned, 1 not the selector's event, k + 2 its event, with
-    /// `owns[k]`. Raw entries and exits by number, per-call ones by name symbol (in
-    /// that order).
+    /// `steps[k]` (one per condition). Raw entries and exits by number, per-call ones by
+    /// name symbol (in that order).
     slots: [Vec<u32>; 4],
-    owns: Vec<Box<[Own]>>,
+    steps: Vec<Box<[Step]>>,
     /// Per condition: the task's field it reads when the event has none of its name.
     task: Vec<Task>,
     /// Per condition: its test on each comm.
@@ -176,16 +211,17 @@ impl Plans {
             slots.resize(key + 1, 0);
         }
         slots[key] = if sel.is_target(e, s, arch) {
-            let owns = sel.conds.iter().map(|c| own(&e.kind, &c.field, arch));
-            self.owns.push(owns.collect());
-            self.owns.len() as u32 + 1
+            let steps = (sel.conds.iter().zip(&self.task))
+                .map(|(c, &task)| Step::of(c, own(&e.kind, &c.field, arch), task));
+            self.steps.push(steps.collect());
+            self.steps.len() as u32 + 1
         } else {
             1
         };
         self.met(sel, e, s, arch, paths, present)
     }
 
-    /// Whether every condition holds on `e`, its event's shape planned as `owns[k]`.
+    /// Whether every condition holds on `e`, its event's shape planned as `steps[k]`.
     #[inline(never)]
     #[allow(clippy::too_many_arguments)]
     fn hold(
@@ -198,21 +234,43 @@ impl Plans {
         paths: Option<&FdPaths>,
         present: &mut [(u64, u64)],
     ) -> bool {
+        let Plans {
+            steps,
+            comm,
+            arg_name,
+            task,
+            ..
+        } = self;
+        let conds = sel.conds.iter().zip(present.iter_mut());
         let mut all = true;
-        for (i, c) in sel.conds.iter().enumerate() {
-            let v = self.value(i, c, self.owns[k][i], e, s, arch, paths);
-            let p = &mut present[i];
-            all &= match v {
-                Val::Num(x) => {
+        for (i, ((c, p), &step)) in conds.zip(steps[k].iter()).enumerate() {
+            all &= match step {
+                Step::Num { at, op, want } => {
                     *p = (p.0 + 1, p.1 + 1);
-                    test(c, FVal::Num(x))
+                    number(at, e).is_some_and(|x| cmp(op, x.cmp(&want)))
                 }
-                Val::Comm(sym) => {
+                Step::Tid { op, want } => {
+                    *p = (p.0 + 1, p.1 + 1);
+                    cmp(op, i64::from(e.tid).cmp(&want))
+                }
+                Step::Comm => {
                     p.0 += 1;
-                    self.comm[i].get(sym, s, |t| test(c, FVal::Str(Cow::Borrowed(t))))
+                    comm[i].get(e.comm, s, |t| test(c, FVal::Str(Cow::Borrowed(t))))
                 }
-                Val::Path(Some(t)) => test(c, FVal::Str(Cow::Borrowed(t))),
-                Val::Path(None) | Val::None => false,
+                Step::Other(own) => {
+                    match value(&mut arg_name[i], task[i], c, own, e, (s, arch, paths)) {
+                        Val::Num(x) => {
+                            *p = (p.0 + 1, p.1 + 1);
+                            test(c, FVal::Num(x))
+                        }
+                        Val::Comm(sym) => {
+                            p.0 += 1;
+                            comm[i].get(sym, s, |t| test(c, FVal::Str(Cow::Borrowed(t))))
+                        }
+                        Val::Path(Some(t)) => test(c, FVal::Str(Cow::Borrowed(t))),
+                        Val::Path(None) | Val::None => false,
+                    }
+                }
             };
         }
         all
@@ -227,43 +285,46 @@ impl Plans {
             ..Plans::default()
         }
     }
+}
 
-    /// Condition `i`'s field on `e`, its own first, then the task's.
-    #[inline]
-    #[allow(clippy::too_many_arguments)]
-    fn value<'a>(
-        &mut self,
-        i: usize,
-        c: &Cond,
-        own: Own,
-        e: &Event,
-        s: &Interner,
-        arch: Arch,
-        paths: Option<&'a FdPaths>,
-    ) -> Val<'a> {
-        let found = match (own, &e.kind) {
-            (Own::Arg(a), Kind::SysEnter { args, .. }) => args.get(a).map(|&v| v as i64),
-            (Own::Nr, Kind::SysEnter { nr, .. } | Kind::SysExit { nr, .. }) => Some(*nr),
-            (Own::Ret, Kind::SysExit { ret, .. } | Kind::SyscallExit { ret, .. }) => Some(*ret),
-            (Own::Named, Kind::SyscallEnter { args, .. }) => {
-                let memo = &mut self.arg_name[i];
-                args.iter()
-                    .find(|(k, _)| memo.get(*k, s, |t| t == c.field))
-                    .map(|&(_, v)| v as i64)
-            }
-            _ => None,
-        };
-        if let Some(v) = found {
-            return Val::Num(v);
-        }
-        match self.task[i] {
-            Task::Comm => Val::Comm(e.comm),
-            Task::Tid => Val::Num(e.tid as i64),
-            Task::Tgid if e.tgid >= 0 => Val::Num(e.tgid as i64),
-            Task::Cpu if e.cpu != Event::NO_CPU => Val::Num(e.cpu as i64),
-            Task::Path => Val::Path(paths.and_then(|p| p.path_of(e, s, arch))),
-            _ => Val::None,
-        }
+/// A condition's field on `e`: its own (`own`, per-call arguments found by name with
+/// `names`), else the task's (`task`).
+fn value<'a>(
+    names: &mut Memo,
+    task: Task,
+    c: &Cond,
+    own: Own,
+    e: &Event,
+    (s, arch, paths): (&Interner, Arch, Option<&'a FdPaths>),
+) -> Val<'a> {
+    let found = match (own, &e.kind) {
+        (Own::Named, Kind::SyscallEnter { args, .. }) => args
+            .iter()
+            .find(|(k, _)| names.get(*k, s, |t| t == c.field))
+            .map(|&(_, v)| v as i64),
+        _ => number(own, e),
+    };
+    if let Some(v) = found {
+        return Val::Num(v);
+    }
+    match task {
+        Task::Comm => Val::Comm(e.comm),
+        Task::Tid => Val::Num(e.tid as i64),
+        Task::Tgid if e.tgid >= 0 => Val::Num(e.tgid as i64),
+        Task::Cpu if e.cpu != Event::NO_CPU => Val::Num(e.cpu as i64),
+        Task::Path => Val::Path(paths.and_then(|p| p.path_of(e, s, arch))),
+        _ => Val::None,
+    }
+}
+
+/// The number at `at` on `e` (an argument past the record's is none).
+#[inline]
+fn number(at: Own, e: &Event) -> Option<i64> {
+    match (at, &e.kind) {
+        (Own::Arg(a), Kind::SysEnter { args, .. }) => args.get(a).map(|&v| v as i64),
+        (Own::Nr, Kind::SysEnter { nr, .. } | Kind::SysExit { nr, .. }) => Some(*nr),
+        (Own::Ret, Kind::SysExit { ret, .. } | Kind::SyscallExit { ret, .. }) => Some(*ret),
+        _ => None,
     }
 }
 
