@@ -13,8 +13,12 @@ use whylate::selector::Selector;
 fn main() {
     let mut args = std::env::args().skip(1);
     let path = args.next().expect("usage: cut_speed FILE [FROM TO]");
-    let from = args.next().unwrap_or("sys_enter_write[comm=dd,count=1]".into());
-    let to = args.next().unwrap_or("sys_exit_write[comm=dd,ret=1]".into());
+    let from = args
+        .next()
+        .unwrap_or("sys_enter_write[comm=dd,count=1]".into());
+    let to = args
+        .next()
+        .unwrap_or("sys_exit_write[comm=dd,ret=1]".into());
     let mut src = whylate::read::open(path.as_ref(), &Default::default()).expect("open");
     let mut s = Interner::new();
     let mut events = Vec::new();
@@ -38,6 +42,10 @@ fn main() {
             c.push(e, &s);
         }
         let ms = t.elapsed().as_secs_f64() * 1e3;
-        println!("{} events {} cycles {ms:.1} ms", events.len(), c.cycles.len());
+        println!(
+            "{} events {} cycles {ms:.1} ms",
+            events.len(),
+            c.cycles.len()
+        );
     }
 }

@@ -4,12 +4,12 @@
 //! both events carry, or a new request abandons the open one (`Pairing`).
 
 use super::cycle::{Cycle, CycleStore};
+use super::queues::{Queue, Queues};
 use crate::event::{flags, Event, Interner, Kind, Sym};
 use crate::fdpath::FdPaths;
 use crate::selector::{Names, Seen, Selector};
 use crate::syscalls::Arch;
 use rustc_hash::FxHashMap;
-use std::collections::VecDeque;
 
 /// Requests kept open at once under one key: a reply that comes after this many later
 /// requests is not waited for (no real request queue is this deep, and an open request
@@ -18,18 +18,6 @@ pub const OPEN_CAP: usize = 1 << 16;
 
 /// Keys kept at least before those with no request open are forgotten.
 const PRUNE_AT: usize = 1024;
-
-/// The requests open under one key, oldest first.
-#[derive(Debug, Default)]
-pub(super) struct Queue {
-    /// Their cycles' indices.
-    pub(super) reqs: VecDeque<usize>,
-    /// Since when and over how many requests the queue has not been empty (a reply lost
-    /// shifts FIFO pairs from there on, and the queue never drains); `n` is 0 once it
-    /// drained, and the trace's end leaves it as it was.
-    since: u64,
-    n: u64,
-}
 
 /// Which later `to` closes a cycle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -104,7 +92,7 @@ pub struct Cycles {
     /// Open requests per pairing key (who may close them, the key field's value), oldest
     /// first. A key's queue is kept when it drains, so that the next request of a
     /// thread that asks one thing at a time allocates nothing ([`Self::prune`]).
-    pub(super) open: FxHashMap<(i64, i64), Queue>,
+    pub(super) open: Queues,
     /// Requests open, over every key.
     open_n: usize,
     /// Per thread, the key field's value on its last syscall entry (exits lack it).
@@ -196,7 +184,7 @@ impl Cycles {
             to_also_from: 0,
             arch: o.arch.unwrap_or_default(),
             arch_given: o.arch.is_some(),
-            open: FxHashMap::default(),
+            open: Queues::default(),
             open_n: 0,
             cycles: CycleStore::default(),
             writes: Vec::new(),
@@ -366,7 +354,7 @@ impl Cycles {
         }
         if to {
             let k = self.key_counted(e, s);
-            let q = self.open.get_mut(&k);
+            let q = self.open.get_mut(k);
             if let Some((q, i)) = q.and_then(|q| q.reqs.pop_front().map(|i| (q, i))) {
                 if q.reqs.is_empty() {
                     q.n = 0;
@@ -440,7 +428,7 @@ impl Cycles {
         if self.open.len() >= PRUNE_AT.max(4 * self.open_n) {
             self.prune();
         }
-        let q = self.open.entry(k).or_default();
+        let q = self.open.entry(k);
         if q.reqs.is_empty() {
             (q.since, q.n) = (e.ts, 0);
         }
@@ -472,7 +460,7 @@ impl Cycles {
     /// Forgets the keys with no request open: kept for reuse, they must not grow with
     /// the input where every request has a key of its own (`--key` on a sequence).
     fn prune(&mut self) {
-        self.open.retain(|_, q| !q.reqs.is_empty());
+        self.open.retain(|q| !q.reqs.is_empty());
     }
 
     /// True when raw syscall `nr` is `write`: the table asked once per number (on every

@@ -47,6 +47,7 @@ mod machine;
 mod merge;
 #[cfg(test)]
 mod net_tests;
+mod queues;
 mod ready;
 mod report;
 mod rt_advice;
