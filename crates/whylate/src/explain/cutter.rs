@@ -538,6 +538,8 @@ impl Cycles {
     /// the trace ended (over `n` of them, at least 20 and a twentieth of all). A reply
     /// lost there (a dropped packet) makes first-in-first-out pairing give every later
     /// reply to an earlier request: the cycles after it look long and cannot be trusted.
+    /// Of keys blind since the same moment, the one with the most requests is named,
+    /// whatever order the keys are held in.
     pub fn undrained(&self) -> Option<(u64, u64)> {
         if self.pairing == Pairing::Latest {
             return None;
@@ -546,7 +548,7 @@ impl Cycles {
         (self.open.values())
             .filter(|q| q.n >= 20 && q.n * 20 >= total)
             .map(|q| (q.since, q.n))
-            .min_by_key(|&(from, _)| from)
+            .min_by_key(|&(from, n)| (from, std::cmp::Reverse(n)))
     }
 
     /// Ends the stream at `last_ns`: open cycles had no reply until then.
@@ -609,13 +611,13 @@ mod tests {
             let i = (0..n).find(|&i| strings.get(crate::event::Sym(i)) == name);
             i.expect("interned") as usize
         };
-        let skip = |i: usize, name: &str| cy.roles[i][sym(name)];
+        let role = |i: usize, name: &str| cy.roles[i][sym(name)];
         // openat entry and exit: skipped; write entry: a possible complaint; the
         // selectors' events (the write entry, the read exit): asked.
-        assert_eq!((skip(2, "openat"), skip(3, "openat")), (ASKED, ASKED));
-        assert_eq!(skip(2, "write"), ASKED | FROM | WRITE);
-        assert_eq!(skip(3, "read"), ASKED | TO);
-        assert_eq!((skip(2, "read"), skip(3, "write")), (ASKED, ASKED));
+        assert_eq!((role(2, "openat"), role(3, "openat")), (ASKED, ASKED));
+        assert_eq!(role(2, "write"), ASKED | FROM | WRITE);
+        assert_eq!(role(3, "read"), ASKED | TO);
+        assert_eq!((role(2, "read"), role(3, "write")), (ASKED, ASKED));
         // Every cycle is cut, the five complaints are counted, and the selectors met
         // their events as if nothing had been skipped.
         assert_eq!(cy.cycles.len(), 10);
@@ -638,15 +640,43 @@ mod tests {
             "sys_exit: NR 0 = 7",
         ]);
         let (mut cy, _) = cut(&testkit::chain_options(None), &testkit::file(&t));
-        let skip = |cy: &super::Cycles, i: usize, nr: usize| cy.roles[i].get(nr).copied();
+        let role = |cy: &super::Cycles, i: usize, nr: usize| cy.roles[i].get(nr).copied();
         let asked = Some(ASKED);
-        assert_eq!((skip(&cy, 0, 257), skip(&cy, 1, 257)), (asked, asked));
-        assert_eq!(skip(&cy, 0, 1), Some(ASKED | FROM | WRITE));
-        assert_eq!(skip(&cy, 1, 0), Some(ASKED | TO));
-        assert_eq!((skip(&cy, 0, 0), skip(&cy, 1, 1)), (asked, asked));
+        assert_eq!((role(&cy, 0, 257), role(&cy, 1, 257)), (asked, asked));
+        assert_eq!(role(&cy, 0, 1), Some(ASKED | FROM | WRITE));
+        assert_eq!(role(&cy, 1, 0), Some(ASKED | TO));
+        assert_eq!((role(&cy, 0, 0), role(&cy, 1, 1)), (asked, asked));
         assert_eq!((cy.cycles.len(), cy.writes.len()), (10, 5));
         assert_eq!((cy.seen_from.target(), cy.seen_to[0].target()), (15, 10));
         cy.set_arch(crate::syscalls::Arch::Aarch64);
         assert!(cy.roles.iter().all(Vec::is_empty));
+    }
+
+    /// Two clients blind since the same microsecond (no reply ever comes): the one with
+    /// more requests open is named, whichever sent first.
+    #[test]
+    fn keys_blind_since_one_moment_name_the_one_with_more_requests() {
+        let req = "sys_write(fd: 3, buf: 0, count: 7)";
+        // `c-5` asks 30 times, `c-6` 25; in each round the first line is `first`'s.
+        let trace = |first: &str| {
+            let mut t = String::new();
+            for k in 0..30u64 {
+                let at = 1_000_000 + k * 100;
+                let mut round = vec![testkit::line(at, 0, "c-5", "....", req)];
+                if k < 25 {
+                    round.push(testkit::line(at, 1, "c-6", "....", req));
+                }
+                if first == "c-6" {
+                    round.reverse();
+                }
+                t += &round.concat();
+            }
+            t
+        };
+        for a in ["c-5", "c-6"] {
+            let (cy, _) = cut(&testkit::chain_options(None), &testkit::file(&trace(a)));
+            assert_eq!(cy.cycles.len(), 55);
+            assert_eq!(cy.undrained(), Some((1_000_000_000, 30)), "{a} first");
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! The cutter's open requests per pairing key. A request loop's threads take turns, so
-//! the last two keys used are kept beside the map and found by two compares: a request
-//! and its reply each asked the map once (issue 51: cycle mode at the speed of automatic
-//! mode).
+//! the last two keys used are kept beside the map and found by two compares, where a
+//! request and its reply each hashed their key before (issue 51: cycle mode at the speed
+//! of automatic mode).
 
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
@@ -15,6 +15,7 @@ pub(super) struct Queue {
     /// shifts FIFO pairs from there on, and the queue never drains); `n` is 0 once it
     /// drained, and the trace's end leaves it as it was.
     pub(super) since: u64,
+    /// See `since`.
     pub(super) n: u64,
 }
 
@@ -52,6 +53,7 @@ impl Queues {
     /// `k`'s place in the slab, if it has one.
     #[inline]
     fn find(&mut self, k: Key) -> Option<usize> {
+        debug_assert!(k != NO_KEY, "a key's `who` is a thread, a process or 0");
         if self.hot[0].0 == k {
             return Some(self.hot[0].1);
         }

@@ -45,7 +45,7 @@ enum Step {
     Tid { op: Op, want: i64 },
     /// The task's name, tested once per name.
     Comm,
-    /// Anything else: [`Plans::value`] and [`test`].
+    /// Anything else: the general way (`value`, then [`test`]).
     Other(Own),
 }
 
