@@ -253,23 +253,10 @@ impl Plans {
                     *p = (p.0 + 1, p.1 + 1);
                     cmp(op, i64::from(e.tid).cmp(&want))
                 }
-                Step::Comm => {
-                    p.0 += 1;
-                    comm[i].get(e.comm, s, |t| test(c, FVal::Str(Cow::Borrowed(t))))
-                }
+                Step::Comm => held(Val::Comm(e.comm), c, p, &mut comm[i], s),
                 Step::Other(own) => {
-                    match value(&mut arg_name[i], task[i], c, own, e, (s, arch, paths)) {
-                        Val::Num(x) => {
-                            *p = (p.0 + 1, p.1 + 1);
-                            test(c, FVal::Num(x))
-                        }
-                        Val::Comm(sym) => {
-                            p.0 += 1;
-                            comm[i].get(sym, s, |t| test(c, FVal::Str(Cow::Borrowed(t))))
-                        }
-                        Val::Path(Some(t)) => test(c, FVal::Str(Cow::Borrowed(t))),
-                        Val::Path(None) | Val::None => false,
-                    }
+                    let v = value(&mut arg_name[i], task[i], c, own, e, (s, arch, paths));
+                    held(v, c, p, &mut comm[i], s)
                 }
             };
         }
@@ -284,6 +271,25 @@ impl Plans {
             arg_name: sel.conds.iter().map(|_| Memo::default()).collect(),
             ..Plans::default()
         }
+    }
+}
+
+/// Whether condition `c` holds for the value `v` found, counting in `p` what
+/// [`super::Seen`] counts (the field was there, it was a number); a task's name is
+/// tested once per name (`names`).
+#[inline]
+fn held(v: Val<'_>, c: &Cond, p: &mut (u64, u64), names: &mut Memo, s: &Interner) -> bool {
+    match v {
+        Val::Num(x) => {
+            *p = (p.0 + 1, p.1 + 1);
+            test(c, FVal::Num(x))
+        }
+        Val::Comm(sym) => {
+            p.0 += 1;
+            names.get(sym, s, |t| test(c, FVal::Str(Cow::Borrowed(t))))
+        }
+        Val::Path(Some(t)) => test(c, FVal::Str(Cow::Borrowed(t))),
+        Val::Path(None) | Val::None => false,
     }
 }
 
