@@ -94,6 +94,8 @@ pub(super) enum Data {
 pub(super) struct Window {
     src: Bytes,
     chunks: std::collections::VecDeque<Chunk>,
+    /// Maps of dropped chunks kept for the next ones (at most [`SPARE`]).
+    spare: Vec<memmap2::MmapMut>,
     /// The section's start (chunk `i` owns `[start + i * step, start + (i + 1) * step)`).
     start: usize,
     /// The index of `chunks[0]`, and the offset loaded up to.
@@ -109,12 +111,20 @@ pub(super) struct Window {
 /// Bytes a record can span past its start: perf's record size is 16 bits.
 const OVERLAP: usize = 1 << 16;
 
+/// Dropped chunks' maps kept for reuse. A new map is zeroed by the kernel page by page:
+/// on the 405 MB perf.data.zst of bench/explain.py that zeroing was a tenth of the
+/// reading thread's time, and the reading thread is the slower one there. Two cover the
+/// steady state, where a chunk goes each time one comes; a backlog beyond them still goes
+/// back to the kernel at once.
+const SPARE: usize = 2;
+
 /// One chunk: the bytes `[base, base + len)`, in an anonymous map of its own. A dropped
 /// chunk goes back to the kernel at once: a rounds' backlog of tens of MiB freed to the
 /// allocator's heap stayed in the RSS (on the 1.24 GB perf.data.zst its peak was 18 MiB
 /// above the live bytes), and keeping the buffers for reuse keeps the largest backlog
 /// ever. The map is asked for in huge pages and populated in one call: faulting the
-/// 830 MB of chunks a page at a time doubled that run's system time.
+/// 830 MB of chunks a page at a time doubled that run's system time. A few dropped maps
+/// are kept for the next chunks ([`SPARE`]).
 struct Chunk {
     base: usize,
     map: memmap2::MmapMut,
@@ -122,7 +132,11 @@ struct Chunk {
 }
 
 impl Chunk {
-    fn new(base: usize, cap: usize) -> std::io::Result<Chunk> {
+    /// A chunk at `base` in a map of `cap` bytes: one of `spare`, else a new one.
+    fn new(base: usize, cap: usize, spare: &mut Vec<memmap2::MmapMut>) -> std::io::Result<Chunk> {
+        if let Some(map) = spare.pop().filter(|m| m.len() == cap) {
+            return Ok(Chunk { base, map, len: 0 });
+        }
         let map = memmap2::MmapOptions::new().len(cap).map_anon()?;
         // Both are hints: without them the pages are faulted as they are written.
         let _ = map.advise(memmap2::Advice::HugePage);
@@ -150,6 +164,7 @@ impl Data {
             Bytes::Unpacked(u) => Some(Data::Window(Window {
                 src: Bytes::Unpacked(u.clone()),
                 chunks: Default::default(),
+                spare: Vec::new(),
                 start: start as usize,
                 first: 0,
                 loaded: start as usize,
@@ -239,14 +254,15 @@ impl Window {
                 let b = p.bytes();
                 &b[b.len().saturating_sub(OVERLAP)..]
             });
-            let have = tail.len();
-            let mut c = Chunk::new(own - have, have + (upto - own))
+            let (have, len) = (tail.len(), tail.len() + (upto - own));
+            // Every chunk's map has room for the most a chunk holds, so any can be reused.
+            let mut c = Chunk::new(own - have, OVERLAP + self.step, &mut self.spare)
                 .map_err(|e| format!("no memory for the data section at byte {own}: {e}"))?;
             c.map[..have].copy_from_slice(tail);
             self.src
-                .read_exact_at(&mut c.map[have..], own as u64)
+                .read_exact_at(&mut c.map[have..len], own as u64)
                 .map_err(|e| format!("reading the data section at byte {own}: {e}"))?;
-            c.len = c.map.len();
+            c.len = len;
             if self.chunks.is_empty() {
                 self.first = (own - self.start) / self.step;
             }
@@ -273,7 +289,11 @@ impl Window {
             if ends > upto {
                 break;
             }
-            self.chunks.pop_front();
+            if let Some(c) = self.chunks.pop_front() {
+                if self.spare.len() < SPARE {
+                    self.spare.push(c.map);
+                }
+            }
             self.first += 1;
         }
     }
@@ -304,6 +324,10 @@ mod tests {
             Data::Window(w) => (w.first, w.chunks.len(), w.loaded),
             Data::Map(_) => unreachable!(),
         };
+        let spare = |d: &Data| match d {
+            Data::Window(w) => w.spare.len(),
+            Data::Map(_) => unreachable!(),
+        };
         d.load(1010, end).unwrap();
         assert_eq!(window(&d), (0, 1, 1000 + step));
         // A record across the first chunk's end comes whole from the second.
@@ -315,13 +339,20 @@ mod tests {
         // Released up to inside the second chunk: the first goes, the second stays.
         d.release(0, 1000 + step + 10);
         assert_eq!(window(&d), (1, 1, 1000 + 2 * step));
+        assert_eq!(spare(&d), 1, "the dropped chunk's map is kept");
         assert_eq!(d.get(a + 200, a + 300), &bytes[a + 200..a + 300]);
+        // The next chunk reuses it: its old bytes are overwritten, none served.
+        d.load(1000 + 2 * step + 10, end).unwrap();
+        assert_eq!(spare(&d), 0);
+        let b = 1000 + 2 * step - 50;
+        assert_eq!(d.get(b, b + 100), &bytes[b..b + 100]);
         d.load(end, end).unwrap();
         assert_eq!(window(&d), (1, 6, end));
         assert_eq!(d.get(399_990, 400_000), &bytes[399_990..]);
         assert!(d.load(400_001, end).is_err());
-        // The last chunk always stays.
+        // The last chunk always stays; of the five dropped, two maps are kept.
         d.release(0, end);
         assert_eq!(window(&d), (6, 1, end));
+        assert_eq!(spare(&d), SPARE);
     }
 }
