@@ -80,7 +80,7 @@ impl<'a> Paths<'a> {
     /// Refuses what would lose data or count twice, then makes every output writable
     /// (creating missing directories): the one-line reason otherwise.
     pub fn check(&self) -> Result<(), String> {
-        ident::check_distinct(&self.merged).map_err(|e| e.to_string())?;
+        ident::check_distinct(&self.merged, None).map_err(|e| e.to_string())?;
         for (k, o) in self.outputs.iter().enumerate() {
             if let Some(p) = self.outputs[..k].iter().find(|p| p.path == o.path) {
                 return Err(format!(

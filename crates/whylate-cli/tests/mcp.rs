@@ -36,3 +36,31 @@ fn the_python_sdk_client_gets_the_clis_answers_and_the_refusals() {
     );
     assert!(out.contains("all MCP checks passed"), "{out}");
 }
+
+/// tests/mcp/race_check.py: names under the root exchanged 10,000 times and more (a
+/// trace, a symlink out, a FIFO; a findings table and a symlink to another host's) while
+/// the SDK client calls the tools that read them: nothing outside is read or quoted,
+/// nothing hangs. Then raw JSON-RPC lines get the error codes JSON-RPC defines.
+#[test]
+fn a_name_swapped_during_calls_is_never_followed_out_of_the_root() {
+    let scratch = tempfile::tempdir().unwrap();
+    let script = repo().join("crates/whylate-cli/tests/mcp/race_check.py");
+    let o = Command::new("python3")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_whylate"))
+        .arg(scratch.path())
+        .output()
+        .expect("python3 runs");
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    if o.status.code() == Some(77) {
+        skip(out.trim());
+        return;
+    }
+    let log = std::fs::read_to_string(scratch.path().join("server.log")).unwrap_or_default();
+    assert!(
+        o.status.success(),
+        "the race checks failed:\n{out}\n{err}\nserver stderr:\n{log}"
+    );
+    assert!(out.contains("all race checks passed"), "{out}");
+}

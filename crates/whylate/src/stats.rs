@@ -228,11 +228,7 @@ impl Acc {
 
 /// Reads `paths` (merged by time when several) and counts.
 pub fn stats(paths: &[PathBuf], opts: &OpenOptions, top: usize) -> Result<StatsReport, ReadError> {
-    read::ident::check_distinct(paths)?;
-    let mut sources = Vec::new();
-    for p in paths {
-        sources.push(read::open(p, opts)?);
-    }
+    let sources = crate::pipeline::open_all(paths, opts)?.into_sources();
     let mut acc = Acc::default();
     let mut per_input = vec![0u64; paths.len()];
     let mut n = 0u64;

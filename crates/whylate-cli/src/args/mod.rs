@@ -436,8 +436,30 @@ pub struct InputArgs {
 impl InputArgs {
     /// The reader options (loads and checks `--kallsyms`).
     pub fn open(&self) -> Result<OpenOptions, ReadError> {
+        self.open_held(None)
+    }
+
+    /// [`InputArgs::open`] where `held` holds files already opened for their paths (the
+    /// MCP server's): those are read through their descriptors, `--kallsyms` too.
+    pub fn open_held(
+        &self,
+        held: Option<std::sync::Arc<whylate::read::Held>>,
+    ) -> Result<OpenOptions, ReadError> {
+        use whylate::read::ksyms;
         let kallsyms = match &self.kallsyms {
-            Some(p) => Some((p.display().to_string(), whylate::read::ksyms::load_file(p)?)),
+            Some(p) => {
+                let text = match held.as_ref().and_then(|h| h.get(p)) {
+                    Some(f) => ksyms::load_opened(
+                        p,
+                        f.try_clone().map_err(|source| ReadError::Io {
+                            path: p.clone(),
+                            source,
+                        })?,
+                    )?,
+                    None => ksyms::load_file(p)?,
+                };
+                Some((p.display().to_string(), text))
+            }
             None => None,
         };
         Ok(OpenOptions {
@@ -447,6 +469,7 @@ impl InputArgs {
             progress: None,
             kallsyms,
             arch: self.arch.map(Into::into),
+            held,
         })
     }
 }

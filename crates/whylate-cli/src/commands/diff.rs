@@ -15,7 +15,7 @@ pub fn run(a: DiffArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode> {
     };
     // A trace compared with itself is read twice, which a stream cannot be.
     let both = [a.a.clone(), a.b.clone()];
-    if ident::is_stream(&a.a) && ident::check_distinct(&both).is_err() {
+    if ident::is_stream(&a.a) && ident::check_distinct(&both, None).is_err() {
         return usage(&format!(
             "{} is both A and B: a stream can be read once; save it to a file to compare it with itself",
             ident::display(&a.a)

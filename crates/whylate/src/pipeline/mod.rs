@@ -64,6 +64,11 @@ pub struct Opened {
 }
 
 impl Opened {
+    /// The opened inputs, in the order their paths were given.
+    pub fn into_sources(self) -> Vec<Input> {
+        self.sources
+    }
+
     /// One input (a file already opened, or one held in memory) named `name`.
     pub fn one(name: PathBuf, source: Input) -> Opened {
         Opened {
@@ -75,7 +80,7 @@ impl Opened {
 
 /// Opens every file of `paths` (each once; two names of one file are refused).
 pub fn open_all(paths: &[PathBuf], open: &OpenOptions) -> Result<Opened, ReadError> {
-    read::ident::check_distinct(paths)?;
+    read::ident::check_distinct(paths, open.held.as_deref())?;
     let sources = (paths.iter())
         .map(|p| read::open(p, open))
         .collect::<Result<Vec<_>, _>>()?;

@@ -3,6 +3,7 @@
 //! an output that is an input would destroy it. Files are compared by device and inode,
 //! so `./t.dat`, `t.dat` and a link to it are one file; `-` is standard input.
 
+use crate::read::open::Held;
 use crate::read::ReadError;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -43,10 +44,14 @@ pub use crate::read::source::display;
 
 /// Refuses inputs that name one file twice (the same path, or two paths to one file):
 /// each of its events would count twice, and a pipe would be split between two readers.
-pub fn check_distinct(paths: &[PathBuf]) -> Result<(), ReadError> {
+/// A path `held` holds is the file held for it, not whatever its name leads to now.
+pub fn check_distinct(paths: &[PathBuf], held: Option<&Held>) -> Result<(), ReadError> {
     let mut seen: Vec<(&PathBuf, Option<Ident>)> = Vec::with_capacity(paths.len());
     for p in paths {
-        let id = identity(p);
+        let id = match held.and_then(|h| h.get(p)) {
+            Some(f) => f.metadata().ok().map(|m| (m.dev(), m.ino())),
+            None => identity(p),
+        };
         let first = seen
             .iter()
             .find(|(q, qid)| *q == p || (id.is_some() && *qid == id));
@@ -72,10 +77,10 @@ mod tests {
         std::fs::write(&a, "x").unwrap();
         std::fs::write(&b, "x").unwrap();
         std::os::unix::fs::symlink(&a, dir.path().join("l")).unwrap();
-        assert!(check_distinct(&[a.clone(), b.clone()]).is_ok());
-        let e = check_distinct(&[a.clone(), b.clone(), dir.path().join("l")]).unwrap_err();
+        assert!(check_distinct(&[a.clone(), b.clone()], None).is_ok());
+        let e = check_distinct(&[a.clone(), b.clone(), dir.path().join("l")], None).unwrap_err();
         assert!(e.to_string().contains("given twice"), "{e}");
-        let e = check_distinct(&["-".into(), "-".into()]).unwrap_err();
+        let e = check_distinct(&["-".into(), "-".into()], None).unwrap_err();
         assert!(e.to_string().starts_with("- (standard input)"), "{e}");
         assert!(is_stream(Path::new("-")) && !is_stream(&a));
     }

@@ -181,11 +181,19 @@ pub fn given_matches(rec: &KernelId, name: &str, text: &[u8]) -> Result<(), Stri
 /// Reads a `/proc/kallsyms` copy (plain or .gz/.zst/.xz) for `--kallsyms FILE`, checking
 /// that it is one: the first line that is not one names its line and what was found.
 pub fn load_file(path: &Path) -> Result<Arc<[u8]>, ReadError> {
+    let f = std::fs::File::open(path).map_err(|source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    load_opened(path, f)
+}
+
+/// [`load_file`] of a file the caller opened (`path` names it in messages).
+pub fn load_opened(path: &Path, f: std::fs::File) -> Result<Arc<[u8]>, ReadError> {
     let io_err = |source| ReadError::Io {
         path: path.to_path_buf(),
         source,
     };
-    let f = std::fs::File::open(path).map_err(io_err)?;
     let (mut rd, _, _) = super::decompress::open(path, Box::new(f)).map_err(io_err)?;
     let mut text = Vec::new();
     rd.read_to_end(&mut text).map_err(io_err)?;

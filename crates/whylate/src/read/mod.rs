@@ -38,7 +38,8 @@ pub use decompress::Compression;
 pub use format::Format;
 pub use merge::{Lend, Merged, Sorted};
 pub use open::{
-    open, open_memory, trace_format, Input, OpenOptions, Progress, DEFAULT_WINDOW, PERF_WINDOW,
+    open, open_memory, trace_format, Held, Input, OpenOptions, Progress, DEFAULT_WINDOW,
+    PERF_WINDOW,
 };
 pub use registry::{formats, sniff};
 pub(crate) use source::OrderCheck;

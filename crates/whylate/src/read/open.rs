@@ -32,6 +32,31 @@ pub struct OpenOptions {
     /// The syscall table that names raw syscall numbers (`--arch`), over what the file
     /// says; x86_64 when neither says.
     pub arch: Option<crate::syscalls::Arch>,
+    /// Files the caller already opened (and checked): a path listed here is read through
+    /// its file and never opened by name, so what was checked is what is read (the MCP
+    /// server's roots; see [`Held`]).
+    pub held: Option<Arc<Held>>,
+}
+
+/// Files opened by the caller, by the path they stand for. A server that checks a path
+/// and then lets the library open it by name reads whatever the name leads to by then (a
+/// symlink swapped in, a FIFO that blocks `open`); one that opens once and hands the
+/// descriptor over reads what it checked.
+#[derive(Debug, Default)]
+pub struct Held {
+    files: Vec<(std::path::PathBuf, Arc<File>)>,
+}
+
+impl Held {
+    /// Adds `file` as the one `path` stands for.
+    pub fn insert(&mut self, path: std::path::PathBuf, file: File) {
+        self.files.push((path, Arc::new(file)));
+    }
+
+    /// The file held for `path`, if any.
+    pub fn get(&self, path: &Path) -> Option<&Arc<File>> {
+        self.files.iter().find(|(p, _)| p == path).map(|(_, f)| f)
+    }
 }
 
 /// How far a read has got, updated by the readers and polled by a progress display.
@@ -403,9 +428,10 @@ fn open_input(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
         path: path.to_path_buf(),
         source,
     };
-    let stdin = path.as_os_str() == "-";
+    let held = opts.held.as_ref().and_then(|h| h.get(path)).cloned();
+    let stdin = held.is_none() && path.as_os_str() == "-";
     // A pipe, FIFO or `<(cmd)` cannot be opened again or seeked: read it as stdin is.
-    let stream = stdin || super::ident::is_stream(path);
+    let stream = held.is_none() && (stdin || super::ident::is_stream(path));
     // A file is opened once: the sniffing reader and every reader after it read the same
     // open file at their own offsets (`pread`), so all of them read the file that was
     // sniffed, whatever happens to its name meanwhile.
@@ -414,7 +440,10 @@ fn open_input(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
     } else if stream {
         (Box::new(File::open(path).map_err(io_err)?), None)
     } else {
-        let file = Arc::new(File::open(path).map_err(io_err)?);
+        let file = match held {
+            Some(f) => f,
+            None => Arc::new(File::open(path).map_err(io_err)?),
+        };
         (Box::new(unpack::FileAt::new(file.clone())), Some(file))
     };
     let f: Box<dyn Read + Send> = match &opts.progress {

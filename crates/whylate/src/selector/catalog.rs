@@ -48,11 +48,7 @@ struct Acc {
 
 /// Reads `paths` (merged by time) and lists what each event name holds.
 pub fn catalog(paths: &[PathBuf], opts: &OpenOptions) -> Result<Catalog, ReadError> {
-    read::ident::check_distinct(paths)?;
-    let mut sources = Vec::new();
-    for p in paths {
-        sources.push(read::open(p, opts)?);
-    }
+    let sources = crate::pipeline::open_all(paths, opts)?.into_sources();
     let arch = opts
         .arch
         .or_else(|| sources.iter().find_map(|s| s.arch()))

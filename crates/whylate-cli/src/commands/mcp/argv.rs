@@ -7,6 +7,9 @@ use super::tools::Offer;
 use crate::args::{Cli, Cmd};
 use clap::Parser;
 use serde_json::{Map, Value};
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use whylate::read::Held;
 
 /// Arguments a tool reads itself (paging, which miss): never passed to the CLI.
 pub const LOCAL: [&str; 4] = ["offset", "limit", "index", "at_ns"];
@@ -25,21 +28,42 @@ fn command_of(tool: &str) -> &str {
     }
 }
 
+/// A tool call parsed: the command, and what its paths were opened as (read those, never
+/// the paths).
+pub struct Parsed {
+    /// The command the CLI would run.
+    pub cmd: Cmd,
+    /// The trace files (and `--kallsyms`), by their canonical paths.
+    pub held: Held,
+    /// `fleet`'s findings directories: (canonical path, descriptor).
+    pub dirs: Vec<(PathBuf, OwnedFd)>,
+}
+
 /// The parsed command for `tool` called with `args`, or the error in the CLI's words.
 pub fn parse(
     tool: &str,
     args: &Map<String, Value>,
     roots: &Roots,
     offer: Offer,
-) -> Result<Cmd, String> {
+) -> Result<Parsed, String> {
+    let mut held = Held::default();
+    let mut dirs = Vec::new();
     let known = super::tools::properties(tool, offer).ok_or_else(|| missing(tool))?;
     let mut argv = vec!["whylate".to_string(), command_of(tool).to_string()];
     for name in POSITIONAL {
         if let Some(v) = args.get(name).filter(|_| known.iter().any(|k| k == name)) {
             for s in strings(name, v)? {
                 let p = match name {
-                    "paths" => roots.resolve_dir(&s)?,
-                    _ => roots.resolve(&s)?,
+                    "paths" => {
+                        let (p, fd) = roots.resolve_dir(&s)?;
+                        dirs.push((p.clone(), fd));
+                        p
+                    }
+                    _ => {
+                        let (p, f) = roots.resolve(&s)?;
+                        held.insert(p.clone(), f);
+                        p
+                    }
                 };
                 argv.push(p.display().to_string());
             }
@@ -69,7 +93,11 @@ pub fn parse(
         }
         for s in strings(name, v)? {
             let s = match name.as_str() {
-                "kallsyms" => roots.resolve(&s)?.display().to_string(),
+                "kallsyms" => {
+                    let (p, f) = roots.resolve(&s)?;
+                    held.insert(p.clone(), f);
+                    p.display().to_string()
+                }
                 "output" => roots.resolve_new(&s)?.display().to_string(),
                 _ => s,
             };
@@ -78,7 +106,7 @@ pub fn parse(
         }
     }
     match Cli::try_parse_from(&argv) {
-        Ok(Cli { cmd: Some(c), .. }) => Ok(c),
+        Ok(Cli { cmd: Some(cmd), .. }) => Ok(Parsed { cmd, held, dirs }),
         Ok(_) => Err(format!("`{tool}`: no command parsed")),
         Err(e) => Err(crate::output::clap_message(&e)),
     }
@@ -142,7 +170,7 @@ mod tests {
 
     fn call(tool: &str, v: Value) -> Result<Cmd, String> {
         let (_d, r) = roots();
-        parse(tool, v.as_object().unwrap(), &r, Offer { record: true })
+        parse(tool, v.as_object().unwrap(), &r, Offer { record: true }).map(|p| p.cmd)
     }
 
     fn err(tool: &str, v: Value) -> String {
@@ -193,7 +221,8 @@ mod tests {
             &r,
             Offer { record: true },
         )
-        .unwrap();
+        .unwrap()
+        .cmd;
         let Cmd::Record(a) = c else { panic!() };
         assert_eq!(a.output, d.path().canonicalize().unwrap().join("new.dat"));
         assert_eq!(a.duration, Some(2_000_000_000));

@@ -8,7 +8,7 @@ use crate::args::{Cmd, InputArgs};
 use serde_json::{Map, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
-use whylate::read::{OpenOptions, Progress};
+use whylate::read::{Held, OpenOptions, Progress};
 use whylate_report::{ExplainText, LatencyText, Paint, StatsText};
 
 /// A tool's answer: the summary a model reads first, and the JSON.
@@ -19,18 +19,23 @@ pub struct Answer {
     pub json: Value,
 }
 
-/// Runs `tool` as `cmd` says; `progress` is where the read reports, and its `cancel`
-/// stops it.
+/// Runs `tool` as `cmd` says, reading the files `held` holds for its paths; `progress`
+/// is where the read reports, and its `cancel` stops it.
 pub fn run(
     tool: &str,
-    cmd: Cmd,
+    parsed: argv::Parsed,
     local: &Map<String, Value>,
     progress: Arc<Progress>,
 ) -> Result<Answer, String> {
     let plain = Paint::new(false);
+    let argv::Parsed { cmd, held, dirs } = parsed;
+    #[cfg(not(feature = "fleet"))]
+    let _ = dirs;
+    let held = Arc::new(held);
+    let opened = |input: &InputArgs| opened(input, &progress, &held);
     match (tool, cmd) {
         ("list_events", Cmd::Stats(a)) => {
-            let open = opened(&a.input, &progress)?;
+            let open = opened(&a.input)?;
             let c = whylate::selector::catalog::catalog(&a.files, &open).map_err(said)?;
             let summary = format!("{} events of {} names", c.events, c.names);
             Ok(Answer {
@@ -39,7 +44,7 @@ pub fn run(
             })
         }
         ("stats", Cmd::Stats(a)) => {
-            let open = opened(&a.input, &progress)?;
+            let open = opened(&a.input)?;
             let r = whylate::stats::stats(&a.files, &open, a.top).map_err(said)?;
             let summary = first_line(&r.render_text(&plain));
             Ok(Answer {
@@ -49,7 +54,7 @@ pub fn run(
         }
         ("latency", Cmd::Latency(a)) => {
             let (opts, tput) = crate::commands::latency::options(&a, false)?;
-            let open = opened(&a.input, &progress)?;
+            let open = opened(&a.input)?;
             let mut r = whylate::latency::latency(&a.files, &open, &opts, tput).map_err(said)?;
             crate::commands::latency::drop_samples(&mut r);
             let summary = first_line(&r.render_text(a.top, &plain));
@@ -60,7 +65,7 @@ pub fn run(
         }
         ("explain", Cmd::Explain(a)) => {
             let top = a.mode.top;
-            let (summary, mut json) = explained(&a.files, &a.input, a.mode, &progress)?;
+            let (summary, mut json) = explained(&a.files, a.mode, opened(&a.input)?)?;
             let offset = argv::local_u64(local, "offset")?.unwrap_or(0) as usize;
             let limit = argv::local_u64(local, "limit")?.map_or(top, |l| l as usize);
             page::misses(&mut json, offset, limit);
@@ -78,21 +83,31 @@ pub fn run(
             Ok(Answer { summary, json })
         }
         ("explain_miss", Cmd::Explain(a)) => {
-            let (summary, json) = explained(&a.files, &a.input, a.mode, &progress)?;
+            let (summary, json) = explained(&a.files, a.mode, opened(&a.input)?)?;
             one_miss(summary, json, local)
         }
         ("diff", Cmd::Diff(a)) => {
             let mode = a.mode.mode()?;
-            let open = opened(&a.input, &progress)?;
+            let open = opened(&a.input)?;
             let r = whylate::diff::diff(&a.a, &a.b, &open, &mode).map_err(said)?;
             let json = to_json(&r)?;
             let summary = json["verdict"].as_str().unwrap_or_default().to_string();
             Ok(Answer { summary, json })
         }
         #[cfg(feature = "fleet")]
-        ("fleet", Cmd::Fleet(a)) => {
-            let r = crate::commands::fleet::report(&a)?;
+        ("fleet", Cmd::Fleet(mut a)) => {
+            let copies = (dirs.into_iter())
+                .map(|(real, fd)| super::private::copy(&real, fd))
+                .collect::<Result<Vec<_>, _>>()?;
+            a.paths = copies
+                .iter()
+                .map(|c| c.copy.display().to_string())
+                .collect();
+            let r = crate::commands::fleet::report(&a).map_err(|e| as_real(e, &copies))?;
             let json = to_json(&r)?;
+            // The report names the directories the caller gave, not the private copies.
+            let json = serde_json::from_str(&as_real(json.to_string(), &copies))
+                .map_err(|e| format!("fleet: {e}"))?;
             let summary = first_line(&r.render_text(&plain));
             Ok(Answer { summary, json })
         }
@@ -104,12 +119,10 @@ pub fn run(
 /// Explains as `whylate explain --json` does: the verdict line and the report's JSON.
 fn explained(
     files: &[PathBuf],
-    input: &InputArgs,
     mode: crate::args::ModeArgs,
-    progress: &Arc<Progress>,
+    open: OpenOptions,
 ) -> Result<(String, Value), String> {
     let mode = mode.mode()?;
-    let open = opened(input, progress)?;
     let r = whylate::explain::explain_mode(files, &open, &mode).map_err(said)?;
     let summary = first_line(&r.render_text(&Paint::new(false)));
     Ok((summary, to_json(&r)?))
@@ -200,9 +213,22 @@ fn one_miss(
     })
 }
 
-/// The reader options of `input`, reporting to `progress`.
-fn opened(input: &InputArgs, progress: &Arc<Progress>) -> Result<OpenOptions, String> {
-    let mut open = input.open().map_err(said)?;
+/// `text` with each private copy's path replaced by the directory it copies.
+#[cfg(feature = "fleet")]
+fn as_real(text: String, copies: &[super::private::Copied]) -> String {
+    copies.iter().fold(text, |t, c| {
+        t.replace(&c.copy.display().to_string(), &c.real.display().to_string())
+    })
+}
+
+/// The reader options of `input`, reading the files `held` holds, reporting to
+/// `progress`.
+fn opened(
+    input: &InputArgs,
+    progress: &Arc<Progress>,
+    held: &Arc<Held>,
+) -> Result<OpenOptions, String> {
+    let mut open = input.open_held(Some(held.clone())).map_err(said)?;
     open.progress = Some(progress.clone());
     Ok(open)
 }

@@ -1,10 +1,12 @@
 //! `whylate mcp`: the analyses as tools of the Model Context Protocol, served on stdio to
 //! an AI agent (built with the `mcp` feature; without it the command says how to get it).
 //!
-//! One concern per module: [`roots`] decides which paths a call may read, [`argv`] turns
-//! a call's arguments into the command line the CLI parses (so a bad value gets the
-//! CLI's words), [`tools`] describes the tools, [`call`] runs one on the library,
-//! [`page`] sizes a result for a model's context, and [`server`] speaks the protocol.
+//! One concern per module: [`roots`] decides which paths a call may read and opens them
+//! once, [`argv`] turns a call's arguments into the command line the CLI parses (so a
+//! bad value gets the CLI's words), [`tools`] describes the tools, [`call`] runs one on
+//! the library, `private` copies `fleet`'s findings by descriptor, [`page`] sizes a
+//! result for a model's context, [`wire`] answers malformed JSON-RPC lines as JSON-RPC
+//! says, and [`server`] speaks the protocol.
 
 use crate::args::McpArgs;
 use std::process::ExitCode;
@@ -15,12 +17,16 @@ mod argv;
 mod call;
 #[cfg(feature = "mcp")]
 mod page;
+#[cfg(all(feature = "mcp", feature = "fleet"))]
+mod private;
 #[cfg(feature = "mcp")]
 mod roots;
 #[cfg(feature = "mcp")]
 mod server;
 #[cfg(feature = "mcp")]
 mod tools;
+#[cfg(feature = "mcp")]
+mod wire;
 
 /// What a build without the MCP server says to `whylate mcp` (checked by a unit test in
 /// every build).

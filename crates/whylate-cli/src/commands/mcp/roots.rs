@@ -1,18 +1,35 @@
 //! Which paths a tool call may read: regular files under the `--root` directories, after
 //! every symlink is resolved. Anything else is refused with a message that says why.
+//!
+//! A path is checked by name, then opened once, component by component from the root's
+//! own descriptor with `O_NOFOLLOW` (`O_PATH`, so a FIFO or device is never opened for
+//! reading and no `open` can block), checked again on the descriptor (`fstat`: a regular
+//! file) and read only through it. A symlink or FIFO swapped in between the check and the
+//! open is refused, never followed: the check-then-open race of a name-based server.
 
-use std::path::{Path, PathBuf};
+use rustix::fs::{FileType, Mode, OFlags};
+use std::fs::File;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
-/// The directories the server was started with, canonical.
+/// The directories the server was started with, canonical, each with a descriptor held
+/// from the start (a root renamed or swapped later is still the directory checked).
 #[derive(Clone, Debug)]
 pub struct Roots {
     dirs: Vec<PathBuf>,
+    fds: Vec<Arc<OwnedFd>>,
 }
+
+/// Why an opened path was refused after its check by name passed.
+const SWAPPED: &str =
+    "changed while it was being opened (a symlink or another kind of file took its place); refused";
 
 impl Roots {
     /// Canonicalizes each `--root`; one that is no directory is an error naming it.
     pub fn new(given: &[PathBuf]) -> Result<Roots, String> {
         let mut dirs = Vec::new();
+        let mut fds = Vec::new();
         for d in given {
             let c = d
                 .canonicalize()
@@ -20,9 +37,12 @@ impl Roots {
             if !c.is_dir() {
                 return Err(format!("--root {}: not a directory", d.display()));
             }
+            let fd = rustix::fs::open(&c, dir_flags(), Mode::empty())
+                .map_err(|e| format!("--root {}: {e}", d.display()))?;
             dirs.push(c);
+            fds.push(Arc::new(fd));
         }
-        Ok(Roots { dirs })
+        Ok(Roots { dirs, fds })
     }
 
     /// The roots, for messages and the tools' descriptions.
@@ -32,28 +52,69 @@ impl Roots {
     }
 
     /// The canonical path of `given` (absolute, or relative to the first root that holds
-    /// it), when it is a regular file under a root; else why not.
-    pub fn resolve(&self, given: &str) -> Result<PathBuf, String> {
-        let real = self.locate(given)?;
-        let meta = real.metadata().map_err(|e| format!("{given}: {e}"))?;
-        if !meta.is_file() {
+    /// it) and the file opened there, when it is a regular file under a root; else why
+    /// not. Read the file, never the path: the path is for messages.
+    pub fn resolve(&self, given: &str) -> Result<(PathBuf, File), String> {
+        let (real, root) = self.locate(given)?;
+        let fd = self.open_beneath(given, &real, root)?;
+        let kind = stat_kind(&fd).map_err(|e| format!("{given}: {e}"))?;
+        if kind != FileType::RegularFile {
             return Err(format!(
                 "{given}: not a regular file (a directory, device, pipe or socket); only trace files are read"
             ));
         }
-        Ok(real)
+        // `O_PATH` descriptors cannot be read: reopen the very file through its magic
+        // link, which names the open file itself, not a path that could change.
+        let file = File::open(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+            .map_err(|e| format!("{given}: reopening the checked file for reading: {e}"))?;
+        Ok((real, file))
     }
 
-    /// The canonical path of `given` when it is a directory under a root (the findings
-    /// directories `fleet` reads); else why not.
-    pub fn resolve_dir(&self, given: &str) -> Result<PathBuf, String> {
-        let real = self.locate(given)?;
-        if !real.is_dir() {
+    /// The canonical path of `given` and a descriptor of it, when it is a directory under
+    /// a root (the findings directories `fleet` reads); else why not.
+    pub fn resolve_dir(&self, given: &str) -> Result<(PathBuf, OwnedFd), String> {
+        let (real, root) = self.locate(given)?;
+        let fd = self.open_beneath(given, &real, root)?;
+        if stat_kind(&fd).map_err(|e| format!("{given}: {e}"))? != FileType::Directory {
             return Err(format!(
                 "{given}: not a directory; give a findings directory (what --parquet wrote)"
             ));
         }
-        Ok(real)
+        Ok((real, fd))
+    }
+
+    /// Opens `real` (canonical, under root `root`) one component at a time from the
+    /// root's descriptor, following no symlink: what a name-based check passed, changed
+    /// since, is refused here.
+    fn open_beneath(&self, given: &str, real: &Path, root: usize) -> Result<OwnedFd, String> {
+        let rel = real.strip_prefix(&self.dirs[root]).map_err(|_| {
+            format!(
+                "{given}: outside the roots this server reads ({})",
+                self.describe()
+            )
+        })?;
+        let mut at =
+            rustix::io::dup(self.fds[root].as_fd()).map_err(|e| format!("{given}: {e}"))?;
+        let parts: Vec<_> = rel.components().collect();
+        for (i, c) in parts.iter().enumerate() {
+            let Component::Normal(name) = c else {
+                return Err(format!("{given}: {SWAPPED}"));
+            };
+            let last = i + 1 == parts.len();
+            let flags = if last { leaf_flags() } else { dir_flags() };
+            at = rustix::fs::openat(&at, *name, flags, Mode::empty()).map_err(|e| {
+                if e == rustix::io::Errno::LOOP || e == rustix::io::Errno::NOTDIR {
+                    format!("{given}: {SWAPPED}")
+                } else {
+                    format!("{given}: {}", std::io::Error::from(e))
+                }
+            })?;
+            // `O_PATH | O_NOFOLLOW` opens a symlink itself rather than failing.
+            if last && stat_kind(&at).map_err(|e| format!("{given}: {e}"))? == FileType::Symlink {
+                return Err(format!("{given}: {SWAPPED}"));
+            }
+        }
+        Ok(at)
     }
 
     /// Where a new recording named `given` goes: its directory must be under a root
@@ -89,7 +150,7 @@ impl Roots {
     }
 
     /// `given` with every symlink resolved, when it exists under a root.
-    fn locate(&self, given: &str) -> Result<PathBuf, String> {
+    fn locate(&self, given: &str) -> Result<(PathBuf, usize), String> {
         if given.is_empty() {
             return Err("an empty path; give a trace file under the roots".into());
         }
@@ -115,7 +176,7 @@ impl Roots {
         let real = candidate
             .canonicalize()
             .map_err(|e| format!("{given}: {e}"))?;
-        if !self.dirs.iter().any(|d| real.starts_with(d)) {
+        let Some(root) = self.dirs.iter().position(|d| real.starts_with(d)) else {
             let via = if real.as_path() != candidate.as_path() {
                 format!(" (it leads to {})", real.display())
             } else {
@@ -125,14 +186,33 @@ impl Roots {
                 "{given}: outside the roots this server reads ({}){via}; only traces under them are read",
                 self.describe()
             ));
-        }
-        Ok(real)
+        };
+        Ok((real, root))
     }
+}
+
+/// A directory on the way: opened for lookups only, never through a symlink.
+fn dir_flags() -> OFlags {
+    OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC
+}
+
+/// The last component: `O_PATH` opens no file for I/O, so a FIFO cannot block it and a
+/// device's open has no effect.
+fn leaf_flags() -> OFlags {
+    OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC
+}
+
+/// What kind of file a descriptor is.
+fn stat_kind(fd: &impl AsFd) -> std::io::Result<FileType> {
+    let st = rustix::fs::fstat(fd)?;
+    Ok(FileType::from_raw_mode(st.st_mode))
 }
 
 #[cfg(test)]
 mod tests {
     use super::Roots;
+    use rustix::fs::{FileType, Mode};
+    use std::sync::Arc;
 
     #[test]
     fn files_under_the_root_only() {
@@ -143,9 +223,9 @@ mod tests {
         std::os::unix::fs::symlink(out.path().join("secret"), root.path().join("link")).unwrap();
         std::fs::create_dir(root.path().join("sub")).unwrap();
         let r = Roots::new(&[root.path().to_path_buf()]).unwrap();
-        let ok = r.resolve("t.txt").unwrap();
+        let ok = r.resolve("t.txt").unwrap().0;
         assert_eq!(ok, root.path().canonicalize().unwrap().join("t.txt"));
-        assert_eq!(r.resolve(ok.to_str().unwrap()).unwrap(), ok);
+        assert_eq!(r.resolve(ok.to_str().unwrap()).unwrap().0, ok);
         let err = |p: &str| r.resolve(p).unwrap_err();
         assert!(err("link").contains("outside the roots"), "{}", err("link"));
         assert!(err("../x").contains("no such file") || err("../x").contains("outside"));
@@ -170,7 +250,7 @@ mod tests {
         std::fs::write(root.path().join("t.dat"), "x").unwrap();
         let r = Roots::new(&[root.path().to_path_buf()]).unwrap();
         let real = root.path().canonicalize().unwrap();
-        assert_eq!(r.resolve_dir("findings").unwrap(), real.join("findings"));
+        assert_eq!(r.resolve_dir("findings").unwrap().0, real.join("findings"));
         assert!(r
             .resolve_dir("t.dat")
             .unwrap_err()
@@ -199,5 +279,80 @@ mod tests {
         assert!(err(abs.to_str().unwrap()).contains("outside the roots"));
         assert!(err("nodir/x.dat").contains("its directory"));
         assert!(err("findings/").contains("not a file name"));
+    }
+
+    /// A name swapped between a regular file inside the root, a symlink to a file outside
+    /// and a FIFO, while paths are resolved and read: nothing outside is ever read, and no
+    /// call blocks on the FIFO.
+    #[test]
+    fn a_name_swapped_under_the_check_is_never_followed() {
+        use std::io::Read;
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+        let root = tempfile::tempdir().unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let secret = out.path().join("secret");
+        std::fs::write(&secret, "OUTSIDE").unwrap();
+        let (inside, link, fifo) = (
+            root.path().join("in"),
+            root.path().join("link"),
+            root.path().join("fifo"),
+        );
+        std::fs::write(&inside, "INSIDE").unwrap();
+        std::os::unix::fs::symlink(&secret, &link).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let name = root.path().join("r.ftrace");
+        std::fs::hard_link(&inside, &name).unwrap();
+        let r = Roots::new(&[root.path().to_path_buf()]).unwrap();
+        let (stop, swaps) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicU64::new(0)),
+        );
+        let swapper = {
+            let (stop, swaps, name) = (stop.clone(), swaps.clone(), name.clone());
+            let tmp = root.path().join("tmp");
+            std::thread::spawn(move || {
+                let sources = [&inside, &link, &fifo];
+                let mut i = 0usize;
+                while !stop.load(Relaxed) {
+                    // rename(2) replaces the name atomically with a link of each kind.
+                    let _ = std::fs::remove_file(&tmp);
+                    let src = sources[i % 3];
+                    let made = if src == &link {
+                        std::os::unix::fs::symlink(&secret, &tmp)
+                    } else {
+                        std::fs::hard_link(src, &tmp)
+                    };
+                    if made.is_ok() && std::fs::rename(&tmp, &name).is_ok() {
+                        swaps.fetch_add(1, Relaxed);
+                    }
+                    i += 1;
+                }
+            })
+        };
+        let (mut read, mut refused) = (0u64, 0u64);
+        while swaps.load(Relaxed) < 10_000 {
+            match r.resolve(name.to_str().unwrap()) {
+                Ok((_, mut f)) => {
+                    let mut text = String::new();
+                    f.read_to_string(&mut text).unwrap();
+                    assert_eq!(text, "INSIDE", "read a file other than the one checked");
+                    read += 1;
+                }
+                Err(e) => {
+                    assert!(!e.contains("OUTSIDE"), "{e}");
+                    refused += 1;
+                }
+            }
+        }
+        stop.store(true, Relaxed);
+        swapper.join().unwrap();
+        assert!(read > 0 && refused > 0, "read {read}, refused {refused}");
     }
 }

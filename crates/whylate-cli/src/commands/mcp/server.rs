@@ -29,11 +29,14 @@ pub struct Whylate {
 
 /// Serves on stdin/stdout until the client goes away.
 pub async fn serve(roots: Roots, offer: tools::Offer) -> anyhow::Result<()> {
+    let (io, writer) = super::wire::wire();
     let running = Whylate { roots, offer }
-        .serve(rmcp::transport::stdio())
+        .serve(io)
         .await
         .map_err(|e| anyhow::anyhow!("mcp: the client's initialisation failed: {e}"))?;
     running.waiting().await?;
+    // The SDK is done: its last replies are on their way to stdout.
+    let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
     Ok(())
 }
 
@@ -64,7 +67,7 @@ impl ServerHandler for Whylate {
         let tool = request.name.to_string();
         let args = request.arguments.unwrap_or_default();
         let result = match argv::parse(&tool, &args, &self.roots, self.offer) {
-            Ok(cmd) => run_blocking(tool, cmd, args, &context).await,
+            Ok(parsed) => run_blocking(tool, parsed, args, &context).await,
             Err(e) => Err(e),
         };
         Ok(match result {
@@ -87,7 +90,7 @@ fn answered(a: Answer) -> CallToolResult {
 /// cancellation tells the read to stop and waits for it to.
 async fn run_blocking(
     tool: String,
-    cmd: crate::args::Cmd,
+    parsed: argv::Parsed,
     args: serde_json::Map<String, serde_json::Value>,
     context: &RequestContext<RoleServer>,
 ) -> Result<Answer, String> {
@@ -96,7 +99,7 @@ async fn run_blocking(
     let name = tool.clone();
     let mut job = tokio::task::spawn_blocking(move || {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            call::run(&name, cmd, &args, p)
+            call::run(&name, parsed, &args, p)
         }))
     });
     let token = context.meta.get_progress_token();
