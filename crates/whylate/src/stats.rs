@@ -228,7 +228,7 @@ impl Acc {
 
 /// Reads `paths` (merged by time when several) and counts.
 pub fn stats(paths: &[PathBuf], opts: &OpenOptions, top: usize) -> Result<StatsReport, ReadError> {
-    let sources = crate::pipeline::open_all(paths, opts)?.into_sources();
+    let sources = read::open_each(paths, opts)?;
     let mut acc = Acc::default();
     let mut per_input = vec![0u64; paths.len()];
     let mut n = 0u64;

@@ -353,7 +353,25 @@ fn blind(tl: &Timeline) -> Vec<String> {
     let a = &tl.anomalies;
     let idle = a.untraced_idle_note();
     let late = a.late_note();
-    late.into_iter().chain(cut).chain(idle).collect()
+    let rtla = rtla_unreadable(tl);
+    late.into_iter()
+        .chain(cut)
+        .chain(idle)
+        .chain(rtla)
+        .collect()
+}
+
+/// The timerlat and osnoise events whose values are not numbers a trace can hold, once.
+fn rtla_unreadable(tl: &Timeline) -> Option<String> {
+    let r = &tl.rtla;
+    let (ts, cpu, text) = r.first_unreadable.as_ref()?;
+    Some(format!(
+        "{} timerlat/osnoise events not understood (values no trace can hold: negative, past 64 bits or over {}), left out of every breakdown; the first at {} on CPU{cpu}: `{}`",
+        r.unreadable,
+        crate::units::dur(crate::read::rtla::MAX_NS),
+        crate::units::secs(*ts),
+        text.chars().take(120).collect::<String>()
+    ))
 }
 
 #[cfg(test)]

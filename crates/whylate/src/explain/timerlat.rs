@@ -156,24 +156,41 @@ pub(super) fn fill(
     out
 }
 
-/// What held `cpu` over `[from, to)`: the osnoise events there, else what the sched and
-/// irq tracepoints show (leaving `tid`, the sampling thread, to the remainder); and
-/// whether the tracepoints told it.
+/// What held `cpu` from the timer's expiry to the thread (`from`, `entry`, `to`): the
+/// osnoise events there, else what the sched and irq tracepoints show after the IRQ's
+/// entry (leaving `tid`, the sampling thread, to the remainder); and whether the
+/// tracepoints told it.
 fn parts_in(
     tl: &Timeline,
     s: &Interner,
     noise: &[&Noise],
     cpu: u32,
-    win: (u64, u64),
+    (from, entry, to): (u64, u64, u64),
     tid: i32,
 ) -> (Vec<Hold>, bool) {
-    let parts = noise_parts(noise, win);
+    let parts = noise_parts(noise, (from, to));
     if !parts.is_empty() {
         return (parts, false);
     }
-    let traced = super::timerlat_join::traced_parts(tl, s, cpu, win, tid);
+    let traced = super::timerlat_join::traced_parts(tl, s, cpu, (entry, to), tid);
     let joined = !traced.is_empty();
     (traced, joined)
+}
+
+/// The IRQ link's parts: the noise that ran before the timer's IRQ could (largest first,
+/// at most `irq_lat` in all), then the rest of its latency as [`irq_hold`].
+fn irq_parts(a: &Activation, tl: &Timeline, irq_lat: u64, mut noise: Vec<Hold>) -> Vec<Hold> {
+    noise.sort_by_key(|h| std::cmp::Reverse(h.ns));
+    let mut left = irq_lat;
+    for h in &mut noise {
+        h.ns = h.ns.min(left);
+        left -= h.ns;
+    }
+    noise.retain(|h| h.ns > 0);
+    if left > 0 {
+        noise.push(irq_hold(a, tl, left));
+    }
+    noise
 }
 
 /// Each CPU's noise, by start.
@@ -241,9 +258,15 @@ fn activation_miss(
     let irq_lat = a.irq.map_or(0, |i| i.1).min(total);
     let expiry = a.expiry();
     let entry = expiry + irq_lat;
-    let fixed = vec![irq_hold(a, tl, irq_lat)];
-    let noise = noise_in(by, a.cpu, entry, th_ts.max(entry));
-    let (found, joined) = parts_in(tl, s, noise, a.cpu, (entry, th_ts), tid);
+    // Each noise belongs to the activation whose [expiry, thread start] holds its own
+    // start, whatever order its line was printed in (the IRQ that runs the timer prints
+    // its noise after the timer's sample). One that ended before the timer's IRQ ran held
+    // that IRQ off: part of the IRQ's latency, not the thread's.
+    let noise = noise_in(by, a.cpu, expiry, th_ts.max(entry));
+    let (before, after): (Vec<&Noise>, Vec<&Noise>) =
+        (noise.iter()).partition(|n| n.start.saturating_add(n.dur_ns) + SLACK_NS <= entry);
+    let irq_part = irq_parts(a, tl, irq_lat, noise_parts(&before, (expiry, entry)));
+    let (found, joined) = parts_in(tl, s, &after, a.cpu, (expiry, entry, th_ts), tid);
     let rest = (
         cause::SCHED_OVERHEAD,
         if joined {
@@ -252,9 +275,7 @@ fn activation_miss(
             "what no noise event accounts for: waking and switching to the timerlat thread, kernel entry and exit"
         },
     );
-    let mut parts = fill(found, a.cpu, total, fixed, rest).into_iter();
-    let irq_part: Vec<Hold> = parts.next().into_iter().filter(|h| h.ns > 0).collect();
-    let thread_parts: Vec<Hold> = parts.collect();
+    let thread_parts = fill(found, a.cpu, total - irq_lat, Vec::new(), rest);
     let tl_link = |kind: &str, ts: u64, what: String, d: u64, u: u64, held: Vec<Hold>| Link {
         duration_ns: d,
         usual_ns: Some(u),
@@ -316,11 +337,11 @@ pub fn analyze_timerlat(
     deadline_ns: Option<u64>,
     top: usize,
 ) -> ExplainReport {
-    let acts: Vec<Activation> = (tl.rtla.activations().into_iter())
-        .filter(|a| a.thread.is_some())
-        .collect();
-    if acts.is_empty() {
-        return analyze_thresholds(tl, s, top);
+    let (acts, orphans): (Vec<Activation>, Vec<Activation>) = (tl.rtla.activations())
+        .into_iter()
+        .partition(|a| a.thread.is_some());
+    if acts.is_empty() && orphans.iter().all(|a| a.irq.is_none()) {
+        return analyze_thresholds(tl, s, deadline_ns, top);
     }
     let mut lats: Vec<u64> = acts.iter().map(|a| a.thread.map_or(0, |t| t.1)).collect();
     lats.sort_unstable();
@@ -349,11 +370,14 @@ pub fn analyze_timerlat(
             misses.push(m);
         }
     }
+    let (lost, cut) = unanswered(tl, &orphans, dl, usual.0);
+    let no_reply = lost.len() as u64;
+    misses.extend(lost);
     windows.sort_by_key(|w| w.start_ns);
     let mut notes = vec![format!(
         "{} timerlat activations on {} CPUs; the thread latency of each late one is split into the timer IRQ's latency, the noise the osnoise events saw after the IRQ, and the rest",
         acts.len(),
-        (acts.iter().map(|a| a.cpu).max().unwrap_or(0) + 1)
+        (acts.iter().map(|a| a.cpu)).collect::<std::collections::BTreeSet<_>>().len()
     )];
     if joined > 0 {
         notes.push(format!(
@@ -361,6 +385,13 @@ pub fn analyze_timerlat(
         ));
     } else if tl.rtla.noise.is_empty() {
         notes.push("no osnoise events in the trace: beyond the IRQ's latency each late activation is one remainder; record with the osnoise events on (rtla timerlat -a, or -e osnoise) to see the IRQs, softirqs, NMIs and threads in it".into());
+    }
+    notes.extend(restarts_note(&acts));
+    if no_reply + cut > 0 {
+        notes.push(format!(
+            "{} activations have an IRQ sample and no thread sample: {no_reply} missed with no reply (the thread cannot have run in time, or its CPU went on without it: the sample was lost or the thread never ran), {cut} cut by the trace's end",
+            no_reply + cut
+        ));
     }
     let frame = Framing {
         from: "timerlat timer expiry".into(),
@@ -370,7 +401,85 @@ pub fn analyze_timerlat(
         top,
         noun: "activations",
     };
-    finish(tl, s, frame, misses, lats, notes, windows)
+    finish(tl, s, frame, (misses, no_reply), lats, notes, windows)
+}
+
+/// The activations with an IRQ sample and no thread sample (`orphans`): a miss with no
+/// reply where the thread cannot have run in time (its IRQ alone is over `dl`) or where
+/// its CPU sampled on after it; the rest are the last of their CPU, cut by the trace's
+/// end, and only counted.
+fn unanswered(tl: &Timeline, orphans: &[Activation], dl: u64, usual_irq: u64) -> (Vec<Miss>, u64) {
+    let mut last = rustc_hash::FxHashMap::<u32, u64>::default();
+    for x in &tl.rtla.samples {
+        let t = last.entry(x.cpu).or_default();
+        *t = (*t).max(x.ts);
+    }
+    let mut out = Vec::new();
+    let mut cut = 0;
+    for a in orphans {
+        let Some((irq_ts, irq_lat)) = a.irq else {
+            continue;
+        };
+        let went_on = last.get(&a.cpu).is_some_and(|&t| t > irq_ts);
+        if irq_lat <= dl && !went_on {
+            cut += 1;
+            continue;
+        }
+        let expiry = a.expiry();
+        let irq = Link {
+            duration_ns: irq_lat,
+            usual_ns: Some(usual_irq),
+            excess_ns: irq_lat.saturating_sub(usual_irq),
+            held_by: irq_parts(a, tl, irq_lat, Vec::new()),
+            ..Link::mark(
+                "irq",
+                expiry,
+                expiry,
+                Some(a.cpu),
+                "the timer's IRQ handler ran".into(),
+            )
+        };
+        let what = format!(
+            "no thread sample for activation #{}: lost, or the timerlat thread never ran before the CPU went on",
+            a.seq
+        );
+        let chain = vec![
+            Link::mark(
+                "timer",
+                expiry,
+                expiry,
+                Some(a.cpu),
+                format!("timerlat timer expired (activation #{})", a.seq),
+            ),
+            irq,
+            Link::mark("thread", expiry, irq_ts, Some(a.cpu), what),
+        ];
+        out.push(Miss {
+            read_ns: None,
+            not_reading: false,
+            uncertain: true,
+            start_ns: expiry,
+            duration_ns: None,
+            tid: -1,
+            cpu: a.cpu,
+            late_ns: irq_lat.saturating_sub(dl),
+            blamed_ns: irq_lat,
+            chain,
+            blame: Vec::new(),
+        });
+    }
+    (out, cut)
+}
+
+/// Where activation ids went back (the tracer was run again), said once.
+fn restarts_note(acts: &[Activation]) -> Option<String> {
+    let runs: std::collections::BTreeSet<(u32, u32)> =
+        acts.iter().map(|a| (a.cpu, a.run)).collect();
+    let cpus: std::collections::BTreeSet<u32> = runs.iter().map(|r| r.0).collect();
+    let restarts = runs.len() - cpus.len();
+    (restarts > 0).then(|| format!(
+        "activation ids went back {restarts} times (the tracer was run again, or two runs given together): samples are paired within each run, and each run's activations are counted"
+    ))
 }
 
 /// The misses ranked and tallied, into the report.
@@ -378,7 +487,7 @@ fn finish(
     tl: &Timeline,
     s: &Interner,
     frame: Framing,
-    mut misses: Vec<Miss>,
+    (mut misses, no_reply): (Vec<Miss>, u64),
     sorted: Vec<u64>,
     notes: Vec<String>,
     windows: Vec<Window>,
@@ -389,7 +498,7 @@ fn finish(
         m.blame = tally.add_chain(m);
     }
     let n = misses.len() as u64;
-    let stats = CycleStats::of(&sorted, sorted.len() as u64, 0, n);
+    let stats = CycleStats::of(&sorted, sorted.len() as u64 + no_reply, no_reply, n);
     let found = Findings {
         stats,
         misses,
@@ -400,63 +509,103 @@ fn finish(
     assemble(tl, s, frame, found)
 }
 
-/// osnoise `sample_threshold` hits, each explained by the noise inside it.
-fn analyze_thresholds(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport {
+/// osnoise `sample_threshold` hits, each explained by the noise inside it: every hit is a
+/// miss when no deadline is given (the tracer's own threshold chose them), else those
+/// over the deadline.
+fn analyze_thresholds(
+    tl: &Timeline,
+    s: &Interner,
+    deadline_ns: Option<u64>,
+    top: usize,
+) -> ExplainReport {
     let by = noise_by_cpu(tl);
+    let dl = deadline_ns.unwrap_or(0);
     let mut misses = Vec::new();
     let mut windows = Vec::new();
     let mut sorted = Vec::new();
     for t in &tl.rtla.thresholds {
-        let end = t.start + t.dur_ns;
-        let noise = noise_in(&by, t.cpu, t.start, end);
-        let rest = (
-            cause::UNKNOWN,
-            "what no noise event inside the sample accounts for",
-        );
-        let (found, _) = parts_in(tl, s, noise, t.cpu, (t.start, end), t.tid);
-        let held = fill(found, t.cpu, t.dur_ns, Vec::new(), rest);
-        let link = Link {
-            duration_ns: t.dur_ns,
-            excess_ns: t.dur_ns,
-            held_by: held,
-            ..Link::mark(
-                "noise",
-                t.start,
-                t.start,
-                Some(t.cpu),
-                format!(
-                    "osnoise sample over the threshold ({} interference)",
-                    t.interference
-                ),
-            )
-        };
-        misses.push(Miss {
-            read_ns: None,
-            not_reading: false,
-            uncertain: false,
-            start_ns: t.start,
-            duration_ns: Some(t.dur_ns),
-            tid: -1,
-            cpu: t.cpu,
-            late_ns: t.dur_ns,
-            blamed_ns: t.dur_ns,
-            chain: vec![link],
-            blame: Vec::new(),
-        });
-        windows.push(Window::new(t.start, Some(end), end, -1, t.cpu, true));
+        let end = t.start.saturating_add(t.dur_ns);
+        let late = t.dur_ns > dl;
+        windows.push(Window::new(t.start, Some(end), end, -1, t.cpu, late));
         sorted.push(t.dur_ns);
+        if late {
+            misses.push(threshold_miss(tl, s, &by, t, dl));
+        }
     }
     sorted.sort_unstable();
     windows.sort_by_key(|w| w.start_ns);
+    let deadline_source = match deadline_ns {
+        Some(_) => "given".into(),
+        None => {
+            "the osnoise tracer's own threshold (every sample_threshold hit); --deadline sets one"
+                .into()
+        }
+    };
     let frame = Framing {
         from: "osnoise sample start".into(),
         to: vec!["osnoise sample end".into()],
-        deadline_ns: None,
-        deadline_source: "the osnoise tracer's own threshold (every sample_threshold hit)".into(),
+        deadline_ns,
+        deadline_source,
         top,
         noun: "samples",
     };
-    finish(tl, s, frame, misses, sorted, Vec::new(), windows)
+    finish(tl, s, frame, (misses, 0), sorted, Vec::new(), windows)
+}
+
+/// One osnoise sample over the deadline, split into the noise events inside it and the
+/// rest: the entry and exit code around each interference when every interference the
+/// sample counts has its event (their durations are net of it), else untraced.
+fn threshold_miss(
+    tl: &Timeline,
+    s: &Interner,
+    by: &[Vec<&Noise>],
+    t: &crate::timeline::rtla::Threshold,
+    dl: u64,
+) -> Miss {
+    let end = t.start.saturating_add(t.dur_ns);
+    let noise = noise_in(by, t.cpu, t.start, end);
+    let rest = if noise.len() as u64 >= t.interference {
+        (
+            cause::SCHED_OVERHEAD,
+            "the entry and exit code around each interference, which the noise events' net durations leave out",
+        )
+    } else {
+        (
+            cause::UNKNOWN,
+            "what no noise event inside the sample accounts for (it counts more interferences than the trace has noise events for)",
+        )
+    };
+    let (found, _) = parts_in(tl, s, noise, t.cpu, (t.start, t.start, end), t.tid);
+    let held = fill(found, t.cpu, t.dur_ns, Vec::new(), rest);
+    let plural = if t.interference == 1 { "" } else { "s" };
+    let link = Link {
+        duration_ns: t.dur_ns,
+        excess_ns: t.dur_ns,
+        held_by: held,
+        ..Link::mark(
+            "noise",
+            t.start,
+            t.start,
+            Some(t.cpu),
+            format!(
+                "osnoise sample over the threshold ({} interference{plural})",
+                t.interference
+            ),
+        )
+    };
+    Miss {
+        read_ns: None,
+        not_reading: false,
+        uncertain: false,
+        start_ns: t.start,
+        duration_ns: Some(t.dur_ns),
+        tid: -1,
+        cpu: t.cpu,
+        late_ns: t.dur_ns.saturating_sub(dl),
+        blamed_ns: t.dur_ns,
+        chain: vec![link],
+        blame: Vec::new(),
+    }
 }
 
 #[cfg(test)]
@@ -696,5 +845,208 @@ mod tests {
                 ("unknown".into(), "-".into(), 12_000),
             ]
         );
+    }
+
+    /// rtla-timerlat-top's documentation excerpt (Documentation/tools/rtla/
+    /// rtla-timerlat-top.rst, `rtla timerlat top -a`; the 7-column flags): activation
+    /// #58634's noise lines print between its IRQ and thread lines and the IRQ noise starts
+    /// before the IRQ's own line. The documentation's answer: IRQ latency 12505 ns, the
+    /// local_timer IRQ 12553 ns, sh's thread noise 4769 ns, the rest.
+    const RTLA_DOC: &str = "# tracer: timerlat
+#
+      timerlat/5-79755   [005] .......   426.271226: #58634 context thread timer_latency     10823 ns
+              sh-109404  [006] dnLh213   426.271247: #58634 context    irq timer_latency     12505 ns
+              sh-109404  [006] dNLh313   426.271258: irq_noise: local_timer:236 start 426.271245463 duration 12553 ns
+              sh-109404  [006] d...313   426.271263: thread_noise:       sh:109404 start 426.271245853 duration 4769 ns
+      timerlat/6-79756   [006] .......   426.271264: #58634 context thread timer_latency     30328 ns
+            bash-109109  [007] d..h...   426.271265: #58634 context    irq timer_latency      1211 ns
+      timerlat/6-79756   [006] .......   426.271267: timerlat_main: stop tracing hit on cpu 6
+";
+
+    #[test]
+    fn the_rtla_documentation_excerpt_splits_as_rtla_does() {
+        let p = pass(RTLA_DOC);
+        let r = analyze_timerlat(&p.tl, &p.strings, Some(20_000), 3);
+        assert_eq!((r.cycles.count, r.misses.len()), (2, 1));
+        let got = parts(&r.misses[0]);
+        let want: Vec<(String, String, u64)> = vec![
+            ("timer-irq-latency".into(), "-".into(), 12_505),
+            ("cpu-vector".into(), "local_timer:236".into(), 12_553),
+            ("thread-noise".into(), "sh[109404]".into(), 4_769),
+            ("sched-overhead".into(), "-".into(), 501),
+        ];
+        assert_eq!(got, want);
+        // CPU7's activation has its IRQ sample only, the last of its CPU: cut, not a miss.
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.contains("0 missed with no reply") && n.contains("1 cut")),
+            "{:?}",
+            r.notes
+        );
+    }
+
+    /// `text` with the printed time of every noise line moved by `delta_us` (the noise's
+    /// own start and duration unchanged): where its line lands must not matter.
+    fn noise_lines_moved(text: &str, delta_us: i64) -> String {
+        let mut out = String::new();
+        for l in text.lines() {
+            let moved = l.contains("_noise:").then(|| {
+                let colon = l.find(": ").unwrap();
+                let sp = l[..colon].rfind(' ').unwrap();
+                let us =
+                    (l[sp + 1..colon].replace('.', "").parse::<i64>().unwrap() + delta_us) as u64;
+                format!(
+                    "{} {}.{:06}{}",
+                    &l[..sp],
+                    us / 1_000_000,
+                    us % 1_000_000,
+                    &l[colon..]
+                )
+            });
+            out.push_str(moved.as_deref().unwrap_or(l));
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The shape matrix of a noise line's place: just after the noise (as generated), before
+    /// the timer's IRQ line, after the thread's line, far after it. The split is the same.
+    #[test]
+    fn noise_is_attributed_by_its_own_start_wherever_its_line_prints() {
+        let base = timerlat_trace(4, 250, &planted(), true);
+        let split = |text: &str| {
+            let p = pass(text);
+            let r = analyze_timerlat(&p.tl, &p.strings, None, 3);
+            let mut v: Vec<_> = r.misses.iter().map(|m| (m.cpu, parts(m))).collect();
+            v.sort();
+            v
+        };
+        let want = split(&base);
+        assert_eq!(want.len(), 6);
+        for delta in [-120, -60, 90, 400] {
+            assert_eq!(
+                split(&noise_lines_moved(&base, delta)),
+                want,
+                "noise lines moved {delta} us"
+            );
+        }
+    }
+
+    /// Two runs of the tracer one after the other (ids restart at #1): each run's
+    /// activations are counted and its late ones named; a note says the ids went back.
+    #[test]
+    fn ids_that_restart_start_a_new_run() {
+        let one = timerlat_trace(2, 100, &planted()[..2], true);
+        let p1 = pass(&one);
+        let r1 = analyze_timerlat(&p1.tl, &p1.strings, Some(50_000), 3);
+        assert_eq!((r1.cycles.count, r1.misses.len()), (200, 2));
+        // The same run again, 1 s later.
+        let later = noise_lines_moved(&one, 0)
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| {
+                let Some(colon) = l.find(": ") else {
+                    return format!("{l}\n"); // a stack frame
+                };
+                let sp = l[..colon].rfind(' ').unwrap();
+                let us: u64 = l[sp + 1..colon].replace('.', "").parse().unwrap();
+                let us = us + 1_000_000;
+                let body = l[colon..].replace(" start 100.", " start 101.");
+                format!(
+                    "{} {}.{:06}{body}\n",
+                    &l[..sp],
+                    us / 1_000_000,
+                    us % 1_000_000
+                )
+            })
+            .collect::<String>();
+        let p = pass(&format!("{one}{later}"));
+        let r = analyze_timerlat(&p.tl, &p.strings, Some(50_000), 3);
+        assert_eq!((r.cycles.count, r.misses.len()), (400, 4));
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.contains("activation ids went back 2 times")),
+            "{:?}",
+            r.notes
+        );
+    }
+
+    /// An activation with an IRQ sample and no thread sample is a miss with no reply when
+    /// its IRQ alone is over the deadline or its CPU sampled on; the last of a CPU is cut.
+    #[test]
+    fn an_irq_sample_without_its_thread_is_a_miss_with_no_reply() {
+        let mut text = timerlat_trace(1, 20, &[], false);
+        // Activation #5's thread line goes: lost.
+        text = text
+            .lines()
+            .filter(|l| !l.contains("#5     context thread"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        // A late IRQ whose thread never printed, after the last activation.
+        text.push_str("          <idle>-0 [000] d.h.   100.030000: #21    context    irq timer_latency    200000 ns\n");
+        let p = pass(&text);
+        let r = analyze_timerlat(&p.tl, &p.strings, Some(50_000), 3);
+        assert_eq!(
+            (r.cycles.count, r.cycles.no_reply, r.misses.len()),
+            (21, 2, 2)
+        );
+        assert!(r.misses.iter().all(|m| m.duration_ns.is_none()));
+        assert_eq!(r.misses[0].late_ns, 150_000);
+    }
+
+    /// Values no trace can hold are not read as numbers: the noise is left out of the
+    /// breakdown and said under the verdict.
+    #[test]
+    fn unreadable_noise_is_said_not_blamed() {
+        let text = RTLA_DOC.replace("duration 12553 ns", "duration -40000 ns");
+        let p = pass(&text);
+        assert_eq!(p.tl.rtla.unreadable, 1);
+        let r = analyze_timerlat(&p.tl, &p.strings, Some(20_000), 3);
+        assert!(!parts(&r.misses[0])
+            .iter()
+            .any(|x| x.1.contains("local_timer")));
+        assert!(
+            r.blind
+                .iter()
+                .any(|b| b.contains("1 timerlat/osnoise events not understood")
+                    && b.contains("-40000")),
+            "{:?}",
+            r.blind
+        );
+        let text = RTLA_DOC.replace(
+            "timer_latency     30328 ns",
+            "timer_latency 18446744073709551615 ns",
+        );
+        let p = pass(&text);
+        let r = analyze_timerlat(&p.tl, &p.strings, Some(20_000), 3);
+        assert!(r.causes.iter().all(|c| c.share <= 1.0), "{:?}", r.causes);
+    }
+
+    /// The osnoise tracer's documentation example (Documentation/trace/osnoise-tracer.rst):
+    /// a sample of 8812 ns with two interferences, and an IRQ a millisecond before it.
+    #[test]
+    fn the_osnoise_documentation_example_is_split_into_its_interferences() {
+        let text = "# tracer: osnoise
+#
+       osnoise/8-961     [008] d.h.  5789.857532: irq_noise: local_timer:236 start 5789.857529929 duration 1845 ns
+       osnoise/8-961     [008] dNh.  5789.858408: irq_noise: local_timer:236 start 5789.858404871 duration 2848 ns
+     migration/8-54      [008] d...  5789.858413: thread_noise: migration/8:54 start 5789.858409300 duration 3068 ns
+       osnoise/8-961     [008] ....  5789.858413: sample_threshold: start 5789.858404555 duration 8812 ns interferences 2
+";
+        let p = pass(text);
+        for (dl, missed) in [(None, 1), (Some(5_000), 1), (Some(10_000), 0)] {
+            let r = analyze_timerlat(&p.tl, &p.strings, dl, 3);
+            assert_eq!((r.cycles.count, r.misses.len()), (1, missed), "{dl:?}");
+        }
+        let r = analyze_timerlat(&p.tl, &p.strings, Some(5_000), 3);
+        assert_eq!(r.misses[0].late_ns, 3_812);
+        let want: Vec<(String, String, u64)> = vec![
+            ("thread-noise".into(), "migration/8[54]".into(), 3_068),
+            ("cpu-vector".into(), "local_timer:236".into(), 2_848),
+            ("sched-overhead".into(), "-".into(), 2_896),
+        ];
+        assert_eq!(parts(&r.misses[0]), want);
     }
 }

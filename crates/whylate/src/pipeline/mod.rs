@@ -64,11 +64,6 @@ pub struct Opened {
 }
 
 impl Opened {
-    /// The opened inputs, in the order their paths were given.
-    pub fn into_sources(self) -> Vec<Input> {
-        self.sources
-    }
-
     /// One input (a file already opened, or one held in memory) named `name`.
     pub fn one(name: PathBuf, source: Input) -> Opened {
         Opened {
@@ -80,13 +75,9 @@ impl Opened {
 
 /// Opens every file of `paths` (each once; two names of one file are refused).
 pub fn open_all(paths: &[PathBuf], open: &OpenOptions) -> Result<Opened, ReadError> {
-    read::ident::check_distinct(paths, open.held.as_deref())?;
-    let sources = (paths.iter())
-        .map(|p| read::open(p, open))
-        .collect::<Result<Vec<_>, _>>()?;
     Ok(Opened {
         names: paths.to_vec(),
-        sources,
+        sources: read::open_each(paths, open)?,
     })
 }
 

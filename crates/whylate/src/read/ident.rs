@@ -3,7 +3,6 @@
 //! an output that is an input would destroy it. Files are compared by device and inode,
 //! so `./t.dat`, `t.dat` and a link to it are one file; `-` is standard input.
 
-use crate::read::open::Held;
 use crate::read::ReadError;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -38,6 +37,27 @@ pub fn is_stream(path: &Path) -> bool {
         let t = m.file_type();
         t.is_fifo() || t.is_socket() || t.is_char_device()
     })
+}
+
+/// Files opened by the caller, by the path they stand for. A server that checks a path
+/// and then lets the library open it by name reads whatever the name leads to by then (a
+/// symlink swapped in, a FIFO that blocks `open`); one that opens once and hands the
+/// descriptor over reads what it checked.
+#[derive(Debug, Default)]
+pub struct Held {
+    files: Vec<(PathBuf, std::sync::Arc<std::fs::File>)>,
+}
+
+impl Held {
+    /// Adds `file` as the one `path` stands for.
+    pub fn insert(&mut self, path: PathBuf, file: std::fs::File) {
+        self.files.push((path, std::sync::Arc::new(file)));
+    }
+
+    /// The file held for `path`, if any.
+    pub fn get(&self, path: &Path) -> Option<&std::sync::Arc<std::fs::File>> {
+        self.files.iter().find(|(p, _)| p == path).map(|(_, f)| f)
+    }
 }
 
 pub use crate::read::source::display;

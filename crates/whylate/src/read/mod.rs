@@ -36,9 +36,10 @@ pub mod unpack;
 
 pub use decompress::Compression;
 pub use format::Format;
+pub use ident::Held;
 pub use merge::{Lend, Merged, Sorted};
 pub use open::{
-    open, open_memory, trace_format, Held, Input, OpenOptions, Progress, DEFAULT_WINDOW,
+    open, open_each, open_memory, trace_format, Input, OpenOptions, Progress, DEFAULT_WINDOW,
     PERF_WINDOW,
 };
 pub use registry::{formats, sniff};

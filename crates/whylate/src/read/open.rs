@@ -34,29 +34,8 @@ pub struct OpenOptions {
     pub arch: Option<crate::syscalls::Arch>,
     /// Files the caller already opened (and checked): a path listed here is read through
     /// its file and never opened by name, so what was checked is what is read (the MCP
-    /// server's roots; see [`Held`]).
-    pub held: Option<Arc<Held>>,
-}
-
-/// Files opened by the caller, by the path they stand for. A server that checks a path
-/// and then lets the library open it by name reads whatever the name leads to by then (a
-/// symlink swapped in, a FIFO that blocks `open`); one that opens once and hands the
-/// descriptor over reads what it checked.
-#[derive(Debug, Default)]
-pub struct Held {
-    files: Vec<(std::path::PathBuf, Arc<File>)>,
-}
-
-impl Held {
-    /// Adds `file` as the one `path` stands for.
-    pub fn insert(&mut self, path: std::path::PathBuf, file: File) {
-        self.files.push((path, Arc::new(file)));
-    }
-
-    /// The file held for `path`, if any.
-    pub fn get(&self, path: &Path) -> Option<&Arc<File>> {
-        self.files.iter().find(|(p, _)| p == path).map(|(_, f)| f)
-    }
+    /// server's roots; see [`super::ident::Held`]).
+    pub held: Option<Arc<super::ident::Held>>,
 }
 
 /// How far a read has got, updated by the readers and polled by a progress display.
@@ -421,6 +400,16 @@ pub fn open(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
     let mut input = open_input(path, opts)?;
     input.stop = opts.progress.clone().map(|p| (p, 0));
     Ok(input)
+}
+
+/// Opens every file of `paths`, each once: two names of one file are refused (its events
+/// would count twice).
+pub fn open_each(
+    paths: &[std::path::PathBuf],
+    opts: &OpenOptions,
+) -> Result<Vec<Input>, ReadError> {
+    super::ident::check_distinct(paths, opts.held.as_deref())?;
+    paths.iter().map(|p| open(p, opts)).collect()
 }
 
 fn open_input(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {

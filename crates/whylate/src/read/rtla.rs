@@ -97,17 +97,49 @@ pub enum Parsed<'a> {
     Period(Period),
 }
 
+/// The largest duration or time a value may hold, ns (about 104 days): no latency or
+/// noise of a real trace comes near it, and sums and shares of values below it stay
+/// exact. A value above it (`u64::MAX`, a corrupted field) is not understood.
+pub const MAX_NS: u64 = 1 << 53;
+
+/// True for the names of these tracers' events: one that [`parse`] cannot read is not
+/// understood, never another event.
+pub fn is_rtla_event(name: &str) -> bool {
+    matches!(
+        name,
+        "timerlat"
+            | "osnoise"
+            | "sample_threshold"
+            | "irq_noise"
+            | "softirq_noise"
+            | "thread_noise"
+            | "nmi_noise"
+    )
+}
+
+/// A duration or time in ns, when it is a number a trace can hold (see [`MAX_NS`]).
+fn ns(s: &str) -> Option<u64> {
+    s.parse::<u64>().ok().filter(|&v| v <= MAX_NS)
+}
+
 /// Reads a generic event named `name` with `text` as one of these tracers' events, in
-/// either form its fields come in; None for any other event.
+/// either form its fields come in; None for any other event, and for one whose values
+/// are not numbers a trace can hold (a negative duration, one past 64 bits or
+/// [`MAX_NS`]).
 pub fn parse<'a>(name: &str, text: &'a str) -> Option<Parsed<'a>> {
     let kind = match name {
         "timerlat" => return timerlat(text),
         "osnoise" => return period(text),
         "sample_threshold" => {
             let (start, dur, rest) = start_duration(text)?;
-            let intf = match rest.trim().strip_prefix("interference") {
+            // The kernel prints `interference N` in some versions and `interferences N`
+            // in others (the osnoise documentation shows the latter).
+            let word = rest.trim();
+            let counted =
+                (word.strip_prefix("interferences")).or_else(|| word.strip_prefix("interference"));
+            let intf = match counted {
                 Some(n) => n.trim().parse().ok()?,
-                None => kv(text, "interference")?,
+                None => kv(text, "interference").or_else(|| kv(text, "interferences"))?,
             };
             return Some(Parsed::Threshold(start, dur, intf));
         }
@@ -146,6 +178,11 @@ fn kv(text: &str, key: &str) -> Option<u64> {
     fields(text).find(|(k, _)| *k == key)?.1.parse().ok()
 }
 
+/// A `key=value` field that holds ns.
+fn kv_ns(text: &str, key: &str) -> Option<u64> {
+    kv(text, key).filter(|&v| v <= MAX_NS)
+}
+
 /// `start S.NNNNNNNNN duration D ns` (text) or `start=NS duration=D` (raw), and what
 /// follows in the text form.
 fn start_duration(text: &str) -> Option<(u64, u64, &str)> {
@@ -156,13 +193,16 @@ fn start_duration(text: &str) -> Option<(u64, u64, &str)> {
         if frac.len() != 9 {
             return None;
         }
-        let start = sec.parse::<u64>().ok()? * 1_000_000_000 + frac.parse::<u64>().ok()?;
+        let start = (sec.parse::<u64>().ok()?)
+            .checked_mul(1_000_000_000)?
+            .checked_add(frac.parse::<u64>().ok()?)
+            .filter(|&v| v <= MAX_NS)?;
         let r = r.trim_start().strip_prefix("duration")?.trim_start();
         let (d, rest) = r.split_once(' ')?;
         let rest = rest.trim_start().strip_prefix("ns")?;
-        return Some((start, d.parse().ok()?, rest));
+        return Some((start, ns(d)?, rest));
     }
-    Some((kv(text, "start")?, kv(text, "duration")?, ""))
+    Some((kv_ns(text, "start")?, kv_ns(text, "duration")?, ""))
 }
 
 /// `#seq context C timer_latency N ns`, or `seqnum=N context=C timer_latency=N`.
@@ -173,7 +213,7 @@ fn timerlat(text: &str) -> Option<Parsed<'_>> {
         (w.next()? == "context").then_some(())?;
         let ctx = LatCtx::parse(w.next()?)?;
         (w.next()? == "timer_latency").then_some(())?;
-        let lat = w.next()?.parse().ok()?;
+        let lat = ns(w.next()?)?;
         (w.next()? == "ns").then_some(())?;
         return Some(Parsed::Lat(seq, ctx, lat));
     }
@@ -181,7 +221,7 @@ fn timerlat(text: &str) -> Option<Parsed<'_>> {
     Some(Parsed::Lat(
         kv(text, "seqnum")?,
         ctx,
-        kv(text, "timer_latency")?,
+        kv_ns(text, "timer_latency")?,
     ))
 }
 
@@ -300,10 +340,30 @@ mod tests {
             parse("sample_threshold", t),
             Some(Parsed::Threshold(3_000_000_000, 40000, 3))
         );
+        let t = "start 5789.858404555 duration 8812 ns interferences 2";
+        assert_eq!(
+            parse("sample_threshold", t),
+            Some(Parsed::Threshold(5_789_858_404_555, 8812, 2))
+        );
         assert_eq!(
             parse("sample_threshold", "start=1 duration=2 interference=4"),
             Some(Parsed::Threshold(1, 2, 4))
         );
+    }
+
+    #[test]
+    fn values_no_trace_can_hold_are_not_read() {
+        for bad in [
+            "local_timer:236 start 54.029328123 duration -40000 ns",
+            "local_timer:236 start 54.029328123 duration 99999999999999999999999 ns",
+            "local_timer:236 start 54.029328123 duration 18446744073709551615 ns",
+            "local_timer:236 start 99999999999999.029328123 duration 5 ns",
+        ] {
+            assert_eq!(parse("irq_noise", bad), None, "{bad}");
+        }
+        let t = "#1 context thread timer_latency 18446744073709551615 ns";
+        assert_eq!(parse("timerlat", t), None);
+        assert!(is_rtla_event("irq_noise") && !is_rtla_event("sched_switch"));
     }
 
     #[test]

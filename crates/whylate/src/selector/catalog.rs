@@ -48,7 +48,7 @@ struct Acc {
 
 /// Reads `paths` (merged by time) and lists what each event name holds.
 pub fn catalog(paths: &[PathBuf], opts: &OpenOptions) -> Result<Catalog, ReadError> {
-    let sources = crate::pipeline::open_all(paths, opts)?.into_sources();
+    let sources = read::open_each(paths, opts)?;
     let arch = opts
         .arch
         .or_else(|| sources.iter().find_map(|s| s.arch()))

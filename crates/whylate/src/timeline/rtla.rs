@@ -75,6 +75,12 @@ pub struct Rtla {
     pub periods: Vec<Period>,
     /// Every kernel stack the trace saved, in time order.
     pub stacks: Vec<Stack>,
+    /// Events of these tracers whose values are not numbers a trace can hold (a
+    /// negative or 64-bit-overflowing duration): left out, counted, and the first one
+    /// (time, CPU, name and text) kept to be shown.
+    pub unreadable: u64,
+    /// The first of them.
+    pub first_unreadable: Option<(u64, u32, String)>,
 }
 
 /// A kernel stack saved in the trace (`<stack trace>` block, `kernel_stack` record): it
@@ -103,6 +109,8 @@ impl Stack {
 pub struct Activation {
     /// The CPU.
     pub cpu: u32,
+    /// Which run of the tracer on that CPU (0 = the first): ids restart at 1 with each.
+    pub run: u32,
     /// Activation id.
     pub seq: u64,
     /// The IRQ sample's time and latency.
@@ -136,13 +144,23 @@ impl Rtla {
             && self.periods.is_empty()
     }
 
-    /// The timerlat activations, by CPU then activation id: each CPU's samples paired
-    /// by id (the IRQ sample comes first, the thread's and user-ret's after it).
+    /// The timerlat activations, by CPU, run and activation id: each CPU's samples paired
+    /// by id in time order (the IRQ sample comes first, the thread's and user-ret's after
+    /// it). An id lower than the CPU's last one starts a new run (the tracer was started
+    /// again and its ids restart at 1), so two runs never pair with each other.
     pub fn activations(&self) -> Vec<Activation> {
-        let mut by: rustc_hash::FxHashMap<(u32, u64), Activation> = Default::default();
+        let mut by: rustc_hash::FxHashMap<(u32, u32, u64), Activation> = Default::default();
+        let mut last: rustc_hash::FxHashMap<u32, (u32, u64)> = Default::default();
         for s in &self.samples {
-            let a = by.entry((s.cpu, s.seq)).or_insert(Activation {
+            let (run, seq) = last.entry(s.cpu).or_insert((0, s.seq));
+            if s.seq < *seq {
+                *run += 1;
+            }
+            *seq = s.seq;
+            let run = *run;
+            let a = by.entry((s.cpu, run, s.seq)).or_insert(Activation {
                 cpu: s.cpu,
+                run,
                 seq: s.seq,
                 irq: None,
                 thread: None,
@@ -162,7 +180,7 @@ impl Rtla {
             }
         }
         let mut v: Vec<Activation> = by.into_values().collect();
-        v.sort_by_key(|a| (a.cpu, a.seq));
+        v.sort_by_key(|a| (a.cpu, a.run, a.seq));
         v
     }
 }

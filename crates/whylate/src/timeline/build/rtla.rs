@@ -20,11 +20,20 @@ impl Builder {
             self.on_stack(at, tid, text);
             return true;
         }
-        let Some(p) = parse(name, text) else {
-            return false;
-        };
         let (ts, cpu) = (at.ts, at.cpu);
         let r = &mut self.tl.rtla;
+        let Some(p) = parse(name, text) else {
+            if !crate::read::rtla::is_rtla_event(name) {
+                return false;
+            }
+            // One of these tracers' events with values no trace can hold: counted and
+            // said, never read as a number it is not.
+            r.unreadable += 1;
+            if r.first_unreadable.is_none() {
+                r.first_unreadable = Some((ts, cpu, format!("{name}: {}", text.trim())));
+            }
+            return true;
+        };
         match p {
             Parsed::Lat(seq, ctx, lat_ns) => {
                 self.rtla_now = u32::try_from(r.samples.len()).ok();
