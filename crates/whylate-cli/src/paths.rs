@@ -1,8 +1,8 @@
 //! What a run reads and writes, checked together before any input is read: an output is
 //! never an input (under any name) nor an existing trace given where an output was meant
 //! (`export --perfetto A.txt B.txt`), no input is given twice, and every output can be
-//! written, its missing directories created (one rule for every output option), so a
-//! long analysis does not end in a refusal.
+//! written (a directory option's own directory created when its parent exists; no other
+//! directory is made), so a long analysis does not end in a refusal.
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -78,7 +78,7 @@ impl<'a> Paths<'a> {
     }
 
     /// Refuses what would lose data or count twice, then makes every output writable
-    /// (creating missing directories): the one-line reason otherwise.
+    /// (creating a directory option's own directory): the one-line reason otherwise.
     pub fn check(&self) -> Result<(), String> {
         ident::check_distinct(&self.merged, None).map_err(|e| e.to_string())?;
         for (k, o) in self.outputs.iter().enumerate() {
@@ -149,23 +149,45 @@ impl<'a> Paths<'a> {
     }
 }
 
-/// Creates what `o` needs (its directory, or the one it goes in) and checks that it can
-/// be written there.
+/// Makes sure `o`'s directory exists and can be written. A directory option's own
+/// directory (`--parquet DIR`, `--svg DIR`, `--keep DIR`) is created when its parent
+/// exists, and that is said; no other directory is ever created, so a mistyped path (or
+/// `--html /nonexistent/x.html` as root) makes nothing outside what was named.
 fn prepare(o: &Output<'_>) -> Result<(), String> {
     let (opt, shown) = (o.option, o.path.display());
-    let dir = match o.kind {
-        Kind::Dir(_) => o.path,
+    let (dir, own) = match o.kind {
+        Kind::Dir(_) => (o.path, true),
         Kind::File | Kind::Recording => match o.path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
+            Some(p) if !p.as_os_str().is_empty() => (p, false),
+            _ => (Path::new("."), false),
         },
     };
-    std::fs::create_dir_all(dir).map_err(|e| {
-        format!(
-            "{opt} {shown}: cannot create the directory {}: {e}",
+    if std::fs::symlink_metadata(dir).is_err() {
+        let parent = match dir.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        if !own || !parent.is_dir() {
+            let missing = if own { parent } else { dir };
+            return Err(format!(
+                "{opt} {shown}: the directory {} does not exist; whylate creates no directory but the one a directory option names (create it first: mkdir -p {})",
+                missing.display(),
+                missing.display()
+            ));
+        }
+        std::fs::create_dir(dir).map_err(|e| {
+            format!(
+                "{opt} {shown}: cannot create the directory {}: {e}",
+                dir.display()
+            )
+        })?;
+        eprintln!("whylate: created the directory {} ({opt})", dir.display());
+    } else if !dir.is_dir() {
+        return Err(format!(
+            "{opt} {shown}: {} is not a directory",
             dir.display()
-        )
-    })?;
+        ));
+    }
     let (target, mode) = match o.kind {
         Kind::File | Kind::Recording if o.path.exists() => (o.path, libc::W_OK),
         _ => (dir, libc::W_OK | libc::X_OK),

@@ -622,9 +622,8 @@ fn a_window_or_cpu_filter_that_leaves_nothing_says_what_the_trace_has() {
     for filter in [["--window", "1..2"], ["--cpu", "4096"]] {
         let mut args = vec!["latency", "examples/frob.dat.zst", "-m", "wakeup"];
         args.extend(filter);
-        let o = run(&args);
-        assert!(o.status.success(), "{}", text(&o.stderr));
-        let out = text(&o.stdout);
+        // A value that names nothing in the trace is the command line's error.
+        let out = refused(&run(&args));
         assert!(
             out.contains(&format!(
                 "{} {} left no samples",
@@ -1176,33 +1175,80 @@ fn outputs_and_host_are_checked_before_any_input_is_read() {
         b"",
     ));
     assert!(e.contains("--host") && e.contains("\"a/b\""), "{e}");
-    // Missing directories are created for every output, the same way.
+    // A host too long for a directory name is refused before anything is read or made.
+    let long = "h".repeat(300);
+    let e = refused(&run_in(
+        d,
+        &[
+            "explain",
+            "prose.txt",
+            "--parquet",
+            "pq300",
+            "--host",
+            &long,
+        ],
+        b"",
+    ));
+    assert!(
+        e.contains("at most 200") && e.matches("os error").count() == 0,
+        "{e}"
+    );
+    assert!(!d.join("pq300").exists());
+    let e = refused(&run_in(
+        d,
+        &[
+            "explain",
+            "prose.txt",
+            "--parquet",
+            "pq",
+            "--label",
+            "k=(no k)",
+        ],
+        b"",
+    ));
+    assert!(e.contains("reserved"), "{e}");
+    // A directory option's own directory is created when its parent exists, and said;
+    // no other directory is made (a file's directory, a missing parent).
     std::fs::write(d.join("A.txt"), small_trace(50)).unwrap();
-    for args in [
+    let o = run_in(
+        d,
         &[
             "explain",
             "A.txt",
             "--html",
-            "h/1/r.html",
+            "r.html",
             "--svg",
-            "s/1",
+            "s",
             "--parquet",
-            "q/1",
-        ][..],
+            "q",
+        ],
+        b"",
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    for p in ["r.html", "s/histogram.svg", "q"] {
+        assert!(d.join(p).exists(), "{p}");
+    }
+    let said = text(&o.stderr);
+    assert!(
+        said.contains("created the directory s (--svg)")
+            && said.contains("created the directory q (--parquet)"),
+        "{said}"
+    );
+    for args in [
+        &["explain", "A.txt", "--html", "h/1/r.html"][..],
+        &["explain", "A.txt", "--svg", "s2/1"],
+        &["explain", "A.txt", "--parquet", "q2/1"],
         &["report", "A.txt", "-o", "r/1/r.html"],
         &["export", "A.txt", "--perfetto", "p/1/p.json"],
     ] {
-        let o = run_in(d, args, b"");
-        assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+        let e = refused(&run_in(d, args, b""));
+        assert!(
+            e.contains("does not exist") && e.contains("mkdir -p"),
+            "{args:?}: {e}"
+        );
     }
-    for p in [
-        "h/1/r.html",
-        "s/1/histogram.svg",
-        "q/1",
-        "r/1/r.html",
-        "p/1/p.json",
-    ] {
-        assert!(d.join(p).exists(), "{p}");
+    for p in ["h", "s2", "q2", "r", "p"] {
+        assert!(!d.join(p).exists(), "{p} was created");
     }
 }
 
@@ -1535,4 +1581,28 @@ fn list_causes_prints_the_catalogue_without_a_trace() {
     // With a trace it is a usage error, not a silent choice.
     let o = run(&["explain", "--list-causes", "examples/frob.dat.zst"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+}
+
+/// Values that name nothing are errors that say which values exist (exit 2), not a
+/// quiet "no samples" or an option ignored.
+#[test]
+fn values_that_name_nothing_are_refused() {
+    let o = run(&["latency", "examples/frob.dat.zst", "--cpu", "99999"]);
+    let e = refused(&o);
+    assert!(
+        e.contains("no events on CPU 99999") && e.contains("on CPUs 0-1"),
+        "{e}"
+    );
+    let o = run(&["stats", "examples/frob.dat.zst", "--format", "perf-data"]);
+    let e = refused(&o);
+    assert!(
+        e.contains("--format perf.data") && e.contains("is a trace.dat"),
+        "{e}"
+    );
+    // The format it is, given, still reads.
+    assert!(
+        run(&["stats", "examples/frob.dat.zst", "--format", "trace-dat"])
+            .status
+            .success()
+    );
 }

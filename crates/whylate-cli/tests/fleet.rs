@@ -426,6 +426,12 @@ fn bad_fleet_input_is_one_clear_line() {
     assert!(err.contains("key=value"), "{err}");
     let (code, err) = run(&["explain", "x.dat", "--host", "h"]);
     assert_eq!(code, Some(2), "--host needs --parquet: {err}");
+    // A mode no trace is written under is refused, naming the modes.
+    for mode in ["nosuch", "Timer"] {
+        let (code, err) = run(&["fleet", d, "--mode", mode]);
+        assert_eq!(code, Some(2), "--mode {mode}: {err}");
+        assert!(err.contains("possible values: cycles, timer"), "{err}");
+    }
 }
 
 /// `explain --timer` of the timer example for host `rig-1`, findings under `d`, labelled

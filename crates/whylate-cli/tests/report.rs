@@ -568,8 +568,8 @@ fn progress_bar_on_a_terminal_for_a_slow_read() {
 
 #[test]
 fn an_unwritable_output_is_a_clear_error() {
-    // A directory cannot be made under a file (missing directories are created; running
-    // as root, permissions would not stop it).
+    // A file's directory is never created: one under a file, or missing, is refused
+    // (running as root, permissions would not stop a write).
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("file");
     std::fs::write(&file, "x").unwrap();
@@ -588,7 +588,7 @@ fn an_unwritable_output_is_a_clear_error() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(err.contains("cannot create the directory"), "{err}");
+        assert!(err.contains("is not a directory"), "{err}");
         assert!(err.contains(&file.display().to_string()), "{err}");
     }
 }

@@ -118,12 +118,31 @@ pub fn parse_label(s: &str) -> Result<(String, String), String> {
     if v.contains(',') {
         return Err(format!("label value {v:?}: ',' separates labels"));
     }
+    if let Some(c) = v.chars().find(|c| c.is_control()) {
+        return Err(format!(
+            "label value {v:?}: a control character ({c:?}) would break the tables that show it"
+        ));
+    }
+    if v.starts_with('(') && v.ends_with(')') {
+        return Err(format!(
+            "label value {v:?}: values in parentheses are reserved (`fleet --by label:{k}` writes `(no {k})` for traces without the label)"
+        ));
+    }
     Ok((k.into(), v.into()))
 }
+
+/// The longest host or date: `host=` and it must fit a file name (255 bytes).
+pub const MAX_PART: usize = 200;
 
 /// Checks a partition value (host, date): it becomes a directory name, so it may hold
 /// letters, digits, `_`, `-`, `.` and `:` only, and must not be `.` or `..`.
 pub fn check_part(what: &str, s: &str) -> Result<(), String> {
+    if s.len() > MAX_PART {
+        return Err(format!(
+            "{what} of {} characters: at most {MAX_PART} (it names a directory, `{what}=...`, and a file name holds 255 bytes)",
+            s.len()
+        ));
+    }
     let ok = !s.is_empty()
         && s != "."
         && s != ".."
@@ -221,6 +240,15 @@ mod tests {
         assert!(parse_label("team").unwrap_err().contains("key=value"));
         assert!(parse_label("a b=1").is_err());
         assert!(parse_label("a=1,2").is_err());
+        // Reserved for unlabelled traces, and control characters that break tables.
+        assert!(parse_label("k=(no k)").unwrap_err().contains("reserved"));
+        assert!(parse_label("k=a\nb")
+            .unwrap_err()
+            .contains("control character"));
+        assert!(check_part("host", &"h".repeat(300))
+            .unwrap_err()
+            .contains("at most 200"));
+        assert!(check_part("host", &"h".repeat(200)).is_ok());
         assert!(check_part("host", "web-01.dc1").is_ok());
         assert!(check_part("host", "../x").is_err());
         assert!(check_part("host", "..").is_err());

@@ -33,27 +33,29 @@ pub enum WriteError {
     #[error("{0}")]
     Part(String),
     /// The file system said no.
-    #[error("{path}: {source}")]
+    // Not a `source`: the message already says it, and a printer of error chains
+    // would say it twice ("File name too long: File name too long").
+    #[error("{path}: {error}")]
     Io {
         /// The file or directory.
         path: PathBuf,
         /// The error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// Arrow or Parquet refused the data (a bug: the tables are built by this crate).
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Parquet {
         /// The file.
         path: PathBuf,
         /// The error.
-        source: parquet::errors::ParquetError,
+        error: parquet::errors::ParquetError,
     },
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> WriteError + '_ {
-    move |source| WriteError::Io {
+    move |error| WriteError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     }
 }
 
@@ -121,8 +123,8 @@ fn stage(
             path,
         });
         let bytes = write_one(&tmp, t).map_err(|e| match e {
-            OneError::Io(source) => WriteError::Io { path: tmp, source },
-            OneError::Parquet(source) => WriteError::Parquet { path: tmp, source },
+            OneError::Io(error) => WriteError::Io { path: tmp, error },
+            OneError::Parquet(error) => WriteError::Parquet { path: tmp, error },
         })?;
         w.files += 1;
         w.rows += t.len();

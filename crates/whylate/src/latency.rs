@@ -44,6 +44,10 @@ pub struct LatencyReport {
     pub blind: Vec<String>,
     /// Where the analysis is blind or approximate.
     pub notes: Vec<String>,
+    /// A `--cpu` or `--window` that names nothing in the trace (a CPU with no events, a
+    /// window outside it), said as the command line's error (exit 2), not as "no samples".
+    #[serde(skip)]
+    pub void_filter: Option<String>,
 }
 
 /// Reads `paths`, builds the timeline and computes the measures.
@@ -90,9 +94,12 @@ pub fn report(pass: Pass, opts: &Options, tput: Option<&Throughput>) -> LatencyR
     let kept: u64 = (measures.iter().flat_map(|m| &m.groups))
         .map(|g| g.count)
         .sum();
+    let mut void_filter = None;
     if kept == 0 {
         // First: it explains every "no samples" below it.
-        notes.splice(0..0, filter_left_nothing(tl, &opts.filter));
+        let (note, void) = filter_left_nothing(tl, &opts.filter).unzip();
+        void_filter = note.clone().filter(|_| void == Some(true));
+        notes.splice(0..0, note);
     }
     let a = &tl.anomalies;
     // Those out of an idle task never traced are said once, under the first line.
@@ -139,12 +146,14 @@ pub fn report(pass: Pass, opts: &Options, tput: Option<&Throughput>) -> LatencyR
         unread,
         blind,
         notes,
+        void_filter,
     }
 }
 
 /// When `--window` or `--cpu` left no sample: what was asked against what the trace
-/// has (its span, its CPUs), so "no samples" is not taken for a quiet system.
-fn filter_left_nothing(tl: &Timeline, f: &Filter) -> Option<String> {
+/// has (its span, its CPUs), so "no samples" is not taken for a quiet system; and
+/// whether a value names nothing in the trace.
+fn filter_left_nothing(tl: &Timeline, f: &Filter) -> Option<(String, bool)> {
     let first = tl.first_ts?;
     let last = tl.last_ts;
     let mut asked = Vec::new();
@@ -183,7 +192,8 @@ fn filter_left_nothing(tl: &Timeline, f: &Filter) -> Option<String> {
     if asked.is_empty() {
         return None;
     }
-    Some(format!(
+    let void = !why.is_empty();
+    let text = format!(
         "{} left no samples{}: the trace spans {} to {} s (+0 to +{} s) on CPUs {}",
         asked.join(" and "),
         if why.is_empty() {
@@ -195,7 +205,8 @@ fn filter_left_nothing(tl: &Timeline, f: &Filter) -> Option<String> {
         secs(last),
         secs(last - first),
         cpu_ranges(&cpus)
-    ))
+    );
+    Some((text, void))
 }
 
 /// A window side as given: absolute seconds, `+S` after the first event, or open.
@@ -304,6 +315,9 @@ mod tests {
             n.starts_with("--cpu 4096 left no samples (the trace has no events on CPU 4096)"),
             "{n}"
         );
+        // Values that name nothing in the trace are errors for the command line.
+        assert_eq!(cpu.void_filter.as_deref(), Some(n.as_str()));
+        assert!(outside.void_filter.is_some());
         // A filter that keeps samples says nothing.
         let kept = run(Filter {
             cpu: Some(1),

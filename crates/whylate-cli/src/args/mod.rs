@@ -228,7 +228,8 @@ pub struct FleetArgs {
     pub deadline: Option<u64>,
     /// Only traces of this analysis: cycles, timer, softirq, expect, function, auto or
     /// latency (`watch` files under the mode it watched).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(
+        ["cycles", "timer", "softirq", "expect", "function", "auto", "latency"]))]
     pub mode: Option<String>,
     /// Causes and hosts listed.
     #[arg(long, default_value_t = 10)]

@@ -30,6 +30,9 @@ pub fn run(a: LatencyArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode> {
     let (open, bar) = with_progress(open, &a.files, quiet);
     let mut r = whylate::latency::latency(&a.files, &open, &opts, tput);
     drop(bar);
+    if let Some(e) = r.as_ref().ok().and_then(|r| r.void_filter.clone()) {
+        return usage(&e);
+    }
     if let Ok(r) = &mut r {
         a.findings.write_latency(&a.files, r)?;
         if !a.samples {

@@ -159,7 +159,7 @@ async def main():
 def raw_json_rpc():
     """Lines a client library would never send, written by hand."""
     p = subprocess.Popen([WHYLATE, "mcp", "--root", ROOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, text=True)
+                         stderr=subprocess.DEVNULL)
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}
     lines = [json.dumps(init), json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}), "{not json",
@@ -167,13 +167,19 @@ def raw_json_rpc():
              json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": 5}),
              json.dumps({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "stats", "arguments": [1]}}),
              json.dumps({"jsonrpc": "2.0", "id": 5, "method": "nosuch"})]
-    out, _ = p.communicate("\n".join(lines) + "\n", timeout=30)
+    raw = ("\n".join(lines) + "\n").encode() + b'{"jsonrpc":"2.0","id":6,"method":"tools/list","x":"\xff"}\n' \
+        + json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/list"}).encode() + b"\n"
+    out, _ = p.communicate(raw, timeout=30)
+    out = out.decode()
     replies = [json.loads(l) for l in out.splitlines() if l.strip()]
     by_id = {json.dumps(r.get("id")): r for r in replies}
     check(by_id.get("null", {}).get("error", {}).get("code") == -32700, f"a line that is not JSON: -32700 ({out[:300]})")
     for i in (2, 3, 4):
         check(by_id.get(str(i), {}).get("error", {}).get("code") == -32602, f"tools/call {i} with bad params: -32602")
     check(by_id.get("5", {}).get("error", {}).get("code") == -32601, "an unknown method: -32601")
+    parse_errors = [r for r in replies if r.get("error", {}).get("code") == -32700]
+    check(len(parse_errors) == 2 and "UTF-8" in parse_errors[1]["error"]["message"], "a line that is not UTF-8: -32700")
+    check("result" in by_id.get("7", {}), "the session goes on after it")
 
 
 if __name__ == "__main__":

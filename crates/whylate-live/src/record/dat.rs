@@ -240,11 +240,14 @@ pub(crate) fn write_dat<C: CpuPages>(
     cpus: &mut [C],
 ) -> Result<u64, RecordError> {
     let h = dat_header(m, cpus);
+    // O_NOFOLLOW: run as root, a symlink planted at the output's name must not make
+    // the recorder truncate whatever it points to.
     let mut f = OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(path)
         .map_err(ioe(path))?;
     // An existing file keeps its old mode with `create`: make it private anyway.

@@ -126,11 +126,12 @@ pub(crate) type ReaderThread<S> = std::thread::JoinHandle<io::Result<Reader<S>>>
 /// An unlinked spool file in `out_dir` for `cpu`'s pages.
 pub(super) fn spool(out_dir: &Path, cpu: u32, page_size: u64) -> Result<Spool, RecordError> {
     let path = out_dir.join(format!(".whylate-{}-cpu{cpu}", std::process::id()));
+    // A new file only (O_EXCL): a name planted beforehand, a symlink above all, is
+    // refused rather than followed.
     let file = OpenOptions::new()
         .read(true)
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .mode(0o600)
         .open(&path)
         .map_err(ioe(&path))?;

@@ -409,10 +409,13 @@ pub fn analyze_timerlat(
 /// its CPU sampled on after it; the rest are the last of their CPU, cut by the trace's
 /// end, and only counted.
 fn unanswered(tl: &Timeline, orphans: &[Activation], dl: u64, usual_irq: u64) -> (Vec<Miss>, u64) {
-    let mut last = rustc_hash::FxHashMap::<u32, u64>::default();
-    for x in &tl.rtla.samples {
-        let t = last.entry(x.cpu).or_default();
-        *t = (*t).max(x.ts);
+    // The last sample of each CPU's run: an orphan of one run is not "gone on" by the
+    // next run's samples.
+    let mut last = rustc_hash::FxHashMap::<(u32, u32), u64>::default();
+    for a in tl.rtla.activations() {
+        let ts = [a.irq.map(|i| i.0), a.thread.map(|t| t.0)];
+        let t = last.entry((a.cpu, a.run)).or_default();
+        *t = ts.into_iter().flatten().fold(*t, u64::max);
     }
     let mut out = Vec::new();
     let mut cut = 0;
@@ -420,7 +423,7 @@ fn unanswered(tl: &Timeline, orphans: &[Activation], dl: u64, usual_irq: u64) ->
         let Some((irq_ts, irq_lat)) = a.irq else {
             continue;
         };
-        let went_on = last.get(&a.cpu).is_some_and(|&t| t > irq_ts);
+        let went_on = last.get(&(a.cpu, a.run)).is_some_and(|&t| t > irq_ts);
         if irq_lat <= dl && !went_on {
             cut += 1;
             continue;
@@ -884,6 +887,31 @@ mod tests {
             "{:?}",
             r.notes
         );
+    }
+
+    /// A handler that ran between the timer's expiry and its IRQ (and ended before the
+    /// IRQ ran) held the IRQ off: it is part of the IRQ's latency, not the thread's, and
+    /// nothing is counted twice.
+    #[test]
+    fn noise_before_the_timers_irq_is_part_of_its_latency() {
+        let eth = "              sh-109404  [006] d..h313   426.271241: irq_noise: eth0:33 start 426.271235500 duration 5000 ns\n";
+        let text = RTLA_DOC.replacen(
+            "      timerlat/6-79756",
+            &format!("{eth}      timerlat/6-79756"),
+            1,
+        );
+        let p = pass(&text);
+        let r = analyze_timerlat(&p.tl, &p.strings, Some(20_000), 3);
+        let m = &r.misses[0];
+        let irq: Vec<_> = (m.chain[1].held_by.iter())
+            .map(|h| (h.category.clone(), h.culprit.label(), h.ns))
+            .collect();
+        let want: Vec<(String, String, u64)> = vec![
+            ("hardirq".into(), "irq 33 (eth0)".into(), 5_000),
+            ("timer-irq-latency".into(), "-".into(), 7_505),
+        ];
+        assert_eq!(irq, want);
+        assert_eq!(parts(m).iter().map(|x| x.2).sum::<u64>(), 30_328);
     }
 
     /// `text` with the printed time of every noise line moved by `delta_us` (the noise's

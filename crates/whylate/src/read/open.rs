@@ -418,6 +418,14 @@ fn open_input(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
         source,
     };
     let held = opts.held.as_ref().and_then(|h| h.get(path)).cloned();
+    if opts.held.is_some() && held.is_none() {
+        // A caller that holds its files reads nothing else: a name it did not open
+        // (changed on the way, say) is never opened here.
+        return Err(io_err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "not one of the files the caller opened; refused",
+        )));
+    }
     let stdin = held.is_none() && path.as_os_str() == "-";
     // A pipe, FIFO or `<(cmd)` cannot be opened again or seeked: read it as stdin is.
     let stream = held.is_none() && (stdin || super::ident::is_stream(path));
@@ -453,6 +461,13 @@ fn open_input(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
         });
     }
     if let Some(binary) = registry::binary(&head, opts.format) {
+        if let Some(found) = registry::contradicts(&head, binary.format) {
+            return Err(ReadError::FormatMismatch {
+                path: path.to_path_buf(),
+                forced: binary.format.name().into(),
+                found: found.name().into(),
+            });
+        }
         if matches!(binary.build, Build::Perfetto) {
             // Streamed: packets are read in order, nothing needs random access.
             let (buffered, rest) = lines.into_inner();

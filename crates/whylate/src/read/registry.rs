@@ -65,9 +65,19 @@ pub(crate) fn tried() -> String {
 /// whose magic number it carries or that `forced` names. A binary magic number wins
 /// over a forced text format.
 pub(crate) fn binary(head: &[u8], forced: Option<Format>) -> Option<&'static Reader> {
-    by_priority(false)
-        .into_iter()
-        .find(|r| forced == Some(r.format) || r.sniff.magic.is_some_and(|magic| magic(head)))
+    let all = by_priority(false);
+    (all.iter().find(|r| forced == Some(r.format)))
+        .or_else(|| (all.iter()).find(|r| r.sniff.magic.is_some_and(|magic| magic(head))))
+        .copied()
+}
+
+/// The binary format whose magic number `head` carries, when it is not `forced` (a
+/// binary format given with `--format`): the file is another format than the one given.
+pub(crate) fn contradicts(head: &[u8], forced: Format) -> Option<Format> {
+    (by_priority(false).into_iter())
+        .find(|r| r.sniff.magic.is_some_and(|magic| magic(head)))
+        .map(|r| r.format)
+        .filter(|&f| f != forced)
 }
 
 /// Picks the text format of a file from its first bytes. Header lines decide when

@@ -97,9 +97,10 @@ pub enum Parsed<'a> {
     Period(Period),
 }
 
-/// The largest duration or time a value may hold, ns (about 104 days): no latency or
-/// noise of a real trace comes near it, and sums and shares of values below it stay
-/// exact. A value above it (`u64::MAX`, a corrupted field) is not understood.
+/// The largest duration a value may hold, ns (about 104 days): no latency or noise of a
+/// real trace comes near it, and sums and shares of values below it stay exact. A
+/// duration above it (`u64::MAX`, a corrupted field) is not understood. Start times are
+/// times since boot and only refused when they overflow.
 pub const MAX_NS: u64 = 1 << 53;
 
 /// True for the names of these tracers' events: one that [`parse`] cannot read is not
@@ -117,7 +118,7 @@ pub fn is_rtla_event(name: &str) -> bool {
     )
 }
 
-/// A duration or time in ns, when it is a number a trace can hold (see [`MAX_NS`]).
+/// A duration in ns, when it is a number a trace can hold (see [`MAX_NS`]).
 fn ns(s: &str) -> Option<u64> {
     s.parse::<u64>().ok().filter(|&v| v <= MAX_NS)
 }
@@ -193,16 +194,17 @@ fn start_duration(text: &str) -> Option<(u64, u64, &str)> {
         if frac.len() != 9 {
             return None;
         }
+        // A start is a time since boot (or cycles, on x86-tsc): only overflow is
+        // refused; MAX_NS bounds durations.
         let start = (sec.parse::<u64>().ok()?)
             .checked_mul(1_000_000_000)?
-            .checked_add(frac.parse::<u64>().ok()?)
-            .filter(|&v| v <= MAX_NS)?;
+            .checked_add(frac.parse::<u64>().ok()?)?;
         let r = r.trim_start().strip_prefix("duration")?.trim_start();
         let (d, rest) = r.split_once(' ')?;
         let rest = rest.trim_start().strip_prefix("ns")?;
         return Some((start, ns(d)?, rest));
     }
-    Some((kv_ns(text, "start")?, kv_ns(text, "duration")?, ""))
+    Some((kv(text, "start")?, kv_ns(text, "duration")?, ""))
 }
 
 /// `#seq context C timer_latency N ns`, or `seqnum=N context=C timer_latency=N`.
@@ -364,6 +366,9 @@ mod tests {
         let t = "#1 context thread timer_latency 18446744073709551615 ns";
         assert_eq!(parse("timerlat", t), None);
         assert!(is_rtla_event("irq_noise") && !is_rtla_event("sched_switch"));
+        // A start past 2^53 ns (a host up 200 days) is a time, and reads.
+        let t = "local_timer:236 start 17280000.000000001 duration 932 ns";
+        assert!(parse("irq_noise", t).is_some());
     }
 
     #[test]

@@ -74,6 +74,16 @@ pub enum ReadError {
         /// when they are not text.
         start: String,
     },
+    /// `--format` names a binary format and the file carries another's magic number.
+    #[error("{path}: --format {forced} was given, but the file is a {found} (its first bytes say so); drop --format to read it as what it is")]
+    FormatMismatch {
+        /// The input.
+        path: PathBuf,
+        /// The format given.
+        forced: String,
+        /// The format its magic number says.
+        found: String,
+    },
     /// A selector cannot select anything in these inputs (an event or a field they do
     /// not have), said with the closest names they do have.
     #[error("{why}")]

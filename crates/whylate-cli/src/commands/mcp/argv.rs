@@ -37,6 +37,8 @@ pub struct Parsed {
     pub held: Held,
     /// `fleet`'s findings directories: (canonical path, descriptor).
     pub dirs: Vec<(PathBuf, OwnedFd)>,
+    /// `record`'s output, written through its directory's descriptor.
+    pub output: Option<super::roots::NewFile>,
 }
 
 /// The parsed command for `tool` called with `args`, or the error in the CLI's words.
@@ -48,6 +50,7 @@ pub fn parse(
 ) -> Result<Parsed, String> {
     let mut held = Held::default();
     let mut dirs = Vec::new();
+    let mut output = None;
     let known = super::tools::properties(tool, offer).ok_or_else(|| missing(tool))?;
     let mut argv = vec!["whylate".to_string(), command_of(tool).to_string()];
     for name in POSITIONAL {
@@ -98,7 +101,12 @@ pub fn parse(
                     held.insert(p.clone(), f);
                     p.display().to_string()
                 }
-                "output" => roots.resolve_new(&s)?.display().to_string(),
+                "output" => {
+                    let n = roots.resolve_new(&s)?;
+                    let to = n.write_to.display().to_string();
+                    output = Some(n);
+                    to
+                }
                 _ => s,
             };
             // `--opt=value`: a value that starts with `-` stays a value.
@@ -106,7 +114,12 @@ pub fn parse(
         }
     }
     match Cli::try_parse_from(&argv) {
-        Ok(Cli { cmd: Some(cmd), .. }) => Ok(Parsed { cmd, held, dirs }),
+        Ok(Cli { cmd: Some(cmd), .. }) => Ok(Parsed {
+            cmd,
+            held,
+            dirs,
+            output,
+        }),
         Ok(_) => Err(format!("`{tool}`: no command parsed")),
         Err(e) => Err(crate::output::clap_message(&e)),
     }
@@ -224,7 +237,8 @@ mod tests {
         .unwrap()
         .cmd;
         let Cmd::Record(a) = c else { panic!() };
-        assert_eq!(a.output, d.path().canonicalize().unwrap().join("new.dat"));
+        assert!(a.output.starts_with("/proc/self/fd/") && a.output.ends_with("new.dat"));
+        let _ = d;
         assert_eq!(a.duration, Some(2_000_000_000));
         assert!(a.command.is_empty());
         let e = match parse("record", args.as_object().unwrap(), &r, Offer::default()) {

@@ -28,7 +28,12 @@ pub fn run(
     progress: Arc<Progress>,
 ) -> Result<Answer, String> {
     let plain = Paint::new(false);
-    let argv::Parsed { cmd, held, dirs } = parsed;
+    let argv::Parsed {
+        cmd,
+        held,
+        dirs,
+        output,
+    } = parsed;
     #[cfg(not(feature = "fleet"))]
     let _ = dirs;
     let held = Arc::new(held);
@@ -56,6 +61,9 @@ pub fn run(
             let (opts, tput) = crate::commands::latency::options(&a, false)?;
             let open = opened(&a.input)?;
             let mut r = whylate::latency::latency(&a.files, &open, &opts, tput).map_err(said)?;
+            if let Some(e) = r.void_filter.take() {
+                return Err(e);
+            }
             crate::commands::latency::drop_samples(&mut r);
             let summary = first_line(&r.render_text(a.top, &plain));
             Ok(Answer {
@@ -111,7 +119,7 @@ pub fn run(
             let summary = first_line(&r.render_text(&plain));
             Ok(Answer { summary, json })
         }
-        ("record", Cmd::Record(a)) => recorded(a, &progress),
+        ("record", Cmd::Record(a)) => recorded(a, output, &progress),
         (t, _) => Err(format!("`{t}`: its arguments parsed as another command")),
     }
 }
@@ -130,7 +138,11 @@ fn explained(
 
 /// Records as `whylate record --json` does, for at most [`RECORD_MAX_NS`]; the client's
 /// cancellation stops it early (the trace holds what was recorded until then).
-fn recorded(a: crate::args::RecordArgs, progress: &Arc<Progress>) -> Result<Answer, String> {
+fn recorded(
+    a: crate::args::RecordArgs,
+    output: Option<super::roots::NewFile>,
+    progress: &Arc<Progress>,
+) -> Result<Answer, String> {
     use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
     use whylate_live::record::{self, RecordOptions};
     let euid = unsafe { libc::geteuid() };
@@ -170,7 +182,18 @@ fn recorded(a: crate::args::RecordArgs, progress: &Arc<Progress>) -> Result<Answ
     let r = record::record(&opts, stop);
     done.store(true, Relaxed);
     let _ = mirror.join();
-    let r = r.map_err(|e| e.to_string())?;
+    // The recorder wrote through the directory's descriptor: name the real path.
+    let real = |t: String| match &output {
+        Some(n) => t.replace(
+            &n.write_to.display().to_string(),
+            &n.real.display().to_string(),
+        ),
+        None => t,
+    };
+    let mut r = r.map_err(|e| real(e.to_string()))?;
+    if let Some(n) = &output {
+        r.output = n.real.clone();
+    }
     let summary = format!(
         "{}: {} events in {}, {} lost ({} clock)",
         r.output.display(),

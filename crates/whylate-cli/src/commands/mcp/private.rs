@@ -16,6 +16,12 @@ use std::path::{Path, PathBuf};
 /// this is not findings.
 const MAX_BYTES: u64 = 1 << 30;
 
+/// How long a call waits for the findings' commit lock.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The deepest a findings tree goes (`table/host=H/date=D/file` is 4; `_committed` 4).
+const MAX_DEPTH: usize = 8;
+
 /// A findings directory and its private copy (removed when dropped).
 pub struct Copied {
     /// The directory the caller named (canonical): messages name it, not the copy.
@@ -42,7 +48,7 @@ pub fn copy(real: &Path, fd: OwnedFd) -> Result<Copied, String> {
     .map_err(|e| format!("{}: {}", real.display(), std::io::Error::from(e)))?;
     let _lock = lock_shared(real, &fd)?;
     let mut budget = MAX_BYTES;
-    copy_dir(real, &fd, &copy, &mut budget)?;
+    copy_dir(real, &fd, &copy, (&mut budget, 0))?;
     Ok(Copied {
         real: real.to_path_buf(),
         copy,
@@ -65,14 +71,41 @@ fn lock_shared(real: &Path, fd: &OwnedFd) -> Result<Option<File>, String> {
         return Ok(None);
     };
     let f = readable(&l).map_err(|e| format!("{}: {e}", lock.display()))?;
-    f.lock_shared()
-        .map_err(|e| format!("{}: {e}", lock.display()))?;
-    Ok(Some(f))
+    // Never wait for good: a writer (or anyone) holding the lock for longer than
+    // LOCK_WAIT makes the call fail, saying so.
+    let t0 = std::time::Instant::now();
+    loop {
+        match f.try_lock_shared() {
+            Ok(()) => return Ok(Some(f)),
+            Err(std::fs::TryLockError::WouldBlock) if t0.elapsed() < LOCK_WAIT => {
+                std::thread::sleep(std::time::Duration::from_millis(50))
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(format!(
+                "{}: held by a writer for over {} s (a --parquet write in progress?); try again",
+                lock.display(),
+                LOCK_WAIT.as_secs()
+            ))
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(format!("{}: {e}", lock.display())),
+        }
+    }
 }
 
 /// Copies every entry of `from` (open at `fd`) into `to`, refusing any entry that is not
 /// a directory or a regular file.
-fn copy_dir(from: &Path, fd: &OwnedFd, to: &Path, budget: &mut u64) -> Result<(), String> {
+fn copy_dir(
+    from: &Path,
+    fd: &OwnedFd,
+    to: &Path,
+    (budget, depth): (&mut u64, usize),
+) -> Result<(), String> {
+    if depth > MAX_DEPTH {
+        return Err(format!(
+            "{}: deeper than a findings directory goes ({MAX_DEPTH} levels); refused",
+            from.display()
+        ));
+    }
     std::fs::create_dir(to).map_err(|e| format!("fleet: {}: {e}", to.display()))?;
     let mut names: Vec<OsString> = Vec::new();
     let list = rustix::fs::Dir::read_from(fd).map_err(|e| format!("{}: {e}", from.display()))?;
@@ -98,7 +131,7 @@ fn copy_dir(from: &Path, fd: &OwnedFd, to: &Path, budget: &mut u64) -> Result<()
                 let d = open_at(fd, Path::new(&name), true)
                     .map_err(|e| format!("{}: {e}", src.display()))?
                     .ok_or_else(|| format!("{}: removed while read", src.display()))?;
-                copy_dir(&src, &d, &dst, budget)?
+                copy_dir(&src, &d, &dst, (&mut *budget, depth + 1))?
             }
             FileType::RegularFile => copy_file(&src, &child, &dst, budget)?,
             other => {
@@ -129,7 +162,9 @@ fn copy_file(src: &Path, fd: &OwnedFd, dst: &Path, budget: &mut u64) -> Result<(
     }
     *budget -= len;
     let mut out = File::create_new(dst).map_err(|e| format!("fleet: {}: {e}", dst.display()))?;
-    std::io::copy(&mut f, &mut out).map_err(|e| format!("{}: {e}", src.display()))?;
+    // No more than its size when checked: a file that grows meanwhile is cut there.
+    std::io::copy(&mut std::io::Read::take(&mut f, len), &mut out)
+        .map_err(|e| format!("{}: {e}", src.display()))?;
     Ok(())
 }
 

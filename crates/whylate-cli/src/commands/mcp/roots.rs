@@ -21,6 +21,28 @@ pub struct Roots {
     fds: Vec<Arc<OwnedFd>>,
 }
 
+/// A recording's output: where it really is, and the path the recorder writes (through
+/// the directory's descriptor, held as long as this lives).
+#[derive(Debug)]
+pub struct NewFile {
+    /// The canonical path, for messages and the answer.
+    pub real: PathBuf,
+    /// `/proc/self/fd/N/name`, N the directory's descriptor.
+    pub write_to: PathBuf,
+    _dir: OwnedFd,
+}
+
+/// A path must be UTF-8: the command line the tool's arguments become is text, and a
+/// name that changed on the way would be opened by that other name.
+fn utf8(given: &str, real: &Path) -> Result<(), String> {
+    real.to_str().map(|_| ()).ok_or_else(|| {
+        format!(
+            "{given}: its real path {} is not valid UTF-8; refused (rename it)",
+            real.display()
+        )
+    })
+}
+
 /// Why an opened path was refused after its check by name passed.
 const SWAPPED: &str =
     "changed while it was being opened (a symlink or another kind of file took its place); refused";
@@ -56,6 +78,7 @@ impl Roots {
     /// not. Read the file, never the path: the path is for messages.
     pub fn resolve(&self, given: &str) -> Result<(PathBuf, File), String> {
         let (real, root) = self.locate(given)?;
+        utf8(given, &real)?;
         let fd = self.open_beneath(given, &real, root)?;
         let kind = stat_kind(&fd).map_err(|e| format!("{given}: {e}"))?;
         if kind != FileType::RegularFile {
@@ -74,6 +97,7 @@ impl Roots {
     /// a root (the findings directories `fleet` reads); else why not.
     pub fn resolve_dir(&self, given: &str) -> Result<(PathBuf, OwnedFd), String> {
         let (real, root) = self.locate(given)?;
+        utf8(given, &real)?;
         let fd = self.open_beneath(given, &real, root)?;
         if stat_kind(&fd).map_err(|e| format!("{given}: {e}"))? != FileType::Directory {
             return Err(format!(
@@ -119,8 +143,11 @@ impl Roots {
 
     /// Where a new recording named `given` goes: its directory must be under a root
     /// (relative names go under the first root) and the name must not exist, so a tool
-    /// call never overwrites a file.
-    pub fn resolve_new(&self, given: &str) -> Result<PathBuf, String> {
+    /// call never overwrites a file. Returns the real path (for messages) and the path
+    /// to write, through a descriptor of the directory held for the call
+    /// (`/proc/self/fd/N/name`): a directory swapped for a symlink while the recording
+    /// runs is not followed, and the recorder opens the name itself with `O_NOFOLLOW`.
+    pub fn resolve_new(&self, given: &str) -> Result<NewFile, String> {
         let p = Path::new(given);
         let name = p
             .file_name()
@@ -134,19 +161,29 @@ impl Roots {
         let real_dir = dir
             .canonicalize()
             .map_err(|e| format!("{given}: its directory {}: {e}", dir.display()))?;
-        if !self.dirs.iter().any(|d| real_dir.starts_with(d)) {
+        let Some(root) = self.dirs.iter().position(|d| real_dir.starts_with(d)) else {
             return Err(format!(
                 "{given}: outside the roots this server writes ({}); recordings go under them",
                 self.describe()
             ));
+        };
+        utf8(given, &real_dir)?;
+        let fd = self.open_beneath(given, &real_dir, root)?;
+        if stat_kind(&fd).map_err(|e| format!("{given}: {e}"))? != FileType::Directory {
+            return Err(format!("{given}: {SWAPPED}"));
         }
-        let target = real_dir.join(name);
-        if target.symlink_metadata().is_ok() {
+        let exists = rustix::fs::statat(&fd, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW);
+        if exists.is_ok() {
             return Err(format!(
                 "{given}: exists; a recording never overwrites a file, give a new name"
             ));
         }
-        Ok(target)
+        let write_to = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd())).join(name);
+        Ok(NewFile {
+            real: real_dir.join(name),
+            write_to,
+            _dir: fd,
+        })
     }
 
     /// `given` with every symlink resolved, when it exists under a root.
@@ -259,9 +296,17 @@ mod tests {
             .resolve_dir(out.path().to_str().unwrap())
             .unwrap_err()
             .contains("outside the roots"));
-        assert_eq!(r.resolve_new("new.dat").unwrap(), real.join("new.dat"));
+        let n = r.resolve_new("new.dat").unwrap();
+        assert_eq!(n.real, real.join("new.dat"));
+        assert!(n.write_to.starts_with("/proc/self/fd/") && n.write_to.ends_with("new.dat"));
+        // The recorder's path leads to the directory checked.
+        std::fs::write(&n.write_to, "rec").unwrap();
         assert_eq!(
-            r.resolve_new("findings/new.dat").unwrap(),
+            std::fs::read_to_string(real.join("new.dat")).unwrap(),
+            "rec"
+        );
+        assert_eq!(
+            r.resolve_new("findings/new.dat").unwrap().real,
             real.join("findings/new.dat")
         );
         let err = |p: &str| r.resolve_new(p).unwrap_err();
@@ -354,5 +399,18 @@ mod tests {
         stop.store(true, Relaxed);
         swapper.join().unwrap();
         assert!(read > 0 && refused > 0, "read {read}, refused {refused}");
+    }
+
+    /// A name that is not UTF-8 would reach the command line changed: refused.
+    #[test]
+    fn a_name_that_is_not_utf8_is_refused() {
+        use std::os::unix::ffi::OsStrExt;
+        let root = tempfile::tempdir().unwrap();
+        let bad = root.path().join(std::ffi::OsStr::from_bytes(b"a\xff"));
+        std::fs::write(&bad, "x").unwrap();
+        std::os::unix::fs::symlink(&bad, root.path().join("x")).unwrap();
+        let r = Roots::new(&[root.path().to_path_buf()]).unwrap();
+        let e = r.resolve("x").unwrap_err();
+        assert!(e.contains("not valid UTF-8"), "{e}");
     }
 }

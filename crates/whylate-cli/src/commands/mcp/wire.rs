@@ -6,8 +6,11 @@
 //! reply of ours never lands inside one of the SDK's.
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::mpsc;
+
+/// The longest request line read, bytes: tool arguments are paths and options.
+const MAX_LINE: usize = 16 << 20;
 
 /// Lines between the server and the SDK, in bytes: a request larger than this would have
 /// to be split, and no tool's arguments come near it.
@@ -29,9 +32,55 @@ pub fn wire() -> ((DuplexStream, DuplexStream), tokio::task::JoinHandle<()>) {
 /// Reads stdin line by line: a line we answer ourselves goes to stdout, any other to the
 /// SDK. The SDK's input closes when stdin does.
 async fn check_stdin(mut to_sdk: DuplexStream, out: mpsc::UnboundedSender<String>) {
-    let mut lines = BufReader::new(tokio::io::stdin()).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        match refusal(&line) {
+    let mut stdin = BufReader::new(tokio::io::stdin());
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        // Bytes, not text: a line that is not UTF-8 gets its -32700 and the session
+        // goes on; one longer than MAX_LINE is refused as a whole, never held whole.
+        let n = match (&mut stdin)
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .await
+        {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if n > MAX_LINE && buf.last() != Some(&b'\n') {
+            let _ = out.send(
+                error(
+                    Value::Null,
+                    -32700,
+                    format!("Parse error: a line over {MAX_LINE} bytes"),
+                )
+                .to_string(),
+            );
+            // The rest of that line is dropped.
+            let mut rest = Vec::new();
+            loop {
+                rest.clear();
+                match (&mut stdin)
+                    .take(1 << 16)
+                    .read_until(b'\n', &mut rest)
+                    .await
+                {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) if rest.last() == Some(&b'\n') => break,
+                    Ok(_) => {}
+                }
+            }
+            continue;
+        }
+        let line = match std::str::from_utf8(&buf) {
+            Ok(l) => l.trim_end_matches(['\n', '\r']),
+            Err(e) => {
+                let _ = out.send(
+                    error(Value::Null, -32700, format!("Parse error: not UTF-8 ({e})")).to_string(),
+                );
+                continue;
+            }
+        };
+        match refusal(line) {
             Some(reply) => {
                 let _ = out.send(reply.to_string());
             }
