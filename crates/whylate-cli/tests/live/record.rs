@@ -148,26 +148,31 @@ pub(crate) fn record_restores_tracefs_after_sigint_a_bad_event_and_a_kill() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("did you mean sched:sched_switch"), "{err}");
-    // An output whose directory cannot be made (a file is in the way; a missing one is
-    // created, as for every output) is named, before tracefs is touched.
+    // An output whose directory is a file, or does not exist (no directory but a
+    // directory option's own is made), is named before tracefs is touched.
     let blocker = dir.join("a-file");
     std::fs::write(&blocker, b"").unwrap();
-    let bad = blocker.join("x.dat");
-    let out = Command::new(whylate())
-        .args(["record", "-o"])
-        .arg(&bad)
-        .args(["--", "true"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains(&format!(
-            "-o {}: cannot create the directory",
-            bad.display()
-        )),
-        "{err}"
-    );
+    for (bad, said) in [
+        (blocker.join("x.dat"), format!("{} is not a directory", blocker.display())),
+        (
+            dir.join("missing").join("x.dat"),
+            format!("the directory {} does not exist", dir.join("missing").display()),
+        ),
+    ] {
+        let out = Command::new(whylate())
+            .args(["record", "-o"])
+            .arg(&bad)
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("-o {}: {said}", bad.display())),
+            "{err}"
+        );
+        assert!(!dir.join("missing").exists());
+    }
     assert_eq!(before, tracefs_state(), "after a bad output path");
     // Ctrl-C while tracing a command: the terminal's SIGINT reaches the whole process
     // group (recorder and command), and the recorder exits 130.
