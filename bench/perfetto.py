@@ -11,7 +11,9 @@ For each copy: `whylate stats` and `whylate explain` in cycle mode with selector
 main job: each read() of the first dd closed by its write()), best of --repeat wall
 seconds and peak RSS; the peer in the same run is `trace-cmd report` of the trace.dat.
 `late`: events that arrived after the reorder window had gone past them (left out of the
-analyses; it must be 0 for the times to compare). `prost s`, for the Perfetto copies: the
+analyses; it must be 0 for the times to compare). The compact copy is also read laid out
+CPU by CPU (all of CPU0's bundles first), plain and gzipped: a file is indexed first and
+its bundles read in time order, whatever the layout. `prost s`, for the Perfetto copies: the
 best time prost alone takes to decode every packet on one core (examples/read_speed.rs
 `--prost`; whylate shares that work between its two threads).
 
@@ -81,13 +83,24 @@ def main():
         compact = os.path.join(work, "t.compact.perfetto-trace")
         if not a.reuse:
             record(dat, txt, typed, compact, a.events)
+        # The compact copy as a converter may lay it out (all of CPU0's bundles, then
+        # CPU1's: read through the index) and gzipped (the index's cursors decompress).
+        by_cpu = os.path.join(work, "t.compact.cpu-by-cpu.perfetto-trace")
+        gz = os.path.join(work, "t.compact.cpu-by-cpu.perfetto-trace.gz")
+        if not os.path.exists(gz):
+            subprocess.run([sys.executable, CONVERT, "convert", txt, by_cpu, "--compact",
+                            "--names-from-events", "--layout", "cpu-by-cpu"], check=True)
+            with open(gz, "wb") as f:
+                subprocess.run(["gzip", "-c", by_cpu], stdout=f, check=True)
         # The first dd's reads, each closed by its write (thread-paired).
         cycles = ["--from", "sys_enter_read[comm=dd]", "--to", "sys_exit_write[comm=dd]",
                   "--deadline", "1ms"]
         rows = []
         t_peer, rss_peer = measure(["trace-cmd", "report", "-i", dat], a.repeat)
         for name, path in [("trace.dat", dat), ("ftrace text (report -l -t)", txt),
-                           ("perfetto, typed", typed), ("perfetto, compact_sched", compact)]:
+                           ("perfetto, typed", typed), ("perfetto, compact_sched", compact),
+                           ("perfetto, compact, CPU by CPU", by_cpu),
+                           ("  the same, gzip", gz)]:
             mb = os.path.getsize(path) / 1e6
             ts, rs = measure([WHYLATE, "-q", "stats", path], a.repeat)
             te, re_ = measure([WHYLATE, "-q", "explain", path] + cycles, a.repeat)
@@ -96,7 +109,7 @@ def main():
             st = json.loads(subprocess.run([WHYLATE, "-q", "stats", "--json", path],
                                            capture_output=True, check=True).stdout)
             late = sum(i["order"]["unsorted"] for i in st["inputs"])
-            floor = prost_floor(path, a.repeat) if path in (typed, compact) else None
+            floor = prost_floor(path, a.repeat) if path in (typed, compact, by_cpu) else None
             rows.append((name, mb, ts, rs, te, re_, late, floor))
         print(f"{st['events']} events (the last copy's); peer: trace-cmd report of the trace.dat "
               f"{t_peer:.2f} s, {rss_peer:.0f} MB")

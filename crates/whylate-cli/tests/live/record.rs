@@ -153,10 +153,16 @@ pub(crate) fn record_restores_tracefs_after_sigint_a_bad_event_and_a_kill() {
     let blocker = dir.join("a-file");
     std::fs::write(&blocker, b"").unwrap();
     for (bad, said) in [
-        (blocker.join("x.dat"), format!("{} is not a directory", blocker.display())),
+        (
+            blocker.join("x.dat"),
+            format!("{} is not a directory", blocker.display()),
+        ),
         (
             dir.join("missing").join("x.dat"),
-            format!("the directory {} does not exist", dir.join("missing").display()),
+            format!(
+                "the directory {} does not exist",
+                dir.join("missing").display()
+            ),
         ),
     ] {
         let out = Command::new(whylate())

@@ -3,7 +3,7 @@
 (`pip install perfetto`): whylate does not write its own fixtures.
 
   convert.py convert TEXT OUT [--compact] [--gzip] [--window-ms MS] [--bundle-max N]
-                              [--names-from-events] [--release R]
+                              [--names-from-events] [--release R] [--layout L]
       An ftrace text trace (tracefs `trace`, with or without the TGID column, or
       `trace-cmd report -l -t`) → a trace as traced writes one: a clock snapshot, system
       info, a process tree, ftrace_stats at the start and the end, and per-CPU ftrace
@@ -13,6 +13,8 @@
       compact_sched form (traced's default since v42). Per-call syscall events and any
       event Perfetto has no message for become `generic` events. What Perfetto does not
       record is dropped: the preempt and migrate-disable depths, a compact event's task.
+      --layout orders the bundles: periods (traced's), periods-reversed, cpu-by-cpu,
+      one-per-cpu (see `convert`).
 
   convert.py fixture NAME OUT
       Small traces made by hand: `interned`, `big-packet`, `cut`, `unknown-packets`,
@@ -401,29 +403,42 @@ def bundle(trace, seq, cpu, evs, compact, lost):
 
 
 def convert(src, out, compact=False, gz=False, window_ms=100, bundle_max=300,
-            from_events=False, release="6.18.0"):
+            from_events=False, release="6.18.0", layout="periods"):
+    """`layout` orders the bundles in the file: `periods` as traced drains them (each
+    drain period, CPU by CPU), `periods-reversed` (each period's CPUs from the last),
+    `cpu-by-cpu` (all of one CPU's bundles, then the next CPU's), `one-per-cpu` (each
+    CPU's events in one bundle). Trace processor reads every one of them the same."""
     events, cpus = parse(src)
     trace = pb.Trace()
     header_packets(trace, events, cpus, release, from_events)
     seqs = {}
+    if layout == "one-per-cpu":
+        window_ms, bundle_max = 1 << 40, 1 << 62
     window = window_ms * 1_000_000
     # Per drain period, each CPU's events of that period (in the text's order).
     periods = {}
     for e in events:
         periods.setdefault((e.ts - events[0].ts) // window, {}).setdefault(e.cpu, []).append(e)
-    for k in sorted(periods):
-        for cpu in sorted(periods[k]):
-            seq = seqs.setdefault(cpu, Seq(100 + cpu))
-            # A bundle ends at bundle_max events and before an event the kernel lost
-            # events before (the next bundle says so).
-            part = []
-            for e in periods[k][cpu]:
-                if part and (len(part) >= bundle_max or e.lost):
-                    bundle(trace, seq, cpu, part, compact, part[0].lost)
-                    part = []
-                part.append(e)
-            if part:
+    # (period, cpu) in the order their bundles go in the file.
+    keys = [(k, cpu) for k in sorted(periods) for cpu in sorted(periods[k])]
+    if layout == "periods-reversed":
+        keys = [(k, cpu) for k in sorted(periods) for cpu in sorted(periods[k], reverse=True)]
+    elif layout == "cpu-by-cpu":
+        keys.sort(key=lambda kc: (kc[1], kc[0]))
+    elif layout not in ("periods", "one-per-cpu"):
+        sys.exit(f"unknown layout {layout}")
+    for k, cpu in keys:
+        seq = seqs.setdefault(cpu, Seq(100 + cpu))
+        # A bundle ends at bundle_max events and before an event the kernel lost
+        # events before (the next bundle says so).
+        part = []
+        for e in periods[k][cpu]:
+            if part and (len(part) >= bundle_max or e.lost):
                 bundle(trace, seq, cpu, part, compact, part[0].lost)
+                part = []
+            part.append(e)
+        if part:
+            bundle(trace, seq, cpu, part, compact, part[0].lost)
     stats(trace, 2, cpus)
     data = trace.SerializeToString()
     if gz:
@@ -518,7 +533,8 @@ def main(argv):
                   from_events="--names-from-events" in opts)
         for flag, key, conv in (("--window-ms", "window_ms", int),
                                 ("--bundle-max", "bundle_max", int),
-                                ("--release", "release", str)):
+                                ("--release", "release", str),
+                                ("--layout", "layout", str)):
             if flag in opts:
                 kw[key] = conv(opts[opts.index(flag) + 1])
         convert(argv[1], argv[2], **kw)

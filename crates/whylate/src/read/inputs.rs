@@ -274,15 +274,17 @@ pub struct TracerSample {
     pub file: String,
 }
 
-/// What to do about events that came too late for the reorder window. Perfetto writes each
-/// CPU's events a drain period apart in one file: the window must hold a period of every
-/// CPU, unless it was never full, when a CPU came back after a long quiet or was not
-/// counted by the trace, which no window fixes.
+/// What to do about events that came too late for the reorder window. A Perfetto file's
+/// bundles are put in time order by an index ([`crate::read::perfetto::index`]), so a late
+/// event there is one earlier than its bundle said (damage), which no window fixes; a
+/// stream read in file order ([`crate::read::perfetto::Perfetto::from_reader`]) needs a
+/// window holding a drain period of every CPU.
 fn late_advice(format: read::Format, order: &read::OrderStats) -> &'static str {
-    match (format == read::Format::Perfetto, order.full > 0) {
-        (true, true) => "raise --reorder above the events all CPUs write in one drain period",
-        (true, false) => "a CPU's events came over 2 s after the others had gone past them (a CPU quiet that long, one the trace's system_info and ftrace_stats do not count, or a timestamp far ahead of the others); no reorder window changes that",
-        (false, _) => "pass per-CPU captures as separate files to merge them",
+    match (format == read::Format::Perfetto, order.full > 0, order.window) {
+        (true, _, 0) => "they came earlier than the bundle that holds them starts (an overlapping or damaged bundle); no reorder window changes that",
+        (true, true, _) => "raise --reorder above the events all CPUs write in one drain period",
+        (true, false, _) => "a CPU's events came over 2 s after the others had gone past them (a CPU quiet that long, one the trace's system_info and ftrace_stats do not count, or a timestamp far ahead of the others); no reorder window changes that",
+        (false, _, _) => "pass per-CPU captures as separate files to merge them",
     }
 }
 
@@ -295,11 +297,17 @@ mod late_tests {
         let order = |full| read::OrderStats {
             unsorted: 5,
             full,
+            window: 524_288,
             ..Default::default()
         };
         let pf = read::Format::Perfetto;
         assert!(late_advice(pf, &order(3)).contains("raise --reorder"));
         assert!(late_advice(pf, &order(0)).contains("no reorder window"));
+        let indexed = read::OrderStats {
+            window: 0,
+            ..order(0)
+        };
+        assert!(late_advice(pf, &indexed).contains("damaged bundle"));
         let text = read::Format::Ftrace;
         assert!(late_advice(text, &order(0)).contains("per-CPU captures"));
     }

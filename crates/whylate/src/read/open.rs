@@ -469,16 +469,9 @@ fn open_input(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
             });
         }
         if matches!(binary.build, Build::Perfetto) {
-            // Streamed: packets are read in order, nothing needs random access.
             let (buffered, rest) = lines.into_inner();
             let rd = Box::new(io::Cursor::new(buffered).chain(rest));
-            let p = perfetto::Perfetto::from_reader(
-                path,
-                rd,
-                perfetto::CHUNK,
-                cut.clone(),
-                opts.window,
-            );
+            let p = open_perfetto(path, rd, file.as_ref(), compression, &cut)?;
             return Ok(Input {
                 kind: InputKind::Perfetto(Box::new(p)),
                 compression,
@@ -692,6 +685,44 @@ pub fn open_memory(
 /// cursors, with no decompressed copy ([`unpack`]); None when it is cut or damaged, or
 /// when a trace.dat has more CPUs than cursors are kept for (each CPU's data is read as
 /// its own region): the caller spools it then.
+/// A Perfetto trace, indexed first and its bundles read in time order
+/// (`perfetto::index`): a file in place (a compressed one through cursors), a stream (a
+/// pipe, stdin) spooled to a temporary file first, decompressed.
+fn open_perfetto(
+    path: &Path,
+    rd: Box<dyn Read + Send>,
+    file: Option<&Arc<File>>,
+    compression: Compression,
+    cut: &decompress::Cut,
+) -> Result<perfetto::Perfetto, ReadError> {
+    use perfetto::index::{Index, Source};
+    let io_err = |source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let (index, src) = match file {
+        Some(file) => {
+            let index = Index::scan(rd).map_err(io_err)?;
+            let src = match compression {
+                Compression::None => Source::File(file.clone()),
+                _ => Source::Unpacked(Arc::new(unpack::Unpacked::unmeasured(path, file.clone()))),
+            };
+            (index, src)
+        }
+        None => {
+            let spooled = Arc::new(spool(path, rd)?);
+            let index = Index::scan(unpack::FileAt::new(spooled.clone())).map_err(io_err)?;
+            (index, Source::File(spooled))
+        }
+    };
+    Ok(perfetto::Perfetto::from_index(
+        path,
+        index,
+        src,
+        cut.clone(),
+    ))
+}
+
 fn open_unpacked(
     path: &Path,
     file: &Arc<File>,

@@ -1,5 +1,5 @@
 //! Perfetto's protobuf trace (`.perfetto-trace`, `.pftrace`, `.pb`; traced, tracebox,
-//! Android, ChromeOS), read as a stream.
+//! Android, ChromeOS): a file indexed, then read packet by packet (`index`).
 //!
 //! A trace is a run of `TracePacket`s (`packets` walks them with one read buffer;
 //! prost decodes each with the schema subset in [`protos`]). What is read:
@@ -15,12 +15,16 @@
 //! - the clock: timestamps are the ftrace clock's as recorded (BOOTTIME unless the
 //!   bundle says otherwise), said in a note with `clock_snapshot`'s BOOTTIME-MONOTONIC gap.
 //!
-//! Each CPU's bundles come in time order, CPUs interleaved by when they were read: events
-//! wait, a queue per CPU, until every CPU that is still writing has gone past them, up to
-//! a drain period of every CPU (`order`).
+//! The bundles may lie in the file in any order: a first pass notes each one's place and
+//! earliest time (`index`), and they are decoded by that time, after the packets that are
+//! not bundles; events wait, a queue per CPU, until the next bundle starts after them
+//! (`order`). A stream that cannot be read twice ([`Perfetto::from_reader`]) is read in
+//! file order instead, its events waiting until every CPU still writing has gone past
+//! them, up to a drain period of every CPU.
 
 pub(crate) mod apart;
 mod bundle;
+pub(crate) mod index;
 mod order;
 mod packets;
 pub mod protos;
@@ -166,13 +170,36 @@ struct CpuCounters {
 /// decoding state, which `apart` moves to the thread that builds the timeline.
 pub struct Perfetto {
     path: PathBuf,
-    packets: Packets<Box<dyn Read + Send>>,
+    packets: Walker,
     cut: super::decompress::Cut,
     st: State,
     slot: Option<Event>,
     /// Event vectors of bundles already taken, emptied, for the next bundles to decode
     /// into ([`Perfetto::recycle`]).
     pool: Vec<Vec<protos::FtraceEvent>>,
+}
+
+/// Where the packets come from: the stream in file order, or an indexed file with its
+/// bundles in time order ([`index`]).
+enum Walker {
+    Stream(Packets<Box<dyn Read + Send>>),
+    Indexed(index::Indexed),
+}
+
+impl Walker {
+    fn next(&mut self) -> std::io::Result<Next<'_>> {
+        match self {
+            Walker::Stream(p) => p.next(),
+            Walker::Indexed(p) => p.next(),
+        }
+    }
+
+    fn offset(&self) -> u64 {
+        match self {
+            Walker::Stream(p) => p.offset(),
+            Walker::Indexed(p) => p.offset(),
+        }
+    }
 }
 
 /// Emptied event vectors kept for reuse at most.
@@ -225,6 +252,13 @@ pub(crate) struct State {
     bad: (u64, u64),
     old_kernel: bool,
     done: bool,
+    /// Bundles come by their earliest time ([`index`]): every event before the next
+    /// bundle's may go.
+    sorted: bool,
+    /// Kernel symbols of every packet (an indexed trace), interned at the first packet.
+    preload: Vec<(u32, u64, Vec<u8>)>,
+    /// Of an indexed trace: symbol ids named twice.
+    symbol_conflicts: u64,
 }
 
 impl Perfetto {
@@ -272,12 +306,19 @@ impl State {
             bad: (0, 0),
             old_kernel: false,
             done: false,
+            sorted: false,
+            preload: Vec::new(),
+            symbol_conflicts: 0,
         }
     }
 
     /// Takes what the reading half read (by reference: a packet is freed where it was
     /// decoded, whose allocator then reuses its memory).
     pub(crate) fn take(&mut self, it: &Item, s: &mut Interner) {
+        for (seq, iid, name) in std::mem::take(&mut self.preload) {
+            let t = &mut self.seqs.entry(seq).or_default().kernel_symbols;
+            t.insert(iid, s.intern_bytes(&name));
+        }
         match it {
             Item::Packet(p, skipped) => {
                 if let Some(name) = skipped {
@@ -308,10 +349,12 @@ impl State {
 }
 
 impl Perfetto {
-    /// Reads the trace from `rd` (decompressed), `chunk` bytes at a time ([`CHUNK`]
-    /// normally; tests pass a few to split packets across reads). `cut` says when a
-    /// compressed stream was cut short. At most `window` events (`--reorder`) wait for
-    /// the CPUs' order, at least 524,288 (one drain period of every CPU).
+    /// Reads the trace from `rd` (decompressed) in file order, `chunk` bytes at a time
+    /// ([`CHUNK`] normally; tests pass a few to split packets across reads), for a
+    /// reader that cannot be read twice (`read::open` spools a stream and indexes it
+    /// instead). `cut` says when a compressed stream was cut short. At most `window`
+    /// events (`--reorder`) wait for the CPUs' order, at least 524,288 (one drain period
+    /// of every CPU): bundles out of order by more than that come late.
     pub fn from_reader(
         path: &Path,
         rd: Box<dyn Read + Send>,
@@ -324,7 +367,31 @@ impl Perfetto {
         st.check.stats.window = st.order.max();
         Perfetto {
             path: path.to_path_buf(),
-            packets: Packets::new(rd, chunk),
+            packets: Walker::Stream(Packets::new(rd, chunk)),
+            cut,
+            st,
+            slot: None,
+            pool: Vec::new(),
+        }
+    }
+
+    /// Reads the trace file `src` indexed by `index` (made of the same bytes): its
+    /// bundles in time order whatever their order in the file.
+    pub(crate) fn from_index(
+        path: &Path,
+        mut index: index::Index,
+        src: index::Source,
+        cut: super::decompress::Cut,
+    ) -> Self {
+        let mut st = State::new();
+        st.sorted = true;
+        st.order.set_max(usize::MAX);
+        st.check.stats.window = 0;
+        st.symbol_conflicts = index.symbol_conflicts;
+        st.preload = std::mem::take(&mut index.symbols);
+        Perfetto {
+            path: path.to_path_buf(),
+            packets: Walker::Indexed(index::Indexed::new(index, src)),
             cut,
             st,
             slot: None,
@@ -551,7 +618,9 @@ impl State {
         let cleared =
             p.incremental_state_cleared == Some(true) || p.sequence_flags.unwrap_or(0) & 1 != 0;
         let seq = self.seqs.entry(seq_id).or_default();
-        if cleared {
+        // Sorted, a packet's place is not its file place: the table holds every
+        // symbol of the trace instead ([`index`]).
+        if cleared && !self.sorted {
             seq.kernel_symbols.clear();
         }
         let dropped = seq.seen
@@ -732,8 +801,13 @@ impl State {
             };
             out.insert(0, lost);
         }
+        let first = out.iter().map(|h| h.ts).min();
         self.order.push_bundle(cpu, out);
-        self.order.settle();
+        match (self.sorted, first) {
+            (true, Some(t)) => self.order.settle_before(t),
+            (true, None) => {}
+            (false, _) => self.order.settle(),
+        }
     }
 
     /// Where the analysis is blind or approximate because of how the trace was recorded,
@@ -788,6 +862,12 @@ impl State {
             n.push(format!(
                 "{} kernel symbols were interned ids with no name on their sequence: shown as numbers",
                 c.missing_symbols
+            ));
+        }
+        if self.symbol_conflicts > 0 {
+            n.push(format!(
+                "{} kernel symbol ids were interned with two names on one sequence (the trace cleared its interning and reused them): the first name is shown",
+                self.symbol_conflicts
             ));
         }
         if self.bad.0 > 0 {

@@ -262,6 +262,12 @@ impl Hold {
             .unwrap_or(0);
     }
 
+    /// Bundles come by their earliest event time and the next starts at `first`: every
+    /// event before it may go (no bundle still to come holds an earlier one).
+    pub fn settle_before(&mut self, first: u64) {
+        self.horizon = self.horizon.max(first.saturating_sub(1));
+    }
+
     /// The first event of `cpu`'s queue, taken; an emptied chunk's vector is kept.
     fn take(&mut self, cpu: u32) -> Option<Held> {
         let q = &mut self.queues[cpu as usize];

@@ -607,3 +607,260 @@ fn a_timestamp_far_ahead_inside_a_bundle_holds_no_cpu_back() {
     assert_eq!(events.len(), 150);
     assert_eq!(r.order().unsorted, 0, "{:?}", r.order());
 }
+
+/// One CPU's events for the layout matrix: switches among three tasks, a waking of the
+/// next before each switch, a system call exit of the task on the CPU between them.
+/// CPU0's times are even and CPU1's odd, so the time order across CPUs is one order.
+fn layout_events(cpu: u32) -> Vec<(u64, i32, Ev)> {
+    let mut out = Vec::new();
+    let (mut t, mut curr) = (1_000_000_000 + u64::from(cpu), 0);
+    // The task on the CPU before the first switch, for the compact lists' first waker.
+    out.push((t, 0, exit(0, 0)));
+    for k in 0..600u64 {
+        let next = 100 + cpu as i32 * 10 + (k % 3) as i32;
+        // 6 s in all: longer than a CPU not read yet holds the others back.
+        t += 2 * (2_000_000 + (k * 104_729) % 6_000_000);
+        let wake = Ev::SchedWaking(protos::SchedWakingFtraceEvent {
+            comm: Some(format!("t{next}").into_bytes()),
+            pid: Some(next),
+            prio: Some(120),
+            success: Some(1),
+            target_cpu: Some(cpu as i32),
+        });
+        out.push((t, curr, wake));
+        out.push((t + 2_000, curr, exit(k as i64 % 5, 0)));
+        let sw = Ev::SchedSwitch(protos::SchedSwitchFtraceEvent {
+            prev_comm: Some(format!("t{curr}").into_bytes()),
+            prev_pid: Some(curr),
+            prev_prio: Some(120),
+            prev_state: Some(1),
+            next_comm: Some(format!("t{next}").into_bytes()),
+            next_pid: Some(next),
+            next_prio: Some(120),
+        });
+        out.push((t + 4_000, curr, sw));
+        curr = next;
+    }
+    out
+}
+
+/// `evs` (one CPU's, in time order) as one bundle: typed, or with switches and wakings
+/// in compact_sched's lists.
+fn layout_bundle(cpu: u32, evs: &[(u64, i32, Ev)], compact: bool) -> protos::TracePacket {
+    let mut typed = Vec::new();
+    let mut c = protos::ftrace_event_bundle::CompactSched::default();
+    let (mut sw_last, mut wk_last) = (0, 0);
+    let intern = |c: &mut protos::ftrace_event_bundle::CompactSched, name: &[u8]| match c
+        .intern_table
+        .iter()
+        .position(|n| n == name)
+    {
+        Some(i) => i as u32,
+        None => {
+            c.intern_table.push(name.to_vec());
+            c.intern_table.len() as u32 - 1
+        }
+    };
+    for (ts, pid, e) in evs {
+        match e {
+            Ev::SchedSwitch(s) if compact => {
+                c.switch_timestamp.push(ts - sw_last);
+                sw_last = *ts;
+                c.switch_prev_state.push(s.prev_state.unwrap());
+                c.switch_next_pid.push(s.next_pid.unwrap());
+                c.switch_next_prio.push(s.next_prio.unwrap());
+                let i = intern(&mut c, s.next_comm.as_deref().unwrap());
+                c.switch_next_comm_index.push(i);
+            }
+            Ev::SchedWaking(w) if compact => {
+                c.waking_timestamp.push(ts - wk_last);
+                wk_last = *ts;
+                c.waking_pid.push(w.pid.unwrap());
+                c.waking_target_cpu.push(w.target_cpu.unwrap());
+                c.waking_prio.push(w.prio.unwrap());
+                let i = intern(&mut c, w.comm.as_deref().unwrap());
+                c.waking_comm_index.push(i);
+                c.waking_common_flags.push(1);
+            }
+            e => typed.push(ev(*ts, *pid as u32, e.clone())),
+        }
+    }
+    let mut b = bundle(cpu, typed);
+    if compact {
+        let Some(Data::FtraceEvents(fb)) = &mut b.data else {
+            unreachable!()
+        };
+        fb.compact_sched = Some(c);
+    }
+    b
+}
+
+/// How the bundles of a layout test are laid out in the file.
+#[derive(Clone, Copy, Debug)]
+enum Layout {
+    /// One bundle per CPU holding all its events.
+    OnePerCpu,
+    /// 100 ms bundles, all of CPU0's, then all of CPU1's.
+    CpuByCpu,
+    /// 100 ms bundles, each period's CPU1 bundle before CPU0's (traced's drain order
+    /// varies), without system_info: nothing says CPU1 exists before its first bundle.
+    Interleaved,
+}
+
+/// The layout matrix of one trace: typed or compact sched events × bundles one per CPU,
+/// CPU by CPU, or in interleaved periods × plain or gzip. Every file gives the same
+/// events, in time order, with the tasks the compact lists leave out filled in.
+#[test]
+fn every_layout_of_bundles_gives_every_event_in_time_order() {
+    use std::io::Write as _;
+    let cpus = [layout_events(0), layout_events(1)];
+    let mut want: Vec<(u64, u32, i32, String)> = Vec::new();
+    for (cpu, evs) in cpus.iter().enumerate() {
+        for (ts, pid, e) in evs {
+            let what = match e {
+                Ev::SchedSwitch(s) => {
+                    format!("switch {}->{}", s.prev_pid.unwrap(), s.next_pid.unwrap())
+                }
+                Ev::SchedWaking(w) => format!("waking {}", w.pid.unwrap()),
+                _ => "exit".into(),
+            };
+            want.push((*ts, cpu as u32, *pid, what));
+        }
+    }
+    want.sort();
+    let dir = tempfile::tempdir().unwrap();
+    for compact in [false, true] {
+        for layout in [Layout::OnePerCpu, Layout::CpuByCpu, Layout::Interleaved] {
+            let period = |cpu: usize| -> Vec<protos::TracePacket> {
+                let evs = &cpus[cpu];
+                match layout {
+                    Layout::OnePerCpu => vec![layout_bundle(cpu as u32, evs, compact)],
+                    _ => evs
+                        .chunk_by(|a, b| a.0 / 100_000_000 == b.0 / 100_000_000)
+                        .map(|p| layout_bundle(cpu as u32, p, compact))
+                        .collect(),
+                }
+            };
+            let (b0, b1) = (period(0), period(1));
+            let mut packets = Vec::new();
+            if !matches!(layout, Layout::Interleaved) {
+                packets.push(packet(Data::SystemInfo(protos::SystemInfo {
+                    num_cpus: Some(2),
+                    ..Default::default()
+                })));
+            }
+            match layout {
+                Layout::Interleaved => {
+                    let mut b0 = b0.into_iter();
+                    for b in b1 {
+                        packets.push(b);
+                        packets.extend(b0.next());
+                    }
+                    packets.extend(b0);
+                }
+                _ => {
+                    packets.extend(b0);
+                    packets.extend(b1);
+                }
+            }
+            let bytes = trace(&packets);
+            for gz in [false, true] {
+                let case = format!("compact {compact}, {layout:?}, gzip {gz}");
+                let path = dir
+                    .path()
+                    .join(format!("t-{compact}-{layout:?}-{gz}.pftrace"));
+                let data = if gz {
+                    let mut e = flate2::write::GzEncoder::new(Vec::new(), Default::default());
+                    e.write_all(&bytes).unwrap();
+                    e.finish().unwrap()
+                } else {
+                    bytes.clone()
+                };
+                std::fs::write(&path, data).unwrap();
+                let mut input = crate::read::open(&path, &Default::default()).unwrap();
+                let mut s = Interner::new();
+                let mut got = Vec::new();
+                while let Some(e) = input.next_ref(&mut s).unwrap() {
+                    let what = match e.kind {
+                        Kind::SchedSwitch {
+                            prev_pid, next_pid, ..
+                        } => {
+                            format!("switch {prev_pid}->{next_pid}")
+                        }
+                        Kind::SchedWaking { pid, .. } => format!("waking {pid}"),
+                        _ => "exit".into(),
+                    };
+                    got.push((e.ts, e.cpu, e.tid, what));
+                }
+                let first_bad = got.iter().zip(&want).position(|(g, w)| g != w);
+                assert_eq!(
+                    got.len(),
+                    want.len(),
+                    "{case}: first difference at {first_bad:?}"
+                );
+                assert_eq!(first_bad, None, "{case}");
+                let p = input.perfetto().unwrap();
+                assert_eq!(p.order().unsorted, 0, "{case}");
+                let moved = index::Index::scan(&bytes[..]).unwrap().moved();
+                assert_eq!(moved, !matches!(layout, Layout::OnePerCpu), "{case}");
+                // The file order read as a stream, through the reorder window, is what
+                // the index is for: CPU by CPU it leaves most of a CPU out.
+                if matches!(layout, Layout::CpuByCpu) && !gz {
+                    let (streamed, _, r) = read(bytes.clone(), CHUNK);
+                    assert!(streamed.len() == want.len() && r.order().unsorted > 0);
+                }
+            }
+        }
+    }
+}
+
+/// A bundle moved before the packet that interned its kernel symbols (one sequence for
+/// every CPU, CPU1's earlier bundle after CPU0's later one, which interns the name)
+/// still names its function; a clear of the interning at the file's first packet
+/// clears nothing the index collected.
+#[test]
+fn a_bundle_moved_before_its_symbols_still_names_them() {
+    use protos::trace_packet::OptionalTrustedPacketSequenceId as Seq;
+    let timer = |ts, f| {
+        ev(
+            ts,
+            0,
+            Ev::HrtimerExpireEntry(protos::HrtimerExpireEntryFtraceEvent {
+                hrtimer: Some(1),
+                now: Some(ts as i64),
+                function: Some(f),
+            }),
+        )
+    };
+    let mut late = bundle(0, vec![timer(5_000_000_000, 7)]);
+    late.interned_data = Some(protos::InternedData {
+        kernel_symbols: vec![protos::InternedString {
+            iid: Some(7),
+            str: Some(b"tick_nohz_handler".to_vec()),
+        }],
+        ..Default::default()
+    });
+    late.incremental_state_cleared = Some(true);
+    let mut early = bundle(1, vec![timer(1_000_000_000, 7)]);
+    for p in [&mut late, &mut early] {
+        p.optional_trusted_packet_sequence_id = Some(Seq::TrustedPacketSequenceId(3));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.pftrace");
+    std::fs::write(&path, trace(&[late, early])).unwrap();
+    let mut input = crate::read::open(&path, &Default::default()).unwrap();
+    let mut s = Interner::new();
+    let mut got = Vec::new();
+    while let Some(e) = input.next_ref(&mut s).unwrap() {
+        if let Kind::HrtimerExpireEntry { function, .. } = e.kind {
+            got.push((e.ts, e.cpu, s.get(function).to_string()));
+        }
+    }
+    assert_eq!(
+        got,
+        [
+            (1_000_000_000, 1, "tick_nohz_handler".to_string()),
+            (5_000_000_000, 0, "tick_nohz_handler".to_string()),
+        ]
+    );
+}
