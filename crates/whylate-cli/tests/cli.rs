@@ -1577,7 +1577,7 @@ fn list_causes_prints_the_catalogue_without_a_trace() {
         assert!(out.contains(&format!("\n{id}\n")), "{id} missing:\n{out}");
     }
     assert!(out.contains("\ntrace-cut  (blind spot)\n"), "{out}");
-    assert_eq!(out.matches("  means: ").count(), 33, "{out}");
+    assert_eq!(out.matches("  means: ").count(), 34, "{out}");
     // With a trace it is a usage error, not a silent choice.
     let o = run(&["explain", "--list-causes", "examples/frob.dat.zst"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));

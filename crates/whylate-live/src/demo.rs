@@ -25,6 +25,7 @@ pub const LAB: &[(&str, &str)] = &[
     ("hog", include_str!("../../../lab/hog.c")),
     ("udpflood", include_str!("../../../lab/udpflood.c")),
     ("udpping", include_str!("../../../lab/udpping.c")),
+    ("inversion", include_str!("../../../lab/inversion.c")),
 ];
 
 /// A scenario.
@@ -40,6 +41,9 @@ pub enum Scenario {
     /// Seed 002 over the network stack: datagrams to a real-time receiver wait in a NET_RX
     /// deferred to ksoftirqd, which waits behind a heavy task.
     Deferral,
+    /// Priority inversion: a real-time thread blocks on a plain mutex whose normal-priority
+    /// holder a middle-priority task preempts.
+    Inversion,
 }
 
 impl Scenario {
@@ -50,6 +54,7 @@ impl Scenario {
             Scenario::Timer => "timer",
             Scenario::Softirq => "softirq",
             Scenario::Deferral => "deferral",
+            Scenario::Inversion => "inversion",
         }
     }
     /// Parses a name.
@@ -59,6 +64,7 @@ impl Scenario {
             "timer" => Some(Scenario::Timer),
             "softirq" => Some(Scenario::Softirq),
             "deferral" => Some(Scenario::Deferral),
+            "inversion" => Some(Scenario::Inversion),
             _ => None,
         }
     }
@@ -73,6 +79,8 @@ impl Scenario {
             (Scenario::Softirq, true) => "seeds 002/003 mitigated: the same flood, received on CPU0 (RPS off CPU1)",
             (Scenario::Deferral, false) => "seed 002 over the network stack: a datagram every 2.3 ms from a SCHED_FIFO sender on CPU0 to a SCHED_FIFO receiver on CPU1 (RPS); bursts of a filtered flood outlast a NET_RX run, the rest is deferred to ksoftirqd/1, which waits behind a nice -19 task there; a datagram is late past 1 ms",
             (Scenario::Deferral, true) => "seed 002 mitigated: the nice -19 task moved to CPU0, so ksoftirqd/1 runs when it is woken",
+            (Scenario::Inversion, false) => "priority inversion: a SCHED_FIFO 50 thread on CPU0 takes a plain mutex every 2 ms; a nice-0 thread on CPU1 holds it 300 us at a time; a SCHED_FIFO 20 thread on CPU1 burns 1.5 ms every 7 ms, preempting the holder inside its hold; a period is late past 1 ms",
+            (Scenario::Inversion, true) => "priority inversion mitigated: the mutex is PTHREAD_PRIO_INHERIT, so the holder runs at RT 50 while it is waited for",
         }
     }
 }
@@ -383,6 +391,7 @@ fn run_in(o: &DemoOptions, lab: &Path, work: &Path) -> Result<DemoResult, DemoEr
             periodic(o, &bin("periodic"), &log, &["--fifo", "50"], rec)?
         }
         Scenario::Deferral => deferral(o, lab, &log, &files, rec)?,
+        Scenario::Inversion => inversion(o, &bin("inversion"), &log, &files, rec)?,
     };
     if let Some(k) = &o.keep {
         let t = k.with_extension("truth");
@@ -507,6 +516,51 @@ fn deferral(
         deadline_ns: deadline,
     };
     let cmd = format!("whylate explain --from '{from}' --to '{to}' --same any --deadline 1ms");
+    Ok((result, ex, truth, cmd))
+}
+
+/// The inversion program, recorded and explained as its waiter's periods (each from its
+/// sleep's end to its next sleep) with a 1 ms deadline.
+fn inversion(
+    o: &DemoOptions,
+    bin: &Path,
+    log: &Path,
+    files: &[PathBuf],
+    rec: impl Fn(&str, Vec<String>) -> Result<record::RecordResult, DemoError>,
+) -> Result<(record::RecordResult, ExplainReport, Truth, String), DemoError> {
+    let deadline: u64 = 1_000_000;
+    let mut c: Vec<String> = [&s(bin), "--seconds", "3", "--log", &s(log)]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    if o.mitigate {
+        c.push("--mitigate".into());
+    }
+    let result = rec(
+        "sched,syscalls:sys_enter_clock_nanosleep,syscalls:sys_exit_clock_nanosleep,syscalls:sys_enter_futex,syscalls:sys_exit_futex",
+        c,
+    )?;
+    let from = "sys_exit_clock_nanosleep[comm=inv-waiter]";
+    let to = "sys_enter_clock_nanosleep[comm=inv-waiter]";
+    let opts = Options {
+        from: Selector::parse(from).expect("valid selector"),
+        to: vec![Selector::parse(to).expect("valid selector")],
+        deadline_ns: Some(deadline),
+        same: Same::Thread,
+        pairing: Default::default(),
+        arch: Some(Arch::native()),
+        top: o.top,
+        learned: Default::default(),
+    };
+    let ex = explain::explain(files, &OpenOptions::default(), &opts)?;
+    // Log: start_ns lock_wait_ns end_ns late.
+    let late = column(log, 3)?;
+    let truth = Truth {
+        count: late.len() as u64,
+        misses: late.iter().filter(|&&l| l != 0).count() as u64,
+        deadline_ns: deadline,
+    };
+    let cmd = format!("whylate explain --from '{from}' --to '{to}' --deadline 1ms");
     Ok((result, ex, truth, cmd))
 }
 

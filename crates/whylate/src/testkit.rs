@@ -742,6 +742,156 @@ pub fn udp_starved(plan: &[Starved], net: bool) -> String {
     ev.into_iter().map(|e| e.1).collect()
 }
 
+/// What holds the lock in one cycle of [`mutex_chain`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hold {
+    /// b lets it go after 100 us.
+    Short,
+    /// x (RT 10) preempts b inside its hold for 2 ms: b lets it go at +2.1 ms.
+    Preempted,
+    /// b simply holds it 2.1 ms.
+    Long,
+    /// b blocks in futex on c3 at +30 us; x preempts c3 for 2 ms; c3 wakes b at +2.06
+    /// ms, b lets the lock go at +2.1 ms.
+    TwoDeep,
+    /// An interrupt on CPU1 wakes the client at +2.1 ms (no task woke it).
+    Irq,
+    /// Data that contradicts itself: b blocks at +25 us and the client, asleep since +5
+    /// us, wakes it at +50 us; b wakes the client at +2.1 ms. A wait cycle.
+    Cycle,
+}
+
+/// A lock between a real-time client and a normal holder: `c-5` (RT 50) on CPU0 writes a
+/// request (the cycle's start), blocks in futex until `b-20` (nice 0) on CPU1 lets the
+/// lock go and wakes it, then reads (the cycle's end). `x-45` (RT 10) and `c3-30`
+/// (nice 0) share CPU1 as each cycle's [`Hold`] says. Cycles start 10 ms apart.
+pub fn mutex_chain(plan: &[Hold]) -> String {
+    let sw = |us, cpu, who: &str, prev: &str, state: &str, next: &str| {
+        let (pc, pp, pr) = task(prev);
+        let (nc, np, nr) = task(next);
+        line(us, cpu, who, "d..2.", &format!("sched_switch: prev_comm={pc} prev_pid={pp} prev_prio={pr} prev_state={state} ==> next_comm={nc} next_pid={np} next_prio={nr}"))
+    };
+    let wake = |us, cpu, who: &str, flags: &str, whom: &str, target: u32| {
+        let (c, p, r) = task(whom);
+        line(
+            us,
+            cpu,
+            who,
+            flags,
+            &format!("sched_waking: comm={c} pid={p} prio={r} target_cpu={target:03}"),
+        )
+    };
+    let mut t = sw(999_000, 1, "<idle>-0", "swapper/1-0", "R", "b-20");
+    let mut at = 1_000_000u64;
+    for &h in plan {
+        t += &line(at, 0, "c-5", "....1", "sys_write(fd: 3, buf: 0, count: 7)");
+        t += &line(at + 1, 0, "c-5", "....1", "sys_write -> 0x7");
+        t += &line(
+            at + 2,
+            0,
+            "c-5",
+            "....1",
+            "sys_futex(uaddr: 3e8, op: 80, val: 2)",
+        );
+        t += &sw(at + 5, 0, "c-5", "c-5", "S", "swapper/0-0");
+        let woke = at + 2_100;
+        let unlock = |t: &mut String, us| {
+            *t += &line(
+                us - 1,
+                1,
+                "b-20",
+                "....1",
+                "sys_futex(uaddr: 3e8, op: 81, val: 1)",
+            );
+            *t += &wake(us, 1, "b-20", "d..3.", "c-5", 0);
+            *t += &line(us + 1, 1, "b-20", "....1", "sys_futex -> 0x1");
+        };
+        match h {
+            Hold::Short => unlock(&mut t, at + 100),
+            Hold::Long => unlock(&mut t, woke),
+            Hold::Preempted => {
+                t += &wake(at + 49, 1, "b-20", "d.h1.", "x-45", 1);
+                t += &sw(at + 50, 1, "b-20", "b-20", "R+", "x-45");
+                t += &sw(at + 2_050, 1, "x-45", "x-45", "S", "b-20");
+                unlock(&mut t, woke);
+            }
+            Hold::TwoDeep => {
+                t += &line(
+                    at + 20,
+                    1,
+                    "b-20",
+                    "....1",
+                    "sys_futex(uaddr: 7d0, op: 80, val: 2)",
+                );
+                t += &sw(at + 30, 1, "b-20", "b-20", "S", "c3-30");
+                t += &wake(at + 49, 1, "c3-30", "d.h1.", "x-45", 1);
+                t += &sw(at + 50, 1, "c3-30", "c3-30", "R+", "x-45");
+                t += &sw(at + 2_050, 1, "x-45", "x-45", "S", "c3-30");
+                t += &wake(at + 2_060, 1, "c3-30", "d..3.", "b-20", 1);
+                t += &sw(at + 2_065, 1, "c3-30", "c3-30", "S", "b-20");
+                t += &line(at + 2_066, 1, "b-20", "....1", "sys_futex -> 0x0");
+                unlock(&mut t, woke);
+            }
+            Hold::Cycle => {
+                t += &line(
+                    at + 20,
+                    1,
+                    "b-20",
+                    "....1",
+                    "sys_futex(uaddr: 7d0, op: 80, val: 2)",
+                );
+                t += &sw(at + 25, 1, "b-20", "b-20", "S", "swapper/1-0");
+                t += &wake(at + 50, 0, "c-5", "d..3.", "b-20", 1);
+                t += &sw(at + 55, 1, "<idle>-0", "swapper/1-0", "R", "b-20");
+                t += &line(at + 56, 1, "b-20", "....1", "sys_futex -> 0x0");
+                unlock(&mut t, woke);
+            }
+            Hold::Irq => {
+                t += &line(
+                    woke - 2,
+                    1,
+                    "b-20",
+                    "d.h1.",
+                    "irq_handler_entry: irq=30 name=dev",
+                );
+                t += &wake(woke, 1, "b-20", "d.h1.", "c-5", 0);
+                t += &line(
+                    woke + 2,
+                    1,
+                    "b-20",
+                    "d.h1.",
+                    "irq_handler_exit: irq=30 ret=handled",
+                );
+            }
+        }
+        let back = if h == Hold::Short { at + 100 } else { woke };
+        t += &sw(back + 5, 0, "<idle>-0", "swapper/0-0", "R", "c-5");
+        t += &line(back + 6, 0, "c-5", "....1", "sys_futex -> 0x0");
+        t += &line(back + 10, 0, "c-5", "....1", "sys_read -> 0x1");
+        t += &line(
+            back + 12,
+            0,
+            "c-5",
+            "....1",
+            "sys_futex(uaddr: 3e8, op: 81, val: 1)",
+        );
+        t += &line(back + 13, 0, "c-5", "....1", "sys_futex -> 0x0");
+        at += 10_000;
+    }
+    t
+}
+
+/// `comm-pid` with its kernel priority in [`mutex_chain`].
+fn task(who: &str) -> (&str, &str, u32) {
+    let (c, p) = who.rsplit_once('-').unwrap_or((who, "0"));
+    let prio = match c {
+        "c" => 49,
+        "x" => 89,
+        _ => 120,
+    };
+    (c, p, prio)
+}
+
 /// A guest's CPU1 whose kernel traces switches into idle but none out of it: p sleeps
 /// and an hrtimer wakes it from idle three times. Its wait ends at its first event
 /// (a `sys_exit`), which comes 20 us after the CPU's last event, 300 us after it,

@@ -123,12 +123,15 @@ pub struct WatchArgs {
 #[derive(clap::Args)]
 pub struct DemoArgs {
     /// frob (seed 000: a pty reply behind CPU hogs), timer (seed 004: a periodic
-    /// thread beside a hog) or softirq (seeds 002/003: a UDP flood's NET_RX softirq
-    /// beside a real-time thread).
+    /// thread beside a hog), softirq (seeds 002/003: a UDP flood's NET_RX softirq
+    /// beside a real-time thread), deferral (seed 002's packets deferred to ksoftirqd) or
+    /// inversion (a real-time thread on a mutex whose holder a middle-priority task
+    /// preempts).
     #[arg(value_enum, default_value = "frob")]
     pub scenario: ScenarioArg,
-    /// Run the fixed variant (frob: SCHED_IDLE hogs; timer: a SCHED_FIFO victim;
-    /// softirq: the flood received on its own CPU).
+    /// Run the fixed variant (frob: the hogs off the device's CPU; timer: a SCHED_FIFO
+    /// victim; softirq: the flood received on its own CPU; deferral: the heavy task off
+    /// ksoftirqd's CPU; inversion: a priority-inheritance mutex).
     #[arg(long)]
     pub mitigate: bool,
     /// Keep the recording here (the program's ground truth goes beside it, .truth).
@@ -150,6 +153,7 @@ pub enum ScenarioArg {
     Timer,
     Softirq,
     Deferral,
+    Inversion,
 }
 
 impl From<ScenarioArg> for whylate_live::demo::Scenario {
@@ -160,6 +164,7 @@ impl From<ScenarioArg> for whylate_live::demo::Scenario {
             ScenarioArg::Timer => Scenario::Timer,
             ScenarioArg::Softirq => Scenario::Softirq,
             ScenarioArg::Deferral => Scenario::Deferral,
+            ScenarioArg::Inversion => Scenario::Inversion,
         }
     }
 }

@@ -10,6 +10,7 @@
 mod common;
 mod demo;
 mod frob;
+mod inversion;
 mod kmsg;
 mod memory;
 mod printk;

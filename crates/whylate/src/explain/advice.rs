@@ -97,7 +97,7 @@ pub(super) fn advise(
         if k > 0 && c.share < 0.05 {
             break;
         }
-        out.extend(for_cause(tl, c, misses));
+        out.extend(for_cause(tl, s, c, misses));
         if let Some((cpu, comm, pid)) = culprit_to_move(tl, c) {
             match moves.iter_mut().find(|m| m.1 == cpu) {
                 Some(m) if !m.2.iter().any(|t| t.1 == pid) => m.2.push((comm, pid)),
@@ -325,7 +325,50 @@ fn move_off(ncpu: u32, cpu: u32, tasks: &[(String, i32)]) -> Advice {
 }
 
 /// The advice for one cause, by its category.
-fn for_cause(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
+/// A priority inversion: the waker that the chain's higher-priority task slept on (found
+/// in the misses' links this cause held) should run at the sleeper's priority while it
+/// is waited for (a priority-inheritance lock), or always.
+fn inversion(tl: &Timeline, s: &Interner, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
+    let held = |l: &&super::report::Link| {
+        (l.held_by.iter())
+            .any(|h| h.category == cause::PRIORITY_INVERSION && h.culprit == c.culprit)
+    };
+    let Some((miss, link)) = misses
+        .iter()
+        .find_map(|m| m.chain.iter().find(held).map(|l| (m, l)))
+    else {
+        return Vec::new();
+    };
+    let Some(holder) = link.waiter.as_ref().filter(|w| w.pid.is_some()) else {
+        return Vec::new();
+    };
+    let sleeper = super::report::Culprit::task(tl, s, miss.tid, miss.cpu);
+    let sleeper_name = format!("{}[{}]", s.get(tl.comm(miss.tid)), miss.tid);
+    let (hpid, hprio) = (holder.pid.unwrap_or(-1), holder.prio.unwrap_or(120));
+    let sprio = sleeper.prio.or_else(|| tl.prios.get(&miss.tid).copied());
+    let mut out = vec![Advice {
+        action: format!(
+            "Give the lock (or whatever {sleeper_name} waits on) priority inheritance, so {} runs at {sleeper_name}'s priority while it is waited for and {} cannot preempt it",
+            holder.label(),
+            c.culprit.label()
+        ),
+        command: "pthread_mutexattr_setprotocol(&attr, PTHREAD_PRIO_INHERIT) before pthread_mutex_init (a futex-based lock of one's own: FUTEX_LOCK_PI / FUTEX_UNLOCK_PI)".into(),
+        cost: "a contended lock and its unlock go through the kernel, which boosts the holder; a holder that sleeps inside its section still delays the waiter, and a condition variable or pipe has no owner to boost".into(),
+    }];
+    if let Some(rt) = sprio.filter(|&p| p < 100 && hprio > p) {
+        out.push(Advice {
+            action: format!(
+                "Or run {} at {sleeper_name}'s priority all the time",
+                holder.label()
+            ),
+            command: format!("chrt -f -p {} {hpid}   (the pid in the recording)", 99 - rt),
+            cost: "the holder then runs ahead of every task below that priority on its CPU, also outside its critical section".into(),
+        });
+    }
+    out
+}
+
+fn for_cause(tl: &Timeline, s: &Interner, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
     let ncpu = tl.cpus.max(1);
     let others = |cpu: u32| others(ncpu, cpu);
     let cpu = c.culprit.cpu.unwrap_or(0);
@@ -344,6 +387,7 @@ fn for_cause(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
     }
     match c.category.as_str() {
         cause::RUNQUEUE_WAIT | cause::PREEMPTED_BY => out.extend(scheduling(tl, c, misses)),
+        cause::PRIORITY_INVERSION => out.extend(inversion(tl, s, c, misses)),
         cause::HARDIRQ => {
             let irq = c.culprit.irq.unwrap_or(0);
             out.push(Advice {

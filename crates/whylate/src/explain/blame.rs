@@ -5,8 +5,8 @@
 
 use super::causes as cause;
 use super::cycle::Cycle;
-use super::engine::{Engine, LinkKind, RawLink};
-use super::report::{Culprit, Hold};
+use super::engine::{Engine, LinkKind, RawLink, Wait};
+use super::report::{prio_words, Culprit, Hold};
 use crate::event::{Sym, SOFTIRQ_NAMES};
 use crate::timeline::{Ctx, OccupantKind, NONE};
 use crate::units::dur;
@@ -38,8 +38,7 @@ pub(super) fn uncovered(links: &[RawLink], s: u64, h: u64) -> Vec<(u64, u64)> {
 /// What the chain was doing in `[a, b]`, where no wait explains the time.
 pub(super) fn gap_cause(
     eng: &Engine<'_>,
-    links: &[RawLink],
-    chain: &FxHashSet<i32>,
+    (links, chain, waiting): (&[RawLink], &FxHashSet<i32>, Option<&Wait>),
     c: &Cycle,
     a: u64,
     b: u64,
@@ -61,7 +60,28 @@ pub(super) fn gap_cause(
             ),
         );
     }
-    if !connected || links.iter().all(|l| l.start >= b) {
+    if let Some(w) = waiting {
+        // The chain waited for a task that ran: its own work until it woke the sleeper
+        // (a lock held long), not the device.
+        if let Some(cpu) = on_cpu_most(eng, w.waker, a, b) {
+            return (
+                cause::ON_CPU,
+                Culprit {
+                    comm: Some(eng.s.get(tl.comm(w.waker)).to_string()),
+                    pid: Some(w.waker),
+                    prio: tl.prios.get(&w.waker).copied(),
+                    cpu: Some(cpu),
+                    ..Default::default()
+                },
+                format!(
+                    "{} ran on CPU{cpu} while {} waited for it (its own work until it woke it)",
+                    eng.task(w.waker),
+                    eng.task(w.sleeper)
+                ),
+            );
+        }
+    }
+    if waiting.is_none() && (!connected || links.iter().all(|l| l.start >= b)) {
         // An interrupt handler that held a CPU most of the time: the device's own
         // interrupt could not be taken behind it (seed 003: a 56 ms storage handler).
         if let Some((irq, cpu, ns)) = longest_handler(eng, a, b).filter(|x| x.2 * 2 >= b - a) {
@@ -157,6 +177,17 @@ pub(super) fn gap_cause(
             "no wait and no task of the chain on a CPU: time the trace does not explain".into(),
         ),
     }
+}
+
+/// The CPU `tid` ran on for at least half of `[a, b]`, if it did.
+fn on_cpu_most(eng: &Engine<'_>, tid: i32, a: u64, b: u64) -> Option<u32> {
+    (0..eng.tl.cpus).find(|&cpu| {
+        let ns: u64 = (eng.tl.occupants(cpu, a, b).iter())
+            .filter(|o| o.what == OccupantKind::Task && o.id == tid as i64)
+            .map(|o| o.ns)
+            .sum();
+        ns * 2 >= b - a
+    })
 }
 
 /// One hold per category and culprit, in the order each first came, their times (and
@@ -394,7 +425,57 @@ impl Engine<'_> {
                 nested_ns: 0,
             });
         }
+        if let Some(sleeper) = l.waits_for {
+            self.as_inversion(&mut out, l, sleeper, a);
+        }
         out
+    }
+
+    /// The waker `l.tid` was kept off its CPU while `sleeper` (a task of the chain) slept
+    /// until it woke it: when the sleeper outranks the waker, each task that held the
+    /// waker off is a priority inversion, said with the three priorities.
+    fn as_inversion(&self, held: &mut [Hold], l: &RawLink, sleeper: i32, at: u64) {
+        let tl = self.tl;
+        let (Some(hi), Some(lo)) = (tl.prio_at(sleeper, at), tl.prio_at(l.tid, at)) else {
+            return;
+        };
+        if hi >= lo {
+            return;
+        }
+        for h in held.iter_mut() {
+            let by_task = [
+                cause::PREEMPTED_BY,
+                cause::RUNQUEUE_WAIT,
+                cause::PREEMPTION_DELAY,
+            ];
+            let Some(pid) = h
+                .culprit
+                .pid
+                .filter(|_| by_task.contains(&h.category.as_str()))
+            else {
+                continue;
+            };
+            let nonpreemptible = h.category == cause::PREEMPTION_DELAY;
+            let mid = tl.prio_at(pid, at).or(h.culprit.prio);
+            let between = mid.is_some_and(|m| hi <= m && m < lo);
+            h.category = cause::PRIORITY_INVERSION.into();
+            h.why = Some(format!(
+                "{}{} waited for {}{}, which {}{}{} kept off CPU{}{}",
+                self.task(sleeper),
+                prio_words(Some(hi)),
+                self.task(l.tid),
+                prio_words(Some(lo)),
+                self.task(pid),
+                prio_words(mid),
+                if between { " (between the two)" } else { "" },
+                l.cpu,
+                if nonpreemptible {
+                    " in non-preemptible code"
+                } else {
+                    ""
+                },
+            ));
+        }
     }
 }
 

@@ -8,6 +8,7 @@ use super::causes as cause;
 use super::cutter::Options;
 use super::cycle::Cycle;
 use super::driver::{PerMiss, Tally};
+use super::engine::Wait;
 use super::engine::{Engine, LinkKind, RawLink};
 use super::ready::Ready;
 use super::report::{Culprit, Hold, Link, Miss};
@@ -72,13 +73,15 @@ impl MissCx<'_> {
         let sp = Span { dl, end, reply, h };
         // The chain is followed to the end, to show what came after the deadline; only
         // `[start, h]` is weighed.
-        let (mut links, chain_set) = eng.chain(c.tid, c.end_tid(), c.start_ns, end);
+        let found = eng.chain(c.tid, c.end_tid(), c.start_ns, end);
+        let (mut links, chain_set, waits) = (found.links, found.tasks, found.waits);
         // When another thread replied, the requester's own waits after the deadline are
         // for its next requests, not on the way to this reply.
         if c.end_tid().is_some_and(|r| r != c.tid) {
             links.retain(|l| !(l.tid == c.tid && l.start >= h && h < end));
         }
-        let connected = links.iter().any(|l| l.end > l.start && l.start <= h);
+        let connected = links.iter().any(|l| l.end > l.start && l.start <= h)
+            || waits.iter().any(|w| w.from <= h);
         if !connected {
             // The trace does not connect the chain up to the deadline (device interrupt,
             // untraced hand-off): every wait inside the cycle is a suspect. A softirq found
@@ -103,9 +106,11 @@ impl MissCx<'_> {
         chain.extend(self.stalls(c, &sp, (&links, &chain_set), &mut b, tally));
         if connected {
             chain.extend(self.syscalls(c, &sp, &chain_set));
+            chain.extend(self.waits(c, &sp, &waits));
         }
         if self.template.good > 0 {
-            chain.extend(self.gap(c, &sp, &links, &chain_set, connected, &mut b));
+            let known = (&links[..], &chain_set, &waits[..]);
+            chain.extend(self.gap(c, &sp, known, connected, &mut b));
         }
         // Unconnected cycles list only the waits that matter.
         chain.extend(
@@ -188,8 +193,16 @@ impl MissCx<'_> {
         // The link counts up to the deadline (where the chain stood then).
         let stop = l.end.min(sp.h).max(l.start);
         let d = stop - l.start;
-        let u = (self.template.links.get(&l.key).copied())
-            .unwrap_or_else(|| eng.usual_in_trace(l.kind, &l.key.1));
+        // A waker's wait for a CPU that no on-time cycle had is excess from its start: the
+        // on-time cycles' sleeper did not wait for that.
+        let unseen = l.waits_for.is_some() && self.template.good > 0;
+        let u = (self.template.links.get(&l.key).copied()).unwrap_or_else(|| {
+            if unseen {
+                0
+            } else {
+                eng.usual_in_trace(l.kind, &l.key.1)
+            }
+        });
         // Time a CPU stall already accounts for is not this link's (see `stalls`).
         let stalled = if tl.ticks > 0 {
             tl.silent_ns(Some(l.cpu), l.start, stop)
@@ -293,6 +306,17 @@ impl MissCx<'_> {
         out
     }
 
+    /// The chain's tasks' waits for the tasks that woke them, as steps of the chain.
+    fn waits(&self, c: &Cycle, sp: &Span, waits: &[super::engine::Wait]) -> Vec<Link> {
+        (waits.iter())
+            .map(|w| Link {
+                duration_ns: w.woke - w.from,
+                after_deadline: w.from >= sp.h && sp.h < sp.end,
+                ..Link::mark("wait-for", c.start_ns, w.from, Some(w.cpu), w.what.clone())
+            })
+            .collect()
+    }
+
     /// The system calls the chain's tasks made, as steps of the chain (those after the
     /// deadline too, marked: they show how the reply came).
     fn syscalls(&self, c: &Cycle, sp: &Span, chain_set: &FxHashSet<i32>) -> Vec<Link> {
@@ -313,8 +337,7 @@ impl MissCx<'_> {
         &self,
         c: &Cycle,
         sp: &Span,
-        links: &[RawLink],
-        chain_set: &FxHashSet<i32>,
+        (links, chain_set, waits): (&[RawLink], &FxHashSet<i32>, &[Wait]),
         connected: bool,
         b: &mut Blamed,
     ) -> Option<Link> {
@@ -334,8 +357,14 @@ impl MissCx<'_> {
             return None;
         }
         let &(a, e) = gaps.iter().max_by_key(|(a, b)| b - a)?;
+        // A task of the chain asleep until a waker woke it through most of the stretch.
+        let waiting = (waits.iter())
+            .map(|w| (w, w.woke.min(e).saturating_sub(w.from.max(a))))
+            .filter(|&(_, ov)| ov * 2 >= e - a)
+            .max_by_key(|&(_, ov)| ov)
+            .map(|(w, _)| w);
         let (category, culprit, mut what) =
-            gap_cause(self.eng, links, chain_set, c, a, e, connected);
+            gap_cause(self.eng, (links, chain_set, waiting), c, a, e, connected);
         if gaps.len() > 1 {
             what += &format!(
                 " ({} uncovered in {} stretches, this the longest)",

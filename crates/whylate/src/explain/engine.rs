@@ -14,6 +14,30 @@ pub(super) enum LinkKind {
     Softirq,
 }
 
+/// A cycle's chain: its links, its tasks, and the waits of its tasks for other tasks.
+pub(super) struct Chain {
+    pub(super) links: Vec<RawLink>,
+    pub(super) tasks: FxHashSet<i32>,
+    pub(super) waits: Vec<Wait>,
+}
+
+/// One wait of a task for another.
+#[derive(Clone, Debug)]
+pub(super) struct Wait {
+    /// The task that waited: the one that slept, or, where that one's waker held up a
+    /// higher-priority task waiting on it in turn, that task (`waitfor`).
+    pub(super) sleeper: i32,
+    /// The task that woke it.
+    pub(super) waker: i32,
+    /// The sleep (clipped to the window it was looked for in) and the wakeup.
+    pub(super) from: u64,
+    pub(super) woke: u64,
+    /// The CPU the waker woke it from.
+    pub(super) cpu: u32,
+    /// The words of the step: who slept where, until whom.
+    pub(super) what: String,
+}
+
 /// A link's template key: kind, normalised name, and its order among links with that
 /// name (the same hand-off in every cycle).
 pub(super) type LinkKey = (LinkKind, String, u32);
@@ -46,6 +70,9 @@ pub(super) struct RawLink {
     /// A wait for a CPU whose end is inferred: no sched_switch put the task on the CPU,
     /// and the wait ends at its first event there ([`span::INFERRED`]).
     pub(super) untraced_end: bool,
+    /// A waker's wait for a CPU while this task of the chain slept until it woke it
+    /// (`waitfor`): the wait of a higher-priority sleeper is a priority inversion.
+    pub(super) waits_for: Option<i32>,
 }
 
 impl RawLink {
@@ -66,6 +93,7 @@ impl RawLink {
             defer_from: None,
             queue: None,
             untraced_end: false,
+            waits_for: None,
         }
     }
 
@@ -119,6 +147,8 @@ pub(super) struct Engine<'a> {
     pub(super) clock: crate::timeline::TimerClock,
     /// Runnable spans by start.
     pub(super) runnable: Vec<u32>,
+    /// Sleep spans by end (the wakeup that ended them).
+    pub(super) sleeps: Vec<u32>,
     /// Wakeup, work and timer edges by cause time.
     pub(super) edges: Vec<u32>,
     /// Their cause times, side by side: searched without a jump into the edge table per
@@ -150,6 +180,12 @@ impl<'a> Engine<'a> {
     pub(super) fn new(tl: &'a Timeline, s: &'a Interner) -> Engine<'a> {
         let sp = &tl.spans;
         let runnable = spans_by_start(sp, SpanKind::Runnable);
+        let mut sleeps: Vec<(u64, u32)> = (0..sp.len())
+            .filter(|&i| sp.kind[i] == SpanKind::Sleep)
+            .map(|i| (sp.end[i], i as u32))
+            .collect();
+        sleeps.sort_unstable();
+        let sleeps = sleeps.into_iter().map(|(_, i)| i).collect();
         let mut edges: Vec<u32> = (0..tl.edges.len() as u32)
             .filter(|&i| {
                 matches!(
@@ -190,6 +226,7 @@ impl<'a> Engine<'a> {
             tl,
             s,
             runnable,
+            sleeps,
             edges,
             edge_ts,
             irqsoff_by_cpu,
@@ -329,19 +366,15 @@ impl<'a> Engine<'a> {
             defer_from: None,
             queue: None,
             untraced_end: false,
+            waits_for: None,
         }
     }
 
     /// The links of the chain that starts with `tid` at `s`, up to `h`: forward along the
-    /// hand-offs from `tid`, and back from the wakeup of `reply` (the thread that
-    /// answered) where the forward chain does not reach it.
-    pub(super) fn chain(
-        &self,
-        tid: i32,
-        reply: Option<i32>,
-        s: u64,
-        h: u64,
-    ) -> (Vec<RawLink>, FxHashSet<i32>) {
+    /// hand-offs from `tid`, back from the wakeup of `reply` (the thread that answered)
+    /// where the forward chain does not reach it, and behind every task that woke one of
+    /// the chain's tasks from a block (`waitfor`).
+    pub(super) fn chain(&self, tid: i32, reply: Option<i32>, s: u64, h: u64) -> Chain {
         let tl = self.tl;
         let mut chain: FxHashSet<i32> = FxHashSet::default();
         chain.insert(tid);
@@ -398,6 +431,7 @@ impl<'a> Engine<'a> {
                         defer_from: None,
                         queue: None,
                         untraced_end: false,
+                        waits_for: None,
                     });
                 }
                 _ => {}
@@ -412,7 +446,8 @@ impl<'a> Engine<'a> {
                 links.push(l);
             }
         }
-        // Waits for a CPU of every task on the chain.
+        let behind = self.waits_for(&chain, s, h);
+        // Waits for a CPU of every task on the chain (the wakers' are in `behind`).
         let sp = &tl.spans;
         let first = self.runnable.partition_point(|&i| sp.start[i as usize] < s);
         for &ri in &self.runnable[first..] {
@@ -425,10 +460,24 @@ impl<'a> Engine<'a> {
             }
             let mut l = self.run_link(i);
             l.key = key(LinkKind::Run, std::mem::take(&mut l.key.1));
+            // A chain task that also woke a sleeper of the chain: its wait inside that
+            // sleep held the sleeper too.
+            l.waits_for = (behind.waits.iter())
+                .find(|w| w.waker == l.tid && w.from < l.end && l.start < w.woke)
+                .map(|w| w.sleeper);
             links.push(l);
         }
+        for mut l in behind.links {
+            l.key = key(LinkKind::Run, std::mem::take(&mut l.key.1));
+            links.push(l);
+        }
+        chain.extend(behind.tids);
         links.sort_by_key(|l| (l.start, l.end));
-        (links, chain)
+        Chain {
+            links,
+            tasks: chain,
+            waits: behind.waits,
+        }
     }
 
     /// System calls the chain's other tasks made in `[s, h]` (the responder's write...):
@@ -464,7 +513,7 @@ impl<'a> Engine<'a> {
     /// The wait for a CPU that runnable span `i` is: who woke it (or that it was
     /// preempted), and whether its end is inferred. Its template key is its task's
     /// normalised name, first of that name.
-    fn run_link(&self, i: usize) -> RawLink {
+    pub(super) fn run_link(&self, i: usize) -> RawLink {
         let (tl, sp) = (self.tl, &self.tl.spans);
         let cause = RunCause::from_key(sp.key[i]);
         let by = if sp.aux[i] != NONE {
@@ -498,6 +547,7 @@ impl<'a> Engine<'a> {
             defer_from: None,
             queue: None,
             untraced_end: inferred,
+            waits_for: None,
         }
     }
 

@@ -203,6 +203,7 @@ impl Engine<'_> {
             preempted: crate::timeline::Cause::from_key(sp.key[i])
                 == crate::timeline::Cause::Preempted,
             untraced_end: inferred,
+            waits_for: None,
             ..RawLink::wait(LinkKind::Run, s, sp.end[i], sp.cpu[i], tid)
         })
     }

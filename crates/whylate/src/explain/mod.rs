@@ -58,6 +58,7 @@ mod tests;
 mod timer;
 mod timerlat;
 mod timerlat_join;
+mod waitfor;
 
 pub use auto::*;
 pub use causes::{is_blind_spot, BLIND_SPOTS};

@@ -154,7 +154,8 @@ impl Engine<'_> {
         upto: u64,
     ) -> Option<(u64, String)> {
         let tl = self.tl;
-        let (links, chain) = self.chain(requester, Some(reader), s, upto);
+        let found = self.chain(requester, Some(reader), s, upto);
+        let (links, chain) = (found.links, found.tasks);
         let mut best: Option<(u64, String)> = None;
         let mut take = |at: u64, what: String| {
             if at <= upto && best.as_ref().is_none_or(|b| at > b.0) {

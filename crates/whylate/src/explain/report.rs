@@ -160,6 +160,11 @@ pub(super) fn policy(prio: i32) -> String {
     }
 }
 
+/// ` (RT 50)` / ` (nice 0)` for a kernel priority, nothing when unknown.
+pub(super) fn prio_words(prio: Option<i32>) -> String {
+    prio.map(|p| format!(" {}", policy(p))).unwrap_or_default()
+}
+
 /// A ranked cause over all misses.
 #[derive(Clone, Debug, Serialize)]
 pub struct CauseRow {

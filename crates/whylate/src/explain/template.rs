@@ -28,7 +28,7 @@ fn samples(eng: &Engine<'_>, good: &[Cycle]) -> Samples {
     let mut gaps: Vec<u64> = Vec::new();
     for c in good {
         let h = c.stop_ns();
-        let (links, _) = eng.chain(c.tid, c.end_tid(), c.start_ns, h);
+        let links = eng.chain(c.tid, c.end_tid(), c.start_ns, h).links;
         gaps.push(
             uncovered(&links, c.start_ns, h)
                 .iter()

@@ -7,6 +7,7 @@ use crate::testkit;
 
 mod ready;
 mod recorder;
+mod waitfor;
 
 fn cycles_of(text: &str, deadline_ns: Option<u64>) -> ExplainReport {
     let f = testkit::file(text);

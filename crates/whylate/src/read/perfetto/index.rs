@@ -252,7 +252,7 @@ pub(crate) enum Source {
 }
 
 impl Source {
-    fn from_start(&self) -> Box<dyn Read + Send> {
+    fn reader(&self) -> Box<dyn Read + Send> {
         match self {
             Source::File(f) => Box::new(FileAt::new(f.clone())),
             Source::Unpacked(u) => Box::new(crate::read::unpack::Reader::new(u.clone())),
@@ -312,7 +312,7 @@ pub(super) struct Sorted {
 impl Indexed {
     /// The packets of the trace `index` was made of, read again from `src`.
     pub fn new(index: Index, src: Source) -> Indexed {
-        let walk = Packets::new(src.from_start().take(index.valid), CHUNK);
+        let walk = Packets::new(src.reader().take(index.valid), CHUNK);
         if index.in_order {
             return Indexed::InOrder {
                 walk,

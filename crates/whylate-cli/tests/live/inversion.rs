@@ -1,0 +1,175 @@
+//! `whylate demo inversion` (lab/inversion.c): a SCHED_FIFO 50 waiter blocks on a plain
+//! mutex whose nice-0 holder a SCHED_FIFO 20 task preempts. Ten runs in a row under a
+//! CPU load (stress-ng): whylate's late periods are the program's own, each late one's
+//! chain reaches the task that kept the holder off its CPU through the holder, priority
+//! inversion is the first cause and the advice names the priority-inheritance mutex; the
+//! mitigated run (PTHREAD_PRIO_INHERIT) loses the cause, and `diff` says so.
+
+use super::demo::demo_json;
+use super::*;
+
+/// A background process killed when dropped (also when a check fails).
+struct Load(std::process::Child);
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The program's periods: (start ns, end ns) in CLOCK_MONOTONIC, the trace's clock.
+fn periods(truth: &Path) -> Vec<(u64, u64)> {
+    let text = std::fs::read_to_string(truth).unwrap();
+    (text.lines())
+        .map(|l| {
+            let f: Vec<u64> = l.split_whitespace().map(|v| v.parse().unwrap()).collect();
+            (f[0], f[2])
+        })
+        .collect()
+}
+
+/// One run's checks; returns (late periods, those whose chain reaches the preemptor
+/// through the holder).
+fn check_run(label: &str, trace: &Path, j: &serde_json::Value) -> (usize, usize) {
+    let ex = &j["explain"];
+    assert_eq!(j["lost_events"], 0, "{label}");
+    let truth = periods(&trace.with_extension("truth"));
+    let d = j["truth"]["deadline_ns"].as_u64().unwrap();
+    // The program's last sleep opens one more period that never closes (it exits).
+    let c = &ex["cycles"];
+    assert_eq!(
+        c["count"].as_u64().unwrap(),
+        truth.len() as u64 + 1,
+        "{label}"
+    );
+    assert_eq!(c["no_reply"], 1, "{label}");
+    let misses: Vec<&serde_json::Value> = (ex["misses"].as_array().unwrap().iter())
+        .filter(|m| !m["duration_ns"].is_null())
+        .collect();
+    // Period by period: a late one whylate misses (or the reverse) must be one where the
+    // program's clock and the trace's agree within 50 us across the deadline. The program
+    // reads its clock after the syscall's exit (the trace's start), usually a few us
+    // later, but as much as a host stall of the vCPU later: a period's cycle starts up to
+    // half a period before the program's own start.
+    let mut reached = 0;
+    let mut late = 0;
+    for &(s, e) in &truth {
+        let ours = misses.iter().find(|m| {
+            let at = m["start_ns"].as_u64().unwrap();
+            at + 1_000_000 >= s && at <= s + 50_000
+        });
+        let theirs = e - s > d;
+        if ours.is_some() != theirs {
+            assert!(
+                (e - s).abs_diff(d) <= 50_000,
+                "{label}: the period at {s} ({} ns) counted by one side only; {}",
+                e - s,
+                keep_for_failure("inversion", &[trace, &trace.with_extension("truth")])
+            );
+        }
+        let Some(m) = ours else { continue };
+        late += 1;
+        let through_holder = (m["chain"].as_array().unwrap().iter()).any(|l| {
+            l["waiter"]["comm"] == "inv-holder"
+                && (l["held_by"].as_array().unwrap().iter())
+                    .any(|h| h["category"] == "priority-inversion")
+        });
+        reached += usize::from(through_holder);
+    }
+    (late, reached)
+}
+
+#[test]
+fn inversion_is_found_through_the_lock_holder_and_the_fix_removes_it() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !is_root() && skip("not root: the demo records") {
+        return;
+    }
+    if !have("cc") && skip("no C compiler for the lab programs") {
+        return;
+    }
+    if !have("stress-ng") && skip("no stress-ng for the background CPU load") {
+        return;
+    }
+    let before = tracefs_state();
+    let tmp = tmpdir("inversion");
+    let dir = tmp.path();
+    let load = Load(
+        Command::new("stress-ng")
+            .args(["--cpu", "1", "--timeout", "600s", "--quiet"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let (mut late, mut reached) = (0, 0);
+    let mut first = None;
+    for run in 0..10 {
+        let a = dir.join(format!("run{run}.dat"));
+        let j = demo_json(&["inversion", "--keep", a.to_str().unwrap()]);
+        let (l, r) = check_run(&format!("run {run}"), &a, &j);
+        eprintln!(
+            "inversion run {run}: {l} late periods, {r} reached the preemptor through the holder"
+        );
+        let ex = &j["explain"];
+        let top = &ex["causes"][0];
+        assert_eq!(
+            top["category"], "priority-inversion",
+            "run {run}: {}",
+            ex["causes"]
+        );
+        let advice = ex["advice"][0]["command"].as_str().unwrap_or("");
+        assert!(
+            advice.contains("PTHREAD_PRIO_INHERIT"),
+            "run {run}: {}",
+            ex["advice"]
+        );
+        (late, reached) = (late + l, reached + r);
+        first.get_or_insert((a, j));
+    }
+    assert!(
+        late >= 10,
+        "the middle-priority task must make periods late ({late})"
+    );
+    assert!(
+        reached * 100 >= late * 95,
+        "{reached} of {late} late periods reach the preemptor through the holder"
+    );
+    // The fix: a priority-inheritance mutex. No inversion is left, and diff says so.
+    let (a, j) = first.unwrap();
+    let b = dir.join("fixed.dat");
+    let fixed = demo_json(&["inversion", "--mitigate", "--keep", b.to_str().unwrap()]);
+    drop(load);
+    let (fm, m) = (
+        fixed["explain"]["cycles"]["misses"].as_u64().unwrap(),
+        j["explain"]["cycles"]["misses"].as_u64().unwrap(),
+    );
+    eprintln!(
+        "inversion --mitigate: whylate {fm} misses (program {}), before {m}",
+        fixed["truth"]["misses"]
+    );
+    for c in fixed["explain"]["causes"].as_array().unwrap() {
+        assert_ne!(c["category"], "priority-inversion", "PI mutex: {c}");
+    }
+    let out = Command::new(whylate())
+        .args(["diff", &s(&a), &s(&b)])
+        .args(["--from", "sys_exit_clock_nanosleep[comm=inv-waiter]"])
+        .args(["--to", "sys_enter_clock_nanosleep[comm=inv-waiter]"])
+        .args(["--deadline", "1ms", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gone: Vec<&serde_json::Value> = (d["causes"].as_array().unwrap().iter())
+        .filter(|c| c["category"] == "priority-inversion")
+        .collect();
+    assert!(!gone.is_empty(), "{}", d["causes"]);
+    for c in gone {
+        assert_eq!(c["status"], "vanished", "{c}");
+    }
+    assert_eq!(before, tracefs_state(), "tracefs restored");
+}
