@@ -325,6 +325,30 @@ fn move_off(ncpu: u32, cpu: u32, tasks: &[(String, i32)]) -> Advice {
 }
 
 /// The advice for one cause, by its category.
+/// Interrupt context without a numbered handler: the CPU's own timer interrupt (which
+/// cannot be steered), or a handler whose entry the trace lacks.
+fn untraced_irq(c: &CauseRow, cpu: u32) -> Advice {
+    let what = c.culprit.label();
+    if what.starts_with("timer interrupt") {
+        return Advice {
+            action: format!(
+                "CPU{cpu} was in its {what}: a CPU's own timer cannot be steered; move the timers that fire there, or the work that waited, to another CPU"
+            ),
+            command: format!(
+                "taskset -pc <another cpu> <pid of the task whose timer fires on CPU{cpu}>   (or steer the waiting work: its device's IRQ or RPS mask); on a VM, watch steal time (vmstat 1, column st)"
+            ),
+            cost: "the other CPU takes that timer's wakeups; on a VM a slow timer interrupt is often the host's, which no setting in the guest changes".into(),
+        };
+    }
+    Advice {
+        action: format!(
+            "CPU{cpu} was in interrupt context the trace does not name ({what}): record the handlers to see which"
+        ),
+        command: "whylate record -e irq,irq_vectors ...   (irq_handler_entry/exit, and the local timer, IPIs)".into(),
+        cost: "a few more events per interrupt".into(),
+    }
+}
+
 /// A priority inversion: the waker that the chain's higher-priority task slept on (found
 /// in the misses' links this cause held) should run at the sleeper's priority while it
 /// is waited for (a priority-inheritance lock), or always.
@@ -388,6 +412,7 @@ fn for_cause(tl: &Timeline, s: &Interner, c: &CauseRow, misses: &[Miss]) -> Vec<
     match c.category.as_str() {
         cause::RUNQUEUE_WAIT | cause::PREEMPTED_BY => out.extend(scheduling(tl, c, misses)),
         cause::PRIORITY_INVERSION => out.extend(inversion(tl, s, c, misses)),
+        cause::HARDIRQ if c.culprit.irq.is_none() => out.push(untraced_irq(c, cpu)),
         cause::HARDIRQ => {
             let irq = c.culprit.irq.unwrap_or(0);
             out.push(Advice {

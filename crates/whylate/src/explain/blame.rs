@@ -380,9 +380,21 @@ impl Engine<'_> {
             // in the trace the reason is not visible (preemptirq events would show it).
             return vec![Hold::on_cpu(cause::TIMER_IRQ_LATE, l.cpu, b - a)];
         }
-        for o in tl.occupants(l.cpu, a, b) {
+        let occ = tl.occupants(l.cpu, a, b);
+        // The idle task's time in interrupt context is the interrupt's, not idleness.
+        let in_irq = match occ
+            .iter()
+            .any(|o| o.what == OccupantKind::Task && o.id == 0)
+        {
+            true => self.idle_in_irq(l.cpu, a, b),
+            false => Vec::new(),
+        };
+        let irq_ns: u64 = in_irq.iter().map(|h| h.ns).sum();
+        out.extend(in_irq);
+        for o in occ {
             let (category, culprit) = match o.what {
                 OccupantKind::Task if o.id == l.tid as i64 => continue,
+                OccupantKind::Task if o.id == 0 && o.ns <= irq_ns => continue,
                 OccupantKind::Task if o.id == 0 => (
                     cause::CPU_IDLE,
                     Culprit {
@@ -417,10 +429,11 @@ impl Engine<'_> {
                     },
                 ),
             };
+            let idle = o.what == OccupantKind::Task && o.id == 0;
             out.push(Hold {
                 category: category.into(),
                 culprit,
-                ns: o.ns,
+                ns: if idle { o.ns - irq_ns } else { o.ns },
                 why: None,
                 nested_ns: 0,
             });

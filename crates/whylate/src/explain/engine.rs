@@ -149,6 +149,8 @@ pub(super) struct Engine<'a> {
     pub(super) runnable: Vec<u32>,
     /// Sleep spans by end (the wakeup that ended them).
     pub(super) sleeps: Vec<u32>,
+    /// Per CPU, hrtimer callback spans by start.
+    pub(super) timer_cbs: Vec<Vec<u32>>,
     /// Wakeup, work and timer edges by cause time.
     pub(super) edges: Vec<u32>,
     /// Their cause times, side by side: searched without a jump into the edge table per
@@ -186,6 +188,12 @@ impl<'a> Engine<'a> {
             .collect();
         sleeps.sort_unstable();
         let sleeps = sleeps.into_iter().map(|(_, i)| i).collect();
+        let mut timer_cbs = vec![Vec::new(); tl.cpus as usize];
+        for i in spans_by_start(sp, SpanKind::TimerCb) {
+            if let Some(l) = timer_cbs.get_mut(sp.cpu[i as usize] as usize) {
+                l.push(i);
+            }
+        }
         let mut edges: Vec<u32> = (0..tl.edges.len() as u32)
             .filter(|&i| {
                 matches!(
@@ -227,6 +235,7 @@ impl<'a> Engine<'a> {
             s,
             runnable,
             sleeps,
+            timer_cbs,
             edges,
             edge_ts,
             irqsoff_by_cpu,

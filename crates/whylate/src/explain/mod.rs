@@ -41,6 +41,7 @@ mod expect;
 mod function;
 mod handoff;
 mod irq_stack;
+mod irqctx;
 mod kernlog;
 mod learned;
 mod machine;
