@@ -14,11 +14,40 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     fixed_mmap_threshold();
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_from(shorthand(std::env::args_os().collect())) {
         Ok(cli) => cli,
         Err(e) => return output::clap_error(e),
     };
     run(cli).unwrap_or_else(output::failed)
+}
+
+/// `whylate FILE... [explain options]` is `whylate explain FILE... [options]`: the
+/// command's name goes in before the first argument that is a trace (an existing path,
+/// or `-`), so every explain option works in the short form the output suggests.
+fn shorthand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    use clap::CommandFactory;
+    let mut i = 1;
+    while let Some(a) = args.get(i) {
+        match a.to_str() {
+            Some("--color") => i += 2,
+            Some(s) if s.starts_with('-') && s != "-" => i += 1,
+            _ => break,
+        }
+    }
+    let Some(first) = args.get(i) else {
+        return args;
+    };
+    let cmd = Cli::command();
+    let is_cmd = first
+        .to_str()
+        .is_some_and(|f| f == "help" || cmd.get_subcommands().any(|c| c.get_name() == f));
+    let is_trace = first == "-" || std::path::Path::new(first).exists();
+    // Options before the file (`whylate -q FILE`) stay global: only the file's own place
+    // takes the command name, and only when no option explain lacks came first.
+    if !is_cmd && is_trace {
+        args.insert(i, "explain".into());
+    }
+    args
 }
 
 /// Serves buffers of 1 MiB and more from their own maps, given back when freed. glibc

@@ -1577,7 +1577,7 @@ fn list_causes_prints_the_catalogue_without_a_trace() {
         assert!(out.contains(&format!("\n{id}\n")), "{id} missing:\n{out}");
     }
     assert!(out.contains("\ntrace-cut  (blind spot)\n"), "{out}");
-    assert_eq!(out.matches("  means: ").count(), 34, "{out}");
+    assert_eq!(out.matches("  means: ").count(), 35, "{out}");
     // With a trace it is a usage error, not a silent choice.
     let o = run(&["explain", "--list-causes", "examples/frob.dat.zst"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
@@ -1604,5 +1604,34 @@ fn values_that_name_nothing_are_refused() {
         run(&["stats", "examples/frob.dat.zst", "--format", "trace-dat"])
             .status
             .success()
+    );
+}
+
+/// `whylate FILE` takes every explain option, as its output suggests (`--top, --json`):
+/// the same answer as `whylate explain FILE`, and global options may come first.
+#[test]
+fn the_short_form_takes_explain_options() {
+    let short = run(&["examples/frob.dat.zst", "--json", "--top", "1"]);
+    let long = run(&["explain", "examples/frob.dat.zst", "--json", "--top", "1"]);
+    assert_eq!(
+        short.status.code(),
+        long.status.code(),
+        "{}",
+        text(&short.stderr)
+    );
+    assert_eq!(text(&short.stdout), text(&long.stdout));
+    assert!(text(&short.stdout).starts_with('{'));
+    let quiet = run(&["-q", "examples/frob.dat.zst", "--top", "1"]);
+    assert!(
+        text(&quiet.stdout).contains("outliers across the measures"),
+        "{}",
+        text(&quiet.stderr)
+    );
+    // A mistyped command is still said as such.
+    let typo = run(&["expain", "examples/frob.dat.zst"]);
+    assert!(
+        text(&typo.stderr).contains("did you mean explain?"),
+        "{}",
+        text(&typo.stderr)
     );
 }

@@ -1383,3 +1383,117 @@ fn the_timer_measure_and_the_timer_mode_take_the_same_periods() {
         "{notes}"
     );
 }
+
+/// CPU1's own timers: p's hrtimer every 1 ms fires on time for 50 ms; the tick's timer
+/// (tick_nohz_handler), armed for +4 ms, next fires at +41 ms with no hrtimer_cancel
+/// between (NO_HZ stopped it) and wakes k there; `other`, armed for +4 ms too, fires at
+/// +41 ms and wakes q. Clocks: hrtimer `now` is the trace time plus 8 s.
+fn tick_moved() -> String {
+    let mut t = String::new();
+    let ln = |t: &mut String, us: u64, who: &str, flags: &str, body: String| {
+        *t += &format!(
+            " {who} [001] {flags} {}.{:06}: {body}\n",
+            us / 1_000_000,
+            us % 1_000_000
+        );
+    };
+    let clk = |us: u64| (us + 8_000_000) * 1_000;
+    let start = 1_000_000;
+    ln(&mut t, start, "p-7", "d..1.", format!("hrtimer_start: hrtimer=00000000000000bb function=tick_nohz_handler expires={} softexpires={} mode=ABS", clk(start + 4_000), clk(start + 4_000)));
+    ln(&mut t, start + 1, "p-7", "d..1.", format!("hrtimer_start: hrtimer=00000000000000cc function=other expires={} softexpires={} mode=ABS", clk(start + 4_000), clk(start + 4_000)));
+    for k in 1..=50u64 {
+        let due = start + k * 1_000;
+        let arm = due - 990;
+        ln(&mut t, arm, "p-7", "d..1.", format!("hrtimer_start: hrtimer=00000000000000aa function=hrtimer_wakeup expires={} softexpires={} mode=ABS", clk(due), clk(due)));
+        ln(&mut t, arm + 2, "p-7", "d..2.", "sched_switch: prev_comm=p prev_pid=7 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120".into());
+        let fire = |t: &mut String, at: u64, timer: &str, f: &str, comm: &str, pid: u32| {
+            ln(
+                t,
+                at,
+                "<idle>-0",
+                "d.h1.",
+                format!(
+                    "hrtimer_expire_entry: hrtimer={timer} function={f} now={}",
+                    clk(at)
+                ),
+            );
+            ln(
+                t,
+                at + 1,
+                "<idle>-0",
+                "d.h2.",
+                format!("sched_waking: comm={comm} pid={pid} prio=120 target_cpu=001"),
+            );
+            ln(
+                t,
+                at + 2,
+                "<idle>-0",
+                "d.h1.",
+                format!("hrtimer_expire_exit: hrtimer={timer}"),
+            );
+        };
+        fire(
+            &mut t,
+            due + 5,
+            "00000000000000aa",
+            "hrtimer_wakeup",
+            "p",
+            7,
+        );
+        if k == 41 {
+            fire(
+                &mut t,
+                due + 100,
+                "00000000000000bb",
+                "tick_nohz_handler",
+                "k",
+                9,
+            );
+            fire(&mut t, due + 200, "00000000000000cc", "other", "q", 8);
+            for (who, pid) in [("k", 9), ("q", 8)] {
+                ln(&mut t, due + 300 + pid as u64, "<idle>-0", "d..2.", format!("sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm={who} next_pid={pid} next_prio=120"));
+                ln(&mut t, due + 310 + pid as u64, &format!("{who}-{pid}"), "d..2.", format!("sched_switch: prev_comm={who} prev_pid={pid} prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120"));
+            }
+        }
+        ln(&mut t, due + 400, "<idle>-0", "d..2.", "sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=p next_pid=7 next_prio=120".into());
+    }
+    t
+}
+
+#[test]
+fn the_tick_is_no_period_and_a_timer_others_contradict_was_moved() {
+    let j = timers_json("tick-moved.txt", &tick_moved(), 500_000);
+    // p's 50 periods and q's: the tick's expiry that woke k is left out, and said so.
+    assert_eq!(j["cycles"]["count"], 51, "{}", j["cycles"]);
+    let notes = j["notes"].to_string();
+    assert!(
+        notes.contains(
+            "the scheduler tick's own timer (tick_nohz_handler and the like): 1 of its expiries"
+        ),
+        "{notes}"
+    );
+    // q's timer, due at +4 ms, fired at +41 ms while p's 37 timers due in between fired
+    // on time: not held off, moved.
+    assert_eq!(j["cycles"]["misses"], 1);
+    let c = &j["causes"][0];
+    assert_eq!(c["category"], "timer-moved", "{}", j["causes"]);
+    let why = j["misses"][0]["chain"].to_string();
+    assert!(
+        why.contains("37 timer(s) due on CPU1 after this one fired on time meanwhile"),
+        "{why}"
+    );
+    // Automatic mode names no tick timer.
+    let p = tmp("tick-moved-auto.txt", &tick_moved());
+    let r = whylate::explain::explain_auto(&[p.to_path_buf()], &OpenOptions::default(), 3).unwrap();
+    let a = serde_json::to_value(&r).unwrap();
+    assert!(
+        !a["misses"].to_string().contains("tick_nohz_handler"),
+        "{}",
+        a["misses"]
+    );
+    assert!(
+        a["notes"].to_string().contains("scheduler tick"),
+        "{}",
+        a["notes"]
+    );
+}

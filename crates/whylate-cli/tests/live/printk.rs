@@ -158,6 +158,7 @@ fn a_printk_writer_beside_a_periodic_thread_is_named_as_the_slow_console() {
         "{}",
         j["advice"]
     );
+    automatic_mode_names_the_console_with_the_tick_recorded(dir, &periodic, &kmsgw);
     let ours_max = p.ours.iter().max().unwrap();
     let theirs_max = truth.iter().map(|t| t.1).max().unwrap();
     eprintln!(
@@ -168,5 +169,65 @@ fn a_printk_writer_beside_a_periodic_thread_is_named_as_the_slow_console() {
         c["total_excess_ns"],
         c["count"],
         std::fs::read_to_string(&klog).unwrap_or_default().trim()
+    );
+}
+
+/// Issue 75's recording: sched, irq, the hrtimers, the local timer interrupt and
+/// printk:console, no syscall events, on a NO_HZ kernel whose CPU1 idles between the
+/// lines. Automatic mode's first cause is the console printing, none is the tick's timer.
+fn automatic_mode_names_the_console_with_the_tick_recorded(
+    dir: &Path,
+    periodic: &Path,
+    kmsgw: &Path,
+) {
+    let (log, dat) = (dir.join("p2.log"), dir.join("t2.dat"));
+    let script = format!(
+        "{} --cpu 1 --fifo 50 --count 600 --log {} & {} --cpu 1 --count 30 --interval-us 25000 > /dev/null; wait",
+        s(periodic),
+        s(&log),
+        s(kmsgw)
+    );
+    let events =
+        "sched,irq,timer,printk,irq_vectors:local_timer_entry,irq_vectors:local_timer_exit";
+    let out = {
+        let _limit = Unlimited::set().unwrap();
+        Command::new(whylate())
+            .args(["record", "-e", events, "-o"])
+            .arg(&dat)
+            .args(["--", "sh", "-c", &script])
+            .output()
+            .unwrap()
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(whylate())
+        .arg(&dat)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let c = &j["causes"][0];
+    assert_eq!(
+        (&c["category"], &c["culprit"]["comm"]),
+        (&"slow-console".into(), &"kmsgw".into()),
+        "{} ({})",
+        j["causes"],
+        keep_for_failure("printk-auto", &[&dat])
+    );
+    // No outlier is a tick's period ("hrtimer tick_nohz_handler due, for ...").
+    for m in j["misses"].as_array().unwrap() {
+        let from = (m["chain"].as_array().unwrap().iter()).find(|l| l["kind"] == "from");
+        let what = from.map_or("", |l| l["what"].as_str().unwrap_or(""));
+        assert!(!what.contains("hrtimer tick_"), "{what}");
+    }
+    eprintln!(
+        "printk, automatic mode with the tick recorded: first cause {} {} ({:.0}%)",
+        c["category"],
+        c["culprit"]["comm"],
+        c["share"].as_f64().unwrap_or(0.0) * 100.0
     );
 }

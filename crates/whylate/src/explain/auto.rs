@@ -74,7 +74,8 @@ pub fn analyze_auto(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport {
         deadline_ns: Some(500_000),
         top,
     };
-    found.extend(timer_findings(&eng, &timers).1.misses);
+    let late_timers = timer_findings(&eng, &timers).1;
+    found.extend(late_timers.misses);
     let left_out = leave_out_recorder(tl, s, &mut found);
     found.sort_by_key(|m| std::cmp::Reverse(m.late_ns));
     let mut tally = Tally::default();
@@ -87,6 +88,8 @@ pub fn analyze_auto(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport {
     let stats = CycleStats::of(&d, n, 0, n);
     let mut notes = vec![THRESHOLDS.to_string()];
     notes.extend(left_out);
+    notes
+        .extend((late_timers.notes.into_iter()).filter(|n| n.starts_with(super::timer::TICK_NOTE)));
     if found.is_empty() {
         notes.push("no outlier above those thresholds".into());
     }

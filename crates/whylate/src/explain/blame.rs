@@ -576,8 +576,13 @@ pub(super) fn silent_cpu(
         format!("the timer interrupt on CPU{cpu} came {} late", dur(b - a))
     };
     let others = others_view(tl, cpu, a, b);
+    if let Some(h) = console_untraced_call(eng, cpu, (a, b), ns) {
+        return h;
+    }
     if let Some((tid, name)) = one_syscall(eng, cpu, a, b) {
-        if let Some(h) = console_in_call(eng, cpu, (a, b), ns, (tid, &name), &what) {
+        let start = tl.syscalls.covering(tid, a, b).map_or(a, |c| c.start);
+        let (call, short) = (format!("one {name}() call"), format!("{name}()"));
+        if let Some(h) = console_since(eng, cpu, (a, b), ns, (tid, &call, &short), start, &what) {
             return h;
         }
         let task = eng.task(tid);
@@ -618,20 +623,22 @@ pub(super) fn silent_cpu(
     }
 }
 
-/// A task inside one system call over `[a, b]` that logged kernel messages in it
-/// (printk:console): the silence is printk printing them to the console with interrupts
-/// off, blamed on that task as `slow-console`, with the lines, bytes and rate as evidence.
-fn console_in_call(
+/// A task inside one system call (`call`: the task, the words for the call, and its short
+/// name) over
+/// `[a, b]` that logged kernel messages in it since `since` (printk:console): the silence
+/// is printk printing them to the console with interrupts off, blamed on that task as
+/// `slow-console`, with the lines, bytes and rate as evidence.
+fn console_since(
     eng: &Engine<'_>,
     cpu: u32,
     (a, b): (u64, u64),
     ns: u64,
-    (tid, name): (i32, &str),
+    (tid, call, short): (i32, &str, &str),
+    since: u64,
     what: &str,
 ) -> Option<Hold> {
     let tl = eng.tl;
-    let call = tl.syscalls.covering(tid, a, b)?;
-    let logged = super::console::logged(tl, cpu, tid, call.start, b)?;
+    let logged = super::console::logged(tl, cpu, tid, since, b)?;
     // The stretch runs from the first message to the CPU's next event.
     let end = (tl.silences.iter())
         .find(|s| s.cpu == cpu && s.from <= b && s.to >= a && s.to > logged.first)
@@ -640,16 +647,65 @@ fn console_in_call(
     Some(Hold {
         category: cause::SLOW_CONSOLE.into(),
         culprit: Culprit {
-            caller: Some(format!("printk to the console inside {name}()")),
+            caller: Some(format!("printk to the console inside {short}")),
             ..Culprit::task(tl, eng.s, tid, cpu)
         },
         ns,
         why: Some(format!(
-            "{what} while {} stayed inside one {name}() call: {said}",
+            "{what} while {} stayed inside {call}: {said}",
             eng.task(tid)
         )),
         nested_ns: 0,
     })
+}
+
+/// Without syscall events: the one task on `cpu` through `[a, b]` logged console messages
+/// since it got the CPU, so printk printed them with interrupts off (the call is not
+/// named). None when the trace has syscall events (`one_syscall` decides there).
+pub(super) fn console_untraced_call(
+    eng: &Engine<'_>,
+    cpu: u32,
+    (a, b): (u64, u64),
+    ns: u64,
+) -> Option<Hold> {
+    let tl = eng.tl;
+    if !tl.syscalls.is_empty() {
+        return None;
+    }
+    let tid = one_task(eng, cpu, a, b)?;
+    let since = run_start(tl, cpu, tid, a);
+    let what = format!("the timer interrupt on CPU{cpu} came {} late", dur(b - a));
+    let call = "a system call (the trace has no syscall events to name it)";
+    console_since(
+        eng,
+        cpu,
+        (a, b),
+        ns,
+        (tid, call, "a system call"),
+        since,
+        &what,
+    )
+}
+
+/// The one task that held `cpu` through at least 95% of `[a, b]`, if one did.
+fn one_task(eng: &Engine<'_>, cpu: u32, a: u64, b: u64) -> Option<i32> {
+    let occ = eng.tl.occupants(cpu, a, b);
+    let top = occ.first()?;
+    (top.what == OccupantKind::Task && top.id > 0 && top.ns * 100 >= (b - a) * 95)
+        .then_some(top.id as i32)
+}
+
+/// When `tid` last got `cpu` at or before `at` (`at` when the trace does not say).
+fn run_start(tl: &crate::timeline::Timeline, cpu: u32, tid: i32, at: u64) -> u64 {
+    let sp = &tl.spans;
+    let Some(runs) = tl.runs_by_cpu.get(cpu as usize) else {
+        return at;
+    };
+    let n = runs.partition_point(|&i| sp.start[i as usize] <= at);
+    (runs[..n].iter().rev().take(64))
+        .map(|&i| i as usize)
+        .find(|&i| sp.tid[i] == tid)
+        .map_or(at, |i| sp.start[i])
 }
 
 /// What the other CPUs recorded while `cpu` was silent over `[a, b]`, as a clause:

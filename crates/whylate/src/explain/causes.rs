@@ -46,6 +46,8 @@ pub const CPU_STALLED: &str = "cpu-stalled";
 pub const IRQ_LATE: &str = "irq-late";
 /// The timer interrupt came late, for no reason the trace shows.
 pub const TIMER_IRQ_LATE: &str = "timer-irq-late";
+/// A timer fired late though its CPU took other timers' interrupts on time meanwhile.
+pub const TIMER_MOVED: &str = "timer-moved";
 /// A task that a higher-priority one waited for (a lock's holder) was kept off its CPU.
 pub const PRIORITY_INVERSION: &str = "priority-inversion";
 /// A lower-priority task held a real-time task's CPU.
@@ -163,6 +165,9 @@ pub const CAUSES: &[Cause] = &[
     cause(TIMER_IRQ_LATE, "the timer interrupt came late, for no reason the trace shows",
         "interrupts were off or the CPU did not run, without events that show it",
         "record irq_disable/irq_enable events (CONFIG_PREEMPTIRQ_TRACEPOINTS)"),
+    cause(TIMER_MOVED, "a timer fired late, but its CPU took other timers' interrupts on time meanwhile: it was not held off",
+        "the timer was stopped or re-armed for later where the trace does not show it (a NO_HZ tick is stopped and moved on purpose; an hrtimer_cancel/hrtimer_start not recorded): its recorded due time was not when it was meant to fire",
+        "record timer:hrtimer_start and timer:hrtimer_cancel for the whole run; for the scheduler tick, nothing: it is no task's deadline"),
     cause(PRIORITY_INVERSION, "a task the chain waited for (a lock's holder, a pipe's writer) was kept off its CPU while a higher-priority task of the chain waited for it",
         "the higher-priority task blocked (a mutex, a condition, a pipe) until a lower-priority one woke it; meanwhile a task that outranks the waker (often one between the two priorities) ran on the waker's CPU, so the high-priority task waited for it too",
         "a priority-inheritance mutex (pthread_mutexattr_setprotocol(&attr, PTHREAD_PRIO_INHERIT): the holder runs at the waiter's priority while waited for), or the waker's priority raised to the waiter's (chrt -f -p PRIO PID), or the waker moved off the preempting task's CPU"),
@@ -283,7 +288,7 @@ mod tests {
         for (i, c) in CAUSES.iter().enumerate() {
             assert!(CAUSES[..i].iter().all(|d| d.id != c.id), "{} twice", c.id);
         }
-        assert_eq!(CAUSES.len(), 34);
+        assert_eq!(CAUSES.len(), 35);
         assert_eq!(CAUSES.iter().filter(|c| c.blind).count(), 3);
         assert!(is_blind_spot(TRACE_CUT) && !is_blind_spot(RUNQUEUE_WAIT));
         assert!(!is_blind_spot("no-such-cause"));

@@ -151,6 +151,8 @@ pub(super) struct Engine<'a> {
     pub(super) sleeps: Vec<u32>,
     /// Per CPU, hrtimer callback spans by start.
     pub(super) timer_cbs: Vec<Vec<u32>>,
+    /// Per CPU, each hrtimer expiry as (due on the trace clock, fired), by due.
+    pub(super) expiries: Vec<Vec<(u64, u64)>>,
     /// Wakeup, work and timer edges by cause time.
     pub(super) edges: Vec<u32>,
     /// Their cause times, side by side: searched without a jump into the edge table per
@@ -227,10 +229,25 @@ impl<'a> Engine<'a> {
             .filter(|&i| tl.edges[i as usize].kind == EdgeKind::Packet)
             .collect();
         packets.sort_by_key(|&i| tl.edges[i as usize].ts);
+        let clock = crate::timeline::TimerClock::new(tl);
+        let mut expiries = vec![Vec::new(); tl.cpus as usize];
+        for (i, e) in tl.edges.iter().enumerate() {
+            if e.kind == EdgeKind::Timer && e.val != u64::MAX && e.val2 != u64::MAX {
+                if let (Some(l), Some(due)) =
+                    (expiries.get_mut(e.to_cpu as usize), clock.due(tl, i))
+                {
+                    l.push((due, e.at));
+                }
+            }
+        }
+        for l in &mut expiries {
+            l.sort_unstable();
+        }
         Engine {
+            expiries,
             softirq_runs,
             packets,
-            clock: crate::timeline::TimerClock::new(tl),
+            clock,
             tl,
             s,
             runnable,

@@ -1,7 +1,7 @@
 //! `--timer`: late hrtimer periods (requested expiry to the woken task running), the
 //! timer deadline policy, and why the interrupt or the wakeup came late.
 
-use super::blame::{one_syscall, scale, silent_cpu, untraced_rest};
+use super::blame::{console_untraced_call, one_syscall, scale, silent_cpu, untraced_rest};
 use super::causes as cause;
 use super::driver::{assemble, Findings, Framing, PerMiss, Tally};
 use super::engine::{untraced_words, Engine, LinkKind, RawLink};
@@ -74,13 +74,19 @@ fn samples(
     eng: &Engine<'_>,
     o: &TimerOptions,
     keep: &dyn Fn(i32) -> bool,
-) -> (Vec<TimerSample>, usize) {
+) -> (Vec<TimerSample>, usize, Vec<u64>) {
     let (tl, s, sp) = (eng.tl, eng.s, &eng.tl.spans);
     let mut out: Vec<TimerSample> = Vec::new();
-    let mut lost = 0;
+    let (mut lost, mut ticks) = (0, Vec::new());
     for p in periods(tl, &eng.clock).0 {
         let e = &tl.edges[p.edge as usize];
         if e.to_tid <= 0 || !keep(e.to_tid) {
+            continue;
+        }
+        // The scheduler tick's own timer is nobody's period: the task it woke is whoever
+        // it happened to wake, and under NO_HZ the tick is stopped and moved on purpose.
+        if is_tick(s.get(Sym(e.key))) {
+            ticks.push(e.at.saturating_sub(p.due));
             continue;
         }
         // A wait the timeline lacks: no expiry-to-running (the timer measure leaves these
@@ -131,7 +137,46 @@ fn samples(
             open: false,
         });
     }
-    (out, lost)
+    (out, lost, ticks)
+}
+
+/// A timer on `cpu` due at `a` that fired at `b` though timers due after `a` fired there
+/// on time meanwhile: the CPU took its interrupts, so this one was not held off but
+/// stopped or moved where the trace does not show.
+fn moved(eng: &Engine<'_>, cpu: u32, (a, b): (u64, u64), ns: u64) -> Option<Hold> {
+    const ON_TIME: u64 = 50_000;
+    let list = eng.expiries.get(cpu as usize)?;
+    let first = list.partition_point(|&(due, _)| due <= a);
+    let on_time: Vec<(u64, u64)> = (list[first..].iter().copied())
+        .take_while(|&(due, _)| due + ON_TIME < b)
+        .filter(|&(due, fired)| fired <= due + ON_TIME)
+        .collect();
+    let &(due, _) = on_time.first()?;
+    Some(Hold {
+        category: cause::TIMER_MOVED.into(),
+        culprit: Culprit {
+            cpu: Some(cpu),
+            ..Default::default()
+        },
+        ns,
+        why: Some(format!(
+            "{} timer(s) due on CPU{cpu} after this one fired on time meanwhile (the first due {} after it): the CPU took its interrupts, so this timer was stopped or re-armed where the trace does not show",
+            on_time.len(),
+            crate::units::dur(due - a)
+        )),
+        nested_ns: 0,
+    })
+}
+
+/// How the note on the tick's timers left out begins (automatic mode keeps it).
+pub(super) const TICK_NOTE: &str =
+    "the scheduler tick's own timer (tick_nohz_handler and the like)";
+
+/// The scheduler tick's hrtimer callbacks (`tick_nohz_handler`, `tick_sched_timer`,
+/// `tick_nohz_highres_handler`, as kernels have named them), as a symbol may print one
+/// (`tick_nohz_handler/0x0`, `tick_sched_timer+0x0/0x70`).
+fn is_tick(function: &str) -> bool {
+    function.starts_with("tick_")
 }
 
 impl TimerSample {
@@ -167,7 +212,7 @@ pub(super) fn timer_findings(eng: &Engine<'_>, o: &TimerOptions) -> (Framing, Fi
     // A period whose task had not run by the end is no sample: counting only its
     // interrupt's lateness would call it on time (a watch window would then settle it so
     // before it ends). Its window stays unfinished.
-    let (all, lost) = samples(eng, o, &keep);
+    let (all, lost, ticks) = samples(eng, o, &keep);
     let (samples, open): (Vec<TimerSample>, Vec<TimerSample>) =
         all.into_iter().partition(|x| !x.open);
     let mut totals: Vec<u64> = samples.iter().map(TimerSample::total).collect();
@@ -215,6 +260,16 @@ pub(super) fn timer_findings(eng: &Engine<'_>, o: &TimerOptions) -> (Framing, Fi
         notes.push(format!(
             "{} period(s) had woken their task, which had not run when the trace ended: left out, their lateness is not known",
             open.len()
+        ));
+    }
+    let late_ticks: Vec<u64> = (ticks.iter().copied())
+        .filter(|&t| deadline.is_some_and(|d| t > d))
+        .collect();
+    if let Some(worst) = late_ticks.iter().max() {
+        notes.push(format!(
+            "{TICK_NOTE}: {} of its expiries that woke a task came later than the deadline (up to {}) and were left out: the tick is no task's period (the task named would be whoever it woke), and under NO_HZ it is stopped and moved on purpose",
+            late_ticks.len(),
+            crate::units::dur(*worst)
         ));
     }
     if lost > 0 {
@@ -442,6 +497,10 @@ pub(super) fn timer_holds(
         let silent = tl.ticks > 0 && tl.silent_ns(Some(cpu), a, b) * 2 >= b - a;
         if silent || one_syscall(eng, cpu, a, b).is_some() {
             h[0] = silent_cpu(eng, cpu, (a, b), ex, &|t| t == victim);
+        } else if let Some(h0) = console_untraced_call(eng, cpu, (a, b), ex) {
+            h[0] = h0;
+        } else if let Some(h0) = moved(eng, cpu, (a, b), ex) {
+            h[0] = h0;
         }
     }
     scale(&mut h, ex);
