@@ -199,9 +199,14 @@ fn cpu_waits(eng: &Engine<'_>, found: &mut Vec<Miss>) {
         if !outlier(d, usual, floor, 4, clear) {
             continue;
         }
-        let u = usual.unwrap_or(0);
+        // Past the absolute threshold the task's own usual does not excuse the wait (a
+        // task that always waits 40 ms): the excess is then over the floor at most.
+        let u = match usual.unwrap_or(0) {
+            u if d >= clear => u.min(floor),
+            u => u,
+        };
         let l = RawLink::wait(LinkKind::Run, sp.start[i], sp.end[i], sp.cpu[i], tid);
-        let ex = d - u;
+        let ex = d.saturating_sub(u);
         let mut held = eng.holds(&l, sp.end[i] - ex, sp.end[i]);
         let inferred = sp.flags[i] & span::INFERRED != 0;
         if !(inferred && untraced_rest(&mut held, ex, sp.cpu[i])) {
