@@ -1135,8 +1135,12 @@ fn the_same_input_given_twice_is_refused() {
     assert!(e.contains("- (standard input): given twice"), "{e}");
     let e = refused(&run_in(d, &["diff", "-", "-"], small_trace(10).as_bytes()));
     assert!(e.contains("is both A and B"), "{e}");
-    // Two files, or one file compared with itself, are fine.
-    std::fs::write(d.join("B.txt"), small_trace(10)).unwrap();
+    // A copy of it (another file, the same bytes) would count twice as well.
+    std::fs::write(d.join("copy.txt"), small_trace(10)).unwrap();
+    let e = refused(&run_in(d, &["explain", "A.txt", "copy.txt"], b""));
+    assert!(e.contains("copy.txt: holds the same bytes as A.txt"), "{e}");
+    // Two traces, or one file compared with itself, are fine.
+    std::fs::write(d.join("B.txt"), small_trace(11)).unwrap();
     let o = run_in(d, &["stats", "A.txt", "B.txt"], b"");
     assert!(o.status.success(), "{}", text(&o.stderr));
 }

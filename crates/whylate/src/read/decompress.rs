@@ -74,9 +74,13 @@ impl Read for Tolerant {
 }
 
 fn is_data_error(e: &io::Error) -> bool {
+    // flate2 says InvalidInput for a bad header or checksum: the data's fault too.
     matches!(
         e.kind(),
-        io::ErrorKind::UnexpectedEof | io::ErrorKind::InvalidData | io::ErrorKind::Other
+        io::ErrorKind::UnexpectedEof
+            | io::ErrorKind::InvalidData
+            | io::ErrorKind::InvalidInput
+            | io::ErrorKind::Other
     )
 }
 
@@ -192,12 +196,15 @@ pub fn open_stream(
 /// flate2's multi-member reader took them for a damaged header and failed the whole read.
 struct Members<R: BufRead> {
     cur: Option<flate2::bufread::GzDecoder<R>>,
+    /// The current member follows a complete one (and has given nothing yet).
+    after: bool,
 }
 
 impl<R: BufRead> Members<R> {
     fn new(r: R) -> Self {
         Members {
             cur: Some(flate2::bufread::GzDecoder::new(r)),
+            after: false,
         }
     }
 }
@@ -208,8 +215,19 @@ impl<R: BufRead> Read for Members<R> {
             let Some(d) = self.cur.as_mut() else {
                 return Ok(0);
             };
-            let n = d.read(buf)?;
+            let n = match d.read(buf) {
+                // Bytes after a complete member that are no member: trailing garbage,
+                // after every byte of the data (gzip -d warns and keeps the data too).
+                Err(e) if self.after && e.kind() == io::ErrorKind::InvalidInput => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("bytes that are not gzip after its data ({e})"),
+                    ))
+                }
+                r => r?,
+            };
             if n > 0 || buf.is_empty() {
+                self.after &= n == 0;
                 return Ok(n);
             }
             // The member ended: another follows, or padding, or the end.
@@ -218,6 +236,7 @@ impl<R: BufRead> Read for Members<R> {
             };
             if !only_zeros_left(&mut r)? {
                 self.cur = Some(flate2::bufread::GzDecoder::new(r));
+                self.after = true;
             }
         }
     }
@@ -439,6 +458,30 @@ mod tests {
         let (out, cut) = read(junk);
         assert_eq!(out, b"abc");
         assert!(cut.is_some_and(|c| c.contains("not gzip after its data")));
+    }
+
+    /// gzip read as zstd is: trailing garbage after the last member, or a member whose
+    /// checksum does not match, is read up to there and said, not refused whole.
+    #[test]
+    fn gzip_trailing_garbage_and_a_bad_checksum_are_read_with_a_note() {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        io::Write::write_all(&mut e, b"abc").unwrap();
+        let gz = e.finish().unwrap();
+        let mut garbage = gz.clone();
+        garbage.extend_from_slice(b"GARBAGE AFTER THE LAST MEMBER");
+        let mut crc = gz.clone();
+        let n = crc.len();
+        crc[n - 8] ^= 0xff;
+        for (input, said) in [(garbage, "not gzip after its data"), (crc, "checksum")] {
+            let (mut rd, _, cut) = open(Path::new("t"), Box::new(io::Cursor::new(input))).unwrap();
+            let mut out = Vec::new();
+            rd.read_to_end(&mut out).unwrap();
+            let c = cut.get().cloned().unwrap_or_default();
+            assert!(c.contains(said), "{c}");
+            if said != "checksum" {
+                assert_eq!(out, b"abc");
+            }
+        }
     }
 
     /// Both ways to the end (a plain stream's copy, the thread's buffers kept whole)

@@ -83,6 +83,54 @@ pub fn check_distinct(paths: &[PathBuf], held: Option<&Held>) -> Result<(), Read
         }
         seen.push((p, id));
     }
+    same_bytes(paths, held)
+}
+
+/// Bytes compared at each end of two inputs of one size.
+const ENDS: u64 = 1 << 20;
+
+/// Refuses two regular files with the same bytes: a copy of a trace beside it would
+/// count its events twice. Files of one size are compared by their first and last MiB
+/// (a copy, not two recordings: those differ in their first bytes' times already).
+fn same_bytes(paths: &[PathBuf], held: Option<&Held>) -> Result<(), ReadError> {
+    use std::hash::{Hash, Hasher};
+    let size = |p: &PathBuf| -> Option<u64> {
+        let m = match held {
+            Some(h) => h.get(p)?.metadata().ok()?,
+            None if is_stream(p) => return None,
+            None => metadata(p)?,
+        };
+        (m.is_file() && m.len() > 0).then_some(m.len())
+    };
+    let sizes: Vec<Option<u64>> = paths.iter().map(size).collect();
+    let mut seen: Vec<(&PathBuf, u64, u64)> = Vec::new();
+    for (p, len) in paths.iter().zip(&sizes) {
+        let Some(len) = *len else { continue };
+        if sizes.iter().filter(|s| **s == Some(len)).count() < 2 {
+            continue;
+        }
+        let f = match held {
+            Some(h) => h.get(p).cloned(),
+            None => std::fs::File::open(p).ok().map(std::sync::Arc::new),
+        };
+        let Some(f) = f else { continue };
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let mut buf = vec![0u8; ENDS.min(len) as usize];
+        for at in [0, len - buf.len() as u64] {
+            if std::os::unix::fs::FileExt::read_exact_at(&*f, &mut buf, at).is_err() {
+                return Ok(());
+            }
+            buf.hash(&mut h);
+        }
+        let sum = h.finish();
+        if let Some(first) = seen.iter().find(|s| s.1 == len && s.2 == sum) {
+            return Err(ReadError::SameContent {
+                path: p.clone(),
+                first: first.0.clone(),
+            });
+        }
+        seen.push((p, len, sum));
+    }
     Ok(())
 }
 
@@ -95,11 +143,22 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (a, b) = (dir.path().join("a"), dir.path().join("b"));
         std::fs::write(&a, "x").unwrap();
-        std::fs::write(&b, "x").unwrap();
+        std::fs::write(&b, "z").unwrap();
         std::os::unix::fs::symlink(&a, dir.path().join("l")).unwrap();
         assert!(check_distinct(&[a.clone(), b.clone()], None).is_ok());
         let e = check_distinct(&[a.clone(), b.clone(), dir.path().join("l")], None).unwrap_err();
         assert!(e.to_string().contains("given twice"), "{e}");
+        let e = check_distinct(&["-".into(), "-".into()], None).unwrap_err();
+        assert!(e.to_string().starts_with("- (standard input)"), "{e}");
+        // A copy is another file with the same bytes: refused too; a file of the same
+        // size with other bytes is not.
+        let (c, d) = (dir.path().join("c"), dir.path().join("d"));
+        std::fs::write(&c, "y").unwrap();
+        std::fs::copy(&a, &d).unwrap();
+        assert!(check_distinct(&[a.clone(), b.clone(), c.clone()], None).is_ok());
+        let e = check_distinct(&[a.clone(), c.clone(), d.clone()], None).unwrap_err();
+        assert!(e.to_string().contains("holds the same bytes as"), "{e}");
+        assert!(e.to_string().starts_with(&d.display().to_string()), "{e}");
         let e = check_distinct(&["-".into(), "-".into()], None).unwrap_err();
         assert!(e.to_string().starts_with("- (standard input)"), "{e}");
         assert!(is_stream(Path::new("-")) && !is_stream(&a));

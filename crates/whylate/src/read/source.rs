@@ -136,6 +136,19 @@ pub enum ReadError {
         /// The first mention (the same path, or another path to the same file).
         first: PathBuf,
     },
+    /// Two inputs that are different files with the same bytes (a copy): its events
+    /// would count twice.
+    #[error(
+        "{}: holds the same bytes as {} (the same size, the same first and last MiB): a copy, whose events would count twice; give each trace once",
+        display(path),
+        display(first)
+    )]
+    SameContent {
+        /// The later input.
+        path: PathBuf,
+        /// The earlier one with the same bytes.
+        first: PathBuf,
+    },
     /// The caller asked the read to stop ([`crate::read::Progress::cancel`]): an MCP
     /// client cancelled the call.
     #[error("cancelled: the read stopped at the caller's request")]
