@@ -562,7 +562,7 @@ impl<'a> Engine<'a> {
             cpu: sp.cpu[i],
             tid: sp.tid[i],
             what: format!(
-                "{} runnable on CPU{}{by}, then ran{}",
+                "{}{by} waited for CPU{}{}",
                 self.task(sp.tid[i]),
                 sp.cpu[i],
                 untraced_words(inferred)

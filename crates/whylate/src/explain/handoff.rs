@@ -195,7 +195,7 @@ impl Engine<'_> {
                 1,
             ),
             what: format!(
-                "{} runnable on CPU{} since before the request (not yet waiting for it), then ran{}",
+                "{} waited for CPU{} since before the request (not yet waiting for it){}",
                 self.task(tid),
                 sp.cpu[i],
                 super::engine::untraced_words(inferred)

@@ -455,7 +455,7 @@ impl PeriodCx<'_> {
             tally.blame_cpu(wcpu, ex);
         }
         let what = format!(
-            "{} woken by the timer, runnable on CPU{wcpu}, then ran{}",
+            "{} (woken by the timer) waited for CPU{wcpu}{}",
             eng.task(x.tid),
             untraced_words(x.switch_untraced)
         );
