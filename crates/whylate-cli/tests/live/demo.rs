@@ -128,6 +128,32 @@ pub(crate) fn demo_scenarios_match_their_programs_and_mitigation_helps() {
             let (_, _, top) = task_excess_on(ex["causes"].as_array().unwrap(), 1, "hog");
             assert_eq!(top.as_deref(), Some("hog"), "{scenario}: {}", ex["causes"]);
         }
+        // Automatic mode (`whylate FILE`, no selectors) names the same culprit first on
+        // CPU1 (the host's own load elsewhere is named as itself).
+        let out = (Command::new(whylate()).arg(&a))
+            .args(["--json", "--top", "1"])
+            .output()
+            .unwrap();
+        let auto: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!("{scenario}: {e}: {}", String::from_utf8_lossy(&out.stderr))
+        });
+        let causes = auto["causes"].as_array().unwrap();
+        if scenario == "softirq" {
+            let on1 = causes.iter().find(|c| c["culprit"]["cpu"] == 1).unwrap();
+            assert_eq!(
+                on1["culprit"]["vector"], "NET_RX",
+                "automatic mode: {}",
+                auto["causes"]
+            );
+        } else {
+            let (_, _, top) = task_excess_on(causes, 1, "hog");
+            assert_eq!(
+                top.as_deref(),
+                Some("hog"),
+                "{scenario}: automatic mode: {}",
+                auto["causes"]
+            );
+        }
         let fixed = demo_json(&[scenario, "--mitigate", "--keep", b.to_str().unwrap()]);
         let fm = fixed["explain"]["cycles"]["misses"].as_u64().unwrap();
         let ft = fixed["truth"]["misses"].as_u64().unwrap();

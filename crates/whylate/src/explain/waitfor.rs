@@ -117,8 +117,9 @@ impl Engine<'_> {
             // A wait of a program: blocked inside a system call (a kernel thread's own
             // sleep, a worker woken for queued work, is a hand-off the chain has).
             let call = tl.syscalls.covering(tid, sp.start[i], sp.start[i]);
-            let kernel = |c: &str| c.starts_with("kworker/") || c.starts_with("ksoftirqd/");
-            if call.is_none() && (!tl.syscalls.is_empty() || kernel(self.s.get(tl.comm(tid)))) {
+            if call.is_none()
+                && (!tl.syscalls.is_empty() || kernel_thread(self.s.get(tl.comm(tid))))
+            {
                 continue;
             }
             let call = call
@@ -186,4 +187,24 @@ impl Engine<'_> {
         out.sort_by_key(|l| l.start);
         out
     }
+}
+
+/// A kernel thread by its name (kernel threads make no system calls, so without syscall
+/// events this is what tells their own sleeps from a program's waits).
+fn kernel_thread(comm: &str) -> bool {
+    const PREFIXES: [&str; 12] = [
+        "kworker/",
+        "ksoftirqd/",
+        "kthreadd",
+        "rcu_",
+        "rcuc/",
+        "migration/",
+        "irq/",
+        "kswapd",
+        "kcompactd",
+        "watchdog",
+        "cpuhp/",
+        "idle_inject/",
+    ];
+    PREFIXES.iter().any(|p| comm.starts_with(p))
 }

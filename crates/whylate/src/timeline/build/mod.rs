@@ -626,4 +626,28 @@ mod tests {
         assert_eq!(p.strings.get(p.tl.comm(5)), "a");
         assert_eq!(p.strings.get(p.tl.comm(6)), "b");
     }
+
+    /// Only some calls' events recorded (`sys_enter_write`, `sys_exit_read`): a read's
+    /// exit does not end the write entered before it (the write ended untraced), so no
+    /// write of the read's length is made up; a call whose both ends are traced stays.
+    #[test]
+    fn an_exit_of_another_call_does_not_end_the_one_entered() {
+        let mut t = String::new();
+        t += &line(10, 0, "d-7", "....1", "sys_write(fd: 3, buf: 0, count: 7)");
+        t += &line(5_000, 0, "d-7", "....1", "sys_read -> 0x1");
+        t += &line(
+            6_000,
+            0,
+            "d-7",
+            "....1",
+            "sys_write(fd: 3, buf: 0, count: 7)",
+        );
+        t += &line(6_010, 0, "d-7", "....1", "sys_write -> 0x7");
+        let p = pass(&t);
+        let calls: Vec<(u64, u64)> = (p.tl.syscalls.iter())
+            .map(|(_, c)| (c.start, c.end))
+            .collect();
+        assert_eq!(calls, [(6_000_000, 6_010_000)]);
+        assert_eq!(p.tl.anomalies.syscalls_without_exit, 1);
+    }
 }

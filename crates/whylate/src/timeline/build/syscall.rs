@@ -9,8 +9,8 @@ impl Builder {
         match &e.kind {
             Kind::SysEnter { nr, .. } => self.sys_enter(e.tid, cpu, ts, *nr as u32, false),
             Kind::SyscallEnter { name, .. } => self.sys_enter(e.tid, cpu, ts, name.0, true),
-            Kind::SysExit { .. } => self.sys_exit(e.tid, e.comm, ts, false),
-            Kind::SyscallExit { .. } => self.sys_exit(e.tid, e.comm, ts, true),
+            Kind::SysExit { nr, .. } => self.sys_exit(e.tid, e.comm, ts, (*nr as u32, false)),
+            Kind::SyscallExit { name, .. } => self.sys_exit(e.tid, e.comm, ts, (name.0, true)),
             _ => {}
         }
     }
@@ -50,7 +50,7 @@ impl Builder {
         });
     }
 
-    pub(super) fn sys_exit(&mut self, tid: i32, comm: Sym, ts: u64, named: bool) {
+    pub(super) fn sys_exit(&mut self, tid: i32, comm: Sym, ts: u64, (key, named): (u32, bool)) {
         if tid <= 0 {
             return;
         }
@@ -59,6 +59,12 @@ impl Builder {
             return;
         };
         match t.sys.take() {
+            // The exit of another call than the one entered (only some calls' events
+            // recorded: sys_enter_write without its exit, then sys_exit_read): the
+            // entered call ended somewhere before, untraced. No duration is made up.
+            Some(s) if s.named == named && s.key != key => {
+                self.tl.anomalies.syscalls_without_exit += 1;
+            }
             Some(s) => {
                 t.last_sys_exit = (ts, !named);
                 let fl =
