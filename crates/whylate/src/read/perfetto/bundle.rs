@@ -44,6 +44,9 @@ impl Default for CpuState {
 /// from the task's last known priority when the event goes out.
 pub(super) const UNKNOWN_PRIO: i32 = i32::MIN;
 
+/// Times from here on are damage, not a time since boot.
+pub(super) const FAR: u64 = 1 << 62;
+
 /// Counts of what was not turned into typed events.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Counts {
@@ -57,6 +60,10 @@ pub(super) struct Counts {
     pub compact_short: u64,
     /// Typed events without a timestamp (left out).
     pub no_time: u64,
+    /// Events whose time is past [`FAR`] (damage: left out).
+    pub far_time: u64,
+    /// Compact events whose comm index is past the bundle's comm table.
+    pub bad_comm: u64,
     /// Compact switches whose previous task was not known.
     pub compact_unknown_prev: u64,
 }
@@ -444,11 +451,16 @@ pub(super) fn bundle_events(
 ) {
     let empty = CompactSched::default();
     let c = compact.unwrap_or(&empty);
-    let comm =
-        |s: &mut Interner, i: Option<&u32>| match i.and_then(|&i| c.intern_table.get(i as usize)) {
+    let comm = |s: &mut Interner, i: Option<&u32>, counts: &mut Counts| match i {
+        Some(&i) => match c.intern_table.get(i as usize) {
             Some(b) => s.intern_bytes(b),
-            None => Sym::EMPTY,
-        };
+            None => {
+                counts.bad_comm += 1;
+                Sym::EMPTY
+            }
+        },
+        None => Sym::EMPTY,
+    };
     let nsw = c.switch_timestamp.len();
     let nwk = c.waking_timestamp.len();
     let short_sw = [
@@ -482,6 +494,17 @@ pub(super) fn bundle_events(
         let Some((ts, mut from)) = earliest(t_ev, t_wk, t_sw) else {
             break;
         };
+        // A time past 2^62 ns (146 years of uptime) is damage: placed, it would stretch
+        // the trace's span to billions of seconds. Left out and counted.
+        if ts >= FAR {
+            counts.far_time += 1;
+            match from {
+                From::Typed => i += 1,
+                From::Waking => (wk_ts, k) = (ts, k + 1),
+                From::Switch => (sw_ts, j) = (ts, j + 1),
+            }
+            continue;
+        }
         // Times in µs (a converted text trace) tie: an event of the task a switch at the
         // same time puts on the CPU comes after that switch.
         if from == From::Typed && t_sw == Some(ts) {
@@ -523,7 +546,7 @@ pub(super) fn bundle_events(
             From::Waking => {
                 wk_ts = ts;
                 let kind = Kind::wake(
-                    comm(s, c.waking_comm_index.get(k)),
+                    comm(s, c.waking_comm_index.get(k), counts),
                     c.waking_pid[k],
                     c.waking_prio[k],
                     c.waking_target_cpu[k],
@@ -546,7 +569,7 @@ pub(super) fn bundle_events(
                 if st.curr < 0 {
                     counts.compact_unknown_prev += 1;
                 }
-                let next_comm = comm(s, c.switch_next_comm_index.get(j));
+                let next_comm = comm(s, c.switch_next_comm_index.get(j), counts);
                 let kind = Kind::SchedSwitch {
                     prev_comm: st.curr_comm,
                     prev_pid: st.curr,

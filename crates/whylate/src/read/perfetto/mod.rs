@@ -896,6 +896,18 @@ impl State {
                 c.compact_unknown_prev
             ));
         }
+        if c.far_time > 0 {
+            n.push(format!(
+                "{} ftrace events had a timestamp past 2^62 ns (damage) and were left out",
+                c.far_time
+            ));
+        }
+        if c.bad_comm > 0 {
+            n.push(format!(
+                "{} compact_sched events named a task by an index past their bundle's comm table: shown as the name the trace gives elsewhere, or <...>",
+                c.bad_comm
+            ));
+        }
         if c.compact_short > 0 {
             n.push(format!(
                 "{} compact_sched events had fields missing and were left out",

@@ -864,3 +864,37 @@ fn a_bundle_moved_before_its_symbols_still_names_them() {
         ]
     );
 }
+
+/// Damage said, not silently placed: a typed event at u64::MAX (it would stretch the span
+/// to 18 billion seconds) is left out and counted; a compact switch naming a comm past its
+/// bundle's table is counted in the notes.
+#[test]
+fn far_times_and_bad_comm_indexes_are_said() {
+    let compact = protos::ftrace_event_bundle::CompactSched {
+        intern_table: vec![b"a".to_vec()],
+        switch_timestamp: vec![200],
+        switch_prev_state: vec![1],
+        switch_next_pid: vec![7],
+        switch_next_prio: vec![120],
+        switch_next_comm_index: vec![5],
+        ..Default::default()
+    };
+    let b = protos::FtraceEventBundle {
+        cpu: Some(0),
+        event: vec![ev(100, 5, exit(0, 1)), ev(u64::MAX, 5, exit(0, 2))],
+        compact_sched: Some(compact),
+        ..Default::default()
+    };
+    let (evs, _, r) = read(trace(&[packet(Data::FtraceEvents(b))]), CHUNK);
+    let ts: Vec<u64> = evs.iter().map(|e| e.ts).collect();
+    assert_eq!(ts, [100, 200]);
+    let notes = r.notes().join("\n");
+    assert!(
+        notes.contains("1 ftrace events had a timestamp past 2^62 ns"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("1 compact_sched events named a task by an index past"),
+        "{notes}"
+    );
+}
