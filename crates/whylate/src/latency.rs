@@ -90,6 +90,7 @@ pub fn report(pass: Pass, opts: &Options, tput: Option<&Throughput>) -> LatencyR
     let tl = &tl;
     let measures = measure::compute(tl, &strings, opts, &tracers, tput);
     let unread = crate::read::inputs::Unread::of(&inputs, events);
+    let skipped = crate::read::inputs::skipped_line(&inputs, events);
     let mut notes = inputs.notes;
     let kept: u64 = (measures.iter().flat_map(|m| &m.groups))
         .map(|g| g.count)
@@ -128,7 +129,8 @@ pub fn report(pass: Pass, opts: &Options, tput: Option<&Throughput>) -> LatencyR
             tl.lost.len()
         ));
     }
-    let blind = (a.late_note().into_iter())
+    let blind = (skipped.into_iter())
+        .chain(a.late_note())
         .chain(a.untraced_idle_note())
         .collect();
     LatencyReport {

@@ -349,6 +349,9 @@ fn auto_or_kernel_log(tl: &Timeline, s: &Interner, top: usize, k: &KernelReports
 fn with_inputs(mut r: ExplainReport, inputs: Inputs, pass: &Pass) -> ExplainReport {
     r.cpus = crate::timeline::profile(&pass.tl, &pass.strings);
     r.unread = crate::read::inputs::Unread::of(&inputs, pass.events);
+    if let Some(line) = crate::read::inputs::skipped_line(&inputs, pass.events) {
+        r.blind.insert(0, line);
+    }
     let mut notes = inputs.notes;
     match &r.unread {
         // Said under the verdict: every count above it rests on the part that was read.

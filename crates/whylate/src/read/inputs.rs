@@ -249,6 +249,20 @@ impl Unread {
     }
 }
 
+/// Lines that are not trace data, said under the verdict when they are a real part of
+/// the input (at least 100 and 5% of it: headers and a pasted excerpt's prose are not,
+/// interleaved garbage is). The analysis is blind where they stood.
+pub fn skipped_line(inputs: &Inputs, events: u64) -> Option<String> {
+    let n = inputs.skipped;
+    let share = n as f64 / (n + events).max(1) as f64;
+    (n >= 100 && share >= 0.05).then(|| {
+        format!(
+            "{n} lines ({:.1}% of the input) are not trace data and were skipped: the analysis is blind where they stood",
+            share * 100.0
+        )
+    })
+}
+
 fn display(p: &Path) -> String {
     p.display().to_string()
 }

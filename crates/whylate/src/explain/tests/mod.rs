@@ -753,3 +753,36 @@ fn events_later_than_the_reorder_window_are_left_out_and_said_not_clamped() {
     );
     assert!(note.contains("between 1.000000 and 1.000080"), "{note}");
 }
+
+/// Every third line replaced by words that are no trace line at all (skipped, not "not
+/// understood"): a third of the input unread is said under the verdict, in explain and
+/// latency alike.
+#[test]
+fn lines_that_are_not_trace_data_are_said_under_the_verdict() {
+    let text: String = (testkit::three_cpu_chain(60, &[4], 3_000)
+        .lines()
+        .enumerate())
+    .map(|(i, l)| match i % 3 {
+        2 => "total garbage here 12345\n".to_string(),
+        _ => format!("{l}\n"),
+    })
+    .collect();
+    let r = cycles_of(&text, Some(1_000_000));
+    assert!(
+        r.blind[0].contains("lines (33.") && r.blind[0].contains("are not trace data"),
+        "{:?}",
+        r.blind
+    );
+    let f = testkit::file(&text);
+    let l = crate::latency::latency(
+        &[f.to_path_buf()],
+        &OpenOptions::default(),
+        &crate::measure::Options::default(),
+        None,
+    )
+    .unwrap();
+    assert!(l.blind[0].contains("are not trace data"), "{:?}", l.blind);
+    // The same trace whole: nothing said.
+    let r = cycles_of(&testkit::three_cpu_chain(60, &[4], 3_000), Some(1_000_000));
+    assert!(r.blind.iter().all(|b| !b.contains("not trace data")));
+}
