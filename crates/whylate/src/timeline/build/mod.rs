@@ -82,6 +82,11 @@ struct Task {
     /// A sched_waking seen while the task still ran: (ts, ctx, waker cpu, waker tid,
     /// target cpu). If its next switch-out is to sleep, that wakeup raced the switch.
     raced: Option<(u64, Ctx, u32, i32, u32)>,
+    /// While runnable: the runqueue it waits on and since when, and the one it waited on
+    /// longest before (cpu, ns). A task the load balancer moves while it waits
+    /// (sched_migrate_task) waited on the CPU it spent most of the wait on.
+    waits_on: (u32, u64),
+    longest: (u32, u64),
 }
 
 impl Task {
@@ -99,6 +104,8 @@ impl Task {
             work: None,
             by_waking: false,
             raced: None,
+            waits_on: (u32::MAX, 0),
+            longest: (u32::MAX, 0),
         }
     }
 }
@@ -386,7 +393,8 @@ impl Builder {
             | Kind::SchedWakeup { .. }
             | Kind::SchedFork { .. }
             | Kind::SchedExit { .. }
-            | Kind::SchedExec { .. } => self.on_sched(at, e, strings),
+            | Kind::SchedExec { .. }
+            | Kind::SchedMigrate { .. } => self.on_sched(at, e, strings),
             Kind::IrqEntry { .. } | Kind::IrqExit { .. } => self.on_irq(at, e, strings),
             Kind::SoftirqRaise { .. }
             | Kind::SoftirqEntry { .. }
@@ -649,5 +657,39 @@ mod tests {
             .collect();
         assert_eq!(calls, [(6_000_000, 6_010_000)]);
         assert_eq!(p.tl.anomalies.syscalls_without_exit, 1);
+    }
+
+    /// Woken onto busy CPU1, r waits 10 ms behind hog there until the load balancer moves
+    /// it to idle CPU0, where it runs 50 us later: its wait was on CPU1's runqueue (seed
+    /// of the deferral demo's cpu-idle-on-CPU0 blame).
+    #[test]
+    fn a_wait_moved_by_the_load_balancer_is_the_cpu_it_waited_on_longest() {
+        let mut t = String::new();
+        t += &line(1_000, 1, "<idle>-0", "d..2.", "sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=hog next_pid=9 next_prio=120");
+        t += &line(
+            2_000,
+            1,
+            "hog-9",
+            "d..3.",
+            "sched_waking: comm=r pid=5 prio=120 target_cpu=001",
+        );
+        t += &line(
+            12_000,
+            0,
+            "<idle>-0",
+            "d.s2.",
+            "sched_migrate_task: comm=r pid=5 prio=120 orig_cpu=1 dest_cpu=0",
+        );
+        t += &line(12_050, 0, "<idle>-0", "d..2.", "sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=r next_pid=5 next_prio=120");
+        t += &line(12_100, 0, "r-5", "d..2.", "sched_switch: prev_comm=r prev_pid=5 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120");
+        let p = pass(&t);
+        let sp = &p.tl.spans;
+        let i = (0..sp.len())
+            .find(|&i| sp.kind[i] == crate::timeline::SpanKind::Runnable && sp.tid[i] == 5)
+            .unwrap();
+        assert_eq!(
+            (sp.cpu[i], sp.start[i], sp.end[i]),
+            (1, 2_000_000, 12_050_000)
+        );
     }
 }

@@ -71,6 +71,12 @@ impl Builder {
                 self.tasks.insert(*child_pid, Task::new(cpu));
                 self.learn(*child_pid, *child_comm, strings);
             }
+            Kind::SchedMigrate {
+                pid,
+                orig_cpu,
+                dest_cpu,
+                ..
+            } => self.migrate(*pid, (*orig_cpu, *dest_cpu), ts),
             Kind::SchedExit { pid, .. } => {
                 if let Some(t) = self.tasks.get_mut(pid) {
                     t.sys = None;
@@ -171,12 +177,21 @@ impl Builder {
         }
         let comm = self.tl.comm(tid);
         let inf = if inferred { span::INFERRED } else { 0 };
+        // Moved while it waited: the CPU it waited on longest (this one, unless another
+        // held it longer).
+        let last = ts.saturating_sub(t.waits_on.1);
+        let wait_cpu = match t.longest {
+            (c, ns) if c != u32::MAX && ns > last => c,
+            _ => cpu,
+        };
+        t.waits_on = (u32::MAX, 0);
+        t.longest = (u32::MAX, 0);
         match state {
             St::Runnable => {
                 let fl = sflags | inf | self.loss_flag(u32::MAX, since, ts);
                 let i = self.tl.spans.push(
                     SpanKind::Runnable,
-                    cpu,
+                    wait_cpu,
                     tid,
                     comm,
                     since,
@@ -437,11 +452,31 @@ impl Builder {
         }
         let t = self.tasks.get_mut(&pid).expect("inserted above");
         t.state = St::Runnable;
+        t.waits_on = (target, ts);
+        t.longest = (u32::MAX, 0);
         t.since = ts;
         t.sflags = 0;
         t.cause = cause;
         t.edge = edge;
         t.by_waking = waking;
+    }
+
+    /// `pid` moved from one CPU's runqueue to another's: while it waits, the time on the
+    /// one it leaves is remembered.
+    fn migrate(&mut self, pid: i32, (orig, dest): (i32, i32), ts: u64) {
+        let Some(t) = self.tasks.get_mut(&pid) else {
+            return;
+        };
+        if t.state != St::Runnable || orig < 0 || dest < 0 {
+            return;
+        }
+        let (on, from) = t.waits_on;
+        let on = if on == u32::MAX { orig as u32 } else { on };
+        let ns = ts.saturating_sub(from.max(t.since));
+        if ns > t.longest.1 {
+            t.longest = (on, ns);
+        }
+        t.waits_on = (dest as u32, ts);
     }
 
     pub(super) fn close_task(&mut self, pid: i32, _ts: u64) {
