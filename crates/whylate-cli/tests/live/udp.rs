@@ -164,7 +164,10 @@ fn a_deferred_net_rx_is_blamed_on_the_task_that_starved_ksoftirqd() {
         .filter(|p| p.latency > DEADLINE_NS as i64)
         .count();
     let max = truth.iter().map(|p| p.latency).max().unwrap();
-    assert!(late >= 5, "the flood must make datagrams late ({late})");
+    // How many varies with where the scheduler puts ksoftirqd (15-515 of 800 on most
+    // days, 4-6 on a quiet host): every check below is per late datagram, so one is
+    // enough to check them.
+    assert!(late >= 1, "the flood must make datagrams late ({late})");
     let ex = &j["explain"];
     let c = &ex["cycles"];
     eprintln!(
@@ -197,6 +200,27 @@ fn a_deferred_net_rx_is_blamed_on_the_task_that_starved_ksoftirqd() {
             .any(|c| c["category"] == "device/external" && c["share"].as_f64().unwrap() > 0.05),
         "{}",
         ex["causes"]
+    );
+    // Automatic mode (no selectors) names cruncher first on CPU1 too: a wait the load
+    // balancer moved off CPU1 is charged to CPU1, where it waited, not to the idle CPU0
+    // it ran on.
+    let out = (Command::new(whylate()).arg(&a))
+        .args(["--json", "--top", "1"])
+        .output()
+        .unwrap();
+    let auto: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let causes = auto["causes"].as_array().unwrap();
+    let (_, _, top) = super::frob::task_excess_on(causes, 1, "cruncher");
+    assert_eq!(
+        top.as_deref(),
+        Some("cruncher"),
+        "automatic mode: {}",
+        auto["causes"]
+    );
+    assert!(
+        !(causes.iter().take(1)).any(|c| c["category"] == "cpu-idle"),
+        "automatic mode: {}",
+        auto["causes"]
     );
     mitigation_clears_it(&a, &b, c["misses"].as_u64().unwrap());
     assert_eq!(before, tracefs_state(), "tracefs restored");
