@@ -89,21 +89,28 @@ fn verdict(o: &mut String, r: &ExplainReport, p: &Paint) {
     } else if r.noun == "outliers" {
         format!("{} outliers across the measures{q}", c.count)
     } else {
-        let cut = match (c.cut_off, r.deadline_ns) {
-            (0, _) => String::new(),
+        let mut said: Vec<String> = Vec::new();
+        // "no reply" is a request's (or a timerlat activation's, whose thread may never
+        // run): a timer period or a softirq service has none to miss, so it is said there
+        // only when some had none.
+        if matches!(r.noun, "cycles" | "activations") || c.no_reply > 0 {
+            said.push(format!("{} no reply", c.no_reply));
+        }
+        if c.not_reading > 0 {
+            said.push(format!("{} ready in time but not read", c.not_reading));
+        }
+        match (c.cut_off, r.deadline_ns) {
+            (0, _) => {}
             // Without a deadline nothing is late: an unanswered request is unjudged, and
             // "0 missed" alone would read as all answered.
-            (n, None) => format!(", {n} never answered and not judged: no deadline"),
-            (n, Some(_)) => format!(", {n} cut off by the trace's end"),
+            (n, None) => said.push(format!("{n} never answered and not judged: no deadline")),
+            (n, Some(_)) => said.push(format!("{n} cut off by the trace's end")),
+        }
+        let said = match said.is_empty() {
+            true => String::new(),
+            false => format!(" ({})", said.join(", ")),
         };
-        let unread = match c.not_reading {
-            0 => String::new(),
-            n => format!(", {n} ready in time but not read"),
-        };
-        format!(
-            "{} {}, {} missed ({} no reply{unread}{cut}), {dl}{q}",
-            c.count, r.noun, c.misses, c.no_reply
-        )
+        format!("{} {}, {} missed{said}, {dl}{q}", c.count, r.noun, c.misses)
     };
     let _ = writeln!(o, "{}", p.heading(&first));
     if let Some(x) = &c.read {
