@@ -1668,3 +1668,27 @@ fn automatic_mode_names_each_examples_own_cause_first() {
         );
     }
 }
+
+/// `whylate --help` says which commands this build lacks (fleet, mcp are features).
+#[test]
+fn help_marks_the_commands_this_build_lacks() {
+    let h = text(&run(&["--help"]).stdout);
+    let fleet = h
+        .lines()
+        .find(|l| l.trim_start().starts_with("fleet "))
+        .unwrap();
+    let mcp = h
+        .lines()
+        .find(|l| l.trim_start().starts_with("mcp "))
+        .unwrap();
+    assert_eq!(
+        fleet.contains("needs a build with --features fleet"),
+        !cfg!(feature = "fleet"),
+        "{fleet}"
+    );
+    assert_eq!(
+        mcp.contains("needs a build with --features mcp"),
+        !cfg!(feature = "mcp"),
+        "{mcp}"
+    );
+}

@@ -139,6 +139,10 @@ pub enum Cmd {
     /// query engine, and says which causes cost the most excess on how many hosts, where a
     /// cause appeared or grew (`--by kernel`, `--by label:KEY`), and which hosts are worst.
     /// `--sql` prints the SQL, which Spark, Trino and DuckDB run too (docs/fleet.md).
+    #[cfg_attr(
+        not(feature = "fleet"),
+        command(about = "Rank causes across a fleet (needs a build with --features fleet)")
+    )]
     Fleet(FleetArgs),
     /// Serve the analyses to an AI agent over MCP (traces under --root)
     ///
@@ -147,6 +151,12 @@ pub enum Cmd {
     /// mode), explain_miss, diff, list_events. Traces are read only under the --root
     /// directories; nothing is recorded and no shell command runs. Built with the `mcp`
     /// feature (docs/reference.md, "mcp").
+    #[cfg_attr(
+        not(feature = "mcp"),
+        command(
+            about = "Serve the analyses to an AI agent over MCP (needs a build with --features mcp)"
+        )
+    )]
     Mcp(McpArgs),
 }
 
