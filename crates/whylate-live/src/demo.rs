@@ -540,7 +540,8 @@ fn inversion(
         "sched,syscalls:sys_enter_clock_nanosleep,syscalls:sys_exit_clock_nanosleep,syscalls:sys_enter_futex,syscalls:sys_exit_futex",
         c,
     )?;
-    let from = "sys_exit_clock_nanosleep[comm=inv-waiter]";
+    // A sleep that ended normally: the last one ends interrupted, as the process exits.
+    let from = "sys_exit_clock_nanosleep[comm=inv-waiter,ret=0]";
     let to = "sys_enter_clock_nanosleep[comm=inv-waiter]";
     let opts = Options {
         from: Selector::parse(from).expect("valid selector"),
