@@ -6,7 +6,8 @@ Records (root needed) a busy-polling pty workload (lab/ptypoll.py with CPU hogs)
   1. with `perf record` -> perf.data -> `perf script` text   (peer: perf script itself)
   2. in a private tracefs instance -> ftrace `trace` text     (peer: cat)
 then times `whylate stats` on each against `cat FILE > /dev/null` and against the time
-`perf script` takes to print the same events, and measures peak RSS on an input of at
+`perf script` takes to print the same events (and on the ftrace text given twice as one
+file, every event of the second copy late), and measures peak RSS on an input of at
 least --big-gb GiB (the perf text repeated with shifted timestamps).
 `whylate latency` (timeline plus every measure) is timed on the same inputs against
 `whylate stats` (reading alone), with its peak RSS and the spans and edges it kept;
@@ -169,6 +170,20 @@ def main():
                                 "sys_exit_read[comm=frobnicator,ret>0]", "--deadline", "3.5ms"],
                                repeat=3)
             ex_rows.append((name, n, t_w, t_x))
+        # Two captures of the same span as one file (the second starts back at the first's
+        # start): every event of the second is late. The cost must stay linear in the input
+        # whatever the window: compare with cat on the same bytes.
+        twice = os.path.join(work, "ftrace-twice.txt")
+        with open(twice, "wb") as out:
+            for _ in range(2):
+                with open(ftxt, "rb") as f:
+                    shutil.copyfileobj(f, out)
+        for name, extra in [("ftrace text x2, late", []),
+                            ("  same, --reorder 100000", ["--reorder", "100000"])]:
+            t_cat, _ = run_timed(["cat", twice], repeat=3)
+            t_w, _ = run_timed([WHYLATE, "stats", twice] + extra, repeat=3)
+            rss = peak_rss([WHYLATE, "stats", twice] + extra)
+            rows.append((name, events_of(twice), os.path.getsize(twice), t_w, t_cat, None, rss))
         big = os.path.join(work, "big.txt")
         size = repeat_shifted(txt, big, int(a.big_gb * (1 << 30)))
         t_big, _ = run_timed([WHYLATE, "stats", big])

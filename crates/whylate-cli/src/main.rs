@@ -14,6 +14,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     fixed_mmap_threshold();
+    open_files_to_hard_limit();
     let cli = match Cli::try_parse_from(shorthand(std::env::args_os().collect())) {
         Ok(cli) => cli,
         Err(e) => return output::clap_error(e),
@@ -60,6 +61,23 @@ fn fixed_mmap_threshold() {
     // SAFETY: mallopt only sets a tunable of the allocator, before any thread starts.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+    }
+}
+
+/// Raises the soft limit on open files to the hard one, as many tools do: every input is
+/// open at once while they are merged by time, and thousands of files (one per CPU per
+/// host, say) pass the usual soft limit of 1024 long before memory counts.
+fn open_files_to_hard_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit read and write only the struct given.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
     }
 }
 

@@ -90,6 +90,36 @@ fn several_files_are_merged_in_time_order() {
     assert_eq!(j["by_cpu"]["1"], 1);
 }
 
+/// Thousands of small inputs (one per CPU per host, say) are read in memory that grows with
+/// what they hold, not with a buffer per file: 5000 files of one event each, under a 600 MB
+/// address-space limit and a soft limit of 256 open files (each input was 1 MiB of address
+/// space: 10,000 took 10.8 GB and aborted; the name checks were quadratic).
+#[test]
+fn thousands_of_small_inputs_fit_a_small_address_space() {
+    let tmp = tempfile::tempdir().unwrap();
+    let n = 5000u64;
+    for i in 0..n {
+        let line = format!(
+            "  a-1 [000] d..1 {}.{:06}: irq_disable: caller=x+0x1/0x2 parent=y+0x1/0x2\n",
+            10 + i / 1000,
+            i % 1000
+        );
+        std::fs::write(tmp.path().join(format!("cpu{i:05}")), line).unwrap();
+    }
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(r#"ulimit -Sn 256 && ulimit -v 600000 && exec "$0" stats --json "$@""#)
+        .arg(env!("CARGO_BIN_EXE_whylate"))
+        .args((0..n).map(|i| tmp.path().join(format!("cpu{i:05}"))))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["events"], n);
+    assert_eq!(j["first_ns"], 10_000_000_000u64);
+    assert_eq!(j["last_ns"], 14_000_999_000u64);
+}
+
 #[test]
 fn unusable_input_exits_2_with_a_clear_message() {
     let o = run(&["stats", "crates/whylate/tests/data/bad/prose.txt"]);

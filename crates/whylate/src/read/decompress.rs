@@ -154,14 +154,29 @@ pub fn compression_of(head: &[u8]) -> Compression {
     }
 }
 
+/// The first buffer, which the compression is told from.
+const SNIFF_BUF: usize = 8 << 10;
+/// A decoder's input buffer.
+const DECODER_BUF: usize = 64 << 10;
+
 /// [`open`], with a stream that can skip.
 pub fn open_stream(
     path: &Path,
     f: Box<dyn Read + Send>,
 ) -> io::Result<(Box<dyn Stream>, Compression, Cut)> {
-    let mut br = BufReader::with_capacity(1 << 16, f);
-    let kind = compression_of(br.fill_buf()?);
+    // Small at first: a plain input's reader reads past it (a read larger than the buffer
+    // bypasses it), and thousands of small inputs open at once stay small.
+    let mut first = BufReader::with_capacity(SNIFF_BUF, f);
+    let kind = compression_of(first.fill_buf()?);
     let cut = Cut::default();
+    if kind == Compression::None {
+        // Plain files stay on the caller's thread: the copy out of the page cache is
+        // cheap (measured: a thread for it did not pay).
+        return Ok((Box::new(first), Compression::None, cut));
+    }
+    // A decoder reads in small pieces: give it a larger buffer (which reads past the
+    // first one's, once that is used up).
+    let br = BufReader::with_capacity(DECODER_BUF, first);
     let inner: Box<dyn Read + Send> = match kind {
         Compression::Gzip => Box::new(Members::new(br)),
         Compression::Zstd => {
@@ -178,9 +193,8 @@ pub fn open_stream(
             Box::new(d)
         }
         Compression::Xz => Box::new(liblzma::bufread::XzDecoder::new_multi_decoder(br)),
-        // Plain files stay on the caller's thread: the copy out of the page cache is
-        // cheap (measured: a thread for it did not pay).
-        Compression::None => return Ok((Box::new(br), Compression::None, cut)),
+        // Returned above; kept so the match names every kind.
+        Compression::None => Box::new(br),
     };
     let rd = Tolerant {
         inner,

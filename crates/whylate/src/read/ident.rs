@@ -66,22 +66,25 @@ pub use crate::read::source::display;
 /// each of its events would count twice, and a pipe would be split between two readers.
 /// A path `held` holds is the file held for it, not whatever its name leads to now.
 pub fn check_distinct(paths: &[PathBuf], held: Option<&Held>) -> Result<(), ReadError> {
-    let mut seen: Vec<(&PathBuf, Option<Ident>)> = Vec::with_capacity(paths.len());
+    use std::collections::HashMap;
+    // Maps, not scans: thousands of inputs are checked in linear time.
+    let mut names: HashMap<&PathBuf, ()> = HashMap::with_capacity(paths.len());
+    let mut files: HashMap<Ident, &PathBuf> = HashMap::with_capacity(paths.len());
     for p in paths {
         let id = match held.and_then(|h| h.get(p)) {
             Some(f) => f.metadata().ok().map(|m| (m.dev(), m.ino())),
             None => identity(p),
         };
-        let first = seen
-            .iter()
-            .find(|(q, qid)| *q == p || (id.is_some() && *qid == id));
-        if let Some((q, _)) = first {
+        let first = match names.insert(p, ()) {
+            Some(()) => Some(p),
+            None => id.and_then(|id| files.insert(id, p)),
+        };
+        if let Some(q) = first {
             return Err(ReadError::SameInput {
                 path: p.clone(),
-                first: (*q).clone(),
+                first: q.clone(),
             });
         }
-        seen.push((p, id));
     }
     same_bytes(paths, held)
 }
@@ -103,10 +106,14 @@ fn same_bytes(paths: &[PathBuf], held: Option<&Held>) -> Result<(), ReadError> {
         (m.is_file() && m.len() > 0).then_some(m.len())
     };
     let sizes: Vec<Option<u64>> = paths.iter().map(size).collect();
-    let mut seen: Vec<(&PathBuf, u64, u64)> = Vec::new();
+    let mut of_size: std::collections::HashMap<u64, usize> = Default::default();
+    for len in sizes.iter().flatten() {
+        *of_size.entry(*len).or_default() += 1;
+    }
+    let mut seen: std::collections::HashMap<(u64, u64), &PathBuf> = Default::default();
     for (p, len) in paths.iter().zip(&sizes) {
         let Some(len) = *len else { continue };
-        if sizes.iter().filter(|s| **s == Some(len)).count() < 2 {
+        if of_size[&len] < 2 {
             continue;
         }
         let f = match held {
@@ -122,14 +129,12 @@ fn same_bytes(paths: &[PathBuf], held: Option<&Held>) -> Result<(), ReadError> {
             }
             buf.hash(&mut h);
         }
-        let sum = h.finish();
-        if let Some(first) = seen.iter().find(|s| s.1 == len && s.2 == sum) {
+        if let Some(first) = seen.insert((len, h.finish()), p) {
             return Err(ReadError::SameContent {
                 path: p.clone(),
-                first: first.0.clone(),
+                first: first.clone(),
             });
         }
-        seen.push((p, len, sum));
     }
     Ok(())
 }

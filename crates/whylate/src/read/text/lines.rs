@@ -3,7 +3,11 @@
 
 use std::io::{self, Read};
 
+/// The buffer's size once an input proves large: reads this big cost nothing per byte.
 const CHUNK: usize = 1 << 20;
+/// The buffer's size at first: an input of a few lines (one of thousands given at once)
+/// keeps no more than this; a large one doubles it on each full read up to [`CHUNK`].
+const FIRST: usize = 16 << 10;
 /// A trace line is at most a few KiB: a longer one is not trace data. It is handed on
 /// cut to `MAX_LINE + 1` bytes (so [`too_long`] knows it) and the rest is dropped
 /// unbuffered, so one bad line cannot eat memory.
@@ -35,7 +39,7 @@ impl<R: Read> LineReader<R> {
     pub fn new(inner: R) -> Self {
         LineReader {
             inner,
-            buf: vec![0; CHUNK],
+            buf: vec![0; FIRST],
             start: 0,
             end: 0,
             eof: false,
@@ -87,6 +91,10 @@ impl<R: Read> LineReader<R> {
                 }
                 Ok(n) => {
                     self.end += n;
+                    if self.end == self.buf.len() && self.buf.len() < CHUNK {
+                        // The input filled the buffer: it is no small one.
+                        self.buf.resize((self.buf.len() * 2).min(CHUNK), 0);
+                    }
                     return Ok(());
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
