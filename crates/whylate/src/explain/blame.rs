@@ -35,6 +35,11 @@ pub(super) fn uncovered(links: &[RawLink], s: u64, h: u64) -> Vec<(u64, u64)> {
     out
 }
 
+/// The first lost-events window that overlaps `[a, b]`, on any CPU.
+fn lost_in(tl: &crate::timeline::Timeline, a: u64, b: u64) -> Option<&crate::timeline::LostWindow> {
+    tl.lost.iter().find(|w| w.from < b && w.to > a)
+}
+
 /// What the chain was doing in `[a, b]`, where no wait explains the time.
 pub(super) fn gap_cause(
     eng: &Engine<'_>,
@@ -57,6 +62,26 @@ pub(super) fn gap_cause(
                 "CPU{}'s data ends at {} (the file is cut short): what happened there is not in the trace",
                 bl.cpu,
                 crate::units::secs(bl.from)
+            ),
+        );
+    }
+    if let Some(w) = lost_in(tl, a, b) {
+        // Events were lost (or their page damaged) inside the gap: the reply, the wakeup
+        // or the work that explains it may be among them.
+        return (
+            cause::UNKNOWN_LOST_EVENTS,
+            Culprit {
+                cpu: (w.cpu != u32::MAX).then_some(w.cpu),
+                ..Default::default()
+            },
+            format!(
+                "events were lost on {} between {} and {}: what happened there is not in the trace",
+                match w.cpu {
+                    u32::MAX => "some CPU".to_string(),
+                    c => format!("CPU{c}"),
+                },
+                crate::units::secs(w.from),
+                crate::units::secs(w.to)
             ),
         );
     }

@@ -103,6 +103,16 @@ pub fn describe_inputs(sources: &[read::Input], paths: &[PathBuf], per_input: &[
                 order.unsorted, order.window
             ));
         }
+        if let Some(first) = d.damaged.first() {
+            let at = match first.in_chunk {
+                true => format!("in the compressed chunk at byte {}", first.offset),
+                false => format!("at byte {}", first.offset),
+            };
+            notes.push(format!(
+                "{path}: {} damaged record(s) in the data; the first {at} (CPU {}): {}. The rest of each such page was skipped ({} bytes the first time): the analysis is blind on that CPU until its next page, as where events were lost",
+                d.damaged_total, first.cpu, first.why, first.skipped
+            ));
+        }
         if d.raw_clock {
             notes.push(format!(
                 "{path}: timestamps are raw counter ticks (counter/x86-tsc clock), not ns"

@@ -264,6 +264,13 @@ pub struct Diag {
     /// blind on them after their last event.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cut_cpus: Vec<u32>,
+    /// Damaged records in a binary input's data (a time that runs past the next page's
+    /// start): each one's page was skipped from it on.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub damaged: Vec<Damage>,
+    /// How many damaged records there were (the first few are in `damaged`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub damaged_total: u64,
     /// Set when `strict` and the first unparsed line was seen.
     #[serde(skip)]
     pub strict_error: Option<BadLine>,
@@ -272,6 +279,22 @@ pub struct Diag {
 }
 
 const MAX_SAMPLES: usize = 10;
+
+/// A damaged record in a binary input, and what reading skipped because of it.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Damage {
+    /// The CPU whose data holds it.
+    pub cpu: u32,
+    /// Byte offset of the record in the file (for compressed data, of the compressed
+    /// chunk holding it, `in_chunk` set).
+    pub offset: u64,
+    /// `offset` names a compressed chunk, not the record.
+    pub in_chunk: bool,
+    /// Bytes left unread after it (the rest of its page).
+    pub skipped: u64,
+    /// What is wrong with it.
+    pub why: String,
+}
 
 impl Diag {
     /// Diagnostics that fail on the first line not understood when `strict`.
@@ -315,6 +338,14 @@ impl Diag {
         self.relative_time |= d.relative_time;
         self.no_timestamps |= d.no_timestamps;
         self.line_order_time |= d.line_order_time;
+    }
+
+    /// Records a damaged record of a binary input.
+    pub(crate) fn damage(&mut self, d: Damage) {
+        self.damaged_total += 1;
+        if self.damaged.len() < MAX_SAMPLES {
+            self.damaged.push(d);
+        }
     }
 
     /// Records a trace line that did not parse.

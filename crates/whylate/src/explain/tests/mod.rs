@@ -786,3 +786,32 @@ fn lines_that_are_not_trace_data_are_said_under_the_verdict() {
     let r = cycles_of(&testkit::three_cpu_chain(60, &[4], 3_000), Some(1_000_000));
     assert!(r.blind.iter().all(|b| !b.contains("not trace data")));
 }
+
+#[test]
+fn a_wait_across_lost_events_is_blamed_on_the_loss_not_the_device() {
+    // The late cycle's worker, and the hog that held it, are in events CPU1 lost: what
+    // kept the reply 3 ms is not in the trace, and the device is not to blame for it.
+    // The marker comes where ftrace prints it: before the CPU's next event.
+    let mut t = String::new();
+    let (mut cycle, mut marked) = (0, false);
+    for l in testkit::three_cpu_chain(6, &[4], 3_000).lines() {
+        cycle += l.contains("sys_write(") as usize;
+        if l.contains("[001]") {
+            if cycle == 5 || l.contains("hog") {
+                continue;
+            }
+            if cycle == 6 && !marked {
+                t += "CPU:1 [LOST 9 EVENTS]\n";
+                marked = true;
+            }
+        }
+        t += l;
+        t.push('\n');
+    }
+    let r = cycles_of(&t, Some(1_000_000));
+    assert_eq!((r.cycles.count, r.cycles.misses), (6, 1), "{:?}", r.cycles);
+    let c = &r.causes[0];
+    assert_eq!(c.category, "unknown-lost-events", "{:?}", r.causes);
+    assert_eq!(c.culprit.cpu, Some(1));
+    assert!(r.causes.iter().all(|c| c.category != "device/external"));
+}

@@ -229,6 +229,13 @@ struct CpuStream {
     done: bool,
     /// (pid, comm, tgid) of this CPU's last record, and the names' generation then.
     last: ((i32, Sym, i32), u64),
+    /// Where `buf` starts in the file: (offset, whether that is a compressed chunk's).
+    buf_at: (u64, bool),
+    /// The next page's start time: no record of the current page can be later (a
+    /// later one is damaged). `u64::MAX` where the next page is not known.
+    limit: u64,
+    /// The start time of the last page read whole (a damaged one is not).
+    page_ts: u64,
 }
 
 /// Reads a trace.dat. Aligned to a cache line: the reading thread writes it on every

@@ -342,6 +342,9 @@ impl TraceDat {
             lost: None,
             done: false,
             last: ((-1, Sym::EMPTY, -1), 0),
+            buf_at: (0, false),
+            limit: u64::MAX,
+            page_ts: 0,
         });
     }
 

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::read::ringbuf::{Item, PageCursor};
+use crate::read::source::Damage;
 use crate::read::ReadError;
 use std::io::Read;
 
@@ -35,6 +36,7 @@ impl TraceDat {
                     .read_exact_at(&mut s.buf[..want], off)
                     .map_err(|x| corrupt(off, format!("CPU {} data: {x}", s.cpu)))?;
                 s.len = want;
+                s.buf_at = (off, false);
                 s.src = Src::Plain {
                     off: off + want as u64,
                     end,
@@ -72,6 +74,7 @@ impl TraceDat {
                 r.map_err(|x| corrupt(off + 8, format!("decompressing a CPU chunk: {x}")))?;
                 s.buf = out;
                 s.len = s.buf.len();
+                s.buf_at = (off, true);
                 s.src = Src::Chunks {
                     off: off + 8 + csize as u64,
                     chunks: chunks - 1,
@@ -95,33 +98,122 @@ impl TraceDat {
             }
             if let Some(cur) = s.cur.as_mut() {
                 let pg = &s.buf[s.page_at..(s.page_at + page).min(s.len)];
-                if let Some(Item::Record { ts, start, end }) = cur.next(pg, layout.endian) {
-                    s.head = Some((ts, s.page_at + start, s.page_at + end));
-                    return Ok(());
-                }
+                let damage = match cur.next(pg, layout.endian) {
+                    // Later than the next page starts: the record's time is damaged, and
+                    // with it every record after it in the page (their times add up from it).
+                    Some(Item::Record { ts, start, .. }) if ts > s.limit => {
+                        let (at, in_chunk) = s.buf_at;
+                        Some(Damage {
+                            cpu: s.cpu,
+                            offset: at
+                                + if in_chunk {
+                                    0
+                                } else {
+                                    (s.page_at + start) as u64
+                                },
+                            in_chunk,
+                            skipped: (pg.len() - start) as u64,
+                            why: "its time runs past the start of the CPU's next page".into(),
+                        })
+                    }
+                    Some(Item::Record { ts, start, end }) => {
+                        s.head = Some((ts, s.page_at + start, s.page_at + end));
+                        return Ok(());
+                    }
+                    _ => None,
+                };
                 if cur.corrupt {
                     self.diag.unparsed += 1;
                 }
                 s.cur = None;
                 s.page_at += page;
+                if let Some(d) = damage {
+                    // What the page held after it is lost: the timeline makes a window of
+                    // unknown loss on this CPU up to the next page's start, as for events
+                    // the kernel dropped.
+                    s.lost = Some((s.limit, None));
+                    self.diag.damage(d);
+                }
             }
             let s = &mut self.streams[i];
             if (s.page_at + layout.data_off > s.len || s.len == 0) && !self.refill(i)? {
                 self.streams[i].done = true;
                 continue;
             }
-            let s = &mut self.streams[i];
-            let pg = &s.buf[s.page_at..(s.page_at + page).min(s.len)];
-            match PageCursor::new(pg, &layout) {
-                Some(c) => {
-                    if let Some(count) = c.missed {
-                        s.lost = Some((c.ts, count));
-                    }
-                    s.cur = Some(c);
-                }
-                None => s.page_at += page,
-            }
+            self.open_page(i);
         }
+    }
+
+    /// The start time of the `k`-th page after stream `i`'s current one: from its buffer,
+    /// or for a plain file from the file past the buffer. None where not known (past the
+    /// CPU's data, past a compressed chunk) or unreadable.
+    fn page_start_after(&self, i: usize, k: usize) -> Option<u64> {
+        let (page, s) = (self.page_size, &self.streams[i]);
+        let at = s.page_at + k * page;
+        let mut head = [0u8; 8];
+        let bytes = if at + 8 <= s.len {
+            &s.buf[at..at + 8]
+        } else {
+            let (Src::Plain { end, .. }, (start, false)) = (s.src, s.buf_at) else {
+                return None;
+            };
+            let off = start + at as u64;
+            if off + 8 > end {
+                return None;
+            }
+            self.file.read_exact_at(&mut head, off).ok()?;
+            &head[..]
+        };
+        self.layout
+            .endian
+            .u64(bytes, self.layout.ts_off)
+            .filter(|t| *t != 0)
+    }
+
+    /// Starts stream `i`'s current page. Its start time must lie between the last good
+    /// page's and the next page's: a page whose start is later than the next one's is
+    /// damaged, and skipped whole; the next page's start then bounds its records' times.
+    fn open_page(&mut self, i: usize) {
+        let (page, layout) = (self.page_size, self.layout);
+        let next = self.page_start_after(i, 1);
+        let after = self.page_start_after(i, 2);
+        let s = &mut self.streams[i];
+        let pg = &s.buf[s.page_at..(s.page_at + page).min(s.len)];
+        let Some(c) = PageCursor::new(pg, &layout) else {
+            s.page_at += page;
+            return;
+        };
+        // A start later than the next page's, or earlier than the last good page's while
+        // the next page agrees with that one: this page's header is the damaged one.
+        let forward = next.is_some_and(|n| c.ts > n);
+        let back = c.ts < s.page_ts && next.is_some_and(|n| n >= s.page_ts);
+        if forward || back {
+            let (at, in_chunk) = s.buf_at;
+            let d = Damage {
+                cpu: s.cpu,
+                offset: at + if in_chunk { 0 } else { s.page_at as u64 },
+                in_chunk,
+                skipped: pg.len() as u64,
+                why: "its page starts at a time out of order with the pages around it".into(),
+            };
+            s.page_at += page;
+            s.lost = next.map(|n| (n, None));
+            self.diag.damage(d);
+            return;
+        }
+        s.page_ts = c.ts;
+        // The earliest of the next two starts not before this one: one damaged page
+        // after this one leaves the bound to the page after it.
+        let bound = [next, after]
+            .into_iter()
+            .flatten()
+            .filter(|n| *n >= c.ts)
+            .min();
+        s.limit = bound.unwrap_or(u64::MAX);
+        if let Some(count) = c.missed {
+            s.lost = Some((c.ts, count));
+        }
+        s.cur = Some(c);
     }
 
     pub(super) fn conv_ts(&self, ts: u64) -> u64 {
