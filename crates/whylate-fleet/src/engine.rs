@@ -4,8 +4,9 @@
 
 use crate::findings::{Findings, TABLES};
 use crate::schema::{self, mismatch_in, Strict};
+use crate::store::Marked;
 use crate::write::COMMITTED;
-use datafusion::arrow::array::{Array, ArrayRef, Float64Array, Int64Array, StringArray};
+use datafusion::arrow::array::{Array, Float64Array, Int64Array, StringArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
@@ -15,8 +16,8 @@ use datafusion::datasource::listing::{
 };
 use datafusion::datasource::MemTable;
 use datafusion::execution::cache::cache_manager::CacheManagerConfig;
+use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
-use datafusion::logical_expr::JoinType;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -64,9 +65,6 @@ pub struct Engine {
     roots: Vec<PathBuf>,
     /// The traces read: (host, date, trace_id) with a commit marker.
     committed: HashSet<TraceKey>,
-    /// Some files are of traces without a marker: each table is read through a join to
-    /// the marked ones.
-    filter: bool,
     /// Each root's commit lock, held shared while the engine lives: no trace is replaced
     /// between two queries of one report.
     _locks: Vec<std::fs::File>,
@@ -108,20 +106,26 @@ impl Engine {
             rt,
             roots: roots.to_vec(),
             committed: HashSet::new(),
-            filter: false,
             _locks: Vec::new(),
             notes: Vec::new(),
         };
-        e.read_markers()?;
-        e.register()?;
+        let unmarked = e.read_markers()?;
+        // The engine lists and reads files through a view that does not show them.
+        let local = ObjectStoreUrl::local_filesystem();
+        (e.ctx).register_object_store(local.as_ref(), Arc::new(Marked::new(&unmarked)));
+        for (name, schema) in Findings::schemas() {
+            e.register_one(name, schema)?;
+        }
         Ok(e)
     }
 
     /// Takes each root's lock and reads its markers. A root without any (written before
     /// markers) is read whole: each trace with a `traces` file counts, and a note says a
     /// write that failed part-way cannot be told apart there. Files of a trace without a
-    /// marker (a write cut short mid-commit) are left out, and a note says how many.
-    fn read_markers(&mut self) -> Result<(), FleetError> {
+    /// marker (a write cut short mid-commit, a copy under another name) are left out,
+    /// and a note says how many: their paths are returned.
+    fn read_markers(&mut self) -> Result<Vec<PathBuf>, FleetError> {
+        let mut unmarked = Vec::new();
         for r in &self.roots {
             self._locks.extend(crate::write::lock(r, false)?);
             let marked = r.join(COMMITTED);
@@ -140,48 +144,22 @@ impl Engine {
             }
             let mut stray = HashSet::new();
             for t in TABLES {
-                for (k, _) in trace_files(r, t)? {
+                for (k, f) in trace_files(r, t)? {
                     if !self.committed.contains(&k) {
                         stray.insert(k);
+                        unmarked.push(f);
                     }
                 }
             }
             if !stray.is_empty() {
                 self.notes.push(format!(
-                    "{}: {} trace(s) have tables but no commit marker (a write cut short): left out",
+                    "{}: {} trace(s) have tables but no commit marker (a write cut short, or a copy under another name): left out",
                     r.display(),
                     stray.len()
                 ));
-                self.filter = true;
             }
         }
-        Ok(())
-    }
-
-    /// Registers `_committed` (the marked traces) and each table: its files, or, when
-    /// some are of unmarked traces, a view of the rows whose trace is marked.
-    fn register(&self) -> Result<(), FleetError> {
-        let mut keys: Vec<&TraceKey> = self.committed.iter().collect();
-        keys.sort();
-        let col = |f: fn(&TraceKey) -> &String| -> ArrayRef {
-            Arc::new(StringArray::from_iter_values(keys.iter().map(|k| f(k))))
-        };
-        let cschema = Arc::new(Schema::new(
-            ["c_host", "c_date", "c_trace_id"]
-                .map(|n| Field::new(n, DataType::Utf8, false))
-                .to_vec(),
-        ));
-        let batch = RecordBatch::try_new(
-            cschema.clone(),
-            vec![col(|k| &k.0), col(|k| &k.1), col(|k| &k.2)],
-        )
-        .map_err(datafusion::error::DataFusionError::from)?;
-        let marked = MemTable::try_new(cschema, vec![vec![batch]])?;
-        self.ctx.register_table("_committed", Arc::new(marked))?;
-        for (name, schema) in Findings::schemas() {
-            self.register_one(name, schema)?;
-        }
-        Ok(())
+        Ok(unmarked)
     }
 
     fn register_one(&self, name: &'static str, schema: SchemaRef) -> Result<(), FleetError> {
@@ -214,26 +192,7 @@ impl Engine {
             .with_schema(schema)
             .with_expr_adapter_factory(Arc::new(Strict { table: name }));
         let table = Arc::new(ListingTable::try_new(cfg)?);
-        if !self.filter {
-            // Every file is of a marked trace: nothing to leave out, no join to pay.
-            self.ctx.register_table(name, table)?;
-            return Ok(());
-        }
-        let all = format!("_all_{name}");
-        self.ctx.register_table(all.as_str(), table)?;
-        // The marked traces on the left: the join builds its table from the small side.
-        let view = self.rt.block_on(async {
-            let marked = self.ctx.table("_committed").await?;
-            let rows = self.ctx.table(all.as_str()).await?;
-            marked.join(
-                rows,
-                JoinType::RightSemi,
-                &["c_host", "c_date", "c_trace_id"],
-                &["host", "date", "trace_id"],
-                None,
-            )
-        })?;
-        self.ctx.register_table(name, view.into_view())?;
+        self.ctx.register_table(name, table)?;
         Ok(())
     }
 
@@ -457,6 +416,7 @@ impl Rows {
 mod tests {
     use super::*;
     use crate::meta::TraceMeta;
+    use datafusion::arrow::array::ArrayRef;
 
     fn count(e: &Engine, table: &str) -> i64 {
         let r = e
@@ -637,7 +597,43 @@ mod tests {
         assert_eq!(r.text("value"), [Some("00000000000000aa".to_string())]);
         assert!(
             e.notes()[0].ends_with(
-                "1 trace(s) have tables but no commit marker (a write cut short): left out"
+                "1 trace(s) have tables but no commit marker (a write cut short, or a copy under another name): left out"
+            ),
+            "{:?}",
+            e.notes()
+        );
+    }
+
+    /// A committed trace's files copied under another name hold rows that claim the
+    /// committed trace's id; a junk `.parquet` beside them has no marker either. Both
+    /// are left out by their names, and the query runs.
+    #[test]
+    fn copies_under_another_name_and_junk_files_without_a_marker_are_left_out() {
+        let tmp = tempfile::tempdir().unwrap();
+        let meta = TraceMeta {
+            host: "h1".into(),
+            date: "2026-11-25".into(),
+            trace_id: "00000000000000aa".into(),
+            kernel: "6.18".into(),
+            labels: vec![("id".into(), "aa".into())],
+            mode: "timer".into(),
+        };
+        crate::write(tmp.path(), &Findings::new(meta)).unwrap();
+        let part = "host=h1/date=2026-11-25";
+        for t in TABLES {
+            let d = tmp.path().join(t).join(part);
+            std::fs::copy(d.join("00000000000000aa.parquet"), d.join("copy.parquet")).unwrap();
+        }
+        let junk = tmp.path().join("labels").join(part).join("junk.parquet");
+        std::fs::write(&junk, b"not parquet").unwrap();
+        let e = Engine::open(&[tmp.path().to_path_buf()]).unwrap();
+        let r = e.query("SELECT value FROM labels").unwrap();
+        assert_eq!(r.text("value"), [Some("aa".to_string())]);
+        let r = e.query("SELECT COUNT(*) AS n FROM traces").unwrap();
+        assert_eq!(r.len(), 1);
+        assert!(
+            e.notes()[0].ends_with(
+                "2 trace(s) have tables but no commit marker (a write cut short, or a copy under another name): left out"
             ),
             "{:?}",
             e.notes()

@@ -18,6 +18,8 @@ pub mod render;
 pub mod report;
 #[cfg(feature = "query")]
 pub mod schema;
+#[cfg(feature = "query")]
+mod store;
 pub mod synth;
 pub mod table;
 pub mod write;
