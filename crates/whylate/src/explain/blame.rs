@@ -35,6 +35,24 @@ pub(super) fn uncovered(links: &[RawLink], s: u64, h: u64) -> Vec<(u64, u64)> {
     out
 }
 
+/// The gap blamed on events lost in window `w`.
+fn lost_cause(w: &crate::timeline::LostWindow) -> (&'static str, Culprit, String) {
+    let on = match w.cpu {
+        u32::MAX => "some CPU".to_string(),
+        c => format!("CPU{c}"),
+    };
+    let culprit = Culprit {
+        cpu: (w.cpu != u32::MAX).then_some(w.cpu),
+        ..Default::default()
+    };
+    let what = format!(
+        "events were lost on {on} between {} and {}: what happened there is not in the trace",
+        crate::units::secs(w.from),
+        crate::units::secs(w.to)
+    );
+    (cause::UNKNOWN_LOST_EVENTS, culprit, what)
+}
+
 /// The first lost-events window that overlaps `[a, b]`, on any CPU.
 fn lost_in(tl: &crate::timeline::Timeline, a: u64, b: u64) -> Option<&crate::timeline::LostWindow> {
     tl.lost.iter().find(|w| w.from < b && w.to > a)
@@ -68,22 +86,7 @@ pub(super) fn gap_cause(
     if let Some(w) = lost_in(tl, a, b) {
         // Events were lost (or their page damaged) inside the gap: the reply, the wakeup
         // or the work that explains it may be among them.
-        return (
-            cause::UNKNOWN_LOST_EVENTS,
-            Culprit {
-                cpu: (w.cpu != u32::MAX).then_some(w.cpu),
-                ..Default::default()
-            },
-            format!(
-                "events were lost on {} between {} and {}: what happened there is not in the trace",
-                match w.cpu {
-                    u32::MAX => "some CPU".to_string(),
-                    c => format!("CPU{c}"),
-                },
-                crate::units::secs(w.from),
-                crate::units::secs(w.to)
-            ),
-        );
+        return lost_cause(w);
     }
     if let Some(w) = waiting {
         // The chain waited for a task that ran: its own work until it woke the sleeper
