@@ -120,6 +120,103 @@ fn thousands_of_small_inputs_fit_a_small_address_space() {
     assert_eq!(j["last_ns"], 14_000_999_000u64);
 }
 
+/// Protobuf's varint of `v`.
+fn varint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// A length-delimited field's key and length (its `len` bytes follow).
+fn len_field(field: u64, len: u64, out: &mut Vec<u8>) {
+    varint(field << 3 | 2, out);
+    varint(len, out);
+}
+
+/// One Perfetto bundle of `n` (even) compact switches between two tasks, 1 µs apart, as
+/// a converter writes one CPU's whole trace: a packet of 6n bytes, written in pieces.
+fn giant_bundle(n: u64, w: &mut impl std::io::Write) {
+    let (mut cs, mut head) = (Vec::new(), Vec::new());
+    for name in [&b"taska"[..], b"taskb"] {
+        len_field(5, name.len() as u64, &mut cs);
+        cs.extend(name);
+    }
+    let mut first = Vec::new();
+    varint(1_000_000_000, &mut first);
+    let lists: [(u64, &[u8], u64); 5] = [
+        (1, b"\xe8\x07", n - 1),
+        (2, b"\x01", n),
+        (3, b"\x64\x65", n / 2),
+        (4, b"\x78", n),
+        (6, b"\x00\x01", n / 2),
+    ];
+    let size = |f: u64, pat: &[u8], k: u64| {
+        let body = pat.len() as u64 * k + if f == 1 { first.len() as u64 } else { 0 };
+        let mut h = Vec::new();
+        len_field(f, body, &mut h);
+        h.len() as u64 + body
+    };
+    let cs_len = cs.len() as u64 + lists.iter().map(|&(f, p, k)| size(f, p, k)).sum::<u64>();
+    let mut bundle = vec![0x08, 0x00];
+    len_field(4, cs_len, &mut bundle);
+    let bundle_len = bundle.len() as u64 + cs_len;
+    let mut packet = Vec::new();
+    len_field(1, bundle_len, &mut packet);
+    len_field(1, packet.len() as u64 + bundle_len, &mut head);
+    head.extend(packet);
+    head.extend(bundle);
+    head.extend(cs);
+    w.write_all(&head).unwrap();
+    for (f, pat, k) in lists {
+        let body = pat.len() as u64 * k + if f == 1 { first.len() as u64 } else { 0 };
+        let mut h = Vec::new();
+        len_field(f, body, &mut h);
+        if f == 1 {
+            h.extend(&first);
+        }
+        w.write_all(&h).unwrap();
+        let block = pat.repeat(1 << 16);
+        for _ in 0..k >> 16 {
+            w.write_all(&block).unwrap();
+        }
+        w.write_all(&pat.repeat((k & 0xffff) as usize)).unwrap();
+    }
+}
+
+/// One bundle holding a whole CPU's trace (10 M compact switches, 60 MB in one packet) is
+/// read as a stream, plain or compressed: held whole, its lists took 28 bytes a switch
+/// and its events 70 more before the first went out (3.6 GB for 30 M switches).
+#[test]
+fn a_giant_bundle_is_read_in_bounded_memory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plain = tmp.path().join("giant.pftrace");
+    let zst = tmp.path().join("giant.pftrace.zst");
+    let n = 10_000_000;
+    giant_bundle(
+        n,
+        &mut std::io::BufWriter::new(std::fs::File::create(&plain).unwrap()),
+    );
+    let mut z = zstd::Encoder::new(std::fs::File::create(&zst).unwrap(), 1).unwrap();
+    giant_bundle(n, &mut z);
+    z.finish().unwrap();
+    for path in [&plain, &zst] {
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg(r#"ulimit -v 400000 && exec "$0" stats --json "$1""#)
+            .arg(env!("CARGO_BIN_EXE_whylate"))
+            .arg(path)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{path:?}: {}", text(&o.stderr));
+        let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(j["events"], n, "{path:?}");
+        assert_eq!(j["first_ns"], 1_000_000_000u64, "{path:?}");
+        assert_eq!(j["last_ns"], 1_000_000_000 + (n - 1) * 1000, "{path:?}");
+    }
+}
+
 #[test]
 fn unusable_input_exits_2_with_a_clear_message() {
     let o = run(&["stats", "crates/whylate/tests/data/bad/prose.txt"]);

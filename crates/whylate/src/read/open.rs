@@ -700,12 +700,22 @@ fn open_perfetto(
         path: path.to_path_buf(),
         source,
     };
-    let (index, src) = match file {
+    let (mut index, src) = match file {
         Some(file) => {
             let index = Index::scan(rd).map_err(io_err)?;
             let src = match compression {
                 Compression::None => Source::File(file.clone()),
                 _ => Source::Unpacked(Arc::new(unpack::Unpacked::unmeasured(path, file.clone()))),
+            };
+            // A large bundle is read at a dozen places at once (perfetto::large), more
+            // than a compressed file keeps cursors for: its packets are decompressed to
+            // a file first.
+            let src = match (&src, index.has_large()) {
+                (Source::Unpacked(_), true) => {
+                    let packets = Box::new(src.reader().take(index.valid()));
+                    Source::File(Arc::new(spool(path, packets)?))
+                }
+                _ => src,
             };
             (index, src)
         }
@@ -715,6 +725,7 @@ fn open_perfetto(
             (index, Source::File(spooled))
         }
     };
+    index.finish(&src);
     Ok(perfetto::Perfetto::from_index(
         path,
         index,

@@ -119,8 +119,10 @@ impl Perfetto {
         }
         out.raw.clear();
         out.taken = 0;
-        let from = self.bytes();
-        while out.slots.len() < max && self.bytes() - from < BATCH_BYTES {
+        // Bounded by the packets' own bytes: an indexed trace's offset stands still
+        // while its bundles are given out of file order.
+        let from = self.given;
+        while out.slots.len() < max && self.given - from < BATCH_BYTES {
             let slot = match raw {
                 true => self.read_raw(&mut out.raw)?,
                 false => Slot::Item(self.read_item()?),

@@ -13,6 +13,7 @@
 //! already), and a compressed one decompressed as often, plus what a cursor skips to
 //! reach a bundle out of file order ([`crate::read::unpack`]).
 
+use super::large::{limits, Large};
 use super::packets::{Next, Packets, CHUNK};
 use super::protos;
 use crate::read::unpack::{FileAt, Unpacked};
@@ -27,6 +28,8 @@ struct Entry {
     at: u64,
     len: u32,
     first: u64,
+    /// Read as a stream of windows ([`super::large`]).
+    large: bool,
 }
 
 /// How the walk of the file ended (offsets in the decompressed stream).
@@ -39,8 +42,13 @@ pub(super) enum Ending {
 
 /// What the first pass found.
 pub(crate) struct Index {
-    /// Bundle packets by earliest event time (file order among equal times).
+    /// Bundle packets by earliest event time (file order among equal times); before
+    /// [`Index::finish`], in file order, a large one's time not known yet.
     bundles: Vec<Entry>,
+    /// Packets passed over as large, by offset: (offset, size, holds a bundle).
+    large: Vec<(u64, u64, bool)>,
+    /// From which size a packet is large, and a large bundle's window ([`limits`]).
+    limits: (u64, usize),
     /// The bundles were in that order in the file already.
     in_order: bool,
     /// Where the packets end (the rest is a cut packet or damage).
@@ -56,14 +64,24 @@ pub(crate) struct Index {
 
 impl Index {
     /// Walks the packets of `rd` (the trace from its start), decoding only what places
-    /// a bundle and the interned symbols.
+    /// a bundle and the interned symbols; packets of [`super::large::LARGE`] bytes or more are passed
+    /// over, for [`Index::finish`] to look into where they are.
     pub fn scan(rd: impl Read) -> io::Result<Index> {
-        let mut p = Packets::new(rd, CHUNK);
-        let mut bundles = Vec::new();
+        let limits = limits();
+        let mut p = Packets::new(rd, CHUNK).holding(limits.0);
+        let mut ix = Index {
+            bundles: Vec::new(),
+            large: Vec::new(),
+            limits,
+            in_order: true,
+            valid: 0,
+            ending: Ending::End,
+            symbols: Vec::new(),
+            symbol_conflicts: 0,
+        };
         let mut symbols = rustc_hash::FxHashMap::<(u32, u64), Vec<u8>>::default();
-        let mut conflicts = 0;
         let mut last_first = 0;
-        let ending = loop {
+        ix.ending = loop {
             match p.next()? {
                 Next::Packet { at, bytes } => {
                     let look = look(bytes);
@@ -71,46 +89,101 @@ impl Index {
                         // A bundle without a time stays where the file had it.
                         last_first = look.first.unwrap_or(last_first);
                         let len = bytes.len() as u32;
-                        bundles.push(Entry {
+                        ix.bundles.push(Entry {
                             at,
                             len,
                             first: last_first,
+                            large: false,
                         });
                     }
-                    for (iid, name) in look.symbols {
-                        match symbols.entry((look.seq, iid)) {
-                            std::collections::hash_map::Entry::Vacant(v) => {
-                                v.insert(name);
-                            }
-                            std::collections::hash_map::Entry::Occupied(o) => {
-                                conflicts += u64::from(*o.get() != name);
-                            }
-                        }
-                    }
+                    ix.symbol_conflicts += keep_symbols(&mut symbols, look);
                 }
-                Next::Stray { .. } => {}
+                Next::Large { at, len } => {
+                    ix.large.push((at, len, false));
+                    // Placed by Index::finish.
+                    ix.bundles.push(Entry {
+                        at,
+                        len: len as u32,
+                        first: last_first,
+                        large: true,
+                    });
+                }
+                Next::Stray { .. } | Next::Bad { .. } => {}
                 Next::End => break Ending::End,
                 Next::Cut { at, have, want } => break Ending::Cut { at, have, want },
                 Next::Garbage { at, why } => break Ending::Garbage { at, why },
             }
         };
-        let valid = match &ending {
+        ix.valid = match &ix.ending {
             Ending::End => p.offset(),
             Ending::Cut { at, .. } | Ending::Garbage { at, .. } => *at,
         };
-        let in_order = bundles.windows(2).all(|w| w[0].first <= w[1].first);
-        // Stable: a CPU's bundles of one time keep their file order.
-        bundles.sort_by_key(|e| e.first);
         let mut symbols: Vec<_> = symbols.into_iter().map(|((q, i), n)| (q, i, n)).collect();
         symbols.sort_unstable_by_key(|s| (s.0, s.1));
-        Ok(Index {
-            bundles,
-            in_order,
-            valid,
-            ending,
-            symbols,
-            symbol_conflicts: conflicts,
-        })
+        ix.symbols = symbols;
+        if !ix.has_large() {
+            ix.order();
+        }
+        Ok(ix)
+    }
+
+    /// Orders the bundles by their earliest time.
+    fn order(&mut self) {
+        self.in_order =
+            self.large.is_empty() && self.bundles.windows(2).all(|w| w[0].first <= w[1].first);
+        // Stable: a CPU's bundles of one time keep their file order.
+        self.bundles.sort_by_key(|e| e.first);
+    }
+
+    /// The trace holds packets too large to hold ([`super::large::LARGE`]): [`Index::finish`] reads
+    /// them at their place, which a compressed file should not be asked for.
+    pub fn has_large(&self) -> bool {
+        !self.large.is_empty()
+    }
+
+    /// Where the packets end (the rest is a cut packet or damage).
+    pub fn valid(&self) -> u64 {
+        self.valid
+    }
+
+    /// Looks into the large packets through `src` (their time, sequence and symbols), then
+    /// orders the bundles by time.
+    pub fn finish(&mut self, src: &Source) {
+        if !self.has_large() {
+            return;
+        }
+        let mut symbols = rustc_hash::FxHashMap::<(u32, u64), Vec<u8>>::default();
+        for (q, i, n) in std::mem::take(&mut self.symbols) {
+            symbols.insert((q, i), n);
+        }
+        let mut last_first = None;
+        for e in &mut self.bundles {
+            if !e.large {
+                last_first = Some(e.first);
+                continue;
+            }
+            let Some(l) = Large::open(src, e.at, u64::from(e.len), 1) else {
+                continue;
+            };
+            if let Some(i) = self.large.iter_mut().find(|x| x.0 == e.at) {
+                i.2 = true;
+            }
+            e.first = l.next_ts().or(last_first).unwrap_or(0);
+            last_first = Some(e.first);
+            self.symbol_conflicts += keep_symbols(&mut symbols, l.look());
+        }
+        // A large packet that is not a bundle is read whole in its place.
+        let bundles = self
+            .large
+            .iter()
+            .filter(|l| l.2)
+            .map(|l| l.0)
+            .collect::<Vec<_>>();
+        self.bundles.retain(|e| !e.large || bundles.contains(&e.at));
+        self.order();
+        let mut symbols: Vec<_> = symbols.into_iter().map(|((q, i), n)| (q, i, n)).collect();
+        symbols.sort_unstable_by_key(|s| (s.0, s.1));
+        self.symbols = symbols;
     }
 
     /// Bundles are given out of file order.
@@ -122,11 +195,28 @@ impl Index {
 
 /// What the first pass needs of one packet.
 #[derive(Default)]
-struct Look {
-    bundle: bool,
-    first: Option<u64>,
-    seq: u32,
-    symbols: Vec<(u64, Vec<u8>)>,
+pub(super) struct Look {
+    pub bundle: bool,
+    pub first: Option<u64>,
+    pub seq: u32,
+    pub symbols: Vec<(u64, Vec<u8>)>,
+}
+
+/// Adds the symbols `look` interned to `symbols` (the first name of an id kept); the ids
+/// given another name.
+fn keep_symbols(symbols: &mut rustc_hash::FxHashMap<(u32, u64), Vec<u8>>, look: Look) -> u64 {
+    let mut conflicts = 0;
+    for (iid, name) in look.symbols {
+        match symbols.entry((look.seq, iid)) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(name);
+            }
+            std::collections::hash_map::Entry::Occupied(o) => {
+                conflicts += u64::from(*o.get() != name);
+            }
+        }
+    }
+    conflicts
 }
 
 /// A packet's bundle (is there one, its earliest time), sequence and interned symbols.
@@ -252,14 +342,14 @@ pub(crate) enum Source {
 }
 
 impl Source {
-    fn reader(&self) -> Box<dyn Read + Send> {
+    pub(crate) fn reader(&self) -> Box<dyn Read + Send> {
         match self {
             Source::File(f) => Box::new(FileAt::new(f.clone())),
             Source::Unpacked(u) => Box::new(crate::read::unpack::Reader::new(u.clone())),
         }
     }
 
-    fn read_at(&self, buf: &mut [u8], at: u64) -> io::Result<()> {
+    pub(crate) fn read_at(&self, buf: &mut [u8], at: u64) -> io::Result<()> {
         match self {
             Source::File(f) => std::os::unix::fs::FileExt::read_exact_at(&**f, buf, at),
             Source::Unpacked(u) => u.read_exact_at(buf, at),
@@ -307,12 +397,20 @@ pub(super) struct Sorted {
     valid: u64,
     /// The packet given last.
     buf: Vec<u8>,
+    /// Large packets, by offset: (offset, size, holds a bundle).
+    large: Vec<(u64, u64, bool)>,
+    /// Values of each list in a window of a large bundle.
+    window: usize,
+    /// Large bundles being given window by window.
+    open: Vec<Large>,
+    /// A large bundle's damage, said after its last window.
+    damage: Option<(u64, u64, String)>,
 }
 
 impl Indexed {
     /// The packets of the trace `index` was made of, read again from `src`.
     pub fn new(index: Index, src: Source) -> Indexed {
-        let walk = Packets::new(src.reader().take(index.valid), CHUNK);
+        let walk = Packets::new(src.reader().take(index.valid), CHUNK).holding(index.limits.0);
         if index.in_order {
             return Indexed::InOrder {
                 walk,
@@ -327,6 +425,10 @@ impl Indexed {
             ending: index.ending,
             valid: index.valid,
             buf: Vec::new(),
+            large: index.large,
+            window: index.limits.1,
+            open: Vec::new(),
+            damage: None,
         }))
     }
 
@@ -368,21 +470,77 @@ impl Sorted {
                             bytes: &self.buf,
                         });
                     }
+                    Next::Large { at, len } => {
+                        // A large packet without a bundle is read whole, as any packet.
+                        if self.large.iter().any(|l| l.0 == at && !l.2) {
+                            self.buf.resize(len as usize, 0);
+                            self.src.read_at(&mut self.buf, at)?;
+                            return Ok(Next::Packet {
+                                at,
+                                bytes: &self.buf,
+                            });
+                        }
+                    }
                     Next::Stray { field } => return Ok(Next::Stray { field }),
                     _ => break,
                 }
             }
             self.walk = None;
         }
-        let Some(e) = self.bundles.get(self.next).copied() else {
-            return Ok(self.ending.next());
-        };
-        self.next += 1;
-        self.buf.resize(e.len as usize, 0);
-        self.src.read_at(&mut self.buf, e.at)?;
-        Ok(Next::Packet {
-            at: e.at,
-            bytes: &self.buf,
-        })
+        if let Some((at, len, why)) = self.damage.take() {
+            return Ok(Next::Bad { at, len, why });
+        }
+        self.next_bundle()
+    }
+
+    /// The earliest of the next bundle by the index and the open large bundles' next
+    /// windows (a window first at equal times: its bundle came first in the file).
+    fn next_bundle(&mut self) -> io::Result<Next<'_>> {
+        loop {
+            let entry = self.bundles.get(self.next).copied();
+            let open = (self.open.iter().enumerate())
+                .filter_map(|(i, l)| Some((l.next_ts()?, i)))
+                .min();
+            if let Some((ts, i)) = open.filter(|o| entry.is_none_or(|e| o.0 <= e.first)) {
+                let _ = ts;
+                let l = &mut self.open[i];
+                let Some(bytes) = l.window() else {
+                    let l = self.open.swap_remove(i);
+                    if let Some(why) = l.damage() {
+                        return Ok(Next::Bad {
+                            at: l.at,
+                            len: l.len,
+                            why,
+                        });
+                    }
+                    continue;
+                };
+                self.buf = bytes;
+                let at = l.at;
+                if l.next_ts().is_none() {
+                    let l = self.open.swap_remove(i);
+                    self.damage = l.damage().map(|why| (l.at, l.len, why));
+                }
+                return Ok(Next::Packet {
+                    at,
+                    bytes: &self.buf,
+                });
+            }
+            let Some(e) = entry else {
+                return Ok(self.ending.next());
+            };
+            self.next += 1;
+            if e.large {
+                self.open
+                    .extend(Large::open(&self.src, e.at, u64::from(e.len), self.window));
+                continue;
+            }
+            self.buf.resize(e.len as usize, 0);
+            self.src.read_at(&mut self.buf, e.at)?;
+            return Ok(Next::Packet {
+                at: e.at,
+                bytes: &self.buf,
+            });
+        }
     }
 }

@@ -25,6 +25,7 @@
 pub(crate) mod apart;
 mod bundle;
 pub(crate) mod index;
+mod large;
 mod order;
 mod packets;
 pub mod protos;
@@ -177,6 +178,8 @@ pub struct Perfetto {
     /// Event vectors of bundles already taken, emptied, for the next bundles to decode
     /// into ([`Perfetto::recycle`]).
     pool: Vec<Vec<protos::FtraceEvent>>,
+    /// Bytes of the packets given so far.
+    given: u64,
 }
 
 /// Where the packets come from: the stream in file order, or an indexed file with its
@@ -220,6 +223,8 @@ pub(crate) enum Item {
     Packet(Box<protos::TracePacket>, Option<String>),
     /// A packet that does not decode: where, its size, and why.
     Bad { at: u64, len: usize, why: String },
+    /// A large bundle read in part (its windows came before): where, its size, and why.
+    Partial { at: u64, len: u64, why: String },
     /// A field of the outer `Trace` other than a packet.
     Stray,
     /// The end of the stream, and why it ended early (cut, damaged), if it did.
@@ -250,6 +255,8 @@ pub(crate) struct State {
     cpuless: (u64, u64),
     /// Packets that did not decode, and their bytes.
     bad: (u64, u64),
+    /// Large bundles read up to damage inside them, and what the first said.
+    partial: (u64, Option<String>),
     old_kernel: bool,
     done: bool,
     /// Bundles come by their earliest time ([`index`]): every event before the next
@@ -304,6 +311,7 @@ impl State {
             dense_generic: 0,
             cpuless: (0, 0),
             bad: (0, 0),
+            partial: (0, None),
             old_kernel: false,
             done: false,
             sorted: false,
@@ -335,6 +343,10 @@ impl State {
                         .as_bytes(),
                     "a TracePacket",
                 )
+            }
+            Item::Partial { at, len, why } => {
+                let first = format!("byte {at}, {len} bytes: {why}");
+                self.partial = (self.partial.0 + 1, self.partial.1.take().or(Some(first)));
             }
             Item::Stray => {}
             Item::End(why) => self.end(why.clone()),
@@ -372,6 +384,7 @@ impl Perfetto {
             st,
             slot: None,
             pool: Vec::new(),
+            given: 0,
         }
     }
 
@@ -396,6 +409,7 @@ impl Perfetto {
             st,
             slot: None,
             pool: Vec::new(),
+            given: 0,
         }
     }
 
@@ -477,8 +491,20 @@ impl Perfetto {
         };
         let next = self.packets.next().map_err(io_err)?;
         let why = match next {
-            Next::Packet { at, bytes } => return Ok(Got::Packet(packet(at, bytes))),
+            Next::Packet { at, bytes } => {
+                self.given += bytes.len() as u64;
+                return Ok(Got::Packet(packet(at, bytes)));
+            }
             Next::Stray { .. } => return Ok(Got::Other(Item::Stray)),
+            Next::Bad { at, len, why } => return Ok(Got::Other(Item::Partial { at, len, why })),
+            // Only an indexed trace's walk passes packets over, and it reads them itself.
+            Next::Large { at, len } => {
+                return Ok(Got::Other(Item::Bad {
+                    at,
+                    len: len as usize,
+                    why: "a packet too large to hold".into(),
+                }))
+            }
             Next::End => None,
             Next::Cut { at, have, want } => Some(match want {
                 0 => format!("the trace ends inside a packet's header at byte {at}"),
@@ -876,6 +902,11 @@ impl State {
                 self.bad.0,
                 self.bad.1,
                 100.0 * self.bad.1 as f64 / read.max(1) as f64
+            ));
+        }
+        if let (k, Some(first)) = &self.partial {
+            n.push(format!(
+                "{k} large bundles hold damage: each of their lists was read up to it, its values after it are lost (the first: {first})"
             ));
         }
         if self.cpuless.0 > 0 {

@@ -26,6 +26,11 @@ pub(super) enum Next<'a> {
     Cut { at: u64, have: u64, want: u64 },
     /// Bytes that are not a `Trace` field at `at`: the rest is not read.
     Garbage { at: u64, why: String },
+    /// A packet of `len` bytes at `at` at least as large as the walker's limit for
+    /// packets it holds ([`Packets::holding`]): passed over, its bytes not read here.
+    Large { at: u64, len: u64 },
+    /// A packet read only in part (a large bundle, [`super::large`]): why the rest was not.
+    Bad { at: u64, len: u64, why: String },
 }
 
 /// Walks a `Trace` from a reader.
@@ -38,6 +43,8 @@ pub(super) struct Packets<R> {
     offset: u64,
     chunk: usize,
     eof: bool,
+    /// Packets from this size on are passed over ([`Next::Large`]).
+    hold_below: u64,
 }
 
 impl<R: Read> Packets<R> {
@@ -53,7 +60,15 @@ impl<R: Read> Packets<R> {
             offset: 0,
             chunk,
             eof: false,
+            hold_below: u64::MAX,
         }
+    }
+
+    /// A walker that passes over packets of `limit` bytes or more instead of holding
+    /// them ([`Next::Large`]): the caller reads those at their place in the file.
+    pub fn holding(mut self, limit: u64) -> Self {
+        self.hold_below = limit;
+        self
     }
 
     /// Bytes consumed so far.
@@ -66,14 +81,17 @@ impl<R: Read> Packets<R> {
         if self.end - self.start >= need || self.eof {
             return Ok(());
         }
-        // Move what is left to the front, and grow for a packet larger than the buffer.
+        // Move what is left to the front, and grow for a packet larger than the buffer:
+        // by doubling as its bytes come, so a length the stream does not hold (a cut
+        // file, the head the format is sniffed on) costs what the stream holds.
         self.buf.copy_within(self.start..self.end, 0);
         self.end -= self.start;
         self.start = 0;
-        if self.buf.len() < need {
-            self.buf.resize(need, 0);
-        }
         while self.end < need {
+            if self.end == self.buf.len() {
+                let grown = need.min(self.buf.len().saturating_mul(2)).max(self.chunk);
+                self.buf.resize(grown, 0);
+            }
             let n = match self.rd.read(&mut self.buf[self.end..]) {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -181,6 +199,9 @@ impl<R: Read> Packets<R> {
                 ),
             });
         }
+        if field == 1 && len >= self.hold_below {
+            return self.pass_over(at, len);
+        }
         let len = len as usize;
         self.fill(len)?;
         let have = self.end - self.start;
@@ -201,6 +222,26 @@ impl<R: Read> Packets<R> {
             at,
             bytes: &self.buf[s..s + len],
         })
+    }
+
+    /// Reads past the `len` bytes of a packet at `at` without keeping them.
+    fn pass_over(&mut self, at: u64, len: u64) -> io::Result<Next<'static>> {
+        let mut left = len;
+        while left > 0 {
+            self.fill(1)?;
+            let have = (self.end - self.start) as u64;
+            if have == 0 {
+                return Ok(Next::Cut {
+                    at,
+                    have: len - left,
+                    want: len,
+                });
+            }
+            let n = have.min(left);
+            self.consume(n as usize);
+            left -= n;
+        }
+        Ok(Next::Large { at, len })
     }
 
     /// At the end of the stream a varint cut short is a cut; elsewhere it is damage.

@@ -708,8 +708,9 @@ enum Layout {
 }
 
 /// The layout matrix of one trace: typed or compact sched events × bundles one per CPU,
-/// CPU by CPU, or in interleaved periods × plain or gzip. Every file gives the same
-/// events, in time order, with the tasks the compact lists leave out filled in.
+/// CPU by CPU, or in interleaved periods × plain or gzip × each bundle held whole or read
+/// as a large one, window by window. Every file gives the same events, in time order, with
+/// the tasks the compact lists leave out filled in.
 #[test]
 fn every_layout_of_bundles_gives_every_event_in_time_order() {
     use std::io::Write as _;
@@ -764,11 +765,13 @@ fn every_layout_of_bundles_gives_every_event_in_time_order() {
                 }
             }
             let bytes = trace(&packets);
-            for gz in [false, true] {
-                let case = format!("compact {compact}, {layout:?}, gzip {gz}");
+            for (gz, large) in [(false, false), (true, false), (false, true), (true, true)] {
+                let case = format!("compact {compact}, {layout:?}, gzip {gz}, large {large}");
+                // Every bundle read as a large one, 7 values of each list per window.
+                super::large::TEST_LIMITS.set(large.then_some((1, 7)));
                 let path = dir
                     .path()
-                    .join(format!("t-{compact}-{layout:?}-{gz}.pftrace"));
+                    .join(format!("t-{compact}-{layout:?}-{gz}-{large}.pftrace"));
                 let data = if gz {
                     let mut e = flate2::write::GzEncoder::new(Vec::new(), Default::default());
                     e.write_all(&bytes).unwrap();
@@ -801,6 +804,10 @@ fn every_layout_of_bundles_gives_every_event_in_time_order() {
                 assert_eq!(first_bad, None, "{case}");
                 let p = input.perfetto().unwrap();
                 assert_eq!(p.order().unsorted, 0, "{case}");
+                // Read window by window: 7 values of each of 3 lists at most in each.
+                let windows = p.info().packets as usize;
+                assert!(!large || windows >= want.len() / 21, "{case}: {windows}");
+                super::large::TEST_LIMITS.set(None);
                 let moved = index::Index::scan(&bytes[..]).unwrap().moved();
                 assert_eq!(moved, !matches!(layout, Layout::OnePerCpu), "{case}");
                 // The file order read as a stream, through the reorder window, is what
@@ -895,6 +902,97 @@ fn far_times_and_bad_comm_indexes_are_said() {
     );
     assert!(
         notes.contains("1 compact_sched events named a task by an index past"),
+        "{notes}"
+    );
+}
+
+/// `bytes` as a file read through `crate::read::open`, each bundle whole or (`large`) as
+/// a large one in windows of 3 values of each list: the events (time, CPU, task, kind)
+/// and the notes.
+fn read_file(bytes: &[u8], large: bool) -> (Vec<String>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.pftrace");
+    std::fs::write(&path, bytes).unwrap();
+    super::large::TEST_LIMITS.set(large.then_some((1, 3)));
+    let mut input = crate::read::open(&path, &Default::default()).unwrap();
+    super::large::TEST_LIMITS.set(None);
+    let mut s = Interner::new();
+    let mut got = Vec::new();
+    while let Some(e) = input.next_ref(&mut s).unwrap() {
+        got.push(format!("{} {} {} {:?}", e.ts, e.cpu, e.tid, e.kind));
+    }
+    let notes = input.perfetto().unwrap().notes().join("\n");
+    (got, notes.replace(&path.display().to_string(), "t"))
+}
+
+/// A large bundle gives what the whole one gives where lists are short (times past the
+/// others' ends, flags for only the first wakings) and times tie across a window's edge
+/// (ten switches and a typed event of the task switched in at one time); where a packed
+/// list ends inside a value, the events before the damage are read and the damage said.
+#[test]
+fn a_large_bundle_reads_as_the_whole_one_and_says_where_it_is_damaged() {
+    let n = 30;
+    let mut c = protos::ftrace_event_bundle::CompactSched {
+        intern_table: vec![b"a".to_vec(), b"b".to_vec()],
+        ..Default::default()
+    };
+    for k in 0..n {
+        // The first ten at one time, then 1 µs apart.
+        c.switch_timestamp.push(if k == 0 {
+            5_000
+        } else {
+            u64::from(k >= 10) * 1_000
+        });
+        c.switch_prev_state.push(1);
+        c.switch_next_pid.push(100 + k as i32 % 2);
+        c.switch_next_prio.push(120);
+        c.switch_next_comm_index.push(k % 2);
+        c.waking_timestamp.push(if k == 0 { 4_500 } else { 1_000 });
+        c.waking_pid.push(100 + k as i32 % 2);
+        c.waking_target_cpu.push(0);
+        c.waking_prio.push(120);
+        c.waking_comm_index.push(k % 2);
+    }
+    // Five switch times past the other lists, flags for the first 12 wakings only.
+    c.switch_next_pid.truncate(n as usize - 5);
+    c.waking_common_flags = vec![1; 12];
+    let typed = vec![ev(5_000, 101, exit(0, 1)), ev(9_000, 100, exit(0, 2))];
+    let b = protos::FtraceEventBundle {
+        cpu: Some(0),
+        event: typed,
+        compact_sched: Some(c),
+        ..Default::default()
+    };
+    let sysinfo = packet(Data::SystemInfo(protos::SystemInfo {
+        num_cpus: Some(1),
+        ..Default::default()
+    }));
+    let bytes = trace(&[sysinfo, packet(Data::FtraceEvents(b))]);
+    let (whole, whole_notes) = read_file(&bytes, false);
+    let (large, large_notes) = read_file(&bytes, true);
+    assert_eq!(whole.len(), 2 + 25 + 30);
+    assert_eq!(large, whole);
+    assert_eq!(large_notes, whole_notes);
+    assert!(whole_notes.contains("5 compact_sched"), "{whole_notes}");
+
+    // The waking pids' packed list (field 8) cut inside its last value: its last byte
+    // says more follows. Whole, the packet does not decode; large, 29 wakings are read.
+    let at = (bytes.windows(2))
+        .position(|w| w == [0x42, 30])
+        .expect("waking_pid's key and length");
+    let mut cut = bytes.clone();
+    cut[at + 2 + 29] |= 0x80;
+    let (whole, notes) = read_file(&cut, false);
+    assert!(
+        whole.is_empty() && notes.contains("do not decode"),
+        "{notes} {whole:?}"
+    );
+    let (large, notes) = read_file(&cut, true);
+    let wakings = large.iter().filter(|e| e.contains("SchedWaking")).count();
+    assert_eq!(wakings, 29, "{large:#?}");
+    assert!(
+        notes.contains("1 large bundles hold damage")
+            && notes.contains("1 of its lists ends at a malformed value, 0 typed events"),
         "{notes}"
     );
 }
