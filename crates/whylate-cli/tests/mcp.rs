@@ -5,7 +5,8 @@
 //! CLI on findings of two hosts; and a second server with --allow-record whose `record`
 //! writes a trace under the root that `stats` reads whole (as root; else the tool must
 //! say it needs root). Without the SDK the test skips, or fails under
-//! WHYLATE_REQUIRE_LIVE=1.
+//! WHYLATE_REQUIRE_LIVE=1. Also the root under a race (race_check.py) and each call held to
+//! its memory budget (memory_check.py).
 
 mod common;
 
@@ -63,4 +64,31 @@ fn a_name_swapped_during_calls_is_never_followed_out_of_the_root() {
         "the race checks failed:\n{out}\n{err}\nserver stderr:\n{log}"
     );
     assert!(out.contains("all race checks passed"), "{out}");
+}
+
+/// tests/mcp/memory_check.py: with `--call-memory 64`, two `latency` calls on 4 M
+/// switches sent at once with two `stats` calls are refused at the budget, in words that
+/// say so, while the stats calls are answered and the server stays up and small.
+#[test]
+fn a_call_past_its_memory_budget_is_refused_and_the_server_goes_on() {
+    let scratch = tempfile::tempdir().unwrap();
+    let script = repo().join("crates/whylate-cli/tests/mcp/memory_check.py");
+    let o = Command::new("python3")
+        .arg(&script)
+        .arg(env!("CARGO_BIN_EXE_whylate"))
+        .arg(scratch.path())
+        .output()
+        .expect("python3 runs");
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    if o.status.code() == Some(77) {
+        skip(out.trim());
+        return;
+    }
+    let log = std::fs::read_to_string(scratch.path().join("server.log")).unwrap_or_default();
+    assert!(
+        o.status.success(),
+        "the memory checks failed:\n{out}\n{err}\nserver stderr:\n{log}"
+    );
+    assert!(out.contains("all memory checks passed"), "{out}");
 }

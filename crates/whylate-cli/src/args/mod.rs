@@ -171,6 +171,11 @@ pub struct McpArgs {
     /// a root (the server must run as root). Without it no tool records or writes.
     #[arg(long)]
     pub allow_record: bool,
+    /// The most heap one call may take, in MiB (default: a quarter of the machine's
+    /// memory, 256 to 4096): a call past it is stopped and refused, the server goes on.
+    /// Calls that read run one at a time.
+    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(16..))]
+    pub call_memory: Option<u64>,
 }
 
 /// Findings written for fleet analysis, on `explain`, `latency` and `watch`.

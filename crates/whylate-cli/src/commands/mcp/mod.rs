@@ -5,7 +5,7 @@
 //! once, [`argv`] turns a call's arguments into the command line the CLI parses (so a
 //! bad value gets the CLI's words), [`tools`] describes the tools, [`call`] runs one on
 //! the library, `private` copies `fleet`'s findings by descriptor, [`page`] sizes a
-//! result for a model's context, [`wire`] answers malformed JSON-RPC lines as JSON-RPC
+//! result for a model's context, [`memory`] holds each call to its budget, [`wire`] answers malformed JSON-RPC lines as JSON-RPC
 //! says, and [`server`] speaks the protocol.
 
 use crate::args::McpArgs;
@@ -15,6 +15,8 @@ use std::process::ExitCode;
 mod argv;
 #[cfg(feature = "mcp")]
 mod call;
+#[cfg(feature = "mcp")]
+mod memory;
 #[cfg(feature = "mcp")]
 mod page;
 #[cfg(all(feature = "mcp", feature = "fleet"))]
@@ -53,7 +55,9 @@ pub fn run(a: McpArgs) -> anyhow::Result<ExitCode> {
     let offer = tools::Offer {
         record: a.allow_record,
     };
-    rt.block_on(server::serve(roots, offer))?;
+    let budget = a.call_memory.unwrap_or_else(memory::default_budget_mib);
+    memory::start();
+    rt.block_on(server::serve(roots, offer, budget))?;
     Ok(ExitCode::SUCCESS)
 }
 
