@@ -16,11 +16,9 @@
 use super::large::{limits, Large};
 use super::packets::{Next, Packets, CHUNK};
 use super::protos;
-use crate::read::unpack::{FileAt, Unpacked};
+pub(crate) use super::source::Source;
 use prost::Message as _;
-use std::fs::File;
 use std::io::{self, Read};
-use std::sync::Arc;
 
 /// One bundle packet: where its bytes are, and its earliest event time.
 #[derive(Clone, Copy, Debug)]
@@ -170,7 +168,14 @@ impl Index {
             }
             e.first = l.next_ts().or(last_first).unwrap_or(0);
             last_first = Some(e.first);
-            self.symbol_conflicts += keep_symbols(&mut symbols, l.look());
+            let (seq, interned) = l.look();
+            let look = Look {
+                bundle: true,
+                first: Some(e.first),
+                seq,
+                symbols: interned,
+            };
+            self.symbol_conflicts += keep_symbols(&mut symbols, look);
         }
         // A large packet that is not a bundle is read whole in its place.
         let bundles = self
@@ -195,11 +200,11 @@ impl Index {
 
 /// What the first pass needs of one packet.
 #[derive(Default)]
-pub(super) struct Look {
-    pub bundle: bool,
-    pub first: Option<u64>,
-    pub seq: u32,
-    pub symbols: Vec<(u64, Vec<u8>)>,
+struct Look {
+    bundle: bool,
+    first: Option<u64>,
+    seq: u32,
+    symbols: Vec<(u64, Vec<u8>)>,
 }
 
 /// Adds the symbols `look` interned to `symbols` (the first name of an id kept); the ids
@@ -329,32 +334,6 @@ fn varint(b: &[u8]) -> Option<(u64, usize)> {
         }
     }
     None
-}
-
-/// Where the trace's bytes are read again: a plain file, or a compressed one through
-/// decompressing cursors.
-#[derive(Clone)]
-pub(crate) enum Source {
-    /// A plain file, by `pread`.
-    File(Arc<File>),
-    /// A compressed file.
-    Unpacked(Arc<Unpacked>),
-}
-
-impl Source {
-    pub(crate) fn reader(&self) -> Box<dyn Read + Send> {
-        match self {
-            Source::File(f) => Box::new(FileAt::new(f.clone())),
-            Source::Unpacked(u) => Box::new(crate::read::unpack::Reader::new(u.clone())),
-        }
-    }
-
-    pub(crate) fn read_at(&self, buf: &mut [u8], at: u64) -> io::Result<()> {
-        match self {
-            Source::File(f) => std::os::unix::fs::FileExt::read_exact_at(&**f, buf, at),
-            Source::Unpacked(u) => u.read_exact_at(buf, at),
-        }
-    }
 }
 
 impl Ending {

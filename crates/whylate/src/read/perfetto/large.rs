@@ -10,9 +10,9 @@
 //! encoded again so the rest of the reader takes them as any other packet. Memory is a
 //! buffer per cursor and one window, whatever the packet's size.
 
-use super::index::Source;
 use super::protos::{ftrace_event_bundle::CompactSched, FtraceEvent, FtraceEventBundle};
 use super::protos::{trace_packet::Data, TracePacket};
+use super::source::Source;
 use prost::Message as _;
 use std::collections::VecDeque;
 
@@ -359,21 +359,19 @@ impl Large {
         Some(l)
     }
 
-    /// What the index needs of the packet: its earliest time, sequence and symbols.
-    pub fn look(&self) -> super::index::Look {
+    /// What the index needs of the packet besides its time ([`Large::next_ts`]): its
+    /// sequence, and the kernel symbols it interns (id, name).
+    pub fn look(&self) -> (u32, Vec<(u64, Vec<u8>)>) {
         use super::protos::trace_packet::OptionalTrustedPacketSequenceId as Seq;
-        super::index::Look {
-            bundle: true,
-            first: self.next_ts(),
-            seq: match self.head.optional_trusted_packet_sequence_id {
-                Some(Seq::TrustedPacketSequenceId(q)) => q,
-                None => 0,
-            },
-            symbols: (self.head.interned_data.iter())
-                .flat_map(|i| &i.kernel_symbols)
-                .filter_map(|k| Some((k.iid?, k.str.clone()?)))
-                .collect(),
-        }
+        let seq = match self.head.optional_trusted_packet_sequence_id {
+            Some(Seq::TrustedPacketSequenceId(q)) => q,
+            None => 0,
+        };
+        let symbols = (self.head.interned_data.iter())
+            .flat_map(|i| &i.kernel_symbols)
+            .filter_map(|k| Some((k.iid?, k.str.clone()?)))
+            .collect();
+        (seq, symbols)
     }
 
     /// Why part of the bundle was not read, once it is all given; None when it was whole.

@@ -29,6 +29,7 @@ mod large;
 mod order;
 mod packets;
 pub mod protos;
+mod source;
 pub mod sysargs;
 #[cfg(test)]
 pub(crate) mod tests;
