@@ -77,6 +77,11 @@ pub struct Snapshot {
     /// by it. Empty in snapshots written before it was taken.
     #[serde(default)]
     pub hostname: String,
+    /// The boot the recording was made in (`/proc/sys/kernel/random/boot_id`): where it is
+    /// this machine's current boot, the trace's PIDs name the same tasks here. Empty in
+    /// snapshots written before it was taken.
+    #[serde(default)]
+    pub boot_id: String,
     /// Wall-clock time the recording started, seconds since the Unix epoch (0 when not
     /// known): the date fleet findings are filed under.
     #[serde(default)]
@@ -169,6 +174,7 @@ impl Snapshot {
             kernel: read("/proc/sys/kernel/osrelease"),
             online_cpus: read("/sys/devices/system/cpu/online"),
             hostname: read("/proc/sys/kernel/hostname"),
+            boot_id: read(BOOT_ID),
             started_unix_s: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
@@ -194,6 +200,16 @@ impl Snapshot {
         }
         s
     }
+}
+
+/// Where the kernel says which boot this is (a random UUID made at boot).
+pub const BOOT_ID: &str = "/proc/sys/kernel/random/boot_id";
+
+/// True when `snap` was taken in this machine's current boot: the trace's PIDs are the
+/// tasks running here (or exited, never reused by another boot's numbering).
+pub fn this_boot(snap: &Snapshot) -> bool {
+    let now = fs::read_to_string(BOOT_ID).unwrap_or_default();
+    !snap.boot_id.is_empty() && snap.boot_id == now.trim()
 }
 
 /// CLOCK_MONOTONIC in ns: what the `mono` trace clock counts.
@@ -338,6 +354,20 @@ pub fn parse_interrupts(text: &str) -> Vec<Irq> {
 
 #[cfg(test)]
 mod tests {
+    /// PIDs are this machine's only in the boot the snapshot was taken in: another boot's
+    /// id, or none (a snapshot written before the id was kept), is not this boot.
+    #[test]
+    fn this_boot_is_the_snapshots_own_boot_id() {
+        let mut s = super::Snapshot::default();
+        assert!(!super::this_boot(&s));
+        s.boot_id = "00000000-0000-4000-8000-000000000000".into();
+        assert!(!super::this_boot(&s));
+        let now = std::fs::read_to_string(super::BOOT_ID).unwrap_or_default();
+        s.boot_id = now.trim().into();
+        // Where /proc says which boot this is (Linux), its own id is this boot.
+        assert_eq!(super::this_boot(&s), !s.boot_id.is_empty());
+    }
+
     use super::*;
 
     #[test]

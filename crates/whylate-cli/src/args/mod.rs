@@ -153,9 +153,7 @@ pub enum Cmd {
     /// feature (docs/reference.md, "mcp").
     #[cfg_attr(
         not(feature = "mcp"),
-        command(
-            about = "Serve the analyses to an AI agent over MCP (needs a build with --features mcp)"
-        )
+        command(about = "MCP server for AI agents (needs a build with --features mcp)")
     )]
     Mcp(McpArgs),
 }

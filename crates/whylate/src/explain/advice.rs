@@ -89,8 +89,10 @@ pub(super) fn advise(
 ) -> Vec<Advice> {
     let mut irq = irq_work(tl, s, misses);
     let mut out = Vec::new();
-    // Tasks to move off a CPU, gathered per CPU into the place of the first one.
-    let mut moves: Vec<(usize, u32, Tasks)> = Vec::new();
+    // Tasks to move off the CPU where they held the chain up, with the place of their
+    // line: one plan for all of them once the loop is done.
+    let mut moves: Vec<Move> = Vec::new();
+    let chain = chain_tasks(misses);
     let is_rec = |c: &CauseRow| c.culprit.pid.is_some_and(|p| tl.is_recorder(p));
     let ranked = (causes.iter().filter(|c| !is_rec(c))).chain(causes.iter().filter(|c| is_rec(c)));
     for (k, c) in ranked.take(3).enumerate() {
@@ -98,15 +100,15 @@ pub(super) fn advise(
             break;
         }
         out.extend(for_cause(tl, s, c, misses));
-        if let Some((cpu, comm, pid)) = culprit_to_move(tl, c) {
-            match moves.iter_mut().find(|m| m.1 == cpu) {
-                Some(m) if !m.2.iter().any(|t| t.1 == pid) => m.2.push((comm, pid)),
-                Some(_) => {}
-                None => {
-                    let first = vec![(comm, pid)];
-                    out.push(move_off(tl.cpus.max(1), cpu, &first));
-                    moves.push((out.len() - 1, cpu, first));
-                }
+        if let Some((cpu, comm, pid)) = culprit_to_move(tl, c).filter(|m| !chain.contains(&m.2)) {
+            if !moves.iter().any(|m| m.pid == pid) {
+                out.push(Advice::default());
+                moves.push(Move {
+                    at: out.len() - 1,
+                    cpu,
+                    comm,
+                    pid,
+                });
             }
         }
         let (mine, rest): (Vec<_>, Vec<_>) = irq
@@ -115,9 +117,11 @@ pub(super) fn advise(
         out.extend(mine.into_iter().map(|x| x.1));
         irq = rest;
     }
-    for (at, cpu, tasks) in moves {
-        out[at] = move_off(tl.cpus.max(1), cpu, &tasks);
+    for (at, a) in plan_moves(tl.cpus.max(1), &moves, tl.pids_here) {
+        out[at] = a;
     }
+    // The places of moves the plan folded into another line.
+    out.retain(|a| !a.action.is_empty());
     // The recorder's own cost gets its advice whenever it is a real share of the excess,
     // even ranked behind three causes of the workload (94% of a trace's excess once went
     // without a word of advice behind a 1% cause).
@@ -136,6 +140,32 @@ pub(super) fn advise(
     out
 }
 
+/// How a command names task `pid` (`comm`): by its PID where the trace is from this boot
+/// (`pids_here`), else by a lookup of its name, since the recording's PIDs name other
+/// tasks here, or none (`chrt -f -p 50 32` once acted on kauditd).
+pub(super) fn task_arg(pids_here: bool, comm: &str, pid: i32) -> String {
+    if pids_here || comm.is_empty() {
+        return pid.to_string();
+    }
+    // pgrep takes a regular expression: a comm's own dots, brackets and pluses match
+    // themselves; the shell's quotes keep the rest.
+    let mut quoted = String::new();
+    for ch in comm.chars() {
+        match ch {
+            '\\' | '.' | '^' | '$' | '*' | '+' | '?' | '(' | ')' | '[' | ']' | '{' | '}' | '|' => {
+                quoted.push('\\');
+                quoted.push(ch);
+            }
+            '\'' => quoted.push_str("'\\''"),
+            c => quoted.push(c),
+        }
+    }
+    format!("$(pgrep -x '{quoted}')")
+}
+
+/// Said under the advice when a command looks a task up by name.
+pub(super) const BY_NAME: &str = "the advice finds tasks by name (pgrep -x): the trace's PIDs are the recording's and name other tasks here, or none (a trace `whylate record` made in this boot keeps them); where several processes share a name, pgrep gives each: pick the one meant";
+
 /// The CPUs other than `cpu`, as a cpu list.
 fn others(ncpu: u32, cpu: u32) -> String {
     let v: Vec<String> = (0..ncpu)
@@ -149,24 +179,46 @@ fn others(ncpu: u32, cpu: u32) -> String {
     }
 }
 
-/// Which waiting tasks cause `c` held up: the links it was found in.
+/// A waiter held up by a cause for less than this part of the cause's time is not
+/// advised on: it is not what the cause delayed (a task that waited 0.1 % behind a hog
+/// was once told to run as SCHED_FIFO).
+const WAITER_SHARE: f64 = 0.10;
+
+/// Which waiting tasks cause `c` held up (the links it was found in), by the time it held
+/// each, those with a real share of it only.
 fn waiters(tl: &Timeline, misses: &[Miss], c: &CauseRow) -> Vec<(String, i32)> {
-    let mut v: Vec<(String, i32)> = Vec::new();
+    let mut v: Vec<(String, i32, u64)> = Vec::new();
     for l in misses.iter().flat_map(|m| &m.chain) {
-        let held = (l.held_by.iter()).any(|h| h.category == c.category && h.culprit == c.culprit);
-        if let (true, Some(w)) = (held, &l.waiter) {
-            // The recorder's threads are the measurement: nothing to advise them.
-            if w.pid.is_some_and(|p| tl.is_recorder(p)) {
-                continue;
-            }
-            let name = w.comm.clone().unwrap_or_default();
-            let pid = w.pid.unwrap_or(-1);
-            if !v.iter().any(|x| x.1 == pid) {
-                v.push((name, pid));
-            }
+        let held: u64 = (l.held_by.iter())
+            .filter(|h| h.category == c.category && h.culprit == c.culprit)
+            .map(|h| h.ns)
+            .sum();
+        let Some(w) = l.waiter.as_ref().filter(|_| held > 0) else {
+            continue;
+        };
+        // The recorder's threads are the measurement: nothing to advise them.
+        if w.pid.is_some_and(|p| tl.is_recorder(p)) {
+            continue;
+        }
+        let pid = w.pid.unwrap_or(-1);
+        match v.iter_mut().find(|x| x.1 == pid) {
+            Some(x) => x.2 += held,
+            None => v.push((w.comm.clone().unwrap_or_default(), pid, held)),
         }
     }
-    v
+    let all: u64 = v.iter().map(|x| x.2).sum();
+    v.retain(|x| x.2 as f64 >= WAITER_SHARE * all as f64);
+    v.sort_by_key(|x| std::cmp::Reverse(x.2));
+    v.into_iter().map(|(c, p, _)| (c, p)).collect()
+}
+
+/// The chain's own tasks: the misses' threads and every waiter a link names. Advice
+/// never moves them off a CPU as if they were what held the chain up.
+fn chain_tasks(misses: &[Miss]) -> FxHashSet<i32> {
+    let mut out: FxHashSet<i32> = misses.iter().map(|m| m.tid).collect();
+    let waiters = (misses.iter().flat_map(|m| &m.chain)).filter_map(|l| l.waiter.as_ref()?.pid);
+    out.extend(waiters);
+    out
 }
 
 /// Work the chain waited for that an interrupt queued: its irq placement matters. Each
@@ -250,15 +302,17 @@ fn irqs_seen_on(tl: &Timeline, s: &Interner, cpu: u32) -> String {
 /// the culprit comes after, `culprit_to_move`, merged per CPU by `advise`).
 fn scheduling(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
     let cpu = c.culprit.cpu.unwrap_or(0);
-    let comm = c.culprit.comm.clone().unwrap_or_default();
     let mut out = Vec::new();
     for (w, wpid) in waiters(tl, misses, c).into_iter().take(2) {
+        // Named after what kept this waiter waiting most, this cause or not.
+        let comm = kept_waiting_by(misses, wpid)
+            .unwrap_or_else(|| c.culprit.comm.clone().unwrap_or_default());
         if w.starts_with("kworker/") {
             out.push(Advice {
                 action: format!(
                     "Give the worker that carries the chain a real-time priority so {comm} cannot delay it"
                 ),
-                command: format!("chrt -f -p 50 {wpid}"),
+                command: format!("chrt -f -p 50 {}", task_arg(tl.pids_here, &w, wpid)),
                 cost: format!(
                     "{w} is a pool worker: the setting is lost when another worker picks the work up (unbound pools rotate workers); a SCHED_FIFO kworker also preempts everything else on CPU{cpu}"
                 ),
@@ -266,12 +320,38 @@ fn scheduling(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
         } else {
             out.push(Advice {
                 action: format!("Run {w} as SCHED_FIFO so {comm} cannot keep it waiting"),
-                command: format!("chrt -f -p 50 {wpid}"),
+                command: format!("chrt -f -p 50 {}", task_arg(tl.pids_here, &w, wpid)),
                 cost: "a SCHED_FIFO thread that spins or loops starves every normal task on its CPU; keep its work bounded (sched_rt_runtime_us still reserves 5% for others)".into(),
             });
         }
     }
     out
+}
+
+/// The tasks that kept `pid` waiting for a CPU, most first, those with a real share of
+/// its waits ("hog and frobnicator"); None when none did.
+fn kept_waiting_by(misses: &[Miss], pid: i32) -> Option<String> {
+    let mut by: Vec<(String, u64)> = Vec::new();
+    let links = (misses.iter().flat_map(|m| &m.chain))
+        .filter(|l| l.waiter.as_ref().and_then(|w| w.pid) == Some(pid));
+    for h in links.flat_map(|l| &l.held_by) {
+        let sched = matches!(
+            h.category.as_str(),
+            cause::RUNQUEUE_WAIT | cause::PREEMPTED_BY
+        );
+        let Some(comm) = h.culprit.comm.clone().filter(|_| sched) else {
+            continue;
+        };
+        match by.iter_mut().find(|x| x.0 == comm) {
+            Some(x) => x.1 += h.ns,
+            None => by.push((comm, h.ns)),
+        }
+    }
+    let all: u64 = by.iter().map(|x| x.1).sum();
+    by.retain(|x| x.1 as f64 >= WAITER_SHARE * all as f64);
+    by.sort_by_key(|x| std::cmp::Reverse(x.1));
+    let names: Vec<String> = by.into_iter().take(2).map(|x| x.0).collect();
+    (!names.is_empty()).then(|| names.join(" and "))
 }
 
 /// The task to move off the CPU where it kept the chain waiting: the last piece of
@@ -291,18 +371,77 @@ fn culprit_to_move(tl: &Timeline, c: &CauseRow) -> Option<(u32, String, i32)> {
     ))
 }
 
-/// One piece of advice to move every task in `tasks` (comm, pid) off `cpu`: two hogs
-/// on the chain's CPU are one thing to do, not the same line twice.
-fn move_off(ncpu: u32, cpu: u32, tasks: &[(String, i32)]) -> Advice {
-    let to = others(ncpu, cpu);
+/// A task to move off the CPU where it held the chain up, and the place of its line.
+struct Move {
+    at: usize,
+    cpu: u32,
+    comm: String,
+    pid: i32,
+}
+
+/// One placement for every move, checked against itself: the CPUs the chain waited on
+/// are kept for it, and tasks go only to CPUs no line moves tasks off. Where the chain
+/// waited on every CPU, the first-ranked one is kept and every task goes to the others
+/// (moving hogs off CPU0 to CPU1 and off CPU1 to CPU0 would swap them). Lines by their
+/// first task's place.
+fn plan_moves(ncpu: u32, moves: &[Move], pids_here: bool) -> Vec<(usize, Advice)> {
+    let mut kept: Vec<u32> = Vec::new();
+    for m in moves {
+        if !kept.contains(&m.cpu) {
+            kept.push(m.cpu);
+        }
+    }
+    let free: Vec<String> = (0..ncpu)
+        .filter(|c| !kept.contains(c))
+        .map(|c| c.to_string())
+        .collect();
+    let tasks = |cpu: Option<u32>| -> Tasks {
+        (moves.iter())
+            .filter(|m| cpu.is_none_or(|c| m.cpu == c))
+            .map(|m| (m.comm.clone(), m.pid))
+            .collect()
+    };
+    let mut out: Vec<(usize, Advice)> = Vec::new();
+    if free.is_empty() {
+        if let Some(first) = moves.first() {
+            let to = others(ncpu, first.cpu);
+            let mut a = move_off(ncpu, first.cpu, &to, &tasks(None), pids_here);
+            // Some of them ran elsewhere already: the line pins them there.
+            if moves.iter().any(|m| m.cpu != first.cpu) {
+                let who = a.action.split(" off CPU").next().unwrap_or_default();
+                let who = who.strip_prefix("Move ").unwrap_or(who);
+                a.action = format!(
+                    "Keep CPU{} for the chain, where it waited most: move {who} to CPU{to} (the chain waited on every CPU; one placement for all)",
+                    first.cpu
+                );
+            }
+            out.push((first.at, a));
+        }
+    } else {
+        for &cpu in &kept {
+            let at = moves.iter().find(|m| m.cpu == cpu).map_or(0, |m| m.at);
+            out.push((
+                at,
+                move_off(ncpu, cpu, &free.join(","), &tasks(Some(cpu)), pids_here),
+            ));
+        }
+    }
+    out
+}
+
+/// One piece of advice to move every task in `tasks` (comm, pid) off `cpu`, to `to`: two
+/// hogs on the chain's CPU are one thing to do, not the same line twice.
+fn move_off(ncpu: u32, cpu: u32, to: &str, tasks: &[(String, i32)], pids_here: bool) -> Advice {
     let capacity = format!(
         "CPU{cpu}: on a {ncpu}-CPU machine that is {}% of its capacity; to keep CPU{cpu} for the latency path for good, isolate it (isolcpus= or a cpuset), which costs a CPU",
         100 / ncpu
     );
-    if let [(comm, pid)] = tasks {
+    let arg = |(comm, pid): &(String, i32)| task_arg(pids_here, comm, *pid);
+    if let [one] = tasks {
+        let comm = &one.0;
         return Advice {
             action: format!("Move {comm} off CPU{cpu}, where the chain runs"),
-            command: format!("taskset -pc {to} {pid}"),
+            command: format!("taskset -pc {to} {}", arg(one)),
             cost: format!("{comm} loses {capacity}"),
         };
     }
@@ -317,9 +456,12 @@ fn move_off(ncpu: u32, cpu: u32, tasks: &[(String, i32)]) -> Advice {
     } else {
         and(tasks.iter().map(|(c, p)| format!("{c}[{p}]")).collect())
     };
+    let mut args: Vec<String> = tasks.iter().map(arg).collect();
+    // By name, two tasks of one name are one lookup.
+    args.dedup();
     Advice {
         action: format!("Move {who} off CPU{cpu}, where the chain runs"),
-        command: format!("for p in {}; do taskset -pc {to} $p; done", pids.join(" ")),
+        command: format!("for p in {}; do taskset -pc {to} $p; done", args.join(" ")),
         cost: format!("each loses {capacity}"),
     }
 }
@@ -385,7 +527,11 @@ fn inversion(tl: &Timeline, s: &Interner, c: &CauseRow, misses: &[Miss]) -> Vec<
                 "Or run {} at {sleeper_name}'s priority all the time",
                 holder.label()
             ),
-            command: format!("chrt -f -p {} {hpid}   (the pid in the recording)", 99 - rt),
+            command: format!(
+                "chrt -f -p {} {}",
+                99 - rt,
+                task_arg(tl.pids_here, holder.comm.as_deref().unwrap_or_default(), hpid)
+            ),
             cost: "the holder then runs ahead of every task below that priority on its CPU, also outside its critical section".into(),
         });
     }
@@ -443,7 +589,11 @@ fn for_cause(tl: &Timeline, s: &Interner, c: &CauseRow, misses: &[Miss]) -> Vec<
                 "chrt -f -p 1 $(pgrep -x ksoftirqd/{cpu})   (or move {} off CPU{cpu}: taskset -pc {} {})",
                 c.culprit.comm.clone().unwrap_or_default(),
                 others(cpu),
-                c.culprit.pid.unwrap_or(-1)
+                task_arg(
+                    tl.pids_here,
+                    c.culprit.comm.as_deref().unwrap_or_default(),
+                    c.culprit.pid.unwrap_or(-1)
+                )
             ),
             cost: "a real-time ksoftirqd runs network/timer bottom halves ahead of every normal task on that CPU: bursts of softirq work then delay applications instead".into(),
         }),
@@ -476,7 +626,7 @@ fn for_cause(tl: &Timeline, s: &Interner, c: &CauseRow, misses: &[Miss]) -> Vec<
                 });
             }
         }
-        cause::IRQS_OFF_INFERRED => out.push(irqs_off_in_call(c, misses, ncpu)),
+        cause::IRQS_OFF_INFERRED => out.push(irqs_off_in_call(c, misses, ncpu, tl.pids_here)),
         cause::SLOW_CONSOLE => out.extend(console_in_call(c, misses)),
         cause::OWN_CODE | cause::CALLEE => {
             let f = c.culprit.caller.clone().unwrap_or_default();
@@ -528,7 +678,9 @@ fn for_cause(tl: &Timeline, s: &Interner, c: &CauseRow, misses: &[Miss]) -> Vec<
             cost: "more preemption points: some throughput".into(),
         }),
         cause::TIMER_IRQ_LATENCY | cause::NMI | cause::THREAD_NOISE | cause::SCHED_OVERHEAD | cause::CPU_VECTOR => {
-            out.extend(super::rt_advice::for_rt_cause(c, &others(cpu)))
+            let comm = c.culprit.comm.as_deref().unwrap_or_default();
+            let culprit = task_arg(tl.pids_here, comm, c.culprit.pid.unwrap_or(-1));
+            out.extend(super::rt_advice::for_rt_cause(c, &others(cpu), &culprit))
         }
         cause::CPU_IDLE => out.push(Advice {
             action: format!("CPU{cpu} sat idle while the chain waited: idle exit or host (VM) latency"),
@@ -641,9 +793,10 @@ fn console_in_call(c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
 /// A task's system call that held interrupts off (inferred from a late or missing tick):
 /// what is known about it, and the options that work for irqs-off (a preemption model
 /// does not).
-fn irqs_off_in_call(c: &CauseRow, misses: &[Miss], ncpu: u32) -> Advice {
+fn irqs_off_in_call(c: &CauseRow, misses: &[Miss], ncpu: u32, pids_here: bool) -> Advice {
     let cpu = c.culprit.cpu.unwrap_or(0);
-    let pid = c.culprit.pid.unwrap_or(-1);
+    let comm = c.culprit.comm.as_deref().unwrap_or_default();
+    let pid = task_arg(pids_here, comm, c.culprit.pid.unwrap_or(-1));
     let call = c.culprit.caller.clone().unwrap_or_default();
     let longest = (misses.iter().flat_map(|m| &m.chain))
         .flat_map(|l| &l.held_by)
@@ -668,24 +821,32 @@ fn irqs_off_in_call(c: &CauseRow, misses: &[Miss], ncpu: u32) -> Advice {
 
 #[cfg(test)]
 mod tests {
-    use super::move_off;
+    use super::{move_off, plan_moves, task_arg, Move};
 
     #[test]
     fn two_tasks_on_one_cpu_are_one_move() {
-        let one = move_off(2, 1, &[("hog".into(), 6717)]);
+        let one = move_off(2, 1, "0", &[("hog".into(), 6717)], true);
         assert_eq!(one.action, "Move hog off CPU1, where the chain runs");
         assert_eq!(one.command, "taskset -pc 0 6717");
         assert!(one
             .cost
             .starts_with("hog loses CPU1: on a 2-CPU machine that is 50%"));
-        let two = move_off(2, 1, &[("hog".into(), 6717), ("hog".into(), 6716)]);
+        let tasks = [("hog".into(), 6717), ("hog".into(), 6716)];
+        let two = move_off(2, 1, "0", &tasks, true);
         assert_eq!(
             two.action,
             "Move hog (6717 and 6716) off CPU1, where the chain runs"
         );
         assert_eq!(two.command, "for p in 6717 6716; do taskset -pc 0 $p; done");
         assert!(two.cost.starts_with("each loses CPU1"));
-        let mixed = move_off(4, 2, &[("a".into(), 1), ("b".into(), 2), ("c".into(), 3)]);
+        // By name, the two hogs are one lookup.
+        let by_name = move_off(2, 1, "0", &tasks, false);
+        assert_eq!(
+            by_name.command,
+            "for p in $(pgrep -x 'hog'); do taskset -pc 0 $p; done"
+        );
+        let tasks = [("a".into(), 1), ("b".into(), 2), ("c".into(), 3)];
+        let mixed = move_off(4, 2, "0,1,3", &tasks, true);
         assert_eq!(
             mixed.action,
             "Move a[1], b[2] and c[3] off CPU2, where the chain runs"
@@ -693,6 +854,58 @@ mod tests {
         assert_eq!(
             mixed.command,
             "for p in 1 2 3; do taskset -pc 0,1,3 $p; done"
+        );
+    }
+
+    /// A PID is written only where it names this machine's task; else the name is looked
+    /// up, its regular-expression and shell characters quoted.
+    #[test]
+    fn a_task_is_named_by_pid_only_where_the_pids_are_this_machines() {
+        assert_eq!(task_arg(true, "kworker/u8:1", 32), "32");
+        assert_eq!(
+            task_arg(false, "kworker/u8:1", 32),
+            "$(pgrep -x 'kworker/u8:1')"
+        );
+        assert_eq!(
+            task_arg(false, "a.b+[1]", 5),
+            "$(pgrep -x 'a\\.b\\+\\[1\\]')"
+        );
+        assert_eq!(task_arg(false, "it's", 5), "$(pgrep -x 'it'\\''s')");
+        // No name to look up: the PID, and the note says whose it is.
+        assert_eq!(task_arg(false, "", 7), "7");
+    }
+
+    fn mv(at: usize, cpu: u32, comm: &str, pid: i32) -> Move {
+        let comm = comm.into();
+        Move { at, cpu, comm, pid }
+    }
+
+    /// Moves off both CPUs of a 2-CPU machine would swap the hogs: one line keeps the
+    /// CPU the chain waited on most and sends every hog to the other. With CPUs to
+    /// spare, each CPU's tasks go to the CPUs no line moves tasks off.
+    #[test]
+    fn taskset_lines_are_one_placement() {
+        let swap = [
+            mv(1, 0, "hog", 7450),
+            mv(3, 1, "hog", 7451),
+            mv(4, 1, "x", 9),
+        ];
+        let plan = plan_moves(2, &swap, true);
+        assert_eq!(plan.len(), 1, "{plan:?}");
+        assert_eq!(plan[0].0, 1);
+        assert_eq!(
+            plan[0].1.command,
+            "for p in 7450 7451 9; do taskset -pc 1 $p; done"
+        );
+        assert!(plan[0].1.action.starts_with("Keep CPU0 for the chain"));
+        let spare = plan_moves(4, &swap, true);
+        let lines: Vec<(usize, &str)> = spare.iter().map(|(at, a)| (*at, &a.command[..])).collect();
+        assert_eq!(
+            lines,
+            [
+                (1, "taskset -pc 2,3 7450"),
+                (3, "for p in 7451 9; do taskset -pc 2,3 $p; done")
+            ]
         );
     }
 }

@@ -210,6 +210,10 @@ pub(super) fn assemble(tl: &Timeline, s: &Interner, frame: Framing, f: Findings)
     let causes = rank(f.tally.causes, &f.tally.nested);
     let context = context(tl, s, &causes, &f.tally.cpus);
     let advice = advise(tl, s, &causes, &f.misses);
+    let mut notes = f.notes;
+    if advice.iter().any(|a| a.command.contains("pgrep -x '")) {
+        notes.push(super::advice::BY_NAME.into());
+    }
     ExplainReport {
         inputs: Vec::new(),
         events: 0,
@@ -222,7 +226,7 @@ pub(super) fn assemble(tl: &Timeline, s: &Interner, frame: Framing, f: Findings)
         misses: f.misses,
         context,
         advice,
-        notes: f.notes,
+        notes,
         blind: blind(tl),
         unread: None,
         machine: None,

@@ -357,7 +357,7 @@ pub struct CpuContext {
 }
 
 /// One piece of advice.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct Advice {
     /// What to do.
     pub action: String,

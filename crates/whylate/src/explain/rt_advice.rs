@@ -5,8 +5,9 @@ use super::causes as cause;
 use super::report::{Advice, CauseRow};
 
 /// The advice for one real-time cause, by its category; `others` lists the CPUs but the
-/// culprit's.
-pub(super) fn for_rt_cause(c: &CauseRow, others: &str) -> Vec<Advice> {
+/// culprit's; `culprit` is how a command names the culprit task (its PID, or a lookup by
+/// name where the trace's PIDs are not this machine's).
+pub(super) fn for_rt_cause(c: &CauseRow, others: &str, culprit: &str) -> Vec<Advice> {
     let cpu = c.culprit.cpu.unwrap_or(0);
     let isolate = Advice {
         action: format!("Keep CPU{cpu} for the latency-critical thread: no other tasks, no tick, no RCU callbacks"),
@@ -35,7 +36,7 @@ pub(super) fn for_rt_cause(c: &CauseRow, others: &str) -> Vec<Advice> {
         cause::THREAD_NOISE => vec![
             Advice {
                 action: format!("Move {} off CPU{cpu}", c.culprit.label()),
-                command: format!("taskset -pc {others} {}", c.culprit.pid.unwrap_or(-1)),
+                command: format!("taskset -pc {others} {culprit}"),
                 cost: "that task loses the CPU; per-CPU kernel threads (kworker/N) cannot move: isolate the CPU instead".into(),
             },
             isolate,

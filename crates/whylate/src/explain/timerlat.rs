@@ -693,7 +693,7 @@ mod tests {
         assert!(
             r.advice
                 .iter()
-                .any(|a| a.command == "taskset -pc 0,1,2 4242"),
+                .any(|a| a.command == "taskset -pc 0,1,2 $(pgrep -x 'hog')"),
             "{:?}",
             r.advice
         );

@@ -144,6 +144,7 @@ pub fn read_opened(
     tl.arch = arch;
     tl.recorder = recorder_threads(&tl, &strings, snapshot.as_ref());
     tl.consoles = snapshot.as_ref().map_or(Vec::new(), |s| s.consoles.clone());
+    tl.pids_here = snapshot.as_ref().is_some_and(crate::snapshot::this_boot);
     for s in merged.sources() {
         for &cpu in &s.diag().cut_cpus {
             let from = tl.cpu_last_ts.get(cpu as usize).copied().unwrap_or(0);

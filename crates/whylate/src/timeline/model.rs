@@ -511,6 +511,9 @@ pub struct Timeline {
     /// record`'s own from its snapshot, trace-cmd's and perf's by name). They are the
     /// measurement, not the workload: never a victim to explain or a task to advise on.
     pub recorder: FxHashSet<i32>,
+    /// The trace's PIDs name the same tasks on this machine now: `whylate record` made it
+    /// in this boot (its snapshot says which). Else advice finds tasks by name.
+    pub pids_here: bool,
     /// What the real-time latency tracers (timerlat, osnoise) recorded.
     pub rtla: super::rtla::Rtla,
 }

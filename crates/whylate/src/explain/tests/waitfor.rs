@@ -44,7 +44,9 @@ fn a_holder_kept_off_its_cpu_by_a_middle_priority_task_is_a_priority_inversion()
         r.advice
     );
     assert!(
-        r.advice[1].command.starts_with("chrt -f -p 50 20"),
+        r.advice[1]
+            .command
+            .starts_with("chrt -f -p 50 $(pgrep -x 'b')"),
         "{:?}",
         r.advice
     );
