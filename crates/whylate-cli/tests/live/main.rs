@@ -44,6 +44,7 @@ fn skip(reason: &str) -> bool {
     // a plain `cargo test` would look like the live tests ran.
     let test = std::thread::current().name().unwrap_or("live").to_string();
     let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {reason}");
+    common::log_skip(&test, reason);
     true
 }
 

@@ -120,12 +120,15 @@ fn evidence(r: &DiffReport, o: &mut String, p: &Paint) {
             Some(x) => format!("{} {}", x.misses, dur(x.total_excess_ns)),
             None => "-".into(),
         };
-        for d in &r.causes {
+        // As wide as the longest name, so a long one does not push its row's figures out
+        // of their column.
+        let names: Vec<String> = r.causes.iter().map(cause_name).collect();
+        let w = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+        for (d, name) in r.causes.iter().zip(&names) {
             let _ = writeln!(
                 o,
-                "  {:<9} {:<56} {:>18} → {}",
+                "  {:<9} {name:<w$} {:>18} → {}",
                 d.status,
-                cause_name(d),
                 side(&d.a),
                 side(&d.b)
             );

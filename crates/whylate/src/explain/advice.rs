@@ -51,9 +51,13 @@ pub(super) fn context(
                     (format!("irq {irq} {name}").trim_end().to_string(), n)
                 })
                 .collect();
-            let role = causes
-                .iter()
-                .find(|c| c.culprit.cpu == Some(cpu))
+            // The workload's cause first, as the causes table ranks it: the recorder's
+            // own rows come after the workload's there.
+            let here = |c: &&CauseRow| c.culprit.cpu == Some(cpu);
+            let rec = |c: &&CauseRow| c.culprit.pid.is_some_and(|p| tl.is_recorder(p));
+            let role = (causes.iter().filter(here))
+                .find(|c| !rec(c))
+                .or_else(|| causes.iter().filter(here).find(rec))
                 .map(|c| {
                     format!(
                         "the chain waited here ({} {})",
