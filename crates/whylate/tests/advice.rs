@@ -132,3 +132,42 @@ fn the_readme_cycles_on_frob_advise_by_name() {
     let roles: Vec<&str> = r.context.iter().map(|c| c.role.as_str()).collect();
     assert!(!roles.iter().any(|r| r.contains("whylate[")), "{roles:?}");
 }
+
+/// The timer example's victim runs at nice 19: that is said first, with `renice`, before
+/// the stronger fix (SCHED_FIFO).
+#[test]
+fn a_niced_victim_is_told_to_renice_first() {
+    let o = whylate::explain::TimerOptions {
+        task: Some(whylate::measure::TaskSel::parse("periodic").unwrap()),
+        deadline_ns: Some(300_000),
+        top: 3,
+    };
+    let r =
+        whylate::explain::explain_timers(&example("timer.dat.zst"), &OpenOptions::default(), &o)
+            .unwrap();
+    let first = &r.advice[0];
+    assert!(
+        first.action.starts_with("periodic runs at nice 19"),
+        "{:#?}",
+        r.advice
+    );
+    assert_eq!(first.command, "renice -n 0 -p $(pgrep -x 'periodic')");
+}
+
+/// An unbound pool's worker is not given a priority (the pool hands the work to another
+/// worker): the unbound workqueues' CPUs are set instead.
+#[test]
+fn an_unbound_worker_is_kept_off_the_hogs_cpu_by_the_workqueue_cpumask() {
+    let r = explain_auto(&example("pty-poll.ftrace.gz"), &OpenOptions::default(), 5).unwrap();
+    let cmds: Vec<&str> = r.advice.iter().map(|a| a.command.as_str()).collect();
+    assert!(
+        !cmds
+            .iter()
+            .any(|c| c.contains("chrt") && c.contains("kworker/u")),
+        "{cmds:?}"
+    );
+    assert!(
+        cmds.contains(&"echo 0 > /sys/devices/virtual/workqueue/cpumask"),
+        "{cmds:?}"
+    );
+}

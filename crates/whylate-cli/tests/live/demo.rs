@@ -127,6 +127,17 @@ pub(crate) fn demo_scenarios_match_their_programs_and_mitigation_helps() {
             // first task culprit there. A busy host's own load elsewhere is named as itself.
             let (_, _, top) = task_excess_on(ex["causes"].as_array().unwrap(), 1, "hog");
             assert_eq!(top.as_deref(), Some("hog"), "{scenario}: {}", ex["causes"]);
+            // `whylate record` kept this boot's id: the advice names tasks by their PIDs,
+            // which are this machine's (any other trace gets `pgrep -x` lookups).
+            let cmds: Vec<&str> = (ex["advice"].as_array().unwrap().iter())
+                .filter_map(|a| a["command"].as_str())
+                .collect();
+            assert!(
+                cmds.iter()
+                    .any(|c| c.contains("taskset -pc") || c.contains("chrt -f -p"))
+                    && !cmds.iter().any(|c| c.contains("pgrep -x '")),
+                "{scenario}: a recording of this boot names its tasks by PID: {cmds:?}"
+            );
         }
         // Automatic mode (`whylate FILE`, no selectors) names the same culprit first on
         // CPU1 (the host's own load elsewhere is named as itself).

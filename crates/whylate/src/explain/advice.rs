@@ -121,9 +121,11 @@ pub(super) fn advise(
         out.extend(mine.into_iter().map(|x| x.1));
         irq = rest;
     }
-    for (at, a) in plan_moves(tl.cpus.max(1), &moves, tl.pids_here) {
+    let (lines, kept) = plan_moves(tl.cpus.max(1), &moves, tl.pids_here);
+    for (at, a) in lines {
         out[at] = a;
     }
+    unbound_work_to(&mut out, &kept);
     // The places of moves the plan folded into another line.
     out.retain(|a| !a.action.is_empty());
     // The recorder's own cost gets its advice whenever it is a real share of the excess,
@@ -311,20 +313,46 @@ fn scheduling(tl: &Timeline, c: &CauseRow, misses: &[Miss]) -> Vec<Advice> {
         // Named after what kept this waiter waiting most, this cause or not.
         let comm = kept_waiting_by(misses, wpid)
             .unwrap_or_else(|| c.culprit.comm.clone().unwrap_or_default());
-        if w.starts_with("kworker/") {
+        let arg = task_arg(tl.pids_here, &w, wpid);
+        // A waiter that runs niced down asked for its waits: the first thing to say.
+        if let Some(nice) = tl
+            .prios
+            .get(&wpid)
+            .map(|p| p - 120)
+            .filter(|n| (1..=19).contains(n))
+        {
+            out.push(Advice {
+                action: format!("{w} runs at nice {nice}, a fraction of {comm}'s weight on the CPU: give it back the normal weight"),
+                command: format!("renice -n 0 -p {arg}"),
+                cost: format!("at nice 0 it shares the CPU evenly with {comm}: its waits shrink but do not end (SCHED_FIFO ends them)"),
+            });
+        }
+        if w.starts_with("kworker/u") {
+            // An unbound pool's workers come and go: the pool's CPUs are what stays.
+            out.push(Advice {
+                action: format!(
+                    "Keep unbound work (the worker that carries the chain, {w}) off CPU{cpu}, where {comm} held it up"
+                ),
+                command: format!(
+                    "echo {} > /sys/devices/virtual/workqueue/cpumask",
+                    others(tl.cpus.max(1), cpu)
+                ),
+                cost: "every unbound workqueue's work then runs on those CPUs only (bound, per-CPU work is not moved); a worker's own priority (chrt) would be lost when another worker of the pool picks the work up".into(),
+            });
+        } else if w.starts_with("kworker/") {
             out.push(Advice {
                 action: format!(
                     "Give the worker that carries the chain a real-time priority so {comm} cannot delay it"
                 ),
-                command: format!("chrt -f -p 50 {}", task_arg(tl.pids_here, &w, wpid)),
+                command: format!("chrt -f -p 50 {arg}"),
                 cost: format!(
-                    "{w} is a pool worker: the setting is lost when another worker picks the work up (unbound pools rotate workers); a SCHED_FIFO kworker also preempts everything else on CPU{cpu}"
+                    "{w} is a pool worker: the setting is lost when another worker picks the work up; a SCHED_FIFO kworker also preempts everything else on CPU{cpu}"
                 ),
             });
         } else {
             out.push(Advice {
                 action: format!("Run {w} as SCHED_FIFO so {comm} cannot keep it waiting"),
-                command: format!("chrt -f -p 50 {}", task_arg(tl.pids_here, &w, wpid)),
+                command: format!("chrt -f -p 50 {arg}"),
                 cost: "a SCHED_FIFO thread that spins or loops starves every normal task on its CPU; keep its work bounded (sched_rt_runtime_us still reserves 5% for others)".into(),
             });
         }
@@ -387,8 +415,8 @@ struct Move {
 /// are kept for it, and tasks go only to CPUs no line moves tasks off. Where the chain
 /// waited on every CPU, the first-ranked one is kept and every task goes to the others
 /// (moving hogs off CPU0 to CPU1 and off CPU1 to CPU0 would swap them). Lines by their
-/// first task's place.
-fn plan_moves(ncpu: u32, moves: &[Move], pids_here: bool) -> Vec<(usize, Advice)> {
+/// first task's place; also the CPUs kept for the chain (the culprits moved off them).
+fn plan_moves(ncpu: u32, moves: &[Move], pids_here: bool) -> (Vec<(usize, Advice)>, Vec<u32>) {
     let mut kept: Vec<u32> = Vec::new();
     for m in moves {
         if !kept.contains(&m.cpu) {
@@ -407,6 +435,7 @@ fn plan_moves(ncpu: u32, moves: &[Move], pids_here: bool) -> Vec<(usize, Advice)
     };
     let mut out: Vec<(usize, Advice)> = Vec::new();
     if free.is_empty() {
+        kept.truncate(1);
         if let Some(first) = moves.first() {
             let to = others(ncpu, first.cpu);
             let mut a = move_off(ncpu, first.cpu, &to, &tasks(None), pids_here);
@@ -430,7 +459,31 @@ fn plan_moves(ncpu: u32, moves: &[Move], pids_here: bool) -> Vec<(usize, Advice)
             ));
         }
     }
-    out
+    (out, kept)
+}
+
+/// Where the plan keeps CPUs for the chain, unbound work goes there too: the culprits
+/// leave those CPUs, so sending the work elsewhere would put it beside them.
+fn unbound_work_to(out: &mut [Advice], kept: &[u32]) {
+    const MASK: &str = " > /sys/devices/virtual/workqueue/cpumask";
+    if kept.is_empty() {
+        return;
+    }
+    let list: Vec<String> = kept.iter().map(|c| c.to_string()).collect();
+    for a in out.iter_mut().filter(|a| a.command.ends_with(MASK)) {
+        a.command = format!("echo {}{MASK}", list.join(","));
+        let who = a.action.split(" off CPU").next().unwrap_or_default();
+        let by = a
+            .action
+            .split(", where ")
+            .nth(1)
+            .map(|r| r.trim_end_matches(" held it up"));
+        a.action = format!(
+            "{who} on CPU{}, away from {} (the taskset line keeps that CPU for the chain)",
+            list.join(","),
+            by.unwrap_or("the culprits")
+        );
+    }
 }
 
 /// One piece of advice to move every task in `tasks` (comm, pid) off `cpu`, to `to`: two
@@ -894,7 +947,8 @@ mod tests {
             mv(3, 1, "hog", 7451),
             mv(4, 1, "x", 9),
         ];
-        let plan = plan_moves(2, &swap, true);
+        let (plan, kept) = plan_moves(2, &swap, true);
+        assert_eq!(kept, [0]);
         assert_eq!(plan.len(), 1, "{plan:?}");
         assert_eq!(plan[0].0, 1);
         assert_eq!(
@@ -902,7 +956,8 @@ mod tests {
             "for p in 7450 7451 9; do taskset -pc 1 $p; done"
         );
         assert!(plan[0].1.action.starts_with("Keep CPU0 for the chain"));
-        let spare = plan_moves(4, &swap, true);
+        let (spare, kept) = plan_moves(4, &swap, true);
+        assert_eq!(kept, [0, 1]);
         let lines: Vec<(usize, &str)> = spare.iter().map(|(at, a)| (*at, &a.command[..])).collect();
         assert_eq!(
             lines,
