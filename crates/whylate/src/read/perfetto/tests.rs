@@ -996,3 +996,33 @@ fn a_large_bundle_reads_as_the_whole_one_and_says_where_it_is_damaged() {
         "{notes}"
     );
 }
+
+/// A file cut inside a large bundle reads as a file cut inside any packet: the packets
+/// before it whole, the cut said, whether the bundle would be held whole or read as a
+/// large one.
+#[test]
+fn a_file_cut_inside_a_large_bundle_reads_as_any_cut_packet() {
+    let sysinfo = packet(Data::SystemInfo(protos::SystemInfo {
+        num_cpus: Some(1),
+        ..Default::default()
+    }));
+    let first = bundle(
+        0,
+        (0..5)
+            .map(|k| ev(1_000 + k, 7, exit(0, k as i64)))
+            .collect(),
+    );
+    let second = bundle(
+        0,
+        (0..50)
+            .map(|k| ev(9_000 + k, 7, exit(0, k as i64)))
+            .collect(),
+    );
+    let mut bytes = trace(&[sysinfo, first, second]);
+    bytes.truncate(bytes.len() - 40);
+    let (whole, whole_notes) = read_file(&bytes, false);
+    let (large, large_notes) = read_file(&bytes, true);
+    assert_eq!(whole.len(), 5, "{whole:#?}");
+    assert_eq!(large, whole);
+    assert_eq!(large_notes, whole_notes);
+}
