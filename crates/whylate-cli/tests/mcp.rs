@@ -16,26 +16,12 @@ use std::process::Command;
 #[test]
 fn the_python_sdk_client_gets_the_clis_answers_and_the_refusals() {
     let scratch = tempfile::tempdir().unwrap();
-    let script = repo().join("crates/whylate-cli/tests/mcp/client_check.py");
-    let o = Command::new("python3")
-        .arg(&script)
-        .arg(env!("CARGO_BIN_EXE_whylate"))
-        .arg(repo().join("examples"))
-        .arg(scratch.path())
-        .output()
-        .expect("python3 runs");
-    let out = String::from_utf8_lossy(&o.stdout);
-    let err = String::from_utf8_lossy(&o.stderr);
-    if o.status.code() == Some(77) {
-        skip(out.trim());
-        return;
-    }
-    let log = std::fs::read_to_string(scratch.path().join("server.log")).unwrap_or_default();
-    assert!(
-        o.status.success(),
-        "the MCP client's checks failed:\n{out}\n{err}\nserver stderr:\n{log}"
+    run_check(
+        "client_check.py",
+        scratch.path(),
+        &[&repo().join("examples")],
+        "all MCP checks passed",
     );
-    assert!(out.contains("all MCP checks passed"), "{out}");
 }
 
 /// tests/mcp/race_check.py: names under the root exchanged 10,000 times and more (a
@@ -45,25 +31,12 @@ fn the_python_sdk_client_gets_the_clis_answers_and_the_refusals() {
 #[test]
 fn a_name_swapped_during_calls_is_never_followed_out_of_the_root() {
     let scratch = tempfile::tempdir().unwrap();
-    let script = repo().join("crates/whylate-cli/tests/mcp/race_check.py");
-    let o = Command::new("python3")
-        .arg(&script)
-        .arg(env!("CARGO_BIN_EXE_whylate"))
-        .arg(scratch.path())
-        .output()
-        .expect("python3 runs");
-    let out = String::from_utf8_lossy(&o.stdout);
-    let err = String::from_utf8_lossy(&o.stderr);
-    if o.status.code() == Some(77) {
-        skip(out.trim());
-        return;
-    }
-    let log = std::fs::read_to_string(scratch.path().join("server.log")).unwrap_or_default();
-    assert!(
-        o.status.success(),
-        "the race checks failed:\n{out}\n{err}\nserver stderr:\n{log}"
+    run_check(
+        "race_check.py",
+        scratch.path(),
+        &[],
+        "all race checks passed",
     );
-    assert!(out.contains("all race checks passed"), "{out}");
 }
 
 /// tests/mcp/memory_check.py: with `--call-memory 64`, two `latency` calls on 4 M
@@ -72,11 +45,22 @@ fn a_name_swapped_during_calls_is_never_followed_out_of_the_root() {
 #[test]
 fn a_call_past_its_memory_budget_is_refused_and_the_server_goes_on() {
     let scratch = tempfile::tempdir().unwrap();
-    let script = repo().join("crates/whylate-cli/tests/mcp/memory_check.py");
+    run_check(
+        "memory_check.py",
+        scratch.path(),
+        &[],
+        "all memory checks passed",
+    );
+}
+
+/// Runs tests/mcp/`script` (the SDK client) against this build with `scratch` and
+/// `args`, and checks it ends with `done`; exit 77 (the SDK is missing) is a skip.
+fn run_check(script: &str, scratch: &std::path::Path, args: &[&std::path::Path], done: &str) {
     let o = Command::new("python3")
-        .arg(&script)
+        .arg(repo().join("crates/whylate-cli/tests/mcp").join(script))
         .arg(env!("CARGO_BIN_EXE_whylate"))
-        .arg(scratch.path())
+        .args(args)
+        .arg(scratch)
         .output()
         .expect("python3 runs");
     let out = String::from_utf8_lossy(&o.stdout);
@@ -85,10 +69,10 @@ fn a_call_past_its_memory_budget_is_refused_and_the_server_goes_on() {
         skip(out.trim());
         return;
     }
-    let log = std::fs::read_to_string(scratch.path().join("server.log")).unwrap_or_default();
+    let log = std::fs::read_to_string(scratch.join("server.log")).unwrap_or_default();
     assert!(
         o.status.success(),
-        "the memory checks failed:\n{out}\n{err}\nserver stderr:\n{log}"
+        "{script} failed:\n{out}\n{err}\nserver stderr:\n{log}"
     );
-    assert!(out.contains("all memory checks passed"), "{out}");
+    assert!(out.contains(done), "{out}");
 }

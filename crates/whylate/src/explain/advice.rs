@@ -523,6 +523,24 @@ fn move_off(ncpu: u32, cpu: u32, to: &str, tasks: &[(String, i32)], pids_here: b
     }
 }
 
+/// A softirq handed to ksoftirqd that then waited behind a task: let ksoftirqd preempt
+/// it, or move the task (`others`: the CPUs but the culprit's).
+fn deferred(c: &CauseRow, others: &str, pids_here: bool) -> Advice {
+    let cpu = c.culprit.cpu.unwrap_or(0);
+    let comm = c.culprit.comm.as_deref().unwrap_or_default();
+    let task = task_arg(pids_here, comm, c.culprit.pid.unwrap_or(-1));
+    Advice {
+        action: format!(
+            "The softirq was handed to ksoftirqd/{cpu}, which then waited behind {}: let ksoftirqd preempt it",
+            c.culprit.label()
+        ),
+        command: format!(
+            "chrt -f -p 1 $(pgrep -x ksoftirqd/{cpu})   (or move {comm} off CPU{cpu}: taskset -pc {others} {task})"
+        ),
+        cost: "a real-time ksoftirqd runs network/timer bottom halves ahead of every normal task on that CPU: bursts of softirq work then delay applications instead".into(),
+    }
+}
+
 /// The advice for one cause, by its category.
 /// Interrupt context without a numbered handler: the CPU's own timer interrupt (which
 /// cannot be steered), or a handler whose entry the trace lacks.
@@ -637,23 +655,7 @@ fn for_cause(tl: &Timeline, s: &Interner, c: &CauseRow, misses: &[Miss]) -> Vec<
             command: "in the reader: poll()/select() on the fd with the time left as timeout, then read; after a timeout, drain the late reply before the next request".into(),
             cost: "none on the machine; the reader's timeout handling changes (a late reply is taken, not left for the next request)".into(),
         }),
-        cause::DEFERRED_TO_KSOFTIRQD => out.push(Advice {
-            action: format!(
-                "The softirq was handed to ksoftirqd/{cpu}, which then waited behind {}: let ksoftirqd preempt it",
-                c.culprit.label()
-            ),
-            command: format!(
-                "chrt -f -p 1 $(pgrep -x ksoftirqd/{cpu})   (or move {} off CPU{cpu}: taskset -pc {} {})",
-                c.culprit.comm.clone().unwrap_or_default(),
-                others(cpu),
-                task_arg(
-                    tl.pids_here,
-                    c.culprit.comm.as_deref().unwrap_or_default(),
-                    c.culprit.pid.unwrap_or(-1)
-                )
-            ),
-            cost: "a real-time ksoftirqd runs network/timer bottom halves ahead of every normal task on that CPU: bursts of softirq work then delay applications instead".into(),
-        }),
+        cause::DEFERRED_TO_KSOFTIRQD => out.push(deferred(c, &others(cpu), tl.pids_here)),
         cause::SOFTIRQ | cause::SOFTIRQ_BACKLOG => out.push(Advice {
             action: format!(
                 "Move the interrupt that raises {} off CPU{cpu}, or let its softirq run in a thread",
