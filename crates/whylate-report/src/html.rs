@@ -226,12 +226,20 @@ fn head(o: &mut Page<'_>, r: &ExplainReport, title: &str) {
         }
         let _ = write!(
             o,
-            "<br>first cause: <b>{} {}</b>, in {} of {} misses, {} of excess ({})",
+            "<br>first cause: <b>{} {}</b>, in {} of {} misses, {} of excess{} ({})",
             esc(&top.category),
             esc(&who),
             top.count,
             c.misses,
-            dur(top.total_excess_ns),
+            dur(top.once_ns),
+            if top.once_ns < top.total_excess_ns {
+                format!(
+                    " (each wait once; {} summed over the misses it delayed)",
+                    dur(top.total_excess_ns)
+                )
+            } else {
+                String::new()
+            },
             pct(top.share)
         );
     }
@@ -256,28 +264,43 @@ fn head(o: &mut Page<'_>, r: &ExplainReport, title: &str) {
     let _ = writeln!(o, "<p class=\"sub\">{what}. {} events read.</p>", r.events);
 }
 
-/// The ranked causes over all misses.
+/// The ranked causes over all misses: where misses overlapped in time, `total` counts
+/// each wait once and `summed` once per miss it delayed (as the terminal table does).
 fn causes(o: &mut Page<'_>, r: &ExplainReport) {
-    if !r.causes.is_empty() {
-        o.push_str("<h2>Causes, over all misses</h2>\n<table id=\"causes\"><tr><th>category</th><th>culprit</th><th>misses</th><th>total excess</th><th>mean</th><th>share</th></tr>\n");
-        for row in &r.causes {
-            let mut who = row.culprit.label();
-            if let Some(cpu) = row.culprit.cpu {
-                let _ = write!(who, " on CPU{cpu}");
-            }
-            let _ = writeln!(
-                o,
-                "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td><span class=\"share\" style=\"width:{:.0}px\"></span>{}</td></tr>",
-                esc(&row.category),
-                esc(&who),
-                row.count,
-                dur(row.total_excess_ns),
-                dur(row.mean_excess_ns),
-                row.share * 120.0,
-                pct(row.share)
-            );
+    if r.causes.is_empty() {
+        return;
+    }
+    let repeated = r.causes.iter().any(|c| c.once_ns < c.total_excess_ns);
+    let _ = writeln!(
+        o,
+        "<h2>Causes, over all misses</h2>\n<table id=\"causes\"><tr><th>category</th><th>culprit</th><th>misses</th><th>total excess</th>{}<th>mean</th><th>share</th></tr>",
+        if repeated { "<th>summed</th>" } else { "" }
+    );
+    for row in &r.causes {
+        let mut who = row.culprit.label();
+        if let Some(cpu) = row.culprit.cpu {
+            let _ = write!(who, " on CPU{cpu}");
         }
-        o.push_str("</table>\n");
+        let summed = if repeated {
+            format!("<td class=\"n\">{}</td>", dur(row.total_excess_ns))
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            o,
+            "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>{summed}<td class=\"n\">{}</td><td><span class=\"share\" style=\"width:{:.0}px\"></span>{}</td></tr>",
+            esc(&row.category),
+            esc(&who),
+            row.count,
+            dur(row.once_ns),
+            dur(row.mean_excess_ns),
+            row.share * 120.0,
+            pct(row.share)
+        );
+    }
+    o.push_str("</table>\n");
+    if repeated {
+        o.push_str("<p class=\"sub\">Misses overlapped in time: total excess counts each wait once; summed counts it once per miss it delayed, as mean and share do.</p>\n");
     }
 }
 

@@ -55,6 +55,15 @@ fn plural(r: &ExplainReport) -> &'static str {
     }
 }
 
+/// One of the misses, in the mode's words.
+fn singular(r: &ExplainReport) -> &'static str {
+    match r.noun {
+        "outliers" => "outlier",
+        "kernel reports" => "report",
+        _ => "miss",
+    }
+}
+
 /// The first line (counts, deadline, quantiles), where the deadline came from, the cycle.
 fn verdict(o: &mut String, r: &ExplainReport, p: &Paint) {
     let c = &r.cycles;
@@ -214,21 +223,46 @@ fn causes(o: &mut String, r: &ExplainReport, p: &Paint) {
         .iter()
         .map(|r| r.1.chars().count())
         .fold(36, usize::max);
+    // Where misses overlapped in time, one wait held up several: `total` counts it once,
+    // `summed` once per miss it delayed (what `mean` divides).
+    let repeated = r.causes.iter().any(|c| c.once_ns < c.total_excess_ns);
+    let summed = |n: &str| {
+        if repeated {
+            format!(" {n:>11}")
+        } else {
+            String::new()
+        }
+    };
     let _ = writeln!(
         o,
-        "  {:<cat_w$} {:<who_w$} {:>6} {:>11} {:>10} {:>6}",
-        "category", "culprit", "misses", "total", "mean", "share"
+        "  {:<cat_w$} {:<who_w$} {:>6} {:>11}{} {:>10} {:>6}",
+        "category",
+        "culprit",
+        "misses",
+        "total",
+        summed("summed"),
+        "mean",
+        "share"
     );
     for (category, who, c) in rows {
         let _ = writeln!(
             o,
-            "  {:<cat_w$} {:<who_w$} {:>6} {:>11} {:>10} {:>5.0}%",
+            "  {:<cat_w$} {:<who_w$} {:>6} {:>11}{} {:>10} {:>5.0}%",
             category,
             who,
             c.count,
-            dur(c.total_excess_ns),
+            dur(c.once_ns),
+            summed(&dur(c.total_excess_ns)),
             dur(c.mean_excess_ns),
             c.share * 100.0
+        );
+    }
+    if repeated {
+        let _ = writeln!(
+            o,
+            "  ({} overlapped in time: total counts each wait once; summed counts it once per {} it delayed, as mean and share do)",
+            plural(r),
+            singular(r)
         );
     }
 }
@@ -246,11 +280,7 @@ fn miss(o: &mut String, r: &ExplainReport, m: &Miss, p: &Paint) {
         },
         (None, false) => "no reply".to_string(),
     };
-    let what = match r.noun {
-        "outliers" => "outlier",
-        "kernel reports" => "report",
-        _ => "miss",
-    };
+    let what = singular(r);
     let late = if m.not_reading {
         format!(
             " (read {} late: the reader was not reading)",

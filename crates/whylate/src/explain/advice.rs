@@ -34,10 +34,11 @@ pub(super) fn context(
             let mut busy: Vec<(String, f64)> = run
                 .into_iter()
                 .map(|(tid, ns)| {
-                    (
-                        format!("{}[{tid}]", s.get(tl.comm(tid))),
-                        ns as f64 / span as f64,
-                    )
+                    // With its policy: a victim at nice 19 beside a hog at nice 0 is
+                    // the finding, not a detail.
+                    let prio = super::report::prio_words(tl.prios.get(&tid).copied());
+                    let who = format!("{}[{tid}]{prio}", s.get(tl.comm(tid)));
+                    (who, ns as f64 / span as f64)
                 })
                 .collect();
             busy.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));

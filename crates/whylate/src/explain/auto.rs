@@ -82,6 +82,8 @@ pub fn analyze_auto(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport {
     for m in &mut found {
         m.blame = tally.add_chain(m);
     }
+    // Before the list is cut: its causes cover every outlier.
+    tally.once = Some(super::once::Once::of(&found));
     let mut d: Vec<u64> = found.iter().filter_map(|m| m.duration_ns).collect();
     d.sort_unstable();
     let n = found.len() as u64;

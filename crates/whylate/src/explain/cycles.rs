@@ -201,6 +201,7 @@ pub fn analyze(
             .filter(|(i, c)| judge.is_miss(c, ready.get(i)))
             .for_each(&mut explain),
     }
+    tally.once = Some(std::mem::take(&mut kept.once));
     let (misses, dropped) = kept.finish();
     notes.extend(blind_notes(bare, unconnected));
     notes.extend(dropped);

@@ -6,6 +6,7 @@
 
 use super::advice::{advise, context};
 use super::causes as cause;
+use super::once::Once;
 use super::report::{CauseKey, CauseRow, Culprit, CycleStats, ExplainReport, Hold, Miss, Windows};
 use crate::dist::Dist;
 use crate::event::Interner;
@@ -20,6 +21,10 @@ pub(super) struct Tally {
     cpus: FxHashMap<u32, u64>,
     /// Per cause, the time it held a CPU inside a deferral's wait ([`Hold::nested_ns`]).
     pub(super) nested: FxHashMap<CauseKey, u64>,
+    /// Where each cause held the chains, when the mode gathered it as misses came
+    /// (misses that lose their chain, or are not all listed); otherwise the listed
+    /// misses give it.
+    pub(super) once: Option<Once>,
 }
 
 impl Tally {
@@ -85,11 +90,14 @@ pub(super) fn worse(a: &Miss, b: &Miss) -> std::cmp::Ordering {
 pub(super) struct MissKeeper {
     full: Vec<Miss>,
     bare: Vec<Miss>,
+    /// Every miss's holds, taken before its chain may be shed.
+    pub(super) once: Once,
 }
 
 impl MissKeeper {
     /// Adds one explained miss.
     pub(super) fn push(&mut self, m: Miss) {
+        self.once.add(&m);
         self.full.push(m);
         if self.full.len() >= 2 * FULL_CHAINS {
             self.shed();
@@ -207,7 +215,9 @@ impl CycleStats {
 /// The shared tail: ranks the causes, finds the CPUs behind them, advises, and assembles
 /// the report (inputs and machine facts are added by the caller that read the trace).
 pub(super) fn assemble(tl: &Timeline, s: &Interner, frame: Framing, f: Findings) -> ExplainReport {
-    let causes = rank(f.tally.causes, &f.tally.nested);
+    let once = f.tally.once.unwrap_or_else(|| Once::of(&f.misses));
+    let mut causes = rank(f.tally.causes, &f.tally.nested);
+    super::once::apply(&mut causes, &once.repeated());
     let context = context(tl, s, &causes, &f.tally.cpus);
     let advice = advise(tl, s, &causes, &f.misses);
     let mut notes = f.notes;
@@ -255,6 +265,7 @@ pub(super) fn rank(
             culprit,
             count,
             total_excess_ns: ns,
+            once_ns: ns,
             mean_excess_ns: ns / count.max(1),
             share: ns as f64 / sum as f64,
         })

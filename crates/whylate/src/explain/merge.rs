@@ -7,9 +7,11 @@
 
 use super::driver::{rank, Tally};
 use super::report::{
-    Advice, CauseRow, CpuContext, CycleStats, ExplainReport, Miss, ReadTimes, Window, Windows,
+    Advice, CauseKey, CauseRow, CpuContext, CycleStats, ExplainReport, Miss, ReadTimes, Window,
+    Windows,
 };
 use crate::dist::Sketch;
+use rustc_hash::FxHashMap;
 
 /// What a run explained window by window has shown so far.
 pub struct RunSummary {
@@ -25,6 +27,8 @@ pub struct RunSummary {
     /// Misses whose reply was ready in time and read late.
     not_reading: u64,
     tally: Tally,
+    /// Per cause, the time overlapping misses of one window repeated (see `once`).
+    repeated: FxHashMap<CauseKey, u64>,
     worst: Vec<Miss>,
     keep: usize,
     notes: Vec<String>,
@@ -53,6 +57,7 @@ impl RunSummary {
             misses: 0,
             not_reading: 0,
             tally: Tally::default(),
+            repeated: FxHashMap::default(),
             worst: Vec::new(),
             keep: keep.max(1),
             notes: Vec::new(),
@@ -98,8 +103,10 @@ impl RunSummary {
         if misses.is_empty() {
             return;
         }
+        let mut batch = super::once::Once::default();
         let mut lost = 0;
         for m in misses {
+            batch.add(m);
             if m.blame.is_empty() {
                 self.tally.add_chain(m);
             } else {
@@ -113,6 +120,9 @@ impl RunSummary {
                 e.1 += ns;
             }
             lost += m.blamed_ns;
+        }
+        for (k, ns) in batch.repeated() {
+            *self.repeated.entry(k).or_default() += ns;
         }
         self.worst.extend(misses.iter().map(|&m| m.clone()));
         self.worst.sort_by(|a, b| {
@@ -179,7 +189,8 @@ impl RunSummary {
     /// Causes over every miss so far, largest first, the recorder's own rows last (as
     /// `explain` ranks them).
     pub fn causes(&self) -> Vec<CauseRow> {
-        let rows = rank(self.tally.causes.clone(), &self.tally.nested);
+        let mut rows = rank(self.tally.causes.clone(), &self.tally.nested);
+        super::once::apply(&mut rows, &self.repeated);
         super::machine::recorder_last(rows, &self.recorder)
     }
 

@@ -48,6 +48,7 @@ mod machine;
 mod merge;
 #[cfg(test)]
 mod net_tests;
+mod once;
 mod queues;
 mod ready;
 mod report;

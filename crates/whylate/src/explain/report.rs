@@ -175,8 +175,12 @@ pub struct CauseRow {
     pub culprit: Culprit,
     /// Misses it contributed to.
     pub count: u64,
-    /// Excess time it accounts for, all misses.
+    /// Excess time it accounts for, summed over the misses it delayed: a wait that held
+    /// up several overlapping misses counts once per miss.
     pub total_excess_ns: u64,
+    /// The same, each wait counted once: where misses overlap in time, their shared
+    /// wait counts once (equal to `total_excess_ns` when no misses overlap).
+    pub once_ns: u64,
     /// Per miss it contributed to.
     pub mean_excess_ns: u64,
     /// Share of all blamed excess.

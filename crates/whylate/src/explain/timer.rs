@@ -253,7 +253,7 @@ pub(super) fn timer_findings(eng: &Engine<'_>, o: &TimerOptions) -> (Framing, Fi
         .count();
     if overran > 0 {
         notes.push(format!(
-            "{overran} late periods were armed after they were due (the task was still on an earlier period): each one's lateness includes the waits that made the earlier ones late, so the totals count such a wait once per period it delayed"
+            "{overran} late periods were armed after they were due (the task was still on an earlier period): each one's lateness includes the waits that made the earlier ones late: the causes' total counts such a wait once, their summed column once per period it delayed"
         ));
     }
     if !open.is_empty() {
