@@ -13,7 +13,16 @@
 //   frob [--cycles N] [--reply-us U] [--timeout-us T] [--period-us P]
 //        [--client-cpu C] [--device-cpu D] [--hog-cpu H|-1] [--hogs N] [--log FILE]
 //        [--complaints FILE] [--hog-policy other|idle] [--client-fifo PRIO]
-//        [--give-up-sleep-us S]
+//        [--give-up-sleep-us S] [--reader nonblock|raw0|vtime|poll|select|epoll|socket]
+//
+// --reader is how the client waits for its reply (the shapes real clients have):
+// nonblock busy-polls a non-blocking read() (the default); raw0 is seed 000's client, a
+// blocking tty in raw mode with VMIN=0/VTIME=0, whose read() returns 0 at once when no
+// byte is there; vtime blocks in read() with VMIN=0/VTIME=1 (returns 0 after 100 ms);
+// poll, select and epoll wait for the tty to be readable until the deadline (ppoll,
+// pselect6 and epoll_wait; epoll's timeout rounds up to the ms), then read; socket talks
+// to the device over a UNIX stream socket instead of the pty and blocks in read() with
+// SO_RCVTIMEO set to the timeout (the reply is the device's write(), no tty work).
 //
 // The demo's mitigation moves the hogs to the client's CPU and runs the client SCHED_FIFO
 // (--client-fifo): the device and the tty worker get their CPU back, and the hogs cannot
@@ -33,7 +42,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/select.h>
+#include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -80,10 +93,42 @@ static void raw(int fd) {
     }
 }
 
+// A blocking tty whose read() returns after VTIME tenths of a second with no byte (0:
+// at once), as VMIN=0 makes it.
+static void timed_tty(int fd, int vtime) {
+    struct termios t;
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    if (tcgetattr(fd, &t) == 0) {
+        t.c_cc[VMIN] = 0;
+        t.c_cc[VTIME] = (cc_t)vtime;
+        tcsetattr(fd, TCSANOW, &t);
+    }
+}
+
+// Waits until fd is readable or `left_ns` passed, the way `reader` names (poll, select,
+// epoll: ep is its epoll instance); the other readers wait in read() itself.
+static void wait_readable(const char *reader, int fd, int ep, long long left_ns) {
+    if (left_ns < 0) left_ns = 0;
+    struct timespec ts = {left_ns / 1000000000LL, left_ns % 1000000000LL};
+    if (!strcmp(reader, "poll")) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        ppoll(&p, 1, &ts, NULL);
+    } else if (!strcmp(reader, "select")) {
+        fd_set r;
+        FD_ZERO(&r);
+        FD_SET(fd, &r);
+        pselect(fd + 1, &r, NULL, NULL, &ts, NULL);
+    } else if (!strcmp(reader, "epoll")) {
+        struct epoll_event e;
+        epoll_wait(ep, &e, 1, (int)((left_ns + 999999) / 1000000));
+    }
+}
+
 int main(int argc, char **argv) {
     long cycles = 300, reply_us = 1000, timeout_us = 3500, period_us = 2000;
     long client_cpu = 0, device_cpu = 1, hog_cpu = -1, hogs = 1, client_fifo = 0, give_up_us = 0;
     const char *log = "frob.log", *complaints = "frobnicator.log", *hog_policy = "other";
+    const char *reader = "nonblock";
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *a = argv[i], *v = argv[i + 1];
         if (!strcmp(a, "--cycles")) cycles = atol(v);
@@ -99,15 +144,31 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--hog-policy")) hog_policy = v;
         else if (!strcmp(a, "--client-fifo")) client_fifo = atol(v);
         else if (!strcmp(a, "--give-up-sleep-us")) give_up_us = atol(v);
+        else if (!strcmp(a, "--reader")) reader = v;
         else { fprintf(stderr, "frob: unknown option %s\n", a); return 2; }
     }
     if (argc % 2 == 0) { fprintf(stderr, "frob: %s needs a value\n", argv[argc - 1]); return 2; }
-    int master = posix_openpt(O_RDWR | O_NOCTTY);
-    if (master < 0 || grantpt(master) || unlockpt(master)) { perror("frob: pty"); return 1; }
-    int slave = open(ptsname(master), O_RDWR | O_NOCTTY | O_NONBLOCK);
-    if (slave < 0) { perror("frob: slave"); return 1; }
-    raw(master);
-    raw(slave);
+    static const char *readers[] = {"nonblock", "raw0", "vtime", "poll", "select", "epoll", "socket"};
+    int known = 0;
+    for (size_t k = 0; k < sizeof readers / sizeof *readers; k++) known |= !strcmp(reader, readers[k]);
+    if (!known) { fprintf(stderr, "frob: unknown --reader %s\n", reader); return 2; }
+    int master, slave;
+    if (!strcmp(reader, "socket")) {
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) { perror("frob: socketpair"); return 1; }
+        master = sv[1], slave = sv[0];
+        struct timeval tv = {timeout_us / 1000000, timeout_us % 1000000};
+        if (setsockopt(slave, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv)) perror("frob: SO_RCVTIMEO");
+    } else {
+        master = posix_openpt(O_RDWR | O_NOCTTY);
+        if (master < 0 || grantpt(master) || unlockpt(master)) { perror("frob: pty"); return 1; }
+        slave = open(ptsname(master), O_RDWR | O_NOCTTY | O_NONBLOCK);
+        if (slave < 0) { perror("frob: slave"); return 1; }
+        raw(master);
+        raw(slave);
+        if (!strcmp(reader, "raw0")) timed_tty(slave, 0);
+        if (!strcmp(reader, "vtime")) timed_tty(slave, 1);
+    }
     if (cycles < 1) cycles = 1;
     // The device's reply times, shared with the client, which logs them.
     long long *wrote = mmap(NULL, 2 * cycles * sizeof(long long), PROT_READ | PROT_WRITE,
@@ -171,6 +232,9 @@ int main(int argc, char **argv) {
     if (!cf) { perror(complaints); return 1; }
     setvbuf(cf, NULL, _IONBF, 0);
     sleep_us(20000);  // let the device and the hog settle on their CPUs
+    int ep = epoll_create1(0);
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = slave};
+    if (!strcmp(reader, "epoll") && epoll_ctl(ep, EPOLL_CTL_ADD, slave, &ev)) perror("frob: epoll_ctl");
     static const char request[7] = "frob?\r\n";
     char buf[64];
     for (long i = 0; i < cycles; i++) {
@@ -179,6 +243,7 @@ int main(int argc, char **argv) {
         long long deadline = w[i] + timeout_us * 1000LL, give_up = w[i] + 1000000000LL;
         r[i] = 0;
         for (;;) {
+            wait_readable(reader, slave, ep, (missed[i] ? give_up : deadline) - now_ns());
             ssize_t n = read(slave, buf, sizeof buf);
             long long t = now_ns();
             if (n > 0 && took_replies(buf, n, i, t, r)) break;

@@ -53,6 +53,40 @@ pub(crate) fn record_frob_as(
     args: &[&str],
     more: &[&str],
 ) -> Result<(PathBuf, Vec<i64>, usize), String> {
+    let events: Vec<&str> = FROB_EVENTS.iter().chain(more).copied().collect();
+    // The client polls read() in a loop: keep only the reads that return data.
+    let filters = [("syscalls/sys_exit_read", "ret > 0")];
+    record_frob_with(dir, frob, name, args, &events, &filters)
+}
+
+/// The events the frob tests record by default.
+const FROB_EVENTS: [&str; 13] = [
+    "sched/sched_switch",
+    "sched/sched_waking",
+    "sched/sched_wakeup",
+    "sched/sched_wakeup_new",
+    "sched/sched_migrate_task",
+    "timer/hrtimer_start",
+    "timer/hrtimer_expire_entry",
+    "timer/hrtimer_expire_exit",
+    "irq",
+    "workqueue",
+    "syscalls/sys_enter_write",
+    "syscalls/sys_exit_write",
+    "syscalls/sys_exit_read",
+];
+
+/// Runs lab/frob with `args` under a tracefs instance recording `events` (each with its
+/// filter in `filters`, cleared after), on the mono clock the client logs; returns the
+/// trace, the client's latencies and its complaints.
+pub(crate) fn record_frob_with(
+    dir: &Path,
+    frob: &Path,
+    name: &str,
+    args: &[&str],
+    events: &[&str],
+    filters: &[(&str, &str)],
+) -> Result<(PathBuf, Vec<i64>, usize), String> {
     let trace = dir.join(name);
     let log = dir.join("frob.log");
     let complaints = dir.join("frobnicator.log");
@@ -63,28 +97,15 @@ pub(crate) fn record_frob_as(
         inst.write("buffer_size_kb", "16384");
         // The client logs CLOCK_MONOTONIC: the same clock lets its cycles be matched.
         inst.write("trace_clock", "mono");
-        for e in [
-            "sched/sched_switch",
-            "sched/sched_waking",
-            "sched/sched_wakeup",
-            "sched/sched_wakeup_new",
-            "sched/sched_migrate_task",
-            "timer/hrtimer_start",
-            "timer/hrtimer_expire_entry",
-            "timer/hrtimer_expire_exit",
-            "irq",
-            "workqueue",
-            "syscalls/sys_enter_write",
-            "syscalls/sys_exit_write",
-            "syscalls/sys_exit_read",
-        ]
-        .iter()
-        .chain(more)
-        {
+        for e in events {
+            if !inst.dir.join("events").join(e).exists() {
+                return Err(format!("no {e} events in this kernel"));
+            }
             inst.write(&format!("events/{e}/enable"), "1");
         }
-        // The client polls read() in a loop: keep only the reads that return data.
-        inst.write("events/syscalls/sys_exit_read/filter", "ret > 0");
+        for (e, f) in filters {
+            inst.write(&format!("events/{e}/filter"), f);
+        }
         inst.write("trace", "");
         inst.write("tracing_on", "1");
         let st = Command::new(frob)
@@ -101,7 +122,9 @@ pub(crate) fn record_frob_as(
             return Err("lab/frob failed".into());
         }
         std::fs::copy(inst.dir.join("trace"), &trace).map_err(|e| e.to_string())?;
-        inst.write("events/syscalls/sys_exit_read/filter", "0");
+        for (e, _) in filters {
+            inst.write(&format!("events/{e}/filter"), "0");
+        }
     }
     let lat: Vec<i64> = std::fs::read_to_string(&log)
         .unwrap()
@@ -119,7 +142,7 @@ pub(crate) fn explain_frob(trace: &Path, deadline: bool) -> serde_json::Value {
 }
 
 /// The frob client's cycle: its request's write() to the read() that got a reply.
-const FROB_CYCLE: [&str; 4] = [
+pub(crate) const FROB_CYCLE: [&str; 4] = [
     "--from",
     "sys_enter_write[comm=frobnicator,count=7]",
     "--to",

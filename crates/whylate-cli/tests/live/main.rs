@@ -14,6 +14,7 @@ mod inversion;
 mod kmsg;
 mod memory;
 mod printk;
+mod reader_shapes;
 mod readers;
 mod record;
 mod timer;

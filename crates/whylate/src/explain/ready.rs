@@ -35,6 +35,11 @@ const WRITES: [&str; 6] = [
     "write", "writev", "pwrite64", "sendto", "sendmsg", "sendmmsg",
 ];
 
+/// System calls that only sleep: no data ends them, so a wakeup inside one is the
+/// caller's own timer (`select`/`poll` with no descriptors sleep too, but the trace
+/// cannot tell them from waits for data).
+const SLEEPS: [&str; 2] = ["nanosleep", "clock_nanosleep"];
+
 /// Every reply's time by the thread that read it (the `to` events cycles ended with),
 /// sorted: a reader that read a reply after a hand-off took what that hand-off made ready.
 #[derive(Default)]
@@ -88,7 +93,7 @@ impl Engine<'_> {
         }
         let (end, reader) = (c.end_ns()?, c.end_tid()?);
         let w = &self.tl.edges[self.last_wakeup_near(reader, c.start_ns, end, hint)?];
-        if !self.own_wakeup(reader, w.from, w.from_cpu, w.ts) {
+        if !self.own_wakeup(reader, w.from, w.from_cpu, w.ts) && !self.asleep(reader, w.ts) {
             return None;
         }
         // Searched up to the read: a hand-off that ended after that wakeup found the
@@ -129,6 +134,17 @@ impl Engine<'_> {
             // device's delivery as well as a timer: the trace cannot tell, so no claim.
             _ => false,
         }
+    }
+
+    /// True when `reader` was woken at `ts` out of a sleep it asked for (`nanosleep`,
+    /// `clock_nanosleep`): only its own timer, or a signal, ends one, whatever context
+    /// the trace shows waking it (a timer interrupt with no handler event, as x86's local
+    /// timer is, or the idle task in a trace without context flags). Seed 000's client
+    /// polls a non-blocking read and, past its timeout, sleeps so.
+    fn asleep(&self, reader: i32, ts: u64) -> bool {
+        (self.tl.syscalls.covering(reader, ts, ts)).is_some_and(|c| {
+            SLEEPS.contains(&self.tl.syscall_name(self.s, c.key, c.flags).as_str())
+        })
     }
 
     /// True when a timer_list callback of `reader`'s own ran on `cpu` at `ts`.

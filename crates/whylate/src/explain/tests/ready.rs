@@ -183,3 +183,75 @@ fn a_reply_event_in_an_interrupt_makes_no_reader_to_find_a_ready_time_for() {
     assert_eq!(r.cycles.max_ns, 8_030_000);
     assert_eq!(r.cycles.read.map(|x| x.later), Some(2));
 }
+
+/// `giving_up_client` as other recordings show it: the client's 20 ms sleep traced as
+/// `sleep` (`named`: syscalls events, `raw`: raw_syscalls numbers on x86_64, none: not
+/// traced), and its timer interrupt with its handler events or without them (x86's local
+/// timer has none: only the wakeup's hardirq flag says where it came from).
+fn slept_as(sleep: &str, handler: bool) -> String {
+    let mut out = String::new();
+    for l in testkit::giving_up_client(8, &[2, 5]).lines() {
+        let ts = l.split_whitespace().nth(3).unwrap_or("");
+        let c = |body: &str| format!(" c-5 [000] ....1 {ts} {body}\n");
+        if !handler && l.contains("irq_handler_") {
+            continue;
+        }
+        if l.contains("sys_read -> 0x1") && out.contains("prev_pid=5 prev_prio=120 prev_state=S") {
+            // The sleep returned just before the stale read.
+            out += &match sleep {
+                "named" => c("sys_clock_nanosleep -> 0x0"),
+                "raw" => c("sys_exit: NR 230 = 0"),
+                "nanosleep" => c("sys_exit: NR 35 = 0"),
+                _ => String::new(),
+            };
+        }
+        out += l;
+        out += "\n";
+        if l.contains("sys_write -> 0x28") {
+            out += &match sleep {
+                "named" => c("sys_clock_nanosleep(which_clock: 1, flags: 0, rqtp: 7ffd0, rmtp: 0)"),
+                "raw" => c("sys_enter: NR 230 (1, 0, 7ffd0, 0, 0, 0)"),
+                "nanosleep" => c("sys_enter: NR 35 (7ffd0, 0, 0, 0, 0, 0)"),
+                _ => String::new(),
+            };
+        }
+    }
+    out
+}
+
+#[test]
+fn a_reader_asleep_in_nanosleep_is_woken_by_its_own_timer_whatever_wakes_it() {
+    // Every shape: the replies of the two hogged cycles were ready at +8.030 ms and read
+    // at +23.526 / +23.538 ms, where the trace can tell the reader slept on its timer.
+    let own = (8_030_000, Some((2, 23_538_000)));
+    let unknown = (23_538_000, None);
+    for sleep in ["named", "raw", "nanosleep", "none"] {
+        for handler in [true, false] {
+            let text = slept_as(sleep, handler);
+            let r = cycles_of(&text, Some(3_500_000));
+            let got = (
+                r.cycles.max_ns,
+                r.cycles.read.as_ref().map(|x| (x.later, x.max_ns)),
+            );
+            // A wakeup by an unnamed interrupt, the reader's sleep untraced: a device's
+            // delivery as well as a timer, so no claim.
+            let want = if handler || sleep != "none" {
+                own
+            } else {
+                unknown
+            };
+            assert_eq!(got, want, "sleep {sleep}, handler events {handler}");
+            if want == own {
+                let m = &r.misses[0];
+                let ready = m.chain.iter().find(|l| l.kind == "ready").unwrap();
+                if sleep != "none" {
+                    assert!(
+                        ready.what.contains("c[5] was in ") && ready.what.contains("nanosleep()"),
+                        "{}",
+                        ready.what
+                    );
+                }
+            }
+        }
+    }
+}
