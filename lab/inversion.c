@@ -82,12 +82,30 @@ static void *rt(void *arg) {
     return NULL;
 }
 
-// Ends the process 5 ms on, while the waiter sleeps its last sleep.
+// What the run leaves to do once the waiter's last period has ended: stop the other
+// threads, write the log, end the process (while the waiter sleeps its last sleep).
+struct ending {
+    pthread_t h, r;
+    long count, deadline_us;
+    long long *rec;
+    FILE *out;
+};
+
+// Done in a thread of its own, so that the waiter's last period ends where the program's
+// log ends it: joining the holder and inv-rt (which sleeps up to 7 ms) inside it made a
+// period the program never counted.
 static void *ender(void *arg) {
-    (void)arg;
+    struct ending *e = arg;
     prctl(PR_SET_NAME, "inv-end");
-    struct timespec ms = {0, 5000000};
-    nanosleep(&ms, NULL);
+    atomic_store(&stop, 1);
+    pthread_join(e->h, NULL);
+    pthread_join(e->r, NULL);
+    for (long i = 0; i < e->count; i++) {
+        long long s = e->rec[3 * i], end = e->rec[3 * i + 2];
+        fprintf(e->out, "%lld %lld %lld %d\n", s, e->rec[3 * i + 1], end,
+                end - s > e->deadline_us * 1000LL);
+    }
+    fclose(e->out);
     _exit(0);
 }
 
@@ -143,21 +161,15 @@ int main(int argc, char **argv) {
         rec[3 * i + 1] = got - start;
         rec[3 * i + 2] = now_ns();
     }
-    atomic_store(&stop, 1);
-    pthread_join(h, NULL);
-    pthread_join(r, NULL);
-    for (long i = 0; i < count; i++) {
-        long long s = rec[3 * i], e = rec[3 * i + 2];
-        fprintf(out, "%lld %lld %lld %d\n", s, rec[3 * i + 1], e, e - s > deadline_us * 1000LL);
-    }
-    fclose(out);
     // One more sleep closes the last period for a tracer, as every other one was closed;
-    // the process ends inside it (another thread exits it): that sleep's end, if traced,
-    // returns an error (interrupted), which the demo's selector (ret=0) does not take as
-    // a period's start.
+    // the process ends inside it (inv-end exits it): that sleep's end, if traced, returns
+    // an error (interrupted), which the demo's selector (ret=0) does not take as a
+    // period's start.
+    static struct ending e;
+    e = (struct ending){h, r, count, deadline_us, rec, out};
     pthread_t end;
-    if (pthread_create(&end, NULL, ender, NULL)) return 1;
-    struct timespec long_sleep = {1, 0};
+    if (pthread_create(&end, NULL, ender, &e)) return 1;
+    struct timespec long_sleep = {10, 0};
     nanosleep(&long_sleep, NULL);
     return 0;
 }

@@ -756,6 +756,9 @@ pub enum Hold {
     TwoDeep,
     /// An interrupt on CPU1 wakes the client at +2.1 ms (no task woke it).
     Irq,
+    /// b sleeps in clock_nanosleep from +30 us until a timer interrupt wakes it at
+    /// +2.06 ms, then lets the lock go at +2.1 ms (the holder asleep on its own timer).
+    Asleep,
     /// Data that contradicts itself: b blocks at +25 us and the client, asleep since +5
     /// us, wakes it at +50 us; b wakes the client at +2.1 ms. A wait cycle.
     Cycle,
@@ -830,6 +833,20 @@ pub fn mutex_chain(plan: &[Hold]) -> String {
                 t += &wake(at + 2_060, 1, "c3-30", "d..3.", "b-20", 1);
                 t += &sw(at + 2_065, 1, "c3-30", "c3-30", "S", "b-20");
                 t += &line(at + 2_066, 1, "b-20", "....1", "sys_futex -> 0x0");
+                unlock(&mut t, woke);
+            }
+            Hold::Asleep => {
+                t += &line(
+                    at + 20,
+                    1,
+                    "b-20",
+                    "....1",
+                    "sys_clock_nanosleep(which_clock: 1, flags: 0, rqtp: 7ffd0, rmtp: 0)",
+                );
+                t += &sw(at + 30, 1, "b-20", "b-20", "S", "swapper/1-0");
+                t += &wake(at + 2_060, 1, "<idle>-0", "d.h1.", "b-20", 1);
+                t += &sw(at + 2_065, 1, "<idle>-0", "swapper/1-0", "R", "b-20");
+                t += &line(at + 2_066, 1, "b-20", "....1", "sys_clock_nanosleep -> 0x0");
                 unlock(&mut t, woke);
             }
             Hold::Cycle => {

@@ -108,6 +108,30 @@ pub(super) fn gap_cause(
                 ),
             );
         }
+        // It waited for a task that was asleep itself, most of the time, in a call the
+        // trace shows (its own timer, a peer not on the chain): the wait is on that task,
+        // not on nothing.
+        let mid = a + (b - a) / 2;
+        let asleep = (tl.syscalls.covering(w.waker, mid, mid))
+            .filter(|c| (c.end.min(b) - c.start.max(a)) * 2 >= b - a);
+        if let Some(call) = asleep {
+            return (
+                cause::BLOCKED_ON,
+                Culprit {
+                    comm: Some(eng.s.get(tl.comm(w.waker)).to_string()),
+                    pid: Some(w.waker),
+                    prio: tl.prios.get(&w.waker).copied(),
+                    cpu: Some(w.cpu),
+                    ..Default::default()
+                },
+                format!(
+                    "{} waited for {}, itself asleep in {}()",
+                    eng.task(w.sleeper),
+                    eng.task(w.waker),
+                    tl.syscall_name(eng.s, call.key, call.flags)
+                ),
+            );
+        }
     }
     if waiting.is_none() && (!connected || links.iter().all(|l| l.start >= b)) {
         // An interrupt handler that held a CPU most of the time: the device's own

@@ -54,7 +54,8 @@ pub const PRIORITY_INVERSION: &str = "priority-inversion";
 pub const PREEMPTION_DELAY: &str = "preemption-delay";
 /// The chain's own task ran longer than usual.
 pub const ON_CPU: &str = "on-cpu";
-/// The chain's task slept longer than usual on something untraced.
+/// The chain's task slept longer than usual: on something untraced, or on a task that
+/// was asleep itself.
 pub const BLOCKED_ON: &str = "blocked-on";
 /// The reply was ready in time, but its reader was not reading (asleep elsewhere).
 pub const READER_NOT_READING: &str = "reader-not-reading";
@@ -174,9 +175,9 @@ pub const CAUSES: &[Cause] = &[
     cause(ON_CPU, "the chain's own task ran longer than usual",
         "its own code took longer (more work, cache misses, a slower path)",
         "profile the task (perf record -g) and fix the slow path"),
-    cause(BLOCKED_ON, "the chain's task slept longer than usual on something untraced",
-        "it waited for a lock, I/O or a peer the trace has no events for",
-        "record the events of what it waits for (block, lock, network), or profile off-CPU time"),
+    cause(BLOCKED_ON, "the chain's task slept longer than usual on something untraced, or on a task that was asleep itself",
+        "it waited for a lock, I/O or a peer the trace has no events for, or for a task that slept in a call of its own (a timer, a peer off the chain) before it woke it",
+        "record the events of what it waits for (block, lock, network), or profile off-CPU time; for a task it waits on, see why that one sleeps (its own chain)"),
     cause(READER_NOT_READING, "the reply was ready in time, but its reader was not reading",
         "the reader had given up and slept (until its own timer woke it) when the last hand-off made the reply readable, and read it only after that wakeup",
         "fix the reader: wait for the reply (poll/read with the deadline as timeout) instead of sleeping; a retry after giving up should drain the late reply first"),

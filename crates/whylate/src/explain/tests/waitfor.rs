@@ -124,3 +124,29 @@ fn a_wait_cycle_in_contradictory_data_ends() {
     );
     assert!(!r.causes.is_empty());
 }
+
+#[test]
+fn a_holder_asleep_on_its_own_timer_is_what_the_waiter_was_blocked_on() {
+    // b sleeps in clock_nanosleep from +30 us to +2.06 ms holding the lock: the client's
+    // wait is on b, asleep, which the trace shows; not time it cannot explain.
+    let r = cycles_of(&mutex_chain(&plan(&[Hold::Asleep])), Some(1_000_000));
+    assert_eq!(r.cycles.misses, 1);
+    let c = &r.causes[0];
+    assert_eq!(
+        (c.category.as_str(), c.culprit.label()),
+        ("blocked-on", "b[20] (nice 0)".to_string()),
+        "{:?}",
+        r.causes
+    );
+    assert!(r
+        .causes
+        .iter()
+        .all(|c| c.category != "unknown" && c.category != "priority-inversion"));
+    let gap = r.misses[0].chain.iter().find(|l| l.kind == "gap").unwrap();
+    assert!(
+        gap.what
+            .starts_with("c[5] waited for b[20], itself asleep in clock_nanosleep()"),
+        "{}",
+        gap.what
+    );
+}
