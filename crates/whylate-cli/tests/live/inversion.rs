@@ -149,8 +149,13 @@ fn inversion_is_found_through_the_lock_holder_and_the_fix_removes_it() {
         reached * 100 >= late * 95,
         "{reached} of {late} late periods reach the preemptor through the holder"
     );
-    // The fix: a priority-inheritance mutex. No inversion is left, and diff says so.
+    // Automatic mode (no selectors) finds the same inversion on the first run's trace.
     let (a, j) = first.unwrap();
+    assert_eq!(
+        first_cause(&[a.as_os_str().to_str().unwrap()]),
+        ("priority-inversion".into(), "inv-rt".into())
+    );
+    // The fix: a priority-inheritance mutex. No inversion is left, and diff says so.
     let b = dir.join("fixed.dat");
     let fixed = demo_json(&["inversion", "--mitigate", "--keep", b.to_str().unwrap()]);
     drop(load);
@@ -184,6 +189,82 @@ fn inversion_is_found_through_the_lock_holder_and_the_fix_removes_it() {
     assert!(!gone.is_empty(), "{}", d["causes"]);
     for c in gone {
         assert_eq!(c["status"], "vanished", "{c}");
+    }
+    assert_eq!(before, tracefs_state(), "tracefs restored");
+}
+
+/// The first cause of `whylate ARGS --json`: (category, culprit's comm).
+fn first_cause(args: &[&str]) -> (String, String) {
+    let out = Command::new(whylate())
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = &j["causes"][0];
+    (
+        c["category"].as_str().unwrap_or("").to_string(),
+        c["culprit"]["comm"].as_str().unwrap_or("").to_string(),
+    )
+}
+
+/// With 1 ms periods a wait behind the preempted holder outlasts the period: the waiter
+/// arms its next timer late. `explain --timer` follows the overrun into the lock wait, and
+/// automatic mode finds it both as a late timer and as a wait on the holder: priority
+/// inversion by inv-rt first, not the CPU left idle while the waiter was blocked.
+#[test]
+fn timer_and_automatic_modes_follow_the_waiter_into_the_lock() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !is_root() && skip("not root: whylate record needs tracefs") {
+        return;
+    }
+    let before = tracefs_state();
+    let tmp = tmpdir("inversion-timer");
+    let dir = tmp.path();
+    let prog = match build_lab("inversion", dir) {
+        Ok(p) => p,
+        Err(e) => {
+            skip(&e);
+            return;
+        }
+    };
+    let trace = dir.join("t.dat");
+    let out = Command::new(whylate())
+        .args(["record", "-e", "latency", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(&prog)
+        .args(["--seconds", "2", "--period-us", "1000", "--log"])
+        .arg(dir.join("t.log"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let t = s(&trace);
+    let want = ("priority-inversion".to_string(), "inv-rt".to_string());
+    let timer = first_cause(&[
+        "explain",
+        "--timer",
+        "--task",
+        "inv-waiter",
+        "--deadline",
+        "300us",
+        &t,
+    ]);
+    let auto = first_cause(&[&t]);
+    if timer != want || auto != want {
+        panic!(
+            "timer mode {timer:?}, automatic mode {auto:?}; {}",
+            keep_for_failure("inversion-timer", &[&trace])
+        );
     }
     assert_eq!(before, tracefs_state(), "tracefs restored");
 }

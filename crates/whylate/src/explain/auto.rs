@@ -1,6 +1,6 @@
 //! Automatic mode: the worst outliers across the measures (waits for a CPU, long irq
-//! handlers, irqs-off sections, deferred softirqs, slow work, late timers), each one a
-//! one-link miss explained by the engine.
+//! handlers, irqs-off sections, deferred softirqs, slow work, late timers, priority
+//! inversions: `auto_inversion`), each one a one-link miss explained by the engine.
 
 use super::blame::{scale, untraced_rest};
 use super::causes as cause;
@@ -44,7 +44,7 @@ fn link(kind: &str, ts: u64, cpu: u32, what: String, d: u64, usual: u64, held: V
 }
 
 /// The thresholds automatic mode applies, in words (the report's first note).
-const THRESHOLDS: &str = "automatic mode: outliers are waits for a CPU over 1 ms (100 us for real-time tasks) and 4x the task's usual, or over 10 ms (1 ms real-time) whatever the usual; irq handlers over 100 us and 3x their usual, or over 1 ms; irqs-off/preempt-off sections over 100 us; softirqs deferred to ksoftirqd over 100 us, or waiting over 300 us wherever they ran; work items waiting over 1 ms and 3x their usual, or over 10 ms; timer periods over 500 us. The usual is the median of at least 3 samples: with fewer, only the absolute thresholds apply. Give --from/--to for your own request/response cycle";
+const THRESHOLDS: &str = "automatic mode: outliers are waits for a CPU over 1 ms (100 us for real-time tasks) and 4x the task's usual, or over 10 ms (1 ms real-time) whatever the usual; irq handlers over 100 us and 3x their usual, or over 1 ms; irqs-off/preempt-off sections over 100 us; softirqs deferred to ksoftirqd over 100 us, or waiting over 300 us wherever they ran; work items waiting over 1 ms and 3x their usual, or over 10 ms; timer periods over 500 us; a real-time task blocked on a lower-priority task that a third one kept off its CPU for over 100 us (priority inversion). The usual is the median of at least 3 samples: with fewer, only the absolute thresholds apply. Give --from/--to for your own request/response cycle";
 
 /// Where the list of outliers stops (all of them are tallied and counted).
 const LISTED: usize = 200;
@@ -68,6 +68,7 @@ pub fn analyze_auto(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport {
     cpu_waits(&eng, &mut found);
     irqs_and_offs(&eng, &mut found);
     deferred_and_work(&eng, &mut found);
+    super::auto_inversion::inversions(&eng, &mut found);
     // Late timers: periods whose expiry-to-running exceeds 500 us.
     let timers = TimerOptions {
         task: None,

@@ -28,6 +28,7 @@ use crate::timeline::Timeline;
 use std::path::PathBuf;
 mod advice;
 mod auto;
+mod auto_inversion;
 mod blame;
 pub mod causes;
 mod console;

@@ -4,7 +4,7 @@
 use super::blame::{console_untraced_call, one_syscall, scale, silent_cpu, untraced_rest};
 use super::causes as cause;
 use super::driver::{assemble, Findings, Framing, PerMiss, Tally};
-use super::engine::{untraced_words, Engine, LinkKind, RawLink};
+use super::engine::{untraced_words, Engine, LinkKind, RawLink, Wait};
 use super::report::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss, Window};
 use crate::dist::quantile;
 use crate::event::{Interner, Sym};
@@ -346,9 +346,17 @@ impl PeriodCx<'_> {
         let mut per = PerMiss::default();
         let what = format!("hrtimer {} due, for {}", x.function, self.eng.task(x.tid));
         let mut chain = vec![Link::mark("from", x.expiry, x.expiry, Some(x.cpu), what)];
-        chain.extend(self.overrun(x, &mut per, tally));
+        let (overrun, waits) = self.overrun(x, &mut per, tally);
+        chain.extend(overrun);
+        chain.extend(waits.into_iter().map(|w| Link {
+            duration_ns: w.woke - w.from,
+            ..Link::mark("wait-for", x.expiry, w.from, Some(w.cpu), w.what)
+        }));
         chain.push(self.interrupt(x, &mut per, tally));
         chain.extend(self.wakeup(x, &mut per, tally));
+        // The waits an overrun found fall anywhere in it: in time order (stable, so the
+        // marks at +0 keep theirs).
+        chain.sort_by_key(|l| l.offset_ns);
         let blamed = per.total();
         let blame = tally.add_miss(per);
         Miss {
@@ -367,13 +375,22 @@ impl PeriodCx<'_> {
     }
 
     /// A task still busy with an earlier period when this one was due: what kept it from
-    /// coming back (waits for its CPU, its own running) is this period's lateness.
-    fn overrun(&self, x: &TimerSample, per: &mut PerMiss, tally: &mut Tally) -> Option<Link> {
-        let armed = x.armed.filter(|_| x.armed_late)?;
+    /// coming back (waits for its CPU, blocks a task ended, its own running) is this
+    /// period's lateness. Also the waits on other tasks it found.
+    fn overrun(
+        &self,
+        x: &TimerSample,
+        per: &mut PerMiss,
+        tally: &mut Tally,
+    ) -> (Option<Link>, Vec<Wait>) {
+        let Some(armed) = x.armed.filter(|_| x.armed_late) else {
+            return (None, Vec::new());
+        };
         let (eng, sp) = (self.eng, &self.eng.tl.spans);
         let (a, b) = (x.expiry, armed.min(x.fired));
         let mut parts: Vec<Hold> = Vec::new();
-        let (mut waited, mut slept) = (0, 0);
+        let (mut waited, mut slept, mut blocked) = (0, 0, 0);
+        let mut waits = Vec::new();
         let list = self.runnable.get(&x.tid).map_or(&[][..], |v| &v[..]);
         let first = list.partition_point(|&i| sp.end[i as usize] <= a);
         for &i in &list[first..] {
@@ -386,6 +403,13 @@ impl PeriodCx<'_> {
                 continue;
             }
             if sp.kind[i] == SpanKind::Sleep {
+                // Blocked until a task woke it (a lock's holder): what delayed that task.
+                if let Some((held, w)) = eng.blocked_holds(x.tid, ra, rb) {
+                    blocked += rb - ra;
+                    parts.extend(held);
+                    waits.extend(w);
+                    continue;
+                }
                 // Asleep on its earlier period's timer: what made that one late.
                 slept += rb - ra;
                 parts.extend(timer_holds(eng, x.cpu, (ra, rb), rb - ra, x.tid));
@@ -398,21 +422,27 @@ impl PeriodCx<'_> {
         }
         let held = merge_holds(parts, 4);
         per.add_holds(&held);
-        tally.blame_cpu(x.cpu, waited + slept);
+        tally.blame_cpu(x.cpu, waited + slept + blocked);
+        let on_tasks = if blocked > 0 {
+            format!(", {} blocked until another task woke it", dur(blocked))
+        } else {
+            String::new()
+        };
         let what = format!(
-            "{} was still on an earlier period: it armed this timer {} after its expiry ({} waiting for a CPU, {} for the earlier period's late timer)",
+            "{} was still on an earlier period: it armed this timer {} after its expiry ({} waiting for a CPU{on_tasks}, {} for the earlier period's late timer)",
             eng.task(x.tid),
             dur(b - a),
             dur(waited),
             dur(slept)
         );
-        Some(Link {
+        let link = Link {
             duration_ns: b - a,
             usual_ns: Some(0),
-            excess_ns: waited + slept,
+            excess_ns: waited + slept + blocked,
             held_by: held,
             ..Link::mark("overrun", a, a, Some(x.cpu), what)
-        })
+        };
+        (Some(link), waits)
     }
 
     /// The timer interrupt's own lateness above usual, and why.

@@ -8,8 +8,9 @@
 //! nor is a kernel thread's sleep outside a system call (a worker woken for queued work:
 //! the work's hand-off is on the chain already).
 
+use super::causes as cause;
 use super::engine::{Engine, RawLink, Wait};
-use super::report::prio_words;
+use super::report::{prio_words, Culprit, Hold};
 use crate::timeline::{span, Cause as RunCause, Ctx, SpanKind, NONE};
 use rustc_hash::FxHashSet;
 
@@ -56,6 +57,40 @@ impl Engine<'_> {
         self.highest_waiters(&mut out);
         out.waits.sort_by_key(|w| (w.woke, w.from));
         out
+    }
+
+    /// A sleep of `tid` over `[a, b]` that a task ended (a lock's holder unlocking, a
+    /// pipe's writer), as holds: what delayed that task inside it (its waits for a CPU,
+    /// priority inversion where the sleeper outranks it; the tasks it waited on in turn),
+    /// and the rest its own work until the wakeup. `None` when no task woke it (its own
+    /// timer, an interrupt). For modes whose samples are not chains of hand-offs (a
+    /// timer period an earlier one overran).
+    pub(super) fn blocked_holds(&self, tid: i32, a: u64, b: u64) -> Option<(Vec<Hold>, Vec<Wait>)> {
+        let me: FxHashSet<i32> = [tid].into_iter().collect();
+        let behind = self.waits_for(&me, a, b);
+        let w = behind.waits.iter().find(|w| w.woke >= a && w.woke <= b)?;
+        let mut held = Vec::new();
+        for l in &behind.links {
+            let (la, lb) = (l.start.max(a), l.end.min(b));
+            if lb > la {
+                held.extend(self.holds(l, la, lb));
+            }
+        }
+        let waited: u64 = held.iter().map(|h| h.ns).sum();
+        let rest = (b - a).saturating_sub(waited);
+        if rest > 0 {
+            held.push(Hold {
+                category: cause::ON_CPU.into(),
+                culprit: Culprit::task(self.tl, self.s, w.waker, w.cpu),
+                ns: rest,
+                why: Some(format!(
+                    "{} held it up with its own work until it woke it",
+                    self.task(w.waker)
+                )),
+                nested_ns: 0,
+            });
+        }
+        Some((held, behind.waits))
     }
 
     /// Each wait's sleeper becomes the highest-priority task waiting behind it: up the

@@ -150,3 +150,184 @@ fn a_holder_asleep_on_its_own_timer_is_what_the_waiter_was_blocked_on() {
         gap.what
     );
 }
+
+/// A periodic real-time task `p-7` (RT 50) on CPU0, 1 ms periods armed absolute: each
+/// period it takes a lock. In period `blocked` the lock's holder `h-20` (nice 0) on CPU1
+/// is preempted by `x-45` (RT 10) for 2 ms inside its hold, so p blocks in futex from
+/// +20 us until h lets the lock go at +2.1 ms, and arms its next timer after that one's
+/// expiry: the next period overran.
+fn timer_through_a_lock(periods: u64, blocked: u64) -> String {
+    use crate::testkit::line;
+    let clk = |us: u64| us * 1_000;
+    let mut t = String::new();
+    let p_sw = |us, prev: &str, state: &str, next: &str| {
+        line(us, 0, if prev == "p" { "p-7" } else { "<idle>-0" }, "d..2.", &format!("sched_switch: prev_comm={prev} prev_pid={} prev_prio={} prev_state={state} ==> next_comm={next} next_pid={} next_prio={}",
+            if prev == "p" { 7 } else { 0 }, if prev == "p" { 49 } else { 120 },
+            if next == "p" { 7 } else { 0 }, if next == "p" { 49 } else { 120 }))
+    };
+    let start = 1_000_000u64;
+    t += &line(start - 10, 1, "<idle>-0", "d..2.", "sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=h next_pid=20 next_prio=120");
+    let mut arm_at = start;
+    for k in 0..periods {
+        let due = start + 10 + k * 1_000;
+        let fire = due.max(arm_at + 5);
+        t += &line(arm_at, 0, "p-7", "d..1.", &format!("hrtimer_start: hrtimer=00000000000000aa function=hrtimer_wakeup expires={} softexpires={} mode=ABS", clk(due), clk(due)));
+        t += &line(
+            arm_at + 1,
+            0,
+            "p-7",
+            "....1",
+            "sys_clock_nanosleep(which_clock: 1, flags: 1, rqtp: 7ffd0, rmtp: 0)",
+        );
+        t += &p_sw(arm_at + 2, "p", "S", "swapper/0");
+        t += &line(
+            fire,
+            0,
+            "<idle>-0",
+            "d.h1.",
+            &format!(
+                "hrtimer_expire_entry: hrtimer=00000000000000aa function=hrtimer_wakeup now={}",
+                clk(fire)
+            ),
+        );
+        t += &line(
+            fire + 1,
+            0,
+            "<idle>-0",
+            "d.h2.",
+            "sched_waking: comm=p pid=7 prio=49 target_cpu=000",
+        );
+        t += &line(
+            fire + 2,
+            0,
+            "<idle>-0",
+            "d.h1.",
+            "hrtimer_expire_exit: hrtimer=00000000000000aa",
+        );
+        t += &p_sw(fire + 4, "swapper/0", "R", "p");
+        t += &line(fire + 5, 0, "p-7", "....1", "sys_clock_nanosleep -> 0x0");
+        let mut now = fire + 10;
+        if k == blocked {
+            t += &line(
+                now,
+                0,
+                "p-7",
+                "....1",
+                "sys_futex(uaddr: 3e8, op: 80, val: 2)",
+            );
+            t += &p_sw(now + 10, "p", "S", "swapper/0");
+            t += &line(
+                now + 30,
+                1,
+                "h-20",
+                "d.h1.",
+                "sched_waking: comm=x pid=45 prio=89 target_cpu=001",
+            );
+            t += &line(now + 31, 1, "h-20", "d..2.", "sched_switch: prev_comm=h prev_pid=20 prev_prio=120 prev_state=R+ ==> next_comm=x next_pid=45 next_prio=89");
+            t += &line(now + 2_031, 1, "x-45", "d..2.", "sched_switch: prev_comm=x prev_pid=45 prev_prio=89 prev_state=S ==> next_comm=h next_pid=20 next_prio=120");
+            t += &line(
+                now + 2_089,
+                1,
+                "h-20",
+                "....1",
+                "sys_futex(uaddr: 3e8, op: 81, val: 1)",
+            );
+            t += &line(
+                now + 2_090,
+                1,
+                "h-20",
+                "d..3.",
+                "sched_waking: comm=p pid=7 prio=49 target_cpu=000",
+            );
+            t += &line(now + 2_091, 1, "h-20", "....1", "sys_futex -> 0x1");
+            t += &p_sw(now + 2_095, "swapper/0", "R", "p");
+            t += &line(now + 2_096, 0, "p-7", "....1", "sys_futex -> 0x0");
+            now += 2_100;
+        }
+        arm_at = now + 10;
+    }
+    t
+}
+
+#[test]
+fn a_timer_period_overrun_behind_a_preempted_lock_holder_is_a_priority_inversion() {
+    let text = timer_through_a_lock(8, 3);
+    let f = crate::testkit::file(&text);
+    let o = crate::explain::TimerOptions {
+        task: Some(crate::measure::TaskSel::parse("p").unwrap()),
+        deadline_ns: Some(300_000),
+        top: 3,
+    };
+    let r = crate::explain::explain_timers(
+        &[f.to_path_buf()],
+        &crate::read::OpenOptions::default(),
+        &o,
+    )
+    .unwrap();
+    assert!(r.cycles.misses >= 1, "{:?}", r.cycles);
+    let c = &r.causes[0];
+    assert_eq!(
+        (c.category.as_str(), c.culprit.label()),
+        ("priority-inversion", "x[45] (RT 10)".to_string()),
+        "{:?}",
+        r.causes
+    );
+    let m = &r.misses[0];
+    let wait = m.chain.iter().find(|l| l.kind == "wait-for").unwrap();
+    assert_eq!(
+        wait.what,
+        "p[7] (RT 50) blocked in futex() until h[20] (nice 0) woke it from CPU1"
+    );
+    let over = m.chain.iter().find(|l| l.kind == "overrun").unwrap();
+    assert!(
+        over.what.contains("blocked until another task woke it"),
+        "{}",
+        over.what
+    );
+    // The wait on the lock is not the earlier period's late timer: x's 2 ms, from the
+    // next expiry on, is the time; the holder's own 59 us after x left is its work.
+    assert!(
+        r.causes.iter().all(|c| c.category != "timer-irq-late"),
+        "{:?}",
+        r.causes
+    );
+    assert_eq!(c.total_excess_ns, 1_041_000);
+    let h = r.causes.iter().find(|c| c.category == "on-cpu").unwrap();
+    assert_eq!(
+        (h.culprit.label(), h.total_excess_ns),
+        ("h[20] (nice 0)".to_string(), 59_000)
+    );
+}
+
+#[test]
+fn automatic_mode_finds_the_inversion_a_blocked_waiter_suffered() {
+    let auto = |late: &[Hold]| {
+        let p = crate::testkit::pass(&mutex_chain(&plan(late)));
+        crate::explain::analyze_auto(&p.tl, &p.strings, 3)
+    };
+    // The client (RT 50) blocked 2.095 ms on b, which x (RT 10) kept off CPU1 for 2 ms:
+    // an outlier of its own, the inversion its cause.
+    let r = auto(&[Hold::Preempted]);
+    let c = &r.causes[0];
+    assert_eq!(
+        (c.category.as_str(), c.culprit.label(), c.total_excess_ns),
+        ("priority-inversion", "x[45] (RT 10)".to_string(), 2_000_000),
+        "{:?}",
+        r.causes
+    );
+    let m = r
+        .misses
+        .iter()
+        .find(|m| m.chain[0].kind == "wait-for")
+        .unwrap();
+    assert_eq!((m.tid, m.duration_ns), (5, Some(2_095_000)));
+    // A holder that simply holds long, or one asleep itself: no inversion to find.
+    for late in [Hold::Long, Hold::Asleep] {
+        let r = auto(&[late]);
+        assert!(
+            r.causes.iter().all(|c| c.category != "priority-inversion"),
+            "{late:?}: {:?}",
+            r.causes
+        );
+    }
+}
