@@ -596,6 +596,7 @@ mod tests {
                 culprit: hog(pid),
                 count: 1,
                 total_excess_ns: ns,
+                once_ns: ns,
                 mean_excess_ns: ns,
                 share: ns as f64 / 500.0,
             })

@@ -583,6 +583,7 @@ mod tests {
             },
             count: 11,
             total_excess_ns: 23_532_000,
+            once_ns: 23_532_000,
             mean_excess_ns: 2_139_000,
             share: 0.51,
         };
