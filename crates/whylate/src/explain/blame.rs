@@ -125,10 +125,10 @@ pub(super) fn gap_cause(
                     ..Default::default()
                 },
                 format!(
-                    "{} waited for {}, itself asleep in {}()",
+                    "{} waited for {}, itself asleep in {}",
                     eng.task(w.sleeper),
                     eng.task(w.waker),
-                    tl.syscall_name(eng.s, call.key, call.flags)
+                    tl.call_words(eng.s, &call)
                 ),
             );
         }

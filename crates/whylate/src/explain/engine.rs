@@ -525,12 +525,16 @@ impl<'a> Engine<'a> {
             if *n > 2 {
                 continue;
             }
-            let name = tl.syscall_name(self.s, c.key, c.flags);
             out.push((
                 c.start,
                 c.dur(),
                 c.cpu,
-                format!("{} {name}() on CPU{}", self.task(c.tid), c.cpu),
+                format!(
+                    "{} {} on CPU{}",
+                    self.task(c.tid),
+                    tl.call_words(self.s, &c),
+                    c.cpu
+                ),
             ));
         }
         out

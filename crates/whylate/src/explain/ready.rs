@@ -282,8 +282,8 @@ impl Engine<'_> {
     fn doing_at(&self, tid: i32, ts: u64, s: u64) -> String {
         match self.tl.syscalls.covering(tid, ts, ts) {
             Some(c) => format!(
-                "in {}() from +{}",
-                self.tl.syscall_name(self.s, c.key, c.flags),
+                "in {} from +{}",
+                self.tl.call_words(self.s, &c),
                 dur(c.start.saturating_sub(s))
             ),
             None => "not waiting for it".to_string(),

@@ -158,7 +158,7 @@ impl Engine<'_> {
                 continue;
             }
             let call = call
-                .map(|c| format!(" in {}()", tl.syscall_name(self.s, c.key, c.flags)))
+                .map(|c| format!(" in {}", tl.call_words(self.s, &c)))
                 .unwrap_or_default();
             let from = self.sleep_before(tid, sp.start[i]).unwrap_or(a).max(a);
             let what = format!(

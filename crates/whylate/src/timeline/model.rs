@@ -260,6 +260,31 @@ pub struct LostWindow {
 /// 1.5 scheduler ticks (the tick period is measured in the trace; 8 ms when it cannot be).
 pub const SILENCE_NS: u64 = 2_000_000;
 
+/// futex's number in the syscall tables whylate knows (x86_64, the asm-generic one):
+/// raw entries with one of these keep their operation until the call is named.
+pub const FUTEX_NRS: [i64; 2] = [202, 98];
+
+/// A futex operation's name (the command, without the private and clock flags).
+pub fn futex_op_name(op: u32) -> Option<&'static str> {
+    const OPS: [&str; 14] = [
+        "WAIT",
+        "WAKE",
+        "FD",
+        "REQUEUE",
+        "CMP_REQUEUE",
+        "WAKE_OP",
+        "LOCK_PI",
+        "UNLOCK_PI",
+        "TRYLOCK_PI",
+        "WAIT_BITSET",
+        "WAKE_BITSET",
+        "WAIT_REQUEUE_PI",
+        "CMP_REQUEUE_PI",
+        "LOCK_PI2",
+    ];
+    OPS.get((op & 0x7f) as usize).copied()
+}
+
 /// Where the analysis is blind: a CPU whose data the trace lost from `from` on (a cut
 /// file). Time there is not the workload's.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -460,6 +485,10 @@ pub struct Timeline {
     pub irq_names: FxHashMap<u32, Sym>,
     /// Syscall number → name, learnt where raw and per-syscall events pair up.
     pub syscall_names: FxHashMap<u32, Sym>,
+    /// The operation of each futex call, by (thread, entry): what a wait on a lock says
+    /// it was (`futex(WAIT)`, `futex(LOCK_PI)`). Raw calls whose number is futex on one
+    /// of the tables ([`FUTEX_NRS`]) are kept too; only a call named futex is asked.
+    pub futex_ops: FxHashMap<(i32, u64), u32>,
     /// The syscall table for raw syscall numbers (set by the reading pass).
     pub arch: crate::syscalls::Arch,
     /// Thread → last known name.

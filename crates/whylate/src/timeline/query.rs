@@ -125,6 +125,20 @@ impl Timeline {
         }
     }
 
+    /// How a call reads in a chain's words: its name, with the operation for futex
+    /// (`futex(WAIT)`), else `name()`.
+    pub fn call_words(&self, s: &Interner, c: &super::Syscall) -> String {
+        let name = self.syscall_name(s, c.key, c.flags);
+        let op = (name == "futex")
+            .then(|| self.futex_ops.get(&(c.tid, c.start)))
+            .flatten()
+            .and_then(|&op| super::futex_op_name(op));
+        match op {
+            Some(op) => format!("{name}({op})"),
+            None => format!("{name}()"),
+        }
+    }
+
     /// A syscall span's number, when known: raw events carry it, named ones are looked
     /// up in the syscall table.
     pub fn syscall_nr(&self, s: &Interner, key: u32, flags: u8) -> Option<i64> {

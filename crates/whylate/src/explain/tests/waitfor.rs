@@ -25,7 +25,7 @@ fn a_holder_kept_off_its_cpu_by_a_middle_priority_task_is_a_priority_inversion()
     let wait = m.chain.iter().find(|l| l.kind == "wait-for").unwrap();
     assert_eq!(
         wait.what,
-        "c[5] (RT 50) blocked in futex() until b[20] (nice 0) woke it from CPU1"
+        "c[5] (RT 50) blocked in futex(WAIT) until b[20] (nice 0) woke it from CPU1"
     );
     assert_eq!((wait.offset_ns, wait.duration_ns), (5_000, 2_095_000));
     let held = &m
@@ -89,8 +89,8 @@ fn a_wait_behind_a_wait_reaches_the_task_that_held_the_last_one() {
     assert_eq!(
         waits,
         [
-            "c[5] (RT 50) blocked in futex() until b[20] (nice 0) woke it from CPU1",
-            "b[20] (nice 0) blocked in futex() until c3[30] (nice 0) woke it from CPU1",
+            "c[5] (RT 50) blocked in futex(WAIT) until b[20] (nice 0) woke it from CPU1",
+            "b[20] (nice 0) blocked in futex(WAIT) until c3[30] (nice 0) woke it from CPU1",
         ]
     );
 }
@@ -120,7 +120,7 @@ fn a_wait_cycle_in_contradictory_data_ends() {
         .collect();
     assert_eq!(
         waits,
-        ["b[20] (nice 0) blocked in futex() until c[5] (RT 50) woke it from CPU0"]
+        ["b[20] (nice 0) blocked in futex(WAIT) until c[5] (RT 50) woke it from CPU0"]
     );
     assert!(!r.causes.is_empty());
 }
@@ -276,7 +276,7 @@ fn a_timer_period_overrun_behind_a_preempted_lock_holder_is_a_priority_inversion
     let wait = m.chain.iter().find(|l| l.kind == "wait-for").unwrap();
     assert_eq!(
         wait.what,
-        "p[7] (RT 50) blocked in futex() until h[20] (nice 0) woke it from CPU1"
+        "p[7] (RT 50) blocked in futex(WAIT) until h[20] (nice 0) woke it from CPU1"
     );
     let over = m.chain.iter().find(|l| l.kind == "overrun").unwrap();
     assert!(
@@ -330,4 +330,40 @@ fn automatic_mode_finds_the_inversion_a_blocked_waiter_suffered() {
             r.causes
         );
     }
+}
+
+#[test]
+fn a_futex_wait_says_its_operation_whichever_way_syscalls_were_recorded() {
+    // The client's lock call as syscalls:sys_enter_futex prints it (op 0x80: WAIT,
+    // private), as raw_syscalls prints it (NR 202 on x86_64), as a PI lock (op 0x86:
+    // LOCK_PI), and with no entry event at all (no operation to say).
+    let text = mutex_chain(&plan(&[Hold::Preempted]));
+    let shapes = [
+        ("sys_futex(uaddr: 3e8, op: 80, val: 2)", "futex(WAIT)"),
+        ("sys_enter: NR 202 (3e8, 80, 2, 0, 0, 0)", "futex(WAIT)"),
+        ("sys_futex(uaddr: 3e8, op: 86, val: 2)", "futex(LOCK_PI)"),
+    ];
+    for (entry, words) in shapes {
+        let t = text.replace("sys_futex(uaddr: 3e8, op: 80, val: 2)", entry);
+        let t = if entry.starts_with("sys_enter") {
+            t.replace("sys_futex -> 0x0", "sys_exit: NR 202 = 0")
+                .replace("sys_futex -> 0x1", "sys_exit: NR 202 = 1")
+                .replace(
+                    "sys_futex(uaddr: 3e8, op: 81, val: 1)",
+                    "sys_enter: NR 202 (3e8, 81, 1, 0, 0, 0)",
+                )
+        } else {
+            t
+        };
+        let r = cycles_of(&t, Some(1_000_000));
+        let m = &r.misses[0];
+        let wait = m.chain.iter().find(|l| l.kind == "wait-for").unwrap();
+        assert_eq!(
+            wait.what,
+            format!("c[5] (RT 50) blocked in {words} until b[20] (nice 0) woke it from CPU1"),
+            "{entry}"
+        );
+    }
+    assert_eq!(crate::timeline::futex_op_name(0x189), Some("WAIT_BITSET"));
+    assert_eq!(crate::timeline::futex_op_name(0x7f), None);
 }

@@ -52,6 +52,9 @@ struct Sys {
     /// Where it entered: the span's CPU (the exit may come on another after migrating).
     cpu: u32,
     migrations: u32,
+    /// A futex call's operation (its second argument), or a call that may be futex on
+    /// some table (raw numbers are named after the pass: `timeline::FUTEX_NRS`).
+    op: Option<u32>,
 }
 
 #[derive(Clone, Copy, Debug)]

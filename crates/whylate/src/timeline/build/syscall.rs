@@ -4,18 +4,32 @@ use super::*;
 
 impl Builder {
     /// System call entries and exits.
-    pub(super) fn on_syscall(&mut self, at: At, e: &Event, _strings: &Interner) {
+    pub(super) fn on_syscall(&mut self, at: At, e: &Event, strings: &Interner) {
         let At { cpu, ts, .. } = at;
         match &e.kind {
-            Kind::SysEnter { nr, .. } => self.sys_enter(e.tid, cpu, ts, *nr as u32, false),
-            Kind::SyscallEnter { name, .. } => self.sys_enter(e.tid, cpu, ts, name.0, true),
+            Kind::SysEnter { nr, args } => {
+                let op = FUTEX_NRS.contains(nr).then_some(args[1] as u32);
+                self.sys_enter(e.tid, (cpu, ts), (*nr as u32, false), op)
+            }
+            Kind::SyscallEnter { name, args } => {
+                let op = (strings.get(*name) == "futex")
+                    .then(|| args.get(1).map(|a| a.1 as u32))
+                    .flatten();
+                self.sys_enter(e.tid, (cpu, ts), (name.0, true), op)
+            }
             Kind::SysExit { nr, .. } => self.sys_exit(e.tid, e.comm, ts, (*nr as u32, false)),
             Kind::SyscallExit { name, .. } => self.sys_exit(e.tid, e.comm, ts, (name.0, true)),
             _ => {}
         }
     }
 
-    pub(super) fn sys_enter(&mut self, tid: i32, cpu: u32, ts: u64, key: u32, named: bool) {
+    pub(super) fn sys_enter(
+        &mut self,
+        tid: i32,
+        (cpu, ts): (u32, u64),
+        (key, named): (u32, bool),
+        op: Option<u32>,
+    ) {
         if tid <= 0 {
             return;
         }
@@ -24,6 +38,7 @@ impl Builder {
             // raw_syscalls and syscalls:* fire as twins for one call: merge them.
             let twin = if named { !s.named } else { !s.raw };
             if twin && ts.saturating_sub(s.start) < 1_000_000 {
+                s.op = s.op.or(op);
                 if named {
                     if s.raw {
                         self.tl.syscall_names.insert(s.key, Sym(key));
@@ -47,6 +62,7 @@ impl Builder {
             start: ts,
             cpu,
             migrations: 0,
+            op,
         });
     }
 
@@ -67,6 +83,9 @@ impl Builder {
             }
             Some(s) => {
                 t.last_sys_exit = (ts, !named);
+                if let Some(op) = s.op {
+                    self.tl.futex_ops.insert((tid, s.start), op);
+                }
                 let fl =
                     if s.named { span::NAMED } else { 0 } | self.loss_flag(u32::MAX, s.start, ts);
                 self.tl.syscalls.push(Syscall {
