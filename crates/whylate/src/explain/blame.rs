@@ -297,6 +297,9 @@ pub(super) fn as_pending(held: &mut [Hold], ksoftirqd: bool) {
     }
 }
 
+/// How far before a softirq queue wait its backlog's deferral is looked for.
+const BACKLOG_LOOK_BACK: u64 = 50_000_000;
+
 /// The holds of a wait in softirq `vec`'s queue: the vector's own runs meanwhile worked
 /// through the backlog queued ahead of the work (`softirq-backlog`); they did not cut in
 /// ahead of it the way another vector's runs do.
@@ -372,6 +375,87 @@ impl Engine<'_> {
             l.cpu,
             senders.join(", ")
         ));
+    }
+
+    /// A wait in a softirq's queue whose backlog piled up before it (the link's own time
+    /// shows only the vector working through it): where that backlog followed a wait of
+    /// the CPU's ksoftirqd for the CPU, ended at most [`BACKLOG_LOOK_BACK`] before `a`
+    /// and followed by the vector's work (ksoftirqd or its runs filling 80 % of the time
+    /// since), the backlog's time is that deferral's, named after the task that ran
+    /// instead of ksoftirqd, with the wait in the words.
+    pub(super) fn backlog_root(&self, held: &mut [Hold], l: &RawLink, a: u64) {
+        let vec = match l.queue {
+            Some(v) => v,
+            None => return,
+        };
+        if held
+            .iter()
+            .any(|h| h.category == cause::DEFERRED_TO_KSOFTIRQD)
+        {
+            return;
+        }
+        let Some(h) = (held.iter_mut()).find(|h| h.category == cause::SOFTIRQ_BACKLOG) else {
+            return;
+        };
+        let Some((k, culprit, waited)) = self.ksoftirqd_wait_before(l.cpu, vec, a, l.end) else {
+            return;
+        };
+        let root = format!(
+            "the {} backlog it waited behind piled up while {} waited {} for CPU{} behind {}, until {} before this wait",
+            SOFTIRQ_NAMES.get(vec as usize).copied().unwrap_or("softirq"),
+            self.task(k.0),
+            dur(waited),
+            l.cpu,
+            culprit.label(),
+            dur(a.saturating_sub(k.1))
+        );
+        // The packets taken meanwhile, where per-packet events said so, stay said.
+        h.why = Some(match h.why.take() {
+            Some(packets) => format!("{root}; {packets}"),
+            None => root,
+        });
+        h.category = cause::DEFERRED_TO_KSOFTIRQD.into();
+        h.culprit = culprit;
+    }
+
+    /// The last wait of `cpu`'s ksoftirqd for the CPU that ended in `[a - look-back, b)`
+    /// with the vector `vec` at work from its end to `a`: (ksoftirqd, the wait's end), the
+    /// task that held the CPU most of it, and the wait's length.
+    fn ksoftirqd_wait_before(
+        &self,
+        cpu: u32,
+        vec: u8,
+        a: u64,
+        b: u64,
+    ) -> Option<((i32, u64), Culprit, u64)> {
+        let (tl, sp) = (self.tl, &self.tl.spans);
+        let n = self.runnable.partition_point(|&i| sp.start[i as usize] < b);
+        let name = format!("ksoftirqd/{cpu}");
+        let i = (self.runnable[..n].iter().rev().take(4096))
+            .map(|&i| i as usize)
+            .filter(|&i| sp.cpu[i] == cpu && sp.end[i] < b)
+            .take_while(|&i| sp.start[i] + BACKLOG_LOOK_BACK >= a)
+            .find(|&i| {
+                sp.end[i] + BACKLOG_LOOK_BACK >= a && self.s.get(tl.comm(sp.tid[i])) == name
+            })?;
+        let (k, end) = (sp.tid[i], sp.end[i]);
+        if end < a {
+            let busy: u64 = (tl.occupants(cpu, end, a).into_iter())
+                .filter(|o| {
+                    (o.what == OccupantKind::Task && o.id == k as i64)
+                        || (o.what == OccupantKind::Softirq && o.id == vec as i64)
+                })
+                .map(|o| o.ns)
+                .sum();
+            if busy * 5 < (a - end) * 4 {
+                return None;
+            }
+        }
+        let wait = self.run_link(i);
+        let top = (self.holds(&wait, sp.start[i], end).into_iter())
+            .filter(|h| h.culprit.pid.is_some_and(|p| p > 0))
+            .max_by_key(|h| h.ns)?;
+        Some(((k, end), top.culprit, end - sp.start[i]))
     }
 
     /// What held `cpu` during `[a, b)` while `waiter` waited: categories and culprits.

@@ -234,6 +234,7 @@ impl MissCx<'_> {
             if let Some(v) = l.queue {
                 as_backlog(&mut hs, v);
                 eng.backlog_packets(&mut hs, l, stop - excess, stop);
+                eng.backlog_root(&mut hs, l, l.start);
             }
             hs.extend(eng.ksoftirqd_own(l, (stop - excess).max(w), stop));
             if !(l.untraced_end && untraced_rest(&mut hs, excess, l.cpu)) {
