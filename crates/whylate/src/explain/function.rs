@@ -53,10 +53,11 @@ pub fn analyze_function(tl: &Timeline, s: &Interner, o: &FunctionOptions) -> Exp
         .copied()
         .unwrap_or(0);
     let tree = Tree::of(tl);
+    let eng = super::engine::Engine::new(tl, s);
     let mut tally = Tally::default();
     let mut misses: Vec<Miss> = (samples.iter())
         .filter(|x| x.dur > deadline)
-        .map(|x| explain_one(tl, s, &tree, x, (usual, deadline), &mut tally))
+        .map(|x| explain_one(&eng, &tree, x, (usual, deadline), &mut tally))
         .collect();
     misses.sort_by_key(|m| std::cmp::Reverse(m.late_ns));
     let notes = notes(tl, o, &samples, from_sections);
@@ -240,17 +241,17 @@ impl Tree {
 
 /// One slow sample explained: where its time went, scaled to its excess.
 fn explain_one(
-    tl: &Timeline,
-    s: &Interner,
+    eng: &super::engine::Engine<'_>,
     tree: &Tree,
     x: &Sample,
     (usual, deadline): (u64, u64),
     tally: &mut Tally,
 ) -> Miss {
+    let (tl, s) = (eng.tl, eng.s);
     let cpu = (x.cpu != Event::NO_CPU).then_some(x.cpu);
     let (end, ex) = (x.start + x.dur, x.dur.saturating_sub(usual));
     let mut held = match x.call {
-        Some(i) => call_holds(tl, s, tree, i),
+        Some(i) => call_holds(eng, tree, i),
         None => vec![Hold {
             category: cause::IRQS_OFF.into(),
             culprit: code(
@@ -319,17 +320,27 @@ fn code(s: &Interner, sym: Sym, cpu: Option<u32>) -> Culprit {
     }
 }
 
-/// Where call `i`'s time went: interrupts, softirqs and other tasks on its CPU (when the
-/// trace has CPUs and scheduling), the rest split over its callees' own time and its own.
-fn call_holds(tl: &Timeline, s: &Interner, tree: &Tree, i: usize) -> Vec<Hold> {
+/// Where call `i`'s time went: its blocks (a task that woke it is followed, as a wait
+/// for that task: `Engine::blocked_holds`), interrupts, softirqs and other tasks on its
+/// CPU while it could run (when the trace has CPUs and scheduling), the rest split over
+/// its callees' own time and its own.
+fn call_holds(eng: &super::engine::Engine<'_>, tree: &Tree, i: usize) -> Vec<Hold> {
+    let (tl, s) = (eng.tl, eng.s);
     let c = &tl.calls[i];
     let cpu = (c.cpu != Event::NO_CPU).then_some(c.cpu);
-    let mut out = Vec::new();
-    let mut away = 0u64;
+    let (mut out, awake) = blocks(eng, c.tid, c.start, c.start + c.dur);
+    let mut away: u64 = out.iter().map(|h| h.ns).sum();
+    let occupants = |cpu| (awake.iter()).flat_map(move |&(a, b)| tl.occupants(cpu, a, b));
     if let Some(cpu) = cpu.filter(|_| c.tid > 0) {
-        for o in tl.occupants(cpu, c.start, c.start + c.dur) {
+        for o in occupants(cpu) {
             let culprit = match o.what {
                 OccupantKind::Task if o.id == c.tid as i64 => continue,
+                // The idle task while the call's task was runnable: the CPU's idle exit.
+                OccupantKind::Task if o.id == 0 => {
+                    away += o.ns;
+                    out.push(Hold::on_cpu(cause::CPU_IDLE, cpu, o.ns));
+                    continue;
+                }
                 OccupantKind::Task => Culprit::task(tl, s, o.id as i32, cpu),
                 OccupantKind::Hardirq => Culprit {
                     irq: Some(o.id as u32),
@@ -390,6 +401,45 @@ fn call_holds(tl: &Timeline, s: &Interner, tree: &Tree, i: usize) -> Vec<Hold> {
     scale(&mut code_holds, run);
     out.extend(code_holds);
     out
+}
+
+/// `tid`'s sleeps inside `[a, b)` as holds (one a task ended: what delayed that task;
+/// another: `blocked-on` what woke it), and the stretches it was not asleep.
+fn blocks(
+    eng: &super::engine::Engine<'_>,
+    tid: i32,
+    a: u64,
+    b: u64,
+) -> (Vec<Hold>, Vec<(u64, u64)>) {
+    let sp = &eng.tl.spans;
+    let (from, to) = (
+        eng.sleeps.partition_point(|&i| sp.end[i as usize] <= a),
+        eng.sleeps.partition_point(|&i| sp.end[i as usize] <= b),
+    );
+    let mut held = Vec::new();
+    let (mut awake, mut at) = (Vec::new(), a);
+    for &i in &eng.sleeps[from..to] {
+        let i = i as usize;
+        if sp.tid[i] != tid || tid <= 0 {
+            continue;
+        }
+        let (sa, sb) = (sp.start[i].max(a), sp.end[i]);
+        if sb <= sa || sa < at {
+            continue;
+        }
+        match eng.blocked_holds(tid, sa, sb) {
+            Some((h, _)) => held.extend(h),
+            None => held.push(Hold {
+                why: Some(format!("{} slept in the call", eng.task(tid))),
+                ..Hold::on_cpu(cause::BLOCKED_ON, sp.cpu[i], sb - sa)
+            }),
+        }
+        awake.push((at, sa));
+        at = sb;
+    }
+    awake.push((at, b));
+    awake.retain(|&(x, y)| y > x);
+    (held, awake)
 }
 
 /// `wait_for_xmitr by sertest[21649] on CPU8, called from a <- b; interrupts off for 1.2
@@ -633,6 +683,71 @@ mod tests {
             "{}",
             l.what
         );
+    }
+
+    #[test]
+    fn a_call_that_blocks_waits_for_the_task_that_woke_it_not_its_own_code() {
+        // The slow call blocks at +100 us (app switches out asleep) and holder-300 on
+        // CPU0 wakes it at +400 us after being kept off CPU0 by x-45 (RT 10) from +50 us
+        // to +350 us: 250 us of the block were x's (app is normal: no inversion, x is what
+        // held the waker off), the rest holder's own work until the wakeup.
+        let mut t = String::new();
+        let base = trace();
+        let cut = base.find(" app-100 [001] d.h.").unwrap();
+        t += &base[..cut];
+        let at = 1_000_000;
+        t += &line(
+            at + 20,
+            0,
+            "holder-300",
+            "d.h.",
+            "sched_waking: comm=x pid=45 prio=89 target_cpu=000",
+        );
+        t += &line(at + 50, 0, "holder-300", "d..2", "sched_switch: prev_comm=holder prev_pid=300 prev_prio=120 prev_state=R+ ==> next_comm=x next_pid=45 next_prio=89");
+        t += &line(at + 100, 1, "app-100", "d..2", "sched_switch: prev_comm=app prev_pid=100 prev_prio=120 prev_state=D ==> next_comm=swapper/1 next_pid=0 next_prio=120");
+        t += &line(at + 350, 0, "x-45", "d..2", "sched_switch: prev_comm=x prev_pid=45 prev_prio=89 prev_state=S ==> next_comm=holder next_pid=300 next_prio=120");
+        t += &line(
+            at + 400,
+            0,
+            "holder-300",
+            "d..3",
+            "sched_waking: comm=app pid=100 prio=120 target_cpu=001",
+        );
+        t += &line(at + 405, 1, "<idle>-0", "d..2", "sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=app next_pid=100 next_prio=120");
+        t += &line(
+            at + 500,
+            1,
+            "app-100",
+            "....",
+            "funcgraph_exit:       ! 500.000 us   |  }",
+        );
+        let p = pass(&t);
+        let r = analyze_function(&p.tl, &p.strings, &opts(Some(100_000)));
+        assert_eq!(r.cycles.misses, 1);
+        let l = &r.misses[0].chain[0];
+        let got: Vec<(String, String)> = (l.held_by.iter())
+            .map(|h| (h.category.clone(), h.culprit.label()))
+            .collect();
+        // The block (+100 to +400 us) is the waker's: x held it off CPU0 from +100 to
+        // +350 us (the part inside the block), then its own work to the wakeup.
+        assert_eq!(
+            got[0],
+            ("preempted-by".into(), "x[45] (RT 10)".into()),
+            "{got:?}"
+        );
+        assert!(
+            got.contains(&("on-cpu".into(), "holder[300] (nice 0)".into())),
+            "{got:?}"
+        );
+        // The call ran 195 us of its 500 (the block 300 us, 5 us waiting for the idle
+        // CPU1 to take it): its code's share of the 450 us excess is 195 x 0.9, no longer
+        // the block's time too; the wait for CPU1 is the idle exit's, not a task's.
+        let code: u64 = (l.held_by.iter())
+            .filter(|h| h.category == "own-code" || h.category == "callee")
+            .map(|h| h.ns)
+            .sum();
+        assert_eq!(code, 175_500, "{:?}", l.held_by);
+        assert!(got.contains(&("cpu-idle".into(), "-".into())), "{got:?}");
     }
 
     #[test]
