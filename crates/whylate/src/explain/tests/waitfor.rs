@@ -367,3 +367,46 @@ fn a_futex_wait_says_its_operation_whichever_way_syscalls_were_recorded() {
     assert_eq!(crate::timeline::futex_op_name(0x189), Some("WAIT_BITSET"));
     assert_eq!(crate::timeline::futex_op_name(0x7f), None);
 }
+
+#[test]
+fn a_reader_of_a_pipe_waits_for_its_writer_and_what_held_the_writer() {
+    // The lock chain as a pipe: c blocks in read() on it, b writes the byte that wakes
+    // it (after x kept b off CPU1 in the late cycle); c's read returns the byte.
+    let pipe: String = (mutex_chain(&plan(&[Hold::Preempted])).lines())
+        .filter(|l| !(l.contains("c-5") && (l.contains("sys_read -> 0x1") || l.contains("op: 81"))))
+        .map(|l| {
+            let l = if l.contains("c-5") {
+                l.replace(
+                    "sys_futex(uaddr: 3e8, op: 80, val: 2)",
+                    "sys_read(fd: 5, buf: 0, count: 1)",
+                )
+                .replace("sys_futex -> 0x0", "sys_read -> 0x1")
+            } else {
+                l.replace(
+                    "sys_futex(uaddr: 3e8, op: 81, val: 1)",
+                    "sys_write(fd: 6, buf: 0, count: 1)",
+                )
+                .replace("sys_futex -> 0x1", "sys_write -> 0x1")
+            };
+            l + "\n"
+        })
+        .collect();
+    let r = cycles_of(&pipe, Some(1_000_000));
+    assert_eq!((r.cycles.count, r.cycles.misses), (7, 1), "{:?}", r.notes);
+    let c = &r.causes[0];
+    assert_eq!(
+        (c.category.as_str(), c.culprit.label()),
+        ("priority-inversion", "x[45] (RT 10)".to_string()),
+        "{:?}",
+        r.causes
+    );
+    let wait = r.misses[0]
+        .chain
+        .iter()
+        .find(|l| l.kind == "wait-for")
+        .unwrap();
+    assert_eq!(
+        wait.what,
+        "c[5] (RT 50) blocked in read() until b[20] (nice 0) woke it from CPU1"
+    );
+}
