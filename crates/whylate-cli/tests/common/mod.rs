@@ -39,22 +39,9 @@ pub fn skip(reason: &str) -> bool {
     true
 }
 
-/// Adds `test: reason` to the file WHYLATE_SKIP_LOG names, when it is set: scripts/test
-/// sums the skips up as its last line (a passing test's stderr is captured, so a skip
-/// would otherwise go unseen).
-pub fn log_skip(test: &str, reason: &str) {
-    use std::io::Write as _;
-    let Some(path) = std::env::var_os("WHYLATE_SKIP_LOG") else {
-        return;
-    };
-    let f = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(path);
-    if let Ok(mut f) = f {
-        let _ = writeln!(f, "{test}: {}", reason.replace('\n', " "));
-    }
-}
+#[path = "../../../whylate/tests/common/skip.rs"]
+mod skip;
+pub use skip::log_skip;
 
 /// The frob scenario's request/reply cycle (seed 000's selectors and deadline).
 pub const FROB: [&str; 6] = [

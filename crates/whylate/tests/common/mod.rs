@@ -1,5 +1,9 @@
 #![allow(dead_code, clippy::print_stderr)]
 use std::path::{Path, PathBuf};
+
+mod skip;
+#[allow(unused_imports)]
+pub use skip::skip_or_fail;
 use whylate::event::{Event, Interner};
 use whylate::read::{self, Diag, EventSource, OpenOptions, OrderStats};
 
@@ -48,10 +52,10 @@ pub fn corpus() -> Option<PathBuf> {
     if p.is_dir() {
         Some(p)
     } else {
-        eprintln!(
-            "SKIPPED: corpus not found at {} (set WHYLATE_CORPUS)",
+        skip::skip_or_fail(&format!(
+            "corpus not found at {} (set WHYLATE_CORPUS)",
             p.display()
-        );
+        ));
         None
     }
 }
