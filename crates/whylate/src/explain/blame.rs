@@ -88,50 +88,8 @@ pub(super) fn gap_cause(
         // or the work that explains it may be among them.
         return lost_cause(w);
     }
-    if let Some(w) = waiting {
-        // The chain waited for a task that ran: its own work until it woke the sleeper
-        // (a lock held long), not the device.
-        if let Some(cpu) = on_cpu_most(eng, w.waker, a, b) {
-            return (
-                cause::ON_CPU,
-                Culprit {
-                    comm: Some(eng.s.get(tl.comm(w.waker)).to_string()),
-                    pid: Some(w.waker),
-                    prio: tl.prios.get(&w.waker).copied(),
-                    cpu: Some(cpu),
-                    ..Default::default()
-                },
-                format!(
-                    "{} ran on CPU{cpu} while {} waited for it (its own work until it woke it)",
-                    eng.task(w.waker),
-                    eng.task(w.sleeper)
-                ),
-            );
-        }
-        // It waited for a task that was asleep itself, most of the time, in a call the
-        // trace shows (its own timer, a peer not on the chain): the wait is on that task,
-        // not on nothing.
-        let mid = a + (b - a) / 2;
-        let asleep = (tl.syscalls.covering(w.waker, mid, mid))
-            .filter(|c| (c.end.min(b) - c.start.max(a)) * 2 >= b - a);
-        if let Some(call) = asleep {
-            return (
-                cause::BLOCKED_ON,
-                Culprit {
-                    comm: Some(eng.s.get(tl.comm(w.waker)).to_string()),
-                    pid: Some(w.waker),
-                    prio: tl.prios.get(&w.waker).copied(),
-                    cpu: Some(w.cpu),
-                    ..Default::default()
-                },
-                format!(
-                    "{} waited for {}, itself asleep in {}",
-                    eng.task(w.sleeper),
-                    eng.task(w.waker),
-                    tl.call_words(eng.s, &call)
-                ),
-            );
-        }
+    if let Some(found) = waiting.and_then(|w| waker_cause(eng, w, a, b)) {
+        return found;
     }
     if waiting.is_none() && (!connected || links.iter().all(|l| l.start >= b)) {
         // An interrupt handler that held a CPU most of the time: the device's own
@@ -229,6 +187,40 @@ pub(super) fn gap_cause(
             "no wait and no task of the chain on a CPU: time the trace does not explain".into(),
         ),
     }
+}
+
+/// What a chain blocked on a task (`w`) waited for in `[a, b]`: that task's own work where
+/// it ran most of the time (a lock held long), or the call it slept in itself (its own
+/// timer, a peer not on the chain): the wait is on that task, not on nothing.
+fn waker_cause(
+    eng: &Engine<'_>,
+    w: &Wait,
+    a: u64,
+    b: u64,
+) -> Option<(&'static str, Culprit, String)> {
+    let tl = eng.tl;
+    if let Some(cpu) = on_cpu_most(eng, w.waker, a, b) {
+        let what = format!(
+            "{} ran on CPU{cpu} while {} waited for it (its own work until it woke it)",
+            eng.task(w.waker),
+            eng.task(w.sleeper)
+        );
+        return Some((cause::ON_CPU, Culprit::task(tl, eng.s, w.waker, cpu), what));
+    }
+    let mid = a + (b - a) / 2;
+    let call = (tl.syscalls.covering(w.waker, mid, mid))
+        .filter(|c| (c.end.min(b) - c.start.max(a)) * 2 >= b - a)?;
+    let what = format!(
+        "{} waited for {}, itself asleep in {}",
+        eng.task(w.sleeper),
+        eng.task(w.waker),
+        tl.call_words(eng.s, &call)
+    );
+    Some((
+        cause::BLOCKED_ON,
+        Culprit::task(tl, eng.s, w.waker, w.cpu),
+        what,
+    ))
 }
 
 /// The CPU `tid` ran on for at least half of `[a, b]`, if it did.

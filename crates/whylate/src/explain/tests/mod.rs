@@ -5,6 +5,7 @@ use super::*;
 use crate::read::OpenOptions;
 use crate::testkit;
 
+mod backlog;
 mod ready;
 mod recorder;
 mod waitfor;
