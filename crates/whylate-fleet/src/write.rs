@@ -159,7 +159,11 @@ fn commit(dir: &Path, marker: &Path, staged: &[Staged]) -> Result<(), WriteError
     }
     let placed =
         (staged.iter()).try_for_each(|s| std::fs::rename(&s.tmp, &s.path).map_err(io(&s.path)));
-    let marked = placed.and_then(|()| std::fs::File::create(marker).map(drop).map_err(io(marker)));
+    // The marker holds its trace's id: Spark's file sources list no empty file, and an
+    // engine that reads markers as rows needs one per marker.
+    let id = marker.file_name().map(|n| n.to_string_lossy().into_owned());
+    let body = format!("{}\n", id.unwrap_or_default());
+    let marked = placed.and_then(|()| std::fs::write(marker, body).map_err(io(marker)));
     if marked.is_err() {
         for s in staged {
             let _ = std::fs::remove_file(&s.path);
