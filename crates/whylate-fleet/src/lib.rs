@@ -7,6 +7,7 @@
 //! files -> the engine ([`engine`]) -> queries ([`query`]) -> the fleet report
 //! ([`report`]).
 
+pub mod dialect;
 #[cfg(feature = "query")]
 pub mod engine;
 pub mod findings;

@@ -256,6 +256,13 @@ pub struct FleetArgs {
     /// Print the SQL each section runs (after the report), to run it elsewhere.
     #[arg(long)]
     pub sql: bool,
+    /// Print only a script for --engine: the findings declared as views, then each
+    /// section's SQL (`whylate fleet DIR --sql-only --engine duckdb | duckdb`).
+    #[arg(long, requires = "engine", conflicts_with_all = ["json", "html", "sql"])]
+    pub sql_only: bool,
+    /// The engine --sql-only writes for: spark or duckdb.
+    #[arg(long, requires = "sql_only", value_parser = whylate_fleet::dialect::Dialect::parse)]
+    pub engine: Option<whylate_fleet::dialect::Dialect>,
 }
 
 #[derive(clap::Args)]

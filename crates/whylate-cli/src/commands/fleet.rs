@@ -25,6 +25,22 @@ pub fn run(a: FleetArgs, out: &Out) -> anyhow::Result<ExitCode> {
         Ok(r) => r,
         Err(e) => return usage(&e),
     };
+    if let Some(engine) = a.engine.filter(|_| a.sql_only) {
+        let queries: Vec<(&str, &str)> = (r.sql.iter())
+            .map(|q| (q.name.as_str(), q.sql.as_str()))
+            .collect();
+        let roots = expand(&a.paths).map_err(|e| anyhow::anyhow!(e))?;
+        return match whylate_fleet::dialect::script(engine, &roots, &queries) {
+            Ok(s) => {
+                for n in &s.notes {
+                    eprintln!("whylate: {n}");
+                }
+                out.text(&s.text)?;
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(e) => usage(&e),
+        };
+    }
     if let Some(path) = &a.html {
         let page = r.render_html();
         std::fs::write(path, &page).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
