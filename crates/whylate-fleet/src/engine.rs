@@ -7,7 +7,7 @@ use crate::schema::{self, mismatch_in, Strict};
 use crate::store::Marked;
 use crate::write::COMMITTED;
 use datafusion::arrow::array::{Array, Float64Array, Int64Array, StringArray};
-use datafusion::arrow::compute::cast;
+use datafusion::arrow::compute::{cast, concat_batches};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
@@ -193,6 +193,36 @@ impl Engine {
             .with_expr_adapter_factory(Arc::new(Strict { table: name }));
         let table = Arc::new(ListingTable::try_new(cfg)?);
         self.ctx.register_table(name, table)?;
+        Ok(())
+    }
+
+    /// Reads `tables` whole into memory, once: the queries after this one read them there
+    /// instead of opening their files again. For tables of a few rows per trace, whose
+    /// cost is per file (its footer, its plan), not per row.
+    pub fn load(&self, tables: &[&str]) -> Result<(), FleetError> {
+        for &name in tables {
+            let read = self.rt.block_on(async {
+                let df = self.ctx.table(name).await?;
+                let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
+                Ok::<_, datafusion::error::DataFusionError>((schema, df.collect().await?))
+            });
+            let (schema, batches) = read.map_err(|e| self.failure(e))?;
+            // Two partitions, one batch each (a file's rows are a batch of a few rows):
+            // the queries over it use both CPUs and no per-batch work.
+            let half = batches.len().div_ceil(2).max(1);
+            let mut parts = Vec::new();
+            for c in batches.chunks(half) {
+                parts
+                    .push(vec![concat_batches(&schema, c)
+                        .map_err(datafusion::error::DataFusionError::from)?]);
+            }
+            if parts.is_empty() {
+                parts.push(Vec::new());
+            }
+            let mem = MemTable::try_new(schema, parts)?;
+            self.ctx.deregister_table(name)?;
+            self.ctx.register_table(name, Arc::new(mem))?;
+        }
         Ok(())
     }
 
@@ -449,6 +479,39 @@ mod tests {
         let e = Engine::open(&[tmp.path().to_path_buf()]).unwrap();
         assert_eq!(count(&e, "labels"), 0);
         assert_eq!(count(&e, "traces"), 0);
+    }
+
+    #[test]
+    fn a_loaded_table_answers_from_memory_as_its_files_did() {
+        let tmp = tempfile::tempdir().unwrap();
+        for (host, id) in [("h1", "00000000000000aa"), ("h2", "00000000000000bb")] {
+            let meta = TraceMeta {
+                host: host.into(),
+                date: "2026-11-25".into(),
+                trace_id: id.into(),
+                kernel: "6.18".into(),
+                labels: vec![("team".into(), "rt".into())],
+                mode: "timer".into(),
+            };
+            crate::write(tmp.path(), &Findings::new(meta)).unwrap();
+        }
+        let e = Engine::open(&[tmp.path().to_path_buf()]).unwrap();
+        let q = "SELECT host, date, trace_id, key, value FROM labels ORDER BY host";
+        let before = e.query(q).unwrap();
+        e.load(&["traces", "labels"]).unwrap();
+        // Its files gone, the table still answers: from memory, with its partitions.
+        std::fs::remove_dir_all(tmp.path().join("labels")).unwrap();
+        let after = e.query(q).unwrap();
+        for c in ["host", "date", "trace_id", "key", "value"] {
+            assert_eq!(before.text(c), after.text(c), "{c}");
+        }
+        assert_eq!(after.text("host"), [Some("h1".into()), Some("h2".into())]);
+        assert_eq!(after.text("value"), [Some("rt".into()), Some("rt".into())]);
+        // A table no root has loads as an empty one.
+        std::fs::remove_dir_all(tmp.path().join("cpus")).unwrap();
+        let e = Engine::open(&[tmp.path().to_path_buf()]).unwrap();
+        e.load(&["cpus"]).unwrap();
+        assert_eq!(count(&e, "cpus"), 0);
     }
 
     #[test]

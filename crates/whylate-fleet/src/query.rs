@@ -66,6 +66,22 @@ impl By {
     }
 }
 
+/// The tables the report's queries read more than once whose rows are per trace or per
+/// cause, not per sample: `traces` (the overview, the modes and, without a deadline, every
+/// per-trace total), `causes` without a deadline (the ranking, the groups', the worst hosts'),
+/// `labels` when grouping by one. The engine reads each of them once per report
+/// ([`crate::engine::Engine::load`]): the cost of a fleet is opening its files, not their rows.
+pub fn read_again(o: &FleetOptions) -> Vec<&'static str> {
+    let mut t = vec!["traces"];
+    if o.deadline_ns.is_none() {
+        t.push("causes");
+    }
+    if matches!(o.by, Some(By::Label(_))) {
+        t.push("labels");
+    }
+    t
+}
+
 /// A SQL string literal.
 pub fn lit(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))

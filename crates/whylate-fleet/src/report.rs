@@ -133,6 +133,7 @@ fn s(v: Option<String>) -> String {
 
 /// Runs the fleet queries on `eng`.
 pub fn fleet(eng: &Engine, o: &FleetOptions) -> Result<FleetReport, FleetError> {
+    eng.load(&query::read_again(o))?;
     let mut sql = Vec::new();
     let mut run = |name: &str, q: String| -> Result<Rows, FleetError> {
         let rows = eng.query(&q)?;
