@@ -127,10 +127,7 @@ pub enum Cmd {
     /// one-line verdict. Without --deadline, B is judged by the deadline chosen for A.
     Diff(DiffArgs),
     /// Measure latencies (wakeup, runqueue, irq, syscall...) and the worst
-    ///
-    /// Measure latencies: wakeup, runqueue, irq, softirq, work, syscall, timer, throughput,
-    /// irqsoff. Per group: count, min/p50/p90/p99/p99.9/max, a histogram and the worst
-    /// samples with time, CPU and task (and who held the CPU meanwhile).
+    #[command(long_about = latency_about())]
     Latency(LatencyArgs),
     /// Rank causes across a fleet (the findings --parquet DIR wrote)
     ///
@@ -367,8 +364,7 @@ pub struct LatencyArgs {
     /// Trace files, merged by timestamp.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
-    /// Measures, comma-separated (default: every measure the trace has events for).
-    #[arg(long, short, value_delimiter = ',', value_parser = measure)]
+    #[arg(long, short, value_delimiter = ',', value_parser = measure, help = measure_help())]
     pub measure: Vec<Measure>,
     /// Only samples of this task: a pid, or a comm (`*`/`?` glob).
     #[arg(long, value_parser = TaskSel::parse)]
@@ -717,4 +713,21 @@ impl From<FormatArg> for Format {
     fn from(f: FormatArg) -> Format {
         f.0
     }
+}
+
+/// `latency`'s long help, its measures from the catalogue ([`Measure::names`]).
+fn latency_about() -> String {
+    format!(
+        "Measure latencies: {}. Per group: count, min/p50/p90/p99/p99.9/max, a histogram and \
+         the worst samples with time, CPU and task (and who held the CPU meanwhile).",
+        Measure::names().join(", ")
+    )
+}
+
+/// `--measure`'s help, naming every measure.
+fn measure_help() -> String {
+    format!(
+        "Measures, comma-separated: {} (default: every measure the trace has events for)",
+        Measure::names().join(", ")
+    )
 }

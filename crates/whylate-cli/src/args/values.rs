@@ -10,7 +10,7 @@ pub type Window = (Option<Bound>, Option<Bound>);
 /// One `--measure` name.
 pub(super) fn measure(s: &str) -> Result<Measure, String> {
     Measure::parse(s.trim()).ok_or_else(|| {
-        let all: Vec<&str> = Measure::ALL.iter().map(|m| m.name()).collect();
+        let all = Measure::names();
         let close = whylate::suggest::closest(s, all.iter().copied(), 3);
         format!(
             "unknown measure{}; known: {}",

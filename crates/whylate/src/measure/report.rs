@@ -71,6 +71,12 @@ impl Measure {
         }
     }
 
+    /// Every measure's name, in report order: the list the CLI help, the MCP schema and
+    /// the docs give.
+    pub fn names() -> Vec<&'static str> {
+        Measure::ALL.iter().map(|m| m.name()).collect()
+    }
+
     /// Parses a name.
     pub fn parse(s: &str) -> Option<Measure> {
         Measure::ALL.into_iter().find(|m| m.name() == s)

@@ -5,6 +5,7 @@
 use rmcp::model::{Tool, ToolAnnotations};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
+use whylate::measure::Measure;
 
 /// What the server tells the client about itself (MCP `instructions`).
 pub const INSTRUCTIONS: &str = "whylate explains why something on Linux was late, from a kernel trace \
@@ -102,9 +103,9 @@ events by name and CPU, busiest tasks, lost events, lines not understood, and no
         ),
         tool(
             "latency",
-            "Measured latencies, as `whylate latency --json` (without per-sample lists): per measure (wakeup, \
-runqueue, irq, softirq, work, syscall, timer, throughput, irqsoff) and group, count and min/p50/p90/p99/p99.9/max \
-in ns, and the worst samples with time, CPU and task. Use it to see which latency is bad before explaining it.",
+            format!("Measured latencies, as `whylate latency --json` (without per-sample lists): per measure ({}) \
+and group, count and min/p50/p90/p99/p99.9/max in ns, and the worst samples with time, CPU and task. Use it to see \
+which latency is bad before explaining it.", Measure::names().join(", ")),
             props(&[files(), input(), latency(), top("Worst samples per measure (default 10).")]),
             &["files"],
         ),
@@ -142,7 +143,7 @@ placement that moved. Both traces are explained the same way (the same mode argu
 
 fn tool(
     name: &'static str,
-    description: &'static str,
+    description: impl Into<std::borrow::Cow<'static, str>>,
     props: Map<String, Value>,
     required: &[&str],
 ) -> Tool {
@@ -209,8 +210,8 @@ fn input() -> Value {
 
 fn latency() -> Value {
     json!({
-        "measure": {"type": "array", "items": {"type": "string"},
-            "description": "Measures (default: all the trace has events for): wakeup, runqueue, irq, softirq, work, syscall, timer, throughput, irqsoff, function."},
+        "measure": {"type": "array", "items": {"type": "string", "enum": Measure::names()},
+            "description": "Measures (default: all the trace has events for)."},
         "task": s("Only samples of this task: a pid, or a comm (* ? globs)."),
         "cpu": {"type": "integer", "minimum": 0, "description": "Only samples on this CPU."},
         "window": s("Only samples starting in A..B: seconds as the trace prints them, or +S after the first event; a side may be empty."),
@@ -252,4 +253,44 @@ fn miss() -> Value {
         "index": {"type": "integer", "minimum": 0, "description": "Which miss: 0 = the worst, as `explain` lists them."},
         "at_ns": {"type": "integer", "minimum": 0, "description": "Which miss: the one whose cycle contains this time (ns, the trace's clock), else the nearest start."},
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// The measures the MCP schema, the CLI help and docs/reference.md name are the
+    /// catalogue's, in its order: a measure added there reaches all three or this fails.
+    #[test]
+    fn every_list_of_measures_is_the_catalogue() {
+        let names = Measure::names();
+        let all_tools = all(Offer::default());
+        let lat = all_tools.iter().find(|t| t.name == "latency").unwrap();
+        let items = &lat.input_schema["properties"]["measure"]["items"]["enum"];
+        assert_eq!(items, &json!(names));
+        let desc = lat.description.as_deref().unwrap_or_default();
+        assert!(desc.contains(&names.join(", ")), "{desc}");
+
+        let cli = crate::args::Cli::command();
+        let sub = cli.find_subcommand("latency").unwrap();
+        let about = sub.get_long_about().unwrap().to_string();
+        assert!(about.contains(&names.join(", ")), "{about}");
+        let arg = sub
+            .get_arguments()
+            .find(|a| a.get_id() == "measure")
+            .unwrap();
+        let help = arg.get_help().unwrap().to_string();
+        assert!(help.contains(&names.join(", ")), "{help}");
+
+        let doc = include_str!("../../../../../docs/reference.md");
+        let table = doc.split("| measure | what | grouped by |").nth(1).unwrap();
+        let rows: Vec<&str> = table
+            .lines()
+            .skip(2)
+            .take_while(|l| l.starts_with("| `"))
+            .filter_map(|l| l[3..].split('`').next())
+            .collect();
+        assert_eq!(rows, names, "docs/reference.md's measure table");
+    }
 }
