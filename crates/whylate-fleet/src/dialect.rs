@@ -5,8 +5,10 @@
 //! The views read what `whylate fleet` reads (crate::engine): each table's files under
 //! every root, `host` and `date` from the directories as text, and of those only the
 //! traces with a commit marker (`_committed/host=H/date=D/ID`), each file by its name
-//! (`ID.parquet` holds trace `ID`; a copy under another name is left out). A root written
-//! before markers existed is read whole, as whylate reads it. The engines differ in how
+//! (`ID.parquet` holds trace `ID`; a copy under another name is left out). In a root written
+//! before markers existed, a trace counts when it has a `traces` file, as in whylate. The
+//! script holds no lock: a write while it runs may show its sections different traces
+//! (whylate holds the commit lock for the whole report). The engines differ in how
 //! they list files, name the file a row came from and quote a string, so each gets its own
 //! declarations; the queries are the same text.
 
@@ -54,6 +56,15 @@ impl Dialect {
         }
     }
 
+    /// How a view lasting the session is declared: the script leaves nothing in a
+    /// database it runs in.
+    fn temp_view(self) -> &'static str {
+        match self {
+            Dialect::Spark => "TEMPORARY VIEW",
+            Dialect::DuckDb => "TEMP VIEW",
+        }
+    }
+
     /// The SQL type of a findings column.
     fn sql_type(self, t: &DataType) -> &'static str {
         match (t, self) {
@@ -94,6 +105,7 @@ pub fn script(d: Dialect, roots: &[PathBuf], queries: &[(&str, &str)]) -> Result
         }
     );
     let notes = if d == Dialect::Spark {
+        spark_literals(queries)?;
         empty_markers(&roots)
     } else {
         Vec::new()
@@ -110,6 +122,20 @@ pub fn script(d: Dialect, roots: &[PathBuf], queries: &[(&str, &str)]) -> Result
         text.push_str(&format!("\n-- {name}\n{q};\n"));
     }
     Ok(Script { text, notes })
+}
+
+/// The queries quote as DuckDB and DataFusion do (`''` inside a literal): Spark would read
+/// such a literal, or one with a backslash, as another string. The names whylate writes
+/// have neither; a host directory written by hand may.
+fn spark_literals(queries: &[(&str, &str)]) -> Result<(), String> {
+    for (name, q) in queries {
+        if q.contains("''") || q.contains('\\') {
+            return Err(format!(
+                "the {name} query names a host or value with a quote or backslash, which Spark SQL reads as another string; rename the host directory, or use --engine duckdb"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Roots whose commit markers include empty files (written before markers held the
@@ -150,52 +176,75 @@ pub fn views(d: Dialect, roots: &[PathBuf]) -> Result<Vec<String>, String> {
                 r.display()
             )
         })?;
-        if let Some(c) = text.chars().find(|c| "*?[]{}\\".contains(*c)) {
-            return Err(format!(
-                "{text}: the path holds {c:?}, which {} would read as a file pattern; move or link the findings to a plain path",
-                d.name()
-            ));
-        }
-        if r.join(COMMITTED).is_dir() {
-            out.extend(marks(d, i, r));
-        }
+        check_path(d, text)?;
+        out.extend(marks(d, i, r));
     }
     for (name, schema) in Findings::schemas() {
         let mut parts = Vec::new();
         for (i, r) in roots.iter().enumerate() {
-            if !r.join(name).is_dir() {
+            if !has_files(&r.join(name)) {
                 continue;
             }
             if d == Dialect::Spark {
                 out.push(spark_files(i, r, name, &schema));
             }
-            parts.push(rows_of(d, i, r, name, &schema, r.join(COMMITTED).is_dir()));
+            parts.push(rows_of(d, i, r, name, &schema));
         }
         if parts.is_empty() {
             // No root has the table yet: it answers with no rows, as in whylate.
             parts.push(empty(d, &schema));
         }
         out.push(format!(
-            "CREATE OR REPLACE {}VIEW {name} AS\n{}",
-            if d == Dialect::Spark {
-                "TEMPORARY "
-            } else {
-                ""
-            },
+            "CREATE OR REPLACE {} {name} AS\n{}",
+            d.temp_view(),
             parts.join("\nUNION ALL\n")
         ));
     }
     Ok(out)
 }
 
+/// A root the script can name: no control character (it would end a comment line) and
+/// nothing an engine reads as a file pattern. (Spark reads `:`, `%20` and spaces in an
+/// absolute local path as written: tried with pyspark 4.3.)
+fn check_path(d: Dialect, text: &str) -> Result<(), String> {
+    let bad = |c: char| c.is_control() || "*?[]{}\\".contains(c);
+    match text.chars().find(|c| bad(*c)) {
+        Some(c) => Err(format!(
+            "{text}: the path holds {c:?}, which {} would not read as a plain path; move or link the findings to one",
+            d.name()
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Whether a table directory holds any `.parquet` file (DuckDB refuses a pattern that
+/// matches none; whylate reads such a table as empty).
+fn has_files(dir: &Path) -> bool {
+    let entries = |p: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(p)
+            .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
+            .unwrap_or_default()
+    };
+    (entries(dir).iter()).any(|h| {
+        (entries(h).iter())
+            .any(|dt| (entries(dt).iter()).any(|f| f.extension().is_some_and(|x| x == "parquet")))
+    })
+}
+
 /// The view `whylate_marks_I`: root I's commit markers as (host, date, trace_id), all
 /// three from the marker's path (a partition value read as a number, `007`, would not be
-/// the host's name).
+/// the host's name). A root without markers (written before them) lists its `traces`
+/// files instead, as whylate does: a trace counts when it has one.
 fn marks(d: Dialect, i: usize, root: &Path) -> Vec<String> {
-    let dir = root.join(COMMITTED);
+    let marked = root.join(COMMITTED).is_dir();
+    let (dir, ext, glob) = if marked {
+        (root.join(COMMITTED), "", "*")
+    } else {
+        (root.join("traces"), "[.]parquet", "*.parquet")
+    };
     let dir = dir.to_string_lossy();
-    let part =
-        |n: usize| format!("regexp_extract({{f}}, '/host=([^/]*)/date=([^/]*)/([^/]*)$', {n})");
+    let re = format!("/host=([^/]*)/date=([^/]*)/([^/]*){ext}$");
+    let part = |n: usize| format!("regexp_extract({{f}}, '{re}', {n})");
     let cols = |f: &str| {
         format!(
             "{} AS host, {} AS date, {} AS trace_id",
@@ -208,8 +257,9 @@ fn marks(d: Dialect, i: usize, root: &Path) -> Vec<String> {
         // Spark lists the empty marker files as binary files.
         Dialect::Spark => vec![
             format!(
-                "CREATE OR REPLACE TEMPORARY VIEW whylate_marks_{i}_files USING binaryFile OPTIONS (path {})",
-                d.lit(&dir)
+                "CREATE OR REPLACE TEMPORARY VIEW whylate_marks_{i}_files USING binaryFile OPTIONS (path {}, pathGlobFilter {})",
+                d.lit(&dir),
+                d.lit(glob)
             ),
             format!(
                 "CREATE OR REPLACE TEMPORARY VIEW whylate_marks_{i} AS SELECT {} FROM whylate_marks_{i}_files",
@@ -217,9 +267,9 @@ fn marks(d: Dialect, i: usize, root: &Path) -> Vec<String> {
             ),
         ],
         Dialect::DuckDb => vec![format!(
-            "CREATE OR REPLACE VIEW whylate_marks_{i} AS SELECT {} FROM glob({}) WHERE NOT starts_with(parse_filename(file), '.')",
+            "CREATE OR REPLACE TEMP VIEW whylate_marks_{i} AS SELECT {} FROM glob({}) WHERE NOT starts_with(parse_filename(file), '.')",
             cols("file"),
-            d.lit(&format!("{dir}/host=*/date=*/*"))
+            d.lit(&format!("{dir}/host=*/date=*/{glob}"))
         )],
     }
 }
@@ -240,7 +290,7 @@ fn spark_files(i: usize, root: &Path, name: &str, schema: &Schema) -> String {
 }
 
 /// One root's rows of a table: its files named by their trace, of marked traces.
-fn rows_of(d: Dialect, i: usize, root: &Path, name: &str, schema: &Schema, marked: bool) -> String {
+fn rows_of(d: Dialect, i: usize, root: &Path, name: &str, schema: &Schema) -> String {
     let mut cols: Vec<String> = (schema.fields().iter())
         .map(|f| format!("r.{}", f.name()))
         .collect();
@@ -258,13 +308,10 @@ fn rows_of(d: Dialect, i: usize, root: &Path, name: &str, schema: &Schema, marke
             "parse_filename(r.filename, true)".to_string(),
         ),
     };
-    let mut w = format!("{file} = r.trace_id");
-    if marked {
-        w.push_str(&format!(
-            " AND EXISTS (SELECT 1 FROM whylate_marks_{i} c WHERE c.host = r.host AND c.date = r.date AND c.trace_id = r.trace_id)"
-        ));
-    }
-    format!("SELECT {} FROM {from} WHERE {w}", cols.join(", "))
+    format!(
+        "SELECT {} FROM {from} WHERE {file} = r.trace_id AND EXISTS (SELECT 1 FROM whylate_marks_{i} c WHERE c.host = r.host AND c.date = r.date AND c.trace_id = r.trace_id)",
+        cols.join(", ")
+    )
 }
 
 /// A table no root has: its columns, no rows.
@@ -305,20 +352,45 @@ mod tests {
     fn views_name_every_table_and_refuse_patterns() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("f");
-        std::fs::create_dir_all(root.join("causes")).unwrap();
+        let part = root.join("causes/host=h/date=2026-12-06");
+        std::fs::create_dir_all(&part).unwrap();
+        std::fs::write(part.join("00000000000000aa.parquet"), b"").unwrap();
+        // A table directory without files reads as absent (DuckDB refuses an empty glob).
+        std::fs::create_dir_all(root.join("blame/host=h")).unwrap();
         std::fs::create_dir_all(root.join(COMMITTED)).unwrap();
         for d in [Dialect::Spark, Dialect::DuckDb] {
             let v = views(d, std::slice::from_ref(&root)).unwrap().join(";\n");
             for t in crate::TABLES {
                 assert!(v.contains(&format!("VIEW {t} AS")), "{t} in {v}");
             }
-            // The one table present reads its files; the others have no rows.
+            // The one table with files reads them; the others have no rows.
             assert_eq!(v.matches("WHERE 1 = 0").count(), crate::TABLES.len() - 1);
             assert!(v.contains("whylate_marks_0 c"), "{v}");
+            assert!(v.contains(&format!("/{COMMITTED}")), "{v}");
         }
+        // Without markers, a trace counts when it has a `traces` file, as in whylate.
+        std::fs::remove_dir_all(root.join(COMMITTED)).unwrap();
+        let v = views(Dialect::DuckDb, std::slice::from_ref(&root))
+            .unwrap()
+            .join(";\n");
+        assert!(v.contains("/traces/host=*/date=*/*.parquet"), "{v}");
         let odd = tmp.path().join("a[1]");
         std::fs::create_dir_all(&odd).unwrap();
         let e = views(Dialect::Spark, &[odd]).unwrap_err();
-        assert!(e.contains("file pattern"), "{e}");
+        assert!(e.contains("not read as a plain path"), "{e}");
+        // A newline would end a comment line and run the rest of the path as SQL.
+        assert!(views(Dialect::DuckDb, &[tmp.path().join("a\nb")]).is_err());
+        assert!(views(Dialect::Spark, &[tmp.path().join("db:5432 x")]).is_ok());
+    }
+
+    #[test]
+    fn spark_refuses_a_literal_it_would_read_as_another_string() {
+        let q = [("host causes", "SELECT 1 WHERE t.host IN ('o''brien')")];
+        let e = spark_literals(&q).unwrap_err();
+        assert!(
+            e.contains("host causes") && e.contains("--engine duckdb"),
+            "{e}"
+        );
+        assert!(spark_literals(&[("modes", "SELECT 'timer'")]).is_ok());
     }
 }
