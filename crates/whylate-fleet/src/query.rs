@@ -67,17 +67,40 @@ impl By {
 }
 
 /// The tables the report's queries read more than once whose rows are per trace or per
-/// cause, not per sample: `traces` (the overview, the modes and, without a deadline, every
-/// per-trace total), `causes` without a deadline (the ranking, the groups', the worst hosts'),
-/// `labels` when grouping by one. The engine reads each of them once per report
-/// ([`crate::engine::Engine::load`]): the cost of a fleet is opening its files, not their rows.
-pub fn read_again(o: &FleetOptions) -> Vec<&'static str> {
-    let mut t = vec!["traces"];
+/// cause, not per sample, each with the columns the queries read: `traces` (the overview,
+/// the modes and, without a deadline, every per-trace total), `causes` without a deadline
+/// (the ranking, the groups', the worst hosts'), `labels` when grouping by one. The engine
+/// reads each of them once per report ([`crate::engine::Engine::load`]): the cost of a
+/// fleet is opening its files, not their rows. Only these columns: the others stay on disk,
+/// and a file is held only to the columns the report reads, as when it streamed.
+pub fn read_again(o: &FleetOptions) -> Vec<(&'static str, &'static [&'static str])> {
+    const TRACE: &[&str] = &[
+        "host",
+        "trace_id",
+        "mode",
+        "kernel",
+        "samples",
+        "misses",
+        "blamed_ns",
+    ];
+    const CAUSE: &[&str] = &[
+        "host",
+        "trace_id",
+        "mode",
+        "kernel",
+        "category",
+        "culprit",
+        "key_misses",
+        "misses",
+        "total_excess_ns",
+    ];
+    const LABEL: &[&str] = &["host", "trace_id", "key", "value"];
+    let mut t = vec![("traces", TRACE)];
     if o.deadline_ns.is_none() {
-        t.push("causes");
+        t.push(("causes", CAUSE));
     }
     if matches!(o.by, Some(By::Label(_))) {
-        t.push("labels");
+        t.push(("labels", LABEL));
     }
     t
 }
