@@ -1,6 +1,7 @@
-//! The docs as a contract: every column docs/parquet.md and docs/fleet.md name, with its
-//! type where they give one, is in the files whylate writes, and every column of those
-//! files is documented; the schema version the docs state is the one in the files.
+//! The docs as a contract: the columns docs/parquet.md lists (the typed tables, each
+//! table's bullets) and docs/fleet.md declares, with their types where given, are in the
+//! files whylate writes, and every column of those files is documented; the schema version
+//! the docs state is the one in the files.
 //! The files are read with the `parquet` crate's own schema reader, not whylate's tables.
 
 use parquet::arrow::parquet_to_arrow_schema;
@@ -173,6 +174,14 @@ fn the_docs_name_the_columns_and_version_the_files_have() {
             assert!(
                 shared.contains(c.as_str()) || named.contains(c),
                 "docs/parquet.md: the {t} section does not name its column `{c}`"
+            );
+        }
+        // And the other way: a bullet that opens with a name opens with a column.
+        for line in body.lines().filter(|l| l.starts_with("- `")) {
+            let c = &ticked(line)[0];
+            assert!(
+                cols.contains_key(c),
+                "docs/parquet.md: the {t} section lists `{c}`, which its files do not have: {line}"
             );
         }
     }
