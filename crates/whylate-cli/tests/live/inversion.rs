@@ -88,6 +88,23 @@ fn check_run(label: &str, trace: &Path, j: &serde_json::Value) -> (usize, usize)
     (late, reached)
 }
 
+/// Per cause category, the late periods whose chain names it.
+fn periods_per_category(ex: &serde_json::Value) -> std::collections::BTreeMap<String, usize> {
+    let mut n = std::collections::BTreeMap::new();
+    for m in ex["misses"].as_array().unwrap() {
+        let mut cats = std::collections::BTreeSet::new();
+        for l in m["chain"].as_array().unwrap() {
+            for h in l["held_by"].as_array().unwrap() {
+                cats.insert(h["category"].as_str().unwrap_or("").to_string());
+            }
+        }
+        for c in cats {
+            *n.entry(c).or_insert(0) += 1;
+        }
+    }
+    n
+}
+
 #[test]
 fn inversion_is_found_through_the_lock_holder_and_the_fix_removes_it() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -129,14 +146,17 @@ fn inversion_is_found_through_the_lock_holder_and_the_fix_removes_it() {
         }
         // A run's ranking by time rests on its late periods: where they are few, a host
         // stall of the holder inside two of them (its own work, on-cpu, 1 ms) can outweigh
-        // the inversion of seventeen. The cause in the most late periods is the inversion,
-        // and its advice is given; the ranking by time is checked over all runs below.
+        // the inversion of seventeen. The category in the most late periods is the
+        // inversion, whoever kept the holder off (inv-rt, stress-ng, the recorder: one
+        // fix for all), and its advice is given. Not one culprit's count: the holder
+        // finishing its hold (on-cpu) follows nearly every inversion, and where inv-rt's
+        // phase made few inversions, the waiter's slow wake-ups, after which the holder
+        // took the mutex again, add late periods of the holder alone. The ranking by time
+        // is checked over all runs below.
         if l >= 20 {
-            let most = causes.iter().max_by_key(|c| c["count"].as_u64()).unwrap();
-            assert_eq!(
-                most["category"], "priority-inversion",
-                "run {run}: {causes:?}"
-            );
+            let per = periods_per_category(ex);
+            let most = per.iter().max_by_key(|e| *e.1).unwrap();
+            assert_eq!(most.0, "priority-inversion", "run {run}: {per:?}");
             let advice = ex["advice"].to_string();
             assert!(
                 advice.contains("PTHREAD_PRIO_INHERIT"),
