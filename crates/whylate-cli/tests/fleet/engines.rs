@@ -220,31 +220,27 @@ fn agree(engine: &str, variant: &[&str], got: &Value, want: &Value) {
     if want["by"].is_string() {
         groups_agree(&at, got, want);
     }
-    let worst: Vec<(String, u64, u64, u64)> = (got["worst hosts"].as_array().unwrap().iter())
-        .map(|h| {
-            let s = |k: &str| h[k].as_str().unwrap().to_string();
-            (
-                s("host"),
-                int(&h["traces"]),
-                int(&h["samples"]),
-                int(&h["misses"]),
-            )
-        })
-        .collect();
-    let want_worst: Vec<(String, u64, u64, u64)> = (want["worst_hosts"].as_array().unwrap())
-        .iter()
-        .map(|h| {
-            let s = |k: &str| h[k].as_str().unwrap().to_string();
-            (
-                s("host"),
-                int(&h["traces"]),
-                int(&h["samples"]),
-                int(&h["misses"]),
-            )
-        })
-        .collect();
+    let (worst, want_worst) = (
+        hosts_of(&got["worst hosts"]),
+        hosts_of(&want["worst_hosts"]),
+    );
     assert_eq!(worst, want_worst, "{at}: worst hosts");
     top_causes_agree(&at, got, want);
+}
+
+/// Worst-host rows as (host, traces, samples, misses), in order.
+fn hosts_of(rows: &Value) -> Vec<(String, u64, u64, u64)> {
+    (rows.as_array().unwrap().iter())
+        .map(|h| {
+            let host = h["host"].as_str().unwrap().to_string();
+            (
+                host,
+                int(&h["traces"]),
+                int(&h["samples"]),
+                int(&h["misses"]),
+            )
+        })
+        .collect()
 }
 
 /// Causes rows as (category, culprit, excess, misses, hosts); counts may come as text
