@@ -1,23 +1,19 @@
 //! The property every fuzz target checks: any bytes, read as `format` (or sniffed), give
 //! events or a clean error, never a panic; and whatever events come out go through the
-//! timeline and every measure without a panic either.
-use whylate::read::{open, EventSource, Format, OpenOptions};
+//! timeline and every measure without a panic either. The bytes go to the library as they
+//! are, in memory: no file is written.
+use whylate::read::{EventSource, Format, OpenOptions, Opened};
 
 pub fn run(data: &[u8], format: Option<Format>) {
-    let dir = std::env::temp_dir().join(format!("whylate-fuzz-{}", std::process::id()));
-    let _ = std::fs::create_dir_all(&dir);
-    let path = dir.join("input");
-    if std::fs::write(&path, data).is_err() {
-        return;
-    }
     let opts = OpenOptions {
         format,
         ..Default::default()
     };
-    if let Ok(mut src) = open(&path, &opts) {
+    if let Ok(o) = Opened::bytes("input", data.to_vec(), &opts) {
+        let (_, mut srcs) = o.into_parts();
         let mut strings = whylate::event::Interner::new();
         let mut b = whylate::timeline::Builder::new();
-        while let Ok(Some(e)) = src.next_event(&mut strings) {
+        while let Ok(Some(e)) = srcs[0].next_event(&mut strings) {
             b.push(&e, &strings);
         }
         let tl = b.finish();

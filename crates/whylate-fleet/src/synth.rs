@@ -67,8 +67,11 @@ pub fn explain_examples(repo: &Path) -> Result<Vec<(&'static str, ExplainReport)
     examples()
         .into_iter()
         .map(|(name, file, mode)| {
-            let r =
-                whylate::explain::explain_mode(&[repo.join(file)], &OpenOptions::default(), &mode)?;
+            let r = whylate::explain::explain_mode(
+                whylate::read::Opened::files(&[repo.join(file)], &OpenOptions::default())?,
+                &OpenOptions::default(),
+                &mode,
+            )?;
             Ok((name, r))
         })
         .collect()

@@ -336,7 +336,7 @@ fn run_in(o: &DemoOptions, lab: &Path, work: &Path) -> Result<DemoResult, DemoEr
                 top: o.top,
                 learned: Default::default(),
             };
-            let ex = explain::explain(&files, &open, &opts)?;
+            let ex = explain::explain(whylate::read::Opened::files(&files, &open)?, &open, &opts)?;
             // Log: cycle write_ns reply_ns latency_ns missed; latency 0 = no reply.
             let lat = column(&log, 3)?;
             let truth = Truth {
@@ -504,7 +504,11 @@ fn deferral(
         top: o.top,
         learned: Default::default(),
     };
-    let ex = explain::explain(files, &OpenOptions::default(), &opts)?;
+    let ex = explain::explain(
+        whylate::read::Opened::files(files, &OpenOptions::default())?,
+        &OpenOptions::default(),
+        &opts,
+    )?;
     // Log: seq send_ns recv_ns latency_ns; latency -1 = never arrived.
     let lat = column(log, 3)?;
     let truth = Truth {
@@ -553,7 +557,11 @@ fn inversion(
         top: o.top,
         learned: Default::default(),
     };
-    let ex = explain::explain(files, &OpenOptions::default(), &opts)?;
+    let ex = explain::explain(
+        whylate::read::Opened::files(files, &OpenOptions::default())?,
+        &OpenOptions::default(),
+        &opts,
+    )?;
     // Log: start_ns lock_wait_ns end_ns late.
     let late = column(log, 3)?;
     let truth = Truth {
@@ -599,7 +607,11 @@ fn periodic(
         top: o.top,
     };
     let trace = result.output.clone();
-    let ex = explain::explain_timers(&[trace], &OpenOptions::default(), &opts)?;
+    let ex = explain::explain_timers(
+        whylate::read::Opened::files(&[trace], &OpenOptions::default())?,
+        &OpenOptions::default(),
+        &opts,
+    )?;
     // Log: target_ns woke_ns late_ns.
     let late = column(log, 2)?;
     let truth = Truth {

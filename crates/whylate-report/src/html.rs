@@ -756,9 +756,8 @@ mod tests {
         use whylate::explain::{run, Mode};
         use whylate::testkit;
         let t: String = testkit::garbled_every_third(&testkit::three_cpu_chain(6, &[4], 3_000));
-        let f = testkit::file(&t);
         let mode = Mode::Cycles(testkit::chain_options(Some(1_000_000)));
-        let x = run(&[f.to_path_buf()], &Default::default(), &mode).unwrap();
+        let x = run(whylate::testkit::opened(&t), &Default::default(), &mode).unwrap();
         let plots = crate::plot::build(&x.report, &x.timeline, &x.strings, &Default::default());
         let page = render(&x.report, &plots, "t");
         let verdict = &page[page.find("id=\"verdict\"").unwrap()..];

@@ -377,12 +377,16 @@ mod tests {
 
     #[test]
     fn slices_per_track_and_one_flow_per_explained_miss() {
-        let f = testkit::file(&testkit::three_cpu_chain(6, &[4], 3_000));
         let mode = Mode::Auto {
             top: 3,
             deadline_ns: None,
         };
-        let x = run(&[f.to_path_buf()], &OpenOptions::default(), &mode).unwrap();
+        let x = run(
+            whylate::testkit::opened(&testkit::three_cpu_chain(6, &[4], 3_000)),
+            &OpenOptions::default(),
+            &mode,
+        )
+        .unwrap();
         let mut buf = Vec::new();
         let st = super::write(&mut buf, &x.report, &x.timeline, &x.strings).unwrap();
         let (r, out) = (x.report, (st, buf));

@@ -659,9 +659,8 @@ pub(crate) mod tests {
     /// The trace `t` explained in cycle mode (the chain's selectors, `deadline_ns`) and
     /// plotted with `lanes` misses drawn one by one.
     pub(crate) fn plotted(t: &str, deadline_ns: u64, lanes: usize) -> (ExplainReport, Plots) {
-        let f = testkit::file(t);
         let mode = Mode::Cycles(testkit::chain_options(Some(deadline_ns)));
-        let x = run(&[f.to_path_buf()], &OpenOptions::default(), &mode).unwrap();
+        let x = run(whylate::testkit::opened(t), &OpenOptions::default(), &mode).unwrap();
         let p = build(&x.report, &x.timeline, &x.strings, &PlotOptions { lanes });
         (x.report, p)
     }

@@ -27,7 +27,12 @@ fn plots_account_for_every_cycle_and_event() {
         top: 3,
         learned: Default::default(),
     });
-    let x = run(std::slice::from_ref(&path), &open, &mode).unwrap();
+    let x = run(
+        whylate::read::Opened::files(std::slice::from_ref(&path), &open).unwrap(),
+        &open,
+        &mode,
+    )
+    .unwrap();
     let opts = whylate_report::plot::PlotOptions { lanes: 3 };
     let plots = whylate_report::plot::build(&x.report, &x.timeline, &x.strings, &opts);
     let r = x.report;

@@ -8,7 +8,7 @@
 //! interrupt lines.
 
 use crate::explain::{self, Culprit, CycleStats, ExplainReport, Mode};
-use crate::read::{OpenOptions, ReadError};
+use crate::read::{OpenOptions, Opened, ReadError};
 use crate::timeline::{irq_label, CpuProfile};
 use crate::units::dur;
 use rustc_hash::FxHashMap;
@@ -141,19 +141,26 @@ pub struct DiffReport {
 /// Explains both traces in `mode` and compares them. Without a deadline in the mode, B is
 /// judged by the deadline A's analysis chose, so the miss counts compare.
 pub fn diff(
-    a: &PathBuf,
-    b: &PathBuf,
+    a: Opened,
+    b: Opened,
     open: &OpenOptions,
     mode: &Mode,
 ) -> Result<DiffReport, ReadError> {
-    let ra = explain::explain_mode(std::slice::from_ref(a), open, mode).map_err(naming(a))?;
+    let (na, nb) = (side_name(&a), side_name(&b));
+    let ra = explain::explain_mode(a, open, mode).map_err(naming(&na))?;
     let mb = if mode.deadline_ns().is_none() && ra.deadline_ns.is_some() {
         mode.with_deadline(ra.deadline_ns)
     } else {
         mode.clone()
     };
-    let rb = explain::explain_mode(std::slice::from_ref(b), open, &mb).map_err(naming(b))?;
-    Ok(compare(a.clone(), &ra, b.clone(), &rb))
+    let rb = explain::explain_mode(b, open, &mb).map_err(naming(&nb))?;
+    Ok(compare(na, &ra, nb, &rb))
+}
+
+/// What a side is called: its input's name (its inputs', joined, when several).
+fn side_name(o: &Opened) -> PathBuf {
+    let names: Vec<String> = o.names().iter().map(|n| n.display().to_string()).collect();
+    PathBuf::from(names.join(" + "))
 }
 
 /// A selector's refusal names the side it came from: the same selector may match in A and
@@ -737,24 +744,20 @@ mod tests {
     #[test]
     fn a_selector_refused_in_one_trace_names_that_trace() {
         use crate::testkit;
-        let a = testkit::file(&testkit::three_cpu_chain(3, &[], 0));
+        let a = testkit::opened(&testkit::three_cpu_chain(3, &[], 0));
         // B: the same workload without the reply's exits.
         let b_text: String = (testkit::three_cpu_chain(3, &[], 0).lines())
             .filter(|l| !l.contains("sys_read ->"))
             .map(|l| format!("{l}\n"))
             .collect();
-        let b = testkit::file(&b_text);
+        let open = OpenOptions::default();
+        let b = crate::read::Opened::bytes("b.txt", b_text.into_bytes(), &open).unwrap();
         let mode = Mode::Cycles(testkit::chain_options(Some(500_000)));
-        let Err(ReadError::NoMatch { why }) = diff(
-            &a.to_path_buf(),
-            &b.to_path_buf(),
-            &OpenOptions::default(),
-            &mode,
-        ) else {
+        let Err(ReadError::NoMatch { why }) = diff(a, b, &open, &mode) else {
             panic!("B has no reply events, and the selector was not refused")
         };
-        let named = format!("{}: selector ", b.display());
-        assert!(why.starts_with(&named), "{why}");
+        let named = "b.txt: selector ";
+        assert!(why.starts_with(named), "{why}");
     }
 
     #[test]
@@ -768,9 +771,8 @@ mod tests {
     }
 
     fn chain_report(text: &str) -> ExplainReport {
-        let f = crate::testkit::file(text);
         let o = crate::testkit::chain_options(Some(1_000_000));
-        explain::explain(&[f.to_path_buf()], &Default::default(), &o).unwrap()
+        explain::explain(crate::testkit::opened(text), &Default::default(), &o).unwrap()
     }
 
     #[test]

@@ -5,11 +5,10 @@ use crate::measure::{self, Measure, MeasureReport, Options, Throughput};
 use crate::measure::{Bound, Filter};
 use crate::pipeline::{self, Pass};
 use crate::read::inputs::{InputInfo, Unparsed};
-use crate::read::{OpenOptions, ReadError};
+use crate::read::{OpenOptions, Opened, ReadError};
 use crate::timeline::{Anomalies, LostWindow, Timeline};
 use crate::units::secs;
 use serde::Serialize;
-use std::path::PathBuf;
 
 /// The result of `whylate latency`.
 #[derive(Debug, Serialize)]
@@ -50,30 +49,34 @@ pub struct LatencyReport {
     pub void_filter: Option<String>,
 }
 
-/// Reads `paths`, builds the timeline and computes the measures.
+/// Reads the inputs, builds the timeline and computes the measures.
 pub fn latency(
-    paths: &[PathBuf],
+    inputs: Opened,
     open: &OpenOptions,
     opts: &Options,
     tput: Option<measure::ThroughputOpts>,
 ) -> Result<LatencyReport, ReadError> {
-    let (pass, tput) = build(paths, open, tput)?;
+    let (pass, tput) = build(inputs, open, tput)?;
     crate::read::inputs::Unread::nothing_read(&pass.inputs, pass.events)?;
     Ok(report(pass, opts, tput.as_ref()))
 }
 
 /// Reads the inputs into a timeline, counting throughput on the way.
 pub fn build(
-    paths: &[PathBuf],
+    inputs: Opened,
     open: &OpenOptions,
     tput: Option<measure::ThroughputOpts>,
 ) -> Result<(Pass, Option<Throughput>), ReadError> {
     let mut t = tput.map(Throughput::new);
-    let p = pipeline::read(paths, open, &mut |e: &crate::event::Event, s: &Interner| {
-        if let Some(t) = t.as_mut() {
-            t.push(e, s);
-        }
-    })?;
+    let p = pipeline::read(
+        inputs,
+        open,
+        &mut |e: &crate::event::Event, s: &Interner| {
+            if let Some(t) = t.as_mut() {
+                t.push(e, s);
+            }
+        },
+    )?;
     Ok((p, t))
 }
 
@@ -265,12 +268,17 @@ mod tests {
     #[test]
     fn runqueue_waits_per_task() {
         // The worker waits 8 us in five cycles and 3 ms behind hog in one.
-        let f = testkit::file(&testkit::three_cpu_chain(6, &[4], 3_000));
         let o = Options {
             measures: vec![Measure::Runqueue],
             ..Default::default()
         };
-        let r = super::latency(&[f.to_path_buf()], &OpenOptions::default(), &o, None).unwrap();
+        let r = super::latency(
+            crate::testkit::opened(&testkit::three_cpu_chain(6, &[4], 3_000)),
+            &OpenOptions::default(),
+            &o,
+            None,
+        )
+        .unwrap();
         let m = &r.measures[0];
         let g = (m.groups.iter())
             .find(|g| g.key.starts_with("kworker/1:1[40]"))
@@ -286,14 +294,19 @@ mod tests {
     #[test]
     fn a_window_or_cpu_that_leaves_nothing_names_the_traces_span_and_cpus() {
         use crate::measure::{Bound, Filter};
-        let f = testkit::file(&testkit::three_cpu_chain(6, &[4], 3_000));
         let run = |filter: Filter| {
             let o = Options {
                 measures: vec![Measure::Runqueue],
                 filter,
                 ..Default::default()
             };
-            super::latency(&[f.to_path_buf()], &OpenOptions::default(), &o, None).unwrap()
+            super::latency(
+                crate::testkit::opened(&testkit::three_cpu_chain(6, &[4], 3_000)),
+                &OpenOptions::default(),
+                &o,
+                None,
+            )
+            .unwrap()
         };
         let outside = run(Filter {
             window: (
@@ -357,12 +370,17 @@ mod tests {
         t += &l(1_006_000, 0, "app-7", "d..2.", &sw(app, "S", idle_n));
         t += &l(1_007_000, 0, "<idle>-0", "d.h2.", &wake("app", 7));
         t += &l(1_007_050, 0, "<idle>-0", "d..2.", &sw(idle, "R", app_n));
-        let f = testkit::file(&t);
         let o = Options {
             measures: vec![Measure::Wakeup],
             ..Default::default()
         };
-        let r = super::latency(&[f.to_path_buf()], &OpenOptions::default(), &o, None).unwrap();
+        let r = super::latency(
+            crate::testkit::opened(&t),
+            &OpenOptions::default(),
+            &o,
+            None,
+        )
+        .unwrap();
         let m = &r.measures[0];
         let keys: Vec<(&str, u64)> = m
             .groups

@@ -4,7 +4,7 @@
 
 use crate::event::{Event, EventName, Interner, Kind, STATIC_NAMES};
 use crate::read::inputs::{describe_inputs, InputInfo, Inputs, Unparsed};
-use crate::read::{self, Merged, OpenOptions, ReadError};
+use crate::read::{self, Merged, OpenOptions, Opened, ReadError};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -226,9 +226,10 @@ impl Acc {
     }
 }
 
-/// Reads `paths` (merged by time when several) and counts.
-pub fn stats(paths: &[PathBuf], opts: &OpenOptions, top: usize) -> Result<StatsReport, ReadError> {
-    let sources = read::open_each(paths, opts)?;
+/// Reads the inputs (merged by time when several) and counts.
+pub fn stats(inputs: Opened, opts: &OpenOptions, top: usize) -> Result<StatsReport, ReadError> {
+    let (paths, sources) = inputs.into_parts();
+    let paths = &paths[..];
     let mut acc = Acc::default();
     let mut per_input = vec![0u64; paths.len()];
     let mut n = 0u64;
@@ -339,8 +340,12 @@ mod tests {
     fn counts_by_name_cpu_and_task() {
         // Two quiet cycles: 9 lines each (write, queue, waking, switch, start, end,
         // switch, read on CPU0/1; getpid on CPU2), and the bystander's switch-in.
-        let f = testkit::file(&testkit::three_cpu_chain(2, &[], 0));
-        let r = super::stats(&[f.to_path_buf()], &OpenOptions::default(), 10).unwrap();
+        let r = super::stats(
+            crate::testkit::opened(&testkit::three_cpu_chain(2, &[], 0)),
+            &OpenOptions::default(),
+            10,
+        )
+        .unwrap();
         assert_eq!(r.events, 19);
         assert_eq!(r.by_name["sched_switch"], 5);
         assert_eq!(r.by_name["workqueue_queue_work"], 2);

@@ -1,5 +1,5 @@
 //! Small hand-written traces for unit tests: ftrace text lines at microsecond times,
-//! written to a temporary file and read the way every command reads.
+//! handed to the library as bytes and read the way every command reads.
 
 use crate::pipeline::{self, Pass};
 use crate::read::OpenOptions;
@@ -62,11 +62,20 @@ pub fn file(text: &str) -> tempfile::TempPath {
     f.into_temp_path()
 }
 
+/// `text` as an input held in memory (named `mem.txt`).
+pub fn opened(text: &str) -> crate::read::Opened {
+    opened_with(text, &OpenOptions::default())
+}
+
+/// `text` as an input held in memory, opened with `open`.
+pub fn opened_with(text: &str, open: &OpenOptions) -> crate::read::Opened {
+    crate::read::Opened::bytes("mem.txt", text.as_bytes().to_vec(), open).unwrap()
+}
+
 /// The timeline of `text`.
 pub fn pass(text: &str) -> Pass {
-    let f = file(text);
     pipeline::read(
-        &[f.to_path_buf()],
+        opened(text),
         &OpenOptions::default(),
         &mut |_: &_, _: &_| (),
     )

@@ -93,7 +93,13 @@ fn check(r: &ExplainReport, what: &str) {
 
 #[test]
 fn automatic_mode_on_pty_poll_advises_one_placement_by_name() {
-    let r = explain_auto(&example("pty-poll.ftrace.gz"), &OpenOptions::default(), 5).unwrap();
+    let r = explain_auto(
+        whylate::read::Opened::files(&example("pty-poll.ftrace.gz"), &OpenOptions::default())
+            .unwrap(),
+        &OpenOptions::default(),
+        5,
+    )
+    .unwrap();
     check(&r, "pty-poll, automatic");
     // A task that waited 0.1 % behind a hog is not told to run as SCHED_FIFO.
     assert!(
@@ -125,7 +131,12 @@ fn the_readme_cycles_on_frob_advise_by_name() {
         top: 3,
         learned: Default::default(),
     };
-    let r = explain(&example("frob.dat.zst"), &OpenOptions::default(), &o).unwrap();
+    let r = explain(
+        whylate::read::Opened::files(&example("frob.dat.zst"), &OpenOptions::default()).unwrap(),
+        &OpenOptions::default(),
+        &o,
+    )
+    .unwrap();
     check(&r, "frob.dat.zst, cycles");
     // CPU0's context names the workload's cause there, not the recorder's (whose rows
     // the causes table ranks after the workload's).
@@ -142,9 +153,12 @@ fn a_niced_victim_is_told_to_renice_first() {
         deadline_ns: Some(300_000),
         top: 3,
     };
-    let r =
-        whylate::explain::explain_timers(&example("timer.dat.zst"), &OpenOptions::default(), &o)
-            .unwrap();
+    let r = whylate::explain::explain_timers(
+        whylate::read::Opened::files(&example("timer.dat.zst"), &OpenOptions::default()).unwrap(),
+        &OpenOptions::default(),
+        &o,
+    )
+    .unwrap();
     let first = &r.advice[0];
     assert!(
         first.action.starts_with("periodic runs at nice 19"),
@@ -158,7 +172,13 @@ fn a_niced_victim_is_told_to_renice_first() {
 /// worker): the unbound workqueues' CPUs are set instead.
 #[test]
 fn an_unbound_worker_is_kept_off_the_hogs_cpu_by_the_workqueue_cpumask() {
-    let r = explain_auto(&example("pty-poll.ftrace.gz"), &OpenOptions::default(), 5).unwrap();
+    let r = explain_auto(
+        whylate::read::Opened::files(&example("pty-poll.ftrace.gz"), &OpenOptions::default())
+            .unwrap(),
+        &OpenOptions::default(),
+        5,
+    )
+    .unwrap();
     let cmds: Vec<&str> = r.advice.iter().map(|a| a.command.as_str()).collect();
     assert!(
         !cmds

@@ -207,7 +207,12 @@ fn perfetto_oracles() {
 
     // `<...>` must not overwrite the name learnt from sched_switch.
     let path = dir.join("google__perfetto__unknown_thread_name.systrace");
-    let s = whylate::stats::stats(&[path], &Default::default(), 10).unwrap();
+    let s = whylate::stats::stats(
+        whylate::read::Opened::files(&[path], &Default::default()).unwrap(),
+        &Default::default(),
+        10,
+    )
+    .unwrap();
     let t = s.top_tasks.iter().find(|t| t.tid == 19999).unwrap();
     assert_eq!(t.comm, "real_name");
 }

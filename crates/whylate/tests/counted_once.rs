@@ -31,9 +31,12 @@ fn overrunning_periods_count_the_hogs_wait_once() {
         deadline_ns: Some(300_000),
         top: 3,
     };
-    let r =
-        whylate::explain::explain_timers(&example("timer.dat.zst"), &OpenOptions::default(), &o)
-            .unwrap();
+    let r = whylate::explain::explain_timers(
+        whylate::read::Opened::files(&example("timer.dat.zst"), &OpenOptions::default()).unwrap(),
+        &OpenOptions::default(),
+        &o,
+    )
+    .unwrap();
     let hog = &r.causes[0];
     assert_eq!(hog.culprit.comm.as_deref(), Some("hog"), "{:?}", r.causes);
     let span = span(&r);
@@ -61,7 +64,12 @@ fn cycles_that_do_not_overlap_count_the_same_either_way() {
         top: 3,
         learned: Default::default(),
     };
-    let r = explain(&example("frob.dat.zst"), &OpenOptions::default(), &o).unwrap();
+    let r = explain(
+        whylate::read::Opened::files(&example("frob.dat.zst"), &OpenOptions::default()).unwrap(),
+        &OpenOptions::default(),
+        &o,
+    )
+    .unwrap();
     assert!(!r.causes.is_empty());
     for c in &r.causes {
         assert_eq!(c.once_ns, c.total_excess_ns, "{c:?}");

@@ -367,8 +367,13 @@ fn function_graph_in_a_trace_dat_gives_calls_with_the_tracers_times() {
         top: 10,
         ..Default::default()
     };
-    let r = whylate::latency::latency(std::slice::from_ref(&p), &Default::default(), &opts, None)
-        .unwrap();
+    let r = whylate::latency::latency(
+        whylate::read::Opened::files(std::slice::from_ref(&p), &Default::default()).unwrap(),
+        &Default::default(),
+        &opts,
+        None,
+    )
+    .unwrap();
     let j = serde_json::to_value(&r).unwrap();
     let groups = j["measures"][0]["groups"].as_array().unwrap();
     let g = groups
@@ -557,7 +562,7 @@ fn osnoise_records_in_a_trace_dat() {
     let p = tmp.path().join("osnoise.dat");
     std::fs::write(&p, v6(false, 8, &d)).unwrap();
     let r = whylate::explain::explain_mode(
-        std::slice::from_ref(&p),
+        whylate::read::Opened::files(std::slice::from_ref(&p), &Default::default()).unwrap(),
         &Default::default(),
         &whylate::explain::Mode::Auto {
             top: 3,
@@ -665,7 +670,7 @@ fn timerlat_entries_and_their_stack_in_a_trace_dat() {
     let p = tmp.path().join("timerlat.dat");
     std::fs::write(&p, v6(false, 8, &d)).unwrap();
     let r = whylate::explain::explain_mode(
-        std::slice::from_ref(&p),
+        whylate::read::Opened::files(std::slice::from_ref(&p), &Default::default()).unwrap(),
         &Default::default(),
         &whylate::explain::Mode::Auto {
             top: 3,

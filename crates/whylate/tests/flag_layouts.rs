@@ -96,7 +96,7 @@ fn meaning(fl: u16, layout: Layout) -> u16 {
 fn explanations(path: &Path) -> (serde_json::Value, serde_json::Value) {
     let p = [path.to_path_buf()];
     let open = OpenOptions::default();
-    let auto = explain_auto(&p, &open, 5).unwrap();
+    let auto = explain_auto(whylate::read::Opened::files(&p, &open).unwrap(), &open, 5).unwrap();
     let o = Options {
         from: Selector::parse("sys_enter_write[comm=frobnicator,count=7]").unwrap(),
         to: vec![Selector::parse("sys_exit_read[comm=frobnicator,ret>0]").unwrap()],
@@ -107,7 +107,7 @@ fn explanations(path: &Path) -> (serde_json::Value, serde_json::Value) {
         top: 3,
         learned: Default::default(),
     };
-    let cycles = explain(&p, &open, &o).unwrap();
+    let cycles = explain(whylate::read::Opened::files(&p, &open).unwrap(), &open, &o).unwrap();
     // The input's own description (path, bytes) differs by layout; the answer may not.
     let answer = |r| {
         let mut v = serde_json::to_value(r).unwrap();

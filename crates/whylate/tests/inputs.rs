@@ -541,9 +541,9 @@ fn kallsyms_of_another_boot_or_build_are_refused_for_a_perf_data() {
 #[test]
 fn a_binary_trace_in_memory_reads_like_its_file() {
     use std::sync::Arc;
-    use whylate::explain::{run, run_opened, Mode};
-    use whylate::pipeline::Opened;
+    use whylate::explain::{run, Mode};
     use whylate::read::memory::Pieces;
+    use whylate::read::Opened;
     let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
     for (name, mode) in [
         ("timer.dat.zst", Mode::Timer(Default::default())),
@@ -563,14 +563,19 @@ fn a_binary_trace_in_memory_reads_like_its_file() {
             .unwrap();
         std::fs::write(plain.path(), &bytes).unwrap();
         let open = OpenOptions::default();
-        let want = run(&[plain.path().to_path_buf()], &open, &mode).unwrap();
+        let file = Opened::files(&[plain.path().to_path_buf()], &open).unwrap();
+        let want = run(file, &open, &mode).unwrap();
         // Cut at odd places, so that records and pages straddle pieces.
         let mut pieces = Pieces::new();
         for chunk in bytes.chunks(4093) {
             pieces.push(Arc::from(chunk));
         }
-        let src = read::open_memory(plain.path(), pieces, &open).unwrap();
-        let got = run_opened(Opened::one(plain.path().to_path_buf(), src), &open, &mode).unwrap();
+        let got = run(
+            Opened::pieces(plain.path(), pieces, &open).unwrap(),
+            &open,
+            &mode,
+        )
+        .unwrap();
         assert!(
             want.report.events > 10_000,
             "{name}: {}",
@@ -583,8 +588,48 @@ fn a_binary_trace_in_memory_reads_like_its_file() {
         );
     }
     let bad = Pieces::new();
-    let e = read::open_memory(std::path::Path::new("window"), bad, &OpenOptions::default());
-    assert!(matches!(e, Err(ReadError::UnknownFormat { .. })));
+    let e = Opened::pieces("window", bad, &OpenOptions::default());
+    assert!(matches!(e, Err(ReadError::Empty { .. })), "{:?}", e.err());
+}
+
+/// Every bundled example, in every format and compression it ships in, read from its
+/// bytes in memory explains as the file does (the library's callers that hold bytes,
+/// tests and fuzz targets among them, get the same answers without writing a file).
+#[test]
+fn every_example_read_from_memory_explains_as_its_file() {
+    use whylate::explain::{run, Mode};
+    use whylate::read::Opened;
+    let open = OpenOptions::default();
+    let mode = Mode::Auto {
+        top: 5,
+        deadline_ns: None,
+    };
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut traces = Vec::new();
+    for dir in ["../../examples", "tests/data/seeds", "tests/data/bad"] {
+        let rd = std::fs::read_dir(root.join(dir)).unwrap();
+        traces.extend(
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_file() && whylate::read::trace_format(p).is_some()),
+        );
+    }
+    traces.sort();
+    assert!(traces.len() >= 20, "{traces:?}");
+    for p in traces {
+        let want = run(
+            Opened::files(std::slice::from_ref(&p), &open).unwrap(),
+            &open,
+            &mode,
+        );
+        let bytes = std::fs::read(&p).unwrap();
+        let got = run(Opened::bytes(&p, bytes, &open).unwrap(), &open, &mode);
+        let json = |r: Result<whylate::explain::Explained, ReadError>| match r {
+            Ok(x) => serde_json::to_value(&x.report).unwrap(),
+            Err(e) => serde_json::Value::String(e.to_string()),
+        };
+        assert_eq!(json(got), json(want), "{}", p.display());
+    }
 }
 
 /// A binary trace is opened once: replacing the file under its name after it was opened
@@ -662,9 +707,10 @@ fn damaged_pages_of_a_trace_dat_are_skipped_and_said_not_read_as_late_events() {
         top: 3,
         learned: Default::default(),
     };
+    let open = OpenOptions::default();
     let out = run(
-        &[p.to_path_buf()],
-        &OpenOptions::default(),
+        whylate::read::Opened::files(&[p.to_path_buf()], &open).unwrap(),
+        &open,
         &Mode::Cycles(opts),
     )
     .unwrap();

@@ -17,8 +17,13 @@ fn lat(path: &Path, measures: &[Measure]) -> Value {
         raw_samples: true,
         ..Default::default()
     };
-    let r = latency(&[path.to_path_buf()], &OpenOptions::default(), &opts, None)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let r = latency(
+        whylate::read::Opened::files(&[path.to_path_buf()], &OpenOptions::default()).unwrap(),
+        &OpenOptions::default(),
+        &opts,
+        None,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     serde_json::to_value(&r).unwrap()
 }
 
@@ -374,7 +379,13 @@ fn raw_syscalls_are_named_by_the_traces_architecture_and_keep_their_entry_cpu() 
         arch: Some(whylate::syscalls::Arch::Aarch64),
         ..Default::default()
     };
-    let r = latency(&[tmp("arm.txt", &t(212)).to_path_buf()], &open, &opts, None).unwrap();
+    let r = latency(
+        whylate::read::Opened::files(&[tmp("arm.txt", &t(212)).to_path_buf()], &open).unwrap(),
+        &open,
+        &opts,
+        None,
+    )
+    .unwrap();
     let arm = serde_json::to_value(&r).unwrap();
     let g = group(&arm, "syscall", "recvmsg r[7]", "duration");
     assert_eq!(g["extra"]["nr"], 212);
@@ -407,8 +418,6 @@ fn a_wakeup_racing_the_switch_out_starts_the_wait_at_the_switch() {
 /// measure: whatever the readers make of them, no panic.
 #[test]
 fn cut_and_corrupted_inputs_go_through_every_measure() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
     for src in [
         "seed000-perf-script.txt",
         "seed002-latency-dump.txt",
@@ -426,13 +435,15 @@ fn cut_and_corrupted_inputs_go_through_every_measure() {
             cases.push(b);
         }
         for (k, case) in cases.iter().enumerate() {
-            let p = dir.join(format!("case-{k}"));
-            std::fs::write(&p, case).unwrap();
             let opts = Options {
                 raw_samples: true,
                 ..Default::default()
             };
-            let _ = latency(&[p], &OpenOptions::default(), &opts, None);
+            let open = OpenOptions::default();
+            // Bytes that do not open (empty, no known format) are a clean error too.
+            if let Ok(o) = whylate::read::Opened::bytes(format!("case-{k}"), case.clone(), &open) {
+                let _ = latency(o, &open, &opts, None);
+            }
         }
     }
 }
@@ -450,7 +461,12 @@ fn explain_json(path: &Path, from: &str, to: &str, deadline: Option<u64>) -> Val
         top: 3,
         learned: Default::default(),
     };
-    let r = explain(&[path.to_path_buf()], &OpenOptions::default(), &o).unwrap();
+    let r = explain(
+        whylate::read::Opened::files(&[path.to_path_buf()], &OpenOptions::default()).unwrap(),
+        &OpenOptions::default(),
+        &o,
+    )
+    .unwrap();
     serde_json::to_value(&r).unwrap()
 }
 
@@ -522,7 +538,8 @@ fn explain_selector_errors_and_empty_matches_are_clear() {
 fn seed004_timer_mode_blames_console_unlock_irqs_off() {
     use whylate::explain::{explain_timers, TimerOptions};
     let r = explain_timers(
-        &[seed("seed004-ftrace.txt")],
+        whylate::read::Opened::files(&[seed("seed004-ftrace.txt")], &OpenOptions::default())
+            .unwrap(),
         &OpenOptions::default(),
         &TimerOptions {
             top: 3,
@@ -548,7 +565,8 @@ fn seed004_timer_mode_blames_console_unlock_irqs_off() {
 fn seed002_softirq_mode_finds_the_tasklet_deferred_to_ksoftirqd_behind_sshd() {
     use whylate::explain::explain_softirq;
     let r = explain_softirq(
-        &[seed("seed002-latency-dump.txt")],
+        whylate::read::Opened::files(&[seed("seed002-latency-dump.txt")], &OpenOptions::default())
+            .unwrap(),
         &OpenOptions::default(),
         "TASKLET",
         Some(100_000),
@@ -804,7 +822,12 @@ fn a_period_whose_task_had_not_run_when_the_trace_ended_is_no_sample() {
         ..Default::default()
     };
     let p = tmp("open-period-w.txt", t);
-    let r = explain_timers(&[p.to_path_buf()], &OpenOptions::default(), &o).unwrap();
+    let r = explain_timers(
+        whylate::read::Opened::files(&[p.to_path_buf()], &OpenOptions::default()).unwrap(),
+        &OpenOptions::default(),
+        &o,
+    )
+    .unwrap();
     let w: Vec<(u64, Option<u64>, bool)> = (r.windows.iter())
         .map(|w| (w.start_ns, w.end_ns(), w.miss))
         .collect();
@@ -885,7 +908,12 @@ fn timers_json(name: &str, text: &str, deadline_ns: u64) -> Value {
         top: 1,
         ..Default::default()
     };
-    let r = explain_timers(&[p.to_path_buf()], &OpenOptions::default(), &o).unwrap();
+    let r = explain_timers(
+        whylate::read::Opened::files(&[p.to_path_buf()], &OpenOptions::default()).unwrap(),
+        &OpenOptions::default(),
+        &o,
+    )
+    .unwrap();
     serde_json::to_value(&r).unwrap()
 }
 
@@ -1033,7 +1061,12 @@ fn a_silent_cpu_inside_one_syscall_is_irqs_off_and_outside_one_is_a_stall() {
             top: 1,
             ..Default::default()
         };
-        let r = explain_timers(&[p.to_path_buf()], &OpenOptions::default(), &o).unwrap();
+        let r = explain_timers(
+            whylate::read::Opened::files(&[p.to_path_buf()], &OpenOptions::default()).unwrap(),
+            &OpenOptions::default(),
+            &o,
+        )
+        .unwrap();
         let j = serde_json::to_value(&r).unwrap();
         assert_eq!(j["cycles"]["misses"], 1, "{}", j["cycles"]);
         let c = &j["causes"][0];
@@ -1068,7 +1101,12 @@ fn a_silent_cpu_inside_one_syscall_is_irqs_off_and_outside_one_is_a_stall() {
 fn automatic_mode_finds_a_single_clear_outlier_in_a_short_excerpt() {
     use whylate::explain::explain_auto;
     let auto = |name: &str| {
-        let r = explain_auto(&[seed(name)], &OpenOptions::default(), 3).unwrap();
+        let r = explain_auto(
+            whylate::read::Opened::files(&[seed(name)], &OpenOptions::default()).unwrap(),
+            &OpenOptions::default(),
+            3,
+        )
+        .unwrap();
         serde_json::to_value(&r).unwrap()
     };
     // Seed 003: one 56.285 ms storage handler, no other sample of it to compare with.
@@ -1158,7 +1196,11 @@ fn automatic_mode_lists_the_worst_but_counts_and_ranks_every_outlier() {
         }
     }
     let r = explain_auto(
-        &[tmp("many.txt", &t).to_path_buf()],
+        whylate::read::Opened::files(
+            &[tmp("many.txt", &t).to_path_buf()],
+            &OpenOptions::default(),
+        )
+        .unwrap(),
         &OpenOptions::default(),
         3,
     )
@@ -1199,7 +1241,7 @@ fn a_partial_last_throughput_interval_is_a_rate_over_what_the_trace_covers() {
         };
         let p = tmp("mark.txt", t);
         let r = latency(
-            &[p.to_path_buf()],
+            whylate::read::Opened::files(&[p.to_path_buf()], &OpenOptions::default()).unwrap(),
             &OpenOptions::default(),
             &opts,
             Some(tput),
@@ -1233,7 +1275,11 @@ fn seed001_function_durations_with_self_time_and_what_ran_inside() {
         ..Default::default()
     };
     let r = latency(
-        &[seed("seed001-trace-cmd-funcgraph.txt")],
+        whylate::read::Opened::files(
+            &[seed("seed001-trace-cmd-funcgraph.txt")],
+            &OpenOptions::default(),
+        )
+        .unwrap(),
         &OpenOptions::default(),
         &opts,
         None,
@@ -1289,7 +1335,11 @@ fn seed001_bare_excerpt_gives_the_411_us_wait_for_one_byte() {
         ..Default::default()
     };
     let r = latency(
-        &[seed("seed001-funcgraph-bare.txt")],
+        whylate::read::Opened::files(
+            &[seed("seed001-funcgraph-bare.txt")],
+            &OpenOptions::default(),
+        )
+        .unwrap(),
         &OpenOptions::default(),
         &opts,
         None,
@@ -1486,7 +1536,12 @@ fn the_tick_is_no_period_and_a_timer_others_contradict_was_moved() {
     );
     // Automatic mode names no tick timer.
     let p = tmp("tick-moved-auto.txt", &tick_moved());
-    let r = whylate::explain::explain_auto(&[p.to_path_buf()], &OpenOptions::default(), 3).unwrap();
+    let r = whylate::explain::explain_auto(
+        whylate::read::Opened::files(&[p.to_path_buf()], &OpenOptions::default()).unwrap(),
+        &OpenOptions::default(),
+        3,
+    )
+    .unwrap();
     let a = serde_json::to_value(&r).unwrap();
     assert!(
         !a["misses"].to_string().contains("tick_nohz_handler"),

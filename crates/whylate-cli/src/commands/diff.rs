@@ -23,7 +23,17 @@ pub fn run(a: DiffArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode> {
     }
     let open = a.input.open()?;
     let (open, bar) = with_progress(open, &both, quiet);
-    let r = whylate::diff::diff(&a.a, &a.b, &open, &mode);
+    let r = open_both(&a.a, &a.b, &open).and_then(|(x, y)| whylate::diff::diff(x, y, &open, &mode));
     drop(bar);
     out.emit(r, a.json, |r, p| r.render_text(p))
+}
+
+/// Opens A, then B: each side is one input.
+pub(crate) fn open_both(
+    a: &std::path::Path,
+    b: &std::path::Path,
+    open: &whylate::read::OpenOptions,
+) -> Result<(whylate::read::Opened, whylate::read::Opened), whylate::read::ReadError> {
+    let one = |p: &std::path::Path| whylate::read::Opened::files(&[p.to_path_buf()], open);
+    Ok((one(a)?, one(b)?))
 }

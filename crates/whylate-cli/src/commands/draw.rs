@@ -25,7 +25,7 @@ pub fn explain_with_outputs(
     mode: &Mode,
     out: &Outputs,
 ) -> Result<ExplainReport, ReadError> {
-    let x = whylate::explain::run(files, open, mode)?;
+    let x = whylate::explain::run(whylate::read::Opened::files(files, open)?, open, mode)?;
     if out.html.is_some() || out.svg.is_some() {
         draw(&x, files, out)?;
     }

@@ -94,7 +94,8 @@ pub fn export(a: ExportArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode>
     }
     let perfetto = a.perfetto;
     let (open, bar) = with_progress(a.input.open()?, &a.files, quiet);
-    let x = whylate::explain::run(&a.files, &open, &mode);
+    let x = whylate::read::Opened::files(&a.files, &open)
+        .and_then(|i| whylate::explain::run(i, &open, &mode));
     drop(bar);
     let r = match x {
         Ok(x) => match write_perfetto(&x, &perfetto) {

@@ -28,7 +28,8 @@ pub fn run(a: LatencyArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode> {
     }
     let open = a.input.open()?;
     let (open, bar) = with_progress(open, &a.files, quiet);
-    let mut r = whylate::latency::latency(&a.files, &open, &opts, tput);
+    let mut r = whylate::read::Opened::files(&a.files, &open)
+        .and_then(|i| whylate::latency::latency(i, &open, &opts, tput));
     drop(bar);
     if let Some(e) = r.as_ref().ok().and_then(|r| r.void_filter.clone()) {
         return usage(&e);

@@ -17,7 +17,8 @@ pub fn run(a: StatsArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode> {
         return usage(&e);
     }
     let (open, bar) = with_progress(a.input.open()?, &a.files, quiet);
-    let r = whylate::stats::stats(&a.files, &open, a.top);
+    let r = whylate::read::Opened::files(&a.files, &open)
+        .and_then(|i| whylate::stats::stats(i, &open, a.top));
     drop(bar);
     out.emit(r, a.json, |r, p| r.render_text(p))
 }

@@ -173,9 +173,8 @@ fn explain_window(
     (open, mode): (&OpenOptions, &Mode),
 ) -> Result<Result<ExplainReport, String>, ReadError> {
     let bytes = record::dat_in_memory(meta, ring.window(from, to));
-    let src = whylate::read::open_memory(name, bytes, open)?;
-    let one = whylate::pipeline::Opened::one(name.to_path_buf(), src);
-    match explain::run_opened(one, open, mode) {
+    let one = whylate::read::Opened::pieces(name, bytes, open)?;
+    match explain::run(one, open, mode) {
         Ok(x) => Ok(Ok(x.report)),
         Err(ReadError::NoMatch { why }) => Ok(Err(why)),
         Err(e) => Err(e),

@@ -638,11 +638,11 @@ mod tests {
         use whylate::selector::Selector;
         use whylate::testkit;
         let t = testkit::three_cpu_chain(6, &[], 0);
-        let f = testkit::file(&t);
         let mut o = testkit::chain_options(None);
         o.from = Selector::parse("sys_enter_write[comm=c,count=7]").unwrap();
         o.to = vec![Selector::parse("sys_exit_read[comm=nobody]").unwrap()];
-        let r = whylate::explain::explain(&[f.to_path_buf()], &Default::default(), &o).unwrap();
+        let r = whylate::explain::explain(whylate::testkit::opened(&t), &Default::default(), &o)
+            .unwrap();
         assert_eq!(
             (r.deadline_ns, r.cycles.misses, r.cycles.cut_off),
             (None, 0, 6)

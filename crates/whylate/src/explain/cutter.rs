@@ -604,7 +604,7 @@ mod tests {
             "sys_read(fd: 3, buf: 0, count: 7)",
             "sys_read -> 0x7",
         ]);
-        let (cy, p) = cut(&testkit::chain_options(None), &testkit::file(&t));
+        let (cy, p) = cut(&testkit::chain_options(None), &t);
         let strings = &p.strings;
         let sym = |name: &str| {
             let n = strings.len() as u32;
@@ -639,7 +639,7 @@ mod tests {
             "sys_enter: NR 0 (3, 0, 7, 0, 0, 0)",
             "sys_exit: NR 0 = 7",
         ]);
-        let (mut cy, _) = cut(&testkit::chain_options(None), &testkit::file(&t));
+        let (mut cy, _) = cut(&testkit::chain_options(None), &t);
         let role = |cy: &super::Cycles, i: usize, nr: usize| cy.roles[i].get(nr).copied();
         let asked = Some(ASKED);
         assert_eq!((role(&cy, 0, 257), role(&cy, 1, 257)), (asked, asked));
@@ -674,7 +674,7 @@ mod tests {
             t
         };
         for a in ["c-5", "c-6"] {
-            let (cy, _) = cut(&testkit::chain_options(None), &testkit::file(&trace(a)));
+            let (cy, _) = cut(&testkit::chain_options(None), &trace(a));
             assert_eq!(cy.cycles.len(), 55);
             assert_eq!(cy.undrained(), Some((1_000_000_000, 30)), "{a} first");
         }

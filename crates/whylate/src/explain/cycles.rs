@@ -544,7 +544,7 @@ mod tests {
     fn read_in_parts_as_in_one(n: usize, packed: bool) {
         let o = testkit::chain_options(Some(5_000_000));
         let hogged: Vec<usize> = (0..n).step_by(997).collect();
-        let f = testkit::file(&testkit::giving_up_client(n, &hogged));
+        let f = testkit::giving_up_client(n, &hogged);
         let explain = |threads: usize| {
             let (mut cy, p) = cut(&o, &f);
             assert_eq!(cy.cycles.packs(), packed);
@@ -586,7 +586,7 @@ mod tests {
         // With a 30 ms deadline every cycle is good, the two hogged ones too: ready at
         // +8.030 ms, read at ~+23.5 ms after the client slept 20 ms on its own timer.
         let o = testkit::chain_options(Some(30_000_000));
-        let f = testkit::file(&testkit::giving_up_client(8, &[1, 2, 3, 5, 6]));
+        let f = testkit::giving_up_client(8, &[1, 2, 3, 5, 6]);
         let (cy, p) = cut(&o, &f);
         let eng = Engine::new(&p.tl, &p.strings);
         let ready_at = super::first_walk(&eng, &cy.cycles, None).ready;

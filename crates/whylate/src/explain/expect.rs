@@ -522,7 +522,7 @@ mod tests {
     use super::*;
     use crate::explain::{explain_mode, Mode};
     use crate::read::OpenOptions;
-    use crate::testkit::{file, line};
+    use crate::testkit::line;
 
     fn ms(t: &str) -> Result<u64, String> {
         t.strip_suffix("ms")
@@ -532,10 +532,9 @@ mod tests {
     }
 
     fn run(text: &str, pattern: &str, scope: Scope) -> ExplainReport {
-        let f = file(text);
         let o = ExpectOptions::parse(pattern, scope, 3, ms).unwrap();
         explain_mode(
-            &[f.to_path_buf()],
+            crate::testkit::opened(text),
             &OpenOptions::default(),
             &Mode::Expect(o),
         )
@@ -602,9 +601,13 @@ mod tests {
         assert_eq!(std::mem::size_of::<Occurrence>(), 56);
         let o = ExpectOptions::parse("my_irq -> my_poll within 1ms", Scope::Cpu, 3, ms).unwrap();
         let mut ex = Expectations::new(&o);
-        let f = file(&trace());
         let mut feed = |e: &Event, s: &Interner| ex.push(e, s);
-        crate::pipeline::read(&[f.to_path_buf()], &OpenOptions::default(), &mut feed).unwrap();
+        crate::pipeline::read(
+            crate::testkit::opened(&trace()),
+            &OpenOptions::default(),
+            &mut feed,
+        )
+        .unwrap();
         let kept: Vec<(u64, Option<(usize, usize)>)> = (ex.occurrences.iter())
             .map(|x| {
                 (
@@ -648,7 +651,6 @@ mod tests {
 
     #[test]
     fn a_key_field_the_a_events_lack_is_refused_with_the_closest_names() {
-        let f = file(&trace());
         let o = ExpectOptions::parse(
             "my_irq -> my_poll within 1ms",
             Scope::Field("qq".into()),
@@ -657,9 +659,11 @@ mod tests {
         )
         .unwrap();
         let open = OpenOptions::default();
-        let Err(crate::read::ReadError::NoMatch { why }) =
-            explain_mode(&[f.to_path_buf()], &open, &Mode::Expect(o))
-        else {
+        let Err(crate::read::ReadError::NoMatch { why }) = explain_mode(
+            crate::testkit::opened_with(&trace(), &open),
+            &open,
+            &Mode::Expect(o),
+        ) else {
             panic!("a key the A events lack was taken")
         };
         assert!(

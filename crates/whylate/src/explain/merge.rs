@@ -228,9 +228,13 @@ mod tests {
     /// nothing and loses nothing of what one window decides.
     #[test]
     fn a_report_merged_whole_gives_back_its_statistics_and_causes() {
-        let f = testkit::file(&testkit::three_cpu_chain(40, &[5, 15, 20, 33], 3_000));
         let o: Options = testkit::chain_options(Some(1_000_000));
-        let r = explain(&[f.to_path_buf()], &OpenOptions::default(), &o).unwrap();
+        let r = explain(
+            crate::testkit::opened(&testkit::three_cpu_chain(40, &[5, 15, 20, 33], 3_000)),
+            &OpenOptions::default(),
+            &o,
+        )
+        .unwrap();
         let mut s = RunSummary::new(10);
         let misses: Vec<_> = r.misses.iter().collect();
         s.add(&r, &r.windows.iter().collect::<Vec<_>>(), &misses);
@@ -265,9 +269,13 @@ mod tests {
     /// quantiles and not-reading count as `explain` over the whole trace.
     #[test]
     fn read_times_survive_the_merge() {
-        let f = testkit::file(&testkit::giving_up_client(8, &[2, 5]));
         let o: Options = testkit::chain_options(Some(9_000_000));
-        let r = explain(&[f.to_path_buf()], &OpenOptions::default(), &o).unwrap();
+        let r = explain(
+            crate::testkit::opened(&testkit::giving_up_client(8, &[2, 5])),
+            &OpenOptions::default(),
+            &o,
+        )
+        .unwrap();
         let mut s = RunSummary::new(10);
         let misses: Vec<_> = r.misses.iter().collect();
         // In two windows, as `watch` settles them.

@@ -23,9 +23,8 @@
 use crate::event::{Event, Interner};
 use crate::pipeline::{self, Pass, Sink};
 use crate::read::inputs::Inputs;
-use crate::read::{OpenOptions, ReadError};
+use crate::read::{OpenOptions, Opened, ReadError};
 use crate::timeline::Timeline;
-use std::path::PathBuf;
 mod advice;
 mod auto;
 mod auto_inversion;
@@ -147,13 +146,13 @@ impl Mode {
     }
 }
 
-/// Explains `paths` in the given mode.
+/// Explains the inputs in the given mode.
 pub fn explain_mode(
-    paths: &[PathBuf],
+    inputs: Opened,
     open: &OpenOptions,
     mode: &Mode,
 ) -> Result<ExplainReport, ReadError> {
-    run(paths, open, mode).map(|x| x.report)
+    run(inputs, open, mode).map(|x| x.report)
 }
 
 /// A finished explanation with the timeline it was computed on: plots and exports draw
@@ -167,18 +166,9 @@ pub struct Explained {
     pub strings: Interner,
 }
 
-/// Explains `paths` in the given mode and keeps the timeline for whoever draws the report.
-pub fn run(paths: &[PathBuf], open: &OpenOptions, mode: &Mode) -> Result<Explained, ReadError> {
-    run_opened(pipeline::open_all(paths, open)?, open, mode)
-}
-
-/// Explains inputs already opened (files, or a `watch` window held in memory) in the
-/// given mode.
-pub fn run_opened(
-    inputs: pipeline::Opened,
-    open: &OpenOptions,
-    mode: &Mode,
-) -> Result<Explained, ReadError> {
+/// Explains the inputs (files, bytes, or a `watch` window held in memory) in the given
+/// mode and keeps the timeline for whoever draws the report.
+pub fn run(inputs: Opened, open: &OpenOptions, mode: &Mode) -> Result<Explained, ReadError> {
     let mut cy = match mode {
         Mode::Cycles(o) => Some(Cycles::new(o)),
         _ => None,
@@ -263,17 +253,17 @@ pub fn run_opened(
 
 /// Reads the inputs, cuts cycles and explains the misses.
 pub fn explain(
-    paths: &[PathBuf],
+    inputs: Opened,
     open: &OpenOptions,
     o: &Options,
 ) -> Result<ExplainReport, ReadError> {
-    explain_mode(paths, open, &Mode::Cycles(o.clone()))
+    explain_mode(inputs, open, &Mode::Cycles(o.clone()))
 }
 
 /// One pass over the inputs: the timeline, and the cycles (or the expectations) when a
 /// cutter (or a watcher) is given.
 fn read_all(
-    inputs: pipeline::Opened,
+    inputs: Opened,
     open: &OpenOptions,
     (cycles, expect, kernel): (
         Option<&mut Cycles>,
@@ -319,7 +309,7 @@ fn read_all(
             }
         }
     }
-    pipeline::read_opened(inputs, open, &mut Feed(cycles, expect, kernel))
+    pipeline::read(inputs, open, &mut Feed(cycles, expect, kernel))
 }
 
 /// The automatic mode: a kernel log alone gets its reports explained (or is said to have
@@ -380,12 +370,12 @@ fn with_inputs(mut r: ExplainReport, inputs: Inputs, pass: &Pass) -> ExplainRepo
 /// waits for a CPU (real-time tasks first), long irq handlers, irqs-off sections, softirqs
 /// deferred to ksoftirqd, late timers, slow work items — each explained by the same engine.
 pub fn explain_auto(
-    paths: &[PathBuf],
+    inputs: Opened,
     open: &OpenOptions,
     top: usize,
 ) -> Result<ExplainReport, ReadError> {
     explain_mode(
-        paths,
+        inputs,
         open,
         &Mode::Auto {
             top,
@@ -398,14 +388,14 @@ pub fn explain_auto(
 /// TASKLET), each explained: where it was served, whether it was deferred to ksoftirqd,
 /// and who held the CPU meanwhile (seed 002).
 pub fn explain_softirq(
-    paths: &[PathBuf],
+    inputs: Opened,
     open: &OpenOptions,
     vector: &str,
     deadline_ns: Option<u64>,
     top: usize,
 ) -> Result<ExplainReport, ReadError> {
     explain_mode(
-        paths,
+        inputs,
         open,
         &Mode::Softirq {
             vector: vector.to_string(),
@@ -417,9 +407,9 @@ pub fn explain_softirq(
 
 /// `whylate explain --timer`: late hrtimer expiries and the wakeups after them (seed 004).
 pub fn explain_timers(
-    paths: &[PathBuf],
+    inputs: Opened,
     open: &OpenOptions,
     o: &TimerOptions,
 ) -> Result<ExplainReport, ReadError> {
-    explain_mode(paths, open, &Mode::Timer(o.clone()))
+    explain_mode(inputs, open, &Mode::Timer(o.clone()))
 }

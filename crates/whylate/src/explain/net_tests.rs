@@ -9,7 +9,6 @@ use crate::testkit;
 /// `udp_deferral` cut from the sender's sendto() to the receiver's recvfrom() return.
 pub(crate) fn udp_cycles(text: &str, pairing: Pairing) -> ExplainReport {
     use crate::selector::Selector;
-    let f = testkit::file(text);
     let o = Options {
         from: Selector::parse("sys_enter_sendto[comm=tx]").unwrap(),
         to: vec![Selector::parse("sys_exit_recvfrom[comm=rx]").unwrap()],
@@ -20,7 +19,7 @@ pub(crate) fn udp_cycles(text: &str, pairing: Pairing) -> ExplainReport {
         top: 3,
         learned: Default::default(),
     };
-    explain(&[f.to_path_buf()], &OpenOptions::default(), &o).unwrap()
+    explain(crate::testkit::opened(text), &OpenOptions::default(), &o).unwrap()
 }
 
 #[test]
@@ -136,13 +135,12 @@ fn a_key_field_pairs_replies_that_come_out_of_order() {
         "sys_read(fd: 3, buf: 0, count: 64)",
     );
     t += &l(1_000_900, 0, "c-5", "....1", "sys_read -> 0x7");
-    let f = testkit::file(&t);
     let run = |pairing| {
         let o = Options {
             pairing,
             ..testkit::chain_options(Some(500_000))
         };
-        let r = explain(&[f.to_path_buf()], &OpenOptions::default(), &o).unwrap();
+        let r = explain(crate::testkit::opened(&t), &OpenOptions::default(), &o).unwrap();
         let d: Vec<Option<u64>> = r.misses.iter().map(|m| m.duration_ns).collect();
         (r.cycles.pairing.unwrap().mode, d)
     };
@@ -156,13 +154,16 @@ fn a_key_field_pairs_replies_that_come_out_of_order() {
 
 #[test]
 fn a_key_field_neither_selectors_event_has_is_refused_with_the_closest_names() {
-    let f = testkit::file(&testkit::three_cpu_chain(3, &[], 0));
     let run = |key: &str| {
         let o = Options {
             pairing: Pairing::Key(key.into()),
             ..testkit::chain_options(Some(500_000))
         };
-        explain(&[f.to_path_buf()], &OpenOptions::default(), &o)
+        explain(
+            crate::testkit::opened(&testkit::three_cpu_chain(3, &[], 0)),
+            &OpenOptions::default(),
+            &o,
+        )
     };
     let Err(crate::read::ReadError::NoMatch { why }) = run("fdd") else {
         panic!("a key no event has was taken")

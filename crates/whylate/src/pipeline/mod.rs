@@ -4,7 +4,7 @@
 
 use crate::event::{Event, Interner};
 use crate::read::inputs::{describe_inputs, Inputs, TracerSample};
-use crate::read::{self, EventSource, Input, Merged, OpenOptions, ReadError};
+use crate::read::{self, EventSource, Merged, OpenOptions, Opened, ReadError};
 use crate::snapshot::Snapshot;
 use crate::syscalls::Arch;
 use crate::timeline::{Builder, KindClass, Timeline};
@@ -47,40 +47,6 @@ impl<F: FnMut(&Event, &Interner)> Sink for F {
     }
 }
 
-/// Reads `paths` (merged by time) into a timeline, handing every event to `sink` too.
-pub fn read(
-    paths: &[PathBuf],
-    open: &OpenOptions,
-    sink: &mut impl Sink,
-) -> Result<Pass, ReadError> {
-    read_opened(open_all(paths, open)?, open, sink)
-}
-
-/// Inputs opened once, each with the name messages call it by (its path, or what stands
-/// for an input held in memory).
-pub struct Opened {
-    names: Vec<PathBuf>,
-    sources: Vec<Input>,
-}
-
-impl Opened {
-    /// One input (a file already opened, or one held in memory) named `name`.
-    pub fn one(name: PathBuf, source: Input) -> Opened {
-        Opened {
-            names: vec![name],
-            sources: vec![source],
-        }
-    }
-}
-
-/// Opens every file of `paths` (each once; two names of one file are refused).
-pub fn open_all(paths: &[PathBuf], open: &OpenOptions) -> Result<Opened, ReadError> {
-    Ok(Opened {
-        names: paths.to_vec(),
-        sources: read::open_each(paths, open)?,
-    })
-}
-
 /// Hands every event of `merged`, in time order, to `feed` with the index of its input:
 /// on two threads when every input is binary (a reading thread, the calling thread
 /// decoding and feeding), else on this one. Returns the inputs and the strings.
@@ -94,17 +60,9 @@ pub fn each_event(
     }
 }
 
-/// Reads inputs already opened (merged by time) into a timeline, handing every event to
-/// `sink` too.
-pub fn read_opened(
-    inputs: Opened,
-    open: &OpenOptions,
-    sink: &mut impl Sink,
-) -> Result<Pass, ReadError> {
-    let Opened {
-        names: paths,
-        sources,
-    } = inputs;
+/// Reads the inputs (merged by time) into a timeline, handing every event to `sink` too.
+pub fn read(inputs: Opened, open: &OpenOptions, sink: &mut impl Sink) -> Result<Pass, ReadError> {
+    let (paths, sources) = inputs.into_parts();
     let paths = &paths[..];
     let mut snapshot = None;
     for src in &sources {
@@ -225,7 +183,7 @@ fn tracer_samples(sources: &[read::Input], paths: &[PathBuf]) -> Vec<TracerSampl
 
 #[cfg(test)]
 mod tests {
-    use crate::testkit::{file, line};
+    use crate::testkit::line;
 
     #[test]
     fn an_event_later_than_every_reorder_window_is_left_out_of_the_sink_too() {
@@ -236,7 +194,7 @@ mod tests {
             .map(|k| line(1_000 + k, 0, "a-1", "....", "sys_exit: NR 0 = 0"))
             .collect();
         text.push_str(&line(10, 0, "a-1", "....", "sys_exit: NR 0 = 1"));
-        let f = file(&text);
+
         /// What a sink was given: the events in time order, and the late ones apart.
         #[derive(Default)]
         struct Fed(Vec<u64>, Vec<u64>);
@@ -250,7 +208,7 @@ mod tests {
         }
         let mut fed = Fed::default();
         let opts = crate::read::OpenOptions::default();
-        let pass = super::read(&[f.to_path_buf()], &opts, &mut fed).unwrap();
+        let pass = super::read(crate::testkit::opened(&text), &opts, &mut fed).unwrap();
         assert_eq!(pass.tl.anomalies.late_events, 1);
         assert_eq!(fed.0.len(), 5_000);
         assert!(fed.0.windows(2).all(|w| w[0] <= w[1]));

@@ -21,6 +21,7 @@ pub mod ksyms;
 pub mod memory;
 mod merge;
 mod open;
+mod opened;
 pub mod perfdata;
 pub mod perfetto;
 mod records;
@@ -42,6 +43,7 @@ pub use open::{
     open, open_each, open_memory, trace_format, Input, OpenOptions, Progress, DEFAULT_WINDOW,
     PERF_WINDOW,
 };
+pub use opened::Opened;
 pub use registry::{formats, sniff};
 pub(crate) use source::OrderCheck;
 pub use source::{BadLine, Diag, EventSource, Header, LatencyHeader, OrderStats, ReadError};

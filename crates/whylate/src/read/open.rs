@@ -339,6 +339,22 @@ fn spool(path: &Path, mut rd: Box<dyn Read + Send>) -> Result<File, ReadError> {
     Ok(f)
 }
 
+/// The rest of a decompressed stream (what `lines` buffered, then what it did not read) in
+/// memory, for a compressed binary trace that came from memory.
+fn slurp<R: Read>(lines: LineReader<R>) -> io::Result<memory::Pieces> {
+    let (buffered, rest) = lines.into_inner();
+    whole(io::Cursor::new(buffered).chain(rest))
+}
+
+/// All of `rd`, in memory.
+fn whole(mut rd: impl Read) -> io::Result<memory::Pieces> {
+    let mut all = Vec::new();
+    rd.read_to_end(&mut all)?;
+    let mut p = memory::Pieces::new();
+    p.push(Arc::from(all));
+    Ok(p)
+}
+
 /// Bytes read ahead to decide the format.
 const HEAD: usize = 256 * 1024;
 /// Most bytes read ahead when the first [`HEAD`] hold no data line (only blank and
@@ -412,6 +428,14 @@ pub fn open_each(
     paths.iter().map(|p| open(p, opts)).collect()
 }
 
+/// Where an input's bytes come from: a file read by offset, a stream read once, or bytes
+/// in memory.
+enum Origin {
+    File(Arc<File>),
+    Stream,
+    Memory(Arc<memory::Pieces>),
+}
+
 fn open_input(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
     let io_err = |source| ReadError::Io {
         path: path.to_path_buf(),
@@ -432,16 +456,48 @@ fn open_input(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
     // A file is opened once: the sniffing reader and every reader after it read the same
     // open file at their own offsets (`pread`), so all of them read the file that was
     // sniffed, whatever happens to its name meanwhile.
-    let (f, file): (Box<dyn Read + Send>, Option<Arc<File>>) = if stdin {
-        (Box::new(io::stdin()), None)
+    let (f, origin): (Box<dyn Read + Send>, Origin) = if stdin {
+        (Box::new(io::stdin()), Origin::Stream)
     } else if stream {
-        (Box::new(File::open(path).map_err(io_err)?), None)
+        (Box::new(File::open(path).map_err(io_err)?), Origin::Stream)
     } else {
         let file = match held {
             Some(f) => f,
             None => Arc::new(File::open(path).map_err(io_err)?),
         };
-        (Box::new(unpack::FileAt::new(file.clone())), Some(file))
+        (
+            Box::new(unpack::FileAt::new(file.clone())),
+            Origin::File(file),
+        )
+    };
+    open_read(path, f, origin, opts)
+}
+
+/// Opens a trace held in memory, in any format, compressed or not; `name` stands for it
+/// in messages. Tests, fuzz targets and `watch` hand bytes over this way: nothing is
+/// written to a file.
+pub fn open_memory(
+    name: &Path,
+    bytes: memory::Pieces,
+    opts: &OpenOptions,
+) -> Result<Input, ReadError> {
+    let bytes = Arc::new(bytes);
+    let rd = Box::new(memory::Reader::new(bytes.clone()));
+    let mut input = open_read(name, rd, Origin::Memory(bytes), opts)?;
+    input.stop = opts.progress.clone().map(|p| (p, 0));
+    Ok(input)
+}
+
+/// Decompresses and sniffs `f` (read from `origin`) and builds its format's reader.
+fn open_read(
+    path: &Path,
+    f: Box<dyn Read + Send>,
+    origin: Origin,
+    opts: &OpenOptions,
+) -> Result<Input, ReadError> {
+    let io_err = |source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
     };
     let f: Box<dyn Read + Send> = match &opts.progress {
         Some(p) => Box::new(Counted { f, p: p.clone() }),
@@ -471,7 +527,7 @@ fn open_input(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
         if matches!(binary.build, Build::Perfetto) {
             let (buffered, rest) = lines.into_inner();
             let rd = Box::new(io::Cursor::new(buffered).chain(rest));
-            let p = open_perfetto(path, rd, file.as_ref(), compression, &cut)?;
+            let p = open_perfetto(path, rd, &origin, compression, &cut)?;
             return Ok(Input {
                 kind: InputKind::Perfetto(Box::new(p)),
                 compression,
@@ -485,8 +541,8 @@ fn open_input(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
             p.binary.store(true, std::sync::atomic::Ordering::Relaxed);
         }
         // A compressed file is read in place; one that is cut, or a stream, is spooled.
-        let unpacked = match (&file, compression != Compression::None) {
-            (Some(file), true) => open_unpacked(path, file, dat, opts)?,
+        let unpacked = match (&origin, compression != Compression::None) {
+            (Origin::File(file), true) => open_unpacked(path, file, dat, opts)?,
             _ => None,
         };
         if let Some(kind) = unpacked {
@@ -498,17 +554,23 @@ fn open_input(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
             });
         }
         // Binary formats need random access: a compressed one (or a stream) not read
-        // through cursors is spooled.
-        let file = match (&file, compression) {
+        // through cursors is spooled (decompressed in memory when it came from there).
+        let bytes = match (&origin, compression) {
             // The same open file: its own offset was never moved (the readers `pread`).
-            (Some(file), Compression::None) => file.try_clone().map_err(io_err)?,
+            (Origin::File(file), Compression::None) => {
+                unpack::Bytes::File(file.try_clone().map_err(io_err)?)
+            }
+            (Origin::Memory(b), Compression::None) => unpack::Bytes::Memory(b.clone()),
+            (Origin::Memory(_), _) => {
+                unpack::Bytes::Memory(Arc::new(slurp(lines).map_err(io_err)?))
+            }
             _ => {
                 let (buffered, rest) = lines.into_inner();
-                spool(path, Box::new(io::Cursor::new(buffered).chain(rest)))?
+                let f = spool(path, Box::new(io::Cursor::new(buffered).chain(rest)))?;
+                unpack::Bytes::File(f)
             }
         };
-        let kind = open_binary(path, unpack::Bytes::File(file), dat, opts)
-            .map_err(|e| with_cut(e, &cut))?;
+        let kind = open_binary(path, bytes, dat, opts).map_err(|e| with_cut(e, &cut))?;
         return Ok(Input {
             kind,
             compression,
@@ -530,9 +592,12 @@ fn open_input(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
     };
     let parser = parser(&head);
     let diag = Diag::strict(opts.strict);
-    let size = (file.as_ref())
-        .filter(|_| compression == Compression::None)
-        .and_then(|f| f.metadata().ok().map(|m| m.len()));
+    let size = match &origin {
+        _ if compression != Compression::None => None,
+        Origin::File(f) => f.metadata().ok().map(|m| m.len()),
+        Origin::Memory(b) => Some(b.len()),
+        Origin::Stream => None,
+    };
     let plan = crate::read::text::chunked::plan(reader.split, peeked, HEAD, size);
     let r = TextReader::new(
         path,
@@ -651,36 +716,6 @@ fn open_binary(
     })
 }
 
-/// Opens a trace.dat or perf.data held in memory (`watch` hands its windows over this
-/// way); `name` stands for it in messages.
-pub fn open_memory(
-    name: &Path,
-    bytes: memory::Pieces,
-    opts: &OpenOptions,
-) -> Result<Input, ReadError> {
-    let mut head = vec![0u8; bytes.len().min(HEAD as u64) as usize];
-    let io_err = |source| ReadError::Io {
-        path: name.to_path_buf(),
-        source,
-    };
-    bytes.read_exact_at(&mut head, 0).map_err(io_err)?;
-    let reader = registry::binary(&head, opts.format)
-        .filter(|r| matches!(r.build, Build::TraceDat | Build::PerfData))
-        .ok_or_else(|| ReadError::UnknownFormat {
-            path: name.to_path_buf(),
-            tried: "trace.dat, perf.data (the formats read from memory)".into(),
-            start: describe_start(&head),
-        })?;
-    let dat = matches!(reader.build, Build::TraceDat);
-    let bytes = unpack::Bytes::Memory(Arc::new(bytes));
-    Ok(Input {
-        kind: open_binary(name, bytes, dat, opts)?,
-        compression: Compression::None,
-        cut: Default::default(),
-        stop: opts.progress.clone().map(|p| (p, 0)),
-    })
-}
-
 /// A compressed trace.dat (`dat`) or perf.data read in place through decompressing
 /// cursors, with no decompressed copy ([`unpack`]); None when it is cut or damaged, or
 /// when a trace.dat has more CPUs than cursors are kept for (each CPU's data is read as
@@ -691,7 +726,7 @@ pub fn open_memory(
 fn open_perfetto(
     path: &Path,
     rd: Box<dyn Read + Send>,
-    file: Option<&Arc<File>>,
+    origin: &Origin,
     compression: Compression,
     cut: &decompress::Cut,
 ) -> Result<perfetto::Perfetto, ReadError> {
@@ -700,8 +735,16 @@ fn open_perfetto(
         path: path.to_path_buf(),
         source,
     };
-    let (mut index, src) = match file {
-        Some(file) => {
+    let (mut index, src) = match origin {
+        Origin::Memory(b) => {
+            let b = match compression {
+                Compression::None => b.clone(),
+                _ => Arc::new(whole(rd).map_err(io_err)?),
+            };
+            let index = Index::scan(memory::Reader::new(b.clone())).map_err(io_err)?;
+            (index, Source::Memory(b))
+        }
+        Origin::File(file) => {
             let index = Index::scan(rd).map_err(io_err)?;
             let src = match compression {
                 Compression::None => Source::File(file.clone()),
@@ -719,7 +762,7 @@ fn open_perfetto(
             };
             (index, src)
         }
-        None => {
+        Origin::Stream => {
             let spooled = Arc::new(spool(path, rd)?);
             let index = Index::scan(unpack::FileAt::new(spooled.clone())).map_err(io_err)?;
             (index, Source::File(spooled))

@@ -4,11 +4,10 @@
 
 use super::check::field_names;
 use crate::event::{Event, Interner, Kind, Sym};
-use crate::read::{self, Merged, OpenOptions, ReadError};
+use crate::read::{self, Merged, OpenOptions, Opened, ReadError};
 use crate::syscalls::Arch;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
-use std::path::PathBuf;
 
 /// Tasks listed per event, busiest first.
 const TOP_COMMS: usize = 3;
@@ -46,9 +45,9 @@ struct Acc {
     comms: FxHashMap<Sym, u64>,
 }
 
-/// Reads `paths` (merged by time) and lists what each event name holds.
-pub fn catalog(paths: &[PathBuf], opts: &OpenOptions) -> Result<Catalog, ReadError> {
-    let sources = read::open_each(paths, opts)?;
+/// Reads the inputs (merged by time) and lists what each event name holds.
+pub fn catalog(inputs: Opened, opts: &OpenOptions) -> Result<Catalog, ReadError> {
+    let (_, sources) = inputs.into_parts();
     let arch = opts
         .arch
         .or_else(|| sources.iter().find_map(|s| s.arch()))
@@ -114,7 +113,8 @@ mod tests {
     fn the_frob_example_lists_its_selectors_events_and_fields() {
         let p =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/frob.dat.zst");
-        let c = super::catalog(&[p], &Default::default()).unwrap();
+        let opts = Default::default();
+        let c = super::catalog(crate::read::Opened::files(&[p], &opts).unwrap(), &opts).unwrap();
         let w = c
             .by_name
             .iter()
@@ -142,9 +142,10 @@ mod tests {
             progress: Some(progress),
             ..Default::default()
         };
-        let r = super::catalog(std::slice::from_ref(&p), &opts);
+        let at = || crate::read::Opened::files(std::slice::from_ref(&p), &opts).unwrap();
+        let r = super::catalog(at(), &opts);
         assert!(matches!(r, Err(crate::read::ReadError::Cancelled)), "{r:?}");
-        let r = crate::stats::stats(&[p], &opts, 3);
+        let r = crate::stats::stats(at(), &opts, 3);
         assert!(matches!(r, Err(crate::read::ReadError::Cancelled)));
     }
 }

@@ -41,7 +41,8 @@ pub fn run(
     match (tool, cmd) {
         ("list_events", Cmd::Stats(a)) => {
             let open = opened(&a.input)?;
-            let c = whylate::selector::catalog::catalog(&a.files, &open).map_err(said)?;
+            let inputs = whylate::read::Opened::files(&a.files, &open).map_err(said)?;
+            let c = whylate::selector::catalog::catalog(inputs, &open).map_err(said)?;
             let summary = format!("{} events of {} names", c.events, c.names);
             Ok(Answer {
                 summary,
@@ -50,7 +51,8 @@ pub fn run(
         }
         ("stats", Cmd::Stats(a)) => {
             let open = opened(&a.input)?;
-            let r = whylate::stats::stats(&a.files, &open, a.top).map_err(said)?;
+            let inputs = whylate::read::Opened::files(&a.files, &open).map_err(said)?;
+            let r = whylate::stats::stats(inputs, &open, a.top).map_err(said)?;
             let summary = first_line(&r.render_text(&plain));
             Ok(Answer {
                 summary,
@@ -60,7 +62,8 @@ pub fn run(
         ("latency", Cmd::Latency(a)) => {
             let (opts, tput) = crate::commands::latency::options(&a, false)?;
             let open = opened(&a.input)?;
-            let mut r = whylate::latency::latency(&a.files, &open, &opts, tput).map_err(said)?;
+            let inputs = whylate::read::Opened::files(&a.files, &open).map_err(said)?;
+            let mut r = whylate::latency::latency(inputs, &open, &opts, tput).map_err(said)?;
             if let Some(e) = r.void_filter.take() {
                 return Err(e);
             }
@@ -97,7 +100,8 @@ pub fn run(
         ("diff", Cmd::Diff(a)) => {
             let mode = a.mode.mode()?;
             let open = opened(&a.input)?;
-            let r = whylate::diff::diff(&a.a, &a.b, &open, &mode).map_err(said)?;
+            let (x, y) = crate::commands::diff::open_both(&a.a, &a.b, &open).map_err(said)?;
+            let r = whylate::diff::diff(x, y, &open, &mode).map_err(said)?;
             let json = to_json(&r)?;
             let summary = json["verdict"].as_str().unwrap_or_default().to_string();
             Ok(Answer { summary, json })
@@ -131,7 +135,8 @@ fn explained(
     open: OpenOptions,
 ) -> Result<(String, Value), String> {
     let mode = mode.mode()?;
-    let r = whylate::explain::explain_mode(files, &open, &mode).map_err(said)?;
+    let inputs = whylate::read::Opened::files(files, &open).map_err(said)?;
+    let r = whylate::explain::explain_mode(inputs, &open, &mode).map_err(said)?;
     let summary = first_line(&r.render_text(&Paint::new(false)));
     Ok((summary, to_json(&r)?))
 }

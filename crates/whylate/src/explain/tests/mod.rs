@@ -11,9 +11,8 @@ mod recorder;
 mod waitfor;
 
 fn cycles_of(text: &str, deadline_ns: Option<u64>) -> ExplainReport {
-    let f = testkit::file(text);
     let o = testkit::chain_options(deadline_ns);
-    explain(&[f.to_path_buf()], &OpenOptions::default(), &o).unwrap()
+    explain(crate::testkit::opened(text), &OpenOptions::default(), &o).unwrap()
 }
 
 #[test]
@@ -426,11 +425,10 @@ fn a_wakeup_whose_switch_in_is_not_traced_blames_only_what_the_trace_shows() {
 
 /// Cycles of `text` cut by `from` and `to` (same thread, first in first out).
 fn cycles_with(text: &str, from: &str, to: &str, deadline_ns: Option<u64>) -> ExplainReport {
-    let f = testkit::file(text);
     let mut o = testkit::chain_options(deadline_ns);
     o.from = crate::selector::Selector::parse(from).unwrap();
     o.to = vec![crate::selector::Selector::parse(to).unwrap()];
-    explain(&[f.to_path_buf()], &OpenOptions::default(), &o).unwrap()
+    explain(crate::testkit::opened(text), &OpenOptions::default(), &o).unwrap()
 }
 
 #[test]
@@ -598,11 +596,11 @@ fn the_write_that_answers_is_no_timeout_complaint() {
     assert_eq!(r.cycles.misses, 30);
 }
 
-/// Reads the trace at `f` with a cutter of `o`'s cycles, finished at the trace's end.
-pub(super) fn cut(o: &Options, f: &std::path::Path) -> (super::cutter::Cycles, Pass) {
+/// Reads `text` with a cutter of `o`'s cycles, finished at the trace's end.
+pub(super) fn cut(o: &Options, text: &str) -> (super::cutter::Cycles, Pass) {
     let mut cy = super::cutter::Cycles::new(o);
     let open = OpenOptions::default();
-    let inputs = crate::pipeline::open_all(&[f.to_path_buf()], &open).unwrap();
+    let inputs = testkit::opened(text);
     let p = read_all(inputs, &open, (Some(&mut cy), None, None)).unwrap();
     cy.finish(p.tl.last_ts);
     (cy, p)
@@ -613,7 +611,7 @@ fn cut_by_fd(text: &str) -> super::cutter::Cycles {
     let mut o = testkit::chain_options(None);
     o.to = vec![crate::selector::Selector::parse("sys_exit_read[comm=c]").unwrap()];
     o.pairing = super::Pairing::Key("fd".into());
-    cut(&o, &testkit::file(text)).0
+    cut(&o, text).0
 }
 
 #[test]
@@ -703,8 +701,12 @@ fn a_trace_of_which_nothing_could_be_read_is_refused_with_why() {
         ("-1.000000:", "a negative timestamp"),
         ("1000000000000000.000000:", "a timestamp beyond 2^64 ns"),
     ] {
-        let f = testkit::file(&bad(stamp));
-        let e = explain_auto(&[f.to_path_buf()], &OpenOptions::default(), 3).unwrap_err();
+        let e = explain_auto(
+            crate::testkit::opened(&bad(stamp)),
+            &OpenOptions::default(),
+            3,
+        )
+        .unwrap_err();
         let msg = e.to_string();
         assert!(matches!(e, ReadError::Unreadable { .. }), "{msg}");
         assert!(msg.starts_with("no event could be read: 3 lines"), "{msg}");
@@ -741,12 +743,16 @@ fn events_later_than_the_reorder_window_are_left_out_and_said_not_clamped() {
         text += l;
         text += "\n";
     }
-    let f = testkit::file(&text);
     let open = OpenOptions {
         window: 2,
         ..Default::default()
     };
-    let p = crate::pipeline::read(&[f.to_path_buf()], &open, &mut |_: &_, _: &_| ()).unwrap();
+    let p = crate::pipeline::read(
+        crate::testkit::opened_with(&text, &open),
+        &open,
+        &mut |_: &_, _: &_| (),
+    )
+    .unwrap();
     let a = &p.tl.anomalies;
     assert_eq!(a.late_events, moved.len() as u64);
     assert_eq!(a.late_range, Some((1_000_000_000, 1_000_080_000)));
@@ -777,9 +783,8 @@ fn lines_that_are_not_trace_data_are_said_under_the_verdict() {
         "{:?}",
         r.blind
     );
-    let f = testkit::file(&text);
     let l = crate::latency::latency(
-        &[f.to_path_buf()],
+        crate::testkit::opened(&text),
         &OpenOptions::default(),
         &crate::measure::Options::default(),
         None,

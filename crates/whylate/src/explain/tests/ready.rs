@@ -165,10 +165,7 @@ fn a_reply_event_in_an_interrupt_makes_no_reader_to_find_a_ready_time_for() {
     };
     let mut o = testkit::chain_options(Some(3_500_000));
     o.to = vec![crate::selector::Selector::parse("irq_handler_entry[irq=30]").unwrap()];
-    let run = |t: &str| {
-        let f = testkit::file(t);
-        explain(&[f.to_path_buf()], &OpenOptions::default(), &o).unwrap()
-    };
+    let run = |t: &str| explain(crate::testkit::opened(t), &OpenOptions::default(), &o).unwrap();
     let r = run(&irq("d.h1."));
     assert_eq!((r.cycles.replied, r.cycles.misses), (8, 2));
     assert!(r.cycles.read.is_none(), "{:?}", r.cycles.read);

@@ -252,14 +252,13 @@ fn timer_through_a_lock(periods: u64, blocked: u64) -> String {
 #[test]
 fn a_timer_period_overrun_behind_a_preempted_lock_holder_is_a_priority_inversion() {
     let text = timer_through_a_lock(8, 3);
-    let f = crate::testkit::file(&text);
     let o = crate::explain::TimerOptions {
         task: Some(crate::measure::TaskSel::parse("p").unwrap()),
         deadline_ns: Some(300_000),
         top: 3,
     };
     let r = crate::explain::explain_timers(
-        &[f.to_path_buf()],
+        crate::testkit::opened(&text),
         &crate::read::OpenOptions::default(),
         &o,
     )

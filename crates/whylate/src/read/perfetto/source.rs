@@ -14,6 +14,8 @@ pub(crate) enum Source {
     File(Arc<File>),
     /// A compressed file.
     Unpacked(Arc<Unpacked>),
+    /// Bytes in memory.
+    Memory(Arc<crate::read::memory::Pieces>),
 }
 
 impl Source {
@@ -21,6 +23,7 @@ impl Source {
         match self {
             Source::File(f) => Box::new(FileAt::new(f.clone())),
             Source::Unpacked(u) => Box::new(crate::read::unpack::Reader::new(u.clone())),
+            Source::Memory(b) => Box::new(crate::read::memory::Reader::new(b.clone())),
         }
     }
 
@@ -28,6 +31,7 @@ impl Source {
         match self {
             Source::File(f) => std::os::unix::fs::FileExt::read_exact_at(&**f, buf, at),
             Source::Unpacked(u) => u.read_exact_at(buf, at),
+            Source::Memory(b) => b.read_exact_at(buf, at),
         }
     }
 }
