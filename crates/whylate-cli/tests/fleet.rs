@@ -71,7 +71,10 @@ fn distinct_misses(reports: &[(&str, ExplainReport)]) -> Distinct {
             for m in &r.misses {
                 let keys: BTreeSet<(String, String)> = (m.blame.iter())
                     .map(|((cat, who), _)| {
-                        (cat.clone(), hand_key(&serde_json::to_value(who).unwrap()))
+                        (
+                            cat.id().to_string(),
+                            hand_key(&serde_json::to_value(who).unwrap()),
+                        )
                     })
                     .collect();
                 for k in keys {

@@ -174,7 +174,7 @@ impl Findings {
         let mut per_key: HashMap<(&str, String), u64> = HashMap::new();
         for m in misses {
             let keys: HashSet<(&str, String)> = (m.blame.iter())
-                .map(|((category, who), _)| (category.as_str(), key_of(who)))
+                .map(|((category, who), _)| (category.id(), key_of(who)))
                 .collect();
             for k in keys {
                 *per_key.entry(k).or_default() += 1;
@@ -182,8 +182,8 @@ impl Findings {
         }
         for (rank, c) in causes.iter().enumerate() {
             let key = key_of(&c.culprit);
-            let key_misses = per_key.get(&(c.category.as_str(), key.clone())).copied();
-            let mut row = vec![Val::from(rank as u64 + 1), c.category.as_str().into()];
+            let key_misses = per_key.get(&(c.category.id(), key.clone())).copied();
+            let mut row = vec![Val::from(rank as u64 + 1), c.category.id().into()];
             row.extend(culprit(&c.culprit));
             row.push(key.into());
             row.extend([
@@ -210,7 +210,7 @@ impl Findings {
                 m.blamed_ns.into(),
                 m.tid.into(),
                 m.cpu.into(),
-                top.map(|((c, _), _)| c.as_str()).into(),
+                top.map(|((c, _), _)| c.id()).into(),
                 top.map(|((_, who), _)| key_of(who)).into(),
             ],
         );
@@ -222,8 +222,8 @@ impl Findings {
         let mut keys = HashSet::new();
         for ((category, who), ns) in &m.blame {
             let key = key_of(who);
-            let first = keys.insert((category.as_str(), key.clone()));
-            let mut row = vec![Val::from(n), category.as_str().into()];
+            let first = keys.insert((category.id(), key.clone()));
+            let mut row = vec![Val::from(n), category.id().into()];
             row.extend(culprit(who));
             row.extend([key.into(), (*ns).into(), first.into()]);
             self.push("blame", row);
@@ -254,7 +254,7 @@ impl Findings {
         }
         for (j, h) in l.held_by.iter().enumerate() {
             let mut row = head.clone();
-            row.extend([Val::from(j as u64 + 1), h.category.as_str().into()]);
+            row.extend([Val::from(j as u64 + 1), h.category.id().into()]);
             row.extend(culprit(&h.culprit));
             row.extend([key_of(&h.culprit).into(), h.ns.into()]);
             self.push("links", row);

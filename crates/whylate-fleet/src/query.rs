@@ -211,7 +211,7 @@ pub fn modes() -> String {
 pub fn causes(o: &FleetOptions) -> String {
     let blind: Vec<String> = whylate::explain::BLIND_SPOTS
         .iter()
-        .map(|c| lit(c))
+        .map(|c| lit(c.id()))
         .collect();
     format!(
         "SELECT t.category, t.culprit, SUM(t.total_excess_ns) AS excess_ns, SUM(t.misses) AS misses, \

@@ -278,7 +278,7 @@ fn changes(groups: &[GroupRow], gc: &[GroupCause]) -> Vec<Change> {
     let mut out: Vec<(u64, Change)> = Vec::new();
     for ((category, culprit), per) in &by_cause {
         // Where traces were blind is not a cause that appeared.
-        if whylate::explain::is_blind_spot(category) {
+        if whylate::explain::is_blind_id(category) {
             continue;
         }
         // The two groups where the cause is rarest: each group's baseline is the rarest
@@ -362,7 +362,7 @@ fn top_causes(hosts: &mut [HostRow], hc: &Rows) {
     let mut best: BTreeMap<String, (u64, String)> = BTreeMap::new();
     for i in 0..hc.len() {
         let category = s(cat[i].clone());
-        if whylate::explain::is_blind_spot(&category) {
+        if whylate::explain::is_blind_id(&category) {
             continue;
         }
         let label = cause_label(&category, &s(who[i].clone()));
@@ -448,7 +448,7 @@ impl FleetReport {
     /// The largest cause that is not a blind spot, if any: where every trace was blind,
     /// the fleet has no first cause to name (the causes table still lists the blindness).
     pub fn first_cause(&self) -> Option<&FleetCause> {
-        (self.causes.iter()).find(|c| !whylate::explain::is_blind_spot(&c.category))
+        (self.causes.iter()).find(|c| !whylate::explain::is_blind_id(&c.category))
     }
 }
 
@@ -588,12 +588,12 @@ mod tests {
             blamed_ns: 500,
             chain: Vec::new(),
             blame: (blamed.iter())
-                .map(|&(pid, ns)| (("runqueue-wait".to_string(), hog(pid)), ns))
+                .map(|&(pid, ns)| ((whylate::explain::causes::RUNQUEUE_WAIT, hog(pid)), ns))
                 .collect(),
         };
         let causes: Vec<CauseRow> = (blamed.iter())
             .map(|&(pid, ns)| CauseRow {
-                category: "runqueue-wait".into(),
+                category: whylate::explain::causes::RUNQUEUE_WAIT,
                 culprit: hog(pid),
                 count: 1,
                 total_excess_ns: ns,

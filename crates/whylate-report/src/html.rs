@@ -227,7 +227,7 @@ fn head(o: &mut Page<'_>, r: &ExplainReport, title: &str) {
         let _ = write!(
             o,
             "<br>first cause: <b>{} {}</b>, in {} of {} misses, {} of excess{} ({})",
-            esc(&top.category),
+            esc(top.category.id()),
             esc(&who),
             top.count,
             c.misses,
@@ -289,7 +289,7 @@ fn causes(o: &mut Page<'_>, r: &ExplainReport) {
         let _ = writeln!(
             o,
             "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>{summed}<td class=\"n\">{}</td><td><span class=\"share\" style=\"width:{:.0}px\"></span>{}</td></tr>",
-            esc(&row.category),
+            esc(row.category.id()),
             esc(&who),
             row.count,
             dur(row.once_ns),

@@ -7,7 +7,7 @@
 //! `irq virtio3-tx`): the two runs have different pids, and a kernel upgrade can renumber
 //! interrupt lines.
 
-use crate::explain::{self, Culprit, CycleStats, ExplainReport, Mode};
+use crate::explain::{self, Category, Culprit, CycleStats, ExplainReport, Mode};
 use crate::read::{OpenOptions, Opened, ReadError};
 use crate::timeline::{irq_label, CpuProfile};
 use crate::units::dur;
@@ -63,7 +63,7 @@ pub struct CauseSide {
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct CauseDiff {
     /// `runqueue-wait`, `softirq`, ...
-    pub category: String,
+    pub category: Category,
     /// The culprit without pids (`hog`, `softirq NET_RX`).
     pub culprit: String,
     /// Where it held the chain up.
@@ -208,14 +208,14 @@ fn culprit_key(k: &Culprit) -> String {
 }
 
 /// Folded cause key (category, culprit without pid, CPU) -> distinct misses it held.
-type Folded = FxHashMap<(String, String, Option<u32>), u64>;
+type Folded = FxHashMap<(Category, String, Option<u32>), u64>;
 
 /// Misses per folded cause: a miss that two pids of one name both held counts once.
 fn distinct_misses(r: &ExplainReport) -> Folded {
     let mut n = Folded::default();
     for m in &r.misses {
         let mut keys: Vec<_> = (m.blame.iter())
-            .map(|((cat, c), _)| (cat.clone(), culprit_key(c), c.cpu))
+            .map(|((cat, c), _)| (*cat, culprit_key(c), c.cpu))
             .collect();
         keys.sort_unstable();
         keys.dedup();
@@ -292,9 +292,8 @@ pub fn compare(pa: PathBuf, a: &ExplainReport, pb: PathBuf, b: &ExplainReport) -
     for (r, is_a) in [(a, true), (b, false)] {
         let distinct = distinct_misses(r);
         for c in &r.causes {
-            let (category, culprit, cpu) =
-                (c.category.clone(), culprit_key(&c.culprit), c.culprit.cpu);
-            let key = (category.clone(), culprit.clone(), cpu);
+            let (category, culprit, cpu) = (c.category, culprit_key(&c.culprit), c.culprit.cpu);
+            let key = (category, culprit.clone(), cpu);
             let i = match causes
                 .iter()
                 .position(|d| d.category == category && d.culprit == culprit && d.cpu == cpu)
@@ -525,14 +524,14 @@ pub fn pct(x: f64) -> String {
 /// A cause by its category, culprit and CPU (`runqueue-wait hog on CPU1`): public so
 /// that whylate-report's text names causes as the verdict does.
 pub fn cause_name(d: &CauseDiff) -> String {
-    named(&d.category, &d.culprit, d.cpu)
+    named(d.category, &d.culprit, d.cpu)
 }
 
 /// `runqueue-wait hog on CPU1`, `softirq NET_RX on CPU1`, `cpu-idle on CPU1`.
-fn named(category: &str, culprit: &str, cpu: Option<u32>) -> String {
+fn named(category: Category, culprit: &str, cpu: Option<u32>) -> String {
     let mut s = if culprit == "-" || culprit.is_empty() {
         category.to_string()
-    } else if culprit.starts_with(category) {
+    } else if culprit.starts_with(category.id()) {
         culprit.to_string()
     } else {
         format!("{category} {culprit}")
@@ -552,7 +551,7 @@ fn order_causes(causes: &mut [CauseDiff]) {
     causes.sort_by(|x, y| {
         let dx = (excess(&x.b) - excess(&x.a)).abs();
         let dy = (excess(&y.b) - excess(&y.a)).abs();
-        let blind = |d: &CauseDiff| explain::is_blind_spot(&d.category);
+        let blind = |d: &CauseDiff| explain::is_blind_spot(d.category);
         blind(x)
             .cmp(&blind(y))
             .then(dy.cmp(&dx))
@@ -563,7 +562,7 @@ fn order_causes(causes: &mut [CauseDiff]) {
 
 /// A cause a fix can act on: a named holder, not where the trace is blind.
 fn actionable(d: &CauseDiff) -> bool {
-    d.culprit != "-" && !d.culprit.is_empty() && !explain::is_blind_spot(&d.category)
+    d.culprit != "-" && !d.culprit.is_empty() && !explain::is_blind_spot(d.category)
 }
 
 fn verdict(a: &ExplainReport, b: &ExplainReport, causes: &[CauseDiff], cpus: &[CpuDiff]) -> String {
@@ -664,7 +663,7 @@ fn verdict(a: &ExplainReport, b: &ExplainReport, causes: &[CauseDiff], cpus: &[C
                 let _ = write!(
                     v,
                     "; left: {} ({} misses)",
-                    named(&top.category, &culprit_key(&top.culprit), top.culprit.cpu),
+                    named(top.category, &culprit_key(&top.culprit), top.culprit.cpu),
                     top.count
                 );
             }
@@ -707,7 +706,7 @@ mod tests {
             label: culprit.to_string(),
         };
         CauseDiff {
-            category: category.to_string(),
+            category: Category::parse(category).unwrap(),
             culprit: culprit.to_string(),
             cpu: Some(1),
             status: "same",
@@ -727,7 +726,7 @@ mod tests {
             cause("trace-cut", "CPU0", None, Some(2_000_000)),
         ];
         order_causes(&mut c);
-        let order: Vec<&str> = c.iter().map(|d| d.category.as_str()).collect();
+        let order: Vec<&str> = c.iter().map(|d| d.category.id()).collect();
         assert_eq!(
             order,
             [
@@ -806,8 +805,7 @@ mod tests {
         twin.culprit.pid = Some(61);
         a.causes.push(twin.clone());
         for m in &mut a.misses {
-            m.blame
-                .push(((twin.category.clone(), twin.culprit.clone()), 1_000));
+            m.blame.push(((twin.category, twin.culprit.clone()), 1_000));
         }
         assert_eq!(a.cycles.misses, 1);
         let d = compare("a".into(), &a, "b".into(), &a);

@@ -194,7 +194,7 @@ impl Watcher for View {
                     "  {}. {} {}  {:.0}% of the excess, {} misses\n",
                     i + 1,
                     c.category,
-                    c.culprit.label_in(&c.category),
+                    c.culprit.label_in(c.category),
                     c.share * 100.0,
                     c.count
                 );

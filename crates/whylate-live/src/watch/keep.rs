@@ -69,7 +69,7 @@ impl Keeper {
 /// later). A command that cannot start is not fatal: the miss says why.
 pub(super) fn on_miss(cmd: &str, m: &LiveMiss) -> Result<Child, String> {
     let cause = (m.miss.blame.first())
-        .map(|((cat, who), _)| format!("{cat} {}", who.label_in(cat)))
+        .map(|((cat, who), _)| format!("{cat} {}", who.label_in(*cat)))
         .unwrap_or_default();
     let secs = |ns: u64| format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
     let mut c = Command::new("sh");

@@ -205,11 +205,11 @@ fn causes(o: &mut String, r: &ExplainReport, p: &Paint) {
         .iter()
         .take(10)
         .map(|c| {
-            let mut who = c.culprit.label_in(&c.category);
+            let mut who = c.culprit.label_in(c.category);
             if let Some(cpu) = c.culprit.cpu {
                 let _ = write!(who, " on CPU{cpu}");
             }
-            (c.category.as_str(), who, c)
+            (c.category.id(), who, c)
         })
         .collect();
     // The columns are as wide as their widest entry (at least the usual 20 and 36, so a
@@ -354,7 +354,7 @@ fn link(o: &mut String, l: &Link, p: &Paint) {
             "",
             "",
             h.category,
-            h.culprit.label_in(&h.category),
+            h.culprit.label_in(h.category),
             dur(h.ns)
         );
         if let Some(why) = &h.why {
@@ -453,7 +453,7 @@ mod tests {
             pending_at_deadline: pending,
             after_deadline: false,
             held_by: vec![Hold {
-                category: "runqueue-wait".into(),
+                category: whylate::explain::causes::RUNQUEUE_WAIT,
                 culprit: Culprit {
                     comm: Some("hog".into()),
                     pid: Some(42),
@@ -573,7 +573,7 @@ mod tests {
     fn the_causes_table_stays_aligned_with_a_long_culprit() {
         use whylate::explain::CauseRow;
         let row = |comm: &str, pid: i32, prio: Option<i32>, cpu: u32| CauseRow {
-            category: "runqueue-wait".into(),
+            category: whylate::explain::causes::RUNQUEUE_WAIT,
             culprit: Culprit {
                 comm: Some(comm.into()),
                 pid: Some(pid),

@@ -240,7 +240,7 @@ fn irq_work(tl: &Timeline, s: &Interner, misses: &[Miss]) -> Vec<(CauseKey, Advi
         let cpu = l.cpu.unwrap_or(0);
         let irq = (irq != u32::MAX).then_some(irq);
         if !irq_work.iter().any(|x| x.0 == irq && x.1 == f) {
-            irq_work.push((irq, f, cpu, (h.category.clone(), h.culprit.clone())));
+            irq_work.push((irq, f, cpu, (h.category, h.culprit.clone())));
         }
     }
     let mut out = Vec::new();
@@ -368,10 +368,7 @@ fn kept_waiting_by(misses: &[Miss], pid: i32) -> Option<String> {
     let links = (misses.iter().flat_map(|m| &m.chain))
         .filter(|l| l.waiter.as_ref().and_then(|w| w.pid) == Some(pid));
     for h in links.flat_map(|l| &l.held_by) {
-        let sched = matches!(
-            h.category.as_str(),
-            cause::RUNQUEUE_WAIT | cause::PREEMPTED_BY
-        );
+        let sched = matches!(h.category, cause::RUNQUEUE_WAIT | cause::PREEMPTED_BY);
         let Some(comm) = h.culprit.comm.clone().filter(|_| sched) else {
             continue;
         };
@@ -390,10 +387,8 @@ fn kept_waiting_by(misses: &[Miss], pid: i32) -> Option<String> {
 /// The task to move off the CPU where it kept the chain waiting: the last piece of
 /// advice for a scheduling cause (never the recorder: that is how it records).
 fn culprit_to_move(tl: &Timeline, c: &CauseRow) -> Option<(u32, String, i32)> {
-    if !matches!(
-        c.category.as_str(),
-        cause::RUNQUEUE_WAIT | cause::PREEMPTED_BY
-    ) || c.culprit.pid.is_some_and(|p| tl.is_recorder(p))
+    if !matches!(c.category, cause::RUNQUEUE_WAIT | cause::PREEMPTED_BY)
+        || c.culprit.pid.is_some_and(|p| tl.is_recorder(p))
     {
         return None;
     }
@@ -623,15 +618,12 @@ fn for_cause(tl: &Timeline, s: &Interner, c: &CauseRow, misses: &[Miss]) -> Vec<
         // How to record with less disturbance first; the waiters' own priority still
         // helps them, but the recorder is never told to move as if it were the workload.
         out.push(recorder(c, ncpu));
-        if matches!(
-            c.category.as_str(),
-            cause::RUNQUEUE_WAIT | cause::PREEMPTED_BY
-        ) {
+        if matches!(c.category, cause::RUNQUEUE_WAIT | cause::PREEMPTED_BY) {
             out.extend(scheduling(tl, c, misses));
         }
         return out;
     }
-    match c.category.as_str() {
+    match c.category {
         cause::RUNQUEUE_WAIT | cause::PREEMPTED_BY => out.extend(scheduling(tl, c, misses)),
         cause::PRIORITY_INVERSION => out.extend(inversion(tl, s, c, misses)),
         cause::HARDIRQ if c.culprit.irq.is_none() => out.push(untraced_irq(c, cpu)),
@@ -747,7 +739,14 @@ fn for_cause(tl: &Timeline, s: &Interner, c: &CauseRow, misses: &[Miss]) -> Vec<
             command: "cpupower idle-set -D 10   (or boot with idle=poll; on a VM check the host's steal time)".into(),
             cost: "shallower idle states burn power; idle=poll keeps the CPU at full power".into(),
         }),
-        _ => {}
+        // Nothing on this machine to change, or nothing the trace can name: the report's
+        // words say what to record or measure instead (the catalogue's fixes).
+        cause::DEVICE_EXTERNAL | cause::BLOCKED_ON | cause::NO_FOLLOW_UP | cause::UNRECOGNISED => {}
+        // Said in the report's notes, which name what was not recorded (hrtimer_start and
+        // hrtimer_cancel; a pending vector's raise) rather than a command.
+        cause::TIMER_MOVED | cause::SOFTIRQ_PENDING | cause::PREEMPT_OFF => {}
+        // Time nothing accounts for, and the blind spots: never advised on.
+        cause::UNKNOWN | cause::TRACE_CUT | cause::UNKNOWN_LOST_EVENTS | cause::SWITCH_IN_UNTRACED => {}
     }
     out
 }

@@ -283,7 +283,7 @@ fn long_irq(eng: &Engine<'_>, i: usize, u: u64) -> Miss {
     let irq = sp.key[i];
     let name = tl.irq_names.get(&irq).map(|n| eng.s.get(*n).to_string());
     let held = vec![Hold {
-        category: cause::HARDIRQ.into(),
+        category: cause::HARDIRQ,
         culprit: Culprit {
             irq: Some(irq),
             irq_name: name.clone(),
@@ -317,7 +317,7 @@ fn off_section(eng: &Engine<'_>, i: usize) -> Miss {
         cause::PREEMPT_OFF
     };
     let held = vec![Hold {
-        category: cat.into(),
+        category: cat,
         culprit: Culprit {
             caller: Some(caller.clone()),
             cpu: Some(sp.cpu[i]),
@@ -332,7 +332,7 @@ fn off_section(eng: &Engine<'_>, i: usize) -> Miss {
         sp.cpu[i],
         eng.task(sp.tid[i])
     );
-    let lk = link(cat, sp.start[i], sp.cpu[i], what, d, 0, held);
+    let lk = link(cat.id(), sp.start[i], sp.cpu[i], what, d, 0, held);
     one_link_miss(sp.start[i], d, sp.tid[i], sp.cpu[i], d, lk)
 }
 

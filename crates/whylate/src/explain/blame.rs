@@ -3,7 +3,7 @@
 //! split over them (`scale`), and the time no link explains: the gaps between a cycle's
 //! links and what the chain was doing then (on-cpu, blocked-on, device/external).
 
-use super::causes as cause;
+use super::causes::{self as cause, Category};
 use super::cycle::Cycle;
 use super::engine::{Engine, LinkKind, RawLink, Wait};
 use super::report::{prio_words, Culprit, Hold};
@@ -36,7 +36,7 @@ pub(super) fn uncovered(links: &[RawLink], s: u64, h: u64) -> Vec<(u64, u64)> {
 }
 
 /// The gap blamed on events lost in window `w`.
-fn lost_cause(w: &crate::timeline::LostWindow) -> (&'static str, Culprit, String) {
+fn lost_cause(w: &crate::timeline::LostWindow) -> (Category, Culprit, String) {
     let on = match w.cpu {
         u32::MAX => "some CPU".to_string(),
         c => format!("CPU{c}"),
@@ -66,7 +66,7 @@ pub(super) fn gap_cause(
     a: u64,
     b: u64,
     connected: bool,
-) -> (&'static str, Culprit, String) {
+) -> (Category, Culprit, String) {
     let tl = eng.tl;
     let sp = &tl.spans;
     if let Some(bl) = tl.blind_in(u32::MAX, a, b) {
@@ -192,12 +192,7 @@ pub(super) fn gap_cause(
 /// What a chain blocked on a task (`w`) waited for in `[a, b]`: that task's own work where
 /// it ran most of the time (a lock held long), or the call it slept in itself (its own
 /// timer, a peer not on the chain): the wait is on that task, not on nothing.
-fn waker_cause(
-    eng: &Engine<'_>,
-    w: &Wait,
-    a: u64,
-    b: u64,
-) -> Option<(&'static str, Culprit, String)> {
+fn waker_cause(eng: &Engine<'_>, w: &Wait, a: u64, b: u64) -> Option<(Category, Culprit, String)> {
     let tl = eng.tl;
     if let Some(cpu) = on_cpu_most(eng, w.waker, a, b) {
         let what = format!(
@@ -283,8 +278,7 @@ pub(super) fn as_pending(held: &mut [Hold], ksoftirqd: bool) {
                 cause::DEFERRED_TO_KSOFTIRQD
             } else {
                 cause::SOFTIRQ_PENDING
-            }
-            .into();
+            };
         }
     }
 }
@@ -299,7 +293,7 @@ pub(super) fn as_backlog(held: &mut [Hold], vec: u8) {
     let name = SOFTIRQ_NAMES.get(vec as usize).copied();
     for h in held {
         if h.category == cause::SOFTIRQ && h.culprit.vector.as_deref() == name {
-            h.category = cause::SOFTIRQ_BACKLOG.into();
+            h.category = cause::SOFTIRQ_BACKLOG;
         }
     }
 }
@@ -316,7 +310,7 @@ impl Engine<'_> {
             .find(|o| o.what == OccupantKind::Task && o.id == l.tid as i64)?;
         let vector = l.queue.and_then(|v| SOFTIRQ_NAMES.get(v as usize));
         Some(Hold {
-            category: cause::SOFTIRQ.into(),
+            category: cause::SOFTIRQ,
             culprit: Culprit {
                 vector: vector.map(|v| v.to_string()),
                 cpu: Some(l.cpu),
@@ -406,7 +400,7 @@ impl Engine<'_> {
             Some(packets) => format!("{root}; {packets}"),
             None => root,
         });
-        h.category = cause::DEFERRED_TO_KSOFTIRQD.into();
+        h.category = cause::DEFERRED_TO_KSOFTIRQD;
         h.culprit = culprit;
     }
 
@@ -475,7 +469,7 @@ impl Engine<'_> {
                     let ov = sp.end[j].min(b).saturating_sub(sp.start[j].max(a));
                     if ov > 0 {
                         out.push(Hold {
-                            category: cause::IRQS_OFF.into(),
+                            category: cause::IRQS_OFF,
                             culprit: Culprit {
                                 caller: Some(
                                     self.s
@@ -559,7 +553,7 @@ impl Engine<'_> {
             };
             let idle = o.what == OccupantKind::Task && o.id == 0;
             out.push(Hold {
-                category: category.into(),
+                category,
                 culprit,
                 ns: if idle { o.ns - irq_ns } else { o.ns },
                 why: None,
@@ -589,17 +583,13 @@ impl Engine<'_> {
                 cause::RUNQUEUE_WAIT,
                 cause::PREEMPTION_DELAY,
             ];
-            let Some(pid) = h
-                .culprit
-                .pid
-                .filter(|_| by_task.contains(&h.category.as_str()))
-            else {
+            let Some(pid) = h.culprit.pid.filter(|_| by_task.contains(&h.category)) else {
                 continue;
             };
             let nonpreemptible = h.category == cause::PREEMPTION_DELAY;
             let mid = tl.prio_at(pid, at).or(h.culprit.prio);
             let between = mid.is_some_and(|m| hi <= m && m < lo);
-            h.category = cause::PRIORITY_INVERSION.into();
+            h.category = cause::PRIORITY_INVERSION;
             h.why = Some(format!(
                 "{}{} waited for {}{}, which {}{}{} kept off CPU{}{}",
                 self.task(sleeper),
@@ -633,7 +623,7 @@ pub(super) fn behind_task(
     tid: i32,
     at: u64,
     name: Sym,
-) -> (&'static str, Culprit) {
+) -> (Category, Culprit) {
     let comm = Some(s.get(tl.comm(tid)).to_string())
         .filter(|c| !c.is_empty())
         .unwrap_or_else(|| s.get(name).to_string());
@@ -723,7 +713,7 @@ pub(super) fn silent_cpu(
             cause::IRQS_OFF_INFERRED
         };
         return Hold {
-            category: category.into(),
+            category,
             culprit: Culprit {
                 caller: Some(format!("inside {name}()")),
                 ..Culprit::task(tl, eng.s, tid, cpu)
@@ -773,7 +763,7 @@ fn console_since(
         .map_or(b, |s| s.to.max(b));
     let said = super::console::words(&logged, end - logged.first, &tl.consoles);
     Some(Hold {
-        category: cause::SLOW_CONSOLE.into(),
+        category: cause::SLOW_CONSOLE,
         culprit: Culprit {
             caller: Some(format!("printk to the console inside {short}")),
             ..Culprit::task(tl, eng.s, tid, cpu)
@@ -887,7 +877,7 @@ fn late_interrupt(
     links: &[RawLink],
     a: u64,
     b: u64,
-) -> Option<(&'static str, Culprit, String)> {
+) -> Option<(Category, Culprit, String)> {
     let tl = eng.tl;
     let next = (links.iter())
         .filter(|l| l.kind == LinkKind::Softirq && l.start >= b)

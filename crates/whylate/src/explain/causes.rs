@@ -3,11 +3,11 @@
 //! fixes. `whylate explain --list-causes` prints it and `docs/causes.md` is generated
 //! from it ([`markdown`]).
 
-/// One cause category.
+/// One cause category's catalogue entry.
 #[derive(Clone, Copy, Debug)]
 pub struct Cause {
-    /// The stable id (`runqueue-wait`), as JSON and the tables write it.
-    pub id: &'static str,
+    /// The category; its id (`runqueue-wait`) is what JSON and the tables write.
+    pub category: Category,
     /// What it means, in one line.
     pub meaning: &'static str,
     /// How it comes about in the kernel.
@@ -18,90 +18,285 @@ pub struct Cause {
     pub blind: bool,
 }
 
+/// A cause category: what blame gives a hold, one value per entry of [`CAUSES`] (in its
+/// order). A value, not a string, so that every `match` on it is exhaustive: a new cause
+/// without advice (`advice.rs`) or an id does not compile. JSON, diff and fleet write its
+/// [`Category::id`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Category {
+    /// The chain's task was runnable and another task ran on its CPU.
+    RunqueueWait,
+    /// The chain's task was running and another task preempted it.
+    PreemptedBy,
+    /// A lower-priority task held a real-time task's CPU.
+    PreemptionDelay,
+    /// A hard interrupt handler held the CPU.
+    Hardirq,
+    /// A softirq held the CPU.
+    Softirq,
+    /// Earlier runs of the softirq vector the chain waited for.
+    SoftirqBacklog,
+    /// The softirq was pending while its CPU ran something else.
+    SoftirqPending,
+    /// The softirq was deferred to ksoftirqd, held off by the task on the CPU.
+    DeferredToKsoftirqd,
+    /// A traced section with interrupts off.
+    IrqsOff,
+    /// A silent CPU inside one system call: interrupts off, inferred.
+    IrqsOffInferred,
+    /// A traced section with preemption off.
+    PreemptOff,
+    /// The CPU was idle and woke late.
+    CpuIdle,
+    /// A busy CPU recorded nothing for over a tick.
+    CpuStalled,
+    /// The chain went on through an interrupt that came late.
+    IrqLate,
+    /// The timer interrupt came late, for no reason the trace shows.
+    TimerIrqLate,
+    /// A timer fired late though its CPU took other timers' interrupts on time meanwhile.
+    TimerMoved,
+    /// A task that a higher-priority one waited for (a lock's holder) was kept off its CPU.
+    PriorityInversion,
+    /// The chain's own task ran longer than usual.
+    OnCpu,
+    /// The chain's task slept longer than usual: on something untraced, or on a task that
+    /// was asleep itself.
+    BlockedOn,
+    /// The reply was ready in time, but its reader was not reading (asleep elsewhere).
+    ReaderNotReading,
+    /// Nothing on the machine moved: the device or peer answered late.
+    DeviceExternal,
+    /// A function's own code ran long.
+    OwnCode,
+    /// A function's callee ran long.
+    Callee,
+    /// An expected event never followed.
+    NoFollowUp,
+    /// printk printing to a slow console with interrupts off (a kernel report or a stretch
+    /// of a trace).
+    SlowConsole,
+    /// A kernel report whose cause whylate does not recognise.
+    Unrecognised,
+    /// The timer interrupt's own latency (timerlat).
+    TimerIrqLatency,
+    /// A non-maskable interrupt (timerlat, osnoise).
+    Nmi,
+    /// Other threads ran before the measured one (timerlat, osnoise).
+    ThreadNoise,
+    /// The scheduler's own work before the thread ran (timerlat).
+    SchedOverhead,
+    /// A CPU's own interrupt vector (timerlat, osnoise).
+    CpuVector,
+    /// Time nothing in the trace accounts for.
+    Unknown,
+    /// The trace ended, for that CPU, before the time blamed.
+    TraceCut,
+    /// Events were lost there.
+    UnknownLostEvents,
+    /// A wait whose end no sched_switch recorded.
+    SwitchInUntraced,
+}
+
+impl Category {
+    /// Every category, in the catalogue's order.
+    pub const ALL: [Category; 35] = [
+        Category::RunqueueWait,
+        Category::PreemptedBy,
+        Category::PreemptionDelay,
+        Category::Hardirq,
+        Category::Softirq,
+        Category::SoftirqBacklog,
+        Category::SoftirqPending,
+        Category::DeferredToKsoftirqd,
+        Category::IrqsOff,
+        Category::IrqsOffInferred,
+        Category::PreemptOff,
+        Category::CpuIdle,
+        Category::CpuStalled,
+        Category::IrqLate,
+        Category::TimerIrqLate,
+        Category::TimerMoved,
+        Category::PriorityInversion,
+        Category::OnCpu,
+        Category::BlockedOn,
+        Category::ReaderNotReading,
+        Category::DeviceExternal,
+        Category::OwnCode,
+        Category::Callee,
+        Category::NoFollowUp,
+        Category::SlowConsole,
+        Category::Unrecognised,
+        Category::TimerIrqLatency,
+        Category::Nmi,
+        Category::ThreadNoise,
+        Category::SchedOverhead,
+        Category::CpuVector,
+        Category::Unknown,
+        Category::TraceCut,
+        Category::UnknownLostEvents,
+        Category::SwitchInUntraced,
+    ];
+
+    /// The stable id (`runqueue-wait`), as JSON and the tables write it.
+    pub const fn id(self) -> &'static str {
+        match self {
+            Category::RunqueueWait => "runqueue-wait",
+            Category::PreemptedBy => "preempted-by",
+            Category::PreemptionDelay => "preemption-delay",
+            Category::Hardirq => "hardirq",
+            Category::Softirq => "softirq",
+            Category::SoftirqBacklog => "softirq-backlog",
+            Category::SoftirqPending => "softirq-pending",
+            Category::DeferredToKsoftirqd => "deferred-to-ksoftirqd",
+            Category::IrqsOff => "irqs-off",
+            Category::IrqsOffInferred => "irqs-off (inferred)",
+            Category::PreemptOff => "preempt-off",
+            Category::CpuIdle => "cpu-idle",
+            Category::CpuStalled => "cpu-stalled",
+            Category::IrqLate => "irq-late",
+            Category::TimerIrqLate => "timer-irq-late",
+            Category::TimerMoved => "timer-moved",
+            Category::PriorityInversion => "priority-inversion",
+            Category::OnCpu => "on-cpu",
+            Category::BlockedOn => "blocked-on",
+            Category::ReaderNotReading => "reader-not-reading",
+            Category::DeviceExternal => "device/external",
+            Category::OwnCode => "own-code",
+            Category::Callee => "callee",
+            Category::NoFollowUp => "no-follow-up",
+            Category::SlowConsole => "slow-console",
+            Category::Unrecognised => "unrecognised",
+            Category::TimerIrqLatency => "timer-irq-latency",
+            Category::Nmi => "nmi",
+            Category::ThreadNoise => "thread-noise",
+            Category::SchedOverhead => "sched-overhead",
+            Category::CpuVector => "cpu-vector",
+            Category::Unknown => "unknown",
+            Category::TraceCut => "trace-cut",
+            Category::UnknownLostEvents => "unknown-lost-events",
+            Category::SwitchInUntraced => "switch-in-untraced",
+        }
+    }
+
+    /// The catalogue's entry.
+    pub fn info(self) -> &'static Cause {
+        &CAUSES[self as usize]
+    }
+
+    /// The category whose id is `id`.
+    pub fn parse(id: &str) -> Option<Category> {
+        Category::ALL.into_iter().find(|c| c.id() == id)
+    }
+
+    /// A blind spot: time the trace cannot explain, ranked last and never advised on.
+    pub fn is_blind(self) -> bool {
+        self.info().blind
+    }
+}
+
+impl std::fmt::Display for Category {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+impl serde::Serialize for Category {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.id())
+    }
+}
+
+impl PartialEq<&str> for Category {
+    fn eq(&self, other: &&str) -> bool {
+        self.id() == *other
+    }
+}
+
 /// The chain's task was runnable and another task ran on its CPU.
-pub const RUNQUEUE_WAIT: &str = "runqueue-wait";
+pub const RUNQUEUE_WAIT: Category = Category::RunqueueWait;
 /// The chain's task was running and another task preempted it.
-pub const PREEMPTED_BY: &str = "preempted-by";
+pub const PREEMPTED_BY: Category = Category::PreemptedBy;
 /// A hard interrupt handler held the CPU.
-pub const HARDIRQ: &str = "hardirq";
+pub const HARDIRQ: Category = Category::Hardirq;
 /// A softirq held the CPU.
-pub const SOFTIRQ: &str = "softirq";
+pub const SOFTIRQ: Category = Category::Softirq;
 /// Earlier runs of the softirq vector the chain waited for.
-pub const SOFTIRQ_BACKLOG: &str = "softirq-backlog";
+pub const SOFTIRQ_BACKLOG: Category = Category::SoftirqBacklog;
 /// The softirq was pending while its CPU ran something else.
-pub const SOFTIRQ_PENDING: &str = "softirq-pending";
+pub const SOFTIRQ_PENDING: Category = Category::SoftirqPending;
 /// The softirq was deferred to ksoftirqd, held off by the task on the CPU.
-pub const DEFERRED_TO_KSOFTIRQD: &str = "deferred-to-ksoftirqd";
+pub const DEFERRED_TO_KSOFTIRQD: Category = Category::DeferredToKsoftirqd;
 /// A traced section with interrupts off.
-pub const IRQS_OFF: &str = "irqs-off";
+pub const IRQS_OFF: Category = Category::IrqsOff;
 /// A silent CPU inside one system call: interrupts off, inferred.
-pub const IRQS_OFF_INFERRED: &str = "irqs-off (inferred)";
+pub const IRQS_OFF_INFERRED: Category = Category::IrqsOffInferred;
 /// A traced section with preemption off.
-pub const PREEMPT_OFF: &str = "preempt-off";
+pub const PREEMPT_OFF: Category = Category::PreemptOff;
 /// The CPU was idle and woke late.
-pub const CPU_IDLE: &str = "cpu-idle";
+pub const CPU_IDLE: Category = Category::CpuIdle;
 /// A busy CPU recorded nothing for over a tick.
-pub const CPU_STALLED: &str = "cpu-stalled";
+pub const CPU_STALLED: Category = Category::CpuStalled;
 /// The chain went on through an interrupt that came late.
-pub const IRQ_LATE: &str = "irq-late";
+pub const IRQ_LATE: Category = Category::IrqLate;
 /// The timer interrupt came late, for no reason the trace shows.
-pub const TIMER_IRQ_LATE: &str = "timer-irq-late";
+pub const TIMER_IRQ_LATE: Category = Category::TimerIrqLate;
 /// A timer fired late though its CPU took other timers' interrupts on time meanwhile.
-pub const TIMER_MOVED: &str = "timer-moved";
+pub const TIMER_MOVED: Category = Category::TimerMoved;
 /// A task that a higher-priority one waited for (a lock's holder) was kept off its CPU.
-pub const PRIORITY_INVERSION: &str = "priority-inversion";
+pub const PRIORITY_INVERSION: Category = Category::PriorityInversion;
 /// A lower-priority task held a real-time task's CPU.
-pub const PREEMPTION_DELAY: &str = "preemption-delay";
+pub const PREEMPTION_DELAY: Category = Category::PreemptionDelay;
 /// The chain's own task ran longer than usual.
-pub const ON_CPU: &str = "on-cpu";
+pub const ON_CPU: Category = Category::OnCpu;
 /// The chain's task slept longer than usual: on something untraced, or on a task that
 /// was asleep itself.
-pub const BLOCKED_ON: &str = "blocked-on";
+pub const BLOCKED_ON: Category = Category::BlockedOn;
 /// The reply was ready in time, but its reader was not reading (asleep elsewhere).
-pub const READER_NOT_READING: &str = "reader-not-reading";
+pub const READER_NOT_READING: Category = Category::ReaderNotReading;
 /// Nothing on the machine moved: the device or peer answered late.
-pub const DEVICE_EXTERNAL: &str = "device/external";
+pub const DEVICE_EXTERNAL: Category = Category::DeviceExternal;
 /// A function's own code ran long.
-pub const OWN_CODE: &str = "own-code";
+pub const OWN_CODE: Category = Category::OwnCode;
 /// A function's callee ran long.
-pub const CALLEE: &str = "callee";
+pub const CALLEE: Category = Category::Callee;
 /// An expected event never followed.
-pub const NO_FOLLOW_UP: &str = "no-follow-up";
+pub const NO_FOLLOW_UP: Category = Category::NoFollowUp;
 /// printk printing to a slow console with interrupts off (a kernel report or a stretch
 /// of a trace).
-pub const SLOW_CONSOLE: &str = "slow-console";
+pub const SLOW_CONSOLE: Category = Category::SlowConsole;
 /// A kernel report whose cause whylate does not recognise.
-pub const UNRECOGNISED: &str = "unrecognised";
+pub const UNRECOGNISED: Category = Category::Unrecognised;
 /// The timer interrupt's own latency (timerlat).
-pub const TIMER_IRQ_LATENCY: &str = "timer-irq-latency";
+pub const TIMER_IRQ_LATENCY: Category = Category::TimerIrqLatency;
 /// A non-maskable interrupt (timerlat, osnoise).
-pub const NMI: &str = "nmi";
+pub const NMI: Category = Category::Nmi;
 /// Other threads ran before the measured one (timerlat, osnoise).
-pub const THREAD_NOISE: &str = "thread-noise";
+pub const THREAD_NOISE: Category = Category::ThreadNoise;
 /// The scheduler's own work before the thread ran (timerlat).
-pub const SCHED_OVERHEAD: &str = "sched-overhead";
+pub const SCHED_OVERHEAD: Category = Category::SchedOverhead;
 /// A CPU's own interrupt vector (timerlat, osnoise).
-pub const CPU_VECTOR: &str = "cpu-vector";
+pub const CPU_VECTOR: Category = Category::CpuVector;
 /// The trace ended, for that CPU, before the time blamed.
-pub const TRACE_CUT: &str = "trace-cut";
+pub const TRACE_CUT: Category = Category::TraceCut;
 /// Events were lost there.
-pub const UNKNOWN_LOST_EVENTS: &str = "unknown-lost-events";
+pub const UNKNOWN_LOST_EVENTS: Category = Category::UnknownLostEvents;
 /// A wait whose end no sched_switch recorded.
-pub const SWITCH_IN_UNTRACED: &str = "switch-in-untraced";
+pub const SWITCH_IN_UNTRACED: Category = Category::SwitchInUntraced;
 /// Time nothing in the trace accounts for.
-pub const UNKNOWN: &str = "unknown";
+pub const UNKNOWN: Category = Category::Unknown;
 
 /// The blind spots, as [`Cause::blind`] marks them.
-pub const BLIND_SPOTS: [&str; 3] = [TRACE_CUT, UNKNOWN_LOST_EVENTS, SWITCH_IN_UNTRACED];
+pub const BLIND_SPOTS: [Category; 3] = [TRACE_CUT, UNKNOWN_LOST_EVENTS, SWITCH_IN_UNTRACED];
 
 const fn cause(
-    id: &'static str,
+    category: Category,
     meaning: &'static str,
     mechanism: &'static str,
     fixes: &'static str,
 ) -> Cause {
     Cause {
-        id,
+        category,
         meaning,
         mechanism,
         fixes,
@@ -109,9 +304,9 @@ const fn cause(
     }
 }
 
-const fn blind(id: &'static str, meaning: &'static str, mechanism: &'static str) -> Cause {
+const fn blind(category: Category, meaning: &'static str, mechanism: &'static str) -> Cause {
     Cause {
-        id,
+        category,
         meaning,
         mechanism,
         fixes: "record again so the trace covers it (bigger buffer, fewer events)",
@@ -225,14 +420,26 @@ pub const CAUSES: &[Cause] = &[
         "the task was put on its CPU without a traced switch (events lost or filtered)"),
 ];
 
+impl Cause {
+    /// The stable id (`runqueue-wait`).
+    pub fn id(&self) -> &'static str {
+        self.category.id()
+    }
+}
+
 /// The catalogue's entry for `id`.
 pub fn cause_of(id: &str) -> Option<&'static Cause> {
-    CAUSES.iter().find(|c| c.id == id)
+    Category::parse(id).map(Category::info)
 }
 
 /// Whether a cause category is a blind spot (time the trace cannot explain).
-pub fn is_blind_spot(id: &str) -> bool {
-    cause_of(id).is_some_and(|c| c.blind)
+pub fn is_blind_spot(c: Category) -> bool {
+    c.is_blind()
+}
+
+/// Whether the category written `id` (read back from JSON or Parquet) is a blind spot.
+pub fn is_blind_id(id: &str) -> bool {
+    Category::parse(id).is_some_and(Category::is_blind)
 }
 
 /// The catalogue as a terminal table (`--list-causes`): id, meaning and usual fixes, each
@@ -242,7 +449,7 @@ pub fn table() -> String {
     for c in CAUSES {
         out.push_str(&format!(
             "\n{}{}\n",
-            c.id,
+            c.id(),
             if c.blind { "  (blind spot)" } else { "" }
         ));
         out.push_str(&format!("  means: {}\n", c.meaning));
@@ -263,7 +470,7 @@ pub fn markdown() -> String {
     for c in CAUSES {
         out.push_str(&format!(
             "\n## `{}`{}\n\n",
-            c.id,
+            c.id(),
             if c.blind { " (blind spot)" } else { "" }
         ));
         out.push_str(&format!("{}.\n\n", upper_first(c.meaning)));
@@ -287,21 +494,33 @@ mod tests {
     #[test]
     fn ids_are_unique_and_the_blind_spots_are_three() {
         for (i, c) in CAUSES.iter().enumerate() {
-            assert!(CAUSES[..i].iter().all(|d| d.id != c.id), "{} twice", c.id);
+            assert!(
+                CAUSES[..i].iter().all(|d| d.id() != c.id()),
+                "{} twice",
+                c.id()
+            );
+            // Each entry stands at its category's place, so `info` finds it.
+            assert_eq!(c.category as usize, i, "{}", c.id());
+            assert_eq!(Category::ALL[i], c.category);
+            assert_eq!(Category::parse(c.id()), Some(c.category));
         }
-        assert_eq!(CAUSES.len(), 35);
+        assert_eq!(CAUSES.len(), Category::ALL.len());
         assert_eq!(CAUSES.iter().filter(|c| c.blind).count(), 3);
         assert!(is_blind_spot(TRACE_CUT) && !is_blind_spot(RUNQUEUE_WAIT));
-        assert!(!is_blind_spot("no-such-cause"));
-        assert!(BLIND_SPOTS.iter().all(|b| is_blind_spot(b)));
+        assert!(cause_of("no-such-cause").is_none());
+        assert!(BLIND_SPOTS.iter().all(|b| is_blind_spot(*b)));
+        assert_eq!(
+            serde_json::to_string(&DEVICE_EXTERNAL).unwrap(),
+            "\"device/external\""
+        );
     }
 
     #[test]
     fn the_table_and_the_page_name_every_cause() {
         let (t, md) = (table(), markdown());
         for c in CAUSES {
-            assert!(t.contains(&format!("\n{}", c.id)), "{}", c.id);
-            assert!(md.contains(&format!("## `{}`", c.id)), "{}", c.id);
+            assert!(t.contains(&format!("\n{}", c.id())), "{}", c.id());
+            assert!(md.contains(&format!("## `{}`", c.id())), "{}", c.id());
         }
         assert_eq!(upper_first("the task"), "The task");
     }

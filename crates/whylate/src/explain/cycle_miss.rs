@@ -291,7 +291,7 @@ impl MissCx<'_> {
             let own = |t: i32| chain_set.contains(&t);
             let hold = silent_cpu(self.eng, sil.cpu, (sil.from, sil.to), ov, &own);
             b.ns += ov;
-            b.per.add(hold.category.clone(), hold.culprit.clone(), ov);
+            b.per.add(hold.category, hold.culprit.clone(), ov);
             tally.blame_cpu(sil.cpu, ov);
             // The evidence is printed under the hold.
             let what = format!("CPU{} took no timer tick", sil.cpu);
@@ -373,10 +373,10 @@ impl MissCx<'_> {
                 gaps.len()
             );
         }
-        b.per.add(category.to_string(), culprit.clone(), ex);
+        b.per.add(category, culprit.clone(), ex);
         b.ns += ex;
         let hold = Hold {
-            category: category.into(),
+            category,
             culprit,
             ns: ex,
             why: None,
@@ -453,7 +453,7 @@ impl MissCx<'_> {
         let late = read.saturating_sub(d);
         let culprit = Culprit::task(self.eng.tl, self.eng.s, reader, c.cpu);
         let mut per = PerMiss::default();
-        per.add(cause::READER_NOT_READING.to_string(), culprit.clone(), late);
+        per.add(cause::READER_NOT_READING, culprit.clone(), late);
         tally.blame_cpu(c.cpu, late);
         let what = format!("{} by {}", self.o.from.text(), self.eng.task(c.tid));
         let mut chain = vec![Link::mark(
@@ -468,7 +468,7 @@ impl MissCx<'_> {
             duration_ns: late,
             excess_ns: late,
             held_by: vec![Hold {
-                category: cause::READER_NOT_READING.into(),
+                category: cause::READER_NOT_READING,
                 culprit,
                 ns: late,
                 why: Some(format!("the reader was {}", r.reader)),

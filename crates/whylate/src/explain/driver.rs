@@ -5,7 +5,7 @@
 //! does the rest once.
 
 use super::advice::{advise, context};
-use super::causes as cause;
+use super::causes::{self as cause, Category};
 use super::once::Once;
 use super::report::{CauseKey, CauseRow, Culprit, CycleStats, ExplainReport, Hold, Miss, Windows};
 use crate::dist::Dist;
@@ -44,7 +44,7 @@ impl Tally {
     /// Notes the part of `h` that fell inside a deferral's wait.
     pub(super) fn nest(&mut self, h: &Hold) {
         if h.nested_ns > 0 {
-            let k = (h.category.clone(), h.culprit.clone());
+            let k = (h.category, h.culprit.clone());
             *self.nested.entry(k).or_default() += h.nested_ns;
         }
     }
@@ -57,7 +57,7 @@ impl Tally {
         let mut per = PerMiss::default();
         for h in m.chain.iter().flat_map(|l| &l.held_by) {
             self.nest(h);
-            per.add(h.category.clone(), h.culprit.clone(), h.ns);
+            per.add(h.category, h.culprit.clone(), h.ns);
             if let Some(c) = h.culprit.cpu {
                 self.blame_cpu(c, h.ns);
             }
@@ -143,12 +143,12 @@ impl PerMiss {
     /// Adds each hold to its cause.
     pub(super) fn add_holds(&mut self, holds: &[Hold]) {
         for h in holds {
-            self.add(h.category.clone(), h.culprit.clone(), h.ns);
+            self.add(h.category, h.culprit.clone(), h.ns);
         }
     }
 
     /// Adds `ns` to one cause.
-    pub(super) fn add(&mut self, category: String, culprit: Culprit, ns: u64) {
+    pub(super) fn add(&mut self, category: Category, culprit: Culprit, ns: u64) {
         *self.0.entry((category, culprit)).or_default() += ns;
     }
 
@@ -270,7 +270,7 @@ pub(super) fn rank(
             share: ns as f64 / sum as f64,
         })
         .collect();
-    let blind = |r: &CauseRow| super::causes::is_blind_spot(&r.category);
+    let blind = |r: &CauseRow| super::causes::is_blind_spot(r.category);
     let key = deferral_keys(&rows, nested);
     let key = |r: &CauseRow| key(r).unwrap_or(r.total_excess_ns);
     rows.sort_by(|a, b| {
@@ -322,7 +322,7 @@ fn deferral_keys(
 fn after_deferral(rows: &mut Vec<CauseRow>, nested: &FxHashMap<CauseKey, u64>) {
     let inside = |r: &CauseRow| {
         r.category == cause::SOFTIRQ_BACKLOG
-            || (nested.get(&(r.category.clone(), r.culprit.clone())))
+            || (nested.get(&(r.category, r.culprit.clone())))
                 .is_some_and(|&ns| ns * 2 > r.total_excess_ns)
     };
     let mut i = 0;
@@ -443,22 +443,22 @@ mod tests {
         }
     }
 
-    fn key(category: &str, irq: Option<u32>, comm: Option<&str>) -> CauseKey {
+    fn key(category: Category, irq: Option<u32>, comm: Option<&str>) -> CauseKey {
         let culprit = Culprit {
             irq,
             comm: comm.map(str::to_string),
             cpu: Some(0),
             ..Default::default()
         };
-        (category.to_string(), culprit)
+        (category, culprit)
     }
 
     #[test]
     fn a_deferral_ranks_by_its_whole_wait_ahead_of_what_cut_into_it() {
-        let irq = key("hardirq", Some(9), None);
-        let net = key("softirq", None, Some("NET_RX"));
-        let sshd = key("deferred-to-ksoftirqd", None, Some("sshd"));
-        let other = key("hardirq", Some(11), None);
+        let irq = key(cause::HARDIRQ, Some(9), None);
+        let net = key(cause::SOFTIRQ, None, Some("NET_RX"));
+        let sshd = key(cause::DEFERRED_TO_KSOFTIRQD, None, Some("sshd"));
+        let other = key(cause::HARDIRQ, Some(11), None);
         let causes: FxHashMap<CauseKey, (u64, u64)> = [
             (irq.clone(), (1, 300)),
             (net.clone(), (1, 250)),

@@ -356,7 +356,7 @@ fn explain_one(
     let late = (end - x.ts).saturating_sub(o.within_ns);
     let ctx = context_at(tl, s, x, flags_words(x.flags));
     let hold = Hold {
-        category: cause::NO_FOLLOW_UP.into(),
+        category: cause::NO_FOLLOW_UP,
         culprit: ctx.0.clone(),
         ns: late,
         why: Some(format!("A happened in {}", ctx.1)),

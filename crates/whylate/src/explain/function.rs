@@ -253,7 +253,7 @@ fn explain_one(
     let mut held = match x.call {
         Some(i) => call_holds(eng, tree, i),
         None => vec![Hold {
-            category: cause::IRQS_OFF.into(),
+            category: cause::IRQS_OFF,
             culprit: code(
                 s,
                 x.section.map_or(Sym::EMPTY, |i| Sym(tl.spans.key[i])),
@@ -363,7 +363,7 @@ fn call_holds(eng: &super::engine::Engine<'_>, tree: &Tree, i: usize) -> Vec<Hol
             };
             away += o.ns;
             out.push(Hold {
-                category: category.into(),
+                category,
                 culprit,
                 ns: o.ns,
                 why: None,
@@ -382,8 +382,7 @@ fn call_holds(eng: &super::engine::Engine<'_>, tree: &Tree, i: usize) -> Vec<Hol
                 cause::OWN_CODE
             } else {
                 cause::CALLEE
-            }
-            .into(),
+            },
             culprit: code(s, f, cpu),
             ns,
             why: None,
@@ -391,7 +390,7 @@ fn call_holds(eng: &super::engine::Engine<'_>, tree: &Tree, i: usize) -> Vec<Hol
         })
         .collect();
     code_holds.push(Hold {
-        category: cause::OWN_CODE.into(),
+        category: cause::OWN_CODE,
         culprit: code(s, c.func, cpu),
         ns: c.self_ns,
         why: None,
@@ -666,7 +665,7 @@ mod tests {
         // slow_write's own time and poll_port's.
         assert_eq!((l.usual_ns, l.excess_ns), (Some(50_000), 450_000));
         let got: Vec<(String, String, u64)> = (l.held_by.iter())
-            .map(|h| (h.category.clone(), h.culprit.label(), h.ns))
+            .map(|h| (h.category.id().to_string(), h.culprit.label(), h.ns))
             .collect();
         assert_eq!(
             got,
@@ -726,7 +725,7 @@ mod tests {
         assert_eq!(r.cycles.misses, 1);
         let l = &r.misses[0].chain[0];
         let got: Vec<(String, String)> = (l.held_by.iter())
-            .map(|h| (h.category.clone(), h.culprit.label()))
+            .map(|h| (h.category.id().to_string(), h.culprit.label()))
             .collect();
         // The block (+100 to +400 us) is the waker's: x held it off CPU0 from +100 to
         // +350 us (the part inside the block), then its own work to the wakeup.

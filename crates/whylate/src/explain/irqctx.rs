@@ -204,7 +204,7 @@ impl Engine<'_> {
             ),
         };
         Hold {
-            category: category.into(),
+            category,
             culprit,
             ns,
             why: None,
@@ -278,7 +278,7 @@ mod tests {
         let us = 1_000;
         let held = eng.idle_in_irq(1, 1_000 * us, 1_104 * us);
         let got: Vec<(String, String, u64)> = (held.iter())
-            .map(|h| (h.category.clone(), h.culprit.label(), h.ns / us))
+            .map(|h| (h.category.id().to_string(), h.culprit.label(), h.ns / us))
             .collect();
         // +0..+9 in hard interrupt context up to the callback (the same interrupt, as
         // far as the trace tells), the callback 79 us, the irq exit 9 us: 97 us; the

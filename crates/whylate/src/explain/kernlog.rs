@@ -355,7 +355,7 @@ fn one(r: &KernelReport, tally: &mut Tally) -> Miss {
     };
     let ns = r.stuck_ns.unwrap_or(0);
     let hold = Hold {
-        category: category.into(),
+        category,
         culprit: Culprit {
             caller: Some(code),
             cpu: r.cpu,

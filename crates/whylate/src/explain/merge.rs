@@ -248,12 +248,7 @@ mod tests {
         // Quantiles to within the sketch's rounding (8 significant bits).
         assert!(a.p50_ns <= b.p50_ns && b.p50_ns - a.p50_ns <= b.p50_ns / 128);
         let key = |c: &crate::explain::CauseRow| {
-            (
-                c.category.clone(),
-                c.culprit.label(),
-                c.count,
-                c.total_excess_ns,
-            )
+            (c.category, c.culprit.label(), c.count, c.total_excess_ns)
         };
         let ours: Vec<_> = m.causes.iter().map(key).collect();
         let theirs: Vec<_> = r.causes.iter().map(key).collect();

@@ -63,7 +63,7 @@ mod timerlat_join;
 mod waitfor;
 
 pub use auto::*;
-pub use causes::{is_blind_spot, BLIND_SPOTS};
+pub use causes::{is_blind_id, is_blind_spot, Category, BLIND_SPOTS};
 pub use cutter::*;
 pub use cycle::{Cycle, CycleStore};
 pub use cycles::*;

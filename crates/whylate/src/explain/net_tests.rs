@@ -78,7 +78,7 @@ fn a_packet_deferred_to_ksoftirqd_is_blamed_on_the_task_that_starved_it() {
     );
     assert!(pending.pending_at_deadline);
     let held: Vec<(&str, u64)> = (pending.held_by.iter())
-        .map(|h| (h.category.as_str(), h.ns))
+        .map(|h| (h.category.id(), h.ns))
         .collect();
     // Up to the deadline (+1 ms) and above the usual 1 us raise-to-run: NET_RX ran the
     // backlog ahead of it for 281 us (+21..+302), then the hog held ksoftirqd off.
@@ -371,7 +371,7 @@ fn a_receiver_not_yet_waiting_is_blamed_as_a_normal_task_behind_the_hog() {
     let r = woken_before_the_request(120, &[]);
     let c = &r.causes[0];
     assert_eq!(
-        (c.category.as_str(), c.culprit.pid),
+        (c.category.id(), c.culprit.pid),
         ("runqueue-wait", Some(60)),
         "{:?}",
         r.causes
@@ -482,7 +482,7 @@ fn an_interrupt_that_ends_a_cpus_silence_is_late_not_the_device() {
     assert_eq!(r.cycles.misses, 1);
     let c = &r.causes[0];
     assert_eq!(
-        (c.category.as_str(), c.culprit.cpu),
+        (c.category.id(), c.culprit.cpu),
         ("irq-late", Some(1)),
         "{:?}",
         r.causes
@@ -546,7 +546,7 @@ fn network_events_match_the_packet_by_skb_address() {
     // The usual wait is the good datagrams' 16 us (enqueue +5 to NET_RX entry +21): the
     // window weighed is the same +21..+1000 us as without the events.
     let held: Vec<(&str, u64)> = (pending.held_by.iter())
-        .map(|h| (h.category.as_str(), h.ns))
+        .map(|h| (h.category.id(), h.ns))
         .collect();
     assert_eq!(
         held,
@@ -664,7 +664,7 @@ fn a_datagram_queued_behind_a_busy_net_rx_is_blamed_on_that_softirq_not_the_devi
         wait.what
     );
     let held: Vec<(&str, u64)> = (wait.held_by.iter())
-        .map(|h| (h.category.as_str(), h.ns))
+        .map(|h| (h.category.id(), h.ns))
         .collect();
     // Up to the deadline: NET_RX's runs, less the 1 us between each two (5 of them),
     // when the receiver itself was on the CPU.
@@ -699,19 +699,25 @@ fn a_softirq_backlog_ranks_right_after_the_deferral_that_let_it_pile_up() {
         ..on(1)
     };
     let mut causes = rustc_hash::FxHashMap::default();
-    causes.insert(("softirq-backlog".to_string(), net_rx(1)), (61, 50_000_000));
-    causes.insert(("deferred-to-ksoftirqd".to_string(), hog), (62, 40_000_000));
+    causes.insert(
+        (super::causes::SOFTIRQ_BACKLOG, net_rx(1)),
+        (61, 50_000_000),
+    );
+    causes.insert(
+        (super::causes::DEFERRED_TO_KSOFTIRQD, hog),
+        (62, 40_000_000),
+    );
     let rx = Culprit {
         comm: Some("rx".into()),
         pid: Some(7),
         ..on(1)
     };
-    causes.insert(("deferred-to-ksoftirqd".to_string(), rx), (38, 400_000));
-    causes.insert(("hardirq".to_string(), on(1)), (3, 45_000_000));
-    causes.insert(("softirq-backlog".to_string(), net_rx(0)), (2, 60_000_000));
+    causes.insert((super::causes::DEFERRED_TO_KSOFTIRQD, rx), (38, 400_000));
+    causes.insert((super::causes::HARDIRQ, on(1)), (3, 45_000_000));
+    causes.insert((super::causes::SOFTIRQ_BACKLOG, net_rx(0)), (2, 60_000_000));
     let rows = super::driver::rank(causes, &Default::default());
     let order: Vec<(&str, Option<u32>, u64)> = (rows.iter())
-        .map(|r| (r.category.as_str(), r.culprit.cpu, r.total_excess_ns))
+        .map(|r| (r.category.id(), r.culprit.cpu, r.total_excess_ns))
         .collect();
     assert_eq!(
         order,
@@ -780,8 +786,8 @@ fn starved_pending(r: &ExplainReport) -> (&Link, Vec<HoldRow<'_>>) {
         .unwrap();
     let held = (pending.held_by.iter())
         .map(|h| {
-            let label = h.culprit.label_in(&h.category);
-            (h.category.as_str(), label, h.ns, h.why.as_deref())
+            let label = h.culprit.label_in(h.category);
+            (h.category.id(), label, h.ns, h.why.as_deref())
         })
         .collect();
     (pending, held)
@@ -819,7 +825,7 @@ fn a_deferral_good_cycles_also_had_is_still_split_over_the_hog_the_backlog_and_t
         ]
     );
     let rows: Vec<(&str, u64)> = (r.causes.iter())
-        .map(|c| (c.category.as_str(), c.total_excess_ns))
+        .map(|c| (c.category.id(), c.total_excess_ns))
         .collect();
     assert_eq!(
         rows,

@@ -23,7 +23,7 @@ impl Once {
         let mut mine: FxHashMap<CauseKey, Vec<Span>> = FxHashMap::default();
         for l in m.chain.iter().filter(|l| !l.after_deadline) {
             for h in l.held_by.iter().filter(|h| h.ns > 0) {
-                let k = (h.category.clone(), h.culprit.clone());
+                let k = (h.category, h.culprit.clone());
                 let end = l.ts_ns + l.duration_ns.max(1);
                 mine.entry(k).or_default().push((l.ts_ns, end, h.ns));
             }
@@ -94,7 +94,7 @@ fn swept(spans: &[Span]) -> u64 {
 /// Sets each row's `once_ns`: its total less what overlapping misses repeated.
 pub(super) fn apply(rows: &mut [CauseRow], repeated: &FxHashMap<CauseKey, u64>) {
     for r in rows {
-        let k = (r.category.clone(), r.culprit.clone());
+        let k = (r.category, r.culprit.clone());
         let rep = repeated.get(&k).copied().unwrap_or(0);
         r.once_ns = r.total_excess_ns.saturating_sub(rep);
     }

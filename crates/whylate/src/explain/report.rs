@@ -1,7 +1,7 @@
 //! The explain report: causes, misses with their chains, context and advice (the JSON
 //! schema in docs/json.md).
 
-use super::causes as cause;
+use super::causes::{self as cause, Category};
 use crate::event::Interner;
 use crate::packed::{get_i, get_u, put_i, put_u, Pack, Packed};
 use crate::read::inputs::InputInfo;
@@ -10,7 +10,7 @@ use serde::Serialize;
 use std::fmt::Write as _;
 
 /// A cause: (category, culprit).
-pub type CauseKey = (String, Culprit);
+pub type CauseKey = (Category, Culprit);
 
 /// Who a cause names.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
@@ -44,9 +44,9 @@ pub struct Culprit {
 impl Hold {
     /// `category` held `cpu` for `ns`, with no culprit but the CPU (lost events, an idle
     /// or stalled CPU, a late interrupt with no visible reason).
-    pub(super) fn on_cpu(category: &str, cpu: u32, ns: u64) -> Hold {
+    pub(super) fn on_cpu(category: Category, cpu: u32, ns: u64) -> Hold {
         Hold {
-            category: category.into(),
+            category,
             culprit: Culprit {
                 cpu: Some(cpu),
                 ..Default::default()
@@ -88,12 +88,12 @@ impl Culprit {
     /// The label as read after its category: no repeated word (`softirq TIMER` under
     /// `softirq` reads `TIMER`), and a culprit with no task, irq or code to name says what
     /// the category stands for instead of `-`.
-    pub fn label_in(&self, category: &str) -> String {
+    pub fn label_in(&self, category: Category) -> String {
         let l = self.label();
         if l == "-" {
             return anonymous(category).to_string();
         }
-        match l.strip_prefix(category) {
+        match l.strip_prefix(category.id()) {
             Some(rest) if rest.starts_with(' ') => rest.trim_start().to_string(),
             _ => l,
         }
@@ -134,7 +134,7 @@ impl Link {
 }
 
 /// What a cause with no task, irq or code to name stands for.
-fn anonymous(category: &str) -> &'static str {
+fn anonymous(category: Category) -> &'static str {
     match category {
         cause::CPU_IDLE => "(the CPU was idle)",
         cause::UNKNOWN => "(nothing the trace shows)",
@@ -170,7 +170,7 @@ pub(super) fn prio_words(prio: Option<i32>) -> String {
 pub struct CauseRow {
     /// `runqueue-wait`, `preempted-by`, `hardirq`, `softirq`, `irqs-off`, `cpu-idle`,
     /// `unknown-lost-events`, `unknown`.
-    pub category: String,
+    pub category: Category,
     /// Who.
     pub culprit: Culprit,
     /// Misses it contributed to.
@@ -226,7 +226,7 @@ pub struct Link {
 #[derive(Clone, Debug, Serialize)]
 pub struct Hold {
     /// Category.
-    pub category: String,
+    pub category: Category,
     /// Who.
     pub culprit: Culprit,
     /// Time held.

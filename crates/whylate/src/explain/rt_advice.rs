@@ -14,7 +14,7 @@ pub(super) fn for_rt_cause(c: &CauseRow, others: &str, culprit: &str) -> Vec<Adv
         command: format!("boot with isolcpus={cpu} nohz_full={cpu} rcu_nocbs={cpu} (or a cpuset partition), and move IRQs off it"),
         cost: "the CPU is lost to everything else; nohz_full makes kernel entry and exit slower on it".into(),
     };
-    match c.category.as_str() {
+    match c.category {
         cause::TIMER_IRQ_LATENCY if c.culprit.caller.is_some() => vec![Advice {
             action: format!(
                 "The timer's interrupt came late on CPU{cpu} and landed in {}: look there (and in its callers) for interrupts held off",

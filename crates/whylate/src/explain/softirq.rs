@@ -190,7 +190,7 @@ fn left_idle_for(eng: &Engine<'_>, l: &RawLink, k0: u64, b: u64) -> Vec<Hold> {
         .find(|&i| sp.tid[i] != 0);
     // Handlers and softirqs here cut in while ksoftirqd waited (driver::rank).
     for h in out.iter_mut() {
-        if [cause::HARDIRQ, cause::SOFTIRQ].contains(&h.category.as_str()) {
+        if [cause::HARDIRQ, cause::SOFTIRQ].contains(&h.category) {
             h.nested_ns = h.ns;
         }
     }
@@ -200,7 +200,7 @@ fn left_idle_for(eng: &Engine<'_>, l: &RawLink, k0: u64, b: u64) -> Vec<Hold> {
     let tid = sp.tid[next];
     for h in out.iter_mut().filter(|h| h.category == cause::CPU_IDLE) {
         let comm = eng.s.get(tl.comm(tid)).to_string();
-        h.category = cause::RUNQUEUE_WAIT.into();
+        h.category = cause::RUNQUEUE_WAIT;
         h.culprit = Culprit {
             comm: Some(comm).filter(|c| !c.is_empty()),
             pid: Some(tid),

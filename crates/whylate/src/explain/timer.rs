@@ -153,7 +153,7 @@ fn moved(eng: &Engine<'_>, cpu: u32, (a, b): (u64, u64), ns: u64) -> Option<Hold
         .collect();
     let &(due, _) = on_time.first()?;
     Some(Hold {
-        category: cause::TIMER_MOVED.into(),
+        category: cause::TIMER_MOVED,
         culprit: Culprit {
             cpu: Some(cpu),
             ..Default::default()

@@ -5,7 +5,7 @@
 //! (scheduling, kernel entry and exit). The parts sum to the thread latency. osnoise
 //! `sample_threshold` hits are explained the same way from the noise inside them.
 
-use super::causes as cause;
+use super::causes::{self as cause, Category};
 use super::driver::{assemble, Findings, Framing, Tally};
 use super::report::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss, Window};
 use crate::dist::median;
@@ -52,7 +52,7 @@ fn deadline(given: Option<u64>, lats: &[u64]) -> (u64, String) {
 }
 
 /// Who a noise was, as a hold's category and culprit.
-fn culprit(n: &Noise) -> (&'static str, Culprit) {
+fn culprit(n: &Noise) -> (Category, Culprit) {
     let cpu = Some(n.cpu);
     let name = n.name.trim().to_string();
     match n.kind {
@@ -114,7 +114,7 @@ fn noise_parts(noise: &[&Noise], (from, to): (u64, u64)) -> Vec<Hold> {
         {
             Some(h) => h.ns += n.dur_ns,
             None => parts.push(Hold {
-                category: cat.into(),
+                category: cat,
                 culprit: who,
                 ns: n.dur_ns,
                 why: None,
@@ -133,7 +133,7 @@ pub(super) fn fill(
     cpu: u32,
     total: u64,
     fixed: Vec<Hold>,
-    rest: (&str, &str),
+    rest: (Category, &str),
 ) -> Vec<Hold> {
     let mut left = total.saturating_sub(fixed.iter().map(|h| h.ns).sum());
     parts.sort_by(|a, b| {
@@ -620,7 +620,7 @@ mod tests {
     /// The parts of a miss, by category and culprit label.
     fn parts(m: &Miss) -> Vec<(String, String, u64)> {
         (m.chain.iter().flat_map(|l| &l.held_by))
-            .map(|h| (h.category.clone(), h.culprit.label(), h.ns))
+            .map(|h| (h.category.id().to_string(), h.culprit.label(), h.ns))
             .collect()
     }
 
@@ -687,7 +687,7 @@ mod tests {
         assert_eq!(r.misses[0].late_ns, 75_000);
         let c = &r.causes[0];
         assert_eq!(
-            (c.category.as_str(), c.count, c.total_excess_ns),
+            (c.category.id(), c.count, c.total_excess_ns),
             ("thread-noise", 2, 210_000)
         );
         assert!(
@@ -904,7 +904,7 @@ mod tests {
         let r = analyze_timerlat(&p.tl, &p.strings, Some(20_000), 3);
         let m = &r.misses[0];
         let irq: Vec<_> = (m.chain[1].held_by.iter())
-            .map(|h| (h.category.clone(), h.culprit.label(), h.ns))
+            .map(|h| (h.category.id().to_string(), h.culprit.label(), h.ns))
             .collect();
         let want: Vec<(String, String, u64)> = vec![
             ("hardirq".into(), "irq 33 (eth0)".into(), 5_000),

@@ -51,7 +51,7 @@ pub(super) fn traced_parts(
             ),
         };
         out.push(Hold {
-            category: category.into(),
+            category,
             culprit,
             ns: o.ns,
             why: None,

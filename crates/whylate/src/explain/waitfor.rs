@@ -80,7 +80,7 @@ impl Engine<'_> {
         let rest = (b - a).saturating_sub(waited);
         if rest > 0 {
             held.push(Hold {
-                category: cause::ON_CPU.into(),
+                category: cause::ON_CPU,
                 culprit: Culprit::task(self.tl, self.s, w.waker, w.cpu),
                 ns: rest,
                 why: Some(format!(

@@ -141,7 +141,7 @@ fn a_backlog_that_piled_up_while_ksoftirqd_waited_is_that_deferral() {
     // queued while hog kept ksoftirqd/1 off CPU1 for 3 ms (woken at T-3.299 ms): the chain reaches hog.
     let c = &r.causes[0];
     assert_eq!(
-        (c.category.as_str(), c.culprit.label()),
+        (c.category.id(), c.culprit.label()),
         ("deferred-to-ksoftirqd", "hog[60] (nice 0)".to_string()),
         "{:?}",
         r.causes

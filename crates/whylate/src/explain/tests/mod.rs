@@ -293,14 +293,16 @@ fn a_reply_held_behind_another_interrupt_handler_blames_that_handler() {
     assert_eq!(r.cycles.misses, 1);
     let c = &r.causes[0];
     assert_eq!(
-        (c.category.as_str(), c.culprit.irq),
+        (c.category.id(), c.culprit.irq),
         ("hardirq", Some(96)),
         "{:?}",
         r.causes
     );
     assert_eq!(c.culprit.irq_name.as_deref(), Some("hpvsa0"));
     assert!(
-        r.causes.iter().all(|c| c.category != "device/external"),
+        r.causes
+            .iter()
+            .all(|c| c.category.id() != "device/external"),
         "{:?}",
         r.causes
     );
@@ -318,12 +320,12 @@ fn chain_words_are_not_doubled_and_anonymous_culprits_say_what_they_are() {
         ..Default::default()
     };
     assert_eq!(anon.label(), "-");
-    assert_eq!(anon.label_in("cpu-idle"), "(the CPU was idle)");
+    assert_eq!(anon.label_in(super::causes::CPU_IDLE), "(the CPU was idle)");
     let soft = Culprit {
         vector: Some("TIMER".into()),
         ..Default::default()
     };
-    assert_eq!(soft.label_in("softirq"), "TIMER");
+    assert_eq!(soft.label_in(super::causes::SOFTIRQ), "TIMER");
 }
 
 #[test]
@@ -405,7 +407,7 @@ fn a_wakeup_whose_switch_in_is_not_traced_blames_only_what_the_trace_shows() {
     // Up to the deadline (+500 us) the client waited from +20 (its usual 10 us after
     // the wakeup): idle to +100, irq 16 to +400, then nothing the trace shows.
     let causes: Vec<(&str, u64)> = (r.causes.iter())
-        .map(|c| (c.category.as_str(), c.total_excess_ns))
+        .map(|c| (c.category.id(), c.total_excess_ns))
         .collect();
     assert_eq!(
         causes,

@@ -20,7 +20,7 @@ fn a_miss_is_explained_up_to_its_deadline_not_by_the_clients_own_sleep() {
         assert_eq!(r.causes.len(), 1, "{:?}", r.causes);
         let c = &r.causes[0];
         assert_eq!(
-            (c.category.as_str(), c.culprit.pid),
+            (c.category.id(), c.culprit.pid),
             ("runqueue-wait", Some(60))
         );
         assert_eq!(c.total_excess_ns, 2 * 3_478_000, "{:?}", r.causes);

@@ -63,7 +63,7 @@ fn a_holder_that_simply_holds_long_is_its_own_work() {
     );
     let c = &r.causes[0];
     assert_eq!(
-        (c.category.as_str(), c.culprit.label().as_str()),
+        (c.category.id(), c.culprit.label().as_str()),
         ("on-cpu", "b[20] (nice 0)"),
         "{:?}",
         r.causes
@@ -77,7 +77,7 @@ fn a_wait_behind_a_wait_reaches_the_task_that_held_the_last_one() {
     let c = &r.causes[0];
     // c3 kept b waiting, and c (RT 50) behind it: x held c3 off CPU1.
     assert_eq!(
-        (c.category.as_str(), c.culprit.label().as_str()),
+        (c.category.id(), c.culprit.label().as_str()),
         ("priority-inversion", "x[45] (RT 10)"),
         "{:?}",
         r.causes
@@ -133,7 +133,7 @@ fn a_holder_asleep_on_its_own_timer_is_what_the_waiter_was_blocked_on() {
     assert_eq!(r.cycles.misses, 1);
     let c = &r.causes[0];
     assert_eq!(
-        (c.category.as_str(), c.culprit.label()),
+        (c.category.id(), c.culprit.label()),
         ("blocked-on", "b[20] (nice 0)".to_string()),
         "{:?}",
         r.causes
@@ -266,7 +266,7 @@ fn a_timer_period_overrun_behind_a_preempted_lock_holder_is_a_priority_inversion
     assert!(r.cycles.misses >= 1, "{:?}", r.cycles);
     let c = &r.causes[0];
     assert_eq!(
-        (c.category.as_str(), c.culprit.label()),
+        (c.category.id(), c.culprit.label()),
         ("priority-inversion", "x[45] (RT 10)".to_string()),
         "{:?}",
         r.causes
@@ -309,7 +309,7 @@ fn automatic_mode_finds_the_inversion_a_blocked_waiter_suffered() {
     let r = auto(&[Hold::Preempted]);
     let c = &r.causes[0];
     assert_eq!(
-        (c.category.as_str(), c.culprit.label(), c.total_excess_ns),
+        (c.category.id(), c.culprit.label(), c.total_excess_ns),
         ("priority-inversion", "x[45] (RT 10)".to_string(), 2_000_000),
         "{:?}",
         r.causes
@@ -394,7 +394,7 @@ fn a_reader_of_a_pipe_waits_for_its_writer_and_what_held_the_writer() {
     assert_eq!((r.cycles.count, r.cycles.misses), (7, 1), "{:?}", r.notes);
     let c = &r.causes[0];
     assert_eq!(
-        (c.category.as_str(), c.culprit.label()),
+        (c.category.id(), c.culprit.label()),
         ("priority-inversion", "x[45] (RT 10)".to_string()),
         "{:?}",
         r.causes
