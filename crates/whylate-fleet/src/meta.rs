@@ -3,6 +3,14 @@
 
 use std::fmt::Write as _;
 
+/// Every mode a trace's findings are filed under: an explain mode's name
+/// ([`whylate::explain::Mode::NAMES`]) or `latency`.
+pub fn modes() -> Vec<&'static str> {
+    let mut m = whylate::explain::Mode::NAMES.to_vec();
+    m.push("latency");
+    m
+}
+
 /// Who and what a trace's findings belong to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceMeta {

@@ -236,10 +236,8 @@ pub struct FleetArgs {
     /// Judge every sample against this deadline instead of each trace's own (`5ms`).
     #[arg(long, value_parser = deadline)]
     pub deadline: Option<u64>,
-    /// Only traces of this analysis: cycles, timer, softirq, expect, function, auto or
-    /// latency (`watch` files under the mode it watched).
-    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(
-        ["cycles", "timer", "softirq", "expect", "function", "auto", "latency"]))]
+    /// Only traces of this analysis (`watch` files under the mode it watched).
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(whylate_fleet::meta::modes()))]
     pub mode: Option<String>,
     /// Causes and hosts listed.
     #[arg(long, default_value_t = 10)]

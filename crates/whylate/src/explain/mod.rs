@@ -108,15 +108,19 @@ pub enum Mode {
 }
 
 impl Mode {
-    /// The mode's name: `cycles`, `timer`, `softirq`, `expect`, `function`, `auto`.
+    /// Every mode's name, as [`Mode::name`] gives them (findings and fleet filter by it).
+    pub const NAMES: [&'static str; 6] =
+        ["cycles", "timer", "softirq", "expect", "function", "auto"];
+
+    /// The mode's name: one of [`Mode::NAMES`].
     pub fn name(&self) -> &'static str {
         match self {
-            Mode::Cycles(_) => "cycles",
-            Mode::Timer(_) => "timer",
-            Mode::Softirq { .. } => "softirq",
-            Mode::Expect(_) => "expect",
-            Mode::Function(_) => "function",
-            Mode::Auto { .. } => "auto",
+            Mode::Cycles(_) => Self::NAMES[0],
+            Mode::Timer(_) => Self::NAMES[1],
+            Mode::Softirq { .. } => Self::NAMES[2],
+            Mode::Expect(_) => Self::NAMES[3],
+            Mode::Function(_) => Self::NAMES[4],
+            Mode::Auto { .. } => Self::NAMES[5],
         }
     }
 

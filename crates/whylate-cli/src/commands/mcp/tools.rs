@@ -53,7 +53,8 @@ grew against the other groups.",
                 "description": "Findings directories (what --parquet wrote), under the roots."},
             "by": s("Compare groups: `host`, `kernel` or `label:KEY`."),
             "deadline": s("Judge every sample against this deadline instead of each trace's own (`5ms`)."),
-            "mode": s("Only traces of this analysis: cycles, timer, softirq, expect, function, auto or latency."),
+            "mode": {"type": "string", "enum": whylate_fleet::meta::modes(), "description": format!(
+                "Only traces of this analysis: {}.", whylate_fleet::meta::modes().join(", "))},
             "top": {"type": "integer", "minimum": 0, "description": "Causes and hosts listed (default 10)."},
         })]),
         &["paths"],
@@ -262,6 +263,20 @@ mod tests {
 
     /// The measures the MCP schema, the CLI help and docs/reference.md name are the
     /// catalogue's, in its order: a measure added there reaches all three or this fails.
+    #[test]
+    fn every_list_of_modes_is_the_catalogue() {
+        let modes = whylate_fleet::meta::modes();
+        let f = fleet();
+        assert_eq!(f.input_schema["properties"]["mode"]["enum"], json!(modes));
+        let cli = crate::args::Cli::command();
+        let sub = cli.find_subcommand("fleet").unwrap();
+        let arg = sub.get_arguments().find(|a| a.get_id() == "mode").unwrap();
+        let values: Vec<String> = (arg.get_possible_values().iter())
+            .map(|v| v.get_name().to_string())
+            .collect();
+        assert_eq!(values, modes);
+    }
+
     #[test]
     fn every_list_of_measures_is_the_catalogue() {
         let names = Measure::names();
