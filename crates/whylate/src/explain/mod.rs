@@ -19,6 +19,11 @@
 //!    at the deadline: the links still pending then.
 //! 5. **Causes** rank the culprits over all misses; **advice** turns the top ones into
 //!    commands for this machine, with what each costs.
+//!
+//! The files live in rooms that say what they are: `modes/` (one file per mode: what it
+//! takes as late), `chain/` (steps 1-3), `blame/` (step 4 and the driver that ranks the
+//! causes, step 5), `advice/` (what to do); the catalogue of causes (`causes.rs`) and the
+//! report (`report.rs`) stand beside them.
 
 use crate::event::{Event, Interner};
 use crate::pipeline::{self, Pass, Sink};
@@ -26,41 +31,21 @@ use crate::read::inputs::Inputs;
 use crate::read::{OpenOptions, Opened, ReadError};
 use crate::timeline::Timeline;
 mod advice;
-mod auto;
-mod auto_inversion;
 mod blame;
 pub mod causes;
-mod console;
-mod cutter;
-mod cycle;
-mod cycle_miss;
-mod cycles;
-mod driver;
-mod engine;
-mod expect;
-mod function;
-mod handoff;
-mod irq_stack;
-mod irqctx;
-mod kernlog;
-mod learned;
-mod machine;
+mod chain;
+mod modes;
+pub(crate) use advice::{machine, rt_advice};
+pub(crate) use blame::{console, driver, irq_stack, once};
+pub(crate) use chain::{cutter, cycle, engine, learned, queues, ready, template};
+pub(crate) use modes::{
+    auto, auto_inversion, cycle_miss, cycles, expect, function, kernlog, softirq, timer, timerlat,
+    timerlat_join,
+};
 mod merge;
-#[cfg(test)]
-mod net_tests;
-mod once;
-mod queues;
-mod ready;
 mod report;
-mod rt_advice;
-mod softirq;
-mod template;
 #[cfg(test)]
 mod tests;
-mod timer;
-mod timerlat;
-mod timerlat_join;
-mod waitfor;
 
 pub use auto::*;
 pub use causes::{is_blind_id, is_blind_spot, Category, BLIND_SPOTS};

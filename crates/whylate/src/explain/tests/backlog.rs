@@ -1,7 +1,7 @@
 //! A softirq backlog whose root is a deferral before the work was queued: the backlog's
 //! time goes to the task that kept ksoftirqd off the CPU (`Engine::backlog_root`).
 
-use crate::explain::net_tests::{behind_a_backlog, udp_cycles};
+use crate::explain::tests::net::{behind_a_backlog, udp_cycles};
 use crate::explain::Pairing;
 use crate::testkit;
 

@@ -6,6 +6,7 @@ use crate::read::OpenOptions;
 use crate::testkit;
 
 mod backlog;
+mod net;
 mod ready;
 mod recorder;
 mod waitfor;

@@ -1,4 +1,4 @@
-//! Waits through other tasks (`explain/waitfor.rs`) on `testkit::mutex_chain`: a
+//! Waits through other tasks (`explain/chain/waitfor.rs`) on `testkit::mutex_chain`: a
 //! real-time client blocks on a lock a normal task holds.
 
 use super::cycles_of;

@@ -1,0 +1,777 @@
+//! `--function F`: slow calls of a kernel function, each explained like a miss. With
+//! function_graph the samples are F's calls, and a call's time goes to its callees (each
+//! descendant's own time, by function), to F's own code, to the interrupts and softirqs
+//! that ran on its CPU meanwhile and to the tasks that ran while F's task was off it.
+//! Without function_graph the samples are the irqs-off sections F opened (seed 004's
+//! console_unlock), with the interrupts that waited for them.
+
+use crate::dist::quantile;
+use crate::event::{Event, Interner, Sym};
+use crate::explain::blame::scale;
+use crate::explain::causes as cause;
+use crate::explain::driver::{assemble, Findings, Framing, PerMiss, Tally};
+use crate::explain::report::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss, Window};
+use crate::glob::Glob;
+use crate::timeline::{OccupantKind, SpanKind, Timeline, NONE};
+use crate::units::{dur, secs};
+use rustc_hash::FxHashMap;
+
+/// What `--function` explains.
+#[derive(Clone, Debug)]
+pub struct FunctionOptions {
+    /// The function (a glob: `serial8250_*`).
+    pub func: Glob,
+    /// Calls longer than this are misses.
+    pub deadline_ns: Option<u64>,
+    /// Units the function moves per second (`--expect 115200baud`): without a deadline,
+    /// a call may take one unit's time.
+    pub expect_per_s: Option<f64>,
+    /// Misses shown in full.
+    pub top: usize,
+}
+
+/// One sample: a call (index into `tl.calls`) or an irqs-off section (span index).
+#[derive(Clone, Copy)]
+struct Sample {
+    start: u64,
+    dur: u64,
+    cpu: u32,
+    tid: i32,
+    call: Option<usize>,
+    section: Option<usize>,
+}
+
+/// The `--function` analysis on a built timeline.
+pub fn analyze_function(tl: &Timeline, s: &Interner, o: &FunctionOptions) -> ExplainReport {
+    let (samples, from_sections) = samples(tl, s, &o.func);
+    let mut lat: Vec<u64> = samples.iter().map(|x| x.dur).collect();
+    lat.sort_unstable();
+    let (deadline, source) = policy(o, &lat, from_sections);
+    let good: Vec<u64> = lat.iter().copied().filter(|&d| d <= deadline).collect();
+    let usual = good
+        .get(good.len().saturating_sub(1) / 2)
+        .copied()
+        .unwrap_or(0);
+    let tree = Tree::of(tl);
+    let eng = crate::explain::engine::Engine::new(tl, s);
+    let mut tally = Tally::default();
+    let mut misses: Vec<Miss> = (samples.iter())
+        .filter(|x| x.dur > deadline)
+        .map(|x| explain_one(&eng, &tree, x, (usual, deadline), &mut tally))
+        .collect();
+    misses.sort_by_key(|m| std::cmp::Reverse(m.late_ns));
+    let notes = notes(tl, o, &samples, from_sections);
+    let stats = CycleStats::of(&lat, samples.len() as u64, 0, misses.len() as u64);
+    let windows = (samples.iter())
+        .map(|x| {
+            Window::new(
+                x.start,
+                Some(x.start + x.dur),
+                x.start + x.dur,
+                x.tid,
+                x.cpu,
+                x.dur > deadline,
+            )
+        })
+        .collect();
+    let name = o.func.as_str();
+    let frame = Framing {
+        from: if from_sections {
+            format!("irq_disable in {name}")
+        } else {
+            format!("entry of {name}")
+        },
+        to: vec![if from_sections {
+            "irq_enable".into()
+        } else {
+            "its return".into()
+        }],
+        deadline_ns: Some(deadline),
+        deadline_source: source,
+        top: o.top,
+        noun: if from_sections {
+            "irqs-off sections"
+        } else {
+            "calls"
+        },
+    };
+    let found = Findings {
+        stats,
+        misses,
+        tally,
+        notes,
+        windows,
+    };
+    assemble(tl, s, frame, found)
+}
+
+/// F's returned calls; without any, the irqs-off sections whose caller is F. True when
+/// the samples are sections.
+fn samples(tl: &Timeline, s: &Interner, f: &Glob) -> (Vec<Sample>, bool) {
+    let calls: Vec<Sample> = (tl.calls.iter().enumerate())
+        .filter(|(_, c)| !c.exit_unseen && f.is_match(s.get(c.func)))
+        .map(|(i, c)| Sample {
+            start: c.start,
+            dur: c.dur,
+            cpu: c.cpu,
+            tid: c.tid,
+            call: Some(i),
+            section: None,
+        })
+        .collect();
+    if !calls.is_empty() {
+        return (calls, false);
+    }
+    let sp = &tl.spans;
+    let mut sections: Vec<Sample> = (0..sp.len())
+        .filter(|&i| sp.kind[i] == SpanKind::IrqsOff && f.is_match(base(s.get(Sym(sp.key[i])))))
+        .map(|i| Sample {
+            start: sp.start[i],
+            dur: sp.end[i] - sp.start[i],
+            cpu: sp.cpu[i],
+            tid: sp.tid[i],
+            call: None,
+            section: Some(i),
+        })
+        .collect();
+    sections.sort_by_key(|x| x.start);
+    let found = !sections.is_empty();
+    (sections, found)
+}
+
+/// `console_unlock+0xc0/0x510` → `console_unlock`.
+fn base(sym: &str) -> &str {
+    sym.split('+').next().unwrap_or(sym)
+}
+
+/// The deadline: given; else one unit's time at the expected rate; else p99 with 100
+/// samples or more; else, for a handful of samples (a pasted excerpt), 100 us for
+/// irqs-off sections, twice the median for calls, and a lone call is explained anyway.
+fn policy(o: &FunctionOptions, sorted: &[u64], sections: bool) -> (u64, String) {
+    if let Some(d) = o.deadline_ns {
+        return (d, "given".into());
+    }
+    if let Some(r) = o.expect_per_s.filter(|r| *r > 0.0) {
+        let d = (1e9 / r).round() as u64;
+        return (
+            d,
+            format!(
+                "one unit's time at the expected {r:.0}/s: each call may take {}",
+                dur(d)
+            ),
+        );
+    }
+    if sorted.len() >= 100 {
+        return (
+            quantile(sorted, 0.99),
+            "none given: the calls above p99 are explained".into(),
+        );
+    }
+    if sections {
+        return (
+            100_000,
+            "none given and too few sections for a p99: 100 us assumed (every interrupt on the CPU waits that long)".into(),
+        );
+    }
+    if sorted.len() == 1 {
+        return (0, "none given and a single call: it is explained".into());
+    }
+    let median = sorted
+        .get(sorted.len().saturating_sub(1) / 2)
+        .copied()
+        .unwrap_or(0);
+    (
+        median * 2,
+        "none given and too few calls for a p99: those over twice the median are explained".into(),
+    )
+}
+
+/// Calls by entry number, each call's direct children, and the irqs-off sections per CPU.
+struct Tree {
+    by_id: FxHashMap<u32, usize>,
+    children: FxHashMap<u32, Vec<usize>>,
+    irqsoff: FxHashMap<u32, Vec<usize>>,
+}
+
+impl Tree {
+    fn of(tl: &Timeline) -> Tree {
+        let mut by_id = FxHashMap::default();
+        let mut children: FxHashMap<u32, Vec<usize>> = FxHashMap::default();
+        for (i, c) in tl.calls.iter().enumerate() {
+            by_id.insert(c.id, i);
+            if c.parent != NONE {
+                children.entry(c.parent).or_default().push(i);
+            }
+        }
+        let mut irqsoff: FxHashMap<u32, Vec<usize>> = FxHashMap::default();
+        let sp = &tl.spans;
+        for i in (0..sp.len()).filter(|&i| sp.kind[i] == SpanKind::IrqsOff) {
+            irqsoff.entry(sp.cpu[i]).or_default().push(i);
+        }
+        Tree {
+            by_id,
+            children,
+            irqsoff,
+        }
+    }
+
+    /// Own time per function of every call below `id` (the flat profile of its subtree).
+    fn below(&self, tl: &Timeline, id: u32, out: &mut FxHashMap<Sym, u64>) {
+        for &k in self.children.get(&id).map_or(&[][..], |v| &v[..]) {
+            let c = &tl.calls[k];
+            *out.entry(c.func).or_default() += c.self_ns;
+            self.below(tl, c.id, out);
+        }
+    }
+
+    /// `a <- b` callers of call `i`, nearest first: by the calls still in `tl.calls`.
+    fn callers(&self, tl: &Timeline, s: &Interner, i: usize) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut p = tl.calls[i].parent;
+        while p != NONE && out.len() < 6 {
+            let Some(c) = self.by_id.get(&p).map(|&k| &tl.calls[k]) else {
+                break;
+            };
+            out.push(s.get(c.func).to_string());
+            p = c.parent;
+        }
+        out
+    }
+}
+
+/// One slow sample explained: where its time went, scaled to its excess.
+fn explain_one(
+    eng: &crate::explain::engine::Engine<'_>,
+    tree: &Tree,
+    x: &Sample,
+    (usual, deadline): (u64, u64),
+    tally: &mut Tally,
+) -> Miss {
+    let (tl, s) = (eng.tl, eng.s);
+    let cpu = (x.cpu != Event::NO_CPU).then_some(x.cpu);
+    let (end, ex) = (x.start + x.dur, x.dur.saturating_sub(usual));
+    let mut held = match x.call {
+        Some(i) => call_holds(eng, tree, i),
+        None => vec![Hold {
+            category: cause::IRQS_OFF,
+            culprit: code(
+                s,
+                x.section.map_or(Sym::EMPTY, |i| Sym(tl.spans.key[i])),
+                cpu,
+            ),
+            ns: x.dur,
+            why: None,
+            nested_ns: 0,
+        }],
+    };
+    held.retain(|h| h.ns > 0);
+    held.sort_by(|a, b| {
+        b.ns.cmp(&a.ns)
+            .then(a.culprit.label().cmp(&b.culprit.label()))
+    });
+    scale(&mut held, ex);
+    let mut per = PerMiss::default();
+    per.add_holds(&held);
+    if let Some(c) = cpu {
+        tally.blame_cpu(c, held.iter().map(|h| h.ns).sum());
+    }
+    let blamed = held.iter().map(|h| h.ns).sum();
+    let blame = tally.add_miss(per);
+    let what = match x.call {
+        Some(i) => call_words(tl, s, tree, i),
+        None => section_words(tl, s, x),
+    };
+    let mut chain = vec![Link {
+        duration_ns: x.dur,
+        usual_ns: Some(usual),
+        excess_ns: ex,
+        held_by: held,
+        waiter: (x.tid > 0).then(|| Culprit::task(tl, s, x.tid, x.cpu)),
+        ..Link::mark(
+            if x.call.is_some() { "call" } else { "irqs-off" },
+            x.start,
+            x.start,
+            cpu,
+            what,
+        )
+    }];
+    chain.extend(delayed(tl, s, x, end));
+    Miss {
+        read_ns: None,
+        not_reading: false,
+        uncertain: false,
+        blame,
+        start_ns: x.start,
+        duration_ns: Some(x.dur),
+        tid: x.tid,
+        cpu: x.cpu,
+        late_ns: x.dur - deadline,
+        blamed_ns: blamed,
+        chain,
+    }
+}
+
+/// A culprit that is code: the function (or the caller that disabled interrupts).
+fn code(s: &Interner, sym: Sym, cpu: Option<u32>) -> Culprit {
+    Culprit {
+        caller: Some(base(s.get(sym)).to_string()),
+        cpu,
+        ..Default::default()
+    }
+}
+
+/// Where call `i`'s time went: its blocks (a task that woke it is followed, as a wait
+/// for that task: `Engine::blocked_holds`), interrupts, softirqs and other tasks on its
+/// CPU while it could run (when the trace has CPUs and scheduling), the rest split over
+/// its callees' own time and its own.
+fn call_holds(eng: &crate::explain::engine::Engine<'_>, tree: &Tree, i: usize) -> Vec<Hold> {
+    let (tl, s) = (eng.tl, eng.s);
+    let c = &tl.calls[i];
+    let cpu = (c.cpu != Event::NO_CPU).then_some(c.cpu);
+    let (mut out, awake) = blocks(eng, c.tid, c.start, c.start + c.dur);
+    let mut away: u64 = out.iter().map(|h| h.ns).sum();
+    let occupants = |cpu| (awake.iter()).flat_map(move |&(a, b)| tl.occupants(cpu, a, b));
+    if let Some(cpu) = cpu.filter(|_| c.tid > 0) {
+        for o in occupants(cpu) {
+            let culprit = match o.what {
+                OccupantKind::Task if o.id == c.tid as i64 => continue,
+                // The idle task while the call's task was runnable: the CPU's idle exit.
+                OccupantKind::Task if o.id == 0 => {
+                    away += o.ns;
+                    out.push(Hold::on_cpu(cause::CPU_IDLE, cpu, o.ns));
+                    continue;
+                }
+                OccupantKind::Task => Culprit::task(tl, s, o.id as i32, cpu),
+                OccupantKind::Hardirq => Culprit {
+                    irq: Some(o.id as u32),
+                    irq_name: (o.name != Sym::EMPTY).then(|| s.get(o.name).to_string()),
+                    cpu: Some(cpu),
+                    ..Default::default()
+                },
+                OccupantKind::Softirq => Culprit {
+                    vector: crate::event::SOFTIRQ_NAMES
+                        .get(o.id as usize)
+                        .map(|v| v.to_string()),
+                    cpu: Some(cpu),
+                    ..Default::default()
+                },
+            };
+            let category = match o.what {
+                OccupantKind::Task => cause::PREEMPTED_BY,
+                OccupantKind::Hardirq => cause::HARDIRQ,
+                OccupantKind::Softirq => cause::SOFTIRQ,
+            };
+            away += o.ns;
+            out.push(Hold {
+                category,
+                culprit,
+                ns: o.ns,
+                why: None,
+                nested_ns: 0,
+            });
+        }
+    }
+    // The rest is the call's own run time: its subtree's own times, in proportion.
+    let run = c.dur.saturating_sub(away);
+    let mut parts: FxHashMap<Sym, u64> = FxHashMap::default();
+    tree.below(tl, c.id, &mut parts);
+    let mut code_holds: Vec<Hold> = parts
+        .into_iter()
+        .map(|(f, ns)| Hold {
+            category: if f == c.func {
+                cause::OWN_CODE
+            } else {
+                cause::CALLEE
+            },
+            culprit: code(s, f, cpu),
+            ns,
+            why: None,
+            nested_ns: 0,
+        })
+        .collect();
+    code_holds.push(Hold {
+        category: cause::OWN_CODE,
+        culprit: code(s, c.func, cpu),
+        ns: c.self_ns,
+        why: None,
+        nested_ns: 0,
+    });
+    let mut code_holds = crate::explain::blame::merge_same(code_holds);
+    scale(&mut code_holds, run);
+    out.extend(code_holds);
+    out
+}
+
+/// `tid`'s sleeps inside `[a, b)` as holds (one a task ended: what delayed that task;
+/// another: `blocked-on` what woke it), and the stretches it was not asleep.
+fn blocks(
+    eng: &crate::explain::engine::Engine<'_>,
+    tid: i32,
+    a: u64,
+    b: u64,
+) -> (Vec<Hold>, Vec<(u64, u64)>) {
+    let sp = &eng.tl.spans;
+    let (from, to) = (
+        eng.sleeps.partition_point(|&i| sp.end[i as usize] <= a),
+        eng.sleeps.partition_point(|&i| sp.end[i as usize] <= b),
+    );
+    let mut held = Vec::new();
+    let (mut awake, mut at) = (Vec::new(), a);
+    for &i in &eng.sleeps[from..to] {
+        let i = i as usize;
+        if sp.tid[i] != tid || tid <= 0 {
+            continue;
+        }
+        let (sa, sb) = (sp.start[i].max(a), sp.end[i]);
+        if sb <= sa || sa < at {
+            continue;
+        }
+        match eng.blocked_holds(tid, sa, sb) {
+            Some((h, _)) => held.extend(h),
+            None => held.push(Hold {
+                why: Some(format!("{} slept in the call", eng.task(tid))),
+                ..Hold::on_cpu(cause::BLOCKED_ON, sp.cpu[i], sb - sa)
+            }),
+        }
+        awake.push((at, sa));
+        at = sb;
+    }
+    awake.push((at, b));
+    awake.retain(|&(x, y)| y > x);
+    (held, awake)
+}
+
+/// `wait_for_xmitr by sertest[21649] on CPU8, called from a <- b; interrupts off for 1.2
+/// ms of it (console_unlock)`.
+fn call_words(tl: &Timeline, s: &Interner, tree: &Tree, i: usize) -> String {
+    let c = &tl.calls[i];
+    let mut w = s.get(c.func).to_string();
+    if c.tid > 0 {
+        w += &format!(" by {}", tl.task_name(s, c.tid));
+    }
+    if c.cpu != Event::NO_CPU {
+        w += &format!(" on CPU{}", c.cpu);
+    }
+    let callers = tree.callers(tl, s, i);
+    if !callers.is_empty() {
+        w += &format!(", called from {}", callers.join(" <- "));
+    }
+    if let Some((ns, who)) = irqs_off_inside(tl, s, tree, c.cpu, (c.start, c.start + c.dur)) {
+        w += &format!("; interrupts off for {} of it ({who})", dur(ns));
+    }
+    w
+}
+
+/// Irqs-off time on `cpu` within `[a, b)` and the code that disabled them longest.
+fn irqs_off_inside(
+    tl: &Timeline,
+    s: &Interner,
+    tree: &Tree,
+    cpu: u32,
+    (a, b): (u64, u64),
+) -> Option<(u64, String)> {
+    let sp = &tl.spans;
+    let mut total = 0;
+    let mut longest = (0, Sym::EMPTY);
+    for &i in tree.irqsoff.get(&cpu).map_or(&[][..], |v| &v[..]) {
+        let ov = sp.end[i].min(b).saturating_sub(sp.start[i].max(a));
+        total += ov;
+        if ov > longest.0 {
+            longest = (ov, Sym(sp.key[i]));
+        }
+    }
+    (total > 0).then(|| (total, base(s.get(longest.1)).to_string()))
+}
+
+/// `interrupts off in console_unlock by <...>[6462] on CPU6 (enabled in console_unlock)`.
+fn section_words(tl: &Timeline, s: &Interner, x: &Sample) -> String {
+    let i = x.section.unwrap_or(0);
+    let sp = &tl.spans;
+    let on = base(s.get(Sym(sp.key[i])));
+    let off = base(s.get(Sym(sp.aux[i])));
+    let mut w = format!("interrupts off in {on}");
+    if x.tid >= 0 {
+        w += &format!(" by {}", tl.task_name(s, x.tid));
+    }
+    w += &format!(" on CPU{}", x.cpu);
+    if !off.is_empty() && off != on {
+        w += &format!(", enabled in {off}");
+    }
+    w
+}
+
+/// What waited for the sample to end on its CPU: the interrupts that entered within
+/// 100 us of it, and timers that reported themselves late right after.
+fn delayed(tl: &Timeline, s: &Interner, x: &Sample, end: u64) -> Vec<Link> {
+    const NEAR: u64 = 100_000;
+    if x.cpu == Event::NO_CPU || x.section.is_none() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let sp = &tl.spans;
+    for &i in tl
+        .irqs_by_cpu
+        .get(x.cpu as usize)
+        .map_or(&[][..], |v| &v[..])
+    {
+        let i = i as usize;
+        if sp.kind[i] == SpanKind::Hardirq && sp.start[i] >= end && sp.start[i] <= end + NEAR {
+            let irq = sp.key[i];
+            let name = tl
+                .irq_names
+                .get(&irq)
+                .map(|n| format!(" ({})", s.get(*n)))
+                .unwrap_or_default();
+            out.push(Link {
+                after_deadline: true,
+                ..Link::mark(
+                    "delayed",
+                    x.start,
+                    sp.start[i],
+                    Some(x.cpu),
+                    format!(
+                        "irq {irq}{name} entered {} after interrupts came back on",
+                        dur(sp.start[i] - end)
+                    ),
+                )
+            });
+            break;
+        }
+    }
+    for r in tl
+        .reported
+        .iter()
+        .filter(|r| r.cpu == x.cpu && r.ts >= end && r.ts <= end + NEAR)
+    {
+        out.push(Link {
+            after_deadline: true,
+            ..Link::mark(
+                "delayed",
+                x.start,
+                r.ts,
+                Some(x.cpu),
+                format!(
+                    "{} reported itself {} late at {}",
+                    s.get(r.name),
+                    dur(r.late_ns),
+                    secs(r.ts)
+                ),
+            )
+        });
+    }
+    out
+}
+
+/// What limits the analysis.
+fn notes(tl: &Timeline, o: &FunctionOptions, samples: &[Sample], sections: bool) -> Vec<String> {
+    let mut v = Vec::new();
+    let name = o.func.as_str();
+    if samples.is_empty() {
+        v.push(format!(
+            "no returned call of {name} and no irqs-off section opened by it in this trace: record it with `trace-cmd record -p function_graph -g {name}` (or preemptirq:irq_disable/irq_enable for the sections it runs with interrupts off)"
+        ));
+    } else if sections {
+        v.push(format!(
+            "the trace has no function_graph calls of {name}: its irqs-off sections are the samples (what ran inside them needs function_graph)"
+        ));
+    } else if samples.iter().all(|x| x.cpu == Event::NO_CPU) {
+        v.push(
+            "the calls have no CPU or task: their time is split over the code they ran; what interrupted or preempted them cannot be seen".into(),
+        );
+    } else if tl.runs_by_cpu.iter().all(|r| r.is_empty()) {
+        v.push(
+            "no scheduling events: time another task ran during a call counts as the call's own"
+                .into(),
+        );
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::{line, pass};
+
+    /// Three 50 us calls of slow_write (20 us of it in poll_port), then one of 500 us in
+    /// which irq 5 runs 100 us and hog takes the CPU for 100 us.
+    fn trace() -> String {
+        let mut t = String::new();
+        let app = "app-100";
+        // One call: entry, poll_port as a 20 us leaf at +10 us, and (for the good ones)
+        // the return at +50 us.
+        let call = |t: &mut String, at: u64, ret: bool| {
+            let body = [
+                (0, "funcgraph_entry:                   |  slow_write() {"),
+                (10, "funcgraph_entry:      + 20.000 us   |    poll_port();"),
+                (50, "funcgraph_exit:       + 50.000 us   |  }"),
+            ];
+            for (dt, b) in body.iter().take(if ret { 3 } else { 2 }) {
+                *t += &line(at + dt, 1, app, "....", b);
+            }
+        };
+        for k in 0..3u64 {
+            call(&mut t, 500_000 + k * 100_000, true);
+        }
+        let at = 1_000_000;
+        call(&mut t, at, false);
+        t += &line(
+            at + 100,
+            1,
+            app,
+            "d.h.",
+            "irq_handler_entry: irq=5 name=eth0",
+        );
+        t += &line(
+            at + 200,
+            1,
+            app,
+            "d.h.",
+            "irq_handler_exit: irq=5 ret=handled",
+        );
+        t += &line(at + 250, 1, app, "d..2", "sched_switch: prev_comm=app prev_pid=100 prev_prio=120 prev_state=R ==> next_comm=hog next_pid=200 next_prio=120");
+        t += &line(at + 350, 1, "hog-200", "d..2", "sched_switch: prev_comm=hog prev_pid=200 prev_prio=120 prev_state=S ==> next_comm=app next_pid=100 next_prio=120");
+        t += &line(
+            at + 500,
+            1,
+            app,
+            "....",
+            "funcgraph_exit:       ! 500.000 us   |  }",
+        );
+        t
+    }
+
+    fn opts(deadline_ns: Option<u64>) -> FunctionOptions {
+        FunctionOptions {
+            func: Glob::new("slow_write").unwrap(),
+            deadline_ns,
+            expect_per_s: None,
+            top: 3,
+        }
+    }
+
+    #[test]
+    fn a_slow_call_splits_into_interrupts_other_tasks_callees_and_its_own_code() {
+        let p = pass(&trace());
+        let r = analyze_function(&p.tl, &p.strings, &opts(Some(100_000)));
+        assert_eq!((r.cycles.count, r.cycles.misses), (4, 1));
+        let m = &r.misses[0];
+        assert_eq!(
+            (m.duration_ns, m.late_ns, m.cpu),
+            (Some(500_000), 400_000, 1)
+        );
+        let l = &m.chain[0];
+        // Usual: the good calls' median, 50 us; the excess 450 us goes in proportion to
+        // 100 us of irq 5, 100 us of hog, and the 300 us left split 480:20 over
+        // slow_write's own time and poll_port's.
+        assert_eq!((l.usual_ns, l.excess_ns), (Some(50_000), 450_000));
+        let got: Vec<(String, String, u64)> = (l.held_by.iter())
+            .map(|h| (h.category.id().to_string(), h.culprit.label(), h.ns))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("own-code".into(), "slow_write".into(), 259_200),
+                ("preempted-by".into(), "hog[200] (nice 0)".into(), 90_000),
+                ("hardirq".into(), "irq 5 (eth0)".into(), 90_000),
+                ("callee".into(), "poll_port".into(), 10_800),
+            ]
+        );
+        assert_eq!(r.causes[0].category, "own-code");
+        assert!(
+            l.what.starts_with("slow_write by app[100] on CPU1"),
+            "{}",
+            l.what
+        );
+    }
+
+    #[test]
+    fn a_call_that_blocks_waits_for_the_task_that_woke_it_not_its_own_code() {
+        // The slow call blocks at +100 us (app switches out asleep) and holder-300 on
+        // CPU0 wakes it at +400 us after being kept off CPU0 by x-45 (RT 10) from +50 us
+        // to +350 us: 250 us of the block were x's (app is normal: no inversion, x is what
+        // held the waker off), the rest holder's own work until the wakeup.
+        let mut t = String::new();
+        let base = trace();
+        let cut = base.find(" app-100 [001] d.h.").unwrap();
+        t += &base[..cut];
+        let at = 1_000_000;
+        t += &line(
+            at + 20,
+            0,
+            "holder-300",
+            "d.h.",
+            "sched_waking: comm=x pid=45 prio=89 target_cpu=000",
+        );
+        t += &line(at + 50, 0, "holder-300", "d..2", "sched_switch: prev_comm=holder prev_pid=300 prev_prio=120 prev_state=R+ ==> next_comm=x next_pid=45 next_prio=89");
+        t += &line(at + 100, 1, "app-100", "d..2", "sched_switch: prev_comm=app prev_pid=100 prev_prio=120 prev_state=D ==> next_comm=swapper/1 next_pid=0 next_prio=120");
+        t += &line(at + 350, 0, "x-45", "d..2", "sched_switch: prev_comm=x prev_pid=45 prev_prio=89 prev_state=S ==> next_comm=holder next_pid=300 next_prio=120");
+        t += &line(
+            at + 400,
+            0,
+            "holder-300",
+            "d..3",
+            "sched_waking: comm=app pid=100 prio=120 target_cpu=001",
+        );
+        t += &line(at + 405, 1, "<idle>-0", "d..2", "sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=app next_pid=100 next_prio=120");
+        t += &line(
+            at + 500,
+            1,
+            "app-100",
+            "....",
+            "funcgraph_exit:       ! 500.000 us   |  }",
+        );
+        let p = pass(&t);
+        let r = analyze_function(&p.tl, &p.strings, &opts(Some(100_000)));
+        assert_eq!(r.cycles.misses, 1);
+        let l = &r.misses[0].chain[0];
+        let got: Vec<(String, String)> = (l.held_by.iter())
+            .map(|h| (h.category.id().to_string(), h.culprit.label()))
+            .collect();
+        // The block (+100 to +400 us) is the waker's: x held it off CPU0 from +100 to
+        // +350 us (the part inside the block), then its own work to the wakeup.
+        assert_eq!(
+            got[0],
+            ("preempted-by".into(), "x[45] (RT 10)".into()),
+            "{got:?}"
+        );
+        assert!(
+            got.contains(&("on-cpu".into(), "holder[300] (nice 0)".into())),
+            "{got:?}"
+        );
+        // The call ran 195 us of its 500 (the block 300 us, 5 us waiting for the idle
+        // CPU1 to take it): its code's share of the 450 us excess is 195 x 0.9, no longer
+        // the block's time too; the wait for CPU1 is the idle exit's, not a task's.
+        let code: u64 = (l.held_by.iter())
+            .filter(|h| h.category == "own-code" || h.category == "callee")
+            .map(|h| h.ns)
+            .sum();
+        assert_eq!(code, 175_500, "{:?}", l.held_by);
+        assert!(got.contains(&("cpu-idle".into(), "-".into())), "{got:?}");
+    }
+
+    #[test]
+    fn without_a_deadline_a_few_calls_are_judged_against_twice_their_median() {
+        let p = pass(&trace());
+        let r = analyze_function(&p.tl, &p.strings, &opts(None));
+        assert_eq!(r.deadline_ns, Some(100_000));
+        assert_eq!(r.cycles.misses, 1);
+        let mut o = opts(None);
+        o.expect_per_s = Some(11_520.0);
+        let r = analyze_function(&p.tl, &p.strings, &o);
+        assert_eq!(r.deadline_ns, Some(86_806));
+    }
+
+    #[test]
+    fn no_calls_and_no_sections_say_how_to_record_them() {
+        let p = pass(&trace());
+        let mut o = opts(None);
+        o.func = Glob::new("nothing_like_it").unwrap();
+        let r = analyze_function(&p.tl, &p.strings, &o);
+        assert_eq!(r.cycles.count, 0);
+        assert!(
+            r.notes[0].contains("function_graph -g nothing_like_it"),
+            "{:?}",
+            r.notes
+        );
+    }
+}
