@@ -22,3 +22,12 @@ pub fn run(data: &[u8], format: Option<Format>) {
         let _ = whylate::explain::analyze_auto(&tl, &strings, 3);
     }
 }
+
+/// The format `--format` calls `arg` (every target names its reader this way, as the
+/// registry lists it).
+#[allow(dead_code)]
+pub fn format(arg: &str) -> Format {
+    whylate::read::formats()
+        .find(|f| f.arg() == arg)
+        .unwrap_or_else(|| panic!("no reader is called {arg}"))
+}

@@ -1,3 +1,3 @@
 #![no_main]
 mod common;
-libfuzzer_sys::fuzz_target!(|data: &[u8]| common::run(data, Some(whylate::read::Format::PerfScript)));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| common::run(data, Some(common::format("perf-script"))));
