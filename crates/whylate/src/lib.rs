@@ -10,17 +10,23 @@
 //!   cut is there, at the top: reading, the timeline and the analyses share crate-private
 //!   items, so they stay one crate (docs/architecture.md, "Crates").
 //!
+//! Every analysis takes its input as [`read::Opened`]: traces opened once, from paths
+//! (`Opened::files`), bytes in memory (`Opened::bytes`) or a live ring's pages.
+//!
 //! # Example
 //! ```
-//! use whylate::{event::Interner, read::{self, EventSource}};
-//! # let dir = tempfile::tempdir().unwrap();
-//! let path = dir.path().join("t.txt");
-//! std::fs::write(&path, "  bash-42 [001] d..2. 10.000001: sched_waking: comm=cat pid=7 prio=120 target_cpu=001\n").unwrap();
-//! let mut src = read::open(&path, &Default::default()).unwrap();
+//! use whylate::{event::Interner, read::{EventSource, Opened}};
+//! let line = "  bash-42 [001] d..2. 10.000001: sched_waking: comm=cat pid=7 prio=120 target_cpu=001\n";
+//! let opened = Opened::bytes("t.txt", line.as_bytes().to_vec(), &Default::default()).unwrap();
+//! let (_, mut inputs) = opened.into_parts();
 //! let mut strings = Interner::new();
-//! let ev = src.next_event(&mut strings).unwrap().unwrap();
+//! let ev = inputs[0].next_event(&mut strings).unwrap().unwrap();
 //! assert_eq!((ev.ts, ev.cpu, ev.tid), (10_000_001_000, 1, 42));
 //! assert_eq!(strings.get(ev.comm), "bash");
+//!
+//! let opened = Opened::bytes("t.txt", line.as_bytes().to_vec(), &Default::default()).unwrap();
+//! let stats = whylate::stats::stats(opened, &Default::default(), 5).unwrap();
+//! assert_eq!(stats.events, 1);
 //! ```
 #![deny(missing_docs)]
 

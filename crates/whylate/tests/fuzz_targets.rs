@@ -21,14 +21,22 @@ fn every_reader_has_its_fuzz_target() {
         );
         assert_eq!(body, expected, "{}", path.display());
         let bin = format!("[[bin]]\nname = \"{name}\"\npath = \"fuzz_targets/{name}.rs\"\n");
-        assert!(manifest.contains(&bin), "fuzz/Cargo.toml has no [[bin]] {name}");
+        assert!(
+            manifest.contains(&bin),
+            "fuzz/Cargo.toml has no [[bin]] {name}"
+        );
         want.push(name);
     }
     // And no target for a reader that is gone.
     let mut have: Vec<String> = std::fs::read_dir(fuzz.join("fuzz_targets"))
         .unwrap()
         .flatten()
-        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".rs").map(str::to_string))
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()?
+                .strip_suffix(".rs")
+                .map(str::to_string)
+        })
         .filter(|n| n != "common")
         .collect();
     have.sort();
