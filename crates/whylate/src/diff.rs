@@ -14,13 +14,12 @@ use crate::units::dur;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::fmt::Write;
-use std::path::PathBuf;
 
 /// One side's numbers.
 #[derive(Clone, Debug, Serialize)]
 pub struct Side {
-    /// The trace.
-    pub path: PathBuf,
+    /// The trace, by the name its input was opened under.
+    pub path: String,
     /// Events read.
     pub events: u64,
     /// The deadline it was judged by.
@@ -158,17 +157,17 @@ pub fn diff(
 }
 
 /// What a side is called: its input's name (its inputs', joined, when several).
-fn side_name(o: &Opened) -> PathBuf {
+fn side_name(o: &Opened) -> String {
     let names: Vec<String> = o.names().iter().map(|n| n.display().to_string()).collect();
-    PathBuf::from(names.join(" + "))
+    names.join(" + ")
 }
 
 /// A selector's refusal names the side it came from: the same selector may match in A and
 /// not in B. (Other read errors name their file already.)
-fn naming(path: &std::path::Path) -> impl Fn(ReadError) -> ReadError + '_ {
+fn naming(name: &str) -> impl Fn(ReadError) -> ReadError + '_ {
     move |e| match e {
         ReadError::NoMatch { why } => ReadError::NoMatch {
-            why: format!("{}: {why}", path.display()),
+            why: format!("{name}: {why}"),
         },
         e => e,
     }
@@ -251,8 +250,8 @@ fn one_side_empty(a: &ExplainReport, b: &ExplainReport) -> Option<String> {
 }
 
 /// Compares two reports.
-pub fn compare(pa: PathBuf, a: &ExplainReport, pb: PathBuf, b: &ExplainReport) -> DiffReport {
-    let side = |path: PathBuf, r: &ExplainReport| Side {
+pub fn compare(pa: String, a: &ExplainReport, pb: String, b: &ExplainReport) -> DiffReport {
+    let side = |path: String, r: &ExplainReport| Side {
         path,
         events: r.events,
         deadline_ns: r.deadline_ns,

@@ -29,10 +29,7 @@ impl DiffText for DiffReport {
         let _ = writeln!(
             o,
             "\nA: {} ({} events)\nB: {} ({} events)",
-            self.a.path.display(),
-            self.a.events,
-            self.b.path.display(),
-            self.b.events
+            self.a.path, self.a.events, self.b.path, self.b.events
         );
         let dl = |s: &Side| s.deadline_ns.map_or("none".to_string(), dur);
         let _ = writeln!(
