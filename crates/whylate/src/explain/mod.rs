@@ -25,8 +25,8 @@
 //! causes, step 5), `advice/` (what to do); the catalogue of causes (`causes.rs`) and the
 //! report (`report.rs`) stand beside them.
 
-use crate::event::{Event, Interner};
-use crate::pipeline::{self, Pass, Sink};
+use crate::event::Interner;
+use crate::pipeline::{self, Pass};
 use crate::read::inputs::Inputs;
 use crate::read::{OpenOptions, Opened, ReadError};
 use crate::timeline::Timeline;
@@ -43,6 +43,7 @@ pub(crate) use modes::{
     timerlat_join,
 };
 mod merge;
+mod pass;
 mod report;
 #[cfg(test)]
 mod tests;
@@ -156,82 +157,14 @@ pub struct Explained {
 }
 
 /// Explains the inputs (files, bytes, or a `watch` window held in memory) in the given
-/// mode and keeps the timeline for whoever draws the report.
+/// mode and keeps the timeline for whoever draws the report: one pass over the inputs
+/// with the mode watching (`pass.rs`), then the mode's explanation of the timeline.
 pub fn run(inputs: Opened, open: &OpenOptions, mode: &Mode) -> Result<Explained, ReadError> {
-    let mut cy = match mode {
-        Mode::Cycles(o) => Some(Cycles::new(o)),
-        _ => None,
-    };
-    let mut ex = match mode {
-        Mode::Expect(o) => Some(Expectations::new(o)),
-        _ => None,
-    };
-    let mut kr = matches!(mode, Mode::Auto { .. }).then(KernelReports::default);
-    let mut pass = read_all(inputs, open, (cy.as_mut(), ex.as_mut(), kr.as_mut()))?;
+    let mut watch = pass::Watch::new(mode);
+    let mut pass = pipeline::read(inputs, open, &mut watch)?;
     let inputs = std::mem::take(&mut pass.inputs);
     crate::read::inputs::Unread::nothing_read(&inputs, pass.events)?;
-    let (tl, strings) = (&pass.tl, &pass.strings);
-    let r = match mode {
-        Mode::Cycles(o) => {
-            let mut cy = cy.expect("a cutter for cycles");
-            cy.finish(tl.last_ts);
-            if let Some(why) = cy.why_nothing(strings) {
-                return Err(ReadError::NoMatch { why });
-            }
-            let blind = cy.paths_unknown();
-            let (pairing, pair_notes) = cy.pairing_stats();
-            let unanswered = cy.why_unanswered();
-            let undrained = cy.undrained().filter(|_| unanswered.is_none());
-            let dropped = cy.dropped;
-            let mut r = analyze(tl, strings, o, cy.cycles, &cy.writes);
-            r.cycles.pairing = Some(pairing);
-            r.notes.extend(pair_notes);
-            r.blind.extend(unanswered);
-            if dropped > 0 {
-                r.notes.push(format!(
-                    "{dropped} requests were dropped unanswered when {} later ones were open under the same key: they count as no reply (or cut off, before their deadline); selectors that pair this badly rarely mean what was intended",
-                    cutter::OPEN_CAP
-                ));
-            }
-            if let Some((from, n)) = undrained {
-                r.blind.push(format!(
-                    "pairing from {} on: the {n} requests since then never all got their reply before the trace ended; a lost reply (a dropped packet) there gives every later reply to an earlier request, so those cycles look longer than they were (pair by a field both events carry with --key FIELD)",
-                    crate::units::secs(from)
-                ));
-            }
-            if blind {
-                r.notes.push(
-                    "a selector filters on `path`, but no input names its descriptors (a `whylate record` trace.dat does): that condition matched nothing".into(),
-                );
-            }
-            r
-        }
-        Mode::Timer(o) => analyze_timers(tl, strings, o),
-        Mode::Softirq {
-            vector,
-            deadline_ns,
-            top,
-        } => analyze_softirq(tl, strings, vector, *deadline_ns, *top),
-        Mode::Function(o) => analyze_function(tl, strings, o),
-        Mode::Expect(o) => {
-            let ex = ex.expect("a watcher for --expect");
-            if let Some(why) = ex.why_nothing(strings) {
-                return Err(ReadError::NoMatch { why });
-            }
-            analyze_expect(tl, strings, o, &ex.occurrences)
-        }
-        Mode::Auto { top, deadline_ns } if is_rtla(tl) => {
-            analyze_timerlat(tl, strings, *deadline_ns, *top)
-        }
-        Mode::Auto { top, deadline_ns } => {
-            let kr = kr.expect("a report reader in the automatic mode");
-            let mut r = auto_or_kernel_log(tl, strings, *top, &kr);
-            if deadline_ns.is_some() {
-                r.notes.push("--deadline without --from/--to sets what is late in a timerlat trace; this one has none, so the automatic thresholds apply".into());
-            }
-            r
-        }
-    };
+    let r = watch.explain(&pass.tl, &pass.strings)?;
     let report = with_inputs(r, inputs, &pass);
     Ok(Explained {
         report,
@@ -247,58 +180,6 @@ pub fn explain(
     o: &Options,
 ) -> Result<ExplainReport, ReadError> {
     explain_mode(inputs, open, &Mode::Cycles(o.clone()))
-}
-
-/// One pass over the inputs: the timeline, and the cycles (or the expectations) when a
-/// cutter (or a watcher) is given.
-fn read_all(
-    inputs: Opened,
-    open: &OpenOptions,
-    (cycles, expect, kernel): (
-        Option<&mut Cycles>,
-        Option<&mut Expectations>,
-        Option<&mut KernelReports>,
-    ),
-) -> Result<Pass, ReadError> {
-    struct Feed<'a>(
-        Option<&'a mut Cycles>,
-        Option<&'a mut Expectations>,
-        Option<&'a mut KernelReports>,
-    );
-    impl Sink for Feed<'_> {
-        fn snapshot(&mut self, snap: &crate::snapshot::Snapshot) {
-            if let Some(c) = self.0.as_deref_mut() {
-                c.add_snapshot(snap);
-            }
-        }
-        fn arch(&mut self, a: crate::syscalls::Arch) {
-            if let Some(c) = self.0.as_deref_mut() {
-                c.set_arch(a);
-            }
-            if let Some(x) = self.1.as_deref_mut() {
-                x.set_arch(a);
-            }
-        }
-        fn event(&mut self, e: &Event, s: &Interner) {
-            if let Some(c) = self.0.as_deref_mut() {
-                c.push(e, s);
-            }
-            if let Some(x) = self.1.as_deref_mut() {
-                x.push(e, s);
-            }
-            if let Some(k) = self.2.as_deref_mut() {
-                k.push(e, s);
-            }
-        }
-        fn late(&mut self, e: &Event, s: &Interner) {
-            // A console log's times start again at a reboot: its messages are read as
-            // they come.
-            if let Some(k) = self.2.as_deref_mut() {
-                k.push(e, s);
-            }
-        }
-    }
-    pipeline::read(inputs, open, &mut Feed(cycles, expect, kernel))
 }
 
 /// The automatic mode: a kernel log alone gets its reports explained (or is said to have
