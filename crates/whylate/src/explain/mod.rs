@@ -43,7 +43,6 @@ pub(crate) use modes::{
     timerlat_join,
 };
 mod merge;
-mod pass;
 mod report;
 #[cfg(test)]
 mod tests;
@@ -59,82 +58,11 @@ pub use kernlog::*;
 pub use learned::{Learned, TemplateMemory};
 use machine::add_machine;
 pub use merge::RunSummary;
+pub use modes::Mode;
 pub use report::*;
 pub use softirq::*;
 pub use timer::*;
 pub use timerlat::{analyze_timerlat, is_rtla};
-
-/// What `explain` is asked to explain: the modes of the command line.
-#[derive(Clone, Debug)]
-pub enum Mode {
-    /// Request/response cycles between two selectors.
-    Cycles(Options),
-    /// Late timer periods.
-    Timer(TimerOptions),
-    /// Slow services of one softirq vector.
-    Softirq {
-        /// Vector name or number.
-        vector: String,
-        /// Services slower than this are misses.
-        deadline_ns: Option<u64>,
-        /// Misses shown in full.
-        top: usize,
-    },
-    /// Every A needs a B within T.
-    Expect(ExpectOptions),
-    /// Slow calls of a kernel function (function_graph), or its irqs-off sections.
-    Function(FunctionOptions),
-    /// The worst outliers across all measures; a timerlat trace's late activations.
-    Auto {
-        /// Outliers shown in full.
-        top: usize,
-        /// A timerlat trace's deadline (a default when None; other traces have none).
-        deadline_ns: Option<u64>,
-    },
-}
-
-impl Mode {
-    /// Every mode's name, as [`Mode::name`] gives them (findings and fleet filter by it).
-    pub const NAMES: [&'static str; 6] =
-        ["cycles", "timer", "softirq", "expect", "function", "auto"];
-
-    /// The mode's name: one of [`Mode::NAMES`].
-    pub fn name(&self) -> &'static str {
-        match self {
-            Mode::Cycles(_) => Self::NAMES[0],
-            Mode::Timer(_) => Self::NAMES[1],
-            Mode::Softirq { .. } => Self::NAMES[2],
-            Mode::Expect(_) => Self::NAMES[3],
-            Mode::Function(_) => Self::NAMES[4],
-            Mode::Auto { .. } => Self::NAMES[5],
-        }
-    }
-
-    /// The deadline given, if the mode has one.
-    pub fn deadline_ns(&self) -> Option<u64> {
-        match self {
-            Mode::Cycles(o) => o.deadline_ns,
-            Mode::Timer(o) => o.deadline_ns,
-            Mode::Softirq { deadline_ns, .. } => *deadline_ns,
-            Mode::Function(o) => o.deadline_ns,
-            Mode::Expect(o) => Some(o.within_ns),
-            Mode::Auto { deadline_ns, .. } => *deadline_ns,
-        }
-    }
-    /// The same mode with this deadline (the automatic mode's is for timerlat traces).
-    pub fn with_deadline(&self, d: Option<u64>) -> Mode {
-        let mut m = self.clone();
-        match &mut m {
-            Mode::Cycles(o) => o.deadline_ns = d,
-            Mode::Timer(o) => o.deadline_ns = d,
-            Mode::Softirq { deadline_ns, .. } => *deadline_ns = d,
-            Mode::Function(o) => o.deadline_ns = d,
-            Mode::Expect(o) => o.within_ns = d.unwrap_or(o.within_ns),
-            Mode::Auto { deadline_ns, .. } => *deadline_ns = d,
-        }
-        m
-    }
-}
 
 /// Explains the inputs in the given mode.
 pub fn explain_mode(
@@ -158,9 +86,9 @@ pub struct Explained {
 
 /// Explains the inputs (files, bytes, or a `watch` window held in memory) in the given
 /// mode and keeps the timeline for whoever draws the report: one pass over the inputs
-/// with the mode watching (`pass.rs`), then the mode's explanation of the timeline.
+/// with the mode watching (`modes::Watch`), then the mode's explanation of the timeline.
 pub fn run(inputs: Opened, open: &OpenOptions, mode: &Mode) -> Result<Explained, ReadError> {
-    let mut watch = pass::Watch::new(mode);
+    let mut watch = modes::Watch::new(mode);
     let mut pass = pipeline::read(inputs, open, &mut watch)?;
     let inputs = std::mem::take(&mut pass.inputs);
     crate::read::inputs::Unread::nothing_read(&inputs, pass.events)?;
@@ -180,30 +108,6 @@ pub fn explain(
     o: &Options,
 ) -> Result<ExplainReport, ReadError> {
     explain_mode(inputs, open, &Mode::Cycles(o.clone()))
-}
-
-/// The automatic mode: a kernel log alone gets its reports explained (or is said to have
-/// none); a trace with scheduling events gets its outliers, and a log's reports beside it
-/// are named in a note.
-fn auto_or_kernel_log(tl: &Timeline, s: &Interner, top: usize, k: &KernelReports) -> ExplainReport {
-    use crate::timeline::KindClass;
-    // A log, or a trace that is mostly its messages (printk:console alone).
-    let events: u64 = tl.seen.iter().sum();
-    if tl.saw(KindClass::SchedSwitch) == 0 && k.messages > 0 && k.messages * 2 >= events {
-        return analyze_kernel_log(tl, s, k, top);
-    }
-    if k.reports.is_empty() {
-        return analyze_auto(tl, s, top);
-    }
-    let mut r = analyze_auto(tl, s, top);
-    let kl = analyze_kernel_log(tl, s, k, top);
-    if let Some(sum) = &kl.kernel {
-        r.notes.insert(
-            0,
-            format!("the kernel log beside the trace: {}", kernel_verdict(sum)),
-        );
-    }
-    r
 }
 
 /// Puts what the readers said in front of the report's own notes, and what the

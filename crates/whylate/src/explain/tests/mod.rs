@@ -602,7 +602,7 @@ fn the_write_that_answers_is_no_timeout_complaint() {
 /// Reads `text` with a cutter of `o`'s cycles, finished at the trace's end.
 pub(super) fn cut(o: &Options, text: &str) -> (super::cutter::Cycles, Pass) {
     let mode = Mode::Cycles(o.clone());
-    let mut watch = super::pass::Watch::new(&mode);
+    let mut watch = super::modes::Watch::new(&mode);
     let p =
         crate::pipeline::read(testkit::opened(text), &OpenOptions::default(), &mut watch).unwrap();
     let mut cy = watch.into_cycles().expect("cycle mode cuts cycles");
