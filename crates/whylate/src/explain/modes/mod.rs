@@ -47,9 +47,11 @@ pub(super) enum Watch<'m> {
         deadline_ns: Option<u64>,
         reports: Box<KernelReports>,
     },
-    /// Timer, softirq and function modes read the timeline alone.
+    /// Timer mode; it, softirq and function modes read the timeline alone.
     Timer(&'m TimerOptions),
+    /// Softirq mode: the vector, its deadline, the misses shown in full.
     Softirq(&'m str, Option<u64>, usize),
+    /// Function mode.
     Function(&'m FunctionOptions),
 }
 
