@@ -55,13 +55,6 @@ pub fn garbled_every_third(text: &str) -> String {
         .collect()
 }
 
-/// `text` in a temporary file (removed when dropped).
-pub fn file(text: &str) -> tempfile::TempPath {
-    let mut f = tempfile::Builder::new().suffix(".txt").tempfile().unwrap();
-    std::io::Write::write_all(&mut f, text.as_bytes()).unwrap();
-    f.into_temp_path()
-}
-
 /// `text` as an input held in memory (named `mem.txt`).
 pub fn opened(text: &str) -> crate::read::Opened {
     opened_with(text, &OpenOptions::default())
