@@ -300,7 +300,7 @@ fn causes(o: &mut Page<'_>, r: &ExplainReport) {
     }
     o.push_str("</table>\n");
     if repeated {
-        o.push_str("<p class=\"sub\">Misses overlapped in time: total excess counts each wait once; summed counts it once per miss it delayed, as mean and share do.</p>\n");
+        o.push_str("<p class=\"sub\">Misses overlapped in time: total excess counts each wait once; summed counts it once per miss it delayed, as mean does.</p>\n");
     }
 }
 

@@ -260,7 +260,7 @@ fn causes(o: &mut String, r: &ExplainReport, p: &Paint) {
     if repeated {
         let _ = writeln!(
             o,
-            "  ({} overlapped in time: total counts each wait once; summed counts it once per {} it delayed, as mean and share do)",
+            "  ({} overlapped in time: total counts each wait once; summed counts it once per {} it delayed, as mean does)",
             plural(r),
             singular(r)
         );

@@ -189,8 +189,11 @@ impl RunSummary {
     /// Causes over every miss so far, largest first, the recorder's own rows last (as
     /// `explain` ranks them).
     pub fn causes(&self) -> Vec<CauseRow> {
-        let mut rows = rank(self.tally.causes.clone(), &self.tally.nested);
-        super::once::apply(&mut rows, &self.repeated);
+        let rows = rank(
+            self.tally.causes.clone(),
+            &self.tally.nested,
+            &self.repeated,
+        );
         super::machine::recorder_last(rows, &self.recorder)
     }
 

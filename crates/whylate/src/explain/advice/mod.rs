@@ -66,7 +66,7 @@ pub(in crate::explain) fn context(
                     format!(
                         "the chain waited here ({} {})",
                         c.category,
-                        c.culprit.label()
+                        c.culprit.label_in(c.category)
                     )
                 })
                 .unwrap_or_else(|| "the chain waited here".into());

@@ -228,8 +228,7 @@ pub(in crate::explain) fn assemble(
     f: Findings,
 ) -> ExplainReport {
     let once = f.tally.once.unwrap_or_else(|| Once::of(&f.misses));
-    let mut causes = rank(f.tally.causes, &f.tally.nested);
-    crate::explain::once::apply(&mut causes, &once.repeated());
+    let causes = rank(f.tally.causes, &f.tally.nested, &once.repeated());
     let context = context(tl, s, &causes, &f.tally.cpus);
     let advice = advise(tl, s, &causes, &f.misses);
     let mut notes = f.notes;
@@ -262,29 +261,42 @@ pub(in crate::explain) fn assemble(
     }
 }
 
-/// Causes as rows, largest total first (ties by culprit, so the order is stable), the
+/// Causes as rows, the most time held first (ties by culprit, so the order is stable), the
 /// blind spots last; then each deferral to ksoftirqd ahead of what held its CPU inside
 /// its wait (`nested`: per cause, that time).
+///
+/// The time a cause held is its once-counted total: its sum over misses less what
+/// overlapping misses repeated (`repeated`, from [`crate::explain::once`]). A stall that
+/// several overlapping misses each waited through took the task's time once; ranking by
+/// the per-miss sum would put a cause spread over many overlapping misses ahead of one that
+/// held the task longer. The share is of that total too; the mean stays per miss.
 pub(in crate::explain) fn rank(
     causes: FxHashMap<CauseKey, (u64, u64)>,
     nested: &FxHashMap<CauseKey, u64>,
+    repeated: &FxHashMap<CauseKey, u64>,
 ) -> Vec<CauseRow> {
-    let sum: u64 = causes.values().map(|v| v.1).sum::<u64>().max(1);
     let mut rows: Vec<CauseRow> = causes
         .into_iter()
-        .map(|((category, culprit), (count, ns))| CauseRow {
-            category,
-            culprit,
-            count,
-            total_excess_ns: ns,
-            once_ns: ns,
-            mean_excess_ns: ns / count.max(1),
-            share: ns as f64 / sum as f64,
+        .map(|(key, (count, ns))| {
+            let once = ns.saturating_sub(repeated.get(&key).copied().unwrap_or(0));
+            CauseRow {
+                category: key.0,
+                culprit: key.1,
+                count,
+                total_excess_ns: ns,
+                once_ns: once,
+                mean_excess_ns: ns / count.max(1),
+                share: 0.0,
+            }
         })
         .collect();
+    let sum: u64 = rows.iter().map(|r| r.once_ns).sum::<u64>().max(1);
+    for r in &mut rows {
+        r.share = r.once_ns as f64 / sum as f64;
+    }
     let blind = |r: &CauseRow| crate::explain::causes::is_blind_spot(r.category);
     let key = deferral_keys(&rows, nested);
-    let key = |r: &CauseRow| key(r).unwrap_or(r.total_excess_ns);
+    let key = |r: &CauseRow| key(r).unwrap_or(r.once_ns);
     rows.sort_by(|a, b| {
         (blind(a).cmp(&blind(b)))
             .then(key(b).cmp(&key(a)))
@@ -311,14 +323,14 @@ fn deferral_keys(
         .filter(|r| r.category == cause::DEFERRED_TO_KSOFTIRQD)
     {
         let e = largest.entry(r.culprit.cpu).or_insert((0, String::new()));
-        if r.total_excess_ns > e.0 {
-            *e = (r.total_excess_ns, r.culprit.label());
+        if r.once_ns > e.0 {
+            *e = (r.once_ns, r.culprit.label());
         }
     }
     move |r: &CauseRow| {
         let (ns, label) = largest.get(&r.culprit.cpu)?;
         (r.category == cause::DEFERRED_TO_KSOFTIRQD
-            && *ns == r.total_excess_ns
+            && *ns == r.once_ns
             && *label == r.culprit.label())
         .then(|| ns + inside.get(&r.culprit.cpu).copied().unwrap_or(0))
     }
@@ -466,6 +478,37 @@ mod tests {
     }
 
     #[test]
+    fn causes_rank_by_the_time_they_held_counted_once() {
+        // An idle CPU woke late inside 300 overlapping misses: 265 ms summed, 70 ms of the
+        // task's time. A holder's preemption: 200 ms summed, 158 ms once. (The shape of a
+        // waiter overrunning its 1 ms period behind a preempted lock holder.)
+        let idle = key(cause::CPU_IDLE, None, None);
+        let inv = key(cause::PRIORITY_INVERSION, None, Some("inv-rt"));
+        let causes: FxHashMap<CauseKey, (u64, u64)> = [
+            (idle.clone(), (367, 265_000_000)),
+            (inv.clone(), (298, 200_000_000)),
+        ]
+        .into_iter()
+        .collect();
+        let repeated: FxHashMap<CauseKey, u64> = [(idle, 195_000_000), (inv, 42_000_000)]
+            .into_iter()
+            .collect();
+        let rows = rank(causes, &FxHashMap::default(), &repeated);
+        let got: Vec<(u64, u64)> = rows
+            .iter()
+            .map(|r| (r.once_ns, r.total_excess_ns))
+            .collect();
+        assert_eq!(got, [(158_000_000, 200_000_000), (70_000_000, 265_000_000)]);
+        // Shares are of the once-counted time; the mean stays per miss.
+        assert!(
+            (rows[0].share - 158.0 / 228.0).abs() < 1e-9,
+            "{}",
+            rows[0].share
+        );
+        assert_eq!(rows[1].mean_excess_ns, 265_000_000 / 367);
+    }
+
+    #[test]
     fn a_deferral_ranks_by_its_whole_wait_ahead_of_what_cut_into_it() {
         let irq = key(cause::HARDIRQ, Some(9), None);
         let net = key(cause::SOFTIRQ, None, Some("NET_RX"));
@@ -483,14 +526,14 @@ mod tests {
         let nested: FxHashMap<CauseKey, u64> = [(irq.clone(), 300), (other.clone(), 100)]
             .into_iter()
             .collect();
-        let order: Vec<u64> = rank(causes.clone(), &nested)
+        let order: Vec<u64> = rank(causes.clone(), &nested, &FxHashMap::default())
             .iter()
             .map(|r| r.total_excess_ns)
             .collect();
         // The deferral's key is 200 + 400; irq 9 follows it, irq 11 (mostly outside the
         // wait) keeps its place by its time.
         assert_eq!(order, [200, 300, 280, 250]);
-        let plain: Vec<u64> = rank(causes, &FxHashMap::default())
+        let plain: Vec<u64> = rank(causes, &FxHashMap::default(), &FxHashMap::default())
             .iter()
             .map(|r| r.total_excess_ns)
             .collect();

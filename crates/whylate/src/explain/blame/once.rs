@@ -3,7 +3,7 @@
 //! wait), one wait holds up several of them and the causes table's per-miss sums count it
 //! once per miss. This module finds how much of each cause's sum is such repetition.
 
-use crate::explain::report::{CauseKey, CauseRow, Miss};
+use crate::explain::report::{CauseKey, Miss};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
@@ -89,15 +89,6 @@ fn swept(spans: &[Span]) -> u64 {
         }
     }
     total.round() as u64
-}
-
-/// Sets each row's `once_ns`: its total less what overlapping misses repeated.
-pub(in crate::explain) fn apply(rows: &mut [CauseRow], repeated: &FxHashMap<CauseKey, u64>) {
-    for r in rows {
-        let k = (r.category, r.culprit.clone());
-        let rep = repeated.get(&k).copied().unwrap_or(0);
-        r.once_ns = r.total_excess_ns.saturating_sub(rep);
-    }
 }
 
 #[cfg(test)]

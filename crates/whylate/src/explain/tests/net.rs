@@ -721,7 +721,7 @@ fn a_softirq_backlog_ranks_right_after_the_deferral_that_let_it_pile_up() {
         (crate::explain::causes::SOFTIRQ_BACKLOG, net_rx(0)),
         (2, 60_000_000),
     );
-    let rows = crate::explain::driver::rank(causes, &Default::default());
+    let rows = crate::explain::driver::rank(causes, &Default::default(), &Default::default());
     let order: Vec<(&str, Option<u32>, u64)> = (rows.iter())
         .map(|r| (r.category.id(), r.culprit.cpu, r.total_excess_ns))
         .collect();
