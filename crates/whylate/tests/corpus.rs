@@ -473,7 +473,10 @@ fn v7_files_read_like_the_v6_they_were_converted_from() {
     let r = read_all(&zlib);
     assert_eq!(r.events.len(), 3724);
     let src = whylate::read::open(&zlib, &Default::default()).unwrap();
-    let info = src.dat_info().unwrap();
+    let info = src
+        .reader::<whylate::read::tracedat::TraceDat>()
+        .unwrap()
+        .info();
     assert_eq!(info.compression.as_deref(), Some("zlib"));
     // A damaged zlib chunk is an error that names the offset, not a panic or silence.
     let mut bad = bytes.clone();

@@ -2,7 +2,8 @@
 //! for perf.data, the records' fields) to the thread that feeds the timeline and the sink.
 
 use crate::event::{Event, Interner};
-use crate::read::{self, Format, Merged, ReadError};
+use crate::read::{self, Merged, ReadError};
+use std::any::Any;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 /// Whether reading gets a thread of its own. Binary inputs decode on one core, so the
@@ -57,8 +58,9 @@ const RECORDS: usize = 1000;
 /// error that ended its filling is returned. `fill` is also told whether the calling
 /// thread is behind (a batch was still waiting for it at the last hand-over), so that it
 /// can take on work the calling thread would otherwise do.
-fn relay<P: Send, B: Send + Default>(
+fn relay<P: Send, B: Send>(
     mut producer: P,
+    make: impl Fn(&P) -> B + Send,
     fill: impl Fn(&mut P, &mut B, bool) -> Result<bool, ReadError> + Send,
     mut drain: impl FnMut(&mut B),
 ) -> Result<P, ReadError> {
@@ -73,7 +75,7 @@ fn relay<P: Send, B: Send + Default>(
         let reader = std::thread::Builder::new().name("whylate-read".into());
         let mut behind = false;
         let reader = reader.spawn_scoped(s, move || loop {
-            let mut b = spare.try_recv().unwrap_or_default();
+            let mut b = spare.try_recv().unwrap_or_else(|_| make(&producer));
             let r = fill(&mut producer, &mut b, behind);
             behind = queued.fetch_add(1, Relaxed) > 0;
             let gone = tx.send(Ok(b)).is_err();
@@ -155,145 +157,8 @@ fn handed_over<L: Lend>(
         }
         b.events.clear();
     };
-    let (merged, _) = relay((merged, Interner::new()), fill, drain)?;
+    let (merged, _) = relay((merged, Interner::new()), |_| Batch::default(), fill, drain)?;
     Ok((merged, strings))
-}
-
-/// A binary reader split in two: the reading half stays with the input on the reading
-/// thread, and this, the decoding half, moves to the feeding thread.
-trait DecodingHalf: Sized {
-    /// What the reading half hands over.
-    type Records: Default + Send;
-    /// Takes the decoding half out of `input`; None when it cannot be split.
-    fn take(input: &mut read::Input) -> Option<Self>;
-    /// Fills `out` with up to `max` items; false at the end. `help` says the feeding
-    /// thread is behind: the reading half then also does what it can of the decoding
-    /// (perf.data's and trace.dat's decode their pure events). Without it, Perfetto's does
-    /// less than usual: it leaves its packets undecoded for the feeding thread.
-    fn fill(
-        input: &mut read::Input,
-        out: &mut Self::Records,
-        max: usize,
-        help: bool,
-    ) -> Result<bool, ReadError>;
-    /// Decodes `out` in order, handing each event to `f`, and empties it (or marks it
-    /// taken: Perfetto's packets go back to be freed where they were decoded).
-    fn drain(
-        &mut self,
-        s: &mut Interner,
-        out: &mut Self::Records,
-        f: impl FnMut(&Event, &Interner),
-    );
-    /// Puts the decoding half back into `input`.
-    fn rejoin(self, input: &mut read::Input);
-    /// Called first on the reading thread: gives what the reading half reads or writes
-    /// on every record memory of this thread's own (see [`split`]).
-    fn settle(_input: &mut read::Input) {}
-}
-
-impl DecodingHalf for read::perfdata::apart::Decoding {
-    type Records = read::perfdata::apart::Records;
-    fn take(input: &mut read::Input) -> Option<Self> {
-        input.perf_mut()?.decode_apart()
-    }
-    fn fill(
-        input: &mut read::Input,
-        out: &mut Self::Records,
-        max: usize,
-        help: bool,
-    ) -> Result<bool, ReadError> {
-        Ok(input
-            .perf_mut()
-            .is_some_and(|p| p.next_records(out, max, help)))
-    }
-    fn drain(
-        &mut self,
-        s: &mut Interner,
-        out: &mut Self::Records,
-        f: impl FnMut(&Event, &Interner),
-    ) {
-        self.decode(s, out, f);
-        out.clear();
-    }
-    fn settle(input: &mut read::Input) {
-        if let Some(p) = input.perf_mut() {
-            p.settle_here();
-        }
-    }
-    fn rejoin(self, input: &mut read::Input) {
-        if let Some(p) = input.perf_mut() {
-            p.rejoin(self);
-        }
-    }
-}
-
-impl DecodingHalf for read::tracedat::apart::Decoding {
-    type Records = read::tracedat::apart::Records;
-    fn take(input: &mut read::Input) -> Option<Self> {
-        Some(input.dat_mut()?.decode_apart())
-    }
-    fn fill(
-        input: &mut read::Input,
-        out: &mut Self::Records,
-        max: usize,
-        help: bool,
-    ) -> Result<bool, ReadError> {
-        match input.dat_mut() {
-            Some(d) => d.next_records(out, max, help),
-            None => Ok(false),
-        }
-    }
-    fn drain(
-        &mut self,
-        s: &mut Interner,
-        out: &mut Self::Records,
-        f: impl FnMut(&Event, &Interner),
-    ) {
-        self.decode(s, out, f);
-        out.clear();
-    }
-    fn settle(input: &mut read::Input) {
-        if let Some(d) = input.dat_mut() {
-            d.settle_here();
-        }
-    }
-    fn rejoin(self, input: &mut read::Input) {
-        if let Some(d) = input.dat_mut() {
-            d.rejoin(self);
-        }
-    }
-}
-
-impl DecodingHalf for read::perfetto::apart::Decoding {
-    type Records = read::perfetto::apart::Records;
-    fn take(input: &mut read::Input) -> Option<Self> {
-        Some(input.perfetto_mut()?.decode_apart())
-    }
-    fn fill(
-        input: &mut read::Input,
-        out: &mut Self::Records,
-        max: usize,
-        help: bool,
-    ) -> Result<bool, ReadError> {
-        // Not behind, the feeding thread waits for batches: it decodes them itself.
-        match input.perfetto_mut() {
-            Some(p) => p.next_items(out, max, !help),
-            None => Ok(false),
-        }
-    }
-    fn drain(
-        &mut self,
-        s: &mut Interner,
-        out: &mut Self::Records,
-        f: impl FnMut(&Event, &Interner),
-    ) {
-        self.decode(s, out, f);
-    }
-    fn rejoin(self, input: &mut read::Input) {
-        if let Some(p) = input.perfetto_mut() {
-            p.rejoin(self);
-        }
-    }
 }
 
 /// One binary input whose reader splits: the reading thread walks the file and copies
@@ -306,24 +171,14 @@ impl DecodingHalf for read::perfetto::apart::Decoding {
 /// copies of every event: cycle mode on the 3.8 M-event perf.data of bench/explain.py
 /// took 1.26 s instead of 1.02 (mean of 7, paired; issue 51).
 pub(super) fn decoded_apart(
-    merged: Merged<read::Input>,
-    feed: &mut impl FnMut(usize, &Event, &Interner),
-) -> Result<(Merged<read::Input>, Interner), ReadError> {
-    use read::{perfdata, perfetto, tracedat};
-    match merged.sources().first().map(|s| s.format()) {
-        _ if merged.sources().len() != 1 => handed_over(merged, feed),
-        Some(Format::PerfData) => split::<perfdata::apart::Decoding>(merged, feed),
-        Some(Format::TraceDat) => split::<tracedat::apart::Decoding>(merged, feed),
-        Some(Format::Perfetto) => split::<perfetto::apart::Decoding>(merged, feed),
-        _ => handed_over(merged, feed),
-    }
-}
-
-fn split<D: DecodingHalf>(
     mut merged: Merged<read::Input>,
     feed: &mut impl FnMut(usize, &Event, &Interner),
 ) -> Result<(Merged<read::Input>, Interner), ReadError> {
-    let Some(mut dec) = D::take(&mut merged.sources_mut()[0]) else {
+    let half = match merged.sources_mut() {
+        [one] => one.binary_mut().and_then(|b| b.decode_apart()),
+        _ => None,
+    };
+    let Some(mut dec) = half else {
         return handed_over(merged, feed);
     };
     // The reading thread decodes the events that intern nothing only while the feeding
@@ -336,21 +191,34 @@ fn split<D: DecodingHalf>(
     // both use moves between the cores on every record (a layout table read per record
     // next to a selector's count written per event made explain on perf.data 20% slower).
     // Copied on the reading thread, it comes from that thread's own heap.
-    let fill = |m: &mut Merged<read::Input>, b: &mut D::Records, behind: bool| {
+    let fill = |m: &mut Merged<read::Input>, b: &mut Box<dyn Any + Send>, behind: bool| {
         let n = batches.fetch_add(1, Relaxed);
         if n == 0 {
-            D::settle(&mut m.sources_mut()[0]);
+            reader(m).settle_here();
         }
         let help = if cfg!(test) { n % 2 == 1 } else { behind };
         m.sources_mut()[0].check_cancel(RECORDS as u32)?;
-        D::fill(&mut m.sources_mut()[0], b, RECORDS, help)
+        reader(m).fill(&mut **b, RECORDS, help)
+    };
+    // The batches are made by the reading half, which knows their type.
+    let make = |m: &Merged<read::Input>| match m.sources()[0].binary() {
+        Some(b) => b.batch(),
+        None => unreachable!("only a binary input is split"),
     };
     let mut strings = Interner::new();
-    let drain = |b: &mut D::Records| dec.drain(&mut strings, b, |e, s| feed(0, e, s));
-    let relayed = relay(merged, fill, drain);
-    let mut merged = relayed?;
-    dec.rejoin(&mut merged.sources_mut()[0]);
+    let mut feed_one = |e: &Event, s: &Interner| feed(0, e, s);
+    let drain = |b: &mut Box<dyn Any + Send>| dec.drain(&mut strings, &mut **b, &mut feed_one);
+    let mut merged = relay(merged, make, fill, drain)?;
+    reader(&mut merged).rejoin(dec);
     Ok((merged, strings))
+}
+
+/// The reader of the one binary input split.
+fn reader(m: &mut Merged<read::Input>) -> &mut dyn read::Binary {
+    match m.sources_mut()[0].binary_mut() {
+        Some(b) => b,
+        None => unreachable!("only a binary input is split"),
+    }
 }
 
 #[cfg(test)]

@@ -14,6 +14,9 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
+/// Symbols given by the user (`--kallsyms FILE`): the file's name (for notes) and its text.
+pub type Given = (String, Arc<[u8]>);
+
 /// Where a trace's kernel symbols came from.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case", tag = "source", content = "detail")]

@@ -11,7 +11,9 @@
 //! and sampled in [`Diag`] with its line number; a line that is not trace data at all (prose
 //! around a pasted trace, shell prompts) is counted separately as skipped.
 
+mod binary;
 mod comms;
+mod declare;
 mod declared;
 pub mod decompress;
 mod format;
@@ -22,6 +24,7 @@ pub mod memory;
 mod merge;
 mod open;
 mod opened;
+mod options;
 pub mod perfdata;
 pub mod perfetto;
 mod records;
@@ -35,15 +38,14 @@ mod text;
 pub mod tracedat;
 pub mod unpack;
 
+pub(crate) use binary::Binary;
 pub use decompress::Compression;
 pub use format::Format;
 pub use ident::Held;
 pub use merge::{Lend, Merged, Sorted};
-pub use open::{
-    open, open_each, open_memory, trace_format, Input, OpenOptions, Progress, DEFAULT_WINDOW,
-    PERF_WINDOW,
-};
+pub use open::{open, open_each, open_memory, trace_format, Input};
 pub use opened::Opened;
+pub use options::{OpenOptions, Progress, DEFAULT_WINDOW, PERF_WINDOW};
 pub use registry::{formats, sniff};
 pub(crate) use source::OrderCheck;
 pub use source::{BadLine, Diag, EventSource, Header, LatencyHeader, OrderStats, ReadError};

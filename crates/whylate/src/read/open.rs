@@ -2,71 +2,22 @@
 //! for that format ([`Input`]), with the options and progress every reader shares.
 
 use crate::event::{Event, Interner};
+use crate::read::binary::{Binary, Opening, Origin};
+use crate::read::declare::{Build, REPORT_HEADERS};
 use crate::read::decompress::Compression;
-use crate::read::format::{Build, Format, REPORT_HEADERS};
+use crate::read::format::Format;
 use crate::read::merge::Sorted;
+use crate::read::options::{OpenOptions, Progress, DEFAULT_WINDOW};
 use crate::read::registry;
 use crate::read::source::{Cx, Diag, EventSource, OrderStats, ReadError};
 use crate::read::text::lines::LineReader;
 use crate::read::text::reader::TextReader;
-use crate::read::{decompress, ksyms, memory, perfdata, perfetto, tracedat, unpack};
+use crate::read::{decompress, ksyms, memory, unpack};
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
 use std::sync::Arc;
-/// Options for opening an input.
-#[derive(Clone, Debug, Default)]
-pub struct OpenOptions {
-    /// Force a format instead of sniffing.
-    pub format: Option<Format>,
-    /// Fail on the first line that does not parse.
-    pub strict: bool,
-    /// Reorder window in events (0 = default).
-    pub window: usize,
-    /// Where a long read reports how far it got (a progress bar polls it).
-    pub progress: Option<std::sync::Arc<Progress>>,
-    /// The recording machine's `/proc/kallsyms` (`--kallsyms FILE`, read by
-    /// [`ksyms::load_file`]): names code addresses in binary traces, over any other source.
-    pub kallsyms: Option<perfdata::Given>,
-    /// The syscall table that names raw syscall numbers (`--arch`), over what the file
-    /// says; x86_64 when neither says.
-    pub arch: Option<crate::syscalls::Arch>,
-    /// Files the caller already opened (and checked): a path listed here is read through
-    /// its file and never opened by name, so what was checked is what is read (the MCP
-    /// server's roots; see [`super::ident::Held`]).
-    pub held: Option<Arc<super::ident::Held>>,
-}
-
-/// How far a read has got, updated by the readers and polled by a progress display.
-#[derive(Debug, Default)]
-pub struct Progress {
-    /// Bytes of the input files consumed (compressed bytes for compressed text inputs).
-    pub bytes: std::sync::atomic::AtomicU64,
-    /// A binary input (trace.dat, perf.data) is read: its bytes are not counted, as its
-    /// reader seeks around the file; progress is its events.
-    pub binary: std::sync::atomic::AtomicBool,
-    /// Events read so far (updated every 64 Ki events).
-    pub events: std::sync::atomic::AtomicU64,
-    /// Reading is over (the analysis runs).
-    pub read_done: std::sync::atomic::AtomicBool,
-    /// Set by the caller to stop the read: every input opened with these options then
-    /// fails with [`ReadError::Cancelled`] within a few thousand events.
-    pub cancel: std::sync::atomic::AtomicBool,
-}
-
-impl Progress {
-    /// Publishes the event count every 64 Ki events: cheap enough for the hot loop.
-    #[inline]
-    pub fn tick(p: &Option<std::sync::Arc<Progress>>, events: u64) {
-        if events & 0xffff == 0 {
-            if let Some(p) = p {
-                p.events.store(events, std::sync::atomic::Ordering::Relaxed);
-            }
-        }
-    }
-}
-
 /// A file whose reads are counted into a [`Progress`].
 struct Counted {
     f: Box<dyn Read + Send>,
@@ -83,14 +34,6 @@ impl Read for Counted {
     }
 }
 
-/// Default reorder window. Text tools already print in time order; what is left is
-/// small skew (trappy's unsorted sample, hand-merged captures). 4096 events (about 400 KB)
-/// stay in L2 cache; a larger window measurably slows the hot path. `--reorder` raises it.
-pub const DEFAULT_WINDOW: usize = 1 << 12;
-
-/// Reorder window for perf.data: a perf round can hold tens of thousands of events.
-pub const PERF_WINDOW: usize = 1 << 16;
-
 /// One opened input: a text reader behind its reorder window, or a binary reader.
 pub struct Input {
     kind: InputKind,
@@ -106,21 +49,7 @@ const CANCEL_EVERY: u32 = 4096;
 
 enum InputKind {
     Text(Box<Sorted<TextReader>>),
-    Dat(Box<tracedat::TraceDat>),
-    Perf(Box<perfdata::PerfData>),
-    Perfetto(Box<perfetto::Perfetto>),
-}
-
-impl EventSource for tracedat::TraceDat {
-    fn next_event(&mut self, strings: &mut Interner) -> Result<Option<Event>, ReadError> {
-        self.next_decoded(strings)
-    }
-    fn diag(&self) -> &Diag {
-        tracedat::TraceDat::diag(self)
-    }
-    fn order(&self) -> OrderStats {
-        tracedat::TraceDat::order(self)
-    }
+    Binary(Box<dyn Binary>, Format),
 }
 
 impl Input {
@@ -128,9 +57,7 @@ impl Input {
     pub fn format(&self) -> Format {
         match &self.kind {
             InputKind::Text(t) => t.reader().format(),
-            InputKind::Dat(_) => Format::TraceDat,
-            InputKind::Perf(_) => Format::PerfData,
-            InputKind::Perfetto(_) => Format::Perfetto,
+            InputKind::Binary(_, f) => *f,
         }
     }
     /// The detected compression.
@@ -141,125 +68,66 @@ impl Input {
     pub fn bytes_read(&self) -> u64 {
         match &self.kind {
             InputKind::Text(t) => t.reader().bytes_read(),
-            InputKind::Dat(d) => d.bytes(),
-            InputKind::Perf(d) => d.bytes(),
-            InputKind::Perfetto(p) => p.bytes(),
+            InputKind::Binary(b, _) => b.bytes(),
+        }
+    }
+    /// The binary reader, when the input is one.
+    pub(crate) fn binary(&self) -> Option<&dyn Binary> {
+        match &self.kind {
+            InputKind::Binary(b, _) => Some(&**b),
+            InputKind::Text(_) => None,
         }
     }
     /// For a compressed binary input read in place through decompressing cursors (no
     /// decompressed copy, [`unpack`]): (bytes decompressed only to skip ahead, cursors
     /// started). None for every other input.
     pub fn unpack_cost(&self) -> Option<(u64, u64)> {
-        match &self.kind {
-            InputKind::Dat(d) => d.unpack_cost(),
-            InputKind::Perf(p) => p.unpack_cost(),
-            InputKind::Text(_) | InputKind::Perfetto(_) => None,
-        }
+        self.binary()?.unpack_cost()
     }
     /// whylate's record-time snapshot, when the input carries one.
     pub fn snapshot(&self) -> Option<&crate::snapshot::Snapshot> {
-        match &self.kind {
-            InputKind::Dat(d) => d.snapshot(),
-            _ => None,
-        }
+        self.binary()?.snapshot()
     }
     /// Where a binary input's kernel symbols came from (None for text: the kernel printed
     /// names already).
     pub fn symbols(&self) -> Option<ksyms::SymbolSource> {
-        match &self.kind {
-            InputKind::Text(_) | InputKind::Perfetto(_) => None,
-            InputKind::Perf(p) => p.info().symbols.clone(),
-            InputKind::Dat(d) => Some(match &d.info().kallsyms_from {
-                Some(f) => ksyms::SymbolSource::Given(f.clone()),
-                None if d.formats().carries_kallsyms() => ksyms::SymbolSource::Trace,
-                None => ksyms::SymbolSource::Unresolved("the trace.dat carries no symbols".into()),
-            }),
-        }
+        self.binary()?.symbols()
     }
     /// Says when the trace's kernel code addresses (work functions, timer callbacks,
     /// tasklets) stay unresolved, why, and how to resolve them.
     pub fn symbol_note(&self) -> Option<String> {
-        let InputKind::Perf(p) = &self.kind else {
-            return None;
-        };
-        let info = p.info();
-        let Some(ksyms::SymbolSource::Unresolved(why)) = &info.symbols else {
-            return None;
-        };
-        let needs = info.events.iter().any(|e| {
-            e.starts_with("workqueue:") || e.starts_with("timer:") || e.contains("tasklet")
-        });
-        needs.then(|| {
-            format!(
-                "kernel code addresses (work functions, timer callbacks) are shown in hex: {why}; pass the recording machine's /proc/kallsyms with --kallsyms FILE"
-            )
-        })
+        self.binary()?.symbol_note()
     }
     /// Where a compressed binary input's stream was cut (its reader reads the part
     /// before; text readers say it in their [`Diag::truncated`]).
     pub fn binary_cut(&self) -> Option<&str> {
-        match self.kind {
-            InputKind::Text(_) => None,
-            _ => self.cut.get().map(String::as_str),
-        }
+        self.binary()?;
+        self.cut.get().map(String::as_str)
     }
     /// The recording machine's architecture, when the file says (a perf.data's arch
     /// header, a trace.dat's uname): it names raw syscall numbers.
     pub fn arch(&self) -> Option<crate::syscalls::Arch> {
-        let said = match &self.kind {
-            InputKind::Perf(d) => d.info().arch.clone(),
-            InputKind::Dat(d) => d.info().uname.clone(),
-            InputKind::Perfetto(p) => p.info().machine.clone(),
-            InputKind::Text(_) => None,
-        }?;
+        let said = self.binary()?.machine()?;
         (said.split_whitespace()).find_map(crate::syscalls::Arch::parse)
     }
     /// What a reader says about how its input was recorded (Perfetto's clock and
     /// losses), for the report's notes.
     pub fn notes(&self) -> Vec<String> {
-        match &self.kind {
-            InputKind::Perfetto(p) => p.notes(),
-            _ => Vec::new(),
-        }
+        self.binary().map(|b| b.notes()).unwrap_or_default()
     }
-    /// The Perfetto reader, when the input is one.
-    pub fn perfetto(&self) -> Option<&perfetto::Perfetto> {
-        match &self.kind {
-            InputKind::Perfetto(p) => Some(p),
-            _ => None,
-        }
-    }
-    /// trace.dat header facts.
-    pub fn dat_info(&self) -> Option<&tracedat::DatInfo> {
-        match &self.kind {
-            InputKind::Dat(d) => Some(d.info()),
-            _ => None,
-        }
+    /// The binary reader of type `T` (`tracedat::TraceDat`, `perfetto::Perfetto`...),
+    /// when the input is one: what only that format knows (a trace.dat's header facts).
+    pub fn reader<T: 'static>(&self) -> Option<&T> {
+        self.binary()?.as_any().downcast_ref::<T>()
     }
 }
 
 impl Input {
-    /// The perf.data reader, when the input is one.
-    pub fn perf_mut(&mut self) -> Option<&mut perfdata::PerfData> {
+    /// The binary reader, when the input is one (the pass splits it across threads).
+    pub(crate) fn binary_mut(&mut self) -> Option<&mut dyn Binary> {
         match &mut self.kind {
-            InputKind::Perf(p) => Some(p),
-            _ => None,
-        }
-    }
-
-    /// The Perfetto reader, when the input is one.
-    pub fn perfetto_mut(&mut self) -> Option<&mut perfetto::Perfetto> {
-        match &mut self.kind {
-            InputKind::Perfetto(p) => Some(p),
-            _ => None,
-        }
-    }
-
-    /// The trace.dat reader, when the input is one.
-    pub fn dat_mut(&mut self) -> Option<&mut tracedat::TraceDat> {
-        match &mut self.kind {
-            InputKind::Dat(d) => Some(d),
-            _ => None,
+            InputKind::Binary(b, _) => Some(&mut **b),
+            InputKind::Text(_) => None,
         }
     }
 
@@ -284,9 +152,7 @@ impl Input {
         self.check_cancel(1)?;
         match &mut self.kind {
             InputKind::Text(t) => t.next_ref(strings),
-            InputKind::Perf(d) => d.next_ref(strings),
-            InputKind::Dat(d) => d.next_ref(strings),
-            InputKind::Perfetto(p) => p.next_ref(strings),
+            InputKind::Binary(b, _) => b.next_ref(strings),
         }
     }
 }
@@ -302,57 +168,21 @@ impl EventSource for Input {
         self.check_cancel(1)?;
         match &mut self.kind {
             InputKind::Text(t) => t.next_event(strings),
-            InputKind::Dat(d) => d.next_decoded(strings),
-            InputKind::Perf(d) => d.next_decoded(strings),
-            InputKind::Perfetto(p) => p.next_decoded(strings),
+            InputKind::Binary(b, _) => b.next_decoded(strings),
         }
     }
     fn diag(&self) -> &Diag {
         match &self.kind {
             InputKind::Text(t) => t.diag(),
-            InputKind::Dat(d) => d.diag(),
-            InputKind::Perf(d) => d.diag(),
-            InputKind::Perfetto(p) => p.diag(),
+            InputKind::Binary(b, _) => b.diag(),
         }
     }
     fn order(&self) -> OrderStats {
         match &self.kind {
             InputKind::Text(t) => t.order(),
-            InputKind::Dat(d) => d.order(),
-            InputKind::Perf(d) => d.order(),
-            InputKind::Perfetto(p) => p.order(),
+            InputKind::Binary(b, _) => b.order(),
         }
     }
-}
-
-/// Copies a decompressed stream into an unnamed temporary file (gone when closed, also
-/// when whylate is killed), for binary formats that need random access.
-fn spool(path: &Path, mut rd: Box<dyn Read + Send>) -> Result<File, ReadError> {
-    let io_err = |source| ReadError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut f = tempfile::tempfile().map_err(io_err)?;
-    io::copy(&mut rd, &mut f).map_err(io_err)?;
-    // Readers that stream (perf.data) start from the file position.
-    io::Seek::rewind(&mut f).map_err(io_err)?;
-    Ok(f)
-}
-
-/// The rest of a decompressed stream (what `lines` buffered, then what it did not read) in
-/// memory, for a compressed binary trace that came from memory.
-fn slurp<R: Read>(lines: LineReader<R>) -> io::Result<memory::Pieces> {
-    let (buffered, rest) = lines.into_inner();
-    whole(io::Cursor::new(buffered).chain(rest))
-}
-
-/// All of `rd`, in memory.
-fn whole(mut rd: impl Read) -> io::Result<memory::Pieces> {
-    let mut all = Vec::new();
-    rd.read_to_end(&mut all)?;
-    let mut p = memory::Pieces::new();
-    p.push(Arc::from(all));
-    Ok(p)
 }
 
 /// Bytes read ahead to decide the format.
@@ -426,14 +256,6 @@ pub fn open_each(
 ) -> Result<Vec<Input>, ReadError> {
     super::ident::check_distinct(paths, opts.held.as_deref())?;
     paths.iter().map(|p| open(p, opts)).collect()
-}
-
-/// Where an input's bytes come from: a file read by offset, a stream read once, or bytes
-/// in memory.
-enum Origin {
-    File(Arc<File>),
-    Stream,
-    Memory(Arc<memory::Pieces>),
 }
 
 fn open_input(path: &Path, opts: &OpenOptions) -> Result<Input, ReadError> {
@@ -524,55 +346,20 @@ fn open_read(
                 found: found.name().into(),
             });
         }
-        if matches!(binary.build, Build::Perfetto) {
-            let (buffered, rest) = lines.into_inner();
-            let rd = Box::new(io::Cursor::new(buffered).chain(rest));
-            let p = open_perfetto(path, rd, &origin, compression, &cut)?;
-            return Ok(Input {
-                kind: InputKind::Perfetto(Box::new(p)),
-                compression,
-                cut,
-                stop: None,
-            });
-        }
-        let dat = matches!(binary.build, Build::TraceDat);
-        if let Some(p) = &opts.progress {
-            // Binary readers seek around the file: their progress shows as events only.
-            p.binary.store(true, std::sync::atomic::Ordering::Relaxed);
-        }
-        // A compressed file is read in place; one that is cut, or a stream, is spooled.
-        let unpacked = match (&origin, compression != Compression::None) {
-            (Origin::File(file), true) => open_unpacked(path, file, dat, opts)?,
-            _ => None,
+        let Build::Binary(open) = binary.build else {
+            unreachable!("registry::binary finds binary readers only")
         };
-        if let Some(kind) = unpacked {
-            return Ok(Input {
-                kind,
-                compression,
-                cut,
-                stop: None,
-            });
-        }
-        // Binary formats need random access: a compressed one (or a stream) not read
-        // through cursors is spooled (decompressed in memory when it came from there).
-        let bytes = match (&origin, compression) {
-            // The same open file: its own offset was never moved (the readers `pread`).
-            (Origin::File(file), Compression::None) => {
-                unpack::Bytes::File(file.try_clone().map_err(io_err)?)
-            }
-            (Origin::Memory(b), Compression::None) => unpack::Bytes::Memory(b.clone()),
-            (Origin::Memory(_), _) => {
-                unpack::Bytes::Memory(Arc::new(slurp(lines).map_err(io_err)?))
-            }
-            _ => {
-                let (buffered, rest) = lines.into_inner();
-                let f = spool(path, Box::new(io::Cursor::new(buffered).chain(rest)))?;
-                unpack::Bytes::File(f)
-            }
+        let (buffered, rest) = lines.into_inner();
+        let opening = Opening {
+            path,
+            stream: Box::new(io::Cursor::new(buffered).chain(rest)),
+            origin: &origin,
+            compression,
+            cut: &cut,
+            opts,
         };
-        let kind = open_binary(path, bytes, dat, opts).map_err(|e| with_cut(e, &cut))?;
         return Ok(Input {
-            kind,
+            kind: InputKind::Binary(open(opening)?, binary.format),
             compression,
             cut,
             stop: None,
@@ -665,160 +452,6 @@ pub fn trace_format(path: &Path) -> Option<Format> {
     };
     parser.finish(&mut cx);
     (!out.is_empty()).then_some(format)
-}
-
-/// A compressed trace that declares no size (gzip, zstd from a pipe), read in place when
-/// its size can be had: for a trace.dat whose CPU regions end where its gzip trailer says
-/// the data does (modulo 4 GiB), that end, without a pass; otherwise by decompressing it
-/// through once. None for a trace.dat that would be spooled anyway (too many CPU
-/// regions, found before that pass) and for a cut file.
-fn unsized_trace(path: &Path, file: &Arc<File>, dat: bool) -> io::Result<Option<unpack::Unpacked>> {
-    if dat {
-        match tracedat::TraceDat::probe(path, file.clone()) {
-            tracedat::Probe::TooManyRegions => return Ok(None),
-            tracedat::Probe::Ends(end) => {
-                let trailer = crate::read::declared::gzip_size_mod_4g(file)?;
-                if trailer == Some(end as u32) {
-                    return Ok(Some(unpack::Unpacked::claimed(path, file.clone(), end)));
-                }
-            }
-            tracedat::Probe::Unknown => {}
-        }
-    }
-    unpack::Unpacked::measure_file(path, file.clone())
-}
-
-/// Opens a (seekable) trace.dat or perf.data, with `--kallsyms` symbols when given.
-fn open_binary(
-    path: &Path,
-    file: unpack::Bytes,
-    dat: bool,
-    opts: &OpenOptions,
-) -> Result<InputKind, ReadError> {
-    // trace.dat is time-ordered by construction (per-CPU merge): no reorder window (it
-    // would copy every event twice); what a skewed clock still puts out of order is
-    // counted by the reader. perf.data is sorted by its reader, round by round, with a
-    // hold of at least PERF_WINDOW events for what comes after its round.
-    Ok(if dat {
-        let mut d = tracedat::TraceDat::open_bytes(path, file)?;
-        if let Some((name, text)) = &opts.kallsyms {
-            d.use_kallsyms(name, text);
-        }
-        InputKind::Dat(Box::new(d))
-    } else {
-        InputKind::Perf(Box::new(perfdata::PerfData::open_with(
-            path,
-            file,
-            opts.window.max(PERF_WINDOW),
-            true,
-            opts.kallsyms.as_ref(),
-        )?))
-    })
-}
-
-/// A compressed trace.dat (`dat`) or perf.data read in place through decompressing
-/// cursors, with no decompressed copy ([`unpack`]); None when it is cut or damaged, or
-/// when a trace.dat has more CPUs than cursors are kept for (each CPU's data is read as
-/// its own region): the caller spools it then.
-/// A Perfetto trace, indexed first and its bundles read in time order
-/// (`perfetto::index`): a file in place (a compressed one through cursors), a stream (a
-/// pipe, stdin) spooled to a temporary file first, decompressed.
-fn open_perfetto(
-    path: &Path,
-    rd: Box<dyn Read + Send>,
-    origin: &Origin,
-    compression: Compression,
-    cut: &decompress::Cut,
-) -> Result<perfetto::Perfetto, ReadError> {
-    use perfetto::index::{Index, Source};
-    let io_err = |source| ReadError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let (mut index, src) = match origin {
-        Origin::Memory(b) => {
-            let b = match compression {
-                Compression::None => b.clone(),
-                _ => Arc::new(whole(rd).map_err(io_err)?),
-            };
-            let index = Index::scan(memory::Reader::new(b.clone())).map_err(io_err)?;
-            (index, Source::Memory(b))
-        }
-        Origin::File(file) => {
-            let index = Index::scan(rd).map_err(io_err)?;
-            let src = match compression {
-                Compression::None => Source::File(file.clone()),
-                _ => Source::Unpacked(Arc::new(unpack::Unpacked::unmeasured(path, file.clone()))),
-            };
-            // A large bundle is read at a dozen places at once (perfetto::large), more
-            // than a compressed file keeps cursors for: its packets are decompressed to
-            // a file first.
-            let src = match (&src, index.has_large()) {
-                (Source::Unpacked(_), true) => {
-                    let packets = Box::new(src.reader().take(index.valid()));
-                    Source::File(Arc::new(spool(path, packets)?))
-                }
-                _ => src,
-            };
-            (index, src)
-        }
-        Origin::Stream => {
-            let spooled = Arc::new(spool(path, rd)?);
-            let index = Index::scan(unpack::FileAt::new(spooled.clone())).map_err(io_err)?;
-            (index, Source::File(spooled))
-        }
-    };
-    index.finish(&src);
-    Ok(perfetto::Perfetto::from_index(
-        path,
-        index,
-        src,
-        cut.clone(),
-    ))
-}
-
-fn open_unpacked(
-    path: &Path,
-    file: &Arc<File>,
-    dat: bool,
-    opts: &OpenOptions,
-) -> Result<Option<InputKind>, ReadError> {
-    let io_err = |source| ReadError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let u = match unpack::Unpacked::open_file(path, file.clone()).map_err(io_err)? {
-        Some(u) => u,
-        None => match unsized_trace(path, file, dat).map_err(io_err)? {
-            Some(u) => u,
-            None => return Ok(None),
-        },
-    };
-    if !dat {
-        let window = opts.window.max(PERF_WINDOW);
-        let p =
-            perfdata::PerfData::open_unpacked(path, Arc::new(u), window, opts.kallsyms.as_ref())?;
-        return Ok(Some(InputKind::Perf(Box::new(p))));
-    }
-    let Some(mut d) = tracedat::TraceDat::open_unpacked(path, u)? else {
-        return Ok(None);
-    };
-    if let Some((name, text)) = &opts.kallsyms {
-        d.use_kallsyms(name, text);
-    }
-    Ok(Some(InputKind::Dat(Box::new(d))))
-}
-
-/// A binary input that fails to open because its compressed stream was cut says so.
-fn with_cut(e: ReadError, cut: &decompress::Cut) -> ReadError {
-    match (e, cut.get()) {
-        (ReadError::Corrupt { path, offset, why }, Some(c)) => ReadError::Corrupt {
-            path,
-            offset,
-            why: format!("{why} ({c})"),
-        },
-        (e, _) => e,
-    }
 }
 
 /// How an unreadable input starts, for the error: its first line quoted when it is text,

@@ -3,7 +3,8 @@
 //! CLI and the MCP server from paths, `watch` from its ring, tests and fuzz targets from
 //! bytes); the analyses below never open anything.
 
-use super::open::{open_each, open_memory, Input, OpenOptions};
+use super::open::{open_each, open_memory, Input};
+use super::options::OpenOptions;
 use super::{memory, ReadError};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -16,7 +16,7 @@ use super::tep::{self, Decoder, Formats};
 use super::unpack::{self, Bytes};
 use super::{Diag, EventSource, OrderCheck, OrderStats, ReadError, Sorted};
 use crate::event::{Event, Interner, Kind, Sym};
-use crate::read::format::{self, Build, Format, Sniff};
+use crate::read::format::Format;
 use linux_perf_data::linux_perf_event_reader::{Endianness, EventRecord};
 use linux_perf_data::{Feature, PerfFileReader, PerfFileRecord};
 use rustc_hash::FxHashMap;
@@ -29,18 +29,7 @@ pub fn sniff(head: &[u8]) -> bool {
     head.starts_with(b"PERFILE2") || head.starts_with(b"2ELIFREP")
 }
 
-/// perf's binary perf.data.
-pub(crate) const PERF_DATA: format::Reader = format::Reader {
-    format: Format::PerfData,
-    arg: "perf-data",
-    sniff: Sniff {
-        priority: 1,
-        magic: Some(sniff),
-        ..Sniff::NONE
-    },
-    split: false,
-    build: Build::PerfData,
-};
+pub(crate) use binary::PERF_DATA;
 
 impl Format {
     /// perf's binary perf.data.
@@ -66,6 +55,7 @@ pub struct PerfInfo {
 }
 
 pub mod apart;
+mod binary;
 mod bytes;
 mod generic;
 mod layout;
@@ -77,8 +67,7 @@ use sample::*;
 
 type Reader = PerfFileReader<BufReader<Src>>;
 
-/// Symbols given by the user: the file's name (for notes) and its text.
-pub type Given = (String, std::sync::Arc<[u8]>);
+pub use crate::read::ksyms::Given;
 
 /// Picks the kernel symbols for a perf.data, which stores none of its own: the ones given,
 /// else this machine's when it runs the recording kernel image at the same address (see

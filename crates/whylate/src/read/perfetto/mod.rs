@@ -23,6 +23,7 @@
 //! them, up to a drain period of every CPU.
 
 pub(crate) mod apart;
+mod binary;
 mod bundle;
 pub(crate) mod index;
 mod large;
@@ -48,21 +49,9 @@ use std::path::{Path, PathBuf};
 
 pub use packets::CHUNK;
 
-use super::format::{Build, Format, Reader, Sniff};
+use super::format::Format;
 
-/// Perfetto's protobuf trace, streamed.
-pub(crate) const PERFETTO: Reader = Reader {
-    format: Format::Perfetto,
-    arg: "perfetto",
-    sniff: Sniff {
-        // After trace.dat and perf.data, whose magic numbers are exact.
-        priority: 2,
-        magic: Some(sniff),
-        ..Sniff::NONE
-    },
-    split: false,
-    build: Build::Perfetto,
-};
+pub(crate) use binary::PERFETTO;
 
 impl Format {
     /// Perfetto's protobuf trace (traced, tracebox, Android).

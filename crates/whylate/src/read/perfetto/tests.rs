@@ -802,7 +802,7 @@ fn every_layout_of_bundles_gives_every_event_in_time_order() {
                     "{case}: first difference at {first_bad:?}"
                 );
                 assert_eq!(first_bad, None, "{case}");
-                let p = input.perfetto().unwrap();
+                let p = input.reader::<Perfetto>().unwrap();
                 assert_eq!(p.order().unsorted, 0, "{case}");
                 // Read window by window: 7 values of each of 3 lists at most in each.
                 let windows = p.info().packets as usize;
@@ -921,7 +921,7 @@ fn read_file(bytes: &[u8], large: bool) -> (Vec<String>, String) {
     while let Some(e) = input.next_ref(&mut s).unwrap() {
         got.push(format!("{} {} {} {:?}", e.ts, e.cpu, e.tid, e.kind));
     }
-    let notes = input.perfetto().unwrap().notes().join("\n");
+    let notes = input.reader::<Perfetto>().unwrap().notes().join("\n");
     (got, notes.replace(&path.display().to_string(), "t"))
 }
 

@@ -16,7 +16,8 @@ use super::grammar::{
 };
 use super::memo::{NameMemo, PrefixMemo};
 use crate::event::{parse_i64, Event, Interner, Kind, Sym};
-use crate::read::format::{Build, Format, Reader, Sniff, Vote};
+use crate::read::declare::{Build, Reader, Sniff, Vote};
+use crate::read::format::Format;
 use crate::read::source::{Cx, LineParser};
 use crate::read::stack;
 use crate::read::LatencyHeader;

@@ -19,7 +19,8 @@ use super::ftrace::{parse_latency_header, probe_latency_line, FtraceParser};
 use super::grammar::{event_kind, parse_flags, parse_secs};
 use super::graph::{duration, func_name};
 use crate::event::{parse_i64, Event, Kind, Sym};
-use crate::read::format::{Build, Format, Reader, Sniff, Vote};
+use crate::read::declare::{Build, Reader, Sniff, Vote};
+use crate::read::format::Format;
 use crate::read::source::{Cx, LineParser};
 use rustc_hash::FxHashMap;
 

@@ -12,7 +12,8 @@
 
 use super::body::trim;
 use crate::event::{Event, Kind, Sym};
-use crate::read::format::{Build, Format, Reader, Sniff, Vote};
+use crate::read::declare::{Build, Reader, Sniff, Vote};
+use crate::read::format::Format;
 use crate::read::source::{Cx, LineParser};
 
 /// Lines that only a kernel log has: what its reports start with.

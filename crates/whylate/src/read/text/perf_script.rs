@@ -12,7 +12,8 @@ use super::body::{dec, skip_spaces, trim};
 use super::grammar::{find_stamp, typed_or_other, StampKind};
 use super::memo::{NameMemo, PrefixMemo};
 use crate::event::{parse_i64, Event, Interner, Kind, Sym};
-use crate::read::format::{Build, Format, Reader, Sniff, Vote};
+use crate::read::declare::{Build, Reader, Sniff, Vote};
+use crate::read::format::Format;
 use crate::read::source::{Cx, LineParser};
 
 struct Head<'a> {

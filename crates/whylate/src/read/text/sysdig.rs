@@ -9,7 +9,8 @@
 use super::body::{dec, trim};
 use super::grammar::parse_secs;
 use crate::event::{parse_num, Event, Kind, Sym, TaskState};
-use crate::read::format::{Build, Format, Reader, Sniff, Vote};
+use crate::read::declare::{Build, Reader, Sniff, Vote};
+use crate::read::format::Format;
 use crate::read::source::{Cx, LineParser};
 
 struct Line<'a> {

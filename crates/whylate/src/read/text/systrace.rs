@@ -5,7 +5,8 @@
 
 use super::body::trim;
 use super::ftrace::FtraceParser;
-use crate::read::format::{Build, Format, Reader, Sniff};
+use crate::read::declare::{Build, Reader, Sniff};
+use crate::read::format::Format;
 use crate::read::source::{Cx, LineParser};
 
 /// Legacy systrace (HTML or the JS payload) holding ftrace text: the page decides before any line is read.

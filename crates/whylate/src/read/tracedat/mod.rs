@@ -13,7 +13,7 @@ use super::ringbuf::{PageCursor, PageLayout};
 use super::tep::{self, Decoder, Endian, Formats};
 use super::{Diag, ReadError};
 use crate::event::{Event, Interner, Sym};
-use crate::read::format::{Build, Format, Reader, Sniff};
+use crate::read::format::Format;
 use crate::read::unpack::Bytes;
 use crate::snapshot::Snapshot;
 use rustc_hash::FxHashMap;
@@ -21,6 +21,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 pub mod apart;
+mod binary;
 mod stream;
 
 pub(crate) mod open;
@@ -33,18 +34,7 @@ pub fn sniff(head: &[u8]) -> bool {
     head.starts_with(MAGIC)
 }
 
-/// trace-cmd's binary trace.dat (v6, v7).
-pub(crate) const TRACE_DAT: Reader = Reader {
-    format: Format::TraceDat,
-    arg: "trace-dat",
-    sniff: Sniff {
-        priority: 0,
-        magic: Some(sniff),
-        ..Sniff::NONE
-    },
-    split: false,
-    build: Build::TraceDat,
-};
+pub(crate) use binary::TRACE_DAT;
 
 impl Format {
     /// trace-cmd's binary trace.dat (v6, v7).
