@@ -32,7 +32,11 @@ pub(crate) enum Item {
     /// A task named.
     Comm { tid: i32, name: (u32, u32) },
     /// Events perf lost.
-    Lost { ts: u64, count: Option<u64> },
+    Lost {
+        ts: u64,
+        count: Option<u64>,
+        cpu: u32,
+    },
     /// The next `n` records of the batch's [`Records::due`]: left where they are in a
     /// plain file's map, the decoding half reads their fields there, so the reading
     /// thread neither parses nor copies them. A run, not an item each: an item is as
@@ -122,7 +126,7 @@ fn push_fields(out: &mut Records, pure: Option<&tep::Pure>, ts: u64, f: Fields) 
             tid,
             name: out.keep(name),
         },
-        Fields::Lost { count } => Item::Lost { ts, count },
+        Fields::Lost { count, cpu } => Item::Lost { ts, count, cpu },
         Fields::Bad { .. } | Fields::Nothing => return,
     };
     out.push(item);
@@ -198,7 +202,7 @@ impl Decoding {
                         name: kept.get(name),
                     },
                 ),
-                Item::Lost { ts, count } => (ts, Fields::Lost { count }),
+                Item::Lost { ts, count, cpu } => (ts, Fields::Lost { count, cpu }),
                 Item::Notes(d) => {
                     absorb(&mut self.smp.diag, *d);
                     continue;

@@ -35,7 +35,9 @@ impl EventSource for Generic {
                 }
                 EventRecord::Lost(l) => {
                     let ts = record.timestamp().unwrap_or(0);
-                    return Ok(Some(Event::lost(ts, Event::NO_CPU, Some(l.count))));
+                    let cpu = record.common_data().ok().and_then(|c| c.cpu);
+                    let cpu = cpu.unwrap_or(Event::NO_CPU);
+                    return Ok(Some(Event::lost(ts, cpu, Some(l.count))));
                 }
                 EventRecord::Sample(smp) => {
                     let raw = smp.raw.as_ref().map(|r| r.as_slice());

@@ -31,8 +31,8 @@ pub(super) enum Fields<'r> {
     },
     /// A task named (COMM).
     Comm { tid: i32, name: &'r [u8] },
-    /// Events perf lost.
-    Lost { count: Option<u64> },
+    /// Events perf lost, and the CPU whose buffer lost them (its sample_id trailer's).
+    Lost { count: Option<u64>, cpu: u32 },
     /// A sample that does not fit its layout: what it is, and what was expected.
     Bad { what: String, why: &'static str },
     /// A record that makes no event.
@@ -100,9 +100,21 @@ pub(super) fn fields_of<'r>(keys: &Keys, off: usize, r: &'r [u8]) -> Fields<'r> 
         },
         Some(REC_LOST) => Fields::Lost {
             count: u64_at(r, 16),
+            cpu: trailer_cpu(keys, r).unwrap_or(Event::NO_CPU),
         },
         _ => Fields::Nothing,
     }
+}
+
+/// The CPU in the sample_id trailer of non-sample record `r`, when its layout has one.
+fn trailer_cpu(keys: &Keys, r: &[u8]) -> Option<u32> {
+    // Where every attr's trailer has its CPU at one place, the record's id (which
+    // picks the attr) is not needed, as for its time.
+    let first = keys.lays.first()?;
+    let same = (keys.lays.iter()).all(|l| (l.trail, l.trail_cpu) == (first.trail, first.trail_cpu));
+    let l = if same { first } else { keys.layout(r, false)? };
+    let at = r.len().checked_sub(l.trail)? + l.trail_cpu?;
+    u32_at(r, at)
 }
 
 /// The event `f` makes (due at `ts`); None for records that make none (counted in the
@@ -122,7 +134,7 @@ pub(super) fn event_of(smp: &mut Samples, s: &mut Interner, ts: u64, f: Fields) 
             smp.comms.set(tid, name);
             None
         }
-        Fields::Lost { count } => Some(Event::lost(ts, Event::NO_CPU, count)),
+        Fields::Lost { count, cpu } => Some(Event::lost(ts, cpu, count)),
         Fields::Bad { what, why } => {
             smp.diag.bad(0, what.as_bytes(), why);
             None

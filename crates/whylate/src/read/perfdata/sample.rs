@@ -31,6 +31,8 @@ pub(super) struct Layout {
     pub(super) trail: usize,
     /// The time's offset inside that trailer.
     pub(super) trail_time: Option<usize>,
+    /// The CPU's offset inside that trailer.
+    pub(super) trail_cpu: Option<usize>,
 }
 
 impl Layout {
@@ -50,6 +52,7 @@ impl Layout {
             raw: has(S_RAW),
             trail: 0,
             trail_time: None,
+            trail_cpu: None,
         };
         let field = |on: bool, at: &mut Option<usize>, off: &mut usize| {
             if on {
@@ -75,9 +78,11 @@ impl Layout {
             let mut skip = None;
             field(has(S_TID), &mut skip, &mut t);
             field(has(S_TIME), &mut l.trail_time, &mut t);
-            for b in [S_ID, S_STREAM_ID, S_CPU, S_IDENTIFIER] {
+            for b in [S_ID, S_STREAM_ID] {
                 field(has(b), &mut skip, &mut t);
             }
+            field(has(S_CPU), &mut l.trail_cpu, &mut t);
+            field(has(S_IDENTIFIER), &mut skip, &mut t);
             l.trail = t;
         }
         Some(l)

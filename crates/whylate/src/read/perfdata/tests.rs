@@ -304,3 +304,71 @@ fn count_from_back_is_partition_point() {
         }
     }
 }
+
+/// `bytes` (a perf.data) with `rec` inserted as the first record of its data section,
+/// the data size and the feature sections after it moved along.
+fn with_first_record(bytes: &[u8], rec: &[u8]) -> Vec<u8> {
+    let at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap()) as usize;
+    let (start, size) = (at(40), at(48));
+    let end = start + size;
+    let mut out = bytes[..start].to_vec();
+    out.extend_from_slice(rec);
+    out.extend_from_slice(&bytes[start..end]);
+    out[48..56].copy_from_slice(&((size + rec.len()) as u64).to_le_bytes());
+    let features: u32 = (0..4).map(|i| (at(72 + 8 * i) as u64).count_ones()).sum();
+    for f in 0..features as usize {
+        let o = end + 16 * f;
+        out.extend_from_slice(&((at(o) + rec.len()) as u64).to_le_bytes());
+        out.extend_from_slice(&bytes[o + 8..o + 16]);
+    }
+    out.extend_from_slice(&bytes[end + 16 * features as usize..]);
+    out
+}
+
+/// A PERF_RECORD_LOST names, in its sample_id trailer, when and on which CPU's buffer
+/// perf lost events: both paths read the CPU there (the analysis is then blind on that
+/// CPU before that time, not on every CPU over the whole trace).
+#[test]
+fn a_lost_record_says_which_cpu_lost_events_on_both_paths() {
+    let tmp = tmp();
+    let (p, bytes) = example(tmp.path());
+    let r = PerfData::open(&p, File::open(&p).unwrap(), 16).unwrap();
+    let Mode::Fast(f) = &r.mode else {
+        panic!("the fast path")
+    };
+    let l = &f.lays[0];
+    let (trail, t_at, c_at) = (l.trail, l.trail_time.unwrap(), l.trail_cpu.unwrap());
+    // The time of the first sample: the record goes first, in time order.
+    let mut pos = u64::from_le_bytes(bytes[40..48].try_into().unwrap()) as usize;
+    let ts = loop {
+        let len = u16::from_le_bytes([bytes[pos + 6], bytes[pos + 7]]) as usize;
+        let r = &bytes[pos..pos + len];
+        if u32::from_le_bytes(r[..4].try_into().unwrap()) == REC_SAMPLE {
+            break f.time_of(r, true).flatten().unwrap();
+        }
+        pos += len;
+    };
+    // header (type 2, misc 0, size), id, lost count, then the trailer.
+    let size = 8 + 16 + trail;
+    let mut rec = vec![2, 0, 0, 0, 0, 0];
+    rec.extend_from_slice(&(size as u16).to_le_bytes());
+    rec.extend_from_slice(&0u64.to_le_bytes());
+    rec.extend_from_slice(&77u64.to_le_bytes());
+    let mut tr = vec![0u8; trail];
+    tr[t_at..t_at + 8].copy_from_slice(&ts.to_le_bytes());
+    tr[c_at..c_at + 4].copy_from_slice(&1u32.to_le_bytes());
+    rec.extend_from_slice(&tr);
+    let lost = tmp.path().join("lost.perf.data");
+    std::fs::write(&lost, with_first_record(&bytes, &rec)).unwrap();
+    let mut s = Interner::new();
+    let fast = PerfData::open(&lost, File::open(&lost).unwrap(), 1 << 16).unwrap();
+    let generic = PerfData::open_generic(&lost, File::open(&lost).unwrap(), 1 << 16).unwrap();
+    for (way, r) in [("fast", fast), ("generic", generic)] {
+        let (events, _) = all(r, &mut s);
+        let got: Vec<(u64, u32)> = (events.iter())
+            .filter(|e| matches!(e.kind, crate::event::Kind::Lost { count: Some(77) }))
+            .map(|e| (e.ts, e.cpu))
+            .collect();
+        assert_eq!(got, [(ts, 1)], "{way}");
+    }
+}
