@@ -115,6 +115,9 @@ fn verdict(o: &mut String, r: &ExplainReport, p: &Paint) {
             (n, None) => said.push(format!("{n} never answered and not judged: no deadline")),
             (n, Some(_)) => said.push(format!("{n} cut off by the trace's end")),
         }
+        if c.end_lost > 0 {
+            said.push(format!("{} whose end the trace lost", c.end_lost));
+        }
         let said = match said.is_empty() {
             true => String::new(),
             false => format!(" ({})", said.join(", ")),

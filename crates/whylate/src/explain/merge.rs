@@ -160,6 +160,7 @@ impl RunSummary {
             replied: d.count,
             no_reply: self.no_reply,
             cut_off: 0,
+            end_lost: 0,
             misses: self.misses,
             not_reading: self.not_reading,
             min_ns: d.min,

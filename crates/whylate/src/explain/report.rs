@@ -291,6 +291,10 @@ pub struct CycleStats {
     /// Cycles without a reply that the trace ended (or lost a CPU's data) before their
     /// deadline: not judged.
     pub cut_off: u64,
+    /// Cycles whose end event the trace lost (a system call's exit, before the thread's
+    /// next call): not judged, and not in `cut_off`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub end_lost: u64,
     /// Misses (over the deadline, or no reply).
     pub misses: u64,
     /// Of the misses, those whose reply was ready by the deadline and read after it.

@@ -196,6 +196,16 @@ impl Selector {
         &self.text
     }
 
+    /// The system call it selects the entry (`true`) or the exit (`false`) of, by name
+    /// (`sys_enter_write`: `(true, "write")`); None for other events.
+    pub fn syscall(&self) -> Option<(bool, &str)> {
+        match &self.target {
+            Target::SysEnter(n) => Some((true, n)),
+            Target::SysExit(n) => Some((false, n)),
+            _ => None,
+        }
+    }
+
     /// True when a condition reads `field`.
     pub fn uses(&self, field: &str) -> bool {
         self.conds.iter().any(|c| c.field == field)

@@ -205,6 +205,7 @@ impl CycleStats {
             replied: sorted.len() as u64,
             no_reply,
             cut_off: 0,
+            end_lost: 0,
             misses,
             not_reading: 0,
             min_ns: d.min,

@@ -99,6 +99,10 @@ pub struct Cycles {
     enter_keys: FxHashMap<i32, i64>,
     /// Requests that began while an earlier one was still open.
     pub overlapped: u64,
+    /// `from` is a system call's entry and every `to` its exit, on the same thread: a
+    /// thread is in one call at a time, so a new entry while a call is open means the
+    /// trace lost the open call's exit ([`Cycle::end_lost`]), never a second request.
+    one_call: bool,
     /// The most requests open at once under one key.
     pub max_open: u64,
     /// Requests dropped unanswered because [`OPEN_CAP`] were open at once: selectors that
@@ -167,6 +171,18 @@ fn shape(k: &Kind) -> Option<(usize, usize)> {
         .map(|k| (i, k))
 }
 
+/// True when `o` cuts a system call from its entry to its exit on the same thread, paired
+/// in order ([`Cycles::one_call`]).
+fn one_call(o: &Options) -> bool {
+    let Some((true, call)) = o.from.syscall() else {
+        return false;
+    };
+    o.same == Same::Thread
+        && o.pairing == Pairing::Fifo
+        && !o.to.is_empty()
+        && (o.to.iter()).all(|t| t.syscall() == Some((false, call)))
+}
+
 impl Cycles {
     /// An empty cutter.
     pub fn new(o: &Options) -> Cycles {
@@ -177,6 +193,7 @@ impl Cycles {
             pairing: o.pairing.clone(),
             enter_keys: FxHashMap::default(),
             overlapped: 0,
+            one_call: one_call(o),
             max_open: 0,
             dropped: 0,
             to_matched: 0,
@@ -330,9 +347,15 @@ impl Cycles {
             _ => None,
         };
         // Other events than system calls may be any selector's.
-        let role = self.role(e, s).unwrap_or(ASKED | FROM | TO | WRITE);
+        let shaped = self.role(e, s);
+        let role = shaped.unwrap_or(ASKED | FROM | TO | WRITE);
         if role == ASKED {
             return;
+        }
+        if self.one_call && role & TO != 0 && shaped.is_some() && self.open_n > 0 {
+            if let Some(q) = self.open.get_mut(self.key(e, s)) {
+                q.exited = true;
+            }
         }
         let paths = self.paths.as_ref();
         let from =
@@ -433,6 +456,19 @@ impl Cycles {
             (q.since, q.n) = (e.ts, 0);
         }
         q.n += 1;
+        // A call entered while the thread's last one is open, with no exit of it since:
+        // that exit was lost. (One that returned without matching `to` stays open: the
+        // cycle spans calls until one does.)
+        if self.one_call && !q.exited {
+            if let Some(i) = q.reqs.pop_front() {
+                let c = self.cycles.open_mut(i);
+                c.lose_end(e.ts);
+                self.cycles.end_lost += 1;
+                self.open_n -= 1;
+                q.n = 1;
+                q.since = e.ts;
+            }
+        }
         if !q.reqs.is_empty() {
             self.overlapped += 1;
             if self.pairing == Pairing::Latest {
@@ -441,6 +477,7 @@ impl Cycles {
                 self.open_n -= 1;
             }
         }
+        q.exited = false;
         q.reqs
             .push_back(self.cycles.push(Cycle::open(e.ts, e.tid, e.cpu)));
         self.open_n += 1;
@@ -522,6 +559,13 @@ impl Cycles {
             max_open: self.max_open,
         };
         let mut notes = Vec::new();
+        if self.cycles.end_lost > 0 {
+            let call = self.from.syscall().map_or("", |c| c.1);
+            notes.push(format!(
+                "{} {call} calls have no exit in the trace: their thread entered its next call first, so the trace lost those exits (lost events); each is left unjudged, and every later exit pairs with its own entry",
+                self.cycles.end_lost
+            ));
+        }
         if self.overlapped == 0 {
             return (stats, notes);
         }
@@ -623,6 +667,87 @@ mod tests {
         assert_eq!(cy.cycles.len(), 10);
         assert_eq!(cy.writes.len(), 5);
         assert_eq!((cy.seen_from.target(), cy.seen_to[0].target()), (15, 10));
+    }
+
+    /// Options cutting `call` from its entry to its exit, on thread `c`.
+    fn one_call_options(to: &str) -> crate::explain::Options {
+        let mut o = testkit::chain_options(Some(50_000));
+        o.from = crate::selector::Selector::parse("sys_enter_write[comm=c]").unwrap();
+        o.to = vec![crate::selector::Selector::parse(to).unwrap()];
+        o
+    }
+
+    /// Ten writes of 100 us, 1 ms apart, whose exits `exit` writes (None: that exit is
+    /// left out, as a trace that lost it).
+    fn writes(entry: &str, exit: impl Fn(u64) -> Option<&'static str>) -> String {
+        let mut t = String::new();
+        for k in 0..10u64 {
+            let at = 1_000_000 + k * 1_000;
+            t += &testkit::line(at, 0, "c-5", "....1", entry);
+            if let Some(body) = exit(k) {
+                t += &testkit::line(at + 100, 0, "c-5", "....1", body);
+            }
+        }
+        t
+    }
+
+    /// A thread is in one system call at a time: a write entered while the last one is
+    /// open, with no exit of it since, means the trace lost that exit. That write is left
+    /// unjudged; the next ones pair with their own exits (first in, first out would give
+    /// each later exit to the write before it: every cycle 1 ms long, and one "no reply"
+    /// at the end per exit lost).
+    #[test]
+    fn a_lost_exit_leaves_its_call_unjudged_and_shifts_no_pair() {
+        // Per-call events, and raw ones (x86_64's write is 1).
+        for (entry, exit) in [
+            ("sys_write(fd: 1, buf: 0, count: 1)", "sys_write -> 0x1"),
+            ("sys_enter: NR 1 (1, 0, 1, 0, 0, 0)", "sys_exit: NR 1 = 1"),
+        ] {
+            let t = writes(entry, |k| (k != 3 && k != 6).then_some(exit));
+            lost_exits_cut(&t);
+        }
+    }
+
+    /// The cut of [`writes`] with exits 3 and 6 lost.
+    fn lost_exits_cut(t: &str) {
+        let (mut cy, _) = cut(&one_call_options("sys_exit_write[comm=c]"), t);
+        cy.finish(2_000_000_000);
+        assert_eq!(
+            (cy.cycles.len(), cy.cycles.end_lost, cy.overlapped),
+            (10, 2, 0)
+        );
+        let lost: Vec<bool> = cy.cycles.iter().map(|c| c.end_lost()).collect();
+        let want: Vec<bool> = (0..10).map(|k| k == 3 || k == 6).collect();
+        assert_eq!(lost, want);
+        for c in cy.cycles.iter().filter(|c| !c.end_lost()) {
+            assert_eq!(c.end_ns().map(|e| e - c.start_ns), Some(100_000), "{c:?}");
+        }
+        let (_, notes) = cy.pairing_stats();
+        assert!(
+            notes[0].starts_with("2 write calls have no exit in the trace"),
+            "{notes:?}"
+        );
+    }
+
+    /// A call that returned without matching `to` (a read that found nothing) keeps its
+    /// cycle open across the next calls, as before: only a call with no exit at all ends
+    /// it unjudged.
+    #[test]
+    fn an_exit_that_does_not_match_keeps_the_cycle_open() {
+        let t = writes("sys_write(fd: 1, buf: 0, count: 1)", |k| {
+            Some(if k % 2 == 0 {
+                "sys_write -> 0x0"
+            } else {
+                "sys_write -> 0x1"
+            })
+        });
+        let (mut cy, _) = cut(&one_call_options("sys_exit_write[comm=c,ret>0]"), &t);
+        cy.finish(2_000_000_000);
+        assert_eq!(cy.cycles.end_lost, 0);
+        assert_eq!(cy.replies, 5);
+        // Entry 0's cycle ends at exit 1, first in, first out.
+        let first = cy.cycles.iter().next().unwrap();
+        assert_eq!(first.end_ns(), Some(1_001_100_000));
     }
 
     /// The same with raw system calls (by number: x86_64's write 1, read 0, openat 257),

@@ -21,8 +21,8 @@ pub struct Cycle {
     pub cpu: u32,
     /// Thread that matched `to` (the reply); meaningless without one.
     reply_tid: i32,
-    /// [`REPLIED`], and [`IN_IRQ`] when the reply event was traced in an interrupt (one
-    /// byte, where two bools would make the struct 40 bytes).
+    /// [`REPLIED`], [`IN_IRQ`] when the reply event was traced in an interrupt, and
+    /// [`END_LOST`] (one byte, where bools would make the struct 40 bytes).
     replied: u8,
     /// Still open when the trace ended.
     pub at_end: bool,
@@ -37,6 +37,8 @@ pub struct Cycle {
 const REPLIED: u8 = 1;
 /// `Cycle::replied`: its event was traced in an interrupt.
 const IN_IRQ: u8 = 2;
+/// `Cycle::replied`: see [`Cycle::end_lost`].
+const END_LOST: u8 = 4;
 
 impl Cycle {
     /// A cycle opened at `start_ns` by `tid` on `cpu`, with no reply yet.
@@ -81,6 +83,19 @@ impl Cycle {
         self.replied = (self.replied & !IN_IRQ) | if yes { IN_IRQ } else { 0 };
     }
 
+    /// Its end event is not in the trace: it was a system call's exit, and the thread
+    /// entered its next call first (a thread is in one call at a time), so the trace
+    /// lost that exit. Not judged.
+    pub fn end_lost(&self) -> bool {
+        self.replied & END_LOST != 0
+    }
+
+    /// Stops waiting at `ts`, the trace having lost its end ([`Cycle::end_lost`]).
+    pub fn lose_end(&mut self, ts: u64) {
+        self.give_up(ts);
+        self.replied |= END_LOST;
+    }
+
     /// When the cycle stopped waiting: its reply, else the next `from` or the trace end.
     pub fn stop_ns(&self) -> u64 {
         self.stop_ns
@@ -99,7 +114,8 @@ impl Pack for Cycle {
         put_i(out, self.start_ns.wrapping_sub(prev.start_ns) as i64);
         put_i(out, self.stop_ns.wrapping_sub(self.start_ns) as i64);
         put_i(out, i64::from(self.tid) - i64::from(prev.tid));
-        let flags = u64::from(self.cpu) << 8
+        let flags = u64::from(self.cpu) << 9
+            | u64::from(self.end_lost()) << 8
             | u64::from(self.reply_in_irq()) << 7
             | u64::from(self.writes.min(15)) << 3
             | u64::from(self.closed) << 2
@@ -126,9 +142,11 @@ impl Pack for Cycle {
             start_ns,
             stop_ns,
             tid,
-            cpu: (f >> 8) as u32,
+            cpu: (f >> 9) as u32,
             reply_tid,
-            replied: (u8::from(replied) * REPLIED) | (u8::from(f & 128 != 0) * IN_IRQ),
+            replied: (u8::from(replied) * REPLIED)
+                | (u8::from(f & 128 != 0) * IN_IRQ)
+                | (u8::from(f & 256 != 0) * END_LOST),
             at_end: f & 2 != 0,
             writes: ((f >> 3) & 15) as u8,
             closed: f & 4 != 0,
@@ -162,6 +180,8 @@ pub struct CycleStore {
     open_packed: FxHashMap<usize, Cycle>,
     /// Threads the walks over the cycles may use; 0: as many as [`threads`] says.
     pub(in crate::explain) threads: usize,
+    /// Cycles marked [`Cycle::end_lost`].
+    pub end_lost: u64,
 }
 
 impl CycleStore {
@@ -414,6 +434,9 @@ mod tests {
         want[n - 10].give_up(99_000_000);
         want[n - 10].at_end = true;
         st.open_mut(n - 10).at_end = true;
+        // A cycle whose end the trace lost: the flag survives the packing too.
+        st.open_mut(n - 11).lose_end(98_000_000);
+        want[n - 11].lose_end(98_000_000);
         assert!(!st.open_packed.is_empty());
         assert_eq!(st.len(), n);
         assert_eq!(st.iter().collect::<Vec<_>>(), want);

@@ -17,6 +17,9 @@ pub(in crate::explain) struct Queue {
     pub(in crate::explain) since: u64,
     /// See `since`.
     pub(in crate::explain) n: u64,
+    /// The thread returned from the call since its open request's entry (with
+    /// `Cycles::one_call`: an exit that `to`'s conditions did not take).
+    pub(in crate::explain) exited: bool,
 }
 
 /// A pairing key: who may close the request, and its key field's value.

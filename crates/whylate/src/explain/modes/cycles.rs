@@ -158,7 +158,9 @@ pub fn analyze(
     });
     let no_reply = (cycles.len() - first.durations.len()) as u64 - cut_n;
     let mut stats = CycleStats::of(&first.durations, cycles.len() as u64, no_reply, missed);
-    stats.cut_off = cut_n;
+    // Cycles whose end the trace lost are unjudged as cut ones are, but said apart.
+    stats.end_lost = cycles.end_lost.min(cut_n);
+    stats.cut_off = cut_n - stats.end_lost;
     stats.not_reading = unread;
     stats.read = read_times(&cycles, ready.len());
     drop(first.durations);
@@ -492,6 +494,9 @@ fn read_times(cycles: &CycleStore, later: usize) -> Option<ReadTimes> {
 fn cut_off(tl: &Timeline, c: &Cycle, deadline: Option<u64>) -> bool {
     if c.end_ns().is_some() {
         return false;
+    }
+    if c.end_lost() {
+        return true;
     }
     let due = deadline.map_or(u64::MAX, |d| c.start_ns.saturating_add(d));
     (c.at_end && c.stop_ns() < due) || tl.blind_in(u32::MAX, c.start_ns, due).is_some()
