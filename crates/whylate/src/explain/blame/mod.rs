@@ -95,6 +95,9 @@ pub(in crate::explain) fn gap_cause(
         if let Some(late) = late_interrupt(eng, links, a, b) {
             return late;
         }
+        if let Some(own) = inside_own_call(eng, c, a, b) {
+            return own;
+        }
         return (
             cause::DEVICE_EXTERNAL,
             Culprit {
@@ -661,6 +664,34 @@ pub(in crate::explain) fn one_syscall(
     let tid = top.id as i32;
     let c = tl.syscalls.covering(tid, a, b)?;
     Some((tid, tl.syscall_name(eng.s, c.key, c.flags)))
+}
+
+/// The cycle's own thread held its CPU inside one system call through `[a, b]` (never
+/// switched out): the time went inside that call (its kernel work, a driver's busy wait,
+/// or an interrupt or the host the trace does not record), not to a device or a peer,
+/// which the thread would have slept for.
+fn inside_own_call(
+    eng: &Engine<'_>,
+    c: &Cycle,
+    a: u64,
+    b: u64,
+) -> Option<(Category, Culprit, String)> {
+    let (tid, name) = one_syscall(eng, c.cpu, a, b).filter(|x| x.0 == c.tid)?;
+    let tl = eng.tl;
+    let culprit = Culprit {
+        comm: Some(eng.s.get(tl.comm(tid)).to_string()),
+        pid: Some(tid),
+        prio: tl.prios.get(&tid).copied(),
+        cpu: Some(c.cpu),
+        ..Default::default()
+    };
+    let what = format!(
+        "{} stayed on CPU{} inside its {name}() for {}: the call's own kernel work, or an interrupt or the host the trace does not record (record irq:* and irq_vectors:* to tell)",
+        eng.task(tid),
+        c.cpu,
+        dur(b - a)
+    );
+    Some((cause::ON_CPU, culprit, what))
 }
 
 /// Why `cpu` took no timer interrupt over `[a, b]` (it recorded nothing, or its timer

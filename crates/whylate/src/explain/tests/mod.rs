@@ -828,3 +828,32 @@ fn a_wait_across_lost_events_is_blamed_on_the_loss_not_the_device() {
     assert_eq!(c.culprit.cpu, Some(1));
     assert!(r.causes.iter().all(|c| c.category != "device/external"));
 }
+
+/// Twenty writes of 5 us by `c-5` on CPU0 (a `sched_switch` into it first, so the CPU's
+/// occupant is known); the eleventh takes 300 us with nothing recorded between its entry
+/// and exit, the thread never switched out: the time went inside its own call, not to a
+/// device or peer it could only have slept for.
+#[test]
+fn a_call_that_held_its_cpu_is_the_threads_own_time_not_a_device() {
+    let mut t = testkit::line(999_000, 0, "swapper/0-0", "d..2.", "sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=c next_pid=5 next_prio=120");
+    for k in 0..20u64 {
+        let at = 1_000_000 + k * 1_000;
+        let took = if k == 10 { 300 } else { 5 };
+        t += &testkit::line(at, 0, "c-5", "....1", "sys_write(fd: 1, buf: 0, count: 1)");
+        t += &testkit::line(at + took, 0, "c-5", "....1", "sys_write -> 0x1");
+    }
+    let mut o = testkit::chain_options(Some(50_000));
+    o.from = crate::selector::Selector::parse("sys_enter_write[comm=c]").unwrap();
+    o.to = vec![crate::selector::Selector::parse("sys_exit_write[comm=c]").unwrap()];
+    let r = explain(testkit::opened(&t), &OpenOptions::default(), &o).unwrap();
+    assert_eq!((r.cycles.count, r.cycles.misses), (20, 1));
+    let c = &r.causes[0];
+    assert_eq!(c.category, "on-cpu", "{:?}", r.causes);
+    assert_eq!((c.culprit.pid, c.culprit.cpu), (Some(5), Some(0)));
+    // Up to the 50 us deadline, over the usual 5 us.
+    assert_eq!(c.total_excess_ns, 45_000);
+    let gap = (r.misses[0].chain.iter())
+        .find(|l| l.kind == "gap")
+        .unwrap();
+    assert!(gap.what.contains("inside its write()"), "{}", gap.what);
+}
