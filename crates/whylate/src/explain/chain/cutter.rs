@@ -352,11 +352,6 @@ impl Cycles {
         if role == ASKED {
             return;
         }
-        if self.one_call && role & TO != 0 && shaped.is_some() && self.open_n > 0 {
-            if let Some(q) = self.open.get_mut(self.key(e, s)) {
-                q.exited = true;
-            }
-        }
         let paths = self.paths.as_ref();
         let from =
             role & FROM != 0 && (self.seen_from).observe_match(&self.from, e, s, self.arch, paths);
@@ -379,6 +374,8 @@ impl Cycles {
             let k = self.key_counted(e, s);
             let q = self.open.get_mut(k);
             if let Some((q, i)) = q.and_then(|q| q.reqs.pop_front().map(|i| (q, i))) {
+                // The thread returned: a request still open after this one lost no exit.
+                q.exited = true;
                 if q.reqs.is_empty() {
                     q.n = 0;
                     // A deep queue, drained, does not keep its room.
@@ -399,6 +396,13 @@ impl Cycles {
                 );
             }
             return;
+        }
+        // An exit of the call that `to`'s conditions did not take: the call returned, its
+        // exit was not lost (a matching one is noted where it pops its request).
+        if self.one_call && role & TO != 0 && shaped.is_some() {
+            if let Some(q) = self.open.get_mut(self.key(e, s)) {
+                q.exited = true;
+            }
         }
         if role & WRITE != 0 {
             self.note_write(e, s);
