@@ -21,6 +21,8 @@ use whylate::snapshot::{Rescan, Snapshot};
 mod dat;
 mod error;
 mod events;
+#[cfg(test)]
+pub(crate) mod readback;
 mod readers;
 mod timerlat;
 mod tracefs;

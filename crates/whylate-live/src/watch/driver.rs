@@ -16,7 +16,7 @@ use whylate::read::{OpenOptions, ReadError};
 
 /// The readers' lag: a page is read within the readers' 100 ms poll period, so a window
 /// ending this long ago holds every CPU's records.
-const LAG_NS: u64 = 300_000_000;
+pub(super) const LAG_NS: u64 = 300_000_000;
 
 /// One run's state.
 pub(super) struct Run<'a> {
@@ -35,13 +35,11 @@ pub(super) struct Run<'a> {
     lean: Meta,
     open: OpenOptions,
     window_name: PathBuf,
-    /// tracefs's saved_cmdlines, read again for every window (tasks come and go).
-    cmdlines: PathBuf,
+    /// The clocks and the kernel's task names.
+    host: Box<dyn Host + 'a>,
     keeper: Option<Keeper>,
-    started: Instant,
     /// Trace time when tracing began (the first window's floor).
     t0: u64,
-    mono: bool,
     latest: u64,
     misses: u64,
     windows: u64,
@@ -59,10 +57,60 @@ pub(super) struct Run<'a> {
 /// Minutes whose costs a status carries at most (a day).
 const MINUTES_KEPT: usize = 1440;
 
+/// What a run takes from the machine: its clocks and the kernel's task names. Live, the
+/// tracing session's ([`Live`]); in tests a script's, so ticks replay recorded pages at
+/// any pace, the same on every machine.
+pub(super) trait Host {
+    /// The trace clock now, when it is the monotonic clock (`None`: the trace has its
+    /// own clock, and the latest page read is now).
+    fn trace_now(&self) -> Option<u64>;
+    /// Time since the run began.
+    fn elapsed(&self) -> Duration;
+    /// This process's CPU time so far, ns.
+    fn cpu_ns(&self) -> u64;
+    /// The kernel's saved cmdlines now (tasks come and go).
+    fn cmdlines(&self) -> Vec<u8>;
+}
+
+/// The live machine: CLOCK_MONOTONIC, tracefs's saved_cmdlines, the process's CPU time.
+pub(super) struct Live {
+    mono: bool,
+    started: Instant,
+    cmdlines: PathBuf,
+}
+
+impl Live {
+    /// The host of a tracing session.
+    pub(super) fn of(t: &Tracing<ToChannel>) -> Live {
+        Live {
+            mono: t.clock == "mono",
+            started: t.started,
+            cmdlines: t.root.join("saved_cmdlines"),
+        }
+    }
+}
+
+impl Host for Live {
+    fn trace_now(&self) -> Option<u64> {
+        self.mono.then(mono_now)
+    }
+    fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+    fn cpu_ns(&self) -> u64 {
+        record::cpu_time_ns()
+    }
+    fn cmdlines(&self) -> Vec<u8> {
+        record::read_tracefs(&self.cmdlines)
+    }
+}
+
 impl<'a> Run<'a> {
+    /// A run of `o` over pages described by `meta` (a trace.dat's header and formats),
+    /// timed and named by `host`.
     pub(super) fn new(
         o: &'a WatchOptions,
-        t: &Tracing<ToChannel>,
+        (meta, host): (Meta, Box<dyn Host + 'a>),
         keeper: Option<Keeper>,
         window_name: PathBuf,
     ) -> Run<'a> {
@@ -71,8 +119,6 @@ impl<'a> Run<'a> {
             c.learned = Learned::shared();
         }
         let deadline = mode.deadline_ns();
-        let mono = t.clock == "mono";
-        let meta = t.meta(Vec::new());
         let open = OpenOptions {
             kallsyms: Some(("/proc/kallsyms".into(), meta.kallsyms.clone().into())),
             ..OpenOptions::default()
@@ -92,15 +138,8 @@ impl<'a> Run<'a> {
             },
             open,
             window_name,
-            cmdlines: t.root.join("saved_cmdlines"),
             keeper,
-            started: t.started,
-            t0: if mono {
-                mono_now().saturating_sub(LAG_NS)
-            } else {
-                0
-            },
-            mono,
+            t0: host.trace_now().map_or(0, |n| n.saturating_sub(LAG_NS)),
             latest: 0,
             misses: 0,
             windows: 0,
@@ -111,7 +150,8 @@ impl<'a> Run<'a> {
             minutes: Vec::new(),
             first_minute: 0,
             // Setting tracing up is not the first minute's cost.
-            cpu_seen: record::cpu_time_ns(),
+            cpu_seen: host.cpu_ns(),
+            host,
         }
     }
 }
@@ -237,7 +277,7 @@ impl Run<'_> {
                     ));
                 }
             }
-            let timed_out = self.o.duration.is_some_and(|d| self.started.elapsed() >= d);
+            let timed_out = self.o.duration.is_some_and(|d| self.host.elapsed() >= d);
             let enough = self.o.until.is_some_and(|n| self.misses >= n);
             ended_by_us |= (timed_out || enough) && !stop.load(Ordering::Acquire);
             if stop.load(Ordering::Acquire) || timed_out || enough {
@@ -264,7 +304,8 @@ impl Run<'_> {
         self.lost = lost;
     }
 
-    fn take(&mut self, p: RawPage) {
+    /// Takes a page a reader handed over.
+    pub(super) fn take(&mut self, p: RawPage) {
         self.latest = self.latest.max(p.ts);
         self.ring.push(p, self.o.ring_bytes);
     }
@@ -272,7 +313,7 @@ impl Run<'_> {
     /// Explains the window that ends a reader's lag ago (`last`: everything read).
     pub(super) fn tick(&mut self, last: bool, out: &mut dyn Watcher) -> Result<(), WatchError> {
         self.reap();
-        let now = if self.mono { mono_now() } else { self.latest };
+        let now = self.host.trace_now().unwrap_or(self.latest);
         let to = if last {
             u64::MAX
         } else {
@@ -288,21 +329,22 @@ impl Run<'_> {
         if to <= from || self.ring.bytes() == 0 {
             return Ok(());
         }
-        self.meta.cmdlines = record::read_tracefs(&self.cmdlines);
+        self.meta.cmdlines = self.host.cmdlines();
         self.lean.cmdlines.clone_from(&self.meta.cmdlines);
         self.windows += 1;
-        let (wall, cpu) = (Instant::now(), record::cpu_time_ns());
+        let (wall, cpu) = (Instant::now(), self.host.cpu_ns());
         let r = explain_window(
             (&self.ring, &self.lean),
             (from, to),
             &self.window_name,
             (&self.open, &self.mode),
         );
+        let spent = self.host.cpu_ns().saturating_sub(cpu);
         let m = self.minute();
         m.windows += 1;
         m.traced_ns += to.min(now.max(from)) - from;
         m.analysis_ns += wall.elapsed().as_nanos() as u64;
-        m.analysis_cpu_ns += record::cpu_time_ns().saturating_sub(cpu);
+        m.analysis_cpu_ns += spent;
         let r = match r? {
             Ok(r) => r,
             Err(why) => {
@@ -335,7 +377,7 @@ impl Run<'_> {
     /// Without a deadline: once a window holds enough samples (or the run ends), its
     /// policy's deadline is fixed for the rest of the run. False while still learning.
     fn learn(&mut self, r: &ExplainReport, last: bool) -> bool {
-        let long = self.started.elapsed() >= LEARN_TIME && !r.windows.is_empty();
+        let long = self.host.elapsed() >= LEARN_TIME && !r.windows.is_empty();
         if r.windows.len() < LEARN_SAMPLES && !long && !last {
             return false;
         }
@@ -385,7 +427,7 @@ impl Run<'_> {
             })?),
             None => None,
         };
-        let now = if self.mono { mono_now() } else { to };
+        let now = self.host.trace_now().unwrap_or(to);
         let mut lm = LiveMiss {
             n: self.misses,
             miss: m.clone(),
@@ -413,7 +455,7 @@ impl Run<'_> {
 
     /// The current wall-clock minute's costs.
     fn minute(&mut self) -> &mut MinuteCost {
-        let now = self.started.elapsed().as_secs() / 60;
+        let now = self.host.elapsed().as_secs() / 60;
         let i = now.saturating_sub(self.first_minute) as usize;
         if self.minutes.len() <= i {
             self.minutes.resize(i + 1, MinuteCost::default());
@@ -427,11 +469,11 @@ impl Run<'_> {
     }
 
     fn status(&mut self, out: &mut dyn Watcher) {
-        let cpu = record::cpu_time_ns();
+        let cpu = self.host.cpu_ns();
         let spent = cpu.saturating_sub(self.cpu_seen);
         self.cpu_seen = cpu;
         self.minute().cpu_ns += spent;
-        let wall = self.started.elapsed();
+        let wall = self.host.elapsed();
         let s = Status {
             elapsed_ns: wall.as_nanos() as u64,
             report: self.summary.report(),

@@ -20,12 +20,14 @@
 
 mod driver;
 mod keep;
+#[cfg(test)]
+mod replay;
 mod ring;
 mod settle;
 mod types;
 
 use crate::record::Tracing;
-use driver::{spawn, Run};
+use driver::{spawn, Live, Run};
 use keep::Keeper;
 use ring::ToChannel;
 use std::sync::atomic::AtomicBool;
@@ -56,7 +58,8 @@ pub fn watch(
     drop(tx);
     // Windows are analysed in memory, not read from a file: an error about one says so.
     let name = std::path::PathBuf::from("(watch window, in memory)");
-    let mut run = Run::new(o, &t, keeper, name);
+    let host: Box<dyn driver::Host> = Box::new(Live::of(&t));
+    let mut run = Run::new(o, (t.meta(Vec::new()), host), keeper, name);
     let mut child = spawn(o)?;
     let exit_code = run.watch_loop(&t, &rx, child.as_mut(), &stop, out)?;
     let stale = t.stale.clone();
