@@ -6,9 +6,9 @@ recorder's CPU share are printed from watch's own summary, and so is what each m
 cost (the summary's `minutes`): the windows' analysis time per second traced, the
 process's CPU share, and the last full minute against the first (growth).
 
-    sudo python3 bench/watch_soak.py --minutes 10
+    sudo python3 bench/watch_soak.py --minutes 10 [--whylate BIN]
 
-Needs root, cc, and a built `target/release/whylate`.
+Needs root, cc, and a built `target/release/whylate` (or --whylate BIN).
 """
 import argparse
 import json
@@ -43,8 +43,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--minutes", type=float, default=10)
     ap.add_argument("--keep-mb", type=int, default=64)
+    ap.add_argument("--whylate", default=os.path.join(ROOT, "target/release/whylate"))
     a = ap.parse_args()
-    whylate = os.path.join(ROOT, "target/release/whylate")
+    whylate = a.whylate
     tmp = tempfile.mkdtemp(prefix="whylate-soak-")
     frob = os.path.join(tmp, "frob")
     subprocess.run(["cc", "-O2", "-o", frob, os.path.join(ROOT, "lab/frob.c")], check=True)

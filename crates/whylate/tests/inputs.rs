@@ -512,7 +512,7 @@ fn kallsyms_of_another_boot_or_build_are_refused_for_a_perf_data() {
         read::ksyms::load_file(std::path::Path::new(&format!("{ex}frob.perf.kallsyms.zst")))
             .unwrap();
     let with = |text: std::sync::Arc<[u8]>| OpenOptions {
-        kallsyms: Some(("k.txt".into(), text)),
+        kallsyms: Some(read::ksyms::Given::new("k.txt", text)),
         ..Default::default()
     };
     // The recording machine's own symbols are taken.

@@ -473,7 +473,7 @@ impl InputArgs {
                     )?,
                     None => ksyms::load_file(p)?,
                 };
-                Some((p.display().to_string(), text))
+                Some(ksyms::Given::new(p.display().to_string(), text))
             }
             None => None,
         };

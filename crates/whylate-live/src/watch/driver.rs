@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 use whylate::explain::{self, ExplainReport, Learned, Miss, Mode, RunSummary, Window};
+use whylate::read::ksyms::Given;
 use whylate::read::{OpenOptions, ReadError};
 
 /// The readers' lag: a page is read within the readers' 100 ms poll period, so a window
@@ -120,7 +121,7 @@ impl<'a> Run<'a> {
         }
         let deadline = mode.deadline_ns();
         let open = OpenOptions {
-            kallsyms: Some(("/proc/kallsyms".into(), meta.kallsyms.clone().into())),
+            kallsyms: Some(Given::new("/proc/kallsyms", meta.kallsyms.clone().into())),
             ..OpenOptions::default()
         };
         let span = span_for(deadline);

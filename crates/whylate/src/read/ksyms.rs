@@ -14,8 +14,67 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
-/// Symbols given by the user (`--kallsyms FILE`): the file's name (for notes) and its text.
-pub type Given = (String, Arc<[u8]>);
+/// Symbols given by the user (`--kallsyms FILE`): the file's name (for notes), its text,
+/// and the text parsed once for every trace opened with them (`watch` opens a window each
+/// tick with the same symbols: parsing 5 MB of text again was three quarters of a tick).
+#[derive(Clone, Debug)]
+pub struct Given {
+    /// The file's name, for notes.
+    pub name: String,
+    /// Its text.
+    pub text: Arc<[u8]>,
+    /// The text parsed, when a trace first asked for a symbol.
+    pub(crate) parsed: Arc<std::sync::OnceLock<Syms>>,
+}
+
+impl Given {
+    /// The symbols of `text`, named `name` in notes.
+    pub fn new(name: impl Into<String>, text: Arc<[u8]>) -> Given {
+        Given {
+            name: name.into(),
+            text,
+            parsed: Arc::default(),
+        }
+    }
+}
+
+/// Kernel symbols (address, name) sorted by address, and the address of `_stext` (for
+/// `caller_offs`-style fields).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Syms {
+    pub(crate) list: std::sync::Arc<[(u64, Box<str>)]>,
+    pub(crate) stext: Option<u64>,
+}
+
+impl Syms {
+    pub(crate) fn parse(text: &[u8]) -> Syms {
+        let mut v = Vec::new();
+        let mut stext = None;
+        for line in text.split(|c| *c == b'\n') {
+            let mut it = line.split(|c| *c == b' ');
+            let (Some(a), Some(t), Some(n)) = (it.next(), it.next(), it.next()) else {
+                continue;
+            };
+            let Some(addr) = crate::event::parse_hex(a) else {
+                continue;
+            };
+            // Only code: data symbols would shadow functions at equal addresses.
+            if !matches!(t, b"T" | b"t" | b"W" | b"w") || addr == 0 {
+                continue;
+            }
+            let n = n.split(|c| *c == b'\t').next().unwrap_or(n);
+            if n == b"_stext" {
+                stext = Some(addr);
+            }
+            v.push((addr, String::from_utf8_lossy(n).into()));
+        }
+        v.sort_by_key(|x| x.0);
+        Syms {
+            list: v.into(),
+            stext,
+        }
+    }
+}
 
 /// Where a trace's kernel symbols came from.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -255,6 +314,29 @@ fn check(text: &[u8]) -> Result<(), (u64, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn given_symbols_are_parsed_once_for_every_trace_opened_with_them() {
+        let text = b"ffffffff81000000 T _stext\nffffffff81000100 t frob_work\n";
+        let given = Given::new("k.txt", Arc::from(&text[..]));
+        let fmts = || {
+            let mut f = crate::read::tep::Formats::default();
+            f.load_given(&given);
+            f
+        };
+        let (a, b) = (fmts(), fmts());
+        assert!(
+            given.parsed.get().is_none(),
+            "parsed before any symbol was asked for"
+        );
+        assert_eq!(a.symbol(0xffffffff81000104), Some("frob_work"));
+        assert_eq!(b.symbol(0xffffffff81000104), Some("frob_work"));
+        let parsed = given.parsed.get().expect("parsed at the first symbol");
+        // Both traces share the one parse (the list is not copied).
+        assert!(Arc::ptr_eq(&parsed.list, &b.syms().list));
+        assert!(Arc::ptr_eq(&parsed.list, &a.syms().list));
+        assert_eq!(a.stext(), Some(0xffffffff81000000));
+    }
 
     fn id(b: &str, t: u64) -> KernelId {
         KernelId {

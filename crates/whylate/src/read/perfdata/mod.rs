@@ -78,14 +78,14 @@ fn choose_symbols(
     file: &Bytes,
     given: Option<&Given>,
 ) -> Result<SymbolSource, String> {
-    if let Some((name, text)) = given {
+    if let Some(g) = given {
         let rec = KernelId {
             build_id: kernel_build_id(rd),
             text: kernel_text_address(file),
         };
-        ksyms::given_matches(&rec, name, text)?;
-        fmts.load_kallsyms(text);
-        return Ok(SymbolSource::Given(name.clone()));
+        ksyms::given_matches(&rec, &g.name, &g.text)?;
+        fmts.load_given(g);
+        return Ok(SymbolSource::Given(g.name.clone()));
     }
     if fmts.has_kallsyms() {
         return Ok(SymbolSource::Trace);

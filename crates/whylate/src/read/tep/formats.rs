@@ -2,6 +2,8 @@
 
 use super::format::EventFormat;
 use super::value::Endian;
+use crate::read::ksyms::{Given, Syms};
+use std::sync::{Arc, OnceLock};
 
 /// The event formats of one trace, by id.
 #[derive(Clone, Debug, Default)]
@@ -16,48 +18,13 @@ pub struct Formats {
     pub long_size: u32,
     /// The trace's `/proc/kallsyms` text, parsed into `syms` on first use: most analyses
     /// never ask for a symbol, and parsing 100k+ lines costs tens of ms.
-    pub(super) kallsyms_text: Option<std::sync::Arc<[u8]>>,
-    pub(super) syms: std::sync::OnceLock<Syms>,
+    pub(super) kallsyms_text: Option<Arc<[u8]>>,
+    pub(super) syms: OnceLock<Syms>,
+    /// Where symbols given by the user are parsed once for every trace opened with them
+    /// ([`Given`]).
+    given: Option<Arc<OnceLock<Syms>>>,
     /// Symbols are this machine's (see [`Formats::load_this_machines_kallsyms`]).
     this_machine: bool,
-}
-
-/// Kernel symbols (address, name) sorted by address, and the address of `_stext` (for
-/// `caller_offs`-style fields).
-#[derive(Clone, Debug, Default)]
-pub(super) struct Syms {
-    pub(super) list: std::sync::Arc<[(u64, Box<str>)]>,
-    pub(super) stext: Option<u64>,
-}
-
-impl Syms {
-    pub(super) fn parse(text: &[u8]) -> Syms {
-        let mut v = Vec::new();
-        let mut stext = None;
-        for line in text.split(|c| *c == b'\n') {
-            let mut it = line.split(|c| *c == b' ');
-            let (Some(a), Some(t), Some(n)) = (it.next(), it.next(), it.next()) else {
-                continue;
-            };
-            let Some(addr) = crate::event::parse_hex(a) else {
-                continue;
-            };
-            // Only code: data symbols would shadow functions at equal addresses.
-            if !matches!(t, b"T" | b"t" | b"W" | b"w") || addr == 0 {
-                continue;
-            }
-            let n = n.split(|c| *c == b'\t').next().unwrap_or(n);
-            if n == b"_stext" {
-                stext = Some(addr);
-            }
-            v.push((addr, String::from_utf8_lossy(n).into()));
-        }
-        v.sort_by_key(|x| x.0);
-        Syms {
-            list: v.into(),
-            stext,
-        }
-    }
 }
 
 /// Puts the calling thread in `SCHED_IDLE`: it then runs only on a core nothing else
@@ -120,6 +87,14 @@ impl Formats {
     pub fn load_kallsyms(&mut self, text: &[u8]) {
         self.kallsyms_text = Some(text.into());
         self.syms = Default::default();
+        self.given = None;
+    }
+
+    /// Takes the symbols the user gave, parsed when first needed by any trace given them.
+    pub fn load_given(&mut self, g: &Given) {
+        self.kallsyms_text = Some(g.text.clone());
+        self.syms = Default::default();
+        self.given = Some(g.parsed.clone());
     }
 
     /// Uses this machine's `/proc/kallsyms`, read once per process: with `ahead`, on a
@@ -142,6 +117,7 @@ impl Formats {
         }
         self.kallsyms_text = None;
         self.syms = Default::default();
+        self.given = None;
         self.this_machine = true;
     }
 
@@ -158,12 +134,14 @@ impl Formats {
         !self.syms().list.is_empty()
     }
 
-    pub(super) fn syms(&self) -> &Syms {
-        self.syms.get_or_init(|| match &self.kallsyms_text {
-            Some(t) => Syms::parse(t),
-            None if self.this_machine => this_machines_syms().clone(),
-            None => Syms::default(),
-        })
+    pub(crate) fn syms(&self) -> &Syms {
+        self.syms
+            .get_or_init(|| match (&self.kallsyms_text, &self.given) {
+                (Some(t), Some(shared)) => shared.get_or_init(|| Syms::parse(t)).clone(),
+                (Some(t), None) => Syms::parse(t),
+                (None, _) if self.this_machine => this_machines_syms().clone(),
+                (None, _) => Syms::default(),
+            })
     }
 
     /// Address of `_stext`, when the symbols are known.

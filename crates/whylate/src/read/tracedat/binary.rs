@@ -56,8 +56,8 @@ pub(crate) fn open(o: Opening<'_>) -> Result<Box<dyn Binary>, ReadError> {
             .map_err(|e| crate::read::binary::with_cut(e, &cut))?,
     };
     let mut d = d;
-    if let Some((name, text)) = &opts.kallsyms {
-        d.use_kallsyms(name, text);
+    if let Some(given) = &opts.kallsyms {
+        d.use_kallsyms(given);
     }
     Ok(Box::new(d))
 }

@@ -336,9 +336,9 @@ impl TraceDat {
 
     /// Resolves code addresses with `text` (`--kallsyms FILE`, named `name`) instead of
     /// the symbols the file carries.
-    pub fn use_kallsyms(&mut self, name: &str, text: &[u8]) {
-        self.fmts.load_kallsyms(text);
-        self.info.kallsyms_from = Some(name.to_string());
+    pub fn use_kallsyms(&mut self, given: &crate::read::ksyms::Given) {
+        self.fmts.load_given(given);
+        self.info.kallsyms_from = Some(given.name.clone());
     }
 
     /// The event formats.
