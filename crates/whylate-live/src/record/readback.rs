@@ -111,7 +111,9 @@ pub(crate) fn read_back(d: &[u8]) -> Result<(Meta, Vec<MemPages>), String> {
     let mut cpus = Vec::new();
     for cpu in 0..ncpu {
         let (off, size) = (c.u64("CPU data offset")?, c.u64("CPU data size")?);
-        let data = (d.get(off as usize..(off + size) as usize))
+        let range = (off.checked_add(size))
+            .and_then(|end| Some(usize::try_from(off).ok()?..usize::try_from(end).ok()?));
+        let data = (range.and_then(|r| d.get(r)))
             .ok_or_else(|| format!("CPU {cpu}: data at {off} of {size} bytes past the end"))?;
         let pages = data.chunks(page.max(1)).map(Arc::from).collect();
         cpus.push(MemPages { cpu, pages });

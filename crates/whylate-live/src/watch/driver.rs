@@ -228,7 +228,7 @@ const LEARN_SAMPLES: usize = 100;
 const LEARN_TIME: Duration = Duration::from_secs(10);
 
 /// Hands the memory a window's analysis freed back to the kernel: glibc keeps freed
-/// heap pages of the large, short-lived tables (kallsyms, the timeline) otherwise, and
+/// heap pages of the large, short-lived tables (the timeline, the decoded events) otherwise, and
 /// RSS would stay at the largest window's high-water mark for the rest of the run.
 fn release_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -1,8 +1,10 @@
 //! `watch`'s tick on recorded pages, with a scripted clock: the bundled recordings cut
 //! back into their ring-buffer pages and handed to a run as the readers would (each
 //! CPU's pages in order, all CPUs by the time of their first record), a tick every
-//! 500 ms of trace time (and more often, to cut the samples in more places). Every miss must be reported once, by the window that first held
-//! it whole, and be the miss `explain` finds in the whole recording.
+//! 500 ms of trace time (and more often, to cut the samples in more places). Every miss
+//! must be reported once, by the first window that held it whole, and be the miss
+//! `explain` finds in the whole recording. The script is a monotonic trace clock (as
+//! `watch` records); deadlines are given, not learnt.
 
 use super::driver::{Host, Run};
 use super::ring::RawPage;
@@ -37,18 +39,22 @@ impl Host for Script {
     }
 }
 
-/// The misses reported, in order, how many statuses came, and the whole run's counts
-/// (samples, misses).
+/// The misses reported, in order, each with the end of the window that reported it
+/// (`u64::MAX`: the last one), how many statuses came, the ends of the windows before
+/// the last, and the whole run's counts (samples, misses).
 #[derive(Default)]
 struct Seen {
-    misses: Vec<LiveMiss>,
+    misses: Vec<(LiveMiss, u64)>,
     statuses: usize,
+    ends: Vec<u64>,
+    /// The end of the window being explained.
+    to: u64,
     counts: (u64, u64),
 }
 
 impl Watcher for Seen {
     fn miss(&mut self, m: &LiveMiss, _: &ExplainReport) {
-        self.misses.push(m.clone());
+        self.misses.push((m.clone(), self.to));
     }
     fn status(&mut self, _: &Status) {
         self.statuses += 1;
@@ -116,11 +122,13 @@ fn replay(name: &str, mode: &Mode, tick: u64) -> Seen {
         // is still to come, as after the readers' lag live.
         while p.ts >= next {
             now.set(next + super::driver::LAG_NS);
+            (seen.to, seen.ends) = (next, [&seen.ends[..], &[next]].concat());
             run.tick(false, &mut seen).unwrap();
             next += tick;
         }
         run.take(p);
     }
+    seen.to = u64::MAX;
     run.tick(true, &mut seen).unwrap();
     let whole = run.finish(None, Vec::new(), Vec::new(), &mut seen).unwrap();
     let c = whole.report.expect("samples settled").cycles;
@@ -179,10 +187,10 @@ fn each_miss_is_reported_once_by_the_first_window_that_holds_it() {
         for tick in [500_000_000, 100_000_000, 37_000_000] {
             let seen = replay(name, &mode, tick);
             let mut got: Vec<_> = (seen.misses.iter())
-                .map(|m| (m.miss.start_ns, m.miss.tid, m.miss.cpu, m.miss.duration_ns))
+                .map(|(m, _)| (m.miss.start_ns, m.miss.tid, m.miss.cpu, m.miss.duration_ns))
                 .collect();
             // Reported in the order they settled: by start within each window.
-            let numbered: Vec<u64> = seen.misses.iter().map(|m| m.n).collect();
+            let numbered: Vec<u64> = seen.misses.iter().map(|(m, _)| m.n).collect();
             assert_eq!(
                 numbered,
                 (1..=got.len() as u64).collect::<Vec<_>>(),
@@ -197,6 +205,22 @@ fn each_miss_is_reported_once_by_the_first_window_that_holds_it() {
             assert!(!whole.is_empty(), "{name}: no miss to watch for");
             assert_eq!(got, whole, "{name}: watch's misses against explain's");
             assert!(seen.statuses > 2, "{name}: {} ticks", seen.statuses);
+            reported_by_the_first_window_that_held_them(name, &seen);
         }
     }
+}
+
+/// Each miss came in the first window that ended at least `after` past its end (every
+/// miss here is far shorter than the span each window holds before its end, so that
+/// window also held its start and context): not later, and not held for the last.
+fn reported_by_the_first_window_that_held_them(name: &str, seen: &Seen) {
+    let after = options(cycles()).after_ns;
+    let mut early = 0;
+    for (m, to) in &seen.misses {
+        let end = m.miss.start_ns + m.miss.duration_ns.unwrap_or(m.miss.late_ns);
+        let first = seen.ends.iter().copied().find(|&e| e >= end + after);
+        assert_eq!(*to, first.unwrap_or(u64::MAX), "{name}: miss {}", m.n);
+        early += usize::from(*to != u64::MAX);
+    }
+    assert!(early > 0, "{name}: every miss waited for the last window");
 }

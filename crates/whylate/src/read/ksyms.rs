@@ -19,11 +19,10 @@ use std::sync::Arc;
 /// tick with the same symbols: parsing 5 MB of text again was three quarters of a tick).
 #[derive(Clone, Debug)]
 pub struct Given {
-    /// The file's name, for notes.
-    pub name: String,
-    /// Its text.
-    pub text: Arc<[u8]>,
-    /// The text parsed, when a trace first asked for a symbol.
+    name: String,
+    text: Arc<[u8]>,
+    /// `text` parsed, when a trace first asked for a symbol (private with `text`: a
+    /// text changed under it would be served another text's symbols).
     pub(crate) parsed: Arc<std::sync::OnceLock<Syms>>,
 }
 
@@ -36,6 +35,16 @@ impl Given {
             parsed: Arc::default(),
         }
     }
+
+    /// The file's name, for notes.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its text.
+    pub fn text(&self) -> &Arc<[u8]> {
+        &self.text
+    }
 }
 
 /// Kernel symbols (address, name) sorted by address, and the address of `_stext` (for
@@ -47,6 +56,7 @@ pub(crate) struct Syms {
 }
 
 impl Syms {
+    /// The code symbols of `/proc/kallsyms` text (data symbols would shadow functions).
     pub(crate) fn parse(text: &[u8]) -> Syms {
         let mut v = Vec::new();
         let mut stext = None;
@@ -336,6 +346,11 @@ mod tests {
         assert!(Arc::ptr_eq(&parsed.list, &b.syms().list));
         assert!(Arc::ptr_eq(&parsed.list, &a.syms().list));
         assert_eq!(a.stext(), Some(0xffffffff81000000));
+        // Symbols loaded after the given ones no longer use the shared parse.
+        let mut c = fmts();
+        c.load_kallsyms(b"ffffffff81000100 t other_work\n");
+        assert_eq!(c.symbol(0xffffffff81000104), Some("other_work"));
+        assert_eq!(given.parsed.get().unwrap().list.len(), 2);
     }
 
     fn id(b: &str, t: u64) -> KernelId {

@@ -83,9 +83,9 @@ fn choose_symbols(
             build_id: kernel_build_id(rd),
             text: kernel_text_address(file),
         };
-        ksyms::given_matches(&rec, &g.name, &g.text)?;
+        ksyms::given_matches(&rec, g.name(), g.text())?;
         fmts.load_given(g);
-        return Ok(SymbolSource::Given(g.name.clone()));
+        return Ok(SymbolSource::Given(g.name().to_string()));
     }
     if fmts.has_kallsyms() {
         return Ok(SymbolSource::Trace);

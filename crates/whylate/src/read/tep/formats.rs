@@ -92,7 +92,7 @@ impl Formats {
 
     /// Takes the symbols the user gave, parsed when first needed by any trace given them.
     pub fn load_given(&mut self, g: &Given) {
-        self.kallsyms_text = Some(g.text.clone());
+        self.kallsyms_text = Some(g.text().clone());
         self.syms = Default::default();
         self.given = Some(g.parsed.clone());
     }
@@ -134,6 +134,7 @@ impl Formats {
         !self.syms().list.is_empty()
     }
 
+    /// The symbols, parsed at the first call (or shared with every trace given the same).
     pub(crate) fn syms(&self) -> &Syms {
         self.syms
             .get_or_init(|| match (&self.kallsyms_text, &self.given) {

@@ -334,11 +334,11 @@ impl TraceDat {
         })
     }
 
-    /// Resolves code addresses with `text` (`--kallsyms FILE`, named `name`) instead of
-    /// the symbols the file carries.
+    /// Resolves code addresses with the symbols given (`--kallsyms FILE`) instead of
+    /// the ones the file carries.
     pub fn use_kallsyms(&mut self, given: &crate::read::ksyms::Given) {
         self.fmts.load_given(given);
-        self.info.kallsyms_from = Some(given.name.clone());
+        self.info.kallsyms_from = Some(given.name().to_string());
     }
 
     /// The event formats.
