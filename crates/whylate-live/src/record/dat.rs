@@ -124,7 +124,12 @@ pub(crate) struct MemPages {
 /// themselves, not copied (`watch` hands its windows to the analysis so).
 pub(crate) fn dat_in_memory(m: &Meta, cpus: Vec<MemPages>) -> whylate::read::memory::Pieces {
     let mut out = whylate::read::memory::Pieces::new();
-    out.push(dat_header(m, &cpus).into());
+    let (h, at) = dat_header(m, &cpus);
+    out.push(h[..at].into());
+    if !m.kallsyms.is_empty() {
+        out.push(m.kallsyms.as_slice().into());
+    }
+    out.push(h[at..].into());
     for c in cpus {
         for p in c.pages {
             out.push(p);
@@ -153,7 +158,9 @@ const WRITE_PIECE: usize = 64 << 10;
 
 /// A trace.dat v6 up to its CPU data: header, formats, symbols, options and the CPU
 /// table, padded to the page where the data of `cpus` starts (laid out in their order).
-fn dat_header<C: CpuPages>(m: &Meta, cpus: &[C]) -> Vec<u8> {
+/// `m.kallsyms` is not copied in: it goes at the offset returned (5 MB copied into a
+/// fresh buffer for every window `watch` keeps cost more than writing them).
+fn dat_header<C: CpuPages>(m: &Meta, cpus: &[C]) -> (Vec<u8>, usize) {
     let mut h: Vec<u8> = Vec::new();
     h.extend_from_slice(whylate::read::tracedat::MAGIC);
     h.extend_from_slice(b"6\0");
@@ -186,7 +193,7 @@ fn dat_header<C: CpuPages>(m: &Meta, cpus: &[C]) -> Vec<u8> {
         }
     }
     h.extend_from_slice(&(m.kallsyms.len() as u32).to_le_bytes());
-    h.extend_from_slice(&m.kallsyms);
+    let kallsyms_at = h.len();
     h.extend_from_slice(&(m.printk.len() as u32).to_le_bytes());
     h.extend_from_slice(&m.printk);
     h.extend_from_slice(&(m.cmdlines.len() as u64).to_le_bytes());
@@ -216,7 +223,8 @@ fn dat_header<C: CpuPages>(m: &Meta, cpus: &[C]) -> Vec<u8> {
     let table_at = h.len();
     h.resize(table_at + 16 * ncpu as usize, 0);
     let page = m.page as u64;
-    let mut off = (h.len() as u64).div_ceil(page) * page;
+    let whole = |h: &Vec<u8>| (h.len() + m.kallsyms.len()) as u64;
+    let mut off = whole(&h).div_ceil(page) * page;
     let mut sizes = vec![(0u64, 0u64); ncpu as usize];
     for r in cpus.iter() {
         let size = r.bytes();
@@ -228,9 +236,9 @@ fn dat_header<C: CpuPages>(m: &Meta, cpus: &[C]) -> Vec<u8> {
         h[at..at + 8].copy_from_slice(&o.to_le_bytes());
         h[at + 8..at + 16].copy_from_slice(&s.to_le_bytes());
     }
-    let data_start = (h.len() as u64).div_ceil(page) * page;
-    h.resize(data_start as usize, 0);
-    h
+    let data_start = whole(&h).div_ceil(page) * page;
+    h.resize(data_start as usize - m.kallsyms.len(), 0);
+    (h, kallsyms_at)
 }
 
 /// Writes a trace.dat v6: header, formats, symbols, options, then each CPU's pages.
@@ -239,7 +247,7 @@ pub(crate) fn write_dat<C: CpuPages>(
     m: &Meta,
     cpus: &mut [C],
 ) -> Result<u64, RecordError> {
-    let h = dat_header(m, cpus);
+    let (h, at) = dat_header(m, cpus);
     // O_NOFOLLOW: run as root, a symlink planted at the output's name must not make
     // the recorder truncate whatever it points to.
     let mut f = OpenOptions::new()
@@ -257,7 +265,8 @@ pub(crate) fn write_dat<C: CpuPages>(
     // In pieces: one write() of the whole header (5 MB of kallsyms) is one long stretch
     // in the kernel, which a non-preemptible kernel lets no real-time task interrupt
     // (`watch` writes windows while the workload runs).
-    for piece in h.chunks(WRITE_PIECE) {
+    let pieces = [&h[..at], &m.kallsyms[..], &h[at..]];
+    for piece in pieces.iter().flat_map(|p| p.chunks(WRITE_PIECE)) {
         f.write_all(piece).map_err(ioe(path))?;
     }
     for r in cpus.iter_mut() {
