@@ -50,9 +50,13 @@ pub struct BinPair {
 pub struct CauseSide {
     /// Misses it held up.
     pub misses: u64,
-    /// Its excess over all misses, ns.
+    /// Its excess over all misses, ns, summed per miss (a wait that held up several
+    /// overlapping misses counts once per miss).
     pub total_excess_ns: u64,
-    /// Its share of all blamed excess.
+    /// The same with each wait counted once, as `explain` ranks its causes: what the
+    /// comparison ranks and judges by.
+    pub once_ns: u64,
+    /// Its share of all blamed excess (of `once_ns`).
     pub share: f64,
     /// The culprit as that side names it (with pid).
     pub label: String,
@@ -318,6 +322,7 @@ pub fn compare(pa: String, a: &ExplainReport, pb: String, b: &ExplainReport) -> 
             let x = slot.get_or_insert(CauseSide {
                 misses: 0,
                 total_excess_ns: 0,
+                once_ns: 0,
                 share: 0.0,
                 label: c.culprit.label(),
             });
@@ -328,6 +333,7 @@ pub fn compare(pa: String, a: &ExplainReport, pb: String, b: &ExplainReport) -> 
                 None => x.misses + c.count,
             };
             x.total_excess_ns += c.total_excess_ns;
+            x.once_ns += c.once_ns;
             x.share += c.share;
         }
     }
@@ -544,9 +550,10 @@ fn named(category: Category, culprit: &str, cpu: Option<u32>) -> String {
 /// A cause that names something a fix can act on (a task, an interrupt, a softirq, a code
 /// path), as opposed to the machine itself (an idle or stalled CPU, a late timer with no
 /// visible reason, lost events).
-/// Causes by how much their excess moved, the blind spots last (as explain ranks them).
+/// Causes by how much their excess (each wait counted once) moved, the blind spots last
+/// (as explain ranks them).
 fn order_causes(causes: &mut [CauseDiff]) {
-    let excess = |s: &Option<CauseSide>| s.as_ref().map_or(0, |x| x.total_excess_ns) as i128;
+    let excess = |s: &Option<CauseSide>| s.as_ref().map_or(0, |x| x.once_ns) as i128;
     causes.sort_by(|x, y| {
         let dx = (excess(&x.b) - excess(&x.a)).abs();
         let dy = (excess(&y.b) - excess(&y.a)).abs();
@@ -582,7 +589,7 @@ fn verdict(a: &ExplainReport, b: &ExplainReport, causes: &[CauseDiff], cpus: &[C
         }
         v.push(')');
     }
-    let ex = |s: &Option<CauseSide>| s.as_ref().map_or(0, |x| x.total_excess_ns);
+    let ex = |s: &Option<CauseSide>| s.as_ref().map_or(0, |x| x.once_ns);
     let ms = |s: &Option<CauseSide>| s.as_ref().map_or(0, |x| x.misses);
     // In each direction, what a fix acts on before what the machine did (an idle or
     // stalled vCPU), then the largest move in excess.
@@ -701,6 +708,7 @@ mod tests {
         let side = |ns: u64| CauseSide {
             misses: 1,
             total_excess_ns: ns,
+            once_ns: ns,
             share: 0.0,
             label: culprit.to_string(),
         };
@@ -712,6 +720,31 @@ mod tests {
             a: a.map(side),
             b: b.map(side),
         }
+    }
+
+    /// Causes compare by their time counted once, as explain ranks them: a wait spread
+    /// over many overlapping misses (an idle CPU slow to wake, once per late period) sums
+    /// to more than it held, and must not outrank the cause that held the time.
+    #[test]
+    fn causes_compare_by_the_time_they_held_counted_once() {
+        let summed = |mut d: CauseDiff, a: u64| {
+            d.a.as_mut().unwrap().total_excess_ns = a;
+            d
+        };
+        // The idle CPU: 265 ms summed over the overlapping misses in A, 70 ms held.
+        let idle = summed(
+            cause("cpu-idle", "CPU0", Some(70_000_000), None),
+            265_000_000,
+        );
+        // The preempted lock holder: 200 ms summed, 158 ms held.
+        let hold = summed(
+            cause("runqueue-wait", "inv-lo", Some(158_000_000), None),
+            200_000_000,
+        );
+        let mut c = vec![idle, hold];
+        order_causes(&mut c);
+        assert_eq!(c[0].culprit, "inv-lo");
+        assert_eq!(c[1].culprit, "CPU0");
     }
 
     /// Blind spots come after every cause, however much they moved, and are not what a

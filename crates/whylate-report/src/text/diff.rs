@@ -112,9 +112,13 @@ impl DiffText for DiffReport {
 /// What changed: causes, CPU time, interrupt placement, the machine; and notes.
 fn evidence(r: &DiffReport, o: &mut String, p: &Paint) {
     if !r.causes.is_empty() {
-        let _ = writeln!(o, "\n{}", p.heading("causes (misses, excess; A → B):"));
+        let _ = writeln!(
+            o,
+            "\n{}",
+            p.heading("causes (misses, excess with each wait counted once; A → B):")
+        );
         let side = |s: &Option<CauseSide>| match s {
-            Some(x) => format!("{} {}", x.misses, dur(x.total_excess_ns)),
+            Some(x) => format!("{} {}", x.misses, dur(x.once_ns)),
             None => "-".into(),
         };
         // As wide as the longest name, so a long one does not push its row's figures out
