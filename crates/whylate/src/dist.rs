@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 /// A histogram bucket `[lo, hi)`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Bucket {
     /// Lower bound (ns or rate).
     pub lo: u64,
@@ -104,13 +104,21 @@ pub fn log_histogram<T: Copy + Into<u64>>(sorted: &[T], base: u64) -> Vec<Bucket
     out
 }
 
-/// Values kept in bounded memory for hours of samples: each is rounded down to 8
-/// significant bits (under 0.8% off), so at most 64 x 128 buckets exist whatever the
-/// count; min, max and the sum stay exact. Quantiles are nearest-rank over the rounded
-/// values.
+/// Values kept in bounded memory for hours of samples: exact while they take at most
+/// [`Sketch::EXACT`] distinct values (a trace with microsecond timestamps rarely has more),
+/// then each rounded down to 8 significant bits (under 0.8% off), so at most 64 x 128
+/// buckets exist whatever the count; min, max, the sum and the 1-2-5 histogram from 1 µs
+/// stay exact. Quantiles are nearest-rank over the values kept.
 #[derive(Clone, Debug, Default)]
 pub struct Sketch {
-    buckets: std::collections::BTreeMap<u64, u64>,
+    /// Count per value kept (sorted when read: adding is the hot side).
+    buckets: rustc_hash::FxHashMap<u64, u64>,
+    /// Values are rounded (past [`Sketch::EXACT`] distinct ones).
+    rounded: bool,
+    /// Counts per 1-2-5 bucket from [`Sketch::HIST_BASE`], by the bucket's low bound.
+    hist: rustc_hash::FxHashMap<u64, u64>,
+    /// The histogram bucket of the last value: most values fall in the same one.
+    last: (u64, u64),
     count: u64,
     min: u64,
     max: u64,
@@ -118,6 +126,11 @@ pub struct Sketch {
 }
 
 impl Sketch {
+    /// Distinct values kept exactly.
+    pub const EXACT: usize = 8192;
+    /// The base of the exact histogram (1 µs, in ns).
+    pub const HIST_BASE: u64 = 1000;
+
     /// `v` rounded down to its top 8 bits.
     fn round(v: u64) -> u64 {
         let bits = 64 - v.leading_zeros();
@@ -127,15 +140,40 @@ impl Sketch {
 
     /// Adds one value.
     pub fn add(&mut self, v: u64) {
-        *self.buckets.entry(Sketch::round(v)).or_default() += 1;
+        let key = if self.rounded { Sketch::round(v) } else { v };
+        *self.buckets.entry(key).or_default() += 1;
+        if !self.rounded && self.buckets.len() > Sketch::EXACT {
+            let mut b = rustc_hash::FxHashMap::default();
+            for (k, n) in std::mem::take(&mut self.buckets) {
+                *b.entry(Sketch::round(k)).or_default() += n;
+            }
+            (self.buckets, self.rounded) = (b, true);
+        }
+        if !(self.last.0..self.last.1).contains(&v) {
+            self.last = bucket_of(v, Sketch::HIST_BASE);
+        }
+        *self.hist.entry(self.last.0).or_default() += 1;
         self.min = if self.count == 0 { v } else { self.min.min(v) };
         self.max = self.max.max(v);
         self.total = self.total.saturating_add(v);
         self.count += 1;
     }
 
-    /// Nearest-rank quantile (0 when empty); the exact max for the top rank.
-    pub fn quantile(&self, q: f64) -> u64 {
+    /// Whether the values kept are exact (none was rounded yet).
+    pub fn exact(&self) -> bool {
+        !self.rounded
+    }
+
+    /// The values kept and their counts, in order.
+    fn sorted(&self) -> Vec<(u64, u64)> {
+        let mut v: Vec<(u64, u64)> = self.buckets.iter().map(|(&k, &n)| (k, n)).collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Nearest-rank quantile of the values kept, `sorted` (0 when empty); the exact max
+    /// for the top rank.
+    fn quantile(&self, sorted: &[(u64, u64)], q: f64) -> u64 {
         if self.count == 0 {
             return 0;
         }
@@ -144,7 +182,7 @@ impl Sketch {
             return self.max;
         }
         let mut seen = 0;
-        for (&v, &n) in &self.buckets {
+        for &(v, n) in sorted {
             seen += n;
             if seen >= rank {
                 return v.max(self.min);
@@ -156,22 +194,35 @@ impl Sketch {
     /// The summary, as [`Dist::of_sorted`] gives for the values themselves (quantiles to
     /// within the rounding).
     pub fn dist(&self) -> Dist {
+        let sorted = self.sorted();
         Dist {
             count: self.count,
             min: self.min,
-            p50: self.quantile(0.5),
-            p90: self.quantile(0.9),
-            p99: self.quantile(0.99),
-            p999: self.quantile(0.999),
+            p50: self.quantile(&sorted, 0.5),
+            p90: self.quantile(&sorted, 0.9),
+            p99: self.quantile(&sorted, 0.99),
+            p999: self.quantile(&sorted, 0.999),
             max: self.max,
             total: self.total,
         }
     }
 
-    /// The 1-2-5 log histogram from `base`, as [`log_histogram`] draws it.
+    /// The 1-2-5 log histogram from `base`, as [`log_histogram`] draws it: exact from
+    /// [`Sketch::HIST_BASE`], else from the values kept.
     pub fn histogram(&self, base: u64) -> Vec<Bucket> {
+        if base == Sketch::HIST_BASE {
+            let mut h: Vec<Bucket> = (self.hist.iter())
+                .map(|(&lo, &count)| Bucket {
+                    lo,
+                    hi: bucket_of(lo, base).1,
+                    count,
+                })
+                .collect();
+            h.sort_unstable_by_key(|b| b.lo);
+            return h;
+        }
         let mut out: Vec<Bucket> = Vec::new();
-        for (&v, &n) in &self.buckets {
+        for (v, n) in self.sorted() {
             let (lo, hi) = bucket_of(v, base);
             match out.last_mut() {
                 Some(l) if l.lo == lo => l.count += n,
@@ -185,6 +236,38 @@ impl Sketch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Microsecond timestamps give durations in whole microseconds: few distinct values,
+    /// kept exactly, so a merged summary gives the same quantiles as the values
+    /// themselves. Past that the histogram stays exact: a value on a bucket's bound
+    /// (5 µs) rounded down would move to the bucket below.
+    #[test]
+    fn a_sketch_is_exact_while_the_values_are_few_and_its_histogram_always() {
+        let v: Vec<u64> = (0..200_000u64).map(|i| (i % 50) * 1000).collect();
+        let mut s = Sketch::default();
+        v.iter().for_each(|&x| s.add(x));
+        let mut sorted = v.clone();
+        sorted.sort_unstable();
+        assert!(s.exact());
+        assert_eq!(s.dist(), Dist::of_sorted(&sorted));
+        assert_eq!(s.histogram(1000), log_histogram(&sorted, 1000));
+        // Many distinct values, some on a bound: rounded, the histogram still exact.
+        let mut v: Vec<u64> = (1..=20_000u64).map(|i| 4_000 + i * 7).collect();
+        v.extend([5_000u64; 10]);
+        let mut s = Sketch::default();
+        v.iter().for_each(|&x| s.add(x));
+        v.sort_unstable();
+        assert!(!s.exact());
+        assert_eq!(s.histogram(1000), log_histogram(&v, 1000));
+        assert_eq!(
+            s.histogram(1000)[0],
+            Bucket {
+                lo: 2_000,
+                hi: 5_000,
+                count: 142
+            }
+        );
+    }
 
     #[test]
     fn a_sketch_keeps_quantiles_within_its_rounding_in_bounded_buckets() {
