@@ -34,7 +34,7 @@ pub use call_order::ByStart;
 pub use clock::TimerClock;
 pub use model::*;
 pub(crate) use profile::irq_label;
-pub use profile::{profile, CpuProfile, IrqCount, Share};
+pub use profile::{profile, CpuProfile, IrqCount, Share, Usage};
 pub use query::{Occupant, OccupantKind};
 pub use syscalls::{Syscall, Syscalls, BLOCK as SYSCALL_BLOCK};
 

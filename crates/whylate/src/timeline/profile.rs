@@ -48,77 +48,122 @@ pub struct IrqCount {
 /// The profile of every CPU with anything recorded on it.
 pub fn profile(tl: &Timeline, s: &Interner) -> Vec<CpuProfile> {
     let (from, to) = (tl.first_ts.unwrap_or(0), tl.last_ts);
-    let span = to.saturating_sub(from).max(1) as f64;
-    let mut out = Vec::new();
-    for cpu in 0..tl.cpus {
-        let occ = tl.occupants(cpu, from, to.max(from + 1));
-        if occ.is_empty() {
-            continue;
-        }
-        let mut by: FxHashMap<(u8, String), u64> = FxHashMap::default();
-        let mut busy = 0u64;
-        for o in &occ {
-            let key = match o.what {
-                OccupantKind::Task if o.id == 0 => continue,
-                OccupantKind::Task => {
-                    let c = s.get(tl.comm(o.id as i32));
-                    let c = if c.is_empty() { s.get(o.name) } else { c };
-                    (
-                        0,
-                        if c.is_empty() {
-                            format!("tid {}", o.id)
-                        } else {
-                            c.to_string()
-                        },
-                    )
-                }
-                OccupantKind::Hardirq => (1, irq_label(o.id as u32, s.get(o.name))),
-                OccupantKind::Softirq => (
-                    2,
-                    format!(
-                        "softirq {}",
-                        crate::event::SOFTIRQ_NAMES
-                            .get(o.id as usize)
-                            .copied()
-                            .unwrap_or("?")
+    let mut u = Usage::default();
+    u.add(tl, s, (from, to.max(from + 1)), |_| true);
+    u.span = to.saturating_sub(from);
+    u.profiles()
+}
+
+/// What every CPU spent a stretch of time on, in nanoseconds: profiles of a trace read in
+/// windows add up each window's own stretch, then share the sums out ([`Usage::profiles`]).
+#[derive(Clone, Debug, Default)]
+pub struct Usage {
+    /// Per CPU with anything recorded: its busy time, time per holder (kind, name) and
+    /// hard interrupt runs per line.
+    cpus: std::collections::BTreeMap<u32, CpuUsage>,
+    /// Irq line names.
+    names: FxHashMap<u32, String>,
+    /// The time the shares are of.
+    pub span: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+struct CpuUsage {
+    busy: u64,
+    by: FxHashMap<(u8, String), u64>,
+    irqs: FxHashMap<u32, u64>,
+}
+
+impl Usage {
+    /// Adds what each CPU of `tl` spent `[from, to)` on, and the handler runs `count`
+    /// takes (by their start time).
+    pub fn add(
+        &mut self,
+        tl: &Timeline,
+        s: &Interner,
+        (from, to): (u64, u64),
+        count: impl Fn(u64) -> bool,
+    ) {
+        for cpu in 0..tl.cpus {
+            let occ = tl.occupants(cpu, from, to);
+            if occ.is_empty() {
+                continue;
+            }
+            let u = self.cpus.entry(cpu).or_default();
+            for o in &occ {
+                let key = match o.what {
+                    OccupantKind::Task if o.id == 0 => continue,
+                    OccupantKind::Task => (0, task_label(tl, s, o.id as i32, o.name)),
+                    OccupantKind::Hardirq => (1, irq_label(o.id as u32, s.get(o.name))),
+                    OccupantKind::Softirq => (
+                        2,
+                        format!(
+                            "softirq {}",
+                            crate::event::SOFTIRQ_NAMES
+                                .get(o.id as usize)
+                                .copied()
+                                .unwrap_or("?")
+                        ),
                     ),
-                ),
-            };
-            busy += o.ns;
-            *by.entry(key).or_default() += o.ns;
+                };
+                u.busy += o.ns;
+                *u.by.entry(key).or_default() += o.ns;
+            }
+            for (irq, n) in tl.hardirq_counts_where(cpu, &count) {
+                *u.irqs.entry(irq).or_default() += n;
+                if let Some(n) = tl.irq_names.get(&irq) {
+                    self.names
+                        .entry(irq)
+                        .or_insert_with(|| s.get(*n).to_string());
+                }
+            }
         }
-        let mut shares: Vec<Share> = by
-            .into_iter()
-            .map(|((k, what), ns)| Share {
-                what,
-                kind: ["task", "hardirq", "softirq"][k as usize],
-                share: ns as f64 / span,
-            })
-            .filter(|x| x.share >= 0.001)
-            .collect();
-        shares.sort_by(|a, b| b.share.total_cmp(&a.share).then(a.what.cmp(&b.what)));
-        shares.truncate(12);
-        let irqs: Vec<IrqCount> = tl
-            .hardirq_counts(cpu)
-            .into_iter()
-            .map(|(irq, count)| IrqCount {
-                irq,
-                name: tl
-                    .irq_names
-                    .get(&irq)
-                    .map(|n| s.get(*n).to_string())
-                    .unwrap_or_default(),
-                count,
-            })
-            .collect();
-        out.push(CpuProfile {
-            cpu,
-            busy: busy as f64 / span,
-            shares,
-            irqs,
-        });
     }
-    out
+
+    /// The profiles: each holder's share of [`Usage::span`].
+    pub fn profiles(&self) -> Vec<CpuProfile> {
+        let span = self.span.max(1) as f64;
+        let mut out = Vec::new();
+        for (&cpu, u) in &self.cpus {
+            let mut shares: Vec<Share> = (u.by.iter())
+                .map(|((k, what), &ns)| Share {
+                    what: what.clone(),
+                    kind: ["task", "hardirq", "softirq"][*k as usize],
+                    share: ns as f64 / span,
+                })
+                .filter(|x| x.share >= 0.001)
+                .collect();
+            shares.sort_by(|a, b| b.share.total_cmp(&a.share).then(a.what.cmp(&b.what)));
+            shares.truncate(12);
+            let mut irqs: Vec<(u32, u64)> = u.irqs.iter().map(|(&i, &n)| (i, n)).collect();
+            irqs.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            let irqs = (irqs.into_iter())
+                .map(|(irq, count)| IrqCount {
+                    irq,
+                    name: self.names.get(&irq).cloned().unwrap_or_default(),
+                    count,
+                })
+                .collect();
+            out.push(CpuProfile {
+                cpu,
+                busy: u.busy as f64 / span,
+                shares,
+                irqs,
+            });
+        }
+        out
+    }
+}
+
+/// A task by its name in the trace (`tid N` without one).
+fn task_label(tl: &Timeline, s: &Interner, tid: i32, name: crate::event::Sym) -> String {
+    let c = s.get(tl.comm(tid));
+    let c = if c.is_empty() { s.get(name) } else { c };
+    if c.is_empty() {
+        format!("tid {tid}")
+    } else {
+        c.to_string()
+    }
 }
 
 pub(crate) fn irq_label(irq: u32, name: &str) -> String {

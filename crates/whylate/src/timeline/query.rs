@@ -150,6 +150,11 @@ impl Timeline {
     }
     /// How many times each irq line's handler ran on `cpu`, most first.
     pub fn hardirq_counts(&self, cpu: u32) -> Vec<(u32, u64)> {
+        self.hardirq_counts_where(cpu, |_| true)
+    }
+
+    /// [`Self::hardirq_counts`] of the runs whose start `take` takes.
+    pub fn hardirq_counts_where(&self, cpu: u32, take: impl Fn(u64) -> bool) -> Vec<(u32, u64)> {
         let sp = &self.spans;
         let mut m: FxHashMap<u32, u64> = FxHashMap::default();
         for &i in self
@@ -158,7 +163,7 @@ impl Timeline {
             .map_or(&[][..], |l| &l[..])
         {
             let i = i as usize;
-            if sp.kind[i] == SpanKind::Hardirq && sp.key[i] != u32::MAX {
+            if sp.kind[i] == SpanKind::Hardirq && sp.key[i] != u32::MAX && take(sp.start[i]) {
                 *m.entry(sp.key[i]).or_default() += 1;
             }
         }
