@@ -31,7 +31,7 @@ pub struct RunSummary {
     repeated: FxHashMap<CauseKey, u64>,
     worst: Vec<Miss>,
     keep: usize,
-    notes: Vec<String>,
+    notes: Lines,
     advice: Vec<Advice>,
     /// The CPU context of the window that lost the most time, and that time.
     context: (Vec<CpuContext>, u64),
@@ -44,6 +44,76 @@ pub struct RunSummary {
 
 /// Notes kept: the distinct ones, up to this many.
 const NOTES: usize = 16;
+
+/// Lines of several windows, one per shape (the line with its numbers left out): a
+/// window's lines carry its own numbers. Where each window spoke of its own samples only
+/// (`sum`), the counts that lead two lines of a shape add up; otherwise the first line of
+/// the shape is kept.
+#[derive(Clone, Debug)]
+pub(crate) struct Lines {
+    /// The lines, in the order their shapes first came.
+    pub(crate) lines: Vec<String>,
+    shapes: Vec<String>,
+    cap: usize,
+    sum: bool,
+}
+
+impl Lines {
+    /// At most `cap` shapes; `sum`: leading counts add up.
+    pub(crate) fn new(cap: usize, sum: bool) -> Lines {
+        Lines {
+            lines: Vec::new(),
+            shapes: Vec::new(),
+            cap,
+            sum,
+        }
+    }
+
+    /// Adds one window's line.
+    pub(crate) fn add(&mut self, line: &str) {
+        let shape = shape(line);
+        match self.shapes.iter().position(|s| *s == shape) {
+            Some(i) if self.sum => {
+                if let (Some(a), Some(b)) = (leading(&self.lines[i]), leading(line)) {
+                    let rest = &line[line.len() - b.1.len()..];
+                    self.lines[i] = format!("{}{rest}", a.0 + b.0);
+                }
+            }
+            Some(_) => {}
+            None if self.shapes.len() < self.cap => {
+                self.shapes.push(shape);
+                self.lines.push(line.to_string());
+            }
+            None => {}
+        }
+    }
+}
+
+/// A line with each run of digits (and the `.` or `,` inside one) as `#`.
+fn shape(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut in_number = false;
+    for c in line.chars() {
+        let digit = c.is_ascii_digit() || (in_number && (c == '.' || c == ','));
+        if !digit {
+            out.push(c);
+        } else if !in_number {
+            out.push('#');
+        }
+        in_number = digit;
+    }
+    out
+}
+
+/// The whole number a line starts with, and the rest of the line.
+fn leading(line: &str) -> Option<(u64, &str)> {
+    let end = line
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(line.len());
+    let n = line[..end].parse().ok()?;
+    // "1.5 ms ..." starts with a time, not a count.
+    (!line[end..].starts_with(['.', ','])).then_some((n, &line[end..]))
+}
 
 impl RunSummary {
     /// An empty summary that keeps the `keep` worst misses in full.
@@ -60,7 +130,7 @@ impl RunSummary {
             repeated: FxHashMap::default(),
             worst: Vec::new(),
             keep: keep.max(1),
-            notes: Vec::new(),
+            notes: Lines::new(NOTES, false),
             advice: Vec::new(),
             context: (Vec::new(), 0),
             base: None,
@@ -129,18 +199,8 @@ impl RunSummary {
             (b.duration_ns.is_none().cmp(&a.duration_ns.is_none())).then(b.late_ns.cmp(&a.late_ns))
         });
         self.worst.truncate(self.keep);
-        // A window's notes carry its own numbers: one note per kind (its words up to the
-        // first digit), the first window's.
-        let kind = |n: &str| {
-            n.split(|c: char| c.is_ascii_digit())
-                .next()
-                .unwrap_or("")
-                .to_string()
-        };
         for n in &r.notes {
-            if self.notes.len() < NOTES && !self.notes.iter().any(|x| kind(x) == kind(n)) {
-                self.notes.push(n.clone());
-            }
+            self.notes.add(n);
         }
         for a in &r.advice {
             if !self.advice.iter().any(|b| b.command == a.command) {
@@ -149,6 +209,22 @@ impl RunSummary {
         }
         if lost > self.context.1 {
             self.context = (r.context.clone(), lost);
+        }
+    }
+
+    /// Whether the quantiles are exact (the durations took few distinct values,
+    /// [`Sketch::EXACT`]).
+    pub fn exact(&self) -> bool {
+        self.durations.exact() && self.reads.exact()
+    }
+
+    /// Windows that each explain only the samples they settle: the counts that lead
+    /// their notes add up (`watch`'s windows explain every sample they hold, so a note
+    /// keeps the first window's numbers).
+    pub fn of_parts(keep: usize) -> RunSummary {
+        RunSummary {
+            notes: Lines::new(NOTES, true),
+            ..RunSummary::new(keep)
         }
     }
 
@@ -206,7 +282,7 @@ impl RunSummary {
         r.misses = self.worst.clone();
         r.advice = self.advice.clone();
         r.context = self.context.0.clone();
-        r.notes = self.notes.clone();
+        r.notes = self.notes.lines.clone();
         if let Some(x) = &mut r.expect {
             x.never = self.no_reply;
             x.late = self.misses - self.no_reply.min(self.misses);
