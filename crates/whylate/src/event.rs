@@ -19,7 +19,7 @@ impl Sym {
 
 /// Owns the strings behind [`Sym`]s. Memory grows with the number of *distinct* strings
 /// (comms, function names), not with the number of events.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Interner {
     map: FxHashMap<Box<str>, Sym>,
     strs: Vec<Box<str>>,

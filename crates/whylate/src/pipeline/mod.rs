@@ -11,6 +11,8 @@ use crate::timeline::{Builder, KindClass, Timeline};
 use std::path::PathBuf;
 
 mod apart;
+mod windows;
+pub use windows::{read_windowed, Done, Facts, Windowing};
 
 /// Everything one pass over the inputs gives besides what its sink kept.
 pub struct Pass {
@@ -39,6 +41,12 @@ pub trait Sink {
     /// An event earlier than one already fed (past every reorder window): left out of
     /// the analyses unless a sink reads it on its own terms (a kernel log across a reboot).
     fn late(&mut self, _: &Event, _: &Interner) {}
+    /// The start of the oldest sample still open (a request not yet answered): a pass in
+    /// windows keeps a window until the samples it settles have ended
+    /// ([`read_windowed`]). None: nothing open, or the sink cuts no samples.
+    fn oldest_open(&self) -> Option<u64> {
+        None
+    }
 }
 
 impl<F: FnMut(&Event, &Interner)> Sink for F {
@@ -63,17 +71,8 @@ pub fn each_event(
 /// Reads the inputs (merged by time) into a timeline, handing every event to `sink` too.
 pub fn read(inputs: Opened, open: &OpenOptions, sink: &mut impl Sink) -> Result<Pass, ReadError> {
     let (paths, sources) = inputs.into_parts();
-    let paths = &paths[..];
-    let mut snapshot = None;
-    for src in &sources {
-        if let Some(s) = src.snapshot() {
-            sink.snapshot(s);
-            snapshot.get_or_insert_with(|| s.clone());
-        }
-    }
-    let said = open.arch.or_else(|| sources.iter().find_map(|s| s.arch()));
-    let arch = said.unwrap_or_default();
-    sink.arch(arch);
+    let start = Start::of(&sources, open, |s| sink.snapshot(s));
+    sink.arch(start.arch);
     let merged = Merged::new(sources);
     let mut b = Builder::new();
     let mut per_input = vec![0u64; paths.len()];
@@ -93,17 +92,99 @@ pub fn read(inputs: Opened, open: &OpenOptions, sink: &mut impl Sink) -> Result<
         }
     };
     let (merged, strings) = each_event(merged, &mut feed)?;
+    read_done(open, events);
+    let mut tl = start.timeline(b, &strings);
+    mark_cut_cpus(&mut tl, merged.sources());
+    let raw = tl.saw(KindClass::RawSyscall) > 0;
+    let (inputs, tracers) = start.describe(&merged, &paths, &per_input, &strings, raw);
+    Ok(Pass {
+        tl,
+        strings,
+        inputs,
+        events,
+        tracers,
+        snapshot: start.snapshot,
+    })
+}
+
+/// What a pass knows before its first event: the first input's snapshot and the syscall
+/// table.
+pub(crate) struct Start {
+    pub(crate) snapshot: Option<Snapshot>,
+    /// The table some input or the options named (none: the default, said in a note).
+    said: Option<Arch>,
+    pub(crate) arch: Arch,
+}
+
+impl Start {
+    /// Hands each input's snapshot to `seen` and decides the syscall table.
+    pub(crate) fn of(
+        sources: &[read::Input],
+        open: &OpenOptions,
+        mut seen: impl FnMut(&Snapshot),
+    ) -> Start {
+        let mut snapshot = None;
+        for src in sources {
+            if let Some(s) = src.snapshot() {
+                seen(s);
+                snapshot.get_or_insert_with(|| s.clone());
+            }
+        }
+        let said = open.arch.or_else(|| sources.iter().find_map(|s| s.arch()));
+        Start {
+            snapshot,
+            said,
+            arch: said.unwrap_or_default(),
+        }
+    }
+
+    /// The builder's timeline with what the pass knows beside the events: the syscall
+    /// table, the recorder's threads, the consoles, whether its pids are this boot's.
+    pub(crate) fn timeline(&self, b: Builder, strings: &Interner) -> Timeline {
+        let snapshot = self.snapshot.as_ref();
+        let mut tl = b.finish();
+        tl.arch = self.arch;
+        tl.recorder = recorder_threads(&tl, strings, snapshot);
+        tl.consoles = snapshot.map_or(Vec::new(), |s| s.consoles.clone());
+        tl.pids_here = snapshot.is_some_and(crate::snapshot::this_boot);
+        tl
+    }
+
+    /// What each input said and the latency tracers' headers; `raw`: raw syscall
+    /// numbers were named (with the default table, a note says which).
+    pub(crate) fn describe(
+        &self,
+        merged: &Merged<read::Input>,
+        paths: &[PathBuf],
+        per_input: &[u64],
+        strings: &Interner,
+        raw: bool,
+    ) -> (Inputs, Vec<TracerSample>) {
+        let tracers = tracer_samples(merged.sources(), paths);
+        let mut inputs = describe_inputs(merged.sources(), paths, per_input);
+        inputs.notes.extend(strings.cap_note());
+        if self.said.is_none() && raw {
+            inputs.notes.push(format!(
+                "raw syscall numbers are named with the {} table: the trace does not say its machine (--arch names another)",
+                self.arch.label()
+            ));
+        }
+        (inputs, tracers)
+    }
+}
+
+/// Tells a progress display that reading is over.
+pub(crate) fn read_done(open: &OpenOptions, events: u64) {
     if let Some(p) = &open.progress {
         p.events.store(events, std::sync::atomic::Ordering::Relaxed);
         p.read_done
             .store(true, std::sync::atomic::Ordering::Relaxed);
     }
-    let mut tl = b.finish();
-    tl.arch = arch;
-    tl.recorder = recorder_threads(&tl, &strings, snapshot.as_ref());
-    tl.consoles = snapshot.as_ref().map_or(Vec::new(), |s| s.consoles.clone());
-    tl.pids_here = snapshot.as_ref().is_some_and(crate::snapshot::this_boot);
-    for s in merged.sources() {
+}
+
+/// Marks where a CPU's data was cut short (a reader gave up on it) as blind from there.
+pub(crate) fn mark_cut_cpus(tl: &mut Timeline, sources: &[read::Input]) {
+    for s in sources {
         for &cpu in &s.diag().cut_cpus {
             let from = tl.cpu_last_ts.get(cpu as usize).copied().unwrap_or(0);
             // A CPU whose data runs to the end anyway lost nothing that matters.
@@ -112,23 +193,6 @@ pub fn read(inputs: Opened, open: &OpenOptions, sink: &mut impl Sink) -> Result<
             }
         }
     }
-    let tracers = tracer_samples(merged.sources(), paths);
-    let mut inputs = describe_inputs(merged.sources(), paths, &per_input);
-    inputs.notes.extend(strings.cap_note());
-    if said.is_none() && tl.saw(KindClass::RawSyscall) > 0 {
-        inputs.notes.push(format!(
-            "raw syscall numbers are named with the {} table: the trace does not say its machine (--arch names another)",
-            arch.label()
-        ));
-    }
-    Ok(Pass {
-        tl,
-        strings,
-        inputs,
-        events,
-        tracers,
-        snapshot,
-    })
 }
 
 /// Names of recorders' threads: trace-cmd's per-CPU readers are `trace-cmd` processes,

@@ -316,6 +316,47 @@ impl Builder {
         }
     }
 
+    /// A builder for a window of the same stream that begins now: it starts knowing
+    /// what this one knows of the state (who runs on each CPU since when, each task's
+    /// state since when and the system call it is in, the names and priorities), so its
+    /// first stretch is not blind: a task that ran all along runs from when it did, a
+    /// wait that began earlier began when it did. What points into this builder's own
+    /// tables (the edge behind a wait, a work item running) is left behind.
+    pub fn carried(&self) -> Builder {
+        let mut b = Builder::new();
+        let t = &self.tl;
+        b.tl.comms.clone_from(&t.comms);
+        b.tl.prios.clone_from(&t.prios);
+        b.tl.irq_names.clone_from(&t.irq_names);
+        b.tl.syscall_names.clone_from(&t.syscall_names);
+        b.tl.cpus = t.cpus;
+        if let Some(last) = self.cpus.len().checked_sub(1) {
+            b.cpu(last as u32);
+        }
+        b.cpus = (self.cpus.iter())
+            .map(|c| CpuState {
+                curr: c.curr,
+                curr_since: c.curr_since,
+                curr_comm: c.curr_comm,
+                curr_flags: c.curr_flags,
+                curr_bound: c.curr_bound,
+                last_ts: c.last_ts,
+                seen: c.seen,
+                switched: c.switched,
+                ..CpuState::new()
+            })
+            .collect();
+        b.tasks = (self.tasks.iter())
+            .map(|(&tid, t)| {
+                let mut t = t.clone();
+                (t.edge, t.work, t.raced) = (NONE, None, None);
+                (tid, t)
+            })
+            .collect();
+        b.last_comm = self.last_comm;
+        b
+    }
+
     fn cpu(&mut self, cpu: u32) -> Option<usize> {
         if cpu >= MAX_CPUS {
             return None;

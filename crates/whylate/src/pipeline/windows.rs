@@ -1,0 +1,366 @@
+//! The pass in windows: a trace too long to hold as one timeline is read once, and its
+//! events build one timeline per window of about [`Windowing::events`] events, each
+//! analysed and dropped as soon as nothing after it can change its answer. Memory is then
+//! bounded by a window, not by the trace.
+//!
+//! Each window *settles* the samples that start in its own stretch, `[lo, cut)`. When a
+//! window is full, the next one starts at once (its own builder and sink, fed the same
+//! events from then on, starting from what the full one's builder knows of each CPU and
+//! task then, [`Builder::carried`]) and the full one's `cut` is set `before` into the
+//! future: the next window then holds `before` of context ahead of the first sample it
+//! settles (the look-back of a chain). The full window is fed on until every
+//! sample it settles has ended (its sink's [`Sink::oldest_open`] is past its cut) and
+//! `after` more, so each sample is analysed whole, by one window, with the context the
+//! whole trace would give it. A sample still open when the window has taken as many
+//! events again is settled as its window saw it, and the window says so ([`Done::forced`]).
+
+use super::{each_event, mark_cut_cpus, read_done, Sink, Start};
+use crate::event::{Event, Interner};
+use crate::read::inputs::{Inputs, TracerSample};
+use crate::read::{self, Merged, OpenOptions, Opened, ReadError};
+use crate::snapshot::Snapshot;
+use crate::timeline::{Builder, KindClass, Timeline};
+
+/// How a pass is cut into windows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Windowing {
+    /// Events a window takes before the next begins (0: one window, the whole trace).
+    pub events: u64,
+    /// Context a window holds ahead of the first sample it settles, ns.
+    pub before_ns: u64,
+    /// Context a window holds past the last sample it settles, ns.
+    pub after_ns: u64,
+}
+
+impl Windowing {
+    /// Four million events a window (about 20 MB of timeline for a system-call trace;
+    /// the bench in docs/benchmarks.md chose it), 60 ms of context ahead (a chain's
+    /// look-back for a softirq backlog is 50 ms) and 10 ms behind.
+    pub const DEFAULT: Windowing = Windowing {
+        events: 4_000_000,
+        before_ns: 60_000_000,
+        after_ns: 10_000_000,
+    };
+}
+
+/// A window the pass is done with.
+pub struct Done<'a, S> {
+    /// Its timeline.
+    pub tl: Timeline,
+    /// The pass's strings (shared by every window).
+    pub strings: &'a Interner,
+    /// Its sink, as the events left it.
+    pub sink: S,
+    /// It settles the samples that start in `[lo, cut)`.
+    pub lo: u64,
+    /// See `lo` (`u64::MAX` for the last window).
+    pub cut: u64,
+    /// Its place, from 0.
+    pub index: u64,
+    /// The last window (the trace ended in it).
+    pub last: bool,
+    /// Closed with a sample it settles still open (it had taken as many events again).
+    pub forced: bool,
+}
+
+/// What a windowed pass gives besides its windows.
+pub struct Facts {
+    /// Per-input facts and notes.
+    pub inputs: Inputs,
+    /// Events read.
+    pub events: u64,
+    /// Latency-tracer dump headers.
+    pub tracers: Vec<TracerSample>,
+    /// The first input's record-time snapshot.
+    pub snapshot: Option<Snapshot>,
+    /// The strings.
+    pub strings: Interner,
+    /// Windows the pass was cut into.
+    pub windows: u64,
+    /// Windows fed past their cut and `after` because a sample they settle was open.
+    pub held: u64,
+}
+
+/// One window being fed.
+struct Open<S> {
+    b: Builder,
+    sink: S,
+    lo: u64,
+    cut: u64,
+    events: u64,
+    /// Events taken since the cut was set.
+    past_cut: u64,
+    /// When (in `past_cut`) to ask the sink again whether a sample is open.
+    ask_at: u64,
+}
+
+/// The windows being fed and what each hands over when done.
+struct Windows<'w, S, N, D> {
+    w: Windowing,
+    open: Vec<Open<S>>,
+    new_sink: N,
+    done: D,
+    made: u64,
+    closed: u64,
+    start: &'w Start,
+    error: Option<ReadError>,
+    /// Some window named raw syscall numbers.
+    raw: bool,
+    /// See [`Facts::held`].
+    held: u64,
+    /// The oldest window was found with a sample open past its cut and `after`.
+    holding: bool,
+}
+
+impl<S: Sink, N: FnMut() -> S, D: FnMut(Done<'_, S>) -> Result<(), ReadError>>
+    Windows<'_, S, N, D>
+{
+    fn begin(&mut self, lo: u64) {
+        let mut sink = (self.new_sink)();
+        if let Some(s) = &self.start.snapshot {
+            sink.snapshot(s);
+        }
+        sink.arch(self.start.arch);
+        self.made += 1;
+        // What the window before knows of each CPU and task now, the new one starts from.
+        let b = self
+            .open
+            .last()
+            .map_or_else(Builder::new, |o| o.b.carried());
+        self.open.push(Open {
+            b,
+            sink,
+            lo,
+            cut: u64::MAX,
+            events: 0,
+            past_cut: 0,
+            ask_at: 0,
+        });
+    }
+
+    fn feed(&mut self, e: &Event, strings: &Interner) {
+        let newest = self.open.last().expect("a window is always open");
+        if self.w.events > 0 && newest.events >= self.w.events && newest.cut == u64::MAX {
+            let cut = e.ts.saturating_add(self.w.before_ns);
+            self.open.last_mut().expect("just seen").cut = cut;
+            self.begin(cut);
+        }
+        for o in &mut self.open {
+            o.events += 1;
+            o.past_cut += u64::from(o.cut != u64::MAX);
+            let late = o.b.is_late(e.ts);
+            o.b.push(e, strings);
+            match late {
+                false => o.sink.event(e, strings),
+                true => o.sink.late(e, strings),
+            }
+        }
+        // Only the oldest can be done: windows end in the order they began.
+        let first = &mut self.open[0];
+        let due = e.ts >= first.cut.saturating_add(self.w.after_ns);
+        // Asking the sink costs a walk over its open samples: when due, then every 4096
+        // events while a sample is open.
+        if due && first.past_cut >= first.ask_at.min(self.w.events) {
+            first.ask_at = first.past_cut + 4096;
+            let settled = first.sink.oldest_open().is_none_or(|t| t >= first.cut);
+            let forced = !settled && first.past_cut >= self.w.events;
+            if !settled && !self.holding {
+                (self.holding, self.held) = (true, self.held + 1);
+            }
+            if settled || forced {
+                self.holding = false;
+                self.close(strings, None, forced);
+            }
+        }
+    }
+
+    /// Hands the oldest window over; `last` with the inputs, whose CPUs cut short are
+    /// marked blind in it.
+    fn close(&mut self, strings: &Interner, last: Option<&[read::Input]>, forced: bool) {
+        let o = self.open.remove(0);
+        let mut tl = self.start.timeline(o.b, strings);
+        if let Some(sources) = last {
+            mark_cut_cpus(&mut tl, sources);
+        }
+        self.raw |= tl.saw(KindClass::RawSyscall) > 0;
+        let done = Done {
+            tl,
+            strings,
+            sink: o.sink,
+            lo: o.lo,
+            cut: o.cut,
+            index: self.closed,
+            last: last.is_some(),
+            forced,
+        };
+        self.closed += 1;
+        if self.error.is_none() {
+            if let Err(e) = (self.done)(done) {
+                self.error = Some(e);
+            }
+        }
+    }
+}
+
+/// Reads the inputs once, in windows: `new_sink` makes each window's sink, `done` is
+/// handed each window in order as soon as it is complete (the last with the trace's cut
+/// CPUs marked blind). An error from `done` ends the pass after the read.
+pub fn read_windowed<S: Sink>(
+    inputs: Opened,
+    open: &OpenOptions,
+    w: Windowing,
+    new_sink: impl FnMut() -> S,
+    mut done: impl FnMut(Done<'_, S>) -> Result<(), ReadError>,
+) -> Result<Facts, ReadError> {
+    let (paths, sources) = inputs.into_parts();
+    let start = Start::of(&sources, open, |_| {});
+    let merged = Merged::new(sources);
+    let mut per_input = vec![0u64; paths.len()];
+    let mut events = 0;
+    let mut ws = Windows {
+        w,
+        open: Vec::new(),
+        new_sink,
+        done: &mut done,
+        made: 0,
+        closed: 0,
+        start: &start,
+        error: None,
+        raw: false,
+        held: 0,
+        holding: false,
+    };
+    ws.begin(0);
+    let mut feed = |i: usize, e: &Event, strings: &Interner| {
+        per_input[i] += 1;
+        events += 1;
+        read::Progress::tick(&open.progress, events);
+        ws.feed(e, strings);
+    };
+    let (merged, strings) = each_event(merged, &mut feed)?;
+    read_done(open, events);
+    while ws.open.len() > 1 {
+        ws.close(&strings, None, false);
+    }
+    ws.close(&strings, Some(merged.sources()), false);
+    if let Some(e) = ws.error.take() {
+        return Err(e);
+    }
+    let (windows, raw, held) = (ws.made, ws.raw, ws.held);
+    let (inputs, tracers) = start.describe(&merged, &paths, &per_input, &strings, raw);
+    Ok(Facts {
+        inputs,
+        events,
+        tracers,
+        snapshot: start.snapshot,
+        strings,
+        windows,
+        held,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{read_windowed, Windowing};
+    use crate::event::{Event, Interner};
+    use crate::pipeline::Sink;
+    use crate::testkit::{line, opened};
+
+    /// A sink that sees every event and says a sample opened at `open` stays open.
+    struct Open(u64, Option<u64>);
+    impl Sink for Open {
+        fn event(&mut self, _: &Event, _: &Interner) {
+            self.0 += 1;
+        }
+        fn oldest_open(&self) -> Option<u64> {
+            self.1
+        }
+    }
+
+    fn trace(n: u64) -> String {
+        (0..n)
+            .map(|k| line(1_000 + k * 100, 0, "a-1", "....", "sys_exit: NR 0 = 0"))
+            .collect()
+    }
+
+    /// 1,000 events 100 us apart in windows of 100 with 1 ms of context ahead: each
+    /// window settles `[lo, cut)`, the stretches follow each other with no gap, each
+    /// cut is 1 ms (ten events) past the next window's first event, and a window is fed
+    /// until `after` past its cut.
+    #[test]
+    fn windows_settle_stretches_that_follow_each_other() {
+        let w = Windowing {
+            events: 100,
+            before_ns: 1_000_000,
+            after_ns: 500_000,
+        };
+        let mut seen = Vec::new();
+        let opts = crate::read::OpenOptions::default();
+        let facts = read_windowed(
+            opened(&trace(1_000)),
+            &opts,
+            w,
+            || Open(0, None),
+            |d| {
+                let first = d.tl.first_ts.unwrap();
+                seen.push((d.lo, d.cut, first, d.tl.last_ts, d.sink.0, d.last, d.forced));
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!((facts.events, facts.windows, facts.held), (1_000, 10, 0));
+        assert_eq!(seen.len(), 10);
+        let ts = |k: u64| 1_000_000 + k * 100_000;
+        for (i, &(lo, cut, first, last, events, is_last, forced)) in seen.iter().enumerate() {
+            let i = i as u64;
+            assert!(!forced);
+            assert_eq!(is_last, i == 9);
+            // Each window begins at the event that filled the one before (its lo is
+            // 1 ms later) and takes 100 events before the next begins.
+            let begins = ts(i * 100);
+            assert_eq!(first, begins);
+            assert_eq!(lo, if i == 0 { 0 } else { begins + 1_000_000 });
+            if i < 9 {
+                assert_eq!(cut, ts((i + 1) * 100) + 1_000_000);
+                // Fed up to `after` past its cut, that event included: its 100, the
+                // one that filled it (the next window's first) and 15 more.
+                assert_eq!(last, cut + 500_000);
+                assert_eq!(events, 116);
+                assert_eq!(seen[i as usize + 1].0, cut);
+            } else {
+                assert_eq!(cut, u64::MAX);
+            }
+        }
+    }
+
+    /// A sample that never ends: its window is fed until it has taken as many events
+    /// again past its cut, then closed and marked forced; memory stays bounded.
+    #[test]
+    fn a_window_whose_sample_never_ends_is_closed_and_says_so() {
+        let w = Windowing {
+            events: 100,
+            before_ns: 1_000_000,
+            after_ns: 0,
+        };
+        let mut seen = Vec::new();
+        let opts = crate::read::OpenOptions::default();
+        let facts = read_windowed(
+            opened(&trace(400)),
+            &opts,
+            w,
+            || Open(0, Some(0)),
+            |d| {
+                seen.push((d.sink.0, d.forced, d.last));
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(facts.windows, 4);
+        assert!(facts.held >= 1);
+        // Each window but the last: its 100 events, then as many again from where its
+        // cut was set (the next window's first event).
+        assert_eq!(seen[0], (200, true, false));
+        assert!(seen.last().unwrap().2);
+        assert!(seen.iter().all(|s| s.0 <= 200));
+    }
+}
