@@ -117,6 +117,7 @@ fn bare_files(files: Vec<std::path::PathBuf>, out: &Out, quiet: bool) -> anyhow:
         mode: ModeArgs::auto(),
         json: false,
         list_causes: false,
+        window_events: whylate::pipeline::Windowing::DEFAULT.events,
         draw: DrawArgs {
             lanes: whylate_report::plot::DEFAULT_LANES,
             ..Default::default()

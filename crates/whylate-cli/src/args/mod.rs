@@ -293,6 +293,16 @@ pub struct ExplainArgs {
     /// usual fixes; docs/causes.md adds how each comes about.
     #[arg(help_heading = "Output", long, exclusive = true)]
     pub list_causes: bool,
+    /// Events a window of a long trace holds (0: the whole trace at once).
+    ///
+    /// Cycle mode with a --deadline reads a trace longer than this in windows, each
+    /// explained and dropped: memory is bounded by a window, not by the trace. Each cycle
+    /// is counted by the window it starts in, with its whole chain; quantiles are then
+    /// to 8 significant bits and the 1000 worst misses are kept in full (the note says
+    /// so). --html and --svg hold the whole trace.
+    #[arg(help_heading = "Input", long, value_name = "N",
+          default_value_t = whylate::pipeline::Windowing::DEFAULT.events)]
+    pub window_events: u64,
     #[command(flatten)]
     pub draw: DrawArgs,
     #[command(flatten)]

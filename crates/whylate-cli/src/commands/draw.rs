@@ -18,14 +18,23 @@ pub struct Outputs {
 }
 
 /// Explains, then draws what `out` asks for from the report and its timeline. Errors
-/// writing the outputs come back as the read error's I/O variant, naming the file.
+/// writing the outputs come back as the read error's I/O variant, naming the file. With
+/// nothing to draw, a long trace is explained in windows of `events` (0: whole).
 pub fn explain_with_outputs(
     files: &[PathBuf],
     open: &OpenOptions,
-    mode: &Mode,
+    (mode, events): (&Mode, u64),
     out: &Outputs,
 ) -> Result<ExplainReport, ReadError> {
-    let x = whylate::explain::run(whylate::read::Opened::files(files, open)?, open, mode)?;
+    let inputs = whylate::read::Opened::files(files, open)?;
+    if out.html.is_none() && out.svg.is_none() {
+        let w = whylate::pipeline::Windowing {
+            events,
+            ..whylate::pipeline::Windowing::DEFAULT
+        };
+        return whylate::explain::report(inputs, open, mode, w);
+    }
+    let x = whylate::explain::run(inputs, open, mode)?;
     if out.html.is_some() || out.svg.is_some() {
         draw(&x, files, out)?;
     }

@@ -39,7 +39,7 @@ pub fn explain(a: ExplainArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCod
         svg: a.draw.svg,
         lanes: a.draw.lanes,
     };
-    let r = explain_with_outputs(&a.files, &open, &mode, &outputs);
+    let r = explain_with_outputs(&a.files, &open, (&mode, a.window_events), &outputs);
     drop(bar);
     if let Ok(r) = &r {
         a.findings.write_explain(&a.files, r, mode.name())?;
@@ -68,7 +68,7 @@ pub fn report(a: ReportArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode>
         svg: a.svg,
         lanes: a.lanes,
     };
-    let r = explain_with_outputs(&a.files, &open, &mode, &outputs);
+    let r = explain_with_outputs(&a.files, &open, (&mode, 0), &outputs);
     drop(bar);
     out.emit(r, false, |r, p| {
         let text = r.render_text(p);

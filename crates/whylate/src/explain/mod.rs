@@ -46,6 +46,7 @@ mod merge;
 mod report;
 #[cfg(test)]
 mod tests;
+mod windowed;
 
 pub use auto::*;
 pub use causes::{is_blind_id, is_blind_spot, Category, BLIND_SPOTS};
@@ -63,14 +64,16 @@ pub use report::*;
 pub use softirq::*;
 pub use timer::*;
 pub use timerlat::{analyze_timerlat, is_rtla};
+pub use windowed::{report, windows_for, KEEP_MISSES};
 
-/// Explains the inputs in the given mode.
+/// Explains the inputs in the given mode, a long trace in windows where the mode allows
+/// ([`report`] with [`Windowing::DEFAULT`](crate::pipeline::Windowing::DEFAULT)).
 pub fn explain_mode(
     inputs: Opened,
     open: &OpenOptions,
     mode: &Mode,
 ) -> Result<ExplainReport, ReadError> {
-    run(inputs, open, mode).map(|x| x.report)
+    report(inputs, open, mode, crate::pipeline::Windowing::DEFAULT)
 }
 
 /// A finished explanation with the timeline it was computed on: plots and exports draw
@@ -89,7 +92,12 @@ pub struct Explained {
 /// with the mode watching (`modes::Watch`), then the mode's explanation of the timeline.
 pub fn run(inputs: Opened, open: &OpenOptions, mode: &Mode) -> Result<Explained, ReadError> {
     let mut watch = modes::Watch::new(mode);
-    let mut pass = pipeline::read(inputs, open, &mut watch)?;
+    let pass = pipeline::read(inputs, open, &mut watch)?;
+    explained(pass, watch)
+}
+
+/// The mode's explanation of a pass it watched.
+fn explained(mut pass: Pass, watch: modes::Watch<'_>) -> Result<Explained, ReadError> {
     let inputs = std::mem::take(&mut pass.inputs);
     crate::read::inputs::Unread::nothing_read(&inputs, pass.events)?;
     let r = watch.explain(&pass.tl, &pass.strings)?;
@@ -112,10 +120,24 @@ pub fn explain(
 
 /// Puts what the readers said in front of the report's own notes, and what the
 /// record-time snapshot knows about the machine into the context and advice.
-fn with_inputs(mut r: ExplainReport, inputs: Inputs, pass: &Pass) -> ExplainReport {
-    r.cpus = crate::timeline::profile(&pass.tl, &pass.strings);
-    r.unread = crate::read::inputs::Unread::of(&inputs, pass.events);
-    if let Some(line) = crate::read::inputs::skipped_line(&inputs, pass.events) {
+fn with_inputs(r: ExplainReport, inputs: Inputs, pass: &Pass) -> ExplainReport {
+    let cpus = crate::timeline::profile(&pass.tl, &pass.strings);
+    let facts = (pass.events, pass.snapshot.as_ref());
+    with_facts(r, inputs, facts, cpus, &pass.tl.recorder)
+}
+
+/// [`with_inputs`] from what a pass found: its events and snapshot, the CPUs' profiles
+/// and the recorder's threads.
+fn with_facts(
+    mut r: ExplainReport,
+    inputs: Inputs,
+    (events, snapshot): (u64, Option<&crate::snapshot::Snapshot>),
+    cpus: Vec<crate::timeline::CpuProfile>,
+    recorder: &rustc_hash::FxHashSet<i32>,
+) -> ExplainReport {
+    r.cpus = cpus;
+    r.unread = crate::read::inputs::Unread::of(&inputs, events);
+    if let Some(line) = crate::read::inputs::skipped_line(&inputs, events) {
         r.blind.insert(0, line);
     }
     let mut notes = inputs.notes;
@@ -126,17 +148,17 @@ fn with_inputs(mut r: ExplainReport, inputs: Inputs, pass: &Pass) -> ExplainRepo
         None => {}
     }
     r.inputs = inputs.inputs;
-    r.events = pass.events;
+    r.events = events;
     notes.append(&mut r.notes);
     r.notes = notes;
-    match &pass.snapshot {
+    match snapshot {
         Some(snap) => add_machine(&mut r, snap),
         None if !r.context.is_empty() || !r.advice.is_empty() => r.notes.push(
             "IRQ affinity and irqbalance are not in this trace (a `whylate record` trace.dat carries them)".into(),
         ),
         None => {}
     }
-    machine::recorder_blame(&mut r, &pass.tl.recorder);
+    machine::recorder_blame(&mut r, recorder);
     r
 }
 

@@ -599,6 +599,17 @@ impl Cycles {
             .min_by_key(|&(from, n)| (from, std::cmp::Reverse(n)))
     }
 
+    /// When the oldest request still open began (none open: `None`).
+    pub fn oldest_open(&self) -> Option<u64> {
+        if self.open_n == 0 {
+            return None;
+        }
+        (self.open.values())
+            .filter_map(|q| q.reqs.front())
+            .map(|&i| self.cycles.open(i).start_ns)
+            .min()
+    }
+
     /// Ends the stream at `last_ns`: open cycles had no reply until then.
     pub fn finish(&mut self, last_ns: u64) {
         // The writes that were replies, taken back.

@@ -333,6 +333,24 @@ impl CycleStore {
         })
     }
 
+    /// Only the cycles that start in `[lo, cut)`, every one closed (a window of a long
+    /// trace explains those alone: the others are another window's).
+    pub fn starting_in(self, (lo, cut): (u64, u64)) -> CycleStore {
+        let threads = self.threads;
+        let mut kept = CycleStore {
+            threads,
+            ..CycleStore::default()
+        };
+        for c in self
+            .into_cycles()
+            .filter(|c| c.start_ns >= lo && c.start_ns < cut)
+        {
+            kept.end_lost += u64::from(c.end_lost());
+            kept.push(c);
+        }
+        kept
+    }
+
     /// Every cycle, in start order, giving back the packed ones' memory as they are read.
     pub fn into_cycles(self) -> impl Iterator<Item = Cycle> {
         let CycleStore {

@@ -88,8 +88,19 @@ impl<'m> Watch<'m> {
     /// The mode's report on the timeline the pass built; a selector that matched
     /// nothing is the caller's error.
     pub(super) fn explain(self, tl: &Timeline, s: &Interner) -> Result<ExplainReport, ReadError> {
+        self.explain_only(tl, s, None)
+    }
+
+    /// [`Self::explain`] of the samples that start in `only` alone (a window of a long
+    /// trace: the others are another window's); only cycle mode is read in windows.
+    pub(super) fn explain_only(
+        self,
+        tl: &Timeline,
+        s: &Interner,
+        only: Option<(u64, u64)>,
+    ) -> Result<ExplainReport, ReadError> {
         Ok(match self {
-            Watch::Cycles(o, cy) => cycle_report(o, *cy, tl, s)?,
+            Watch::Cycles(o, cy) => cycle_report(o, *cy, tl, s, only)?,
             Watch::Expect(o, ex) => {
                 if let Some(why) = ex.why_nothing(s) {
                     return Err(ReadError::NoMatch { why });
@@ -140,6 +151,12 @@ impl Sink for Watch<'_> {
             Watch::Timer(_) | Watch::Softirq(..) | Watch::Function(_) => {}
         }
     }
+    fn oldest_open(&self) -> Option<u64> {
+        match self {
+            Watch::Cycles(_, c) => c.oldest_open(),
+            _ => None,
+        }
+    }
     fn late(&mut self, e: &Event, s: &Interner) {
         // A console log's times start again at a reboot: its messages are read as they
         // come.
@@ -156,8 +173,12 @@ fn cycle_report(
     mut cy: Cycles,
     tl: &Timeline,
     strings: &Interner,
+    only: Option<(u64, u64)>,
 ) -> Result<ExplainReport, ReadError> {
     cy.finish(tl.last_ts);
+    if let Some(range) = only {
+        cy.cycles = std::mem::take(&mut cy.cycles).starting_in(range);
+    }
     if let Some(why) = cy.why_nothing(strings) {
         return Err(ReadError::NoMatch { why });
     }

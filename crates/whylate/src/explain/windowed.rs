@@ -1,0 +1,318 @@
+//! `explain` in bounded memory: a trace longer than a window is read once, in windows
+//! ([`pipeline::read_windowed`]), each window explained as soon as it is complete and
+//! merged into one report ([`RunSummary`], as `watch` merges its windows), its timeline
+//! dropped. A trace that fits one window is explained exactly as [`super::run`] does.
+//!
+//! What the merged report keeps: every sample counted once (by the window it starts in),
+//! its duration in a quantile sketch (8 significant bits), every miss's blame in the
+//! causes, the [`KEEP_MISSES`] worst misses in full, each CPU's profile summed over the
+//! windows; not the per-sample list the plots draw, so drawing (`--html`, `--svg`,
+//! `export`) reads the trace whole ([`super::run`]).
+
+use super::merge::Lines;
+use super::modes::{Mode, Watch};
+use super::{explained, with_facts, ExplainReport, Miss, PairingStats, RunSummary, Window};
+use crate::event::Interner;
+use crate::pipeline::{self, Done, Pass, Windowing};
+use crate::read::{OpenOptions, Opened, ReadError};
+use crate::timeline::{Timeline, Usage};
+use rustc_hash::FxHashSet;
+
+/// Misses a report merged from windows keeps in full, the worst first.
+pub const KEEP_MISSES: usize = 1000;
+
+/// Whether `mode` can be explained in windows: cycle mode with its deadline given (the
+/// windows must know what is late before the trace has been read to its end; a deadline
+/// chosen from every cycle's duration needs them all).
+pub fn windows_for(mode: &Mode) -> bool {
+    matches!(mode, Mode::Cycles(o) if o.deadline_ns.is_some())
+}
+
+/// Explains the inputs for the report alone, in windows of `w` when the mode allows it
+/// ([`windows_for`]) and the trace is longer than one.
+pub fn report(
+    inputs: Opened,
+    open: &OpenOptions,
+    mode: &Mode,
+    w: Windowing,
+) -> Result<ExplainReport, ReadError> {
+    if w.events == 0 || !windows_for(mode) {
+        return super::run(inputs, open, mode).map(|x| x.report);
+    }
+    in_windows(inputs, open, mode, w).map(|(r, _)| r)
+}
+
+/// [`report`] in windows; also how many windows were held open past their cut for a
+/// cycle that had not ended.
+fn in_windows(
+    inputs: Opened,
+    open: &OpenOptions,
+    mode: &Mode,
+    w: Windowing,
+) -> Result<(ExplainReport, u64), ReadError> {
+    let mut whole: Option<(Timeline, Watch<'_>)> = None;
+    // Each window is explained on a thread of its own while the next is read: the
+    // reading thread is the pass's bottleneck. The rendezvous holds at most one window
+    // in analysis.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Job<'_>>(0);
+    let (facts, merge) = std::thread::scope(|sc| {
+        let worker = sc.spawn(move || {
+            let mut merge = Merge::new();
+            for job in rx {
+                if merge.error.is_none() {
+                    merge.error = merge.add(job).err();
+                }
+            }
+            merge
+        });
+        let facts = pipeline::read_windowed(
+            inputs,
+            open,
+            w,
+            || Watch::new(mode),
+            |d| match (d.index, d.last) {
+                // The trace fitted one window: explained as a whole, below.
+                (0, true) => {
+                    whole = Some((d.tl, d.sink));
+                    Ok(())
+                }
+                // The worker ends only by a panic, which the join below hands on.
+                _ => {
+                    let _ = tx.send(Job::of(d));
+                    Ok(())
+                }
+            },
+        );
+        drop(tx);
+        let merge = worker
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (facts, merge)
+    });
+    let (facts, mut merge) = (facts?, merge);
+    if let Some(e) = merge.error.take() {
+        return Err(e);
+    }
+    if let Some((tl, watch)) = whole {
+        let pass = Pass {
+            tl,
+            strings: facts.strings,
+            inputs: facts.inputs,
+            events: facts.events,
+            tracers: facts.tracers,
+            snapshot: facts.snapshot,
+        };
+        return explained(pass, watch).map(|x| (x.report, 0));
+    }
+    crate::read::inputs::Unread::nothing_read(&facts.inputs, facts.events)?;
+    let Some(mut r) = merge.summary.report() else {
+        let why = merge
+            .never
+            .unwrap_or_else(|| "no window held a whole cycle".into());
+        return Err(ReadError::NoMatch { why });
+    };
+    r.notes.insert(0, merge.note(facts.windows, w));
+    r.blind = std::mem::take(&mut merge.blind.lines);
+    r.cycles.pairing = merge.pairing.take();
+    if r.cycles.pairing.as_ref().is_some_and(|p| p.overlapped > 0) {
+        r.notes.push("requests that overlapped an earlier one are counted per window: one in the overlap of two windows counts twice".into());
+    }
+    if merge.forced > 0 {
+        r.blind.push(format!(
+            "{} requests were still unanswered when their window had taken {} more events: they count as no reply (--window-events 0 holds the whole trace and waits for them)",
+            merge.forced, w.events
+        ));
+    }
+    let cpus = merge.usage.profiles();
+    let facts_of = (facts.events, facts.snapshot.as_ref());
+    let r = with_facts(r, facts.inputs, facts_of, cpus, &merge.recorder);
+    Ok((r, facts.held))
+}
+
+/// A window handed to the worker: what [`Done`] lends, owned.
+struct Job<'m> {
+    tl: Timeline,
+    sink: Watch<'m>,
+    /// The pass's strings as the window ended (a window names nothing later).
+    strings: Interner,
+    lo: u64,
+    cut: u64,
+    forced: bool,
+}
+
+impl<'m> Job<'m> {
+    fn of(d: Done<'_, Watch<'m>>) -> Job<'m> {
+        Job {
+            tl: d.tl,
+            sink: d.sink,
+            strings: d.strings.clone(),
+            lo: d.lo,
+            cut: d.cut,
+            forced: d.forced,
+        }
+    }
+}
+
+/// What the windows add up to.
+struct Merge {
+    summary: RunSummary,
+    usage: Usage,
+    /// The first trace time and the last of every window.
+    span: (u64, u64),
+    recorder: FxHashSet<i32>,
+    /// Why a window's selectors matched nothing (kept until one does).
+    never: Option<String>,
+    /// Samples settled still open, their window closed past its bound.
+    forced: u64,
+    /// The first error explaining a window.
+    error: Option<ReadError>,
+    /// How requests paired: the first window's mode, the most open at once in any
+    /// window, the overlapping requests of every window.
+    pairing: Option<PairingStats>,
+    /// What the windows said is blind, their counts added up.
+    blind: Lines,
+}
+
+impl Merge {
+    fn new() -> Merge {
+        Merge {
+            summary: RunSummary::of_parts(KEEP_MISSES),
+            usage: Usage::default(),
+            span: (u64::MAX, 0),
+            recorder: FxHashSet::default(),
+            never: None,
+            forced: 0,
+            error: None,
+            pairing: None,
+            blind: Lines::new(16, true),
+        }
+    }
+
+    /// Explains one window and adds what it settles: the samples that start in its own
+    /// stretch, and the time each CPU spent there.
+    fn add(&mut self, d: Job<'_>) -> Result<(), ReadError> {
+        let (lo, cut) = (d.lo, d.cut);
+        let inside = move |t: u64| t >= lo && t < cut;
+        if let Some(first) = d.tl.first_ts {
+            self.span = (self.span.0.min(first), self.span.1.max(d.tl.last_ts));
+            let stretch = (lo.max(first), cut.min(d.tl.last_ts.max(first + 1)));
+            if stretch.0 < stretch.1 {
+                self.usage.add(&d.tl, &d.strings, stretch, inside);
+            }
+        }
+        self.usage.span = self.span.1.saturating_sub(self.span.0);
+        self.recorder.extend(d.tl.recorder.iter().copied());
+        let mut r = match d.sink.explain_only(&d.tl, &d.strings, Some((lo, cut))) {
+            Ok(r) => r,
+            Err(ReadError::NoMatch { why }) => {
+                self.never.get_or_insert(why);
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        if let Some(p) = r.cycles.pairing.take() {
+            let m = self.pairing.get_or_insert(PairingStats {
+                overlapped: 0,
+                max_open: 0,
+                ..p.clone()
+            });
+            m.overlapped += p.overlapped;
+            m.max_open = m.max_open.max(p.max_open);
+        }
+        for b in &r.blind {
+            self.blind.add(b);
+        }
+        r.recorder = d.tl.recorder.iter().copied().collect();
+        r.recorder.sort_unstable();
+        let settled: Vec<Window> = r.windows.iter().filter(|w| inside(w.start_ns)).collect();
+        if d.forced {
+            self.forced += settled.iter().filter(|w| w.end_ns().is_none()).count() as u64;
+        }
+        let misses: Vec<&Miss> = (r.misses.iter()).filter(|m| inside(m.start_ns)).collect();
+        self.summary.add(&r, &settled, &misses);
+        Ok(())
+    }
+
+    /// The note that says how the report was made.
+    fn note(&self, windows: u64, w: Windowing) -> String {
+        let quantiles = match self.summary.exact() {
+            true => "quantiles exact",
+            false => "quantiles to 8 significant bits",
+        };
+        format!(
+            "explained in {windows} windows of {} events, each dropped once explained (memory bounded by a window, not the trace): each cycle is counted by the window it starts in, {quantiles}, the {KEEP_MISSES} worst misses kept in full and every miss in the causes; --window-events 0 holds the whole trace",
+            w.events
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{in_windows, report, Mode};
+    use crate::explain::{run, CauseRow, ExplainReport};
+    use crate::pipeline::Windowing;
+    use crate::read::OpenOptions;
+    use crate::testkit::{chain_options, opened, three_cpu_chain};
+
+    /// What must not change when a trace is explained in windows.
+    fn key(r: &ExplainReport) -> impl PartialEq + std::fmt::Debug {
+        let c = &r.cycles;
+        let causes: Vec<_> = (r.causes.iter())
+            .map(|c: &CauseRow| {
+                (
+                    c.category,
+                    c.culprit.label(),
+                    c.count,
+                    c.total_excess_ns,
+                    c.once_ns,
+                )
+            })
+            .collect();
+        let misses: Vec<_> = (r.misses.iter())
+            .map(|m| (m.start_ns, m.tid, m.duration_ns, m.blamed_ns))
+            .collect();
+        let stats = (
+            c.count, c.replied, c.no_reply, c.misses, c.min_ns, c.p50_ns, c.p90_ns,
+        );
+        let more = (c.p99_ns, c.max_ns, c.histogram.clone(), r.cpus.clone());
+        (stats, more, causes, misses)
+    }
+
+    /// 600 request cycles, one in ten held up 25 ms by a hog (each spanning 25 later
+    /// requests' time), read in windows of 300 events (about 30 cycles) with 2 ms of
+    /// context: every window is cut inside one and is held until it ends. The usual
+    /// chain is the same in every window (all good cycles are alike), so the counts,
+    /// quantiles, misses, blame and CPU profiles equal the whole trace's.
+    #[test]
+    fn a_trace_in_windows_gives_the_whole_traces_answer() {
+        let hogged: Vec<usize> = (5..600).step_by(10).collect();
+        let text = three_cpu_chain(600, &hogged, 25_000);
+        let mode = Mode::Cycles(chain_options(Some(1_000_000)));
+        let open = OpenOptions::default();
+        let whole = run(opened(&text), &open, &mode).unwrap().report;
+        let w = Windowing {
+            events: 300,
+            before_ns: 2_000_000,
+            after_ns: 1_000_000,
+        };
+        let (parts, held) = in_windows(opened(&text), &open, &mode, w).unwrap();
+        assert!(
+            parts.notes[0].starts_with("explained in "),
+            "{:?}",
+            parts.notes
+        );
+        assert!(
+            held >= 3,
+            "{held} windows held for a cycle open at their cut"
+        );
+        assert_eq!((whole.cycles.count, whole.cycles.misses), (600, 60));
+        assert_eq!(key(&parts), key(&whole));
+        assert_eq!(parts.events, whole.events);
+        // Windows larger than the trace: one, explained exactly as a whole.
+        let one = report(opened(&text), &open, &mode, Windowing::DEFAULT).unwrap();
+        assert_eq!(
+            serde_json::to_string(&one).unwrap(),
+            serde_json::to_string(&whole).unwrap()
+        );
+    }
+}
