@@ -387,6 +387,23 @@ pub struct Anomalies {
 }
 
 impl Anomalies {
+    /// Adds what `o` (a later stretch of the same trace) saw of idle exits, for
+    /// [`Anomalies::untraced_idle_note`] over both: whether a CPU records its idle exits
+    /// is a fact of the whole trace, not of one stretch.
+    pub fn add_idle_exits(&mut self, o: &Anomalies) {
+        for (c, n) in &o.implicit_from_idle {
+            *self.implicit_from_idle.entry(*c).or_default() += n;
+        }
+        for (c, n) in &o.traced_from_idle {
+            *self.traced_from_idle.entry(*c).or_default() += n;
+        }
+        self.switching_cpus.extend(&o.switching_cpus);
+        for (c, (n, b)) in &o.idle_exit_bound {
+            let e = self.idle_exit_bound.entry(*c).or_default();
+            (e.0, e.1) = (e.0 + n, e.1.max(*b));
+        }
+    }
+
     /// The CPUs that record no switch out of their idle task although tasks came out of
     /// it (a guest's kernel, here), in one short line for under a verdict: how many idle
     /// exits were inferred, and how late that makes a wakeup there at worst (a stray lost

@@ -63,6 +63,8 @@ pub struct Usage {
     cpus: std::collections::BTreeMap<u32, CpuUsage>,
     /// Irq line names.
     names: FxHashMap<u32, String>,
+    /// Each task's name and priority as the latest stretch knew them.
+    tasks: FxHashMap<i32, (String, Option<i32>)>,
     /// The time the shares are of.
     pub span: u64,
 }
@@ -72,6 +74,9 @@ struct CpuUsage {
     busy: u64,
     by: FxHashMap<(u8, String), u64>,
     irqs: FxHashMap<u32, u64>,
+    /// Each task's runs here, interrupts inside them included (as the chain's context
+    /// counts them).
+    runs: FxHashMap<i32, u64>,
 }
 
 impl Usage {
@@ -90,6 +95,7 @@ impl Usage {
                 continue;
             }
             let u = self.cpus.entry(cpu).or_default();
+            add_runs(tl, cpu, (from, to), &mut u.runs);
             for o in &occ {
                 let key = match o.what {
                     OccupantKind::Task if o.id == 0 => continue,
@@ -109,6 +115,10 @@ impl Usage {
                 u.busy += o.ns;
                 *u.by.entry(key).or_default() += o.ns;
             }
+            for &tid in u.runs.keys() {
+                let comm = s.get(tl.comm(tid)).to_string();
+                self.tasks.insert(tid, (comm, tl.prios.get(&tid).copied()));
+            }
             for (irq, n) in tl.hardirq_counts_where(cpu, &count) {
                 *u.irqs.entry(irq).or_default() += n;
                 if let Some(n) = tl.irq_names.get(&irq) {
@@ -118,6 +128,31 @@ impl Usage {
                 }
             }
         }
+    }
+
+    /// Each task's time running on `cpu`, most first.
+    pub fn runs(&self, cpu: u32) -> Vec<(i32, u64)> {
+        let mut v: Vec<(i32, u64)> = (self.cpus.get(&cpu).into_iter())
+            .flat_map(|u| u.runs.iter().map(|(&t, &n)| (t, n)))
+            .collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        v
+    }
+
+    /// A task's name and priority, as the latest stretch that ran it knew them.
+    pub fn task(&self, tid: i32) -> Option<(&str, Option<i32>)> {
+        self.tasks.get(&tid).map(|(c, p)| (c.as_str(), *p))
+    }
+
+    /// Hard interrupt runs on `cpu` per line, with its name (empty when unknown), most
+    /// first.
+    pub fn irq_counts(&self, cpu: u32) -> Vec<(u32, u64, &str)> {
+        let mut v: Vec<(u32, u64, &str)> = (self.cpus.get(&cpu).into_iter())
+            .flat_map(|u| u.irqs.iter())
+            .map(|(&i, &n)| (i, n, self.names.get(&i).map_or("", |s| s.as_str())))
+            .collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        v
     }
 
     /// The profiles: each holder's share of [`Usage::span`].
@@ -152,6 +187,18 @@ impl Usage {
             });
         }
         out
+    }
+}
+
+/// Adds each task's run time on `cpu` inside `[from, to)`.
+fn add_runs(tl: &Timeline, cpu: u32, (from, to): (u64, u64), runs: &mut FxHashMap<i32, u64>) {
+    let sp = &tl.spans;
+    for &i in tl.runs_by_cpu.get(cpu as usize).map_or(&[][..], |l| &l[..]) {
+        let i = i as usize;
+        let (a, b) = (sp.start[i].max(from), sp.end[i].min(to));
+        if sp.tid[i] > 0 && a < b {
+            *runs.entry(sp.tid[i]).or_default() += b - a;
+        }
     }
 }
 

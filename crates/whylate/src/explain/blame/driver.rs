@@ -67,6 +67,11 @@ impl Tally {
         self.add_miss(per)
     }
 
+    /// Excess lost on each CPU so far.
+    pub(in crate::explain) fn cpus(&self) -> &FxHashMap<u32, u64> {
+        &self.cpus
+    }
+
     /// `ns` of excess lost on `cpu`.
     pub(in crate::explain) fn blame_cpu(&mut self, cpu: u32, ns: u64) {
         *self.cpus.entry(cpu).or_default() += ns;
