@@ -32,7 +32,9 @@ pub struct RunSummary {
     worst: Vec<Miss>,
     keep: usize,
     notes: Lines,
-    advice: Vec<Advice>,
+    /// Advice (in a window's order) per first cause of a window: that of the window
+    /// where the cause lost the most, and that time.
+    advice: Vec<(Option<CauseKey>, u64, Vec<Advice>)>,
     /// The CPU context of the window that lost the most time, and that time.
     context: (Vec<CpuContext>, u64),
     /// The first window's report with samples: the framing (selectors, deadline, noun).
@@ -185,6 +187,9 @@ impl RunSummary {
                 }
             }
             for (k, ns) in &m.blame {
+                if let Some(cpu) = k.1.cpu {
+                    self.tally.blame_cpu(cpu, *ns);
+                }
                 let e = self.tally.causes.entry(k.clone()).or_default();
                 e.0 += 1;
                 e.1 += ns;
@@ -202,9 +207,16 @@ impl RunSummary {
         for n in &r.notes {
             self.notes.add(n);
         }
-        for a in &r.advice {
-            if !self.advice.iter().any(|b| b.command == a.command) {
-                self.advice.push(a.clone());
+        if !r.advice.is_empty() {
+            let first = r.causes.first();
+            let key = first.map(|c| (c.category, c.culprit.clone()));
+            let lost = first.map_or(0, |c| c.total_excess_ns);
+            // One set per first cause, that of the window where it lost the most: a run
+            // of days keeps as many sets as it has distinct first causes.
+            match self.advice.iter_mut().find(|(k, _, _)| *k == key) {
+                Some(set) if set.1 >= lost => {}
+                Some(set) => *set = (key, lost, r.advice.clone()),
+                None => self.advice.push((key, lost, r.advice.clone())),
             }
         }
         if lost > self.context.1 {
@@ -274,13 +286,36 @@ impl RunSummary {
         super::machine::recorder_last(rows, &self.recorder)
     }
 
+    /// Excess lost on each CPU over every miss with its blame.
+    pub(super) fn blamed_cpus(&self) -> &FxHashMap<u32, u64> {
+        self.tally.cpus()
+    }
+
+    /// The windows' advice once (by its command), that of the window where the run's
+    /// first cause lost the most first: its advice starts with that cause's. The others
+    /// follow in the order their first causes came.
+    fn advice(&self, causes: &[CauseRow]) -> Vec<Advice> {
+        let first = causes.first().map(|c| (c.category, c.culprit.clone()));
+        let lead = (self.advice.iter()).position(|(k, _, _)| k.is_some() && *k == first);
+        let order = lead
+            .into_iter()
+            .chain((0..self.advice.len()).filter(|&i| Some(i) != lead));
+        let mut out: Vec<Advice> = Vec::new();
+        for a in order.flat_map(|i| &self.advice[i].2) {
+            if !out.iter().any(|b| b.command == a.command) {
+                out.push(a.clone());
+            }
+        }
+        out
+    }
+
     /// The report of the whole run (`None` before any sample settled).
     pub fn report(&self) -> Option<ExplainReport> {
         let mut r = self.base.clone()?;
         r.cycles = self.stats();
         r.causes = self.causes();
         r.misses = self.worst.clone();
-        r.advice = self.advice.clone();
+        r.advice = self.advice(&r.causes);
         r.context = self.context.0.clone();
         r.notes = self.notes.lines.clone();
         if let Some(x) = &mut r.expect {

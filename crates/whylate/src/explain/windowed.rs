@@ -15,7 +15,7 @@ use super::{explained, with_facts, ExplainReport, Miss, PairingStats, RunSummary
 use crate::event::Interner;
 use crate::pipeline::{self, Done, Pass, Windowing};
 use crate::read::{OpenOptions, Opened, ReadError};
-use crate::timeline::{Timeline, Usage};
+use crate::timeline::{Anomalies, Timeline, Usage};
 use rustc_hash::FxHashSet;
 
 /// Misses a report merged from windows keeps in full, the worst first.
@@ -113,6 +113,13 @@ fn in_windows(
     };
     r.notes.insert(0, merge.note(facts.windows, w));
     r.blind = std::mem::take(&mut merge.blind.lines);
+    // Where the one trace would say it: after what is cut, before the rtla values.
+    if let Some(idle) = merge.idle.untraced_idle_note() {
+        let at = (r.blind.iter())
+            .position(|b| b.contains("timerlat/osnoise events not understood"))
+            .unwrap_or(r.blind.len());
+        r.blind.insert(at, idle);
+    }
     r.cycles.pairing = merge.pairing.take();
     if r.cycles.pairing.as_ref().is_some_and(|p| p.overlapped > 0) {
         r.notes.push("requests that overlapped an earlier one are counted per window: one in the overlap of two windows counts twice".into());
@@ -123,6 +130,10 @@ fn in_windows(
             merge.forced, w.events
         ));
     }
+    let mut recorder: Vec<i32> = merge.recorder.iter().copied().collect();
+    recorder.sort_unstable();
+    let blamed = merge.summary.blamed_cpus();
+    r.context = super::advice::context_of_usage(&merge.usage, &r.causes, blamed, &recorder);
     let cpus = merge.usage.profiles();
     let facts_of = (facts.events, facts.snapshot.as_ref());
     let r = with_facts(r, facts.inputs, facts_of, cpus, &merge.recorder);
@@ -171,6 +182,8 @@ struct Merge {
     pairing: Option<PairingStats>,
     /// What the windows said is blind, their counts added up.
     blind: Lines,
+    /// What the windows saw of idle exits, said once for all of them.
+    idle: Anomalies,
 }
 
 impl Merge {
@@ -185,6 +198,7 @@ impl Merge {
             error: None,
             pairing: None,
             blind: Lines::new(16, true),
+            idle: Anomalies::default(),
         }
     }
 
@@ -219,9 +233,11 @@ impl Merge {
             m.overlapped += p.overlapped;
             m.max_open = m.max_open.max(p.max_open);
         }
-        for b in &r.blind {
+        let idle = d.tl.anomalies.untraced_idle_note();
+        for b in r.blind.iter().filter(|b| Some(*b) != idle.as_ref()) {
             self.blind.add(b);
         }
+        self.idle.add_idle_exits(&d.tl.anomalies);
         r.recorder = d.tl.recorder.iter().copied().collect();
         r.recorder.sort_unstable();
         let settled: Vec<Window> = r.windows.iter().filter(|w| inside(w.start_ns)).collect();
