@@ -304,3 +304,78 @@ fn a_cut_trace_dat_is_blindness_not_device_time() {
         "{causes:?}"
     );
 }
+
+/// The main job read in windows much smaller than the trace (3,000 and 8,000 events: a
+/// window holds 30 to 250 cycles, and every cut falls inside a cycle or a wait) gives the
+/// whole trace's answer on every shape the recording comes in (trace.dat, perf.data,
+/// Perfetto, ftrace text of a polling reader): the same cycles, quantiles and histogram,
+/// the same misses, the same blind spots, CPU profiles and context, and the same first
+/// cause. The causes below it may differ by a few microseconds: each window learns the
+/// usual chain from its own good cycles.
+#[test]
+fn the_main_job_in_windows_gives_the_whole_traces_answer_on_every_shape() {
+    let shapes: [(&str, &[&str]); 4] = [
+        ("examples/frob.dat.zst", &[]),
+        (
+            "examples/frob.perf.data.zst",
+            &["--kallsyms", "examples/frob.perf.kallsyms.zst"],
+        ),
+        ("examples/frob.pftrace.gz", &[]),
+        ("examples/pty-poll.ftrace.gz", &[]),
+    ];
+    let json = |file: &str, extra: &[&str], w: &str| -> Value {
+        let mut a = vec!["explain", file, "--json"];
+        a.extend(FROB);
+        a.extend(extra);
+        a.extend(["--window-events", w]);
+        serde_json::from_str(&whylate(&a).0).unwrap()
+    };
+    let misses = |j: &Value| -> Vec<(Value, Value, Value)> {
+        (j["misses"].as_array().unwrap().iter())
+            .map(|m| {
+                (
+                    m["start_ns"].clone(),
+                    m["duration_ns"].clone(),
+                    m["late_ns"].clone(),
+                )
+            })
+            .collect()
+    };
+    let first = |j: &Value| {
+        (
+            j["causes"][0]["category"].clone(),
+            j["causes"][0]["culprit"].clone(),
+        )
+    };
+    for (file, extra) in shapes {
+        let whole = json(file, extra, "0");
+        assert!(whole["cycles"]["misses"].as_u64().unwrap() >= 5, "{file}");
+        for w in ["3000", "8000"] {
+            let parts = json(file, extra, w);
+            let note = parts["notes"].as_array().unwrap().iter();
+            let said = note
+                .filter_map(|n| n.as_str())
+                .any(|n| n.starts_with("explained in "));
+            assert!(said, "{file} in windows of {w}: {}", parts["notes"]);
+            for key in ["cycles", "blind", "cpus", "context", "events", "machine"] {
+                if key == "context" {
+                    // The role names the CPU's first cause, which may differ below the top.
+                    let cpus = |j: &Value| -> Vec<(Value, Value)> {
+                        (j["context"].as_array().unwrap().iter())
+                            .map(|c| (c["cpu"].clone(), c["busy"].clone()))
+                            .collect()
+                    };
+                    assert_eq!(
+                        cpus(&parts),
+                        cpus(&whole),
+                        "{file} in windows of {w}: context"
+                    );
+                    continue;
+                }
+                assert_eq!(parts[key], whole[key], "{file} in windows of {w}: {key}");
+            }
+            assert_eq!(misses(&parts), misses(&whole), "{file} in windows of {w}");
+            assert_eq!(first(&parts), first(&whole), "{file} in windows of {w}");
+        }
+    }
+}

@@ -297,9 +297,10 @@ pub struct ExplainArgs {
     ///
     /// Cycle mode with a --deadline reads a trace longer than this in windows, each
     /// explained and dropped: memory is bounded by a window, not by the trace. Each cycle
-    /// is counted by the window it starts in, with its whole chain; quantiles are then
-    /// to 8 significant bits and the 1000 worst misses are kept in full (the note says
-    /// so). --html and --svg hold the whole trace.
+    /// is counted by the window it starts in, with its whole chain; quantiles are exact
+    /// up to 8192 distinct durations, then to 8 significant bits, and the 1000 worst
+    /// misses are kept in full (the first note says so). --html, --svg and --parquet
+    /// hold the whole trace.
     #[arg(help_heading = "Input", long, value_name = "N",
           default_value_t = whylate::pipeline::Windowing::DEFAULT.events)]
     pub window_events: u64,

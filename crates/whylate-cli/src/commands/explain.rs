@@ -39,7 +39,12 @@ pub fn explain(a: ExplainArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCod
         svg: a.draw.svg,
         lanes: a.draw.lanes,
     };
-    let r = explain_with_outputs(&a.files, &open, (&mode, a.window_events), &outputs);
+    // --parquet writes a row per cycle, which only the whole trace holds.
+    let events = match a.findings.parquet {
+        Some(_) => 0,
+        None => a.window_events,
+    };
+    let r = explain_with_outputs(&a.files, &open, (&mode, events), &outputs);
     drop(bar);
     if let Ok(r) = &r {
         a.findings.write_explain(&a.files, r, mode.name())?;
