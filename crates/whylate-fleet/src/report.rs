@@ -577,6 +577,7 @@ mod tests {
         };
         let blamed = [(1, 300u64), (2, 200)];
         let miss = Miss {
+            cpus: Vec::new(),
             read_ns: None,
             not_reading: false,
             uncertain: false,

@@ -498,6 +498,7 @@ mod tests {
     #[test]
     fn the_verdict_comes_first() {
         let miss = |start: u64, d: Option<u64>| Miss {
+            cpus: Vec::new(),
             read_ns: None,
             not_reading: false,
             uncertain: false,

@@ -186,10 +186,10 @@ impl RunSummary {
                     self.tally.nest(h);
                 }
             }
+            for &(cpu, ns) in &m.cpus {
+                self.tally.blame_cpu(cpu, ns);
+            }
             for (k, ns) in &m.blame {
-                if let Some(cpu) = k.1.cpu {
-                    self.tally.blame_cpu(cpu, *ns);
-                }
                 let e = self.tally.causes.entry(k.clone()).or_default();
                 e.0 += 1;
                 e.1 += ns;

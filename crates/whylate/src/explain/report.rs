@@ -277,6 +277,10 @@ pub struct Miss {
     /// of a chain, but counts once): what merging misses from several windows tallies.
     #[serde(skip)]
     pub blame: Vec<(CauseKey, u64)>,
+    /// Its excess per CPU where the chain lost it, as the context ranks CPUs: what
+    /// merging misses from several windows adds up.
+    #[serde(skip)]
+    pub cpus: Vec<(u32, u64)>,
 }
 
 /// Cycle statistics.

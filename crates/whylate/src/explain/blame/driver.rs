@@ -21,6 +21,9 @@ use rustc_hash::FxHashMap;
 pub(in crate::explain) struct Tally {
     pub(in crate::explain) causes: FxHashMap<CauseKey, (u64, u64)>,
     cpus: FxHashMap<u32, u64>,
+    /// Excess per CPU since the last miss was added; then that miss's.
+    since: FxHashMap<u32, u64>,
+    last: Vec<(u32, u64)>,
     /// Per cause, the time it held a CPU inside a deferral's wait ([`Hold::nested_ns`]).
     pub(in crate::explain) nested: FxHashMap<CauseKey, u64>,
     /// Where each cause held the chains, when the mode gathered it as misses came
@@ -33,6 +36,8 @@ impl Tally {
     /// One miss's blame, per cause: each cause counts once for the miss. Returns it,
     /// for the miss to carry.
     pub(in crate::explain) fn add_miss(&mut self, per: PerMiss) -> Vec<(CauseKey, u64)> {
+        self.last = self.since.drain().collect();
+        self.last.sort_unstable();
         let mut blame: Vec<(CauseKey, u64)> = per.0.into_iter().collect();
         blame.sort_by(|a, b| b.1.cmp(&a.1).then(a.0 .1.label().cmp(&b.0 .1.label())));
         for (k, ns) in &blame {
@@ -67,6 +72,11 @@ impl Tally {
         self.add_miss(per)
     }
 
+    /// The excess per CPU of the miss added last ([`Tally::add_miss`]), taken.
+    pub(in crate::explain) fn miss_cpus(&mut self) -> Vec<(u32, u64)> {
+        std::mem::take(&mut self.last)
+    }
+
     /// Excess lost on each CPU so far.
     pub(in crate::explain) fn cpus(&self) -> &FxHashMap<u32, u64> {
         &self.cpus
@@ -75,6 +85,7 @@ impl Tally {
     /// `ns` of excess lost on `cpu`.
     pub(in crate::explain) fn blame_cpu(&mut self, cpu: u32, ns: u64) {
         *self.cpus.entry(cpu).or_default() += ns;
+        *self.since.entry(cpu).or_default() += ns;
     }
 }
 
@@ -453,6 +464,7 @@ mod tests {
 
     fn miss(late_ns: u64, replied: bool) -> Miss {
         Miss {
+            cpus: Vec::new(),
             read_ns: None,
             not_reading: false,
             uncertain: false,

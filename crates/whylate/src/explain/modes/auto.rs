@@ -18,6 +18,7 @@ fn one_link_miss(start: u64, dur_ns: u64, tid: i32, cpu: u32, late: u64, mut l: 
     l.offset_ns = 0;
     let blamed = l.held_by.iter().map(|h| h.ns).sum();
     Miss {
+        cpus: Vec::new(),
         read_ns: None,
         not_reading: false,
         uncertain: false,

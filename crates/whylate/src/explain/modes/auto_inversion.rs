@@ -53,6 +53,7 @@ pub(in crate::explain) fn inversions(eng: &Engine<'_>, found: &mut Vec<Miss>) {
             ..Link::mark("wait-for", a, a, Some(w.cpu), w.what.clone())
         };
         found.push(Miss {
+            cpus: Vec::new(),
             read_ns: None,
             not_reading: false,
             uncertain: false,

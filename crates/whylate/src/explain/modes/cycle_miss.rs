@@ -131,6 +131,7 @@ impl MissCx<'_> {
         };
         let blame = tally.add_miss(b.per);
         let miss = Miss {
+            cpus: tally.miss_cpus(),
             blame,
             start_ns: c.start_ns,
             duration_ns: reply.map(|e| e - c.start_ns),
@@ -497,6 +498,7 @@ impl MissCx<'_> {
         );
         Miss {
             blame: tally.add_miss(per),
+            cpus: tally.miss_cpus(),
             start_ns: c.start_ns,
             duration_ns: Some(r.at - c.start_ns),
             read_ns: Some(read - c.start_ns),

@@ -422,6 +422,7 @@ fn explain_one(
     };
     chain.push(b_words);
     Miss {
+        cpus: Vec::new(),
         read_ns: None,
         not_reading: false,
         uncertain: false,

@@ -297,6 +297,7 @@ fn explain_one(
     }];
     chain.extend(delayed(tl, s, x, end));
     Miss {
+        cpus: Vec::new(),
         read_ns: None,
         not_reading: false,
         uncertain: false,

@@ -389,6 +389,7 @@ fn one(r: &KernelReport, tally: &mut Tally) -> Miss {
         chain.push(Link::mark("stack", r.ts, r.ts, r.cpu, frames.join(" <- ")));
     }
     Miss {
+        cpus: Vec::new(),
         read_ns: None,
         not_reading: false,
         uncertain: false,

@@ -134,6 +134,7 @@ fn service(eng: &Engine<'_>, ei: usize, usual: u64, deadline: u64, tally: &mut T
         )
     };
     Miss {
+        cpus: Vec::new(),
         read_ns: None,
         not_reading: false,
         uncertain: false,

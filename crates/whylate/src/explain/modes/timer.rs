@@ -366,6 +366,7 @@ impl PeriodCx<'_> {
         let blamed = per.total();
         let blame = tally.add_miss(per);
         Miss {
+            cpus: Vec::new(),
             read_ns: None,
             not_reading: false,
             uncertain: x.switch_untraced,

@@ -311,6 +311,7 @@ fn activation_miss(
         ),
     ];
     let m = Miss {
+        cpus: Vec::new(),
         read_ns: None,
         not_reading: false,
         uncertain: false,
@@ -460,6 +461,7 @@ fn unanswered(tl: &Timeline, orphans: &[Activation], dl: u64, usual_irq: u64) ->
             Link::mark("thread", expiry, irq_ts, Some(a.cpu), what),
         ];
         out.push(Miss {
+            cpus: Vec::new(),
             read_ns: None,
             not_reading: false,
             uncertain: true,
@@ -599,6 +601,7 @@ fn threshold_miss(
         )
     };
     Miss {
+        cpus: Vec::new(),
         read_ns: None,
         not_reading: false,
         uncertain: false,
