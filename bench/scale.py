@@ -6,7 +6,8 @@ Records (root needed) bench/binary.py's dd workload as ftrace text (bench/run.py
 instance: raw syscalls and the scheduler, about --events events), then makes copies of it
 repeated x4 and x16 (each copy's timestamps shifted past the one before, bench/run.py's
 repeat_shifted), and runs each command once per size under GNU time:
-  explain in cycle mode (the main job: a cycle per dd write, bench/explain.py's selectors)
+  explain in cycle mode (the main job: a cycle per dd write, bench/explain.py's selectors),
+    in windows (the default) and held whole (--window-events 0)
   explain in automatic mode (no selectors)
   latency (the timeline and every measure)
   stats (counts only)
@@ -65,6 +66,8 @@ def main():
     w = a.whylate
     commands = {
         "explain cycles": lambda f: [w, "explain", "--json", f] + CYCLES,
+        # The same held whole: what the windows save, at what cost in time.
+        "explain whole": lambda f: [w, "explain", "--json", f, "--window-events", "0"] + CYCLES,
         "explain auto": lambda f: [w, "explain", "--json", f],
         "latency": lambda f: [w, "latency", "--json", f],
         "stats": lambda f: [w, "stats", "--json", f],
