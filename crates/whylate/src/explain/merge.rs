@@ -23,6 +23,10 @@ pub struct RunSummary {
     later: u64,
     count: u64,
     no_reply: u64,
+    /// Of `no_reply`, the cycles the trace could not judge ([`CycleStats::cut_off`],
+    /// [`CycleStats::end_lost`]), where the parts said so.
+    cut_off: u64,
+    end_lost: u64,
     misses: u64,
     /// Misses whose reply was ready in time and read late.
     not_reading: u64,
@@ -126,6 +130,8 @@ impl RunSummary {
             later: 0,
             count: 0,
             no_reply: 0,
+            cut_off: 0,
+            end_lost: 0,
             misses: 0,
             not_reading: 0,
             tally: Tally::default(),
@@ -224,6 +230,13 @@ impl RunSummary {
         }
     }
 
+    /// Adds what a part said of its settled cycles without a reply that the trace could
+    /// not judge: cut off before their deadline, or their end lost.
+    pub(super) fn add_unjudged(&mut self, c: &CycleStats) {
+        self.cut_off += c.cut_off;
+        self.end_lost += c.end_lost;
+    }
+
     /// Whether the quantiles are exact (the durations took few distinct values,
     /// [`Sketch::EXACT`]).
     pub fn exact(&self) -> bool {
@@ -246,9 +259,9 @@ impl RunSummary {
         CycleStats {
             count: self.count,
             replied: d.count,
-            no_reply: self.no_reply,
-            cut_off: 0,
-            end_lost: 0,
+            no_reply: (self.no_reply).saturating_sub(self.cut_off + self.end_lost),
+            cut_off: self.cut_off,
+            end_lost: self.end_lost,
             misses: self.misses,
             not_reading: self.not_reading,
             min_ns: d.min,

@@ -21,6 +21,9 @@ use rustc_hash::FxHashSet;
 /// Misses a report merged from windows keeps in full, the worst first.
 pub const KEEP_MISSES: usize = 1000;
 
+/// How the line on requests that got no reply begins (`Cycles::why_unanswered`).
+const NO_REPLY: &str = "no reply: ";
+
 /// Whether `mode` can be explained in windows: cycle mode with its deadline given (the
 /// windows must know what is late before the trace has been read to its end; a deadline
 /// chosen from every cycle's duration needs them all).
@@ -113,6 +116,9 @@ fn in_windows(
     };
     r.notes.insert(0, merge.note(facts.windows, w));
     r.blind = std::mem::take(&mut merge.blind.lines);
+    if r.cycles.replied == 0 {
+        r.blind.extend(merge.unanswered.take());
+    }
     // Where the one trace would say it: after what is cut, before the rtla values.
     if let Some(idle) = merge.idle.untraced_idle_note() {
         let at = (r.blind.iter())
@@ -121,8 +127,11 @@ fn in_windows(
         r.blind.insert(at, idle);
     }
     r.cycles.pairing = merge.pairing.take();
-    if r.cycles.pairing.as_ref().is_some_and(|p| p.overlapped > 0) {
-        r.notes.push("requests that overlapped an earlier one are counted per window: one in the overlap of two windows counts twice".into());
+    if let Some(p) = r.cycles.pairing.as_ref().filter(|p| p.overlapped > 0) {
+        r.notes.push(format!(
+            "requests overlapped (up to {} open at once): the count of overlapping requests is per window, one in the overlap of two windows counted twice; each window starts with no request open, so a reply to a request made more than 60 ms before a window's cut pairs with that window's first request under its key (--window-events 0 pairs over the whole trace)",
+            p.max_open
+        ));
     }
     if merge.forced > 0 {
         r.blind.push(format!(
@@ -184,6 +193,8 @@ struct Merge {
     blind: Lines,
     /// What the windows saw of idle exits, said once for all of them.
     idle: Anomalies,
+    /// The first window's line on why none of its requests got a reply.
+    unanswered: Option<String>,
 }
 
 impl Merge {
@@ -199,6 +210,7 @@ impl Merge {
             pairing: None,
             blind: Lines::new(16, true),
             idle: Anomalies::default(),
+            unanswered: None,
         }
     }
 
@@ -235,6 +247,11 @@ impl Merge {
         }
         let idle = d.tl.anomalies.untraced_idle_note();
         for b in r.blind.iter().filter(|b| Some(*b) != idle.as_ref()) {
+            // Why a window got no reply holds for the trace only if no window got one.
+            if b.starts_with(NO_REPLY) {
+                self.unanswered.get_or_insert_with(|| b.clone());
+                continue;
+            }
             self.blind.add(b);
         }
         self.idle.add_idle_exits(&d.tl.anomalies);
@@ -245,6 +262,8 @@ impl Merge {
             self.forced += settled.iter().filter(|w| w.end_ns().is_none()).count() as u64;
         }
         let misses: Vec<&Miss> = (r.misses.iter()).filter(|m| inside(m.start_ns)).collect();
+        // The report's counts are of the settled cycles alone (explain_only).
+        self.summary.add_unjudged(&r.cycles);
         self.summary.add(&r, &settled, &misses);
         Ok(())
     }
@@ -256,7 +275,7 @@ impl Merge {
             false => "quantiles to 8 significant bits",
         };
         format!(
-            "explained in {windows} windows of {} events, each dropped once explained (memory bounded by a window, not the trace): each cycle is counted by the window it starts in, {quantiles}, the {KEEP_MISSES} worst misses kept in full and every miss in the causes; --window-events 0 holds the whole trace",
+            "explained in {windows} windows of {} events, each dropped once explained (memory bounded by a window, not the trace): each cycle is counted by the window it starts in, {quantiles}, the {KEEP_MISSES} worst misses kept in full and every miss in the causes, the usual chain learned from each window's own good cycles; --window-events 0 holds the whole trace",
             w.events
         )
     }
@@ -330,5 +349,58 @@ mod tests {
             serde_json::to_string(&one).unwrap(),
             serde_json::to_string(&whole).unwrap()
         );
+    }
+
+    /// A server that stops answering for 150 cycles (about four windows of 300 events)
+    /// while its client keeps asking and gives up each time (`--pair latest`), and a
+    /// last request the trace ends before its deadline: the windows with no reply at all
+    /// still count their requests as no reply, and the last one is cut off, not missed,
+    /// as in the whole trace.
+    #[test]
+    fn windows_with_no_reply_and_a_cut_off_request_count_as_the_whole_trace() {
+        let text = three_cpu_chain(400, &[], 0);
+        let mut k = 0;
+        let mut lines: Vec<&str> = Vec::new();
+        for l in text.lines() {
+            if l.contains("sys_read -> 0x1") {
+                k += 1;
+                if (100..250).contains(&(k - 1)) {
+                    continue;
+                }
+            }
+            lines.push(l);
+        }
+        let last = lines.last().unwrap().to_string();
+        let end_us = last.split(": ").next().unwrap().rsplit(' ').next().unwrap();
+        let end_us: f64 = end_us.parse().unwrap();
+        let asked = crate::testkit::line(
+            (end_us * 1e6) as u64 + 10,
+            0,
+            "c-5",
+            "....1",
+            "sys_write(fd: 3, buf: 0, count: 7)",
+        );
+        let text = format!("{}\n{asked}", lines.join("\n"));
+        let mut o = chain_options(Some(1_000_000));
+        o.pairing = crate::explain::Pairing::Latest;
+        let mode = Mode::Cycles(o);
+        let open = OpenOptions::default();
+        let whole = run(opened(&text), &open, &mode).unwrap().report;
+        let w = Windowing {
+            events: 300,
+            before_ns: 2_000_000,
+            after_ns: 1_000_000,
+        };
+        let (parts, _) = in_windows(opened(&text), &open, &mode, w).unwrap();
+        let c = &whole.cycles;
+        assert_eq!((c.count, c.no_reply, c.cut_off), (401, 150, 1));
+        let p = &parts.cycles;
+        assert_eq!(
+            (p.count, p.replied, p.no_reply, p.cut_off, p.misses),
+            (c.count, c.replied, c.no_reply, c.cut_off, c.misses)
+        );
+        // A window with no reply does not say the selectors match nothing.
+        assert!(!parts.blind.iter().any(|b| b.starts_with(super::NO_REPLY)));
+        assert_eq!(parts.blind, whole.blind);
     }
 }

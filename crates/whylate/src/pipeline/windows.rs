@@ -17,7 +17,7 @@
 use super::{each_event, mark_cut_cpus, read_done, Sink, Start};
 use crate::event::{Event, Interner};
 use crate::read::inputs::{Inputs, TracerSample};
-use crate::read::{self, Merged, OpenOptions, Opened, ReadError};
+use crate::read::{self, EventSource, Merged, OpenOptions, Opened, ReadError};
 use crate::snapshot::Snapshot;
 use crate::timeline::{Builder, KindClass, Timeline};
 
@@ -103,6 +103,8 @@ struct Windows<'w, S, N, D> {
     made: u64,
     closed: u64,
     start: &'w Start,
+    /// Every input's snapshot, for each window's sink (the descriptors `path=` reads).
+    snapshots: &'w [Snapshot],
     error: Option<ReadError>,
     /// Some window named raw syscall numbers.
     raw: bool,
@@ -117,7 +119,7 @@ impl<S: Sink, N: FnMut() -> S, D: FnMut(Done<'_, S>) -> Result<(), ReadError>>
 {
     fn begin(&mut self, lo: u64) {
         let mut sink = (self.new_sink)();
-        if let Some(s) = &self.start.snapshot {
+        for s in self.snapshots {
             sink.snapshot(s);
         }
         sink.arch(self.start.arch);
@@ -213,7 +215,16 @@ pub fn read_windowed<S: Sink>(
     mut done: impl FnMut(Done<'_, S>) -> Result<(), ReadError>,
 ) -> Result<Facts, ReadError> {
     let (paths, sources) = inputs.into_parts();
-    let start = Start::of(&sources, open, |_| {});
+    let mut snapshots = Vec::new();
+    let start = Start::of(&sources, open, |s| snapshots.push(s.clone()));
+    // A CPU whose data the file cuts short is blind from its last event on, which only
+    // the end of the read knows: a window before it would blame the task left running
+    // there. Such a trace is read as one window.
+    let cut = sources.iter().any(|s| !s.diag().cut_cpus.is_empty());
+    let w = match cut {
+        true => Windowing { events: 0, ..w },
+        false => w,
+    };
     let merged = Merged::new(sources);
     let mut per_input = vec![0u64; paths.len()];
     let mut events = 0;
@@ -225,6 +236,7 @@ pub fn read_windowed<S: Sink>(
         made: 0,
         closed: 0,
         start: &start,
+        snapshots: &snapshots,
         error: None,
         raw: false,
         held: 0,

@@ -180,7 +180,11 @@ fn cycle_report(
         cy.cycles = std::mem::take(&mut cy.cycles).starting_in(range);
     }
     if let Some(why) = cy.why_nothing(strings) {
-        return Err(ReadError::NoMatch { why });
+        // A window of a long trace whose cycles all wait for replies still counts them:
+        // only the whole trace can say the selectors never match.
+        if only.is_none() || cy.cycles.is_empty() {
+            return Err(ReadError::NoMatch { why });
+        }
     }
     let blind = cy.paths_unknown();
     let (pairing, pair_notes) = cy.pairing_stats();
