@@ -43,6 +43,10 @@ impl Windowing {
     };
 }
 
+/// Windows open at once at most: the one filling, the one before it until its cycles end,
+/// and one being forced out.
+const MAX_OPEN: usize = 3;
+
 /// A window the pass is done with.
 pub struct Done<'a, S> {
     /// Its timeline.
@@ -125,10 +129,11 @@ impl<S: Sink, N: FnMut() -> S, D: FnMut(Done<'_, S>) -> Result<(), ReadError>>
         sink.arch(self.start.arch);
         self.made += 1;
         // What the window before knows of each CPU and task now, the new one starts from.
-        let b = self
+        let mut b = self
             .open
             .last()
             .map_or_else(Builder::new, |o| o.b.carried());
+        b.own_stretch(lo, u64::MAX);
         self.open.push(Open {
             b,
             sink,
@@ -142,9 +147,15 @@ impl<S: Sink, N: FnMut() -> S, D: FnMut(Done<'_, S>) -> Result<(), ReadError>>
 
     fn feed(&mut self, e: &Event, strings: &Interner) {
         let newest = self.open.last().expect("a window is always open");
-        if self.w.events > 0 && newest.events >= self.w.events && newest.cut == u64::MAX {
+        // A window takes at least the context its neighbours overlap it by: with a few
+        // events a window, a window begun at each one would be fed every event of the
+        // next 70 ms, and as many windows held at once.
+        let room = self.open.len() < MAX_OPEN;
+        if self.w.events > 0 && newest.events >= self.w.events && newest.cut == u64::MAX && room {
             let cut = e.ts.saturating_add(self.w.before_ns);
-            self.open.last_mut().expect("just seen").cut = cut;
+            let newest = self.open.last_mut().expect("just seen");
+            newest.cut = cut;
+            newest.b.own_stretch(newest.lo, cut);
             self.begin(cut);
         }
         for o in &mut self.open {
