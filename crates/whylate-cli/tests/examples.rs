@@ -305,8 +305,8 @@ fn a_cut_trace_dat_is_blindness_not_device_time() {
     );
 }
 
-/// The main job read in windows much smaller than the trace (3,000 and 8,000 events: a
-/// window holds 30 to 250 cycles, and every cut falls inside a cycle or a wait) gives the
+/// The main job read in windows much smaller than the trace (10, 3,000 and 8,000 events:
+/// a window holds 30 to 250 cycles, and every cut falls inside a cycle or a wait) gives the
 /// whole trace's answer on every shape the recording comes in (trace.dat, perf.data,
 /// Perfetto, ftrace text of a polling reader): the same cycles, quantiles and histogram,
 /// the same misses, the same blind spots, CPU profiles and context, and the same first
@@ -350,7 +350,9 @@ fn the_main_job_in_windows_gives_the_whole_traces_answer_on_every_shape() {
     for (file, extra) in shapes {
         let whole = json(file, extra, "0");
         assert!(whole["cycles"]["misses"].as_u64().unwrap() >= 5, "{file}");
-        for w in ["3000", "8000"] {
+        // 10: windows far smaller than the context they share (each must take at least
+        // that, or every event is fed to thousands of windows).
+        for w in ["10", "3000", "8000"] {
             let parts = json(file, extra, w);
             let note = parts["notes"].as_array().unwrap().iter();
             let said = note

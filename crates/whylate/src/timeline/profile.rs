@@ -65,6 +65,8 @@ pub struct Usage {
     names: FxHashMap<u32, String>,
     /// Each task's name and priority as the latest stretch knew them.
     tasks: FxHashMap<i32, (String, Option<i32>)>,
+    /// Each thread's label in the profiles, as the latest stretch that ran it named it.
+    labels: FxHashMap<i32, String>,
     /// The time the shares are of.
     pub span: u64,
 }
@@ -72,7 +74,10 @@ pub struct Usage {
 #[derive(Clone, Debug, Default)]
 struct CpuUsage {
     busy: u64,
+    /// Interrupts and softirqs by (kind, name); tasks are in `threads`.
     by: FxHashMap<(u8, String), u64>,
+    /// Each thread's time, labelled when the profiles are made.
+    threads: FxHashMap<i32, u64>,
     irqs: FxHashMap<u32, u64>,
     /// Each task's runs here, interrupts inside them included (as the chain's context
     /// counts them).
@@ -99,7 +104,15 @@ impl Usage {
             for o in &occ {
                 let key = match o.what {
                     OccupantKind::Task if o.id == 0 => continue,
-                    OccupantKind::Task => (0, task_label(tl, s, o.id as i32, o.name)),
+                    // By thread, named at the end: a task that exec'd is the trace's
+                    // last name for all of its time, as in one pass over the trace.
+                    OccupantKind::Task => {
+                        let tid = o.id as i32;
+                        self.labels.insert(tid, task_label(tl, s, tid, o.name));
+                        u.busy += o.ns;
+                        *u.threads.entry(tid).or_default() += o.ns;
+                        continue;
+                    }
                     OccupantKind::Hardirq => (1, irq_label(o.id as u32, s.get(o.name))),
                     OccupantKind::Softirq => (
                         2,
@@ -160,9 +173,17 @@ impl Usage {
         let span = self.span.max(1) as f64;
         let mut out = Vec::new();
         for (&cpu, u) in &self.cpus {
-            let mut shares: Vec<Share> = (u.by.iter())
+            let mut by: FxHashMap<(u8, &str), u64> = FxHashMap::default();
+            for (tid, &ns) in &u.threads {
+                let label = self.labels.get(tid).map_or("", |l| l.as_str());
+                *by.entry((0, label)).or_default() += ns;
+            }
+            for ((k, what), &ns) in &u.by {
+                *by.entry((*k, what.as_str())).or_default() += ns;
+            }
+            let mut shares: Vec<Share> = (by.iter())
                 .map(|((k, what), &ns)| Share {
-                    what: what.clone(),
+                    what: what.to_string(),
                     kind: ["task", "hardirq", "softirq"][*k as usize],
                     share: ns as f64 / span,
                 })

@@ -281,6 +281,9 @@ pub struct Builder {
     rtla_last: Vec<Option<u32>>,
     /// The timerlat sample the event being fed made, if any.
     rtla_now: Option<u32>,
+    /// The stretch `[from, to)` whose idle exits this builder counts: a window of a long
+    /// trace counts its own, not those of the context it shares with its neighbours.
+    own: (u64, u64),
 }
 
 impl Default for Builder {
@@ -306,6 +309,7 @@ impl Builder {
             last_comm: (-1, Sym::EMPTY),
             rtla_last: Vec::new(),
             rtla_now: None,
+            own: (0, u64::MAX),
             comm_cache: Vec::new(),
             renames: 0,
             tick_last: Vec::new(),
@@ -355,6 +359,15 @@ impl Builder {
             .collect();
         b.last_comm = self.last_comm;
         b
+    }
+
+    /// Counts the idle exits of `[from, to)` only (see [`Builder::carried`]).
+    pub fn own_stretch(&mut self, from: u64, to: u64) {
+        self.own = (from, to);
+    }
+
+    fn owns(&self, ts: u64) -> bool {
+        ts >= self.own.0 && ts < self.own.1
     }
 
     fn cpu(&mut self, cpu: u32) -> Option<usize> {

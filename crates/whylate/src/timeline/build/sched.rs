@@ -122,7 +122,7 @@ impl Builder {
                 }
             }
             self.tl.anomalies.implicit_switches += 1;
-            if old == 0 {
+            if old == 0 && self.owns(ts) {
                 *self.tl.anomalies.implicit_from_idle.entry(cpu).or_default() += 1;
             }
         }
@@ -143,7 +143,7 @@ impl Builder {
             if let (Some(i), Some(after)) = (wait, after) {
                 let bound = ts.saturating_sub(after.max(self.tl.spans.start[i as usize]));
                 self.tl.inferred_bound.insert(i, bound);
-                if old == 0 {
+                if old == 0 && self.owns(ts) {
                     let e = self.tl.anomalies.idle_exit_bound.entry(cpu).or_default();
                     *e = (e.0 + 1, e.1.max(bound));
                 }
