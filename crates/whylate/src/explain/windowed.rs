@@ -289,6 +289,13 @@ mod tests {
     use crate::read::OpenOptions;
     use crate::testkit::{chain_options, opened, three_cpu_chain};
 
+    /// Windows of about 30 of the test workload's cycles, with 2 ms of context.
+    const SMALL: Windowing = Windowing {
+        events: 300,
+        before_ns: 2_000_000,
+        after_ns: 1_000_000,
+    };
+
     /// What must not change when a trace is explained in windows.
     fn key(r: &ExplainReport) -> impl PartialEq + std::fmt::Debug {
         let c = &r.cycles;
@@ -325,11 +332,7 @@ mod tests {
         let mode = Mode::Cycles(chain_options(Some(1_000_000)));
         let open = OpenOptions::default();
         let whole = run(opened(&text), &open, &mode).unwrap().report;
-        let w = Windowing {
-            events: 300,
-            before_ns: 2_000_000,
-            after_ns: 1_000_000,
-        };
+        let w = SMALL;
         let (parts, held) = in_windows(opened(&text), &open, &mode, w).unwrap();
         assert!(
             parts.notes[0].starts_with("explained in "),
@@ -386,11 +389,7 @@ mod tests {
         let mode = Mode::Cycles(o);
         let open = OpenOptions::default();
         let whole = run(opened(&text), &open, &mode).unwrap().report;
-        let w = Windowing {
-            events: 300,
-            before_ns: 2_000_000,
-            after_ns: 1_000_000,
-        };
+        let w = SMALL;
         let (parts, _) = in_windows(opened(&text), &open, &mode, w).unwrap();
         let c = &whole.cycles;
         assert_eq!((c.count, c.no_reply, c.cut_off), (401, 150, 1));
