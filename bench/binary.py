@@ -64,7 +64,7 @@ def main():
     if os.geteuid() != 0:
         sys.exit("needs root (perf -a and tracefs)")
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "whylate-cli"], cwd=ROOT, check=True)
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "whylate", "--example", "read_speed"],
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "whylate-read", "--example", "read_speed"],
                    cwd=ROOT, check=True)
     was_mounted = os.path.exists(os.path.join(T, "instances"))
     work = a.keep or tempfile.mkdtemp(prefix="whylate-binbench-")

@@ -72,7 +72,7 @@ def main():
     elif subprocess.run([sys.executable, "-c", "import perfetto"]).returncode != 0:
         sys.exit("the perfetto Python package is missing: pip install perfetto")
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "whylate-cli"], cwd=ROOT, check=True)
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "whylate", "--example",
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "whylate-read", "--example",
                     "read_speed"], cwd=ROOT, check=True)
     work = a.reuse or a.keep or tempfile.mkdtemp(prefix="whylate-pfbench-")
     os.makedirs(work, exist_ok=True)

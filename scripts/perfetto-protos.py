@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes crates/whylate/src/read/perfetto/protos.rs: prost message structs for the part of
+"""Writes crates/whylate-read/src/read/perfetto/protos.rs: prost message structs for the part of
 Perfetto's trace schema that whylate reads.
 
 The schema is Perfetto's own: the FileDescriptorProto that Google's `perfetto` Python
@@ -20,7 +20,7 @@ Changes from the schema, all wire-compatible:
 
 Regenerate (after adding a field to KEEP, or for a newer schema):
     pip install perfetto
-    python3 scripts/perfetto-protos.py > crates/whylate/src/read/perfetto/protos.rs
+    python3 scripts/perfetto-protos.py > crates/whylate-read/src/read/perfetto/protos.rs
     cargo fmt --all
 `--fds FILE` also writes the pruned FileDescriptorSet (binary), e.g. for prost-build's
 compile_fds.

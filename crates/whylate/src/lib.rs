@@ -3,12 +3,13 @@
 //! # Brief overview
 //! - [`read`] turns a trace file (ftrace, trace-cmd report, latency-tracer and function_graph
 //!   dumps, perf script, sysdig, systrace, trace.dat; compressed or not) into one time-ordered stream of
-//!   [`event::Event`]s.
+//!   [`event::Event`]s. It and the events' vocabulary ([`event`], [`selector`], ...) are the
+//!   `whylate-read` crate, re-exported here under their own names.
 //! - [`stats`] summarises a trace: format, span, counts, lost events, lines not understood.
 //! - [`explain`], [`latency`] and [`diff`] compute reports; drawing them for a person is
 //!   the `whylate-report` crate's job, recording and live watching `whylate-live`'s. The
-//!   cut is there, at the top: reading, the timeline and the analyses share crate-private
-//!   items, so they stay one crate (docs/architecture.md, "Crates").
+//!   timeline and the analyses share crate-private items, so they stay one crate
+//!   (docs/architecture.md, "Crates").
 //!
 //! Every analysis takes its input as [`read::Opened`]: traces opened once, from paths
 //! (`Opened::files`), bytes in memory (`Opened::bytes`) or a live ring's pages.
@@ -30,23 +31,19 @@
 //! ```
 #![deny(missing_docs)]
 
+// Reading and the events' vocabulary live in whylate-read; here under their own names, so
+// `whylate::read` and `crate::event` mean what they always did.
+pub use whylate_read::{
+    event, fdpath, glob, packed, read, selector, snapshot, suggest, syscalls, units,
+};
+
 pub mod diff;
 pub mod dist;
-pub mod event;
 pub mod explain;
-pub mod fdpath;
-pub mod glob;
 pub mod latency;
 pub mod measure;
-pub mod packed;
 pub mod pipeline;
-pub mod read;
-pub mod selector;
-pub mod snapshot;
 pub mod stats;
-pub mod suggest;
-mod swar;
-pub mod syscalls;
 // Small traces for unit tests, here and (through the `testkit` feature, enabled only by
 // their dev-dependencies) in the crates above; not part of the library's interface.
 #[cfg(any(test, feature = "testkit"))]
@@ -56,4 +53,3 @@ pub mod testkit;
 #[doc(hidden)]
 pub mod testkit_rtla;
 pub mod timeline;
-pub mod units;

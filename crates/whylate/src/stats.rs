@@ -240,7 +240,7 @@ pub fn stats(inputs: Opened, opts: &OpenOptions, top: usize) -> Result<StatsRepo
         read::Progress::tick(&opts.progress, n);
         acc.add(e, strings);
     };
-    let (merged, strings) = crate::pipeline::each_event(Merged::new(sources), &mut feed)?;
+    let (merged, strings) = crate::read::each_event(Merged::new(sources), &mut feed)?;
     Ok(finish(
         acc,
         merged.sources(),
@@ -335,6 +335,21 @@ fn finish(
 mod tests {
     use crate::read::OpenOptions;
     use crate::testkit;
+
+    #[test]
+    fn a_cancelled_read_stops_with_its_own_error() {
+        let p =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/frob.dat.zst");
+        let progress = std::sync::Arc::new(crate::read::Progress::default());
+        (progress.cancel).store(true, std::sync::atomic::Ordering::Relaxed);
+        let opts = OpenOptions {
+            progress: Some(progress),
+            ..Default::default()
+        };
+        let at = crate::read::Opened::files(std::slice::from_ref(&p), &opts).unwrap();
+        let r = super::stats(at, &opts, 3);
+        assert!(matches!(r, Err(crate::read::ReadError::Cancelled)));
+    }
 
     #[test]
     fn counts_by_name_cpu_and_task() {

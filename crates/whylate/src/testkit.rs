@@ -3,30 +3,8 @@
 
 use crate::pipeline::{self, Pass};
 use crate::read::OpenOptions;
-use std::path::{Path, PathBuf};
 
-/// Every trace file we have: the seeds' excerpts, the bad inputs, the examples and the
-/// shared corpus (`WHYLATE_CORPUS`, else `../shared/corpus`, when it exists).
-pub fn every_trace_file() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let corpus = match std::env::var_os("WHYLATE_CORPUS") {
-        Some(p) => PathBuf::from(p),
-        None => root.join("../../../shared/corpus"),
-    };
-    let dirs = [
-        root.join("tests/data/seeds"),
-        root.join("tests/data/bad"),
-        root.join("../../examples"),
-        corpus,
-    ];
-    let mut files = vec![];
-    for dir in dirs {
-        if let Ok(rd) = std::fs::read_dir(dir) {
-            files.extend(rd.flatten().map(|e| e.path()).filter(|p| p.is_file()));
-        }
-    }
-    files
-}
+pub use whylate_read::testfiles::{every_trace_file, every_trace_of};
 
 /// One ftrace line: `who` (`comm-pid`) on `cpu` at `us` microseconds.
 pub fn line(us: u64, cpu: u32, who: &str, flags: &str, body: &str) -> String {
@@ -35,13 +13,6 @@ pub fn line(us: u64, cpu: u32, who: &str, flags: &str, body: &str) -> String {
         us / 1_000_000,
         us % 1_000_000
     )
-}
-
-/// The trace files of [`every_trace_file`] that open as one of `formats`.
-pub fn every_trace_of(formats: &[crate::read::Format]) -> Vec<PathBuf> {
-    let opts = OpenOptions::default();
-    let is = |f: &PathBuf| crate::read::open(f, &opts).is_ok_and(|s| formats.contains(&s.format()));
-    every_trace_file().into_iter().filter(is).collect()
 }
 
 /// `text` with every third line garbled (its first `[` made a `{`): a third of the trace

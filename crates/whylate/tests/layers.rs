@@ -1,5 +1,5 @@
-//! The workspace's module graph, read from the source. Data flows one way: `whylate`
-//! reads and analyses (read -> timeline -> measure -> explain), `whylate-report` renders
+//! The workspace's module graph, read from the source. Data flows one way: `whylate-read`
+//! reads, `whylate` analyses (timeline -> measure -> explain), `whylate-report` renders
 //! its reports, `whylate-live` records and watches on top of both. So:
 //! - a crate never names a crate above it (`whylate` never names `whylate_report` or
 //!   `whylate_live`, `whylate_report` never names `whylate_live`);
@@ -23,11 +23,10 @@ struct Crate {
 
 const CRATES: &[Crate] = &[
     Crate {
-        dir: "whylate",
+        dir: "whylate-read",
         layers: &[
             &[
                 "units",
-                "dist",
                 "glob",
                 "suggest",
                 "syscalls",
@@ -38,8 +37,23 @@ const CRATES: &[Crate] = &[
             ],
             &["event"],
             &["read", "fdpath"],
+            &["selector"],
+            // The trace files every reader is tried on (tests and the `testkit` feature).
+            &["testfiles"],
+        ],
+        above: &["whylate", "whylate_report", "whylate_live", "whylate_fleet"],
+    },
+    Crate {
+        dir: "whylate",
+        layers: &[
+            // whylate-read's modules, re-exported at the crate root under their own names.
+            &[
+                "event", "fdpath", "glob", "packed", "read", "selector", "snapshot", "suggest",
+                "syscalls", "units",
+            ],
+            &["dist"],
             &["timeline"],
-            &["pipeline", "selector"],
+            &["pipeline"],
             &["measure"],
             &["explain", "latency", "stats"],
             &["diff"],
@@ -512,8 +526,17 @@ fn names(code: &str, name: &str) -> bool {
     code.match_indices(name).any(|(i, _)| {
         let before = code[..i].chars().last();
         let after = code[i + name.len()..].chars().next();
-        let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '-');
         !word(before) && !word(after)
+    })
+}
+
+/// Whether `code` names the crate `name` as a path: `name::`, as a word.
+fn names_path(code: &str, name: &str) -> bool {
+    let path = format!("{name}::");
+    code.match_indices(&path).any(|(i, _)| {
+        let before = code[..i].chars().last();
+        !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
     })
 }
 
@@ -547,7 +570,9 @@ fn crates_never_name_a_crate_above_them() {
                     .map(|l| l.find("//").map_or(l, |i| &l[..i]))
                     .collect::<Vec<_>>()
                     .join("\n");
-                if names(&text, above) {
+                // Code names a crate by its path (`whylate::x`, `use whylate::{..}`); the
+                // bare word is also the product's name in messages.
+                if names_path(&text, above) {
                     wrong.push(format!(
                         "{}: names {above}",
                         f.strip_prefix(crate_dir.parent().unwrap())

@@ -4,13 +4,12 @@
 
 use crate::event::{Event, Interner};
 use crate::read::inputs::{describe_inputs, Inputs, TracerSample};
-use crate::read::{self, EventSource, Merged, OpenOptions, Opened, ReadError};
+use crate::read::{self, each_event, EventSource, Merged, OpenOptions, Opened, ReadError};
 use crate::snapshot::Snapshot;
 use crate::syscalls::Arch;
 use crate::timeline::{Builder, KindClass, Timeline};
 use std::path::PathBuf;
 
-mod apart;
 mod windows;
 pub use windows::{read_windowed, Done, Facts, Windowing};
 
@@ -52,19 +51,6 @@ pub trait Sink {
 impl<F: FnMut(&Event, &Interner)> Sink for F {
     fn event(&mut self, e: &Event, s: &Interner) {
         self(e, s)
-    }
-}
-
-/// Hands every event of `merged`, in time order, to `feed` with the index of its input:
-/// on two threads when every input is binary (a reading thread, the calling thread
-/// decoding and feeding), else on this one. Returns the inputs and the strings.
-pub fn each_event(
-    merged: Merged<read::Input>,
-    feed: &mut impl FnMut(usize, &Event, &Interner),
-) -> Result<(Merged<read::Input>, Interner), ReadError> {
-    match apart::reads_apart(&merged) {
-        true => apart::decoded_apart(merged, feed),
-        false => apart::one_thread(merged, feed),
     }
 }
 

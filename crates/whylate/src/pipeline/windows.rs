@@ -14,8 +14,9 @@
 //! whole trace would give it. A sample still open when the window has taken as many
 //! events again is settled as its window saw it, and the window says so ([`Done::forced`]).
 
-use super::{each_event, mark_cut_cpus, read_done, Sink, Start};
+use super::{mark_cut_cpus, read_done, Sink, Start};
 use crate::event::{Event, Interner};
+use crate::read::each_event;
 use crate::read::inputs::{Inputs, TracerSample};
 use crate::read::{self, EventSource, Merged, OpenOptions, Opened, ReadError};
 use crate::snapshot::Snapshot;

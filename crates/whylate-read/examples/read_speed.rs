@@ -8,8 +8,8 @@
 //! first, not timed; events counted typed and compact, as the reader counts them).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 use std::time::Instant;
-use whylate::event::Interner;
-use whylate::read::{self, perfdata::PerfData, tracedat};
+use whylate_read::event::Interner;
+use whylate_read::read::{self, perfdata::PerfData, tracedat};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -58,7 +58,7 @@ fn main() {
 fn prost_only(path: &std::path::Path) {
     use prost::encoding::{decode_key, decode_varint, WireType};
     use prost::Message;
-    use whylate::read::perfetto::protos::{trace_packet::Data, TracePacket};
+    use whylate_read::read::perfetto::protos::{trace_packet::Data, TracePacket};
     let data = std::fs::read(path).expect("read");
     let t = Instant::now();
     let (mut buf, mut n) = (&data[..], 0u64);

@@ -6,17 +6,30 @@ use crate::read::{self, Merged, ReadError};
 use std::any::Any;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
+/// Hands every event of `merged`, in time order, to `feed` with the index of its input:
+/// on two threads when every input is binary (a reading thread, the calling thread
+/// decoding and feeding), else on this one. Returns the inputs and the strings.
+pub fn each_event(
+    merged: Merged<read::Input>,
+    feed: &mut impl FnMut(usize, &Event, &Interner),
+) -> Result<(Merged<read::Input>, Interner), ReadError> {
+    match reads_apart(&merged) {
+        true => decoded_apart(merged, feed),
+        false => one_thread(merged, feed),
+    }
+}
+
 /// Whether reading gets a thread of its own. Binary inputs decode on one core, so the
 /// timeline and the sink are fed on the other. Text inputs already parse on every core
 /// (`read/text/chunked.rs`), where a reading thread on top only adds hand-over work.
 /// `WHYLATE_ONE_THREAD` set keeps every input on one thread (to measure the difference).
-pub(super) fn reads_apart(merged: &Merged<read::Input>) -> bool {
+fn reads_apart(merged: &Merged<read::Input>) -> bool {
     let binary = |s: &read::Input| s.format().is_binary();
     merged.sources().iter().all(binary) && std::env::var_os("WHYLATE_ONE_THREAD").is_none()
 }
 
 /// What the pass reads from: events lent one at a time, with the index of their input.
-pub(super) trait Lend: Send {
+trait Lend: Send {
     fn lend(&mut self, strings: &mut Interner) -> Result<Option<(usize, &Event)>, ReadError>;
 }
 
@@ -28,7 +41,7 @@ impl Lend for Merged<read::Input> {
 }
 
 /// Reads and feeds on the calling thread.
-pub(super) fn one_thread<L: Lend>(
+fn one_thread<L: Lend>(
     mut merged: L,
     feed: &mut impl FnMut(usize, &Event, &Interner),
 ) -> Result<(L, Interner), ReadError> {
@@ -170,7 +183,7 @@ fn handed_over<L: Lend>(
 /// behind. Handing decoded events over instead, as this did for such sinks, cost the
 /// copies of every event: cycle mode on the 3.8 M-event perf.data of bench/explain.py
 /// took 1.26 s instead of 1.02 (mean of 7, paired; issue 51).
-pub(super) fn decoded_apart(
+fn decoded_apart(
     mut merged: Merged<read::Input>,
     feed: &mut impl FnMut(usize, &Event, &Interner),
 ) -> Result<(Merged<read::Input>, Interner), ReadError> {

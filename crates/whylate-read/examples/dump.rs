@@ -4,8 +4,8 @@
 //! path instead of the in-place one, to compare the two.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 use std::io::Write;
-use whylate::event::Interner;
-use whylate::read::{self, EventSource, Merged};
+use whylate_read::event::Interner;
+use whylate_read::read::{self, EventSource, Merged};
 
 fn main() {
     let mut paths: Vec<std::path::PathBuf> = std::env::args().skip(1).map(Into::into).collect();
@@ -49,11 +49,12 @@ fn main() {
 
 fn perf_generic(path: &std::path::Path) {
     let file = std::fs::File::open(path).expect("open");
-    let mut rd = whylate::read::perfdata::PerfData::open_generic(path, file, read::PERF_WINDOW)
-        .unwrap_or_else(|e| {
-            eprintln!("{e}");
-            std::process::exit(2);
-        });
+    let mut rd =
+        whylate_read::read::perfdata::PerfData::open_generic(path, file, read::PERF_WINDOW)
+            .unwrap_or_else(|e| {
+                eprintln!("{e}");
+                std::process::exit(2);
+            });
     let mut strings = Interner::new();
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::new(out.lock());
@@ -83,7 +84,7 @@ fn resolve(text: &str, strings: &Interner) -> String {
         let end = tail.find(')').unwrap_or(0);
         match tail[..end].parse::<u32>() {
             Ok(n) => {
-                out.push_str(&format!("{:?}", strings.get(whylate::event::Sym(n))));
+                out.push_str(&format!("{:?}", strings.get(whylate_read::event::Sym(n))));
                 rest = &tail[end + 1..];
             }
             Err(_) => {

@@ -235,7 +235,7 @@ pub(super) mod tests {
             Format::LatencyTracer,
         ];
         let mut compared = 0;
-        for f in crate::testkit::every_trace_of(&formats) {
+        for f in crate::testfiles::every_trace_of(&formats) {
             let (a, da, sa) = read(&f, false);
             let (b, db, sb) = read(&f, true);
             // Interning happens in the same order either way, so symbols compare too.

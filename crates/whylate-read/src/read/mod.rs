@@ -11,6 +11,7 @@
 //! and sampled in [`Diag`] with its line number; a line that is not trace data at all (prose
 //! around a pasted trace, shell prompts) is counted separately as skipped.
 
+mod apart;
 mod binary;
 mod comms;
 mod declare;
@@ -38,6 +39,7 @@ mod text;
 pub mod tracedat;
 pub mod unpack;
 
+pub use apart::each_event;
 pub(crate) use binary::Binary;
 pub use decompress::Compression;
 pub use format::Format;

@@ -550,7 +550,7 @@ CPU:0 [LOST 3 EVENTS]\n";
         use crate::read::Format;
         let files = [Format::Ftrace, Format::TraceCmdReport, Format::PerfScript];
         let mut compared = 0;
-        for f in crate::testkit::every_trace_of(&files) {
+        for f in crate::testfiles::every_trace_of(&files) {
             for size in [100, 4096, CHUNK] {
                 same(&f, size);
             }

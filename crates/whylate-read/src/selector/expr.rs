@@ -233,7 +233,7 @@ impl Selector {
     }
 
     /// True when `e` is the selector's event, whatever its conditions say.
-    pub(crate) fn is_target(&self, e: &Event, s: &Interner, arch: Arch) -> bool {
+    pub fn is_target(&self, e: &Event, s: &Interner, arch: Arch) -> bool {
         match (&self.target, &e.kind) {
             (Target::Marker, Kind::Print { .. }) => true,
             (Target::SysEnter(n), Kind::SyscallEnter { name, .. }) => s.get(*name) == n,
