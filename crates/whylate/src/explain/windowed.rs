@@ -108,7 +108,15 @@ fn in_windows(
         return explained(pass, watch).map(|x| (x.report, 0));
     }
     crate::read::inputs::Unread::nothing_read(&facts.inputs, facts.events)?;
-    let Some(mut r) = merge.summary.report() else {
+    let empty = |mut f: ExplainReport| {
+        f.cycles = merge.summary.stats();
+        f
+    };
+    let Some(mut r) = merge
+        .summary
+        .report()
+        .or_else(|| merge.first.take().map(empty))
+    else {
         let why = merge
             .never
             .unwrap_or_else(|| "no window held a whole cycle".into());
@@ -195,6 +203,10 @@ struct Merge {
     idle: Anomalies,
     /// The first window's line on why none of its requests got a reply.
     unanswered: Option<String>,
+    /// The first window's report, for a trace where no window settles a cycle (the
+    /// selectors' events are there, their values never match): the report has no cycle,
+    /// as the whole trace's has, rather than none.
+    first: Option<ExplainReport>,
 }
 
 impl Merge {
@@ -211,6 +223,7 @@ impl Merge {
             blind: Lines::new(16, true),
             idle: Anomalies::default(),
             unanswered: None,
+            first: None,
         }
     }
 
@@ -236,6 +249,11 @@ impl Merge {
             }
             Err(e) => return Err(e),
         };
+        if self.first.is_none() {
+            let mut f = r.clone();
+            (f.misses, f.windows, f.causes, f.advice) = Default::default();
+            self.first = Some(f);
+        }
         if let Some(p) = r.cycles.pairing.take() {
             let m = self.pairing.get_or_insert(PairingStats {
                 overlapped: 0,
@@ -401,5 +419,31 @@ mod tests {
         // A window with no reply does not say the selectors match nothing.
         assert!(!parts.blind.iter().any(|b| b.starts_with(super::NO_REPLY)));
         assert_eq!(parts.blind, whole.blind);
+    }
+
+    /// Selectors whose event is in the trace but whose values never match: the whole
+    /// trace reports no cycle (and the text says nothing matched); so do its windows,
+    /// instead of an error.
+    #[test]
+    fn selectors_that_match_no_cycle_give_an_empty_report_in_windows_too() {
+        let text = three_cpu_chain(200, &[], 0);
+        let mut o = chain_options(Some(1_000_000));
+        o.from = crate::selector::Selector::parse("sys_enter_write[comm=c,count=99]").unwrap();
+        let mode = Mode::Cycles(o);
+        let open = OpenOptions::default();
+        let whole = run(opened(&text), &open, &mode).unwrap().report;
+        let (parts, _) = in_windows(opened(&text), &open, &mode, SMALL).unwrap();
+        assert_eq!(whole.cycles.count, 0);
+        assert_eq!(key(&parts), key(&whole));
+        assert_eq!(
+            (parts.from.as_str(), &parts.to),
+            (whole.from.as_str(), &whole.to)
+        );
+        assert_eq!(parts.blind, whole.blind);
+        assert!(
+            parts.notes[0].starts_with("explained in "),
+            "{:?}",
+            parts.notes
+        );
     }
 }
