@@ -167,6 +167,84 @@ impl<T: Pack> Packed<T> {
         out
     }
 
+    /// The chunk holding record `i` (`i < len`).
+    fn chunk_of(&self, i: usize) -> usize {
+        self.marks.partition_point(|m| m.1 <= i) - 1
+    }
+
+    /// The records from index `i` on, decoded from the start of `i`'s chunk only.
+    pub fn iter_from(&self, i: usize) -> std::iter::Skip<Iter<'_, T>> {
+        let (ci, first, prev, left) = match i < self.len {
+            true => {
+                let k = self.chunk_of(i);
+                let (prev, first) = self.marks[k];
+                (k, first, prev, self.len - first)
+            }
+            false => (0, i, T::default(), 0),
+        };
+        let it = Iter {
+            chunks: &self.chunks,
+            marks: &self.marks,
+            ci,
+            at: 0,
+            prev,
+            left,
+        };
+        it.skip(i - first)
+    }
+
+    /// How many records, from the first, satisfy `pred`, which must hold for a prefix
+    /// of them: the chunks are told apart by the record before each (their marks), so
+    /// one chunk is decoded.
+    pub fn partition_point(&self, pred: impl Fn(&T) -> bool) -> usize {
+        if self.len == 0 {
+            return 0;
+        }
+        // Chunks before `j` end in a record that satisfies `pred`.
+        let j = self.marks[1..].partition_point(|m| pred(&m.0));
+        let from = self.marks[j].1;
+        from + self.iter_from(from).take_while(|t| pred(t)).count()
+    }
+
+    /// Records `a..b` (`b` clamped to the length): the chunks wholly inside are moved as
+    /// they are; only the records of the two chunks at the ends are packed again.
+    pub fn range(mut self, a: usize, b: usize) -> Packed<T> {
+        let b = b.min(self.len);
+        if a == 0 && b == self.len {
+            return self;
+        }
+        let mut out = Packed::new();
+        if a >= b {
+            return out;
+        }
+        let (ka, kb) = (self.chunk_of(a), self.chunk_of(b - 1));
+        let head_end = match ka == kb {
+            true => b,
+            false => self.marks[ka + 1].1,
+        };
+        for t in self.iter_from(a).take(head_end - a) {
+            out.push(t);
+        }
+        if kb > ka {
+            let (base, tail) = (self.marks[ka + 1].1, self.marks[kb].1);
+            let middle = Packed {
+                chunks: (ka + 1..kb)
+                    .map(|k| std::mem::take(&mut self.chunks[k]))
+                    .collect(),
+                marks: (self.marks[ka + 1..kb].iter())
+                    .map(|&(t, i)| (t, i - base))
+                    .collect(),
+                last: self.marks[kb].0,
+                len: tail - base,
+            };
+            out.append(middle);
+            for t in self.iter_from(tail).take(b - tail) {
+                out.push(t);
+            }
+        }
+        out
+    }
+
     /// Moves `other`'s records after these, chunks as they are (no record repacked).
     pub fn append(&mut self, other: Packed<T>) {
         if other.len == 0 {
@@ -322,6 +400,53 @@ mod tests {
                 tid: (i64::from(prev.tid) + get_i(buf, at)) as i32,
             }
         }
+    }
+
+    /// Any range of a store of many chunks gives the same records as slicing them, and
+    /// the search for a prefix finds its end wherever it falls.
+    #[test]
+    fn ranges_and_prefixes_agree_with_the_records_sliced() {
+        let v: Vec<Rec> = (0..100_000u64)
+            .map(|i| Rec {
+                ts: i * 7 + (i % 5) * 1_000_000_007,
+                tid: (i % 13) as i32,
+            })
+            .collect();
+        let p: Packed<Rec> = v.clone().into();
+        assert!(p.chunks.len() > 4, "{} chunks", p.chunks.len());
+        let chunk = p.marks[2].1;
+        let cuts = [
+            0,
+            1,
+            5,
+            chunk - 1,
+            chunk,
+            chunk + 1,
+            50_000,
+            99_999,
+            100_000,
+        ];
+        for &a in &cuts {
+            for &b in &cuts {
+                let got: Vec<Rec> = p.clone().range(a, b).into_iter().collect();
+                let want = if a < b { v[a..b].to_vec() } else { Vec::new() };
+                assert_eq!(got, want, "{a}..{b}");
+                // A range takes more records after it, packed against its last.
+                let mut r = p.clone().range(a, b);
+                assert_eq!(r.len(), want.len());
+                r.push(Rec { ts: 5, tid: -3 });
+                let mut more = want.clone();
+                more.push(Rec { ts: 5, tid: -3 });
+                assert_eq!(r.iter().collect::<Vec<_>>(), more, "{a}..{b} by iter");
+            }
+            assert_eq!(p.iter_from(a).collect::<Vec<_>>(), v[a..].to_vec());
+        }
+        let sorted: Packed<Rec> = (0..100_000u64).map(|i| Rec { ts: i * 3, tid: 1 }).collect();
+        for &a in &cuts {
+            let t = a as u64 * 3;
+            assert_eq!(sorted.partition_point(|r| r.ts < t), a);
+        }
+        assert_eq!(Packed::<Rec>::new().partition_point(|_| true), 0);
     }
 
     #[test]
