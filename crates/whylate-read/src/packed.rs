@@ -194,15 +194,23 @@ impl<T: Pack> Packed<T> {
     }
 
     /// How many records, from the first, satisfy `pred`, which must hold for a prefix
-    /// of them: the chunks are told apart by the record before each (their marks), so
-    /// one chunk is decoded.
+    /// of them: the chunks are searched by their first record (each decoded from its
+    /// mark alone), then the one the boundary falls in is read.
     pub fn partition_point(&self, pred: impl Fn(&T) -> bool) -> usize {
-        if self.len == 0 {
-            return 0;
+        let first_of = |k: usize| T::unpack(&self.marks[k].0, &self.chunks[k], &mut 0);
+        let (mut lo, mut hi) = (0, self.chunks.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match pred(&first_of(mid)) {
+                true => lo = mid + 1,
+                false => hi = mid,
+            }
         }
-        // Chunks before `j` end in a record that satisfies `pred`.
-        let j = self.marks[1..].partition_point(|m| pred(&m.0));
-        let from = self.marks[j].1;
+        // Chunks before `lo` start with a record that satisfies `pred`.
+        let Some(k) = lo.checked_sub(1) else {
+            return 0;
+        };
+        let from = self.marks[k].1;
         from + self.iter_from(from).take_while(|t| pred(t)).count()
     }
 
@@ -238,6 +246,11 @@ impl<T: Pack> Packed<T> {
                 len: tail - base,
             };
             out.append(middle);
+            // A mark is the record a chunk's first is packed against, not always the one
+            // before it (a store joined by `append` starts its part against the default):
+            // the tail gets a chunk of its own, packed against what its mark says.
+            out.chunks.push(Vec::with_capacity(CHUNK));
+            out.marks.push((out.last, out.len));
             for t in self.iter_from(tail).take(b - tail) {
                 out.push(t);
             }
@@ -440,6 +453,41 @@ mod tests {
                 assert_eq!(r.iter().collect::<Vec<_>>(), more, "{a}..{b} by iter");
             }
             assert_eq!(p.iter_from(a).collect::<Vec<_>>(), v[a..].to_vec());
+        }
+        // A store joined from two packed apart (the second starts against the default
+        // record), the first's last chunk part full.
+        let mut joined: Packed<Rec> = v[..30_000].to_vec().into();
+        joined.append(v[30_000..].to_vec().into());
+        let join = joined.marks.iter().position(|m| m.1 == 30_000).unwrap();
+        let around = [
+            0,
+            29_999,
+            30_000,
+            30_001,
+            joined.marks[join + 1].1,
+            99_999,
+            100_000,
+        ];
+        for &a in &around {
+            for &b in &around {
+                let mut r = joined.clone().range(a, b);
+                let mut want = if a < b { v[a..b].to_vec() } else { Vec::new() };
+                r.push(Rec { ts: 5, tid: -3 });
+                want.push(Rec { ts: 5, tid: -3 });
+                assert_eq!(r.iter().collect::<Vec<_>>(), want, "joined {a}..{b}");
+            }
+        }
+        let joined_sorted = |cut: u64| {
+            let mut j: Packed<Rec> = (0..30_000u64).map(|i| Rec { ts: i * 3, tid: 1 }).collect();
+            j.append(
+                (30_000..100_000u64)
+                    .map(|i| Rec { ts: i * 3, tid: 1 })
+                    .collect(),
+            );
+            j.partition_point(|r| r.ts < cut)
+        };
+        for &a in &around {
+            assert_eq!(joined_sorted(a as u64 * 3), a, "joined, before {a}");
         }
         let sorted: Packed<Rec> = (0..100_000u64).map(|i| Rec { ts: i * 3, tid: 1 }).collect();
         for &a in &cuts {

@@ -203,9 +203,9 @@ struct Merge {
     idle: Anomalies,
     /// The first window's line on why none of its requests got a reply.
     unanswered: Option<String>,
-    /// The first window's report, for a trace where no window settles a cycle (the
-    /// selectors' events are there, their values never match): the report has no cycle,
-    /// as the whole trace's has, rather than none.
+    /// The first window's report if it settled no cycle, for a trace where no window
+    /// settles one (the selectors' events are there, their values never match): the
+    /// report has no cycle, as the whole trace's has, rather than none.
     first: Option<ExplainReport>,
 }
 
@@ -249,11 +249,6 @@ impl Merge {
             }
             Err(e) => return Err(e),
         };
-        if self.first.is_none() {
-            let mut f = r.clone();
-            (f.misses, f.windows, f.causes, f.advice) = Default::default();
-            self.first = Some(f);
-        }
         if let Some(p) = r.cycles.pairing.take() {
             let m = self.pairing.get_or_insert(PairingStats {
                 overlapped: 0,
@@ -278,6 +273,12 @@ impl Merge {
         let settled: Vec<Window> = r.windows.iter().filter(|w| inside(w.start_ns)).collect();
         if d.forced {
             self.forced += settled.iter().filter(|w| w.end_ns().is_none()).count() as u64;
+        }
+        if self.first.is_none() && settled.is_empty() {
+            // Cheap to keep: a window that settles nothing holds few cycles.
+            let mut f = r.clone();
+            (f.misses, f.windows, f.causes, f.advice) = Default::default();
+            self.first = Some(f);
         }
         let misses: Vec<&Miss> = (r.misses.iter()).filter(|m| inside(m.start_ns)).collect();
         // The report's counts are of the settled cycles alone (explain_only).

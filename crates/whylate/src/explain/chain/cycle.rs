@@ -360,6 +360,12 @@ impl CycleStore {
             .collect();
         let r = |i: usize| (i.max(p) - p).min(self.recent.len());
         let recent = self.recent.drain(r(a)..r(b)).collect();
+        debug_assert!(
+            dropped <= self.end_lost,
+            "lost ends counted as they are marked"
+        );
+        // Read only from here on: `recent` may hold fewer than RECENT, `plain` nothing
+        // while `packed` is short.
         CycleStore {
             plain,
             packed,
@@ -555,7 +561,8 @@ mod tests {
     /// count of lost ends, as filtering every cycle by its start.
     #[test]
     fn a_stretch_of_the_store_is_the_cycles_that_start_in_it() {
-        for n in [3 * RECENT + 17, RECENT] {
+        // 40,000 cycles pack into several chunks: a stretch moves some of them whole.
+        for n in [40_000, 3 * RECENT + 17, RECENT] {
             let at = |k: usize| 1_000 + k as u64 * 500;
             let stretches = [
                 (0, n + 1),
@@ -567,6 +574,10 @@ mod tests {
             for (x, y) in stretches {
                 let (st, want) = store_of(n);
                 assert_eq!(st.packs(), n > PLAIN_MAX);
+                if n == 40_000 {
+                    let chunks = st.packed.heap_bytes() >> 16;
+                    assert!(chunks >= 3, "{chunks} chunks");
+                }
                 let (lo, cut) = (at(x) - 1, at(y) - 1);
                 let kept: Vec<Cycle> = (want.iter().copied())
                     .filter(|c| c.start_ns >= lo && c.start_ns < cut)
