@@ -140,23 +140,76 @@ impl Sketch {
 
     /// Adds one value.
     pub fn add(&mut self, v: u64) {
+        self.add_n(v, 1);
+    }
+
+    /// Adds `n` times the value `v` (`n` > 0): one lookup for a run of equal values.
+    pub fn add_n(&mut self, v: u64, n: u64) {
         let key = if self.rounded { Sketch::round(v) } else { v };
-        *self.buckets.entry(key).or_default() += 1;
+        *self.buckets.entry(key).or_default() += n;
         if !self.rounded && self.buckets.len() > Sketch::EXACT {
-            let mut b = rustc_hash::FxHashMap::default();
-            for (k, n) in std::mem::take(&mut self.buckets) {
-                *b.entry(Sketch::round(k)).or_default() += n;
-            }
-            (self.buckets, self.rounded) = (b, true);
+            self.round_all();
         }
         if !(self.last.0..self.last.1).contains(&v) {
             self.last = bucket_of(v, Sketch::HIST_BASE);
         }
-        *self.hist.entry(self.last.0).or_default() += 1;
+        *self.hist.entry(self.last.0).or_default() += n;
         self.min = if self.count == 0 { v } else { self.min.min(v) };
         self.max = self.max.max(v);
-        self.total = self.total.saturating_add(v);
-        self.count += 1;
+        self.total = self.total.saturating_add(v.saturating_mul(n));
+        self.count += n;
+    }
+
+    /// Rounds the values kept from now on.
+    fn round_all(&mut self) {
+        let mut b = rustc_hash::FxHashMap::default();
+        for (k, n) in std::mem::take(&mut self.buckets) {
+            *b.entry(Sketch::round(k)).or_default() += n;
+        }
+        (self.buckets, self.rounded) = (b, true);
+    }
+
+    /// The values of `sorted` (in order), run by run of equal values.
+    pub fn of_sorted<T: Copy + Into<u64> + PartialEq>(sorted: &[T]) -> Sketch {
+        let mut s = Sketch::default();
+        let mut i = 0;
+        while i < sorted.len() {
+            let v = sorted[i];
+            let run = sorted[i..].iter().take_while(|&&x| x == v).count();
+            s.add_n(v.into(), run as u64);
+            i += run;
+        }
+        s
+    }
+
+    /// Adds every value of `o`: as one sketch of both would hold them (rounded when
+    /// either is, or when together they take more distinct values than are kept exact).
+    pub fn merge(&mut self, o: &Sketch) {
+        if o.count == 0 {
+            return;
+        }
+        if o.rounded && !self.rounded {
+            self.round_all();
+        }
+        for (&k, &n) in &o.buckets {
+            let key = if self.rounded { Sketch::round(k) } else { k };
+            *self.buckets.entry(key).or_default() += n;
+        }
+        if !self.rounded && self.buckets.len() > Sketch::EXACT {
+            self.round_all();
+        }
+        for (&lo, &n) in &o.hist {
+            *self.hist.entry(lo).or_default() += n;
+        }
+        self.min = if self.count == 0 { o.min } else { self.min.min(o.min) };
+        self.max = self.max.max(o.max);
+        self.total = self.total.saturating_add(o.total);
+        self.count += o.count;
+    }
+
+    /// How many values were added.
+    pub fn count(&self) -> u64 {
+        self.count
     }
 
     /// Whether the values kept are exact (none was rounded yet).

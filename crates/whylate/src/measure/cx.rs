@@ -1,6 +1,6 @@
 //! What every measure reads: the timeline, its strings and the sample filter, with the lookups they share (task names, contexts, who held a CPU).
 
-use super::report::{Bound, Filter, Holder, TaskSel};
+use super::report::{Bound, Filter, Holder, Settle, TaskSel};
 use crate::event::{Interner, Sym, SOFTIRQ_NAMES};
 use crate::timeline::{Ctx, OccupantKind, SpanKind, Timeline};
 use crate::units::{dur, secs};
@@ -9,6 +9,8 @@ pub(super) struct Cx<'a> {
     pub(super) tl: &'a Timeline,
     pub(super) s: &'a Interner,
     pub(super) f: &'a Filter,
+    /// Which samples count (see [`Settle`]).
+    pub(super) settle: Settle,
     pub(super) first: u64,
     pub(super) runnable_by_cpu: std::cell::OnceCell<Vec<Vec<u32>>>,
     pub(super) offs_by_cpu: std::cell::OnceCell<Vec<Vec<u32>>>,
@@ -24,6 +26,7 @@ impl<'a> Cx<'a> {
             tl: self.tl,
             s: self.s,
             f: self.f,
+            settle: self.settle,
             first: self.first,
             runnable_by_cpu: Default::default(),
             offs_by_cpu: Default::default(),
@@ -31,7 +34,12 @@ impl<'a> Cx<'a> {
         }
     }
 
-    pub(super) fn keep(&self, ts: u64, cpu: u32, tid: i32, comm: Sym) -> bool {
+    /// Whether the sample from `ts` to `end` counts: it passes the filter and is this
+    /// timeline's to settle.
+    pub(super) fn keep(&self, ts: u64, end: u64, cpu: u32, tid: i32, comm: Sym) -> bool {
+        if !self.settle.ends(end) {
+            return false;
+        }
         if let Some(c) = self.f.cpu {
             if cpu != c {
                 return false;
@@ -62,6 +70,15 @@ impl<'a> Cx<'a> {
                 };
                 g.is_match(self.s.get(name)) || g.is_match(self.s.get(self.tl.comm(tid)))
             }
+        }
+    }
+
+    /// Counts a sample left out for being open at an end of the trace: `end` is its end
+    /// when only its start is missing, `None` when its end is. Each is counted once over
+    /// a trace's windows (see [`Settle`]).
+    pub(super) fn open_one(&self, end: Option<u64>) {
+        if self.settle.counts_open(end) {
+            self.open.set(self.open.get() + 1);
         }
     }
 

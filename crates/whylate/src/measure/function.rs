@@ -33,7 +33,7 @@ pub(super) fn function(cx: &Cx<'_>, o: &Options) -> MeasureReport {
         if o.func.as_ref().is_some_and(|g| !g.is_match(name)) {
             continue;
         }
-        if !cx.keep(c.start, c.cpu, c.tid, crate::event::Sym::EMPTY) {
+        if !cx.keep(c.start, c.exit, c.cpu, c.tid, crate::event::Sym::EMPTY) {
             continue;
         }
         unseen += u64::from(c.entry_unseen);
@@ -88,7 +88,7 @@ pub(super) fn function(cx: &Cx<'_>, o: &Options) -> MeasureReport {
             "{unseen} calls were entered before the trace began: known by the duration the tracer printed; their self time includes children the trace does not show"
         ));
     }
-    if !open.is_empty() {
+    if !open.is_empty() && cx.settle.is_last() {
         rep.notes.push(format!(
             "still running when the trace ended, so not measured (named as callers only): {}",
             open.join(", ")

@@ -32,10 +32,12 @@ pub(super) fn irq(cx: &Cx<'_>, o: &Options) -> MeasureReport {
     let sp = &tl.spans;
     let mut coll = Collector::new();
     let (runs, open) = handlers(tl);
-    cx.open.set(cx.open.get() + open);
+    if cx.settle.is_last() {
+        cx.open.set(cx.open.get() + open);
+    }
     for i in runs {
         let r = span_raw(tl, i);
-        if !cx.keep(r.ts, r.cpu, r.tid, r.comm) {
+        if !cx.keep(r.ts, r.end, r.cpu, r.tid, r.comm) {
             continue;
         }
         coll.at((sp.key[i] as u64, 0), "handler", || cx.irq(sp.key[i]))

@@ -19,11 +19,11 @@ pub(super) fn irqsoff(cx: &Cx<'_>, o: &Options, tracers: &[TracerSample]) -> Mea
             _ => continue,
         };
         if sp.flags[i] & span::END_UNKNOWN != 0 {
-            cx.open.set(cx.open.get() + 1);
+            cx.open_one(None);
             continue;
         }
         let r = span_raw(tl, i);
-        if !cx.keep(r.ts, r.cpu, r.tid, r.comm) {
+        if !cx.keep(r.ts, r.end, r.cpu, r.tid, r.comm) {
             continue;
         }
         coll.add(cx, func_of(cx.s.get(Sym(sp.key[i]))).to_string(), metric, r);

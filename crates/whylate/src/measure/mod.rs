@@ -9,6 +9,7 @@ mod function;
 pub mod irq;
 mod irqsoff;
 mod measurer;
+mod merge;
 mod osnoise;
 mod rate;
 mod report;
@@ -22,6 +23,7 @@ mod timerlat;
 mod wakeup;
 mod work;
 
+pub use merge::Merged;
 pub use rate::Throughput;
 pub use report::*;
 
@@ -60,6 +62,7 @@ pub fn compute(
         tl,
         s: strings,
         f: &o.filter,
+        settle: o.settle,
         first: tl.first_ts.unwrap_or(0),
         runnable_by_cpu: std::cell::OnceCell::new(),
         offs_by_cpu: std::cell::OnceCell::new(),
@@ -93,17 +96,26 @@ pub fn compute(
         };
         let mut r = measurer(m).measure(&input);
         r.open += cx.open.get();
-        if r.open > 0 {
-            r.notes.push(format!(
-                "{} samples open at the trace's start or end are left out",
-                r.open
-            ));
+        // A window's notes on counts are said once, over the merged windows.
+        if !o.settle.is_window() {
+            count_notes(&mut r);
         }
-        let notes = uncertainty_notes(&r.groups);
-        r.notes.extend(notes);
         out.push(r);
     }
     out
+}
+
+/// Adds the notes on counts over a measure's groups: samples open at the trace's ends,
+/// samples uncertain.
+pub fn count_notes(r: &mut MeasureReport) {
+    if r.open > 0 {
+        r.notes.push(format!(
+            "{} samples open at the trace's start or end are left out",
+            r.open
+        ));
+    }
+    let notes = uncertainty_notes(&r.groups);
+    r.notes.extend(notes);
 }
 
 /// What makes a measure's samples uncertain, said apart: samples crossing lost events

@@ -160,6 +160,55 @@ pub struct Options {
     pub throughput: Option<ThroughputOpts>,
     /// `function`: only functions whose name matches.
     pub func: Option<Glob>,
+    /// Which samples count: every one, or a window's share of a trace read in windows.
+    pub settle: Settle,
+}
+
+/// The samples a timeline settles: every one when it is the whole trace; when it is one
+/// window of a trace read in windows (`latency`'s windowed pass), those that end in its
+/// own stretch `[lo, cut)`, so that each sample is counted once, by the window that saw
+/// it end, whatever the window it started in (the window's timeline carries what was
+/// open when it began). A sample whose end the trace lacks counts in the last window
+/// alone. A window's groups also carry their values as a [`crate::dist::Sketch`], for
+/// the windows' merge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Settle {
+    /// Where the stretch begins (0: the first window).
+    pub lo: u64,
+    /// Where it ends (`u64::MAX`: the last window).
+    pub cut: u64,
+}
+
+impl Settle {
+    /// The whole trace.
+    pub const WHOLE: Settle = Settle {
+        lo: 0,
+        cut: u64::MAX,
+    };
+
+    /// Whether a sample that ended at `end` is this stretch's.
+    #[inline]
+    pub fn ends(&self, end: u64) -> bool {
+        end >= self.lo && end < self.cut
+    }
+
+    /// Whether samples still open at the timeline's end are this stretch's (the trace
+    /// ended in it).
+    pub fn is_last(&self) -> bool {
+        self.cut == u64::MAX
+    }
+
+    /// Whether a sample left out for being open at an end of the trace is this
+    /// stretch's to count: `end` is its end when only its start is missing, `None` when
+    /// its end is.
+    pub fn counts_open(&self, end: Option<u64>) -> bool {
+        end.map_or(self.is_last(), |e| self.ends(e))
+    }
+
+    /// Whether this is a window's share rather than the whole trace.
+    pub fn is_window(&self) -> bool {
+        *self != Settle::WHOLE
+    }
 }
 
 impl Default for Options {
@@ -171,6 +220,7 @@ impl Default for Options {
             raw_samples: false,
             throughput: None,
             func: None,
+            settle: Settle::WHOLE,
         }
     }
 }
@@ -286,6 +336,23 @@ pub struct Group {
     /// Every sample as `[ts_ns, value_ns]` (with `--json --samples`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub samples: Option<Vec<[u64; 2]>>,
+    /// The values as a sketch, for merging windows ([`Settle::is_window`] only).
+    #[serde(skip)]
+    pub sketch: Option<crate::dist::Sketch>,
+    /// The thread of a per-thread group, which windows' groups are merged by.
+    #[serde(skip)]
+    pub task: Option<TaskKey>,
+}
+
+/// The thread a per-thread group is of.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TaskKey {
+    /// Its thread id.
+    pub tid: i32,
+    /// Which life of that id (the forks of it before; pid reuse).
+    pub life: usize,
+    /// Its name at its latest sample, before `#life` is added to tell lives apart.
+    pub name: String,
 }
 
 /// Events a measure needs that the trace lacks.

@@ -23,36 +23,43 @@ pub(super) fn runqueue(cx: &Cx<'_>, o: &Options) -> MeasureReport {
     let sp = &tl.spans;
     let mut coll = Collector::new();
     let mut open = 0;
-    // Runs and waits with an endpoint inferred (a switch the trace lacks), per thread.
-    let mut inferred: FxHashMap<i32, u64> = FxHashMap::default();
+    // Runs and waits with an endpoint inferred (a switch the trace lacks), per thread,
+    // and when the last began.
+    let mut inferred: FxHashMap<i32, (u64, u64)> = FxHashMap::default();
     for i in 0..sp.len() {
         match sp.kind[i] {
             // Runs too, per thread: waiting means little without the running beside it
             // (perf sched timehist's view). A run whose start the trace lacks is no sample.
             SpanKind::Run if sp.tid[i] > 0 => {
-                if sp.flags[i] & span::INFERRED != 0 {
-                    *inferred.entry(sp.tid[i]).or_default() += 1;
+                // Counted by the window that settles the run (all of them when whole).
+                let settled = match sp.flags[i] & span::END_UNKNOWN {
+                    0 => cx.settle.ends(sp.end[i]),
+                    _ => cx.settle.is_last(),
+                };
+                if sp.flags[i] & span::INFERRED != 0 && settled {
+                    let e = inferred.entry(sp.tid[i]).or_default();
+                    (e.0, e.1) = (e.0 + 1, sp.start[i]);
                 }
                 if sp.flags[i] & span::START_UNKNOWN != 0 {
                     continue;
                 }
                 if sp.flags[i] & span::END_UNKNOWN != 0 {
-                    open += 1;
+                    open += u64::from(cx.settle.is_last());
                     continue;
                 }
                 let r = span_raw(tl, i);
-                if cx.keep(r.ts, r.cpu, r.tid, r.comm) {
+                if cx.keep(r.ts, r.end, r.cpu, r.tid, r.comm) {
                     let (id, label) = life_key(cx, r.tid, r.ts);
                     coll.at(id, "run", label).push(cx, r);
                 }
             }
             SpanKind::Runnable => {
                 if !is_wait(tl, i) {
-                    open += 1;
+                    open += u64::from(cx.settle.is_last());
                     continue;
                 }
                 let r = span_raw(tl, i);
-                if !cx.keep(r.ts, r.cpu, r.tid, r.comm) {
+                if !cx.keep(r.ts, r.end, r.cpu, r.tid, r.comm) {
                     continue;
                 }
                 let cause = match Cause::from_key(sp.key[i]) {
@@ -61,7 +68,8 @@ pub(super) fn runqueue(cx: &Cx<'_>, o: &Options) -> MeasureReport {
                     Cause::Woken => "woken",
                 };
                 if sp.flags[i] & span::INFERRED != 0 {
-                    *inferred.entry(r.tid).or_default() += 1;
+                    let e = inferred.entry(r.tid).or_default();
+                    (e.0, e.1) = (e.0 + 1, r.ts);
                 }
                 let (id, label) = life_key(cx, r.tid, r.ts);
                 let s = coll.at(id, "runnable", label);
@@ -80,15 +88,25 @@ pub(super) fn runqueue(cx: &Cx<'_>, o: &Options) -> MeasureReport {
             _ => {}
         }
     }
+    if cx.settle.is_window() {
+        // A window's inferred endpoints count for the thread's groups even where it has
+        // no sample of them (its samples are other windows'): empty groups carry them
+        // to the merge.
+        for (&tid, &(_, ts)) in &inferred {
+            for metric in ["run", "runnable"] {
+                let (id, label) = life_key(cx, tid, ts);
+                coll.at(id, metric, label);
+            }
+        }
+    }
     for s in coll.series.iter_mut() {
         if s.metric == "runnable" || s.metric == "run" {
-            if let Some(tid) = s.raw.first().map(|x| s.expand(cx, x).tid) {
+            let tid = (s.key.strip_prefix('\u{1}'))
+                .and_then(|k| k.split('#').next()?.parse::<i32>().ok());
+            if let Some(tid) = tid {
                 add_u64(&mut s.extra, "tid", tid.max(0) as u64);
-                add_u64(
-                    &mut s.extra,
-                    "inferred",
-                    inferred.get(&tid).copied().unwrap_or(0),
-                );
+                let n = inferred.get(&tid).map_or(0, |i| i.0);
+                add_u64(&mut s.extra, "inferred", n);
             }
         }
     }
@@ -109,13 +127,7 @@ pub(super) fn runqueue(cx: &Cx<'_>, o: &Options) -> MeasureReport {
         },
     );
     rep.open = open;
-    // Waits first: they are what this measure is about.
-    let rank = |m: &str| match m {
-        "runnable" => 0,
-        "runnable-on-cpu" => 1,
-        _ => 2,
-    };
-    rep.groups.sort_by_key(|g| rank(&g.metric));
+    rep.groups.sort_by_key(|g| metric_rank(&g.metric));
     rep.worst = merge_worst(&rep.groups, o.top, |g| g.metric != "run");
     let mut partial: Vec<i32> = inferred.keys().copied().collect();
     partial.sort_unstable();
@@ -128,6 +140,16 @@ pub(super) fn runqueue(cx: &Cx<'_>, o: &Options) -> MeasureReport {
         ));
     }
     rep
+}
+
+/// Where a group of `metric` goes in the report: waits first, they are what this
+/// measure is about.
+pub(super) fn metric_rank(metric: &str) -> u8 {
+    match metric {
+        "runnable" => 0,
+        "runnable-on-cpu" => 1,
+        _ => 2,
+    }
 }
 
 /// The `runqueue` measure.

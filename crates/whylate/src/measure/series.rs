@@ -1,8 +1,8 @@
 //! Samples collected into named series, and a series summarised into a group (quantiles, histogram, the worst samples in detail).
 
 use super::cx::Cx;
-use super::report::{Group, Measure, MeasureReport, Missing, Sample};
-use crate::dist::{log_histogram, Bucket, Dist};
+use super::report::{Group, Measure, MeasureReport, Missing, Sample, TaskKey};
+use crate::dist::{log_histogram, Bucket, Dist, Sketch};
 use crate::event::Sym;
 use crate::timeline::{span, Timeline};
 use rustc_hash::FxHashMap;
@@ -111,6 +111,8 @@ pub(super) struct Series {
     /// Counters bumped per sample, turned into `extra` once at the end (formatting and
     /// JSON maps per sample would cost more than the measure itself).
     pub(super) tally: Vec<(&'static str, Tally, u64)>,
+    /// The thread a per-thread series is of, once named (`finish_report`).
+    pub(super) task: Option<TaskKey>,
 }
 
 /// The sub-key of a per-sample counter.
@@ -260,7 +262,7 @@ pub(super) fn group(
     // Quantiles need the values in order, the worst list only the top few: sort plain
     // numbers, and select the worst samples without sorting them all.
     let vals = (s.raw.iter().map(|r| r.value)).chain(calls.iter().map(|&i| sys.dur(i)));
-    let (d, histogram) = summarise(vals, base);
+    let (d, histogram, sketch) = summarise(vals, base, cx.settle.is_window());
     let samples = raw.then(|| {
         let mut v: Vec<[u64; 2]> = s
             .raw
@@ -270,14 +272,6 @@ pub(super) fn group(
         v.sort_unstable();
         v
     });
-    let rank = |r: &Slim| (std::cmp::Reverse(r.value), r.tag, r.idx);
-    let worst_of = |v: &mut Vec<Slim>| {
-        let k = top.min(v.len());
-        if k > 0 && k < v.len() {
-            v.select_nth_unstable_by_key(k - 1, rank);
-        }
-        v.truncate(k);
-    };
     let tags = (s.raw.iter().map(|r| r.tag)).chain(calls.iter().map(|&i| slim_of(i).tag));
     let (mut uncertain, mut lost, mut inferred) = (0, 0, 0);
     for t in tags {
@@ -299,6 +293,8 @@ pub(super) fn group(
     } else {
         s.raw.clone()
     };
+    let canon = |x: &Slim| canon(&s.expand(cx, x));
+    let worst_of = |v: &mut Vec<Slim>| keep_worst(v, top, canon);
     worst_of(&mut cand);
     for i in calls {
         cand.push(slim_of(i));
@@ -307,7 +303,7 @@ pub(super) fn group(
         }
     }
     worst_of(&mut cand);
-    cand.sort_unstable_by_key(rank);
+    cand.sort_by_cached_key(|x| (std::cmp::Reverse(x.value), canon(x)));
     let worst = cand
         .iter()
         .map(|x| Sample {
@@ -335,20 +331,56 @@ pub(super) fn group(
         worst,
         extra: s.extra,
         samples,
+        sketch,
+        task: s.task,
     }
 }
 
-/// Quantiles and histogram of `vals`: sorted as `u32`s when they all fit (a group can
-/// hold millions of samples; durations under 4.3 s fit), else as `u64`s.
-fn summarise(vals: impl Iterator<Item = u64> + Clone, base: u64) -> (Dist, Vec<Bucket>) {
+/// The order among samples of equal value: the earliest first (then by end, thread and
+/// CPU), a choice that does not depend on how the samples were collected, so a trace
+/// read in windows keeps the same worst samples as the whole trace.
+fn canon(r: &Raw) -> (u64, u64, i32, u32) {
+    (r.ts, r.end, r.tid, r.cpu)
+}
+
+/// Keeps the `top` worst of `v`: the largest values, and among samples equal to the
+/// smallest value kept, the first by `canon`; in no order.
+fn keep_worst<K: Ord>(v: &mut Vec<Slim>, top: usize, canon: impl Fn(&Slim) -> K) {
+    let k = top.min(v.len());
+    if k == 0 || k == v.len() {
+        v.truncate(k);
+        return;
+    }
+    v.select_nth_unstable_by_key(k - 1, |x| std::cmp::Reverse(x.value));
+    let least = v[k - 1].value;
+    let above = v[..k].iter().filter(|x| x.value > least).count();
+    let mut ties: Vec<Slim> = v.iter().filter(|x| x.value == least).copied().collect();
+    if ties.len() > k - above {
+        ties.sort_by_cached_key(&canon);
+    }
+    ties.truncate(k - above);
+    v.retain(|x| x.value > least);
+    v.extend(ties);
+}
+
+/// Quantiles and histogram of `vals`, and with `sketch` the values as a [`Sketch`]:
+/// sorted as `u32`s when they all fit (a group can hold millions of samples; durations
+/// under 4.3 s fit), else as `u64`s.
+fn summarise(
+    vals: impl Iterator<Item = u64> + Clone,
+    base: u64,
+    sketch: bool,
+) -> (Dist, Vec<Bucket>, Option<Sketch>) {
     if vals.clone().all(|v| v <= u32::MAX as u64) {
         let mut v: Vec<u32> = vals.map(|x| x as u32).collect();
         v.sort_unstable();
-        (Dist::of_sorted(&v), log_histogram(&v, base))
+        let s = sketch.then(|| Sketch::of_sorted(&v));
+        (Dist::of_sorted(&v), log_histogram(&v, base), s)
     } else {
         let mut v: Vec<u64> = vals.collect();
         v.sort_unstable();
-        (Dist::of_sorted(&v), log_histogram(&v, base))
+        let s = sketch.then(|| Sketch::of_sorted(&v));
+        (Dist::of_sorted(&v), log_histogram(&v, base), s)
     }
 }
 
@@ -387,6 +419,7 @@ impl Collector {
             synth: Vec::new(),
             extra: serde_json::Map::new(),
             tally: Vec::new(),
+            task: None,
         });
         self.series.len() - 1
     }
@@ -537,15 +570,19 @@ pub(super) fn finish_report(
                 .map(|x| s.expand(cx, x))
                 .max_by_key(|r| r.ts)
                 .map_or(Sym::EMPTY, |r| r.comm);
-            let mut name = cx.task(tid, comm);
-            if !used.insert((name.clone(), s.metric)) {
-                name = format!("{name}#{life}");
-            }
-            s.key = name;
+            let name = cx.task(tid, comm);
+            s.task = Some(TaskKey {
+                tid,
+                life: life.parse().unwrap_or(0),
+                name: name.clone(),
+            });
+            s.key = unique_name(&mut used, name, s.metric, life);
         }
     }
     let base = if unit == "ns" { 1000 } else { 1 };
-    let series: Vec<Series> = coll.series.into_iter().filter(|s| !s.is_empty()).collect();
+    // A window keeps a group with no sample but counters, for the merge.
+    let keep = |s: &Series| !s.is_empty() || (cx.settle.is_window() && !s.extra.is_empty());
+    let series: Vec<Series> = coll.series.into_iter().filter(keep).collect();
     let mut groups = group_all(cx, series, &|cx, s| group(cx, s, top, raw, base, detail));
     // The recorder's own threads are the measurement, not the workload: ranked last.
     groups.sort_by(|a, b| {
@@ -570,6 +607,20 @@ pub(super) fn finish_report(
     }
 }
 
+/// `name` for a thread's group of `metric`, or `name#life` when a group of an earlier
+/// life of the same thread id (pid reuse) took it.
+pub(super) fn unique_name<M: Eq + std::hash::Hash>(
+    used: &mut rustc_hash::FxHashSet<(String, M)>,
+    name: String,
+    metric: M,
+    life: impl std::fmt::Display,
+) -> String {
+    match used.insert((name.clone(), metric)) {
+        true => name,
+        false => format!("{name}#{life}"),
+    }
+}
+
 /// The `extra` key marking a group of the recorder's own threads (`whylate record`'s,
 /// trace-cmd's, perf's: see `Timeline::recorder`).
 pub(super) const RECORDER: &str = "recorder";
@@ -580,7 +631,7 @@ pub(super) fn is_recorder(g: &Group) -> bool {
 }
 
 /// Says which groups are the recorder's and that they are ranked last, if any.
-fn recorder_note(groups: &[Group]) -> Option<String> {
+pub(super) fn recorder_note(groups: &[Group]) -> Option<String> {
     let mut names: Vec<&str> = Vec::new();
     for g in groups.iter().filter(|g| is_recorder(g)) {
         // A thread has a group per metric (runqueue: waits and runs): named once.

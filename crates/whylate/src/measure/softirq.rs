@@ -28,7 +28,7 @@ pub(super) fn softirq(cx: &Cx<'_>, o: &Options) -> MeasureReport {
                     src: Src::Edge,
                     unc: Unc::lost(tl.crosses_loss(e.to_cpu, e.ts, e.at) && !tl.lost.is_empty()),
                 };
-                if !cx.keep(r.ts, r.cpu, r.tid, r.comm) {
+                if !cx.keep(r.ts, r.end, r.cpu, r.tid, r.comm) {
                     continue;
                 }
                 let s = coll.at((e.key as u64, 0), "raise-to-entry", || vec_name(e.key));
@@ -47,7 +47,7 @@ pub(super) fn softirq(cx: &Cx<'_>, o: &Options) -> MeasureReport {
                     src: Src::Edge,
                     unc: Unc::default(),
                 };
-                if cx.keep(r.ts, r.cpu, r.tid, r.comm) {
+                if cx.keep(r.ts, r.end, r.cpu, r.tid, r.comm) {
                     coll.add(cx, "tasklet".to_string(), "schedule-to-run", r);
                 }
             }
@@ -61,11 +61,11 @@ pub(super) fn softirq(cx: &Cx<'_>, o: &Options) -> MeasureReport {
             _ => continue,
         };
         if sp.flags[i] & span::END_UNKNOWN != 0 {
-            cx.open.set(cx.open.get() + 1);
+            cx.open_one(None);
             continue;
         }
         let r = span_raw(tl, i);
-        if !cx.keep(r.ts, r.cpu, r.tid, r.comm) {
+        if !cx.keep(r.ts, r.end, r.cpu, r.tid, r.comm) {
             continue;
         }
         let s = coll.get(key, metric);

@@ -25,10 +25,10 @@ fn collect(cx: &Cx<'_>, range: std::ops::Range<usize>) -> (Collector, Calls) {
     let mut calls = Calls::default();
     for (i, c) in tl.syscalls.iter_from(range.start).take(range.len()) {
         if c.flags & span::END_UNKNOWN != 0 {
-            cx.open.set(cx.open.get() + 1);
+            cx.open_one(None);
             continue;
         }
-        if !cx.keep(c.start, c.cpu, c.tid, c.comm) {
+        if !cx.keep(c.start, c.end, c.cpu, c.tid, c.comm) {
             continue;
         }
         let (key, fl) = (c.key, c.flags);
@@ -169,6 +169,7 @@ mod tests {
             tl: &p.tl,
             s: &p.strings,
             f,
+            settle: super::super::report::Settle::WHOLE,
             first: p.tl.first_ts.unwrap_or(0),
             runnable_by_cpu: Default::default(),
             offs_by_cpu: Default::default(),

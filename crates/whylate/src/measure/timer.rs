@@ -58,18 +58,18 @@ impl Period {
     }
 }
 
-/// Every hrtimer expiry with a known expiry time, in edge order, and how many had none
-/// (armed before the trace, or an older kernel without `now`). The one place a timer
-/// period is taken from the timeline.
-pub fn periods(tl: &Timeline, clock: &TimerClock) -> (Vec<Period>, u64) {
+/// Every hrtimer expiry with a known expiry time, in edge order, and when those with
+/// none expired (armed before the trace, or an older kernel without `now`). The one
+/// place a timer period is taken from the timeline.
+pub fn periods(tl: &Timeline, clock: &TimerClock) -> (Vec<Period>, Vec<u64>) {
     let mut out = Vec::new();
-    let mut unknown = 0u64;
+    let mut unknown = Vec::new();
     for (ei, e) in tl.edges.iter().enumerate() {
         if e.kind != EdgeKind::Timer {
             continue;
         }
         if e.val == u64::MAX || e.val2 == u64::MAX {
-            unknown += 1;
+            unknown.push(e.at);
             continue;
         }
         let woken = if e.link == NONE {
@@ -99,6 +99,7 @@ pub(super) fn timer(cx: &Cx<'_>, o: &Options) -> MeasureReport {
     let tl = cx.tl;
     let mut coll = Collector::new();
     let (periods, unknown) = periods(tl, &TimerClock::new(tl));
+    let unknown = unknown.iter().filter(|&&at| cx.settle.ends(at)).count();
     let mut lost = 0u64;
     for p in &periods {
         let e = &tl.edges[p.edge as usize];
@@ -116,7 +117,14 @@ pub(super) fn timer(cx: &Cx<'_>, o: &Options) -> MeasureReport {
             src: Src::Edge,
             unc: Unc::default(),
         };
-        if !cx.keep(e.at, r.cpu, r.tid, r.comm) {
+        // A period is one window's whole: settled where its last sample ends, its
+        // wakeup's; one still waiting when a window ends is a later window's.
+        let end = match p.woken {
+            Woken::Waited(si) => tl.spans.end[si as usize],
+            Woken::Open(_) if !cx.settle.is_last() => continue,
+            _ => e.at,
+        };
+        if !cx.keep(e.at, end, r.cpu, r.tid, r.comm) {
             continue;
         }
         let sl = coll.get(key.clone(), "lateness");
@@ -152,7 +160,7 @@ pub(super) fn timer(cx: &Cx<'_>, o: &Options) -> MeasureReport {
         }
     }
     for rl in &tl.reported {
-        if !cx.keep(rl.ts, rl.cpu, rl.tid, Sym::EMPTY) {
+        if !cx.keep(rl.ts, rl.ts, rl.cpu, rl.tid, Sym::EMPTY) {
             continue;
         }
         let s = coll.get(format!("{} (self-reported)", cx.s.get(rl.name)), "lateness");

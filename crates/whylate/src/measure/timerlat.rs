@@ -21,7 +21,7 @@ pub(super) fn timerlat(cx: &Cx<'_>, top: usize, raw: bool) -> MeasureReport {
     let mut coll = Collector::new();
     for s in &cx.tl.rtla.samples {
         let start = s.ts.saturating_sub(s.lat_ns);
-        if !cx.keep(start, s.cpu, s.tid, Sym::EMPTY) {
+        if !cx.keep(start, s.ts, s.cpu, s.tid, Sym::EMPTY) {
             continue;
         }
         let r = Raw {

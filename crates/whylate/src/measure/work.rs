@@ -26,7 +26,7 @@ pub(super) fn work(cx: &Cx<'_>, o: &Options) -> MeasureReport {
             src: Src::Edge,
             unc: Unc::lost(!tl.lost.is_empty() && tl.crosses_loss(u32::MAX, e.ts, e.at)),
         };
-        if !cx.keep(r.ts, r.cpu, r.tid, r.comm) {
+        if !cx.keep(r.ts, r.end, r.cpu, r.tid, r.comm) {
             continue;
         }
         let s = coll.at((e.key as u64, 0), "queue-to-start", || {
@@ -40,11 +40,11 @@ pub(super) fn work(cx: &Cx<'_>, o: &Options) -> MeasureReport {
             continue;
         }
         if sp.flags[i] & span::END_UNKNOWN != 0 {
-            cx.open.set(cx.open.get() + 1);
+            cx.open_one(None);
             continue;
         }
         let r = span_raw(tl, i);
-        if !cx.keep(r.ts, r.cpu, r.tid, r.comm) {
+        if !cx.keep(r.ts, r.end, r.cpu, r.tid, r.comm) {
             continue;
         }
         let s = coll.at((sp.key[i] as u64, 0), "run", || {

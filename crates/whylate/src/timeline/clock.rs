@@ -21,7 +21,7 @@ pub struct TimerClock {
 
 /// Neighbours on each side an offset is taken from, and how far away they may be.
 const CLOCK_NEIGHBOURS: usize = 64;
-const CLOCK_WINDOW_NS: u64 = 20_000_000;
+pub(crate) const CLOCK_WINDOW_NS: u64 = 20_000_000;
 const CLOCK_BAND_NS: i64 = 1_000_000_000;
 
 impl TimerClock {

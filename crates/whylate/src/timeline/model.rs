@@ -228,6 +228,9 @@ pub struct Call {
     pub start: u64,
     /// Duration: the tracer's own figure when the exit line carries it, else exit - entry.
     pub dur: u64,
+    /// When its exit was traced (the trace's end for a call still open then): a pasted
+    /// excerpt's times need not agree with the durations it prints.
+    pub exit: u64,
     /// Its own time: `dur` less its direct children's.
     pub self_ns: u64,
     /// Nesting depth as the tracer printed it.
@@ -387,6 +390,48 @@ pub struct Anomalies {
 }
 
 impl Anomalies {
+    /// What was counted after `before` (an earlier copy of the same counters): the
+    /// counts of a stretch. The per-CPU idle-exit counts, which a window's builder
+    /// already counts for its own stretch alone, and the range of late events stay as
+    /// they are.
+    pub fn since(&self, before: &Anomalies) -> Anomalies {
+        let d = |a: u64, b: u64| a.saturating_sub(b);
+        Anomalies {
+            implicit_switches: d(self.implicit_switches, before.implicit_switches),
+            switch_mismatch: d(self.switch_mismatch, before.switch_mismatch),
+            switch_in_without_wakeup: d(
+                self.switch_in_without_wakeup,
+                before.switch_in_without_wakeup,
+            ),
+            unmatched_exits: d(self.unmatched_exits, before.unmatched_exits),
+            syscalls_without_exit: d(self.syscalls_without_exit, before.syscalls_without_exit),
+            lost_markers: d(self.lost_markers, before.lost_markers),
+            rewoken_while_runnable: d(self.rewoken_while_runnable, before.rewoken_while_runnable),
+            stale_frames: d(self.stale_frames, before.stale_frames),
+            late_events: d(self.late_events, before.late_events),
+            ..self.clone()
+        }
+    }
+
+    /// Adds the counts of `o`, a later stretch of the same trace (each count of one
+    /// stretch only, [`Anomalies::since`]).
+    pub fn add(&mut self, o: &Anomalies) {
+        self.implicit_switches += o.implicit_switches;
+        self.switch_mismatch += o.switch_mismatch;
+        self.switch_in_without_wakeup += o.switch_in_without_wakeup;
+        self.unmatched_exits += o.unmatched_exits;
+        self.syscalls_without_exit += o.syscalls_without_exit;
+        self.lost_markers += o.lost_markers;
+        self.rewoken_while_runnable += o.rewoken_while_runnable;
+        self.stale_frames += o.stale_frames;
+        self.late_events += o.late_events;
+        self.late_range = match (self.late_range, o.late_range) {
+            (Some(a), Some(b)) => Some((a.0.min(b.0), a.1.max(b.1))),
+            (a, b) => a.or(b),
+        };
+        self.add_idle_exits(o);
+    }
+
     /// Adds what `o` (a later stretch of the same trace) saw of idle exits, for
     /// [`Anomalies::untraced_idle_note`] over both: whether a CPU records its idle exits
     /// is a fact of the whole trace, not of one stretch.
@@ -530,6 +575,13 @@ pub struct Timeline {
     pub forks: FxHashMap<i32, Vec<u64>>,
     /// What limits the analysis.
     pub anomalies: Anomalies,
+    /// A window's timeline ([`crate::timeline::Builder::own_stretch`]): what its own
+    /// stretch counted of `anomalies`, the stretches of a trace's windows adding up to
+    /// the whole trace's.
+    pub own_anomalies: Option<Anomalies>,
+    /// A window's timeline: the edges made in its own stretch (those copied in from the
+    /// window before and made in the context it shares with its neighbours left out).
+    pub own_edges: u64,
     /// Events seen per [`KindClass`].
     pub seen: [u64; KindClass::COUNT],
     /// First and last timestamps.

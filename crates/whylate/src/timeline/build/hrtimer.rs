@@ -57,6 +57,9 @@ impl Builder {
                     *last = ts;
                 }
                 let a = self.armed.remove(timer);
+                if let Some(now) = now_ns {
+                    self.timer_offset = Some(ts as i64 - *now as i64);
+                }
                 let function = pick(*function, a.map_or(Sym::EMPTY, |a| a.function));
                 let edge = self.edge(Edge {
                     kind: EdgeKind::Timer,

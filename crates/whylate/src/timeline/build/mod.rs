@@ -246,6 +246,63 @@ struct Queued {
     activated: u64,
 }
 
+/// The edges a carried builder copied ([`Builder::carried`]): old index → new.
+#[derive(Default)]
+struct EdgeCopy(FxHashMap<u32, u32>);
+
+impl EdgeCopy {
+    /// Edge `i` of `old` copied into `new` (once), its new index; [`NONE`] stays so.
+    fn copy(&mut self, i: u32, old: &Timeline, new: &mut Timeline) -> u32 {
+        let Some(e) = old.edges.get(i as usize) else {
+            return NONE;
+        };
+        if let Some(&j) = self.0.get(&i) {
+            return j;
+        }
+        let mut e = e.clone();
+        // What it led to is in the old timeline; the timer whose callback caused it is
+        // copied too (its own cause is not).
+        (e.span, e.link) = (NONE, NONE);
+        if let Ctx::Timer { edge } = e.from {
+            e.from = match old.edges.get(edge as usize) {
+                Some(t) => {
+                    let mut t = t.clone();
+                    // The wakeup it made is the copy of `e`, pushed next.
+                    let woke = t.link == i;
+                    t.span = NONE;
+                    t.link = if woke { new.edges.len() as u32 + 1 } else { NONE };
+                    if let Ctx::Timer { .. } = t.from {
+                        t.from = Ctx::Unknown;
+                    }
+                    new.edges.push(t);
+                    Ctx::Timer {
+                        edge: new.edges.len() as u32 - 1,
+                    }
+                }
+                None => Ctx::Unknown,
+            };
+        }
+        let j = new.edges.len() as u32;
+        new.edges.push(e);
+        self.0.insert(i, j);
+        j
+    }
+
+    /// `c` as the new timeline names it: a timer's context points at its copied edge.
+    fn ctx(&mut self, c: Ctx, old: &Timeline, new: &mut Timeline) -> Ctx {
+        match c {
+            Ctx::Timer { edge } => Ctx::Timer {
+                edge: self.copy(edge, old, new),
+            },
+            c => c,
+        }
+    }
+}
+
+/// Spans a window carries at most as context for a wait still open, shared among the
+/// CPUs (see `Builder::carry_context`): about 10 MB.
+const CONTEXT_SPANS: usize = 1 << 18;
+
 /// CPUs above this are ignored (a corrupt line must not allocate gigabytes).
 const MAX_CPUS: u32 = 1 << 14;
 
@@ -284,6 +341,13 @@ pub struct Builder {
     /// The stretch `[from, to)` whose idle exits this builder counts: a window of a long
     /// trace counts its own, not those of the context it shares with its neighbours.
     own: (u64, u64),
+    /// The anomalies counted before the own stretch began and before it ended (taken
+    /// as the first event at or past each bound comes), and the next bound to watch.
+    marks: [Option<(Anomalies, usize)>; 2],
+    /// Trace time minus hrtimer time at the latest expiry that gave its `now`: when an
+    /// armed timer is due on the trace clock, roughly.
+    timer_offset: Option<i64>,
+    next_mark: u64,
 }
 
 impl Default for Builder {
@@ -310,6 +374,9 @@ impl Builder {
             rtla_last: Vec::new(),
             rtla_now: None,
             own: (0, u64::MAX),
+            marks: [None, None],
+            timer_offset: None,
+            next_mark: u64::MAX,
             comm_cache: Vec::new(),
             renames: 0,
             tick_last: Vec::new(),
@@ -321,11 +388,13 @@ impl Builder {
     }
 
     /// A builder for a window of the same stream that begins now: it starts knowing
-    /// what this one knows of the state (who runs on each CPU since when, each task's
-    /// state since when and the system call it is in, the names and priorities), so its
-    /// first stretch is not blind: a task that ran all along runs from when it did, a
-    /// wait that began earlier began when it did. What points into this builder's own
-    /// tables (the edge behind a wait, a work item running) is left behind.
+    /// what this one knows of the state, so its first stretch is not blind and a sample
+    /// open now is whole in it: who runs on each CPU since when, each task's state since
+    /// when and the system call it is in, the wakeup a waiting task waits on, the work
+    /// item running; the handlers, tasklets, function calls and irqs-off sections open
+    /// on each CPU; the softirqs raised, hrtimers armed and work queued; the names,
+    /// priorities and forks (which life of a pid reuse a sample is). An edge an open
+    /// state points at is copied into the new timeline (its span not yet made).
     pub fn carried(&self) -> Builder {
         let mut b = Builder::new();
         let t = &self.tl;
@@ -333,37 +402,208 @@ impl Builder {
         b.tl.prios.clone_from(&t.prios);
         b.tl.irq_names.clone_from(&t.irq_names);
         b.tl.syscall_names.clone_from(&t.syscall_names);
+        b.tl.forks.clone_from(&t.forks);
         b.tl.cpus = t.cpus;
         if let Some(last) = self.cpus.len().checked_sub(1) {
             b.cpu(last as u32);
         }
+        let mut edges = EdgeCopy::default();
         b.cpus = (self.cpus.iter())
-            .map(|c| CpuState {
-                curr: c.curr,
-                curr_since: c.curr_since,
-                curr_comm: c.curr_comm,
-                curr_flags: c.curr_flags,
-                curr_bound: c.curr_bound,
-                last_ts: c.last_ts,
-                seen: c.seen,
-                switched: c.switched,
-                ..CpuState::new()
-            })
+            .map(|c| self.carried_cpu(c, &mut b.tl, &mut edges))
             .collect();
-        b.tasks = (self.tasks.iter())
+        let mut tasks: Vec<(&i32, &Task)> = self.tasks.iter().collect();
+        // Edges are copied in one order whatever the map's.
+        tasks.sort_unstable_by_key(|(&tid, _)| tid);
+        b.tasks = (tasks.into_iter())
             .map(|(&tid, t)| {
                 let mut t = t.clone();
-                (t.edge, t.work, t.raced) = (NONE, None, None);
+                t.edge = edges.copy(t.edge, &self.tl, &mut b.tl);
+                if let Some(w) = t.work.as_mut() {
+                    w.edge = edges.copy(w.edge, &self.tl, &mut b.tl);
+                }
+                if let Some(r) = t.raced.as_mut() {
+                    r.1 = edges.ctx(r.1, &self.tl, &mut b.tl);
+                }
                 (tid, t)
             })
             .collect();
+        let mut armed: Vec<(&u64, &Armed)> = self.armed.iter().collect();
+        armed.sort_unstable_by_key(|(&k, _)| k);
+        for (&k, a) in armed {
+            let ctx = edges.ctx(a.ctx, &self.tl, &mut b.tl);
+            b.armed.insert(k, Armed { ctx, ..*a });
+        }
+        let mut queued: Vec<(&u64, &Queued)> = self.queued.iter().collect();
+        queued.sort_unstable_by_key(|(&k, _)| k);
+        for (&k, q) in queued {
+            let ctx = edges.ctx(q.ctx, &self.tl, &mut b.tl);
+            b.queued.insert(k, Queued { ctx, ..*q });
+        }
+        let mut flying: Vec<(&u64, &(u64, u32, Ctx, i32))> = self.in_flight.iter().collect();
+        flying.sort_unstable_by_key(|(&k, _)| k);
+        for (&k, &(ts, cpu, ctx, tid)) in flying {
+            let ctx = edges.ctx(ctx, &self.tl, &mut b.tl);
+            b.in_flight.insert(k, (ts, cpu, ctx, tid));
+        }
+        self.carry_context(&mut b.tl);
+        self.carry_clock(&mut b.tl, &mut edges);
+        self.carry_children(&mut b.tl);
+        b.timer_armed.clone_from(&self.timer_armed);
+        b.timer_open.clone_from(&self.timer_open);
+        b.cpuless_calls.clone_from(&self.cpuless_calls);
+        b.call_ids = self.call_ids;
         b.last_comm = self.last_comm;
         b
+    }
+
+    /// Copies into `tl` who held each CPU since the oldest wait still open began (the
+    /// runs and handlers that end after it), so that a window measuring that wait when
+    /// it ends knows who held the CPU all along, not only since the window began. At most
+    /// [`CONTEXT_SPANS`], the latest, shared among the CPUs.
+    fn carry_context(&self, tl: &mut Timeline) {
+        let waits = (self.tasks.values())
+            .filter(|t| t.state == St::Runnable)
+            .map(|t| t.since);
+        // A timer past its due time: its lateness is a wait too.
+        let now = self.tl.last_ts as i64;
+        let overdue = (self.timer_offset.into_iter())
+            .flat_map(|off| self.armed.values().map(move |a| a.soft as i64 + off))
+            .filter(|&due| due < now)
+            .map(|due| due.max(0) as u64);
+        let Some(from) = waits.chain(overdue).min() else {
+            return;
+        };
+        let per_cpu = CONTEXT_SPANS / self.tl.runs_by_cpu.len().max(1);
+        let old = &self.tl;
+        let sp = &old.spans;
+        for c in 0..old.runs_by_cpu.len().min(tl.runs_by_cpu.len()) {
+            for (lists, into) in [(&old.runs_by_cpu, 0), (&old.irqs_by_cpu, 1)] {
+                let l = &lists[c];
+                let first = l.partition_point(|&i| sp.end[i as usize] <= from);
+                let first = first.max(l.len().saturating_sub(per_cpu));
+                for &i in &l[first..] {
+                    let i = i as usize;
+                    let j = tl.spans.push(
+                        sp.kind[i], sp.cpu[i], sp.tid[i], sp.comm[i], sp.start[i], sp.end[i],
+                        sp.key[i], NONE, sp.flags[i],
+                    );
+                    match into {
+                        0 => tl.runs_by_cpu[c].push(j),
+                        _ => tl.irqs_by_cpu[c].push(j),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Copies into `tl` the hrtimer expiries that an expiry copied there (or one to come
+    /// soon) takes its clock offset from ([`crate::timeline::TimerClock`]: its
+    /// neighbours within 20 ms), so that a window measures a late timer against the
+    /// clock the whole trace would give it. They end before the window's own stretch,
+    /// which settles none of them.
+    fn carry_clock(&self, tl: &mut Timeline, edges: &mut EdgeCopy) {
+        let copied = (tl.edges.iter())
+            .filter(|e| e.kind == EdgeKind::Timer)
+            .map(|e| e.at);
+        let oldest = copied.chain([self.tl.last_ts]).min().unwrap_or(0);
+        let bound = oldest.saturating_sub(super::clock::CLOCK_WINDOW_NS);
+        let mut take = Vec::new();
+        for (i, e) in self.tl.edges.iter().enumerate().rev() {
+            if e.kind != EdgeKind::Timer {
+                continue;
+            }
+            if e.at < bound {
+                break;
+            }
+            take.push(i as u32);
+        }
+        for i in take.into_iter().rev() {
+            edges.copy(i, &self.tl, tl);
+        }
+    }
+
+    /// Copies into `tl` the calls that returned inside a function call still open (the
+    /// direct children its measure lists), at most [`CONTEXT_SPANS`], the latest. They
+    /// returned before the window's own stretch, which settles none of them.
+    fn carry_children(&self, tl: &mut Timeline) {
+        let open = (self.cpus.iter().map(|c| &c.calls))
+            .chain(self.cpuless_calls.values())
+            .flatten();
+        let ids: rustc_hash::FxHashSet<u32> = open.clone().map(|f| f.id).collect();
+        let Some(oldest) = open.map(|f| f.start).min() else {
+            return;
+        };
+        let mut kids: Vec<Call> = (self.tl.calls.iter().rev())
+            .take_while(|c| c.exit >= oldest)
+            .filter(|c| ids.contains(&c.parent))
+            .take(CONTEXT_SPANS)
+            .copied()
+            .collect();
+        kids.reverse();
+        tl.calls.extend(kids);
+    }
+
+    /// What `c` knows that a window beginning now starts from ([`Builder::carried`]).
+    fn carried_cpu(&self, c: &CpuState, tl: &mut Timeline, edges: &mut EdgeCopy) -> CpuState {
+        let old = &self.tl;
+        let frames = (c.frames.iter())
+            .map(|f| Frame {
+                kind: match f.kind {
+                    FrameKind::Softirq(v, e, o) => FrameKind::Softirq(v, edges.copy(e, old, tl), o),
+                    FrameKind::Timer(e, sym) => FrameKind::Timer(edges.copy(e, old, tl), sym),
+                    k @ FrameKind::Irq(_) => k,
+                },
+                start: f.start,
+            })
+            .collect();
+        let mut pending = c.pending;
+        for p in pending.iter_mut().flatten() {
+            p.1 = edges.ctx(p.1, old, tl);
+        }
+        let tasklet_sched = c.tasklet_sched.map(|(ts, ctx, tid)| (ts, edges.ctx(ctx, old, tl), tid));
+        CpuState {
+            curr: c.curr,
+            curr_since: c.curr_since,
+            curr_comm: c.curr_comm,
+            curr_flags: c.curr_flags,
+            curr_bound: c.curr_bound,
+            frames,
+            pending,
+            irqsoff: c.irqsoff,
+            preemptoff: c.preemptoff,
+            tasklet: c.tasklet,
+            tasklet_sched,
+            last_ts: c.last_ts,
+            seen: c.seen,
+            switched: c.switched,
+            origin: c.origin,
+            anon_hard: c.anon_hard,
+            anon_soft: c.anon_soft,
+            calls: c.calls.clone(),
+        }
     }
 
     /// Counts the idle exits of `[from, to)` only (see [`Builder::carried`]).
     pub fn own_stretch(&mut self, from: u64, to: u64) {
         self.own = (from, to);
+        self.next_mark = match self.marks {
+            [None, _] => from,
+            _ => to,
+        };
+    }
+
+    /// Takes the anomalies counted so far as a bound of the own stretch is reached.
+    #[cold]
+    fn mark(&mut self, ts: u64) {
+        let now = || (self.tl.anomalies.clone(), self.tl.edges.len());
+        if self.marks[0].is_none() && ts >= self.own.0 {
+            self.marks[0] = Some(now());
+            self.next_mark = self.own.1;
+        }
+        if self.marks[1].is_none() && ts >= self.own.1 {
+            self.marks[1] = Some(now());
+            self.next_mark = u64::MAX;
+        }
     }
 
     fn owns(&self, ts: u64) -> bool {
@@ -410,6 +650,10 @@ impl Builder {
             a.late_range = Some((lo.min(e.ts), hi.max(e.ts)));
             return;
         }
+        if e.ts >= self.next_mark {
+            self.mark(e.ts);
+        }
+        let tl = &mut self.tl;
         tl.seen[KindClass::of(&e.kind) as usize] += 1;
         if tl.first_ts.is_none() {
             tl.first_ts = Some(e.ts);
@@ -565,6 +809,15 @@ impl Builder {
     /// Ends the pass: states still open become spans flagged [`span::END_UNKNOWN`].
     pub fn finish(mut self) -> Timeline {
         let end = self.tl.last_ts;
+        if self.own != (0, u64::MAX) {
+            // A bound no event reached is at the end: a stretch past the last event has
+            // counted nothing.
+            let end = (self.tl.anomalies.clone(), self.tl.edges.len());
+            let before = self.marks[0].take().unwrap_or_else(|| end.clone());
+            let after = self.marks[1].take().unwrap_or(end);
+            self.tl.own_anomalies = Some(after.0.since(&before.0));
+            self.tl.own_edges = (after.1 - before.1) as u64;
+        }
         // Pushed at their exits; callbacks do not nest on a CPU, so this is nearly sorted.
         self.tl.timer_list.sort_by_key(|r| (r.start, r.cpu));
         for c in 0..self.cpus.len() {

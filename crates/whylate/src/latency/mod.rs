@@ -1,4 +1,9 @@
-//! `whylate latency`: read the trace once, build the timeline, compute the measures.
+//! `whylate latency`: read the trace once, build the timeline, compute the measures;
+//! a trace longer than a window is measured in windows ([`windowed`]).
+
+mod windowed;
+
+pub use windowed::{latency_in, WINDOWING};
 
 use crate::event::Interner;
 use crate::measure::{self, Measure, MeasureReport, Options, Throughput};
@@ -90,8 +95,72 @@ pub fn report(pass: Pass, opts: &Options, tput: Option<&Throughput>) -> LatencyR
         tracers,
         ..
     } = pass;
-    let tl = &tl;
-    let measures = measure::compute(tl, &strings, opts, &tracers, tput);
+    let measures = measure::compute(&tl, &strings, opts, &tracers, tput);
+    let seen = Seen::of(&tl);
+    let parts = Parts {
+        spans: (tl.spans.len() + tl.syscalls.len()) as u64,
+        edges: tl.edges.len() as u64,
+        lost: tl.lost.clone(),
+        anomalies: tl.anomalies.clone(),
+    };
+    assemble(inputs, events, seen, parts, measures, &opts.filter)
+}
+
+/// What a report says of the trace's extent: its first and last time, the CPUs with
+/// events.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Seen {
+    first: Option<u64>,
+    last: u64,
+    /// Per CPU, whether it had events.
+    cpus: Vec<bool>,
+}
+
+impl Seen {
+    /// The first event's time (0 before any).
+    fn first_ns(&self) -> u64 {
+        self.first.unwrap_or(0)
+    }
+
+    fn of(tl: &Timeline) -> Seen {
+        let mut s = Seen::default();
+        s.add(tl);
+        s
+    }
+
+    /// Adds a later stretch of the same trace.
+    fn add(&mut self, tl: &Timeline) {
+        self.first = self.first.or(tl.first_ts);
+        if tl.first_ts.is_some() {
+            self.last = self.last.max(tl.last_ts);
+        }
+        let n = tl.cpus as usize;
+        if self.cpus.len() < n {
+            self.cpus.resize(n, false);
+        }
+        for c in 0..n {
+            self.cpus[c] |= tl.cpu_last_ts.get(c).is_some_and(|&t| t > 0);
+        }
+    }
+}
+
+/// The timeline's counts a report gives beside its measures.
+pub(crate) struct Parts {
+    spans: u64,
+    edges: u64,
+    lost: Vec<LostWindow>,
+    anomalies: Anomalies,
+}
+
+/// The report of the measures `measures` of a trace read as `inputs`.
+fn assemble(
+    inputs: crate::read::inputs::Inputs,
+    events: u64,
+    seen: Seen,
+    parts: Parts,
+    measures: Vec<MeasureReport>,
+    filter: &Filter,
+) -> LatencyReport {
     let unread = crate::read::inputs::Unread::of(&inputs, events);
     let skipped = crate::read::inputs::skipped_line(&inputs, events);
     let mut notes = inputs.notes;
@@ -101,11 +170,11 @@ pub fn report(pass: Pass, opts: &Options, tput: Option<&Throughput>) -> LatencyR
     let mut void_filter = None;
     if kept == 0 {
         // First: it explains every "no samples" below it.
-        let (note, void) = filter_left_nothing(tl, &opts.filter).unzip();
+        let (note, void) = filter_left_nothing(&seen, filter).unzip();
         void_filter = note.clone().filter(|_| void == Some(true));
         notes.splice(0..0, note);
     }
-    let a = &tl.anomalies;
+    let a = &parts.anomalies;
     // Those out of an idle task never traced are said once, under the first line.
     let implicit = a.implicit_switches_unexplained();
     if implicit > 0 {
@@ -125,11 +194,11 @@ pub fn report(pass: Pass, opts: &Options, tput: Option<&Throughput>) -> LatencyR
             a.rewoken_while_runnable
         ));
     }
-    if !tl.lost.is_empty() {
-        let n: u64 = tl.lost.iter().filter_map(|w| w.count).sum();
+    if !parts.lost.is_empty() {
+        let n: u64 = parts.lost.iter().filter_map(|w| w.count).sum();
         notes.push(format!(
             "events were lost in {} window(s) ({n} counted); spans crossing them are marked uncertain",
-            tl.lost.len()
+            parts.lost.len()
         ));
     }
     let blind = (skipped.into_iter())
@@ -139,13 +208,13 @@ pub fn report(pass: Pass, opts: &Options, tput: Option<&Throughput>) -> LatencyR
     LatencyReport {
         inputs: inputs.inputs,
         events,
-        first_ns: tl.first_ts,
-        last_ns: tl.first_ts.map(|_| tl.last_ts),
-        spans: (tl.spans.len() + tl.syscalls.len()) as u64,
-        edges: tl.edges.len() as u64,
+        first_ns: seen.first,
+        last_ns: seen.first.map(|_| seen.last),
+        spans: parts.spans,
+        edges: parts.edges,
         measures,
-        lost: tl.lost.clone(),
-        anomalies: tl.anomalies.clone(),
+        lost: parts.lost,
+        anomalies: parts.anomalies,
         unparsed: inputs.unparsed,
         unparsed_samples: inputs.samples,
         unread,
@@ -158,9 +227,9 @@ pub fn report(pass: Pass, opts: &Options, tput: Option<&Throughput>) -> LatencyR
 /// When `--window` or `--cpu` left no sample: what was asked against what the trace
 /// has (its span, its CPUs), so "no samples" is not taken for a quiet system; and
 /// whether a value names nothing in the trace.
-fn filter_left_nothing(tl: &Timeline, f: &Filter) -> Option<(String, bool)> {
-    let first = tl.first_ts?;
-    let last = tl.last_ts;
+fn filter_left_nothing(seen: &Seen, f: &Filter) -> Option<(String, bool)> {
+    let first = seen.first?;
+    let last = seen.last;
     let mut asked = Vec::new();
     let mut why = Vec::new();
     if f.window.0.is_some() || f.window.1.is_some() {
@@ -185,8 +254,8 @@ fn filter_left_nothing(tl: &Timeline, f: &Filter) -> Option<(String, bool)> {
             why.push("the window lies outside the trace".into());
         }
     }
-    let cpus: Vec<u32> = (0..tl.cpus)
-        .filter(|&c| tl.cpu_last_ts.get(c as usize).is_some_and(|&t| t > 0))
+    let cpus: Vec<u32> = (0..seen.cpus.len() as u32)
+        .filter(|&c| seen.cpus[c as usize])
         .collect();
     if let Some(c) = f.cpu {
         asked.push(format!("--cpu {c}"));

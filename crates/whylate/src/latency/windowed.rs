@@ -1,0 +1,256 @@
+//! `latency` in bounded memory: a trace longer than a window is read once, in windows
+//! ([`pipeline::read_windowed`]), each window's timeline measured as soon as it is
+//! complete and dropped, the measures merged ([`measure::Merged`]).
+//!
+//! Each window settles the samples that *end* in its own stretch (a window's timeline
+//! starts from what the one before knew, [`crate::timeline::Builder::carried`], so a
+//! sample that began in an earlier window, a system call of minutes, is whole in the
+//! window it ends in), and the samples open at the trace's end are the last window's.
+//! So counts, sums, extremes and histograms are the whole trace's; quantiles come from
+//! merged sketches, exact while a group takes at most [`crate::dist::Sketch::EXACT`]
+//! distinct values, else to 8 significant bits.
+
+use super::{assemble, latency, LatencyReport, Parts, Seen};
+use crate::event::{Event, Interner};
+use crate::measure::{self, Bound, TracerSample, Filter, Measure, Merged, Options, Settle};
+use crate::pipeline::{self, Done, Pass, Sink, Windowing};
+use crate::read::{OpenOptions, Opened, ReadError};
+use crate::timeline::{span, Anomalies, Timeline};
+
+/// How `latency` cuts a trace into windows: as [`Windowing::DEFAULT`], with 20 ms of
+/// context past each window's stretch, the reach of the hrtimer clock's estimate
+/// ([`crate::timeline::TimerClock`]), so that a timer period is measured against the
+/// neighbours the whole trace would give it.
+pub const WINDOWING: Windowing = Windowing {
+    after_ns: 20_000_000,
+    ..Windowing::DEFAULT
+};
+
+/// Measures the inputs, in windows of `w` when the trace is longer than one (not for a
+/// throughput count or a listing of every sample, which are made over the whole trace).
+pub fn latency_in(
+    inputs: Opened,
+    open: &OpenOptions,
+    opts: &Options,
+    tput: Option<measure::ThroughputOpts>,
+    w: Windowing,
+) -> Result<LatencyReport, ReadError> {
+    if w.events == 0 || tput.is_some() || opts.raw_samples {
+        return latency(inputs, open, opts, tput);
+    }
+    in_windows(inputs, open, opts, w)
+}
+
+/// A window's sink: the measures read its timeline alone.
+struct Nothing;
+
+impl Sink for Nothing {
+    fn event(&mut self, _: &Event, _: &Interner) {}
+}
+
+/// A window handed to the worker that measures it.
+struct Job {
+    tl: Timeline,
+    strings: Interner,
+    settle: Settle,
+    /// The latency tracers' dump headers, samples of the trace as a whole: the last
+    /// window's.
+    tracers: Vec<TracerSample>,
+}
+
+fn in_windows(
+    inputs: Opened,
+    open: &OpenOptions,
+    opts: &Options,
+    w: Windowing,
+) -> Result<LatencyReport, ReadError> {
+    let mut whole: Option<Timeline> = None;
+    let mut last: Option<Job> = None;
+    // Each window is measured on a thread of its own while the next is read; the
+    // rendezvous holds at most one window in measuring.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Job>(0);
+    let (facts, acc) = std::thread::scope(|sc| {
+        let worker = sc.spawn(move || {
+            let mut acc = Acc::new(opts);
+            for job in rx {
+                acc.add(job);
+            }
+            acc
+        });
+        let facts = pipeline::read_windowed(
+            inputs,
+            open,
+            w,
+            || Nothing,
+            |d: Done<'_, Nothing>| {
+                if d.index == 0 && d.last {
+                    // The trace fitted one window: measured as a whole, below.
+                    whole = Some(d.tl);
+                    return Ok(());
+                }
+                let settle = Settle {
+                    lo: d.lo,
+                    cut: d.cut,
+                };
+                let job = Job {
+                    tl: d.tl,
+                    strings: d.strings.clone(),
+                    settle,
+                    tracers: Vec::new(),
+                };
+                match d.last {
+                    // Measured once the headers are known, below.
+                    true => last = Some(job),
+                    // The worker ends only by a panic, which the join below hands on.
+                    false => {
+                        let _ = tx.send(job);
+                    }
+                }
+                Ok(())
+            },
+        );
+        if let (Ok(f), Some(mut job)) = (&facts, last.take()) {
+            job.tracers.clone_from(&f.tracers);
+            let _ = tx.send(job);
+        }
+        drop(tx);
+        let acc = worker
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (facts, acc)
+    });
+    let facts = facts?;
+    crate::read::inputs::Unread::nothing_read(&facts.inputs, facts.events)?;
+    if let Some(tl) = whole {
+        let pass = Pass {
+            tl,
+            strings: facts.strings,
+            inputs: facts.inputs,
+            events: facts.events,
+            tracers: facts.tracers,
+            snapshot: facts.snapshot,
+        };
+        return Ok(super::report(pass, opts, None));
+    }
+    let acc = acc;
+    let quantiles = match acc.merged.exact() {
+        true => "quantiles exact",
+        false => "quantiles to 8 significant bits",
+    };
+    let mut measures = acc.merged.finish();
+    if opts.measures.is_empty() {
+        measures.sort_by_key(|r| Measure::ALL.iter().position(|m| *m == r.measure));
+    }
+    let windows = facts.windows;
+    let mut r = assemble(
+        facts.inputs,
+        facts.events,
+        acc.seen,
+        acc.parts,
+        measures,
+        &opts.filter,
+    );
+    r.notes.push(format!(
+        "measured in {windows} windows of {} events, each dropped once measured (memory bounded by a window, not the trace): each sample counted by the window it ends in, {quantiles}; --window-events 0 holds the whole trace",
+        w.events
+    ));
+    Ok(r)
+}
+
+/// What the windows add up to.
+struct Acc<'o> {
+    opts: &'o Options,
+    merged: Merged,
+    seen: Seen,
+    parts: Parts,
+}
+
+impl<'o> Acc<'o> {
+    fn new(opts: &'o Options) -> Acc<'o> {
+        Acc {
+            opts,
+            merged: Merged::new(opts.top),
+            seen: Seen::default(),
+            parts: Parts {
+                spans: 0,
+                edges: 0,
+                lost: Vec::new(),
+                anomalies: Anomalies::default(),
+            },
+        }
+    }
+
+    /// The options of a window: `--window`'s bounds after the first event made
+    /// absolute (a window's own first event is not the trace's).
+    fn opts(&self, first: u64) -> Options {
+        let abs = |b: Option<Bound>| match b {
+            Some(Bound::Rel(v)) => Some(Bound::Abs(first.saturating_add(v))),
+            b => b,
+        };
+        Options {
+            filter: Filter {
+                window: (abs(self.opts.filter.window.0), abs(self.opts.filter.window.1)),
+                ..self.opts.filter.clone()
+            },
+            ..self.opts.clone()
+        }
+    }
+
+    /// Measures one window and adds what it settles.
+    fn add(&mut self, j: Job) {
+        self.seen.add(&j.tl);
+        let o = Options {
+            settle: j.settle,
+            ..self.opts(self.seen.first_ns())
+        };
+        let r = measure::compute(&j.tl, &j.strings, &o, &j.tracers, None);
+        self.merged.add(r);
+        let tl = &j.tl;
+        let s = j.settle;
+        let settled = |end: u64, flags: u8| match flags & span::END_UNKNOWN {
+            0 => s.ends(end),
+            _ => s.is_last(),
+        };
+        let sp = &tl.spans;
+        self.parts.spans += (0..sp.len())
+            .filter(|&i| settled(sp.end[i], sp.flags[i]))
+            .count() as u64;
+        self.parts.spans += (tl.syscalls.iter())
+            .filter(|(_, c)| settled(c.end, c.flags))
+            .count() as u64;
+        self.parts.edges += tl.own_edges;
+        for l in &tl.lost {
+            if !self.parts.lost.contains(l) {
+                self.parts.lost.push(*l);
+            }
+        }
+        let own = tl.own_anomalies.as_ref().unwrap_or(&tl.anomalies);
+        self.parts.anomalies.add(own);
+    }
+}
+
+#[cfg(test)]
+mod debug {
+    #[test]
+    fn dump() {
+        let Ok(p) = std::env::var("WL_TRACE") else { return };
+        let ev: u64 = std::env::var("WL_EVENTS").unwrap().parse().unwrap();
+        let open = crate::read::OpenOptions::default();
+        let w = crate::pipeline::Windowing { events: ev, ..super::WINDOWING };
+        let inputs = crate::read::Opened::files(&[p.into()], &open).unwrap();
+        crate::pipeline::read_windowed(inputs, &open, w, || super::Nothing, |d| {
+            let sp = &d.tl.spans;
+            eprintln!("window {} lo {} cut {} first {:?} last {}", d.index, d.lo, d.cut, d.tl.first_ts, d.tl.last_ts);
+            for i in 0..sp.len() {
+                eprintln!("  {:?} cpu {} tid {} {}..{} flags {:x}", sp.kind[i], sp.cpu[i], sp.tid[i], sp.start[i], sp.end[i], sp.flags[i]);
+            }
+            Ok(())
+        }).unwrap();
+        let tl = crate::pipeline::read(crate::read::Opened::files(&[std::env::var("WL_TRACE").unwrap().into()], &open).unwrap(), &open, &mut |_: &crate::event::Event, _: &crate::event::Interner| {}).unwrap().tl;
+        let sp = &tl.spans;
+        eprintln!("whole");
+        for i in 0..sp.len() {
+            eprintln!("  {:?} cpu {} tid {} {}..{} flags {:x}", sp.kind[i], sp.cpu[i], sp.tid[i], sp.start[i], sp.end[i], sp.flags[i]);
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! The measures of a trace read in windows, merged into the whole trace's: each window
+//! settles the samples that end in its own stretch ([`Settle`](super::Settle)), so
+//! counts, sums, extremes and histograms add up exactly; quantiles come from the groups'
+//! merged sketches (exact while a group takes at most [`Sketch::EXACT`] distinct
+//! values); the worst samples are the worst of every window's worst.
+
+use super::report::{Group, Measure, MeasureReport, Missing, Sample};
+use super::series::{is_recorder, merge_worst, recorder_note, unique_name, RECORDER};
+use crate::dist::{Dist, Sketch};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+/// The windows' reports of every measure, added up.
+pub struct Merged {
+    top: usize,
+    measures: Vec<Acc>,
+    /// Whether every group's quantiles are exact so far.
+    exact: bool,
+}
+
+/// One measure's windows so far.
+struct Acc {
+    /// The first window's report, its groups taken out.
+    r: MeasureReport,
+    groups: Vec<(Group, Sketch)>,
+    /// (metric, the thread's id and life, or the group's key) → index in `groups`.
+    index: FxHashMap<(String, GroupId), usize>,
+    /// What every window lacked (the first window's list, kept while each later one
+    /// lacks the same).
+    missing: Vec<Missing>,
+    /// The windows' notes in the order first said, each once: a note that begins with
+    /// a count as the rest of its text and the counts added up (0 for other notes).
+    notes: Vec<(String, Option<u64>)>,
+    partial: FxHashSet<i32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum GroupId {
+    Task(i32, usize),
+    Key(String),
+}
+
+/// Extra fields that name the group rather than count its samples: kept from the first
+/// window, not added.
+const NAMING: [&str; 5] = ["tid", "syscall", "nr", "interval_ns", RECORDER];
+
+impl Merged {
+    /// Nothing merged yet; `top`: the worst samples kept per group and measure.
+    pub fn new(top: usize) -> Merged {
+        Merged {
+            top,
+            measures: Vec::new(),
+            exact: true,
+        }
+    }
+
+    /// Adds one window's reports (computed with a window's [`Settle`](super::Settle)).
+    pub fn add(&mut self, reports: Vec<MeasureReport>) {
+        for r in reports {
+            match self.measures.iter().position(|a| a.r.measure == r.measure) {
+                Some(i) => self.measures[i].add(r, self.top),
+                None => {
+                    let mut a = Acc::new(&r);
+                    a.add(r, self.top);
+                    self.measures.push(a);
+                }
+            }
+        }
+    }
+
+    /// Whether every quantile is exact (no group took more distinct values than a
+    /// sketch keeps exactly).
+    pub fn exact(&self) -> bool {
+        self.exact
+            && (self.measures.iter())
+                .all(|a| a.groups.iter().all(|(_, s)| s.exact()))
+    }
+
+    /// The merged reports, in the order the windows first gave them.
+    pub fn finish(self) -> Vec<MeasureReport> {
+        let top = self.top;
+        (self.measures.into_iter()).map(|a| a.finish(top)).collect()
+    }
+}
+
+impl Acc {
+    fn new(r: &MeasureReport) -> Acc {
+        Acc {
+            r: MeasureReport {
+                measure: r.measure,
+                description: r.description.clone(),
+                unit: r.unit.clone(),
+                groups: Vec::new(),
+                worst: Vec::new(),
+                open: 0,
+                partial_tids: Vec::new(),
+                missing_events: Vec::new(),
+                notes: Vec::new(),
+            },
+            groups: Vec::new(),
+            index: FxHashMap::default(),
+            missing: r.missing_events.clone(),
+            notes: Vec::new(),
+            partial: FxHashSet::default(),
+        }
+    }
+
+    fn add(&mut self, r: MeasureReport, top: usize) {
+        self.r.open += r.open;
+        self.partial.extend(r.partial_tids.iter().copied());
+        // What the trace lacks is what every window lacked.
+        self.missing
+            .retain(|m| r.missing_events.iter().any(|n| n.part == m.part));
+        for n in r.notes {
+            self.note(n);
+        }
+        for g in r.groups {
+            self.add_group(g, top);
+        }
+    }
+
+    /// Keeps a window's note: one that begins with a count is added to the same note of
+    /// other windows; the recorder's note is made again over the merged groups.
+    fn note(&mut self, n: String) {
+        if n.starts_with("the recorder's own threads") {
+            return;
+        }
+        let digits = n.bytes().take_while(u8::is_ascii_digit).count();
+        let (text, count) = match n.as_bytes().get(digits) {
+            Some(b' ') if digits > 0 => (n[digits..].to_string(), n[..digits].parse().ok()),
+            _ => (n, None),
+        };
+        match self.notes.iter_mut().find(|(t, _)| *t == text) {
+            Some((_, Some(c))) => *c += count.unwrap_or(0),
+            Some(_) => {}
+            None => self.notes.push((text, count)),
+        }
+    }
+
+    fn add_group(&mut self, mut g: Group, top: usize) {
+        let id = match &g.task {
+            Some(t) => GroupId::Task(t.tid, t.life),
+            None => GroupId::Key(g.key.clone()),
+        };
+        let sketch = g.sketch.take().unwrap_or_default();
+        let Some(&i) = self.index.get(&(g.metric.clone(), id.clone())) else {
+            self.index.insert((g.metric.clone(), id), self.groups.len());
+            self.groups.push((g, sketch));
+            return;
+        };
+        let (m, s) = &mut self.groups[i];
+        // A thread is named as at its latest sample: the latest window's name that had
+        // one.
+        if let (Some(a), Some(b)) = (m.task.as_mut(), g.task) {
+            if sketch.count() > 0 || s.count() == 0 {
+                a.name = b.name;
+            }
+        }
+        s.merge(&sketch);
+        m.inferred_bound_ns = match (m.inferred, g.inferred) {
+            (0, _) => g.inferred_bound_ns,
+            (_, 0) => m.inferred_bound_ns,
+            _ => m.inferred_bound_ns.zip(g.inferred_bound_ns).map(|(a, b)| a.max(b)),
+        };
+        m.uncertain += g.uncertain;
+        m.lost += g.lost;
+        m.inferred += g.inferred;
+        m.worst.extend(g.worst);
+        m.worst = worst_of(std::mem::take(&mut m.worst), top);
+        add_extra(&mut m.extra, g.extra);
+    }
+
+    fn finish(self, top: usize) -> MeasureReport {
+        let base = if self.r.unit == "ns" { Sketch::HIST_BASE } else { 1 };
+        let mut used = FxHashSet::default();
+        let mut groups: Vec<Group> = Vec::with_capacity(self.groups.len());
+        // Groups no window had a sample of carried counters alone.
+        for (mut g, s) in self.groups.into_iter().filter(|(_, s)| s.count() > 0) {
+            let d: Dist = s.dist();
+            (g.count, g.min_ns, g.p50_ns, g.p90_ns) = (d.count, d.min, d.p50, d.p90);
+            (g.p99_ns, g.p999_ns, g.max_ns, g.total_ns) = (d.p99, d.p999, d.max, d.total);
+            g.mean_ns = d.mean();
+            g.histogram = s.histogram(base);
+            if let Some(t) = &g.task {
+                g.key = unique_name(&mut used, t.name.clone(), g.metric.clone(), t.life);
+            }
+            for w in &mut g.worst {
+                w.group.clone_from(&g.key);
+            }
+            groups.push(g);
+        }
+        sort_groups(&mut groups);
+        // Named in the order finish_report names them: before runqueue's waits go first.
+        let recorder = recorder_note(&groups);
+        if self.r.measure == Measure::Runqueue {
+            groups.sort_by_key(|g| super::runqueue::metric_rank(&g.metric));
+        }
+        // As each measure picks its worst over its groups.
+        let measure = self.r.measure;
+        let worst = merge_worst(&groups, top, |g| {
+            measure != Measure::Runqueue || g.metric != "run"
+        });
+        let mut partial: Vec<i32> = self.partial.into_iter().collect();
+        partial.sort_unstable();
+        let mut notes: Vec<String> = recorder.into_iter().collect();
+        notes.extend((self.notes.into_iter()).map(|(text, n)| match n {
+            Some(n) => format!("{n}{text}"),
+            None => text,
+        }));
+        let mut r = MeasureReport {
+            groups,
+            worst,
+            partial_tids: partial,
+            missing_events: self.missing,
+            notes,
+            ..self.r
+        };
+        super::count_notes(&mut r);
+        r
+    }
+}
+
+/// Groups in report order: the recorder's own threads last, then the largest first (as
+/// `finish_report` orders them).
+fn sort_groups(groups: &mut [Group]) {
+    groups.sort_by(|a, b| {
+        is_recorder(a)
+            .cmp(&is_recorder(b))
+            .then(b.max_ns.cmp(&a.max_ns))
+            .then(b.count.cmp(&a.count))
+            .then(a.key.cmp(&b.key))
+    });
+}
+
+/// Whether two samples are the same one.
+fn same(a: &Sample, b: &Sample) -> bool {
+    (a.ts_ns, a.end_ns, a.tid, a.value_ns) == (b.ts_ns, b.end_ns, b.tid, b.value_ns)
+}
+
+/// The `top` largest of `v`, largest first (among equals in the order a group's
+/// worst samples are chosen by, `series::canon`), each once.
+fn worst_of(mut v: Vec<Sample>, top: usize) -> Vec<Sample> {
+    let key = |a: &Sample| (std::cmp::Reverse(a.value_ns), a.ts_ns, a.end_ns, a.tid, a.cpu);
+    v.sort_by_key(key);
+    v.dedup_by(|a, b| same(a, b));
+    v.truncate(top);
+    v
+}
+
+/// Adds a window's extra fields to the merged ones: counts add up (also inside maps),
+/// naming fields ([`NAMING`]) stay as first seen.
+fn add_extra(
+    into: &mut serde_json::Map<String, serde_json::Value>,
+    from: serde_json::Map<String, serde_json::Value>,
+) {
+    use serde_json::Value;
+    for (k, v) in from {
+        let naming = NAMING.contains(&k.as_str());
+        match (into.get_mut(&k), v) {
+            (None, v) => {
+                into.insert(k, v);
+            }
+            (Some(_), _) if naming => {}
+            (Some(Value::Number(a)), Value::Number(b)) => {
+                if let (Some(x), Some(y)) = (a.as_u64(), b.as_u64()) {
+                    *a = (x + y).into();
+                }
+            }
+            (Some(Value::Object(a)), Value::Object(b)) => add_extra(a, b),
+            _ => {}
+        }
+    }
+}

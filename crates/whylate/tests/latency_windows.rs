@@ -1,0 +1,84 @@
+//! `latency` in windows gives the whole trace's answer: every trace we have (the seeds'
+//! excerpts, the examples, the corpus) measured held whole and in small windows, the
+//! reports compared field by field. Windows far smaller than the real ones (a few
+//! hundred events, 2 ms of context) put many cuts inside long samples, open handlers,
+//! armed timers and queued work, which is what the carried state must get right.
+
+use serde_json::Value;
+use std::path::Path;
+use whylate::latency::{latency, latency_in};
+use whylate::measure::Options;
+use whylate::pipeline::Windowing;
+use whylate::read::{OpenOptions, Opened};
+
+/// The report as JSON, without the line that says it was measured in windows.
+fn json(r: &whylate::latency::LatencyReport) -> Value {
+    let mut v = serde_json::to_value(r).unwrap();
+    if let Some(Value::Array(notes)) = v.get_mut("notes") {
+        notes.retain(|n| !n.as_str().unwrap_or("").starts_with("measured in "));
+    }
+    v
+}
+
+/// Where `a` and `b` differ, as paths and both values.
+fn differences(a: &Value, b: &Value, at: String, out: &mut Vec<String>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            for k in keys {
+                let n = Value::Null;
+                let (p, q) = (x.get(k).unwrap_or(&n), y.get(k).unwrap_or(&n));
+                differences(p, q, format!("{at}.{k}"), out);
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (p, q)) in x.iter().zip(y).enumerate() {
+                differences(p, q, format!("{at}[{i}]"), out);
+            }
+        }
+        _ if a == b => {}
+        _ => out.push(format!("{at}: whole {a} windows {b}")),
+    }
+}
+
+fn check(path: &Path, w: Windowing) -> Option<String> {
+    let open = OpenOptions::default();
+    let o = Options::default();
+    let whole = latency(Opened::files(&[path.to_path_buf()], &open).ok()?, &open, &o, None).ok()?;
+    let parts = latency_in(Opened::files(&[path.to_path_buf()], &open).ok()?, &open, &o, None, w);
+    let parts = match parts {
+        Ok(p) => p,
+        Err(e) => return Some(format!("{}: windows failed: {e}", path.display())),
+    };
+    let mut out = Vec::new();
+    differences(&json(&whole), &json(&parts), String::new(), &mut out);
+    let name = path.file_name()?.to_string_lossy();
+    (!out.is_empty()).then(|| format!("{name} ({} events a window): {}", w.events, out.join("\n    ")))
+}
+
+#[test]
+fn every_trace_in_windows_gives_the_whole_traces_report() {
+    let mut bad = Vec::new();
+    let mut tried = 0;
+    for f in whylate::testkit::every_trace_file() {
+        let open = OpenOptions::default();
+        let Ok(events) = Opened::files(&[f.clone()], &open)
+            .and_then(|i| latency(i, &open, &Options::default(), None))
+            .map(|r| r.events)
+        else {
+            continue;
+        };
+        tried += 1;
+        for events in [events / 7, events / 3] {
+            let w = Windowing {
+                events: events.max(50),
+                ..whylate::latency::WINDOWING
+            };
+            bad.extend(check(&f, w));
+        }
+    }
+    assert!(tried > 10, "only {tried} traces read");
+    assert!(bad.is_empty(), "{} differences:\n{}", bad.len(), bad.join("\n"));
+}
