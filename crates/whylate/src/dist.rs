@@ -201,7 +201,11 @@ impl Sketch {
         for (&lo, &n) in &o.hist {
             *self.hist.entry(lo).or_default() += n;
         }
-        self.min = if self.count == 0 { o.min } else { self.min.min(o.min) };
+        self.min = if self.count == 0 {
+            o.min
+        } else {
+            self.min.min(o.min)
+        };
         self.max = self.max.max(o.max);
         self.total = self.total.saturating_add(o.total);
         self.count += o.count;

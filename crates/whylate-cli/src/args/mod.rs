@@ -414,6 +414,17 @@ pub struct LatencyArgs {
     /// a serial line speed (`115200baud`: 8N1, 10 bits a byte, = 11520 bytes/s).
     #[arg(long, value_name = "RATE", value_parser = expected_rate)]
     pub expect: Option<f64>,
+    /// Events a window of a long trace holds (0: the whole trace at once).
+    ///
+    /// A trace longer than this is measured in windows, each dropped once measured:
+    /// memory is bounded by a window, not by the trace. Each sample is counted by the
+    /// window it ends in, whole (a window starts from what was open when it began);
+    /// quantiles are exact up to 8192 distinct values per group, then to 8 significant
+    /// bits (the last note says which). Throughput, --samples and --parquet hold the
+    /// whole trace.
+    #[arg(help_heading = "Input", long, value_name = "N",
+          default_value_t = whylate::latency::WINDOWING.events)]
+    pub window_events: u64,
     #[command(flatten)]
     pub input: InputArgs,
 }

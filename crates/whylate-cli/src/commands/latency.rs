@@ -28,8 +28,12 @@ pub fn run(a: LatencyArgs, out: &Out, quiet: bool) -> anyhow::Result<ExitCode> {
     }
     let open = a.input.open()?;
     let (open, bar) = with_progress(open, &a.files, quiet);
+    let w = whylate::pipeline::Windowing {
+        events: a.window_events,
+        ..whylate::latency::WINDOWING
+    };
     let mut r = whylate::read::Opened::files(&a.files, &open)
-        .and_then(|i| whylate::latency::latency(i, &open, &opts, tput));
+        .and_then(|i| whylate::latency::latency_in(i, &open, &opts, tput, w));
     drop(bar);
     if let Some(e) = r.as_ref().ok().and_then(|r| r.void_filter.clone()) {
         return usage(&e);
@@ -75,6 +79,7 @@ pub fn options(
         raw_samples,
         throughput: None,
         func: a.func.clone(),
+        settle: whylate::measure::Settle::WHOLE,
     };
     Ok((opts, tput))
 }

@@ -12,7 +12,7 @@
 
 use super::{assemble, latency, LatencyReport, Parts, Seen};
 use crate::event::{Event, Interner};
-use crate::measure::{self, Bound, TracerSample, Filter, Measure, Merged, Options, Settle};
+use crate::measure::{self, Bound, Filter, Measure, Merged, Options, Settle, TracerSample};
 use crate::pipeline::{self, Done, Pass, Sink, Windowing};
 use crate::read::{OpenOptions, Opened, ReadError};
 use crate::timeline::{span, Anomalies, Timeline};
@@ -132,7 +132,6 @@ fn in_windows(
         };
         return Ok(super::report(pass, opts, None));
     }
-    let acc = acc;
     let quantiles = match acc.merged.exact() {
         true => "quantiles exact",
         false => "quantiles to 8 significant bits",
@@ -189,7 +188,10 @@ impl<'o> Acc<'o> {
         };
         Options {
             filter: Filter {
-                window: (abs(self.opts.filter.window.0), abs(self.opts.filter.window.1)),
+                window: (
+                    abs(self.opts.filter.window.0),
+                    abs(self.opts.filter.window.1),
+                ),
                 ..self.opts.filter.clone()
             },
             ..self.opts.clone()
@@ -230,27 +232,67 @@ impl<'o> Acc<'o> {
 }
 
 #[cfg(test)]
-mod debug {
+mod tests {
+    use super::{in_windows, WINDOWING};
+    use crate::measure::{Measure, Options};
+    use crate::pipeline::Windowing;
+    use crate::read::OpenOptions;
+    use crate::testkit::{line, opened};
+
+    /// A read that blocks from the first event to the last while another task makes
+    /// 2,000 short calls: in windows of 100 events it spans every window, and the window
+    /// it ends in measures it whole (its entry carried from the first), so the report
+    /// equals the whole trace's and the first note says how it was made.
     #[test]
-    fn dump() {
-        let Ok(p) = std::env::var("WL_TRACE") else { return };
-        let ev: u64 = std::env::var("WL_EVENTS").unwrap().parse().unwrap();
-        let open = crate::read::OpenOptions::default();
-        let w = crate::pipeline::Windowing { events: ev, ..super::WINDOWING };
-        let inputs = crate::read::Opened::files(&[p.into()], &open).unwrap();
-        crate::pipeline::read_windowed(inputs, &open, w, || super::Nothing, |d| {
-            let sp = &d.tl.spans;
-            eprintln!("window {} lo {} cut {} first {:?} last {}", d.index, d.lo, d.cut, d.tl.first_ts, d.tl.last_ts);
-            for i in 0..sp.len() {
-                eprintln!("  {:?} cpu {} tid {} {}..{} flags {:x}", sp.kind[i], sp.cpu[i], sp.tid[i], sp.start[i], sp.end[i], sp.flags[i]);
-            }
-            Ok(())
-        }).unwrap();
-        let tl = crate::pipeline::read(crate::read::Opened::files(&[std::env::var("WL_TRACE").unwrap().into()], &open).unwrap(), &open, &mut |_: &crate::event::Event, _: &crate::event::Interner| {}).unwrap().tl;
-        let sp = &tl.spans;
-        eprintln!("whole");
-        for i in 0..sp.len() {
-            eprintln!("  {:?} cpu {} tid {} {}..{} flags {:x}", sp.kind[i], sp.cpu[i], sp.tid[i], sp.start[i], sp.end[i], sp.flags[i]);
+    fn a_call_longer_than_every_window_is_measured_whole_once() {
+        let mut t = line(1_000, 1, "poll-7", "....", "sys_enter: NR 0 (3, 0, 1)");
+        for k in 0..2_000u64 {
+            let at = 2_000 + k * 100;
+            t += &line(at, 0, "dd-9", "....", "sys_enter: NR 1 (1, 0, 1)");
+            t += &line(at + 7 + k % 5, 0, "dd-9", "....", "sys_exit: NR 1 = 1");
         }
+        t += &line(
+            2_000 + 2_000 * 100,
+            1,
+            "poll-7",
+            "....",
+            "sys_exit: NR 0 = 1",
+        );
+        let o = Options {
+            measures: vec![Measure::Syscall],
+            ..Options::default()
+        };
+        let open = OpenOptions::default();
+        let whole = crate::latency::latency(opened(&t), &open, &o, None).unwrap();
+        let w = Windowing {
+            events: 100,
+            ..WINDOWING
+        };
+        let parts = in_windows(opened(&t), &open, &o, w).unwrap();
+        let groups = |r: &crate::latency::LatencyReport| -> Vec<(String, u64, u64, u64, u64)> {
+            (r.measures[0].groups.iter())
+                .map(|g| (g.key.clone(), g.count, g.min_ns, g.p50_ns, g.max_ns))
+                .collect()
+        };
+        assert_eq!(
+            groups(&parts),
+            [
+                (
+                    "read poll[7]".to_string(),
+                    1,
+                    201_000_000,
+                    201_000_000,
+                    201_000_000
+                ),
+                ("write dd[9]".to_string(), 2_000, 7_000, 9_000, 11_000),
+            ]
+        );
+        assert_eq!(groups(&parts), groups(&whole));
+        assert_eq!((parts.spans, parts.edges), (whole.spans, whole.edges));
+        let note = parts.notes.last().unwrap();
+        assert!(
+            note.starts_with("measured in ") && note.contains("quantiles exact"),
+            "{note}"
+        );
     }
 }

@@ -70,9 +70,7 @@ impl Merged {
     /// Whether every quantile is exact (no group took more distinct values than a
     /// sketch keeps exactly).
     pub fn exact(&self) -> bool {
-        self.exact
-            && (self.measures.iter())
-                .all(|a| a.groups.iter().all(|(_, s)| s.exact()))
+        self.exact && (self.measures.iter()).all(|a| a.groups.iter().all(|(_, s)| s.exact()))
     }
 
     /// The merged reports, in the order the windows first gave them.
@@ -159,7 +157,10 @@ impl Acc {
         m.inferred_bound_ns = match (m.inferred, g.inferred) {
             (0, _) => g.inferred_bound_ns,
             (_, 0) => m.inferred_bound_ns,
-            _ => m.inferred_bound_ns.zip(g.inferred_bound_ns).map(|(a, b)| a.max(b)),
+            _ => m
+                .inferred_bound_ns
+                .zip(g.inferred_bound_ns)
+                .map(|(a, b)| a.max(b)),
         };
         m.uncertain += g.uncertain;
         m.lost += g.lost;
@@ -170,7 +171,11 @@ impl Acc {
     }
 
     fn finish(self, top: usize) -> MeasureReport {
-        let base = if self.r.unit == "ns" { Sketch::HIST_BASE } else { 1 };
+        let base = if self.r.unit == "ns" {
+            Sketch::HIST_BASE
+        } else {
+            1
+        };
         let mut used = FxHashSet::default();
         let mut groups: Vec<Group> = Vec::with_capacity(self.groups.len());
         // Groups no window had a sample of carried counters alone.
@@ -239,7 +244,15 @@ fn same(a: &Sample, b: &Sample) -> bool {
 /// The `top` largest of `v`, largest first (among equals in the order a group's
 /// worst samples are chosen by, `series::canon`), each once.
 fn worst_of(mut v: Vec<Sample>, top: usize) -> Vec<Sample> {
-    let key = |a: &Sample| (std::cmp::Reverse(a.value_ns), a.ts_ns, a.end_ns, a.tid, a.cpu);
+    let key = |a: &Sample| {
+        (
+            std::cmp::Reverse(a.value_ns),
+            a.ts_ns,
+            a.end_ns,
+            a.tid,
+            a.cpu,
+        )
+    };
     v.sort_by_key(key);
     v.dedup_by(|a, b| same(a, b));
     v.truncate(top);
@@ -268,5 +281,78 @@ fn add_extra(
             (Some(Value::Object(a)), Value::Object(b)) => add_extra(a, b),
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Merged;
+    use crate::measure::{compute, Measure, Options, Settle};
+    use crate::testkit::{pass, three_cpu_chain};
+
+    /// The runqueue waits of 60 request cycles (one in ten held 3 ms by a hog) measured
+    /// whole, and as two stretches of the same timeline merged: each wait is counted by
+    /// the stretch it ends in, so counts, sums, quantiles, histograms and the worst
+    /// samples are the whole timeline's.
+    #[test]
+    fn two_stretches_merge_into_the_whole() {
+        let hogged: Vec<usize> = (5..60).step_by(10).collect();
+        let p = pass(&three_cpu_chain(60, &hogged, 3_000));
+        let o = Options {
+            measures: vec![Measure::Runqueue],
+            ..Options::default()
+        };
+        let whole = compute(&p.tl, &p.strings, &o, &[], None).remove(0);
+        let first = p.tl.first_ts.unwrap();
+        let mid = first + (p.tl.last_ts - first) / 2;
+        let mut m = Merged::new(o.top);
+        for settle in [
+            Settle { lo: 0, cut: mid },
+            Settle {
+                lo: mid,
+                cut: u64::MAX,
+            },
+        ] {
+            let o = Options {
+                settle,
+                ..o.clone()
+            };
+            m.add(compute(&p.tl, &p.strings, &o, &[], None));
+        }
+        assert!(m.exact());
+        let merged = m.finish().remove(0);
+        let key = |g: &crate::measure::Group| {
+            let worst: Vec<(u64, u64)> = g.worst.iter().map(|w| (w.ts_ns, w.value_ns)).collect();
+            let d = (
+                g.count, g.min_ns, g.p50_ns, g.p90_ns, g.p99_ns, g.max_ns, g.total_ns,
+            );
+            (
+                g.key.clone(),
+                g.metric.clone(),
+                d,
+                g.histogram.clone(),
+                worst,
+                g.extra.clone(),
+            )
+        };
+        let worker = (whole.groups.iter())
+            .find(|g| g.key.starts_with("kworker/1:1[40]") && g.metric == "runnable")
+            .unwrap();
+        // Fifty-four waits of 8 us and six behind the hog.
+        assert_eq!((worker.count, worker.max_ns), (60, 3_000_000));
+        let (a, b): (Vec<_>, Vec<_>) = (
+            whole.groups.iter().map(key).collect(),
+            merged.groups.iter().map(key).collect(),
+        );
+        assert_eq!(a, b);
+        assert_eq!(whole.open, merged.open);
+        assert_eq!(whole.notes, merged.notes);
+        let worst = |r: &crate::measure::MeasureReport| -> Vec<(u64, String)> {
+            r.worst
+                .iter()
+                .map(|w| (w.value_ns, w.group.clone()))
+                .collect()
+        };
+        assert_eq!(worst(&whole), worst(&merged));
     }
 }

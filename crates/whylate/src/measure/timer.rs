@@ -121,7 +121,9 @@ pub(super) fn timer(cx: &Cx<'_>, o: &Options) -> MeasureReport {
         // wakeup's; one still waiting when a window ends is a later window's.
         let end = match p.woken {
             Woken::Waited(si) => tl.spans.end[si as usize],
+            // Still waiting when the trace ends: the last window's.
             Woken::Open(_) if !cx.settle.is_last() => continue,
+            Woken::Open(_) => u64::MAX - 1,
             _ => e.at,
         };
         if !cx.keep(e.at, end, r.cpu, r.tid, r.comm) {

@@ -63,7 +63,12 @@ pub fn run(
             let (opts, tput) = crate::commands::latency::options(&a, false)?;
             let open = opened(&a.input)?;
             let inputs = whylate::read::Opened::files(&a.files, &open).map_err(said)?;
-            let mut r = whylate::latency::latency(inputs, &open, &opts, tput).map_err(said)?;
+            let w = whylate::pipeline::Windowing {
+                events: a.window_events,
+                ..whylate::latency::WINDOWING
+            };
+            let r = whylate::latency::latency_in(inputs, &open, &opts, tput, w);
+            let mut r = r.map_err(said)?;
             if let Some(e) = r.void_filter.take() {
                 return Err(e);
             }

@@ -252,7 +252,12 @@ struct EdgeCopy(FxHashMap<u32, u32>);
 
 impl EdgeCopy {
     /// Edge `i` of `old` copied into `new` (once), its new index; [`NONE`] stays so.
+    /// The timer whose callback caused it is copied too (its own cause is not).
     fn copy(&mut self, i: u32, old: &Timeline, new: &mut Timeline) -> u32 {
+        self.copy_to(i, old, new, 1)
+    }
+
+    fn copy_to(&mut self, i: u32, old: &Timeline, new: &mut Timeline, depth: u8) -> u32 {
         let Some(e) = old.edges.get(i as usize) else {
             return NONE;
         };
@@ -260,31 +265,23 @@ impl EdgeCopy {
             return j;
         }
         let mut e = e.clone();
-        // What it led to is in the old timeline; the timer whose callback caused it is
-        // copied too (its own cause is not).
+        // What it led to is in the old timeline ([`EdgeCopy::relink`] mends the links
+        // between copies).
         (e.span, e.link) = (NONE, NONE);
-        if let Ctx::Timer { edge } = e.from {
-            e.from = match old.edges.get(edge as usize) {
-                Some(t) => {
-                    let mut t = t.clone();
-                    // The wakeup it made is the copy of `e`, pushed next.
-                    let woke = t.link == i;
-                    t.span = NONE;
-                    t.link = if woke { new.edges.len() as u32 + 1 } else { NONE };
-                    if let Ctx::Timer { .. } = t.from {
-                        t.from = Ctx::Unknown;
-                    }
-                    new.edges.push(t);
-                    Ctx::Timer {
-                        edge: new.edges.len() as u32 - 1,
-                    }
-                }
-                None => Ctx::Unknown,
-            };
+        let cause = match e.from {
+            Ctx::Timer { edge } => Some(edge),
+            _ => None,
+        };
+        if cause.is_some() {
+            e.from = Ctx::Unknown;
         }
         let j = new.edges.len() as u32;
         new.edges.push(e);
         self.0.insert(i, j);
+        if let (Some(t), 1..) = (cause, depth) {
+            let t = self.copy_to(t, old, new, depth - 1);
+            new.edges[j as usize].from = Ctx::Timer { edge: t };
+        }
         j
     }
 
@@ -295,6 +292,16 @@ impl EdgeCopy {
                 edge: self.copy(edge, old, new),
             },
             c => c,
+        }
+    }
+
+    /// Links each copied timer edge to the copy of the wakeup it made, when copied.
+    fn relink(&self, old: &Timeline, new: &mut Timeline) {
+        for (&i, &j) in &self.0 {
+            let link = old.edges[i as usize].link;
+            if let Some(&l) = self.0.get(&link) {
+                new.edges[j as usize].link = l;
+            }
         }
     }
 }
@@ -448,6 +455,7 @@ impl Builder {
         self.carry_context(&mut b.tl);
         self.carry_clock(&mut b.tl, &mut edges);
         self.carry_children(&mut b.tl);
+        edges.relink(&self.tl, &mut b.tl);
         b.timer_armed.clone_from(&self.timer_armed);
         b.timer_open.clone_from(&self.timer_open);
         b.cpuless_calls.clone_from(&self.cpuless_calls);
@@ -484,8 +492,15 @@ impl Builder {
                 for &i in &l[first..] {
                     let i = i as usize;
                     let j = tl.spans.push(
-                        sp.kind[i], sp.cpu[i], sp.tid[i], sp.comm[i], sp.start[i], sp.end[i],
-                        sp.key[i], NONE, sp.flags[i],
+                        sp.kind[i],
+                        sp.cpu[i],
+                        sp.tid[i],
+                        sp.comm[i],
+                        sp.start[i],
+                        sp.end[i],
+                        sp.key[i],
+                        NONE,
+                        sp.flags[i],
                     );
                     match into {
                         0 => tl.runs_by_cpu[c].push(j),
@@ -560,7 +575,9 @@ impl Builder {
         for p in pending.iter_mut().flatten() {
             p.1 = edges.ctx(p.1, old, tl);
         }
-        let tasklet_sched = c.tasklet_sched.map(|(ts, ctx, tid)| (ts, edges.ctx(ctx, old, tl), tid));
+        let tasklet_sched = c
+            .tasklet_sched
+            .map(|(ts, ctx, tid)| (ts, edges.ctx(ctx, old, tl), tid));
         CpuState {
             curr: c.curr,
             curr_since: c.curr_since,
