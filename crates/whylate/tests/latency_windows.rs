@@ -82,7 +82,7 @@ fn every_trace_in_windows_gives_the_whole_traces_report() {
     let mut tried = 0;
     for f in whylate::testkit::every_trace_file() {
         let open = OpenOptions::default();
-        let Ok(events) = Opened::files(&[f.clone()], &open)
+        let Ok(events) = Opened::files(std::slice::from_ref(&f), &open)
             .and_then(|i| latency(i, &open, &Options::default(), None))
             .map(|r| r.events)
         else {

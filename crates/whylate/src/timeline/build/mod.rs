@@ -246,6 +246,9 @@ struct Queued {
     activated: u64,
 }
 
+/// An skb handed to the stack: (when, CPU, context, task).
+type InFlight = (u64, u32, Ctx, i32);
+
 /// The edges a carried builder copied ([`Builder::carried`]): old index → new.
 #[derive(Default)]
 struct EdgeCopy(FxHashMap<u32, u32>);
@@ -264,7 +267,7 @@ impl EdgeCopy {
         if let Some(&j) = self.0.get(&i) {
             return j;
         }
-        let mut e = e.clone();
+        let mut e = *e;
         // What it led to is in the old timeline ([`EdgeCopy::relink`] mends the links
         // between copies).
         (e.span, e.link) = (NONE, NONE);
@@ -340,7 +343,7 @@ pub struct Builder {
     /// Open calls of events without a CPU (a pasted function_graph excerpt), per task.
     cpuless_calls: FxHashMap<i32, Vec<CallFrame>>,
     /// skbs handed to the stack, by address: (when, CPU, context, task).
-    in_flight: FxHashMap<u64, (u64, u32, Ctx, i32)>,
+    in_flight: FxHashMap<u64, InFlight>,
     /// Per CPU, the timerlat sample that was its last event (a stack after it is its own).
     rtla_last: Vec<Option<u32>>,
     /// The timerlat sample the event being fed made, if any.
@@ -446,7 +449,7 @@ impl Builder {
             let ctx = edges.ctx(q.ctx, &self.tl, &mut b.tl);
             b.queued.insert(k, Queued { ctx, ..*q });
         }
-        let mut flying: Vec<(&u64, &(u64, u32, Ctx, i32))> = self.in_flight.iter().collect();
+        let mut flying: Vec<(&u64, &InFlight)> = self.in_flight.iter().collect();
         flying.sort_unstable_by_key(|(&k, _)| k);
         for (&k, &(ts, cpu, ctx, tid)) in flying {
             let ctx = edges.ctx(ctx, &self.tl, &mut b.tl);
