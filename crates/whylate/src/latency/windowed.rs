@@ -91,6 +91,7 @@ fn in_windows(
                 let settle = Settle {
                     lo: d.lo,
                     cut: d.cut,
+                    spans: d.tl.own_spans,
                 };
                 let job = Job {
                     tl: d.tl,
@@ -162,6 +163,8 @@ struct Acc<'o> {
     merged: Merged,
     seen: Seen,
     parts: Parts,
+    /// The lost-event windows already in `parts`.
+    lost_seen: rustc_hash::FxHashSet<(u32, u64, u64, Option<u64>)>,
 }
 
 impl<'o> Acc<'o> {
@@ -176,6 +179,7 @@ impl<'o> Acc<'o> {
                 lost: Vec::new(),
                 anomalies: Anomalies::default(),
             },
+            lost_seen: Default::default(),
         }
     }
 
@@ -209,20 +213,22 @@ impl<'o> Acc<'o> {
         self.merged.add(r);
         let tl = &j.tl;
         let s = j.settle;
-        let settled = |end: u64, flags: u8| match flags & span::END_UNKNOWN {
-            0 => s.ends(end),
+        let settled = |ours: bool, flags: u8| match flags & span::END_UNKNOWN {
+            0 => ours,
             _ => s.is_last(),
         };
         let sp = &tl.spans;
         self.parts.spans += (0..sp.len())
-            .filter(|&i| settled(sp.end[i], sp.flags[i]))
+            .filter(|&i| settled(s.span(i, sp.end[i]), sp.flags[i]))
             .count() as u64;
         self.parts.spans += (tl.syscalls.iter())
-            .filter(|(_, c)| settled(c.end, c.flags))
+            .filter(|(_, c)| settled(s.ends(c.end), c.flags))
             .count() as u64;
         self.parts.edges += tl.own_edges;
         for l in &tl.lost {
-            if !self.parts.lost.contains(l) {
+            // Neighbours share the losses in their overlap, and a window carries those
+            // an open sample crosses.
+            if self.lost_seen.insert((l.cpu, l.from, l.to, l.count)) {
                 self.parts.lost.push(*l);
             }
         }

@@ -37,9 +37,18 @@ impl<'a> Cx<'a> {
     /// Whether the sample from `ts` to `end` counts: it passes the filter and is this
     /// timeline's to settle.
     pub(super) fn keep(&self, ts: u64, end: u64, cpu: u32, tid: i32, comm: Sym) -> bool {
-        if !self.settle.ends(end) {
-            return false;
-        }
+        self.settle.ends(end) && self.passes(ts, cpu, tid, comm)
+    }
+
+    /// [`Cx::keep`] for the sample that is span `i` (or ends with it): settled where the
+    /// span closed.
+    pub(super) fn keep_span(&self, i: usize, ts: u64, cpu: u32, tid: i32, comm: Sym) -> bool {
+        let end = self.tl.spans.end[i];
+        self.settle.span(i, end) && self.passes(ts, cpu, tid, comm)
+    }
+
+    /// Whether a sample passes the user's filter.
+    fn passes(&self, ts: u64, cpu: u32, tid: i32, comm: Sym) -> bool {
         if let Some(c) = self.f.cpu {
             if cpu != c {
                 return false;

@@ -37,7 +37,7 @@ pub(super) fn irq(cx: &Cx<'_>, o: &Options) -> MeasureReport {
     }
     for i in runs {
         let r = span_raw(tl, i);
-        if !cx.keep(r.ts, r.end, r.cpu, r.tid, r.comm) {
+        if !cx.keep_span(r.idx as usize, r.ts, r.cpu, r.tid, r.comm) {
             continue;
         }
         coll.at((sp.key[i] as u64, 0), "handler", || cx.irq(sp.key[i]))

@@ -23,7 +23,7 @@ pub(super) fn irqsoff(cx: &Cx<'_>, o: &Options, tracers: &[TracerSample]) -> Mea
             continue;
         }
         let r = span_raw(tl, i);
-        if !cx.keep(r.ts, r.end, r.cpu, r.tid, r.comm) {
+        if !cx.keep_span(r.idx as usize, r.ts, r.cpu, r.tid, r.comm) {
             continue;
         }
         coll.add(cx, func_of(cx.s.get(Sym(sp.key[i]))).to_string(), metric, r);

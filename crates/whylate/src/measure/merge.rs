@@ -24,8 +24,8 @@ struct Acc {
     groups: Vec<(Group, Sketch)>,
     /// (metric, the thread's id and life, or the group's key) → index in `groups`.
     index: FxHashMap<(String, GroupId), usize>,
-    /// What every window lacked (the first window's list, kept while each later one
-    /// lacks the same).
+    /// What the trace lacks: the latest window's list (a window's timeline has seen
+    /// every event kind the trace showed before it, [`crate::timeline::Builder::carried`]).
     missing: Vec<Missing>,
     /// The windows' notes in the order first said, each once: a note that begins with
     /// a count as the rest of its text and the counts added up (0 for other notes).
@@ -105,32 +105,45 @@ impl Acc {
     fn add(&mut self, r: MeasureReport, top: usize) {
         self.r.open += r.open;
         self.partial.extend(r.partial_tids.iter().copied());
-        // What the trace lacks is what every window lacked.
-        self.missing
-            .retain(|m| r.missing_events.iter().any(|n| n.part == m.part));
-        for n in r.notes {
-            self.note(n);
-        }
+        self.missing = r.missing_events;
+        self.notes_of(r.notes);
         for g in r.groups {
             self.add_group(g, top);
         }
     }
 
-    /// Keeps a window's note: one that begins with a count is added to the same note of
-    /// other windows; the recorder's note is made again over the merged groups.
-    fn note(&mut self, n: String) {
-        if n.starts_with("the recorder's own threads") {
-            return;
-        }
-        let digits = n.bytes().take_while(u8::is_ascii_digit).count();
-        let (text, count) = match n.as_bytes().get(digits) {
-            Some(b' ') if digits > 0 => (n[digits..].to_string(), n[..digits].parse().ok()),
-            _ => (n, None),
+    /// Keeps a window's notes: one that begins with a count is added to the same note
+    /// of other windows; the recorder's note is made again over the merged groups. A
+    /// note new here goes after the note this window said before it, else before the
+    /// next one it said that is already kept, else last: notes keep the order every
+    /// window says them in.
+    fn notes_of(&mut self, notes: Vec<String>) {
+        let split = |n: String| {
+            let digits = n.bytes().take_while(u8::is_ascii_digit).count();
+            match n.as_bytes().get(digits) {
+                Some(b' ') if digits > 0 => (n[digits..].to_string(), n[..digits].parse().ok()),
+                _ => (n, None),
+            }
         };
-        match self.notes.iter_mut().find(|(t, _)| *t == text) {
-            Some((_, Some(c))) => *c += count.unwrap_or(0),
-            Some(_) => {}
-            None => self.notes.push((text, count)),
+        let own: Vec<(String, Option<u64>)> = (notes.into_iter())
+            .filter(|n| !n.starts_with("the recorder's own threads"))
+            .map(split)
+            .collect();
+        let at = |kept: &[(String, Option<u64>)], t: &str| kept.iter().position(|(k, _)| k == t);
+        for (p, (text, count)) in own.iter().enumerate() {
+            if let Some(i) = at(&self.notes, text) {
+                if let (Some(c), Some(k)) = (self.notes[i].1.as_mut(), count) {
+                    *c += k;
+                }
+                continue;
+            }
+            let before = p.checked_sub(1).and_then(|q| at(&self.notes, &own[q].0));
+            let next = || own[p + 1..].iter().find_map(|(t, _)| at(&self.notes, t));
+            let i = match before {
+                Some(b) => b + 1,
+                None => next().unwrap_or(self.notes.len()),
+            };
+            self.notes.insert(i, (text.clone(), *count));
         }
     }
 
@@ -178,8 +191,13 @@ impl Acc {
         };
         let mut used = FxHashSet::default();
         let mut groups: Vec<Group> = Vec::with_capacity(self.groups.len());
-        // Groups no window had a sample of carried counters alone.
-        for (mut g, s) in self.groups.into_iter().filter(|(_, s)| s.count() > 0) {
+        // Groups no window had a sample of carried counters alone. A thread's earlier
+        // life is named first, as the whole trace names the series made first.
+        let mut merged: Vec<(Group, Sketch)> = (self.groups.into_iter())
+            .filter(|(_, s)| s.count() > 0)
+            .collect();
+        merged.sort_by_key(|(g, _)| g.task.as_ref().map(|t| t.life));
+        for (mut g, s) in merged {
             let d: Dist = s.dist();
             (g.count, g.min_ns, g.p50_ns, g.p90_ns) = (d.count, d.min, d.p50, d.p90);
             (g.p99_ns, g.p999_ns, g.max_ns, g.total_ns) = (d.p99, d.p999, d.max, d.total);
@@ -236,13 +254,8 @@ fn sort_groups(groups: &mut [Group]) {
     });
 }
 
-/// Whether two samples are the same one.
-fn same(a: &Sample, b: &Sample) -> bool {
-    (a.ts_ns, a.end_ns, a.tid, a.value_ns) == (b.ts_ns, b.end_ns, b.tid, b.value_ns)
-}
-
 /// The `top` largest of `v`, largest first (among equals in the order a group's
-/// worst samples are chosen by, `series::canon`), each once.
+/// worst samples are chosen by, `series::canon`).
 fn worst_of(mut v: Vec<Sample>, top: usize) -> Vec<Sample> {
     let key = |a: &Sample| {
         (
@@ -253,8 +266,8 @@ fn worst_of(mut v: Vec<Sample>, top: usize) -> Vec<Sample> {
             a.cpu,
         )
     };
+    // Windows settle disjoint samples: none is twice in one group.
     v.sort_by_key(key);
-    v.dedup_by(|a, b| same(a, b));
     v.truncate(top);
     v
 }
@@ -307,8 +320,13 @@ mod tests {
         let mid = first + (p.tl.last_ts - first) / 2;
         let mut m = Merged::new(o.top);
         for settle in [
-            Settle { lo: 0, cut: mid },
             Settle {
+                lo: 0,
+                cut: mid,
+                spans: None,
+            },
+            Settle {
+                spans: None,
                 lo: mid,
                 cut: u64::MAX,
             },

@@ -55,7 +55,7 @@ pub(super) fn osnoise(cx: &Cx<'_>, top: usize, raw_samples: bool) -> MeasureRepo
         m.push(cx, raw(start, p.ts, p.max_us * 1000, p.cpu, -1));
     }
     for n in &r.noise {
-        if !cx.keep(n.start, n.start + n.dur_ns, n.cpu, -1, Sym::EMPTY) {
+        if !cx.keep(n.start, n.ts, n.cpu, -1, Sym::EMPTY) {
             continue;
         }
         let tid = if n.kind == NoiseKind::Thread {
@@ -68,7 +68,7 @@ pub(super) fn osnoise(cx: &Cx<'_>, top: usize, raw_samples: bool) -> MeasureRepo
         s.push(cx, raw(n.start, n.start + n.dur_ns, n.dur_ns, n.cpu, tid));
     }
     for t in &r.thresholds {
-        if !cx.keep(t.start, t.start + t.dur_ns, t.cpu, -1, Sym::EMPTY) {
+        if !cx.keep(t.start, t.ts, t.cpu, -1, Sym::EMPTY) {
             continue;
         }
         let s = coll.get(format!("CPU{}", t.cpu), "sample_threshold");

@@ -177,6 +177,10 @@ pub struct Settle {
     pub lo: u64,
     /// Where it ends (`u64::MAX`: the last window).
     pub cut: u64,
+    /// The spans closed in the stretch, by index ([`crate::timeline::Timeline::own_spans`]):
+    /// a span is settled when it closes, which for some is later than its end (a run
+    /// an implicit switch ends at the CPU's last event).
+    pub spans: Option<(u32, u32)>,
 }
 
 impl Settle {
@@ -184,12 +188,22 @@ impl Settle {
     pub const WHOLE: Settle = Settle {
         lo: 0,
         cut: u64::MAX,
+        spans: None,
     };
 
     /// Whether a sample that ended at `end` is this stretch's.
     #[inline]
     pub fn ends(&self, end: u64) -> bool {
         end >= self.lo && end < self.cut
+    }
+
+    /// Whether span `i`, which ended at `end`, is this stretch's: it closed in it.
+    #[inline]
+    pub fn span(&self, i: usize, end: u64) -> bool {
+        match self.spans {
+            Some((a, b)) => (a as usize..b as usize).contains(&i),
+            None => self.ends(end),
+        }
     }
 
     /// Whether samples still open at the timeline's end are this stretch's (the trace

@@ -33,7 +33,7 @@ pub(super) fn runqueue(cx: &Cx<'_>, o: &Options) -> MeasureReport {
             SpanKind::Run if sp.tid[i] > 0 => {
                 // Counted by the window that settles the run (all of them when whole).
                 let settled = match sp.flags[i] & span::END_UNKNOWN {
-                    0 => cx.settle.ends(sp.end[i]),
+                    0 => cx.settle.span(i, sp.end[i]),
                     _ => cx.settle.is_last(),
                 };
                 if sp.flags[i] & span::INFERRED != 0 && settled {
@@ -48,7 +48,7 @@ pub(super) fn runqueue(cx: &Cx<'_>, o: &Options) -> MeasureReport {
                     continue;
                 }
                 let r = span_raw(tl, i);
-                if cx.keep(r.ts, r.end, r.cpu, r.tid, r.comm) {
+                if cx.keep_span(r.idx as usize, r.ts, r.cpu, r.tid, r.comm) {
                     let (id, label) = life_key(cx, r.tid, r.ts);
                     coll.at(id, "run", label).push(cx, r);
                 }
@@ -59,7 +59,7 @@ pub(super) fn runqueue(cx: &Cx<'_>, o: &Options) -> MeasureReport {
                     continue;
                 }
                 let r = span_raw(tl, i);
-                if !cx.keep(r.ts, r.end, r.cpu, r.tid, r.comm) {
+                if !cx.keep_span(r.idx as usize, r.ts, r.cpu, r.tid, r.comm) {
                     continue;
                 }
                 let cause = match Cause::from_key(sp.key[i]) {

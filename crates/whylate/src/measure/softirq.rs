@@ -65,7 +65,7 @@ pub(super) fn softirq(cx: &Cx<'_>, o: &Options) -> MeasureReport {
             continue;
         }
         let r = span_raw(tl, i);
-        if !cx.keep(r.ts, r.end, r.cpu, r.tid, r.comm) {
+        if !cx.keep_span(r.idx as usize, r.ts, r.cpu, r.tid, r.comm) {
             continue;
         }
         let s = coll.get(key, metric);

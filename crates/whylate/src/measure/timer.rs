@@ -120,13 +120,17 @@ pub(super) fn timer(cx: &Cx<'_>, o: &Options) -> MeasureReport {
         // A period is one window's whole: settled where its last sample ends, its
         // wakeup's; one still waiting when a window ends is a later window's.
         let end = match p.woken {
-            Woken::Waited(si) => tl.spans.end[si as usize],
             // Still waiting when the trace ends: the last window's.
             Woken::Open(_) if !cx.settle.is_last() => continue,
             Woken::Open(_) => u64::MAX - 1,
             _ => e.at,
         };
-        if !cx.keep(e.at, end, r.cpu, r.tid, r.comm) {
+        let kept = match p.woken {
+            // Settled where its wait closed.
+            Woken::Waited(si) => cx.keep_span(si as usize, e.at, r.cpu, r.tid, r.comm),
+            _ => cx.keep(e.at, end, r.cpu, r.tid, r.comm),
+        };
+        if !kept {
             continue;
         }
         let sl = coll.get(key.clone(), "lateness");

@@ -23,12 +23,15 @@ pub(super) fn wakeup(cx: &Cx<'_>, o: &Options, tracers: &[TracerSample]) -> Meas
             continue;
         }
         if sp.flags[i] & (span::END_UNKNOWN | span::START_UNKNOWN) != 0 {
-            let end = (sp.flags[i] & span::END_UNKNOWN == 0).then(|| sp.end[i]);
-            open += u64::from(cx.settle.counts_open(end));
+            let ours = match sp.flags[i] & span::END_UNKNOWN {
+                0 => cx.settle.span(i, sp.end[i]),
+                _ => cx.settle.is_last(),
+            };
+            open += u64::from(ours);
             continue;
         }
         let r = span_raw(tl, i);
-        if !cx.keep(r.ts, r.end, r.cpu, r.tid, r.comm) {
+        if !cx.keep_span(r.idx as usize, r.ts, r.cpu, r.tid, r.comm) {
             continue;
         }
         // Per thread, named by its latest comm (exec and prctl rename threads).

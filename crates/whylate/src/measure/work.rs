@@ -44,7 +44,7 @@ pub(super) fn work(cx: &Cx<'_>, o: &Options) -> MeasureReport {
             continue;
         }
         let r = span_raw(tl, i);
-        if !cx.keep(r.ts, r.end, r.cpu, r.tid, r.comm) {
+        if !cx.keep_span(r.idx as usize, r.ts, r.cpu, r.tid, r.comm) {
             continue;
         }
         let s = coll.at((sp.key[i] as u64, 0), "run", || {

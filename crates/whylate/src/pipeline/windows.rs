@@ -3,7 +3,9 @@
 //! analysed and dropped as soon as nothing after it can change its answer. Memory is then
 //! bounded by a window, not by the trace.
 //!
-//! Each window *settles* the samples that start in its own stretch, `[lo, cut)`. When a
+//! Each window *settles* the samples of its own stretch, `[lo, cut)`: explain's cycles
+//! that start in it (held as below until they end), latency's samples that close in it
+//! (a sample begun windows earlier is whole in it, from the state carried). When a
 //! window is full, the next one starts at once (its own builder and sink, fed the same
 //! events from then on, starting from what the full one's builder knows of each CPU and
 //! task then, [`Builder::carried`]) and the full one's `cut` is set `before` into the

@@ -582,6 +582,10 @@ pub struct Timeline {
     /// A window's timeline: the edges made in its own stretch (those copied in from the
     /// window before and made in the context it shares with its neighbours left out).
     pub own_edges: u64,
+    /// A window's timeline: the spans closed in its own stretch (their indices `a..b`;
+    /// spans are pushed as they close, some with an end found only later, an implicit
+    /// switch's run ending at the CPU's last event).
+    pub own_spans: Option<(u32, u32)>,
     /// Events seen per [`KindClass`].
     pub seen: [u64; KindClass::COUNT],
     /// First and last timestamps.

@@ -309,6 +309,15 @@ impl EdgeCopy {
     }
 }
 
+/// Timer expiries a window carries at most for the clock estimate (see
+/// `Builder::carry_clock`).
+const CLOCK_EDGES: usize = 4096;
+
+/// How far back an armed timer past its due time counts as a wait still open (see
+/// `Builder::carry_context`): an entry overdue by more is one whose cancel or expiry the
+/// trace lacks.
+const OVERDUE_REACH_NS: u64 = 1_000_000_000;
+
 /// Spans a window carries at most as context for a wait still open, shared among the
 /// CPUs (see `Builder::carry_context`): about 10 MB.
 const CONTEXT_SPANS: usize = 1 << 18;
@@ -353,7 +362,7 @@ pub struct Builder {
     own: (u64, u64),
     /// The anomalies counted before the own stretch began and before it ended (taken
     /// as the first event at or past each bound comes), and the next bound to watch.
-    marks: [Option<(Anomalies, usize)>; 2],
+    marks: [Option<(Anomalies, usize, usize)>; 2],
     /// Trace time minus hrtimer time at the latest expiry that gave its `now`: when an
     /// armed timer is due on the trace clock, roughly.
     timer_offset: Option<i64>,
@@ -413,6 +422,11 @@ impl Builder {
         b.tl.irq_names.clone_from(&t.irq_names);
         b.tl.syscall_names.clone_from(&t.syscall_names);
         b.tl.forks.clone_from(&t.forks);
+        // What the trace so far has shown: an event earlier than one already taken is
+        // late in the new window too, and the event kinds seen decide as they would
+        // over the whole trace (a sched_wakeup after sched_waking was seen).
+        b.tl.last_ts = t.last_ts;
+        b.tl.seen = t.seen;
         b.tl.cpus = t.cpus;
         if let Some(last) = self.cpus.len().checked_sub(1) {
             b.cpu(last as u32);
@@ -437,6 +451,12 @@ impl Builder {
                 (tid, t)
             })
             .collect();
+        // The expiries a sample still to settle hangs on (a callback running, the timer
+        // behind a wakeup still waiting), not those an armed timer's context names.
+        let clock_from = (b.tl.edges.iter())
+            .filter(|e| e.kind == EdgeKind::Timer)
+            .map(|e| e.at)
+            .min();
         let mut armed: Vec<(&u64, &Armed)> = self.armed.iter().collect();
         armed.sort_unstable_by_key(|(&k, _)| k);
         for (&k, a) in armed {
@@ -456,7 +476,14 @@ impl Builder {
             b.in_flight.insert(k, (ts, cpu, ctx, tid));
         }
         self.carry_context(&mut b.tl);
-        self.carry_clock(&mut b.tl, &mut edges);
+        // A sample open now that crosses lost events is uncertain in the window it ends
+        // in, as in the whole trace.
+        let since = self.open_since();
+        b.tl.lost = (self.tl.lost.iter())
+            .filter(|l| l.to >= since)
+            .copied()
+            .collect();
+        self.carry_clock(clock_from, &mut b.tl, &mut edges);
         self.carry_children(&mut b.tl);
         edges.relink(&self.tl, &mut b.tl);
         b.timer_armed.clone_from(&self.timer_armed);
@@ -467,10 +494,24 @@ impl Builder {
         b
     }
 
+    /// When the oldest state still open began: a task running, waiting or in a system
+    /// call, a handler or function call on a CPU.
+    fn open_since(&self) -> u64 {
+        let tasks = self.tasks.values().flat_map(|t| {
+            let state = matches!(t.state, St::Running | St::Runnable).then_some(t.since);
+            state.into_iter().chain(t.sys.map(|s| s.start))
+        });
+        let cpus = self.cpus.iter().flat_map(|c| {
+            let frames = c.frames.iter().map(|f| f.start);
+            frames.chain(c.calls.iter().map(|f| f.start))
+        });
+        tasks.chain(cpus).min().unwrap_or(self.tl.last_ts)
+    }
+
     /// Copies into `tl` who held each CPU since the oldest wait still open began (the
     /// runs and handlers that end after it), so that a window measuring that wait when
     /// it ends knows who held the CPU all along, not only since the window began. At most
-    /// [`CONTEXT_SPANS`], the latest, shared among the CPUs.
+    /// [`CONTEXT_SPANS`] in all, the latest, shared among the CPUs.
     fn carry_context(&self, tl: &mut Timeline) {
         let waits = (self.tasks.values())
             .filter(|t| t.state == St::Runnable)
@@ -480,11 +521,12 @@ impl Builder {
         let overdue = (self.timer_offset.into_iter())
             .flat_map(|off| self.armed.values().map(move |a| a.soft as i64 + off))
             .filter(|&due| due < now)
-            .map(|due| due.max(0) as u64);
+            .map(|due| (due.max(0) as u64).max(self.tl.last_ts.saturating_sub(OVERDUE_REACH_NS)));
         let Some(from) = waits.chain(overdue).min() else {
             return;
         };
-        let per_cpu = CONTEXT_SPANS / self.tl.runs_by_cpu.len().max(1);
+        // Shared among the CPUs and their two lists.
+        let per_cpu = CONTEXT_SPANS / (2 * self.tl.runs_by_cpu.len().max(1));
         let old = &self.tl;
         let sp = &old.spans;
         for c in 0..old.runs_by_cpu.len().min(tl.runs_by_cpu.len()) {
@@ -514,23 +556,21 @@ impl Builder {
         }
     }
 
-    /// Copies into `tl` the hrtimer expiries that an expiry copied there (or one to come
-    /// soon) takes its clock offset from ([`crate::timeline::TimerClock`]: its
-    /// neighbours within 20 ms), so that a window measures a late timer against the
+    /// Copies into `tl` the hrtimer expiries that an expiry still to settle (from
+    /// `from`, or one to come soon) takes its clock offset from
+    /// ([`crate::timeline::TimerClock`]: its neighbours within 20 ms), at most
+    /// [`CLOCK_EDGES`], the latest: so that a window measures a late timer against the
     /// clock the whole trace would give it. They end before the window's own stretch,
     /// which settles none of them.
-    fn carry_clock(&self, tl: &mut Timeline, edges: &mut EdgeCopy) {
-        let copied = (tl.edges.iter())
-            .filter(|e| e.kind == EdgeKind::Timer)
-            .map(|e| e.at);
-        let oldest = copied.chain([self.tl.last_ts]).min().unwrap_or(0);
+    fn carry_clock(&self, from: Option<u64>, tl: &mut Timeline, edges: &mut EdgeCopy) {
+        let oldest = from.unwrap_or(u64::MAX).min(self.tl.last_ts);
         let bound = oldest.saturating_sub(super::clock::CLOCK_WINDOW_NS);
         let mut take = Vec::new();
         for (i, e) in self.tl.edges.iter().enumerate().rev() {
             if e.kind != EdgeKind::Timer {
                 continue;
             }
-            if e.at < bound {
+            if e.at < bound || take.len() == CLOCK_EDGES {
                 break;
             }
             take.push(i as u32);
@@ -615,7 +655,13 @@ impl Builder {
     /// Takes the anomalies counted so far as a bound of the own stretch is reached.
     #[cold]
     fn mark(&mut self, ts: u64) {
-        let now = || (self.tl.anomalies.clone(), self.tl.edges.len());
+        let now = || {
+            (
+                self.tl.anomalies.clone(),
+                self.tl.edges.len(),
+                self.tl.spans.len(),
+            )
+        };
         if self.marks[0].is_none() && ts >= self.own.0 {
             self.marks[0] = Some(now());
             self.next_mark = self.own.1;
@@ -832,11 +878,16 @@ impl Builder {
         if self.own != (0, u64::MAX) {
             // A bound no event reached is at the end: a stretch past the last event has
             // counted nothing.
-            let end = (self.tl.anomalies.clone(), self.tl.edges.len());
+            let end = (
+                self.tl.anomalies.clone(),
+                self.tl.edges.len(),
+                self.tl.spans.len(),
+            );
             let before = self.marks[0].take().unwrap_or_else(|| end.clone());
             let after = self.marks[1].take().unwrap_or(end);
             self.tl.own_anomalies = Some(after.0.since(&before.0));
             self.tl.own_edges = (after.1 - before.1) as u64;
+            self.tl.own_spans = Some((before.2 as u32, after.2 as u32));
         }
         // Pushed at their exits; callbacks do not nest on a CPU, so this is nearly sorted.
         self.tl.timer_list.sort_by_key(|r| (r.start, r.cpu));
