@@ -1,8 +1,8 @@
 //! `latency` in windows gives the whole trace's answer: every trace we have (the seeds'
 //! excerpts, the examples, the corpus) measured held whole and in small windows, the
-//! reports compared field by field. Windows far smaller than the real ones (a few
-//! hundred events, 2 ms of context) put many cuts inside long samples, open handlers,
-//! armed timers and queued work, which is what the carried state must get right.
+//! reports compared field by field. Windows far smaller than the real ones (one event
+//! to a few thousand) put many cuts inside long samples, open handlers, armed timers
+//! and queued work, which is what the carried state must get right.
 
 use serde_json::Value;
 use std::path::Path;
@@ -65,7 +65,20 @@ fn check(path: &Path, w: Windowing) -> Option<String> {
         Err(e) => return Some(format!("{}: windows failed: {e}", path.display())),
     };
     let mut out = Vec::new();
-    differences(&json(&whole), &json(&parts), String::new(), &mut out);
+    let (a, b) = (json(&whole), json(&parts));
+    differences(&a, &b, String::new(), &mut out);
+    // The documented exception: where the trace contradicts itself (a task woken again
+    // while it was believed runnable), a wait open at a window's end that the later
+    // wakeup shows was never one can be named among the tasks an irq kept waiting.
+    let rewoken = whole.anomalies.rewoken_while_runnable > 0;
+    let irq = (whole.measures.iter()).position(|m| m.measure == whylate::measure::Measure::Irq);
+    let tolerated = |d: &String| {
+        rewoken
+            && irq.is_some_and(|i| d.starts_with(&format!(".measures[{i}]")))
+            && d.contains("].detail: ")
+            && d.contains("tasks kept waiting")
+    };
+    out.retain(|d| !tolerated(d));
     let name = path.file_name()?.to_string_lossy();
     (!out.is_empty()).then(|| {
         format!(
@@ -94,9 +107,11 @@ fn every_trace_in_windows_gives_the_whole_traces_report() {
         // contradicts itself (a wait open at a window's end that a later wakeup of the
         // same task shows was never one).
         let is_bad = f.components().any(|c| c.as_os_str() == "bad");
-        for events in [events / 7, events / 3] {
+        // Windows of one event are as short as their context allows (each holds 60 ms
+        // before its stretch and 20 ms after).
+        for events in [1, events / 7, events / 3] {
             let w = Windowing {
-                events: events.max(50),
+                events: events.max(1),
                 ..whylate::latency::WINDOWING
             };
             match check(&f, w) {

@@ -490,6 +490,7 @@ impl Builder {
         b.timer_open.clone_from(&self.timer_open);
         b.cpuless_calls.clone_from(&self.cpuless_calls);
         b.call_ids = self.call_ids;
+        b.timer_offset = self.timer_offset;
         b.last_comm = self.last_comm;
         b
     }
