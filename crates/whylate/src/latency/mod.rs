@@ -1,5 +1,5 @@
 //! `whylate latency`: read the trace once, build the timeline, compute the measures;
-//! a trace longer than a window is measured in windows ([`windowed`]).
+//! a trace longer than a window is measured in windows (`latency::windowed`, [`latency_in`]).
 
 mod windowed;
 
