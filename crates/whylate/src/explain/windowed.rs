@@ -13,7 +13,7 @@ use super::merge::Lines;
 use super::modes::{Mode, Watch};
 use super::{explained, with_facts, ExplainReport, Miss, PairingStats, RunSummary, Window};
 use crate::event::Interner;
-use crate::pipeline::{self, Done, Pass, Windowing};
+use crate::pipeline::{self, Done, Windowing};
 use crate::read::{OpenOptions, Opened, ReadError};
 use crate::timeline::{Anomalies, Timeline, Usage};
 use rustc_hash::FxHashSet;
@@ -97,14 +97,7 @@ fn in_windows(
         return Err(e);
     }
     if let Some((tl, watch)) = whole {
-        let pass = Pass {
-            tl,
-            strings: facts.strings,
-            inputs: facts.inputs,
-            events: facts.events,
-            tracers: facts.tracers,
-            snapshot: facts.snapshot,
-        };
+        let pass = facts.into_pass(tl);
         return explained(pass, watch).map(|x| (x.report, 0));
     }
     crate::read::inputs::Unread::nothing_read(&facts.inputs, facts.events)?;

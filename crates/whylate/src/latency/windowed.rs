@@ -13,7 +13,7 @@
 use super::{assemble, latency, LatencyReport, Parts, Seen};
 use crate::event::{Event, Interner};
 use crate::measure::{self, Bound, Filter, Measure, Merged, Options, Settle, TracerSample};
-use crate::pipeline::{self, Done, Pass, Sink, Windowing};
+use crate::pipeline::{self, Done, Sink, Windowing};
 use crate::read::{OpenOptions, Opened, ReadError};
 use crate::timeline::{span, Anomalies, Timeline};
 
@@ -123,14 +123,7 @@ fn in_windows(
     let facts = facts?;
     crate::read::inputs::Unread::nothing_read(&facts.inputs, facts.events)?;
     if let Some(tl) = whole {
-        let pass = Pass {
-            tl,
-            strings: facts.strings,
-            inputs: facts.inputs,
-            events: facts.events,
-            tracers: facts.tracers,
-            snapshot: facts.snapshot,
-        };
+        let pass = facts.into_pass(tl);
         return Ok(super::report(pass, opts, None));
     }
     let quantiles = match acc.merged.exact() {

@@ -5,7 +5,7 @@
 //! values); the worst samples are the worst of every window's worst.
 
 use super::report::{Group, Measure, MeasureReport, Missing, Sample};
-use super::series::{is_recorder, merge_worst, recorder_note, unique_name, RECORDER};
+use super::series::{merge_worst, recorder_note, sort_groups, unique_name, RECORDER};
 use crate::dist::{Dist, Sketch};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -240,18 +240,6 @@ impl Acc {
         super::count_notes(&mut r);
         r
     }
-}
-
-/// Groups in report order: the recorder's own threads last, then the largest first (as
-/// `finish_report` orders them).
-fn sort_groups(groups: &mut [Group]) {
-    groups.sort_by(|a, b| {
-        is_recorder(a)
-            .cmp(&is_recorder(b))
-            .then(b.max_ns.cmp(&a.max_ns))
-            .then(b.count.cmp(&a.count))
-            .then(a.key.cmp(&b.key))
-    });
 }
 
 /// The `top` largest of `v`, largest first (among equals in the order a group's

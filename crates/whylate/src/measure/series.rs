@@ -584,14 +584,7 @@ pub(super) fn finish_report(
     let keep = |s: &Series| !s.is_empty() || (cx.settle.is_window() && !s.extra.is_empty());
     let series: Vec<Series> = coll.series.into_iter().filter(keep).collect();
     let mut groups = group_all(cx, series, &|cx, s| group(cx, s, top, raw, base, detail));
-    // The recorder's own threads are the measurement, not the workload: ranked last.
-    groups.sort_by(|a, b| {
-        is_recorder(a)
-            .cmp(&is_recorder(b))
-            .then(b.max_ns.cmp(&a.max_ns))
-            .then(b.count.cmp(&a.count))
-            .then(a.key.cmp(&b.key))
-    });
+    sort_groups(&mut groups);
     let worst = merge_worst(&groups, top, |_| true);
     let notes = recorder_note(&groups).into_iter().collect();
     MeasureReport {
@@ -619,6 +612,18 @@ pub(super) fn unique_name<M: Eq + std::hash::Hash>(
         true => name,
         false => format!("{name}#{life}"),
     }
+}
+
+/// Groups in report order: the largest first, and the recorder's own threads last (they
+/// are the measurement, not the workload).
+pub(super) fn sort_groups(groups: &mut [Group]) {
+    groups.sort_by(|a, b| {
+        is_recorder(a)
+            .cmp(&is_recorder(b))
+            .then(b.max_ns.cmp(&a.max_ns))
+            .then(b.count.cmp(&a.count))
+            .then(a.key.cmp(&b.key))
+    });
 }
 
 /// The `extra` key marking a group of the recorder's own threads (`whylate record`'s,

@@ -88,6 +88,20 @@ pub struct Facts {
     pub held: u64,
 }
 
+impl Facts {
+    /// The pass of a trace that fitted one window, `tl` its timeline.
+    pub fn into_pass(self, tl: Timeline) -> super::Pass {
+        super::Pass {
+            tl,
+            strings: self.strings,
+            inputs: self.inputs,
+            events: self.events,
+            tracers: self.tracers,
+            snapshot: self.snapshot,
+        }
+    }
+}
+
 /// One window being fed.
 struct Open<S> {
     b: Builder,
