@@ -216,6 +216,22 @@ impl Sketch {
         self.count
     }
 
+    /// The `k`-th smallest value added (from 0), as the sorted values would give it: exact
+    /// while [`Sketch::exact`], else to within the rounding; the max past the last.
+    pub fn nth(&self, k: u64) -> u64 {
+        if k + 1 >= self.count {
+            return self.max;
+        }
+        let mut seen = 0;
+        for (v, n) in self.sorted() {
+            seen += n;
+            if seen > k {
+                return v.max(self.min);
+            }
+        }
+        self.max
+    }
+
     /// Whether the values kept are exact (none was rounded yet).
     pub fn exact(&self) -> bool {
         !self.rounded

@@ -299,8 +299,10 @@ pub struct ExplainArgs {
     /// explained and dropped: memory is bounded by a window, not by the trace. Each cycle
     /// is counted by the window it starts in, with its whole chain; quantiles are exact
     /// up to 8192 distinct durations, then to 8 significant bits, and the 1000 worst
-    /// misses are kept in full (the first note says so). --html, --svg and --parquet
-    /// hold the whole trace.
+    /// misses are kept in full (the first note says so). Automatic mode (no selectors)
+    /// reads such a trace twice, in windows: first each group's usual over the whole
+    /// trace, then each window's outliers judged against it (a trace from a pipe is read
+    /// whole). --html, --svg and --parquet hold the whole trace.
     #[arg(help_heading = "Input", long, value_name = "N",
           default_value_t = whylate::pipeline::Windowing::DEFAULT.events)]
     pub window_events: u64,

@@ -41,6 +41,9 @@ pub struct Input {
     cut: decompress::Cut,
     /// Polled every [`CANCEL_EVERY`] events for [`Progress::cancel`].
     stop: Option<(Arc<Progress>, u32)>,
+    /// Where its bytes come from, to read them again from the start ([`Input::again`]):
+    /// the open file or the bytes in memory, never a stream.
+    again: Option<(std::path::PathBuf, Origin)>,
 }
 
 /// Events between two looks at [`Progress::cancel`]: a relaxed load each time is too
@@ -53,6 +56,22 @@ enum InputKind {
 }
 
 impl Input {
+    /// The same input opened again, to be read again from its start: from the file
+    /// opened first (not its name, which may name another file by now) or the bytes in
+    /// memory. None for a stream (standard input, a pipe), which cannot be read twice.
+    pub fn again(&self, opts: &OpenOptions) -> Option<Result<Input, ReadError>> {
+        let (path, origin) = self.again.as_ref()?;
+        let f: Box<dyn Read + Send> = match origin {
+            Origin::File(file) => Box::new(unpack::FileAt::new(file.clone())),
+            Origin::Memory(bytes) => Box::new(memory::Reader::new(bytes.clone())),
+            Origin::Stream => return None,
+        };
+        Some(open_read(path, f, origin.clone(), opts).map(|mut input| {
+            input.stop = opts.progress.clone().map(|p| (p, 0));
+            input
+        }))
+    }
+
     /// The detected format.
     pub fn format(&self) -> Format {
         match &self.kind {
@@ -358,11 +377,13 @@ fn open_read(
             cut: &cut,
             opts,
         };
+        let kind = InputKind::Binary(open(opening)?, binary.format);
         return Ok(Input {
-            kind: InputKind::Binary(open(opening)?, binary.format),
+            kind,
             compression,
             cut,
             stop: None,
+            again: again(path, origin),
         });
     }
     let format = match opts.format {
@@ -407,7 +428,13 @@ fn open_read(
         compression,
         cut,
         stop: None,
+        again: again(path, origin),
     })
+}
+
+/// What reads `origin` again from its start, when it can be.
+fn again(path: &Path, origin: Origin) -> Option<(std::path::PathBuf, Origin)> {
+    (!matches!(origin, Origin::Stream)).then(|| (path.to_path_buf(), origin))
 }
 
 /// The format of the trace at `path`, when it is a regular file holding one (compressed

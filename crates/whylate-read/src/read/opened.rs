@@ -76,6 +76,22 @@ impl Opened {
         &self.sources
     }
 
+    /// The same inputs opened again, to be read again from their start (a second pass):
+    /// None when one of them is a stream, which cannot be read twice.
+    pub fn again(&self, opts: &OpenOptions) -> Option<Result<Opened, ReadError>> {
+        let mut sources = Vec::with_capacity(self.sources.len());
+        for s in &self.sources {
+            match s.again(opts)? {
+                Ok(s) => sources.push(s),
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        Some(Ok(Opened {
+            names: self.names.clone(),
+            sources,
+        }))
+    }
+
     /// The names and the inputs, for the pass that reads them.
     pub fn into_parts(self) -> (Vec<PathBuf>, Vec<Input>) {
         (self.names, self.sources)

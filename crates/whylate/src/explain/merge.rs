@@ -31,8 +31,9 @@ pub struct RunSummary {
     /// Misses whose reply was ready in time and read late.
     not_reading: u64,
     tally: Tally,
-    /// Per cause, the time overlapping misses of one window repeated (see `once`).
-    repeated: FxHashMap<CauseKey, u64>,
+    /// Every miss's links per cause, to count overlapping misses' time once over all
+    /// windows (see `once`): those of the last stretch kept, the older swept.
+    once: super::once::Once,
     worst: Vec<Miss>,
     keep: usize,
     notes: Lines,
@@ -121,6 +122,10 @@ fn leading(line: &str) -> Option<(u64, &str)> {
     (!line[end..].starts_with(['.', ','])).then_some((n, &line[end..]))
 }
 
+/// How far before the first miss of a window the links kept for counting overlaps once
+/// reach back: a window's context ahead of its stretch is 60 ms.
+const ONCE_REACH_NS: u64 = 1_000_000_000;
+
 impl RunSummary {
     /// An empty summary that keeps the `keep` worst misses in full.
     pub fn new(keep: usize) -> RunSummary {
@@ -135,7 +140,7 @@ impl RunSummary {
             misses: 0,
             not_reading: 0,
             tally: Tally::default(),
-            repeated: FxHashMap::default(),
+            once: Default::default(),
             worst: Vec::new(),
             keep: keep.max(1),
             notes: Lines::new(NOTES, false),
@@ -181,10 +186,13 @@ impl RunSummary {
         if misses.is_empty() {
             return;
         }
-        let mut batch = super::once::Once::default();
+        // A miss's chain looks back at most a window's context before it begins; the
+        // misses of later windows begin later.
+        let first = misses.iter().map(|m| m.start_ns).min().unwrap_or(0);
+        self.once.retire_before(first.saturating_sub(ONCE_REACH_NS));
         let mut lost = 0;
         for m in misses {
-            batch.add(m);
+            self.once.add(m);
             if m.blame.is_empty() {
                 self.tally.add_chain(m);
             } else {
@@ -201,9 +209,6 @@ impl RunSummary {
                 e.1 += ns;
             }
             lost += m.blamed_ns;
-        }
-        for (k, ns) in batch.repeated() {
-            *self.repeated.entry(k).or_default() += ns;
         }
         self.worst.extend(misses.iter().map(|&m| m.clone()));
         self.worst.sort_by(|a, b| {
@@ -235,6 +240,11 @@ impl RunSummary {
     pub(super) fn add_unjudged(&mut self, c: &CycleStats) {
         self.cut_off += c.cut_off;
         self.end_lost += c.end_lost;
+    }
+
+    /// The worst misses kept in full, the worst first.
+    pub(super) fn worst(&self) -> &[Miss] {
+        &self.worst
     }
 
     /// Whether the quantiles are exact (the durations took few distinct values,
@@ -294,7 +304,7 @@ impl RunSummary {
         let rows = rank(
             self.tally.causes.clone(),
             &self.tally.nested,
-            &self.repeated,
+            &self.once.repeated(),
         );
         super::machine::recorder_last(rows, &self.recorder)
     }

@@ -10,7 +10,8 @@
 //! `export`) reads the trace whole ([`super::run`]).
 
 use super::merge::Lines;
-use super::modes::{Mode, Watch};
+use super::modes::auto_usual::{Stretch, UsualSamples, Usuals};
+use super::modes::{auto, Mode, Watch};
 use super::{explained, with_facts, ExplainReport, Miss, PairingStats, RunSummary, Window};
 use crate::event::Interner;
 use crate::pipeline::{self, Done, Windowing};
@@ -26,9 +27,10 @@ const NO_REPLY: &str = "no reply: ";
 
 /// Whether `mode` can be explained in windows: cycle mode with its deadline given (the
 /// windows must know what is late before the trace has been read to its end; a deadline
-/// chosen from every cycle's duration needs them all).
+/// chosen from every cycle's duration needs them all), and automatic mode (its usuals
+/// are learnt over the whole trace first, in a pass of their own).
 pub fn windows_for(mode: &Mode) -> bool {
-    matches!(mode, Mode::Cycles(o) if o.deadline_ns.is_some())
+    matches!(mode, Mode::Cycles(o) if o.deadline_ns.is_some()) || matches!(mode, Mode::Auto { .. })
 }
 
 /// Explains the inputs for the report alone, in windows of `w` when the mode allows it
@@ -42,7 +44,119 @@ pub fn report(
     if w.events == 0 || !windows_for(mode) {
         return super::run(inputs, open, mode).map(|x| x.report);
     }
-    in_windows(inputs, open, mode, w).map(|(r, _)| r)
+    if matches!(mode, Mode::Auto { .. }) {
+        return auto_in_windows(inputs, open, mode, w);
+    }
+    in_windows(inputs, open, mode, w, None).map(|(r, _)| r)
+}
+
+/// Automatic mode in windows, in two passes over the inputs: an outlier is judged
+/// against its group's usual over the whole trace, and its excess counts from it, so the
+/// first pass learns the usuals window by window (in sketches, [`UsualSamples`]) and
+/// the second explains each window against them. A trace that fits one window is
+/// explained whole from the first pass. Read whole instead: a stream (standard input, a
+/// pipe: it cannot be read twice), a timerlat/osnoise trace and a kernel log (their own
+/// analyses).
+fn auto_in_windows(
+    inputs: Opened,
+    open: &OpenOptions,
+    mode: &Mode,
+    w: Windowing,
+) -> Result<ExplainReport, ReadError> {
+    let Some(again) = inputs.again(open) else {
+        return super::run(inputs, open, mode).map(|x| x.report);
+    };
+    let again = again?;
+    // A late timer is measured against the hrtimer clock its neighbours give, up to
+    // 20 ms past it: the window holds that much past its stretch (as latency's do).
+    let w = Windowing {
+        after_ns: w.after_ns.max(Windowing::CLOCK_AFTER_NS),
+        ..w
+    };
+    let samples = match learn(inputs, open, mode, w)? {
+        Learnt::Whole(whole) => {
+            let (pass, watch) = *whole;
+            return explained(pass, watch).map(|x| x.report);
+        }
+        Learnt::Own => return super::run(again, open, mode).map(|x| x.report),
+        Learnt::Usuals(samples) => samples,
+    };
+    let usuals = std::sync::Arc::new(samples.usuals());
+    let exact = samples.exact();
+    drop(samples);
+    let (r, _) = in_windows(again, open, mode, w, Some((&usuals, exact)))?;
+    Ok(r)
+}
+
+/// What automatic mode's first pass found.
+enum Learnt<'m> {
+    /// The trace fitted one window: its pass, explained as a whole.
+    Whole(Box<(pipeline::Pass, Watch<'m>)>),
+    /// A timerlat/osnoise trace or a kernel log: its own analysis, over the whole trace.
+    Own,
+    /// Every window's samples, for the usuals.
+    Usuals(Box<UsualSamples>),
+}
+
+/// Automatic mode's first pass: the samples of each window (those it settles) added up
+/// on a second thread while the next window is read.
+fn learn<'m>(
+    inputs: Opened,
+    open: &OpenOptions,
+    mode: &'m Mode,
+    w: Windowing,
+) -> Result<Learnt<'m>, ReadError> {
+    let mut whole = None;
+    let mut own = false;
+    let mut before = 0;
+    let (tx, rx) = std::sync::mpsc::sync_channel::<(Timeline, Interner, Stretch)>(0);
+    let (facts, samples) = std::thread::scope(|sc| {
+        let worker = sc.spawn(move || {
+            let mut samples = UsualSamples::default();
+            for (tl, strings, only) in rx {
+                samples.add(&tl, &strings, only);
+            }
+            samples
+        });
+        let facts = pipeline::read_windowed(
+            inputs,
+            open,
+            w,
+            || Watch::new(mode),
+            |d| {
+                if d.index == 0 && d.last {
+                    whole = Some((d.tl, d.sink));
+                    return Ok(());
+                }
+                own |= super::is_rtla(&d.tl) || d.sink.kernel_messages() > 0;
+                let close = if d.last { u64::MAX } else { d.tl.last_ts };
+                let (lo, cut) = (d.lo, d.cut);
+                let only = Stretch {
+                    lo,
+                    cut,
+                    before,
+                    close,
+                };
+                before = close;
+                if !own {
+                    // The worker ends only by a panic, which the join below hands on.
+                    let _ = tx.send((d.tl, d.strings.clone(), only));
+                }
+                Ok(())
+            },
+        );
+        drop(tx);
+        let samples = worker
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (facts, samples)
+    });
+    let facts = facts?;
+    Ok(match (whole, own) {
+        (Some((tl, watch)), _) => Learnt::Whole(Box::new((facts.into_pass(tl), watch))),
+        (None, true) => Learnt::Own,
+        (None, false) => Learnt::Usuals(Box::new(samples)),
+    })
 }
 
 /// [`report`] in windows; also how many windows were held open past their cut for a
@@ -52,6 +166,7 @@ fn in_windows(
     open: &OpenOptions,
     mode: &Mode,
     w: Windowing,
+    usuals: Option<(&std::sync::Arc<Usuals>, bool)>,
 ) -> Result<(ExplainReport, u64), ReadError> {
     let mut whole: Option<(Timeline, Watch<'_>)> = None;
     // Each window is explained on a thread of its own while the next is read: the
@@ -72,7 +187,10 @@ fn in_windows(
             inputs,
             open,
             w,
-            || Watch::new(mode),
+            || match usuals {
+                Some((u, _)) => Watch::new(mode).with_usuals(u),
+                None => Watch::new(mode),
+            },
             |d| match (d.index, d.last) {
                 // The trace fitted one window: explained as a whole, below.
                 (0, true) => {
@@ -115,7 +233,11 @@ fn in_windows(
             .unwrap_or_else(|| "no window held a whole cycle".into());
         return Err(ReadError::NoMatch { why });
     };
-    r.notes.insert(0, merge.note(facts.windows, w));
+    let note = match usuals {
+        Some((_, exact)) => auto::windows_note(facts.windows, w.events, exact),
+        None => merge.note(facts.windows, w),
+    };
+    r.notes.insert(0, note);
     r.blind = std::mem::take(&mut merge.blind.lines);
     if r.cycles.replied == 0 {
         r.blind.extend(merge.unanswered.take());
@@ -133,6 +255,10 @@ fn in_windows(
             "requests overlapped (up to {} open at once): the count of overlapping requests is per window, one in the overlap of two windows counted twice; each window starts with no request open, so a reply to a request made more than 60 ms before a window's cut pairs with that window's first request under its key (--window-events 0 pairs over the whole trace)",
             p.max_open
         ));
+    }
+    if usuals.is_some() {
+        r.advice = merge.advice.take().unwrap_or_default();
+        auto::finish_merged(&mut r, merge.left_out.take());
     }
     if merge.forced > 0 {
         r.blind.push(format!(
@@ -159,6 +285,7 @@ struct Job<'m> {
     lo: u64,
     cut: u64,
     forced: bool,
+    last: bool,
 }
 
 impl<'m> Job<'m> {
@@ -170,6 +297,7 @@ impl<'m> Job<'m> {
             lo: d.lo,
             cut: d.cut,
             forced: d.forced,
+            last: d.last,
         }
     }
 }
@@ -185,6 +313,14 @@ struct Merge {
     never: Option<String>,
     /// Samples settled still open, their window closed past its bound.
     forced: u64,
+    /// When the window before the next closed (its last event).
+    before: u64,
+    /// The windows' notes on the recorder's outliers left out, as one (automatic mode).
+    left_out: Option<String>,
+    /// Automatic mode's advice, for the causes ranked over every window and the worst
+    /// outliers listed, given by the last window (it knows every task's name and
+    /// priority at the end, as one pass does).
+    advice: Option<Vec<super::Advice>>,
     /// The first error explaining a window.
     error: Option<ReadError>,
     /// How requests paired: the first window's mode, the most open at once in any
@@ -211,6 +347,9 @@ impl Merge {
             recorder: FxHashSet::default(),
             never: None,
             forced: 0,
+            before: 0,
+            left_out: None,
+            advice: None,
             error: None,
             pairing: None,
             blind: Lines::new(16, true),
@@ -222,9 +361,19 @@ impl Merge {
 
     /// Explains one window and adds what it settles: the samples that start in its own
     /// stretch, and the time each CPU spent there.
-    fn add(&mut self, d: Job<'_>) -> Result<(), ReadError> {
+    fn add(&mut self, mut d: Job<'_>) -> Result<(), ReadError> {
         let (lo, cut) = (d.lo, d.cut);
+        let close = if d.last { u64::MAX } else { d.tl.last_ts };
+        let before = std::mem::replace(&mut self.before, close);
+        // Automatic mode settles by its own rule (it hands back only what it settles).
+        let own = d.sink.settle(Stretch {
+            lo,
+            cut,
+            before,
+            close,
+        });
         let inside = move |t: u64| t >= lo && t < cut;
+        let settles = move |t: u64| own || inside(t);
         if let Some(first) = d.tl.first_ts {
             self.span = (self.span.0.min(first), self.span.1.max(d.tl.last_ts));
             let stretch = (lo.max(first), cut.min(d.tl.last_ts.max(first + 1)));
@@ -263,7 +412,8 @@ impl Merge {
         self.idle.add_idle_exits(&d.tl.anomalies);
         r.recorder = d.tl.recorder.iter().copied().collect();
         r.recorder.sort_unstable();
-        let settled: Vec<Window> = r.windows.iter().filter(|w| inside(w.start_ns)).collect();
+        let settled: Vec<Window> = r.windows.iter().filter(|w| settles(w.start_ns)).collect();
+        auto::take_recorder_notes(&mut r.notes, &mut self.left_out);
         if d.forced {
             self.forced += settled.iter().filter(|w| w.end_ns().is_none()).count() as u64;
         }
@@ -273,10 +423,15 @@ impl Merge {
             (f.misses, f.windows, f.causes, f.advice) = Default::default();
             self.first = Some(f);
         }
-        let misses: Vec<&Miss> = (r.misses.iter()).filter(|m| inside(m.start_ns)).collect();
+        let misses: Vec<&Miss> = (r.misses.iter()).filter(|m| settles(m.start_ns)).collect();
         // The report's counts are of the settled cycles alone (explain_only).
         self.summary.add_unjudged(&r.cycles);
         self.summary.add(&r, &settled, &misses);
+        if own && d.last {
+            let causes = self.summary.causes();
+            let worst = &self.summary.worst()[..self.summary.worst().len().min(auto::LISTED)];
+            self.advice = Some(super::advice::advise(&d.tl, &d.strings, &causes, worst));
+        }
         Ok(())
     }
 
@@ -345,7 +500,7 @@ mod tests {
         let open = OpenOptions::default();
         let whole = run(opened(&text), &open, &mode).unwrap().report;
         let w = SMALL;
-        let (parts, held) = in_windows(opened(&text), &open, &mode, w).unwrap();
+        let (parts, held) = in_windows(opened(&text), &open, &mode, w, None).unwrap();
         assert!(
             parts.notes[0].starts_with("explained in "),
             "{:?}",
@@ -402,7 +557,7 @@ mod tests {
         let open = OpenOptions::default();
         let whole = run(opened(&text), &open, &mode).unwrap().report;
         let w = SMALL;
-        let (parts, _) = in_windows(opened(&text), &open, &mode, w).unwrap();
+        let (parts, _) = in_windows(opened(&text), &open, &mode, w, None).unwrap();
         let c = &whole.cycles;
         assert_eq!((c.count, c.no_reply, c.cut_off), (401, 150, 1));
         let p = &parts.cycles;
@@ -426,7 +581,7 @@ mod tests {
         let mode = Mode::Cycles(o);
         let open = OpenOptions::default();
         let whole = run(opened(&text), &open, &mode).unwrap().report;
-        let (parts, _) = in_windows(opened(&text), &open, &mode, SMALL).unwrap();
+        let (parts, _) = in_windows(opened(&text), &open, &mode, SMALL, None).unwrap();
         assert_eq!(whole.cycles.count, 0);
         assert_eq!(key(&parts), key(&whole));
         assert_eq!(
@@ -439,5 +594,28 @@ mod tests {
             "{:?}",
             parts.notes
         );
+    }
+
+    /// Automatic mode in windows judges each window's outliers against the whole trace's
+    /// usuals: 600 cycles, the first 350 with the worker held off its CPU for 1.5 ms (its
+    /// usual wait, and its work's), and cycle 550 too. Against the usual of its own
+    /// window (8 us) that one would be an outlier; against the whole trace's it is not,
+    /// in windows as held whole.
+    #[test]
+    fn automatic_mode_in_windows_judges_against_the_whole_traces_usual() {
+        let mut hogged: Vec<usize> = (0..350).collect();
+        hogged.push(550);
+        let text = three_cpu_chain(600, &hogged, 1_500);
+        let mode = Mode::Auto {
+            top: 10,
+            deadline_ns: None,
+        };
+        let open = OpenOptions::default();
+        let whole = run(opened(&text), &open, &mode).unwrap().report;
+        let parts = report(opened(&text), &open, &mode, SMALL).unwrap();
+        let said = |n: &String| n.starts_with("explained in ") && n.contains("two passes");
+        assert!(parts.notes.iter().any(said), "{:?}", parts.notes);
+        assert_eq!(whole.cycles.count, 0);
+        assert_eq!(key(&parts), key(&whole));
     }
 }

@@ -22,7 +22,7 @@ use crate::timeline::{span, Anomalies, Timeline};
 /// ([`crate::timeline::TimerClock`]), so that a timer period is measured against the
 /// neighbours the whole trace would give it.
 pub const WINDOWING: Windowing = Windowing {
-    after_ns: 20_000_000,
+    after_ns: Windowing::CLOCK_AFTER_NS,
     ..Windowing::DEFAULT
 };
 

@@ -46,6 +46,12 @@ pub trait Sink {
     fn oldest_open(&self) -> Option<u64> {
         None
     }
+    /// Whether the samples it settles are the timeline's own (a wait, a handler, work
+    /// queued), so that a window is also kept until the builder's oldest open sample has
+    /// ended ([`crate::timeline::Builder::oldest_sample`]).
+    fn settles_timeline_samples(&self) -> bool {
+        false
+    }
 }
 
 impl<F: FnMut(&Event, &Interner)> Sink for F {

@@ -36,6 +36,11 @@ pub struct Windowing {
 }
 
 impl Windowing {
+    /// Context past a window's stretch that measures a late timer as the whole trace
+    /// does: the reach of the hrtimer clock's estimate (its neighbours within 20 ms,
+    /// [`crate::timeline::TimerClock`]).
+    pub const CLOCK_AFTER_NS: u64 = 20_000_000;
+
     /// Four million events a window (about 20 MB of timeline for a system-call trace;
     /// the bench in docs/benchmarks.md chose it), 60 ms of context ahead (a chain's
     /// look-back for a softirq backlog is 50 ms) and 10 ms behind.
@@ -192,7 +197,14 @@ impl<S: Sink, N: FnMut() -> S, D: FnMut(Done<'_, S>) -> Result<(), ReadError>>
         // events while a sample is open.
         if due && first.past_cut >= first.ask_at.min(self.w.events) {
             first.ask_at = first.past_cut + 4096;
-            let settled = first.sink.oldest_open().is_none_or(|t| t >= first.cut);
+            let timeline = (first.sink.settles_timeline_samples())
+                .then(|| first.b.oldest_sample())
+                .flatten();
+            let oldest = match (first.sink.oldest_open(), timeline) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let settled = oldest.is_none_or(|t| t >= first.cut);
             let forced = !settled && first.past_cut >= self.w.events;
             if !settled && !self.holding {
                 (self.holding, self.held) = (true, self.held + 1);

@@ -2,16 +2,17 @@
 //! handlers, irqs-off sections, deferred softirqs, slow work, late timers, priority
 //! inversions: `auto_inversion`), each one a one-link miss explained by the engine.
 
-use crate::dist::median;
+use super::auto_usual::{auto_timers, waits, Stretch, Usuals};
 use crate::event::{Interner, Sym, SOFTIRQ_NAMES};
 use crate::explain::blame::{scale, untraced_rest};
 use crate::explain::causes as cause;
 use crate::explain::driver::{assemble, Findings, Framing, Tally};
 use crate::explain::engine::{untraced_words, Engine, LinkKind, RawLink};
-use crate::explain::report::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss, Window};
-use crate::explain::timer::{timer_findings, TimerOptions};
-use crate::timeline::{span, Cause as RunCause, EdgeKind, SpanKind, Timeline, NONE};
-use rustc_hash::FxHashMap;
+use crate::explain::report::{
+    Culprit, CycleStats, ExplainReport, Hold, Link, Miss, Window, Windows,
+};
+use crate::explain::timer::timer_findings;
+use crate::timeline::{span, EdgeKind, SpanKind, Timeline, NONE};
 
 /// `l` as the one link of an outlier's chain.
 fn one_link_miss(start: u64, dur_ns: u64, tid: i32, cpu: u32, late: u64, mut l: Link) -> Miss {
@@ -48,13 +49,7 @@ fn link(kind: &str, ts: u64, cpu: u32, what: String, d: u64, usual: u64, held: V
 const THRESHOLDS: &str = "automatic mode: outliers are waits for a CPU over 1 ms (100 us for real-time tasks) and 4x the task's usual, or over 10 ms (1 ms real-time) whatever the usual; irq handlers over 100 us and 3x their usual, or over 1 ms; irqs-off/preempt-off sections over 100 us; softirqs deferred to ksoftirqd over 100 us, or waiting over 300 us wherever they ran; work items waiting over 1 ms and 3x their usual, or over 10 ms; timer periods over 500 us; a real-time task blocked on a lower-priority task that a third one kept off its CPU for over 100 us (priority inversion). The usual is the median of at least 3 samples: with fewer, only the absolute thresholds apply. Give --from/--to for your own request/response cycle";
 
 /// Where the list of outliers stops (all of them are tallied and counted).
-const LISTED: usize = 200;
-
-/// A group's usual duration, when it has enough samples (3) to have one: a single sample
-/// is not its own baseline.
-fn usual_of(v: Vec<u64>) -> Option<u64> {
-    (v.len() >= 3).then(|| median(v))
-}
+pub(in crate::explain) const LISTED: usize = 200;
 
 /// Whether `d` is an outlier: over `floor` and `times` its usual, or over `clear` (the
 /// only rule without a usual).
@@ -64,25 +59,54 @@ fn outlier(d: u64, usual: Option<u64>, floor: u64, times: u64, clear: u64) -> bo
 
 /// The automatic mode on a built timeline.
 pub fn analyze_auto(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport {
+    analyze_auto_in(tl, s, top, None)
+}
+
+/// Where a window of a long trace is explained: the usuals learnt over the whole trace
+/// and the stretch whose outliers the window settles (those that begin in it).
+pub(in crate::explain) struct Part<'u> {
+    /// The whole trace's usuals.
+    pub usuals: &'u Usuals,
+    /// The samples it settles.
+    pub only: Stretch,
+}
+
+/// [`analyze_auto`], or in `part` of a long trace: then every outlier it settles is
+/// listed (the merge of the windows keeps the worst) and the notes on the whole list
+/// are left to the merge.
+pub(in crate::explain) fn analyze_auto_in(
+    tl: &Timeline,
+    s: &Interner,
+    top: usize,
+    part: Option<Part<'_>>,
+) -> ExplainReport {
     let eng = Engine::new(tl, s);
+    let own;
+    let usuals = match &part {
+        Some(p) => p.usuals,
+        None => {
+            own = Usuals::of(tl, s);
+            &own
+        }
+    };
     let mut found: Vec<Miss> = Vec::new();
-    cpu_waits(&eng, &mut found);
-    irqs_and_offs(&eng, &mut found);
-    deferred_and_work(&eng, &mut found);
+    cpu_waits(&eng, usuals, &mut found);
+    irqs_and_offs(&eng, usuals, &mut found);
+    deferred_and_work(&eng, usuals, &mut found);
     crate::explain::auto_inversion::inversions(&eng, &mut found);
     // Late timers: periods whose expiry-to-running exceeds 500 us.
-    let timers = TimerOptions {
-        task: None,
-        deadline_ns: Some(500_000),
-        top,
-    };
-    let late_timers = timer_findings(&eng, &timers).1;
+    let late_timers = timer_findings(&eng, &auto_timers(top), usuals.timer).1;
     found.extend(late_timers.misses);
+    if let Some(p) = &part {
+        found.retain(|m| (p.only).settles(m.start_ns, m.start_ns + m.duration_ns.unwrap_or(0)));
+    }
     let left_out = leave_out_recorder(tl, s, &mut found);
     found.sort_by_key(|m| std::cmp::Reverse(m.late_ns));
     let mut tally = Tally::default();
     for m in &mut found {
         m.blame = tally.add_chain(m);
+        // Where it lost its excess: the context of a report merged from windows.
+        m.cpus = tally.miss_cpus();
     }
     // Before the list is cut: its causes cover every outlier.
     tally.once = Some(crate::explain::once::Once::of(&found));
@@ -95,29 +119,11 @@ pub fn analyze_auto(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport {
     notes.extend(
         (late_timers.notes.into_iter()).filter(|n| n.starts_with(crate::explain::timer::TICK_NOTE)),
     );
-    if found.is_empty() {
-        notes.push("no outlier above those thresholds".into());
-    }
-    if found.len() > LISTED {
-        notes.push(format!(
-            "{} outliers found: the {LISTED} worst are listed, the causes and counts cover all of them",
-            found.len()
-        ));
+    if part.is_none() {
+        notes.extend(list_notes(found.len()));
         found.truncate(LISTED);
     }
-    let mut windows: Vec<Window> = (found.iter())
-        .map(|m| {
-            Window::new(
-                m.start_ns,
-                m.duration_ns.map(|d| m.start_ns + d),
-                m.start_ns + m.duration_ns.unwrap_or(0),
-                m.tid,
-                m.cpu,
-                true,
-            )
-        })
-        .collect();
-    windows.sort_by_key(|w| w.start_ns);
+    let windows = outlier_windows(&found);
     let frame = Framing {
         from: "automatic".into(),
         to: Vec::new(),
@@ -131,10 +137,87 @@ pub fn analyze_auto(tl: &Timeline, s: &Interner, top: usize) -> ExplainReport {
         misses: found,
         tally,
         notes,
-        windows: windows.into(),
+        windows,
     };
     assemble(tl, s, frame, found)
 }
+
+/// The outliers listed as the report's windows, by start.
+fn outlier_windows(found: &[Miss]) -> Windows {
+    let mut windows: Vec<Window> = (found.iter())
+        .map(|m| {
+            Window::new(
+                m.start_ns,
+                m.duration_ns.map(|d| m.start_ns + d),
+                m.start_ns + m.duration_ns.unwrap_or(0),
+                m.tid,
+                m.cpu,
+                true,
+            )
+        })
+        .collect();
+    windows.sort_by_key(|w| w.start_ns);
+    windows.into()
+}
+
+/// A report merged from windows that each listed every outlier they settle: the list
+/// cut where one trace's is, with its note, and the listed outliers as its windows.
+pub(in crate::explain) fn finish_merged(r: &mut ExplainReport, left_out: Option<String>) {
+    let lead = r.notes.iter().position(|n| n == THRESHOLDS);
+    if let (Some(i), Some(note)) = (lead, left_out) {
+        r.notes.insert(i + 1, note);
+    }
+    // After the thresholds and the notes that follow them, as one trace's report has
+    // them.
+    let follows = |n: &String| {
+        n.contains(" outliers of the recorder's own threads ")
+            || n.starts_with(crate::explain::timer::TICK_NOTE)
+    };
+    // Said after automatic mode's own notes when the advice names tasks by name, as
+    // one trace's report says it.
+    let by_name = crate::explain::advice::BY_NAME;
+    r.notes.retain(|n| n != by_name);
+    let mut at = match r.notes.iter().position(|n| n == THRESHOLDS) {
+        Some(i) => (i + 1..r.notes.len())
+            .find(|&j| !follows(&r.notes[j]))
+            .unwrap_or(r.notes.len()),
+        None => r.notes.len(),
+    };
+    if let Some(note) = list_notes(r.cycles.count as usize) {
+        r.notes.insert(at, note);
+        at += 1;
+    }
+    if r.advice.iter().any(|a| a.command.contains("pgrep -x '")) {
+        r.notes.insert(at, by_name.into());
+    }
+    r.misses.truncate(LISTED);
+    r.windows = outlier_windows(&r.misses);
+}
+
+/// The note that says how a long trace's outliers were found in windows.
+pub(in crate::explain) fn windows_note(windows: u64, events: u64, exact: bool) -> String {
+    let usual = match exact {
+        true => "exactly",
+        false => "to 8 significant bits",
+    };
+    format!(
+        "explained in {windows} windows of {events} events, in two passes, each window dropped once explained (memory bounded by a window, not the trace): the first pass learns each group's usual over the whole trace ({usual}), the second judges each window's outliers against it; each outlier is counted by the window it begins in, the {LISTED} worst listed and every one in the causes; --window-events 0 holds the whole trace"
+    )
+}
+
+/// The notes on the list of `n` outliers: none found, or only the worst listed.
+pub(in crate::explain) fn list_notes(n: usize) -> Option<String> {
+    match n {
+        0 => Some(NO_OUTLIER.into()),
+        n if n > LISTED => Some(format!(
+            "{n} outliers found: the {LISTED} worst are listed, the causes and counts cover all of them"
+        )),
+        _ => None,
+    }
+}
+
+/// The note of a run without outliers.
+pub(in crate::explain) const NO_OUTLIER: &str = "no outlier above those thresholds";
 
 /// Drops the outliers whose victim is one of the recorder's own threads (a reader waiting
 /// for a CPU, its timer firing late): the measurement, not the workload. Irq handlers and
@@ -156,46 +239,87 @@ fn leave_out_recorder(tl: &Timeline, s: &Interner, found: &mut Vec<Miss>) -> Opt
     found.retain(|m| !victim(m));
     who.sort_unstable();
     who.dedup();
-    let names: Vec<String> = (who.iter().take(4))
-        .map(|&t| format!("{}[{t}]", s.get(tl.comm(t))))
+    let names: Vec<(i32, String)> = (who.iter())
+        .map(|&t| (t, s.get(tl.comm(t)).to_string()))
         .collect();
-    Some(format!(
-        "{n} outliers of the recorder's own threads ({}{}) are left out: they are the measurement, not the workload; where the recorder held the workload up, it is blamed as the recorder",
-        names.join(", "),
-        if who.len() > 4 { ", ..." } else { "" }
-    ))
+    Some(recorder_note(n, &names))
+}
+
+/// How the note on the recorder's outliers left out names them.
+const RECORDER_NOTE: [&str; 2] = [
+    " outliers of the recorder's own threads (",
+    ") are left out: they are the measurement, not the workload; where the recorder held the workload up, it is blamed as the recorder",
+];
+
+/// The note on `n` outliers of the recorder's threads `who` (by tid) left out: the
+/// first four named.
+fn recorder_note(n: usize, who: &[(i32, String)]) -> String {
+    let names: Vec<String> = (who.iter().take(4))
+        .map(|(t, c)| format!("{c}[{t}]"))
+        .collect();
+    let more = if who.len() > 4 { ", ..." } else { "" };
+    let [a, b] = RECORDER_NOTE;
+    format!("{n}{a}{}{more}{b}", names.join(", "))
+}
+
+/// Moves a window's notes on the recorder's outliers into `into`, the windows' so far, as
+/// one: their counts added, their threads named together (a window names at most four:
+/// past that, a thread only a fifth named is missed). Taken out before the windows' notes
+/// are merged, which keep one line of each shape (thread ids are numbers).
+pub(in crate::explain) fn take_recorder_notes(notes: &mut Vec<String>, into: &mut Option<String>) {
+    if !notes.iter().any(|n| n.contains(RECORDER_NOTE[0])) {
+        return;
+    }
+    let mut all: Vec<String> = into.take().into_iter().collect();
+    all.extend(notes.extract_if(.., |n| n.contains(RECORDER_NOTE[0])));
+    merge_recorder_notes(&mut all);
+    *into = all.pop();
+}
+
+/// The notes on the recorder's outliers among `notes` as one, where the first was.
+fn merge_recorder_notes(notes: &mut Vec<String>) {
+    let [a, b] = RECORDER_NOTE;
+    let parse = |x: &str| -> Option<(usize, Vec<(i32, String)>)> {
+        let (n, rest) = x.split_once(a)?;
+        let list = rest.strip_suffix(b)?;
+        let who = (list.split(", ").filter(|w| *w != "..."))
+            .filter_map(|w| {
+                let (c, t) = w.strip_suffix(']')?.rsplit_once('[')?;
+                Some((t.parse().ok()?, c.to_string()))
+            })
+            .collect();
+        Some((n.parse().ok()?, who))
+    };
+    let mut first = None;
+    let (mut n, mut who) = (0, Vec::new());
+    let mut i = 0;
+    while i < notes.len() {
+        match parse(&notes[i]) {
+            Some((k, w)) => {
+                n += k;
+                who.extend(w);
+                first.get_or_insert(i);
+                notes.remove(i);
+            }
+            None => i += 1,
+        }
+    }
+    if let Some(at) = first {
+        who.sort_unstable();
+        who.dedup_by_key(|w| w.0);
+        notes.insert(at, recorder_note(n, &who));
+    }
 }
 
 /// Waits for a CPU, per thread, far above its own usual wait: real-time threads count
 /// from 100 us, others from 1 ms, and at 4x the thread's median.
-fn cpu_waits(eng: &Engine<'_>, found: &mut Vec<Miss>) {
+fn cpu_waits(eng: &Engine<'_>, usuals: &Usuals, found: &mut Vec<Miss>) {
     let (tl, sp) = (eng.tl, &eng.tl.spans);
-    // The runqueue measure's waits, less what this mode does not ask about: a task's
-    // wait after a preemption (not a wakeup's latency), the idle task's, and a wait whose
-    // start the trace lacks.
-    let waits: Vec<usize> = (0..sp.len())
-        .filter(|&i| {
-            crate::measure::runqueue::is_wait(tl, i)
-                && sp.tid[i] > 0
-                && sp.flags[i] & span::START_UNKNOWN == 0
-                && RunCause::from_key(sp.key[i]) != RunCause::Preempted
-        })
-        .collect();
-    let mut per_tid: FxHashMap<i32, Vec<u64>> = FxHashMap::default();
-    for &i in &waits {
-        per_tid
-            .entry(sp.tid[i])
-            .or_default()
-            .push(sp.end[i] - sp.start[i]);
-    }
-    let usual: FxHashMap<i32, Option<u64>> = (per_tid.into_iter())
-        .map(|(t, v)| (t, usual_of(v)))
-        .collect();
-    for &i in &waits {
+    for i in waits(tl) {
         let tid = sp.tid[i];
         let d = sp.end[i] - sp.start[i];
         let rt = tl.prios.get(&tid).is_some_and(|&p| p < 100);
-        let usual = usual.get(&tid).copied().flatten();
+        let usual = usuals.waits.get(&tid).copied();
         let (floor, clear) = if rt {
             (100_000, 1_000_000)
         } else {
@@ -243,23 +367,13 @@ fn cpu_waits(eng: &Engine<'_>, found: &mut Vec<Miss>) {
 
 /// Irq handlers over 100 us and 3x their usual, and irqs-off / preempt-off sections over
 /// 100 us.
-fn irqs_and_offs(eng: &Engine<'_>, found: &mut Vec<Miss>) {
+fn irqs_and_offs(eng: &Engine<'_>, usuals: &Usuals, found: &mut Vec<Miss>) {
     let sp = &eng.tl.spans;
     // The irq measure's samples: `latency -m irq` and this mode see the same runs.
     let (runs, _) = crate::measure::irq::handlers(eng.tl);
-    let mut per_irq: FxHashMap<u32, Vec<u64>> = FxHashMap::default();
-    for &i in &runs {
-        per_irq
-            .entry(sp.key[i])
-            .or_default()
-            .push(sp.end[i] - sp.start[i]);
-    }
-    let usual_irq: FxHashMap<u32, Option<u64>> = (per_irq.into_iter())
-        .map(|(k, v)| (k, usual_of(v)))
-        .collect();
     let mut long: Vec<(usize, Miss)> = Vec::new();
     for i in runs {
-        let u = usual_irq.get(&sp.key[i]).copied().flatten();
+        let u = usuals.irqs.get(&sp.key[i]).copied();
         if outlier(sp.end[i] - sp.start[i], u, 100_000, 3, 1_000_000) {
             long.push((i, long_irq(eng, i, u.unwrap_or(0))));
         }
@@ -340,15 +454,8 @@ fn off_section(eng: &Engine<'_>, i: usize) -> Miss {
 
 /// Softirqs deferred to ksoftirqd over 100 us, and work items that waited over 1 ms and
 /// 3x their function's usual.
-fn deferred_and_work(eng: &Engine<'_>, found: &mut Vec<Miss>) {
+fn deferred_and_work(eng: &Engine<'_>, usuals: &Usuals, found: &mut Vec<Miss>) {
     let (tl, s) = (eng.tl, eng.s);
-    let mut per_fn: FxHashMap<u32, Vec<u64>> = FxHashMap::default();
-    for e in tl.edges.iter().filter(|e| e.kind == EdgeKind::Work) {
-        per_fn.entry(e.key).or_default().push(e.at - e.ts);
-    }
-    let usual_fn: FxHashMap<u32, Option<u64>> = (per_fn.into_iter())
-        .map(|(k, v)| (k, usual_of(v)))
-        .collect();
     for e in &tl.edges {
         let d = e.at.saturating_sub(e.ts);
         // Deferred: served in ksoftirqd, or ksoftirqd was woken for it and waited while it
@@ -366,11 +473,12 @@ fn deferred_and_work(eng: &Engine<'_>, found: &mut Vec<Miss>) {
                 ("softirq", 0)
             }
             EdgeKind::Work => {
-                let u = usual_fn.get(&e.key).copied().flatten();
+                let u = usuals.work.get(s.get(Sym(e.key))).copied();
                 if !outlier(d, u, 1_000_000, 3, 10_000_000) {
                     continue;
                 }
-                ("work", u.unwrap_or(0))
+                // Past the absolute threshold the usual may exceed the wait itself.
+                ("work", u.unwrap_or(0).min(d))
             }
             _ => continue,
         };

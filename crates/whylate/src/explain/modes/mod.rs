@@ -9,6 +9,7 @@
 
 pub(crate) mod auto;
 pub(crate) mod auto_inversion;
+pub(crate) mod auto_usual;
 pub(crate) mod cycle_miss;
 pub(crate) mod cycles;
 pub(crate) mod expect;
@@ -46,6 +47,11 @@ pub(super) enum Watch<'m> {
         top: usize,
         deadline_ns: Option<u64>,
         reports: Box<KernelReports>,
+        /// A long trace's usuals, learnt over all of it before its windows are
+        /// explained ([`auto_usual::UsualSamples`]).
+        usuals: Option<std::sync::Arc<auto_usual::Usuals>>,
+        /// The samples its window settles (set before it is explained).
+        stretch: Option<auto_usual::Stretch>,
     },
     /// Timer mode; it, softirq and function modes read the timeline alone.
     Timer(&'m TimerOptions),
@@ -65,6 +71,8 @@ impl<'m> Watch<'m> {
                 top: *top,
                 deadline_ns: *deadline_ns,
                 reports: Box::default(),
+                usuals: None,
+                stretch: None,
             },
             Mode::Timer(o) => Watch::Timer(o),
             Mode::Softirq {
@@ -91,8 +99,37 @@ impl<'m> Watch<'m> {
         self.explain_only(tl, s, None)
     }
 
+    /// The same watch, judging automatic mode's outliers against `u` (a long trace's).
+    pub(super) fn with_usuals(mut self, u: &std::sync::Arc<auto_usual::Usuals>) -> Self {
+        if let Watch::Auto { usuals, .. } = &mut self {
+            *usuals = Some(u.clone());
+        }
+        self
+    }
+
+    /// Which samples its window settles, for a mode that decides it itself (automatic
+    /// mode: true); the others settle the samples that begin in the window's stretch.
+    pub(super) fn settle(&mut self, st: auto_usual::Stretch) -> bool {
+        match self {
+            Watch::Auto { stretch, .. } => {
+                *stretch = Some(st);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The kernel log's messages the pass has read (automatic mode).
+    pub(super) fn kernel_messages(&self) -> u64 {
+        match self {
+            Watch::Auto { reports, .. } => reports.messages + reports.reports.len() as u64,
+            _ => 0,
+        }
+    }
+
     /// [`Self::explain`] of the samples that start in `only` alone (a window of a long
-    /// trace: the others are another window's); only cycle mode is read in windows.
+    /// trace: the others are another window's); cycle mode and automatic mode (with the
+    /// whole trace's usuals) are read in windows.
     pub(super) fn explain_only(
         self,
         tl: &Timeline,
@@ -114,8 +151,16 @@ impl<'m> Watch<'m> {
                 top,
                 deadline_ns,
                 reports,
+                usuals,
+                stretch,
             } => {
-                let mut r = auto_or_kernel_log(tl, s, top, &reports);
+                let mut r = match (only.and(stretch), usuals.as_deref()) {
+                    (Some(only), Some(usuals)) => {
+                        let part = auto::Part { usuals, only };
+                        auto::analyze_auto_in(tl, s, top, Some(part))
+                    }
+                    _ => auto_or_kernel_log(tl, s, top, &reports),
+                };
                 if deadline_ns.is_some() {
                     r.notes.push("--deadline without --from/--to sets what is late in a timerlat trace; this one has none, so the automatic thresholds apply".into());
                 }
@@ -156,6 +201,9 @@ impl Sink for Watch<'_> {
             Watch::Cycles(_, c) => c.oldest_open(),
             _ => None,
         }
+    }
+    fn settles_timeline_samples(&self) -> bool {
+        matches!(self, Watch::Auto { .. })
     }
     fn late(&mut self, e: &Event, s: &Interner) {
         // A console log's times start again at a reboot: its messages are read as they

@@ -183,6 +183,11 @@ fn is_tick(function: &str) -> bool {
 }
 
 impl TimerSample {
+    /// The woken task's wait for its CPU, when traced.
+    fn waited(&self) -> Option<u64> {
+        self.wait.map(|w| w.1 - w.0)
+    }
+
     /// Expiry to running, as `latency --measure timer` counts it: the callback's own few
     /// us before the wakeup belong to the period too.
     fn total(&self) -> u64 {
@@ -203,15 +208,17 @@ struct PeriodCx<'a> {
 /// Explains late timers on a built timeline.
 pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainReport {
     let eng = Engine::new(tl, s);
-    let (frame, found) = timer_findings(&eng, o);
+    let (frame, found) = timer_findings(&eng, o, None);
     assemble(tl, s, frame, found)
 }
 
 /// The timer mode up to the shared tail: also what automatic mode takes its late timers
-/// from.
+/// from. `given`: the usual interrupt lateness and wait learnt over a whole trace read
+/// in windows ([`UsualParts`]), instead of this timeline's.
 pub(in crate::explain) fn timer_findings(
     eng: &Engine<'_>,
     o: &TimerOptions,
+    given: Option<(u64, u64)>,
 ) -> (Framing, Findings) {
     let (tl, s) = (eng.tl, eng.s);
     let keep = |tid: i32| (o.task.as_ref()).is_none_or(|t| t.matches(tid, s.get(tl.comm(tid))));
@@ -232,15 +239,19 @@ pub(in crate::explain) fn timer_findings(
     // µs every interrupt takes an excess, and a kept window blame what the live run,
     // which learnt the usual, did not. A lone period has no other to compare with: zero.
     // A wait keeps zero: the misses' own waits are what is being explained.
-    let usual_irq = match (good().next(), samples.len()) {
-        (Some(_), _) => median_upper(good().map(|x| x.irq_late).collect()),
-        (None, n) if n >= 2 => samples.iter().map(|x| x.irq_late).min().unwrap_or(0),
-        (None, _) => 0,
-    };
+    let (usual_irq, usual_wait) = given.unwrap_or_else(|| {
+        let irq = match (good().next(), samples.len()) {
+            (Some(_), _) => median_upper(good().map(|x| x.irq_late).collect()),
+            (None, n) if n >= 2 => samples.iter().map(|x| x.irq_late).min().unwrap_or(0),
+            (None, _) => 0,
+        };
+        let wait = median_upper(good().filter_map(TimerSample::waited).collect());
+        (irq, wait)
+    });
     let cx = PeriodCx {
         eng,
         usual_irq,
-        usual_wait: median_upper(good().filter_map(|x| x.wait.map(|w| w.1 - w.0)).collect()),
+        usual_wait,
         runnable: if samples.iter().any(|x| x.armed_late) {
             runnable_of(tl, &keep)
         } else {
@@ -322,6 +333,68 @@ pub(in crate::explain) fn timer_findings(
         windows: windows.into(),
     };
     (frame, found)
+}
+
+/// What the usual interrupt lateness and wait of the periods on time are learnt from, in
+/// sketches: a trace read in windows adds each window's periods (those it settles) and
+/// learns the usual of the whole trace, as [`timer_findings`] learns it from one
+/// timeline (upper medians; the least lateness of all periods when none was on time).
+#[derive(Clone, Debug, Default)]
+pub(in crate::explain) struct UsualParts {
+    good_irq: crate::dist::Sketch,
+    good_wait: crate::dist::Sketch,
+    least_irq: Option<u64>,
+    periods: u64,
+}
+
+impl UsualParts {
+    /// The periods of `eng`'s timeline that the window settles (`settles(expiry, end)`).
+    pub(in crate::explain) fn of(
+        eng: &Engine<'_>,
+        o: &TimerOptions,
+        settles: impl Fn(u64, u64) -> bool,
+    ) -> Self {
+        let (all, _, _) = samples(eng, o, &|_| true);
+        let mut u = UsualParts::default();
+        let inside = (all.iter()).filter(|x| !x.open && settles(x.expiry, x.expiry + x.total()));
+        for x in inside {
+            u.periods += 1;
+            u.least_irq = Some(u.least_irq.map_or(x.irq_late, |l| l.min(x.irq_late)));
+            if o.deadline_ns.is_some_and(|d| x.total() > d) {
+                continue;
+            }
+            u.good_irq.add(x.irq_late);
+            if let Some(w) = x.waited() {
+                u.good_wait.add(w);
+            }
+        }
+        u
+    }
+
+    /// Adds another window's.
+    pub(in crate::explain) fn merge(&mut self, o: &UsualParts) {
+        self.good_irq.merge(&o.good_irq);
+        self.good_wait.merge(&o.good_wait);
+        self.periods += o.periods;
+        self.least_irq = match (self.least_irq, o.least_irq) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+
+    /// The usual interrupt lateness and wait.
+    pub(in crate::explain) fn usual(&self) -> (u64, u64) {
+        let upper = |s: &crate::dist::Sketch| match s.count() {
+            0 => 0,
+            n => s.nth(n / 2),
+        };
+        let irq = match (self.good_irq.count(), self.periods) {
+            (0, n) if n >= 2 => self.least_irq.unwrap_or(0),
+            (0, _) => 0,
+            _ => upper(&self.good_irq),
+        };
+        (irq, upper(&self.good_wait))
+    }
 }
 
 /// The upper median of unsorted values (0 when empty).

@@ -1,0 +1,138 @@
+//! Automatic mode in windows gives the whole trace's answer: every trace we have (the
+//! seeds' excerpts, the examples, the corpus) explained held whole and in small windows
+//! (two passes: the usuals over the whole trace, then each window's outliers judged
+//! against them), the reports compared field by field.
+
+use serde_json::Value;
+use std::path::Path;
+use whylate::explain::{report, Mode};
+use whylate::pipeline::Windowing;
+use whylate::read::{OpenOptions, Opened};
+
+const MODE: Mode = Mode::Auto {
+    top: 10,
+    deadline_ns: None,
+};
+
+/// The report as JSON, without what windows give in their own way (documented in
+/// docs/reference.md): the line that says it was explained in windows, and the CPU
+/// profiles (a run still open when the trace ends counts in the window that closes it,
+/// not in the whole trace).
+fn json(r: &whylate::explain::ExplainReport) -> Value {
+    let mut v = serde_json::to_value(r).unwrap();
+    if let Some(Value::Array(notes)) = v.get_mut("notes") {
+        notes.retain(|n| !n.as_str().unwrap_or("").starts_with("explained in "));
+    }
+    v.as_object_mut().unwrap().remove("cpus");
+    v
+}
+
+/// The whole report's longest priority inversion: a real-time task's block that windows
+/// hold open at most 1 s or as many events again as a window takes; past that, the
+/// window it ends in judges it with the context carried, which lacks the other tasks'
+/// states before that window.
+fn longest_inversion(r: &whylate::explain::ExplainReport) -> u64 {
+    (r.misses.iter())
+        .filter(|m| m.chain.first().is_some_and(|l| l.kind == "wait-for"))
+        .filter_map(|m| m.duration_ns)
+        .max()
+        .unwrap_or(0)
+}
+
+/// Where `a` and `b` differ, as paths and both values.
+fn differences(a: &Value, b: &Value, at: String, out: &mut Vec<String>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            for k in keys {
+                let n = Value::Null;
+                let (p, q) = (x.get(k).unwrap_or(&n), y.get(k).unwrap_or(&n));
+                differences(p, q, format!("{at}.{k}"), out);
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (p, q)) in x.iter().zip(y).enumerate() {
+                differences(p, q, format!("{at}[{i}]"), out);
+            }
+        }
+        _ if a == b => {}
+        _ => out.push(format!("{at}: whole {a} windows {b}")),
+    }
+}
+
+fn opened(path: &Path, open: &OpenOptions) -> Option<Opened> {
+    Opened::files(&[path.to_path_buf()], open).ok()
+}
+
+fn check(path: &Path, w: Windowing, hold: u64) -> Option<String> {
+    let open = OpenOptions::default();
+    let whole = report(
+        opened(path, &open)?,
+        &open,
+        &MODE,
+        Windowing { events: 0, ..w },
+    )
+    .ok()?;
+    let parts = match report(opened(path, &open)?, &open, &MODE, w) {
+        Ok(p) => p,
+        Err(e) => return Some(format!("{}: windows failed: {e}", path.display())),
+    };
+    let mut out = Vec::new();
+    differences(&json(&whole), &json(&parts), String::new(), &mut out);
+    if longest_inversion(&whole) >= hold {
+        out.retain(|d| !d.starts_with(".misses") && !d.starts_with(".causes"));
+    }
+    let name = path.file_name()?.to_string_lossy();
+    (!out.is_empty()).then(|| {
+        format!(
+            "{name} ({} events a window): {}",
+            w.events,
+            out.join("\n    ")
+        )
+    })
+}
+
+#[test]
+fn every_trace_in_windows_gives_the_whole_traces_outliers() {
+    let mut bad = Vec::new();
+    let mut tried = 0;
+    for f in whylate::testkit::every_trace_file() {
+        let open = OpenOptions::default();
+        let Some(events) = opened(&f, &open)
+            .and_then(|i| whylate::explain::run(i, &open, &MODE).ok())
+            .map(|x| x.report.events)
+        else {
+            continue;
+        };
+        tried += 1;
+        let is_bad = f.components().any(|c| c.as_os_str() == "bad");
+        // How long a window is in time, about: a block longer than that is judged where
+        // it ends.
+        let span = whylate::explain::run(opened(&f, &open).unwrap(), &open, &MODE)
+            .map(|x| {
+                x.timeline
+                    .last_ts
+                    .saturating_sub(x.timeline.first_ts.unwrap_or(0))
+            })
+            .unwrap_or(0);
+        for k in [7, 3] {
+            let w = Windowing {
+                events: (events / k).max(1),
+                ..Windowing::DEFAULT
+            };
+            match check(&f, w, (span / k).min(1_000_000_000)) {
+                Some(d) if !is_bad || d.contains("windows failed") => bad.push(d),
+                _ => {}
+            }
+        }
+    }
+    assert!(tried > 10, "only {tried} traces read");
+    assert!(
+        bad.is_empty(),
+        "{} differences:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}
