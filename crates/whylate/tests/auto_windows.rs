@@ -16,8 +16,8 @@ const MODE: Mode = Mode::Auto {
 
 /// The report as JSON, without what windows give in their own way (documented in
 /// docs/reference.md): the line that says it was explained in windows, and the CPU
-/// profiles (a run still open when the trace ends counts in the window that closes it,
-/// not in the whole trace).
+/// profiles (a run whose end only a later window shows, by another task's event on its
+/// CPU with no switch between, counts up to its window's close).
 fn json(r: &whylate::explain::ExplainReport) -> Value {
     let mut v = serde_json::to_value(r).unwrap();
     if let Some(Value::Array(notes)) = v.get_mut("notes") {

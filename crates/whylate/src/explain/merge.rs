@@ -34,6 +34,8 @@ pub struct RunSummary {
     /// Every miss's links per cause, to count overlapping misses' time once over all
     /// windows (see `once`): those of the last stretch kept, the older swept.
     once: super::once::Once,
+    /// See [`ONCE_REACH_NS`].
+    once_reach: u64,
     worst: Vec<Miss>,
     keep: usize,
     notes: Lines,
@@ -122,9 +124,12 @@ fn leading(line: &str) -> Option<(u64, &str)> {
     (!line[end..].starts_with(['.', ','])).then_some((n, &line[end..]))
 }
 
-/// How far before the first miss of a window the links kept for counting overlaps once
-/// reach back: a window's context ahead of its stretch is 60 ms.
-const ONCE_REACH_NS: u64 = 1_000_000_000;
+/// How far before the first miss of a part the misses of later parts can begin, for
+/// counting overlaps once: `explain`'s windows settle in time order but for a sample
+/// that outlasted a forced window (settled where it ends: its overlap with misses over
+/// 1 s before is then counted twice); `watch` settles a sample up to ten windows back,
+/// so it keeps ten minutes.
+const ONCE_REACH_NS: (u64, u64) = (1_000_000_000, 600_000_000_000);
 
 impl RunSummary {
     /// An empty summary that keeps the `keep` worst misses in full.
@@ -141,6 +146,7 @@ impl RunSummary {
             not_reading: 0,
             tally: Tally::default(),
             once: Default::default(),
+            once_reach: ONCE_REACH_NS.1,
             worst: Vec::new(),
             keep: keep.max(1),
             notes: Lines::new(NOTES, false),
@@ -183,13 +189,18 @@ impl RunSummary {
                 self.recorder.insert(i, t);
             }
         }
+        // A part's notes count whether or not it settled a miss.
+        for n in &r.notes {
+            self.notes.add(n);
+        }
         if misses.is_empty() {
             return;
         }
-        // A miss's chain looks back at most a window's context before it begins; the
-        // misses of later windows begin later.
+        // The misses of later parts begin later than `once_reach` before these (a link
+        // begins no earlier than its miss): what ends before can no longer overlap.
         let first = misses.iter().map(|m| m.start_ns).min().unwrap_or(0);
-        self.once.retire_before(first.saturating_sub(ONCE_REACH_NS));
+        self.once
+            .retire_before(first.saturating_sub(self.once_reach));
         let mut lost = 0;
         for m in misses {
             self.once.add(m);
@@ -215,9 +226,6 @@ impl RunSummary {
             (b.duration_ns.is_none().cmp(&a.duration_ns.is_none())).then(b.late_ns.cmp(&a.late_ns))
         });
         self.worst.truncate(self.keep);
-        for n in &r.notes {
-            self.notes.add(n);
-        }
         if !r.advice.is_empty() {
             let first = r.causes.first();
             let key = first.map(|c| (c.category, c.culprit.clone()));
@@ -259,6 +267,7 @@ impl RunSummary {
     pub fn of_parts(keep: usize) -> RunSummary {
         RunSummary {
             notes: Lines::new(NOTES, true),
+            once_reach: ONCE_REACH_NS.0,
             ..RunSummary::new(keep)
         }
     }

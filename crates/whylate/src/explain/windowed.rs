@@ -128,7 +128,7 @@ fn learn<'m>(
                     whole = Some((d.tl, d.sink));
                     return Ok(());
                 }
-                own |= super::is_rtla(&d.tl) || d.sink.kernel_messages() > 0;
+                own |= super::is_rtla(&d.tl) || d.sink.kernel_log_matters(&d.tl);
                 let close = if d.last { u64::MAX } else { d.tl.last_ts };
                 let (lo, cut) = (d.lo, d.cut);
                 let only = Stretch {

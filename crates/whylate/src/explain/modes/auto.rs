@@ -201,7 +201,7 @@ pub(in crate::explain) fn windows_note(windows: u64, events: u64, exact: bool) -
         false => "to 8 significant bits",
     };
     format!(
-        "explained in {windows} windows of {events} events, in two passes, each window dropped once explained (memory bounded by a window, not the trace): the first pass learns each group's usual over the whole trace ({usual}), the second judges each window's outliers against it; each outlier is counted by the window it begins in, the {LISTED} worst listed and every one in the causes; --window-events 0 holds the whole trace"
+        "explained in {windows} windows of {events} events, in two passes, each window dropped once explained (memory bounded by a window, not the trace): the first pass learns each group's usual over the whole trace ({usual}), the second judges each window's outliers against it; each outlier is counted by the window it begins in (one still open when that window had taken as many events again, by the window it ends in), the {LISTED} worst listed and every one in the causes; --window-events 0 holds the whole trace"
     )
 }
 
@@ -396,6 +396,8 @@ fn irqs_and_offs(eng: &Engine<'_>, usuals: &Usuals, found: &mut Vec<Miss>) {
 fn long_irq(eng: &Engine<'_>, i: usize, u: u64) -> Miss {
     let (tl, sp) = (eng.tl, &eng.tl.spans);
     let d = sp.end[i] - sp.start[i];
+    // Past the absolute threshold the usual may exceed the run itself.
+    let u = u.min(d);
     let irq = sp.key[i];
     let name = tl.irq_names.get(&irq).map(|n| eng.s.get(*n).to_string());
     let held = vec![Hold {

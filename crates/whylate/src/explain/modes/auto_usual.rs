@@ -188,6 +188,7 @@ impl UsualSamples {
             .chain(self.irqs.values())
             .chain(self.work.values())
             .all(Sketch::exact)
+            && self.timer.exact()
     }
 }
 

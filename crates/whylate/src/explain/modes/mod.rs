@@ -119,11 +119,13 @@ impl<'m> Watch<'m> {
         }
     }
 
-    /// The kernel log's messages the pass has read (automatic mode).
-    pub(super) fn kernel_messages(&self) -> u64 {
+    /// Whether automatic mode gives the kernel log of `tl`'s pass an analysis of its
+    /// own: it is mostly a log (as [`auto_or_kernel_log`] decides), or it holds a
+    /// report (a lockup, a stall: said beside the outliers).
+    pub(super) fn kernel_log_matters(&self, tl: &Timeline) -> bool {
         match self {
-            Watch::Auto { reports, .. } => reports.messages + reports.reports.len() as u64,
-            _ => 0,
+            Watch::Auto { reports, .. } => !reports.reports.is_empty() || mostly_log(tl, reports),
+            _ => false,
         }
     }
 
@@ -335,14 +337,20 @@ impl Mode {
     }
 }
 
+/// Whether the pass of `tl` is a kernel log, or a trace that is mostly its messages
+/// (printk:console alone).
+fn mostly_log(tl: &Timeline, k: &KernelReports) -> bool {
+    use crate::timeline::KindClass;
+    let events: u64 = tl.seen.iter().sum();
+    tl.saw(KindClass::SchedSwitch) == 0 && k.messages > 0 && k.messages * 2 >= events
+}
+
 /// The automatic mode: a kernel log alone gets its reports explained (or is said to have
 /// none); a trace with scheduling events gets its outliers, and a log's reports beside it
 /// are named in a note.
 fn auto_or_kernel_log(tl: &Timeline, s: &Interner, top: usize, k: &KernelReports) -> ExplainReport {
-    use crate::timeline::KindClass;
     // A log, or a trace that is mostly its messages (printk:console alone).
-    let events: u64 = tl.seen.iter().sum();
-    if tl.saw(KindClass::SchedSwitch) == 0 && k.messages > 0 && k.messages * 2 >= events {
+    if mostly_log(tl, k) {
         return analyze_kernel_log(tl, s, k, top);
     }
     if k.reports.is_empty() {

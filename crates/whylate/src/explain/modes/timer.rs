@@ -371,6 +371,11 @@ impl UsualParts {
         u
     }
 
+    /// Whether the usuals are exact (no sketch rounded).
+    pub(in crate::explain) fn exact(&self) -> bool {
+        self.good_irq.exact() && self.good_wait.exact()
+    }
+
     /// Adds another window's.
     pub(in crate::explain) fn merge(&mut self, o: &UsualParts) {
         self.good_irq.merge(&o.good_irq);

@@ -169,18 +169,17 @@ impl Builder {
 
     /// When the oldest sample still open began, of those automatic mode settles by their
     /// start: a wait for a CPU; a handler, tasklet or irqs-off / preempt-off section
-    /// open; a softirq raised and not yet run; work queued and not yet started; and,
-    /// within 1 s of now, a timer past its due time and a real-time
-    /// task's sleep (a block on a lock's holder is an inversion's sample). A pass in
-    /// windows keeps a window until these have ended. None: nothing open.
+    /// open; a softirq raised and not yet run; work queued and not yet started; a timer
+    /// past its due time; a real-time task's sleep (a block on a lock's holder is an
+    /// inversion's sample). A pass in windows keeps a window until these have ended, but
+    /// looks back 1 s at most: state the trace never closes (work whose start was lost,
+    /// a real-time thread asleep for good) would hold every window, and a sample open
+    /// longer is settled where it ends, from the state carried. None: nothing open.
     pub fn oldest_sample(&self) -> Option<u64> {
-        let now = self.tl.last_ts;
-        let reach = now.saturating_sub(OVERDUE_REACH_NS);
+        let reach = self.tl.last_ts.saturating_sub(OVERDUE_REACH_NS);
         let tasks = self.tasks.iter().filter_map(|(tid, t)| match t.state {
             St::Runnable => Some(t.since),
-            St::Sleeping if self.tl.prios.get(tid).is_some_and(|&p| p < 100) => {
-                Some(t.since.max(reach))
-            }
+            St::Sleeping if self.tl.prios.get(tid).is_some_and(|&p| p < 100) => Some(t.since),
             _ => None,
         });
         let cpus = self.cpus.iter().flat_map(|c| {
@@ -190,11 +189,13 @@ impl Builder {
             frames.chain(pending).chain(sections.map(|x| x.0))
         });
         let queued = self.queued.values().map(|q| q.ts);
+        let now = self.tl.last_ts as i64;
         let overdue = (self.timer_offset.into_iter())
             .flat_map(|off| self.armed.values().map(move |a| a.soft as i64 + off))
-            .filter(|&due| due < now as i64)
-            .map(|due| (due.max(0) as u64).max(reach));
-        tasks.chain(cpus).chain(queued).chain(overdue).min()
+            .filter(|&due| due < now)
+            .map(|due| due.max(0) as u64);
+        let all = tasks.chain(cpus).chain(queued).chain(overdue);
+        all.min().map(|t| t.max(reach))
     }
 
     /// When the oldest state still open began: a task running, waiting or in a system
