@@ -302,7 +302,8 @@ pub struct ExplainArgs {
     /// misses are kept in full (the first note says so). Automatic mode (no selectors)
     /// reads such a trace twice, in windows: first each group's usual over the whole
     /// trace, then each window's outliers judged against it (a trace from a pipe is read
-    /// whole). --html, --svg and --parquet hold the whole trace.
+    /// whole); so does --timer with a --deadline. --html, --svg and --parquet hold the
+    /// whole trace.
     #[arg(help_heading = "Input", long, value_name = "N",
           default_value_t = whylate::pipeline::Windowing::DEFAULT.events)]
     pub window_events: u64,

@@ -10,10 +10,11 @@
 //! `export`) reads the trace whole ([`super::run`]).
 
 use super::merge::Lines;
-use super::modes::auto_usual::{Stretch, UsualSamples, Usuals};
+use super::modes::auto_usual::{UsualSamples, Usuals};
 use super::modes::{auto, Mode, Watch};
 use super::{explained, with_facts, ExplainReport, Miss, PairingStats, RunSummary, Window};
 use crate::event::Interner;
+use crate::pipeline::Stretch;
 use crate::pipeline::{self, Done, Windowing};
 use crate::read::{OpenOptions, Opened, ReadError};
 use crate::timeline::{Anomalies, Timeline, Usage};
@@ -27,10 +28,16 @@ const NO_REPLY: &str = "no reply: ";
 
 /// Whether `mode` can be explained in windows: cycle mode with its deadline given (the
 /// windows must know what is late before the trace has been read to its end; a deadline
-/// chosen from every cycle's duration needs them all), and automatic mode (its usuals
-/// are learnt over the whole trace first, in a pass of their own).
+/// chosen from every cycle's duration needs them all), automatic mode and timer mode
+/// with its deadline given (their usuals are learnt over the whole trace first, in a
+/// pass of their own).
 pub fn windows_for(mode: &Mode) -> bool {
-    matches!(mode, Mode::Cycles(o) if o.deadline_ns.is_some()) || matches!(mode, Mode::Auto { .. })
+    match mode {
+        Mode::Cycles(o) => o.deadline_ns.is_some(),
+        Mode::Timer(o) => o.deadline_ns.is_some(),
+        Mode::Auto { .. } => true,
+        _ => false,
+    }
 }
 
 /// Explains the inputs for the report alone, in windows of `w` when the mode allows it
@@ -44,20 +51,21 @@ pub fn report(
     if w.events == 0 || !windows_for(mode) {
         return super::run(inputs, open, mode).map(|x| x.report);
     }
-    if matches!(mode, Mode::Auto { .. }) {
-        return auto_in_windows(inputs, open, mode, w);
+    if matches!(mode, Mode::Auto { .. } | Mode::Timer(_)) {
+        return in_two_passes(inputs, open, mode, w);
     }
     in_windows(inputs, open, mode, w, None).map(|(r, _)| r)
 }
 
-/// Automatic mode in windows, in two passes over the inputs: an outlier is judged
-/// against its group's usual over the whole trace, and its excess counts from it, so the
-/// first pass learns the usuals window by window (in sketches, [`UsualSamples`]) and
-/// the second explains each window against them. A trace that fits one window is
-/// explained whole from the first pass. Read whole instead: a stream (standard input, a
-/// pipe: it cannot be read twice), a timerlat/osnoise trace and a kernel log (their own
-/// analyses).
-fn auto_in_windows(
+/// Automatic mode (and timer mode) in windows, in two passes over the inputs: an outlier
+/// is judged against its group's usual over the whole trace, and its excess counts from
+/// it (a late period's, from the usual interrupt lateness and wait of the periods on
+/// time), so the first pass learns the usuals window by window (in sketches,
+/// [`UsualSamples`]) and the second explains each window against them. A trace that
+/// fits one window is explained whole from the first pass. Read whole instead: a stream
+/// (standard input, a pipe: it cannot be read twice), and in automatic mode a
+/// timerlat/osnoise trace and a kernel log (their own analyses).
+fn in_two_passes(
     inputs: Opened,
     open: &OpenOptions,
     mode: &Mode,
@@ -112,7 +120,10 @@ fn learn<'m>(
     let (tx, rx) = std::sync::mpsc::sync_channel::<(Timeline, Interner, Stretch)>(0);
     let (facts, samples) = std::thread::scope(|sc| {
         let worker = sc.spawn(move || {
-            let mut samples = UsualSamples::default();
+            let mut samples = match mode {
+                Mode::Timer(o) => UsualSamples::new(o.clone(), false),
+                _ => UsualSamples::new(super::modes::auto_usual::auto_timers(0), true),
+            };
             for (tl, strings, only) in rx {
                 samples.add(&tl, &strings, only);
             }
@@ -128,7 +139,8 @@ fn learn<'m>(
                     whole = Some((d.tl, d.sink));
                     return Ok(());
                 }
-                own |= super::is_rtla(&d.tl) || d.sink.kernel_log_matters(&d.tl);
+                let auto = matches!(mode, Mode::Auto { .. });
+                own |= auto && (super::is_rtla(&d.tl) || d.sink.kernel_log_matters(&d.tl));
                 let close = if d.last { u64::MAX } else { d.tl.last_ts };
                 let (lo, cut) = (d.lo, d.cut);
                 let only = Stretch {
@@ -175,7 +187,11 @@ fn in_windows(
     let (tx, rx) = std::sync::mpsc::sync_channel::<Job<'_>>(0);
     let (facts, merge) = std::thread::scope(|sc| {
         let worker = sc.spawn(move || {
-            let mut merge = Merge::new();
+            let listed = match mode {
+                Mode::Auto { .. } => auto::LISTED,
+                _ => KEEP_MISSES,
+            };
+            let mut merge = Merge::new(listed);
             for job in rx {
                 if merge.error.is_none() {
                     merge.error = merge.add(job).err();
@@ -258,7 +274,10 @@ fn in_windows(
     }
     if usuals.is_some() {
         r.advice = merge.advice.take().unwrap_or_default();
-        auto::finish_merged(&mut r, merge.left_out.take());
+        match mode {
+            Mode::Auto { .. } => auto::finish_merged(&mut r, merge.left_out.take()),
+            _ => super::timer::finish_merged(&mut r),
+        }
     }
     if merge.forced > 0 {
         r.blind.push(format!(
@@ -315,6 +334,8 @@ struct Merge {
     forced: u64,
     /// When the window before the next closed (its last event).
     before: u64,
+    /// The misses a report lists, that the advice is given for.
+    listed: usize,
     /// The windows' notes on the recorder's outliers left out, as one (automatic mode).
     left_out: Option<String>,
     /// Automatic mode's advice, for the causes ranked over every window and the worst
@@ -339,7 +360,7 @@ struct Merge {
 }
 
 impl Merge {
-    fn new() -> Merge {
+    fn new(listed: usize) -> Merge {
         Merge {
             summary: RunSummary::of_parts(KEEP_MISSES),
             usage: Usage::default(),
@@ -349,6 +370,7 @@ impl Merge {
             forced: 0,
             before: 0,
             left_out: None,
+            listed,
             advice: None,
             error: None,
             pairing: None,
@@ -429,7 +451,7 @@ impl Merge {
         self.summary.add(&r, &settled, &misses);
         if own && d.last {
             let causes = self.summary.causes();
-            let worst = &self.summary.worst()[..self.summary.worst().len().min(auto::LISTED)];
+            let worst = &self.summary.worst()[..self.summary.worst().len().min(self.listed)];
             self.advice = Some(super::advice::advise(&d.tl, &d.strings, &causes, worst));
         }
         Ok(())

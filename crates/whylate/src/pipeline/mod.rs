@@ -11,7 +11,7 @@ use crate::timeline::{Builder, KindClass, Timeline};
 use std::path::PathBuf;
 
 mod windows;
-pub use windows::{read_windowed, Done, Facts, Windowing};
+pub use windows::{read_windowed, Done, Facts, Stretch, Windowing};
 
 /// Everything one pass over the inputs gives besides what its sink kept.
 pub struct Pass {

@@ -51,6 +51,33 @@ impl Windowing {
     };
 }
 
+/// Which samples a window of a long trace settles: those that begin in its own stretch
+/// `[lo, cut)` and ended before it closed (it saw them whole, with their context), and
+/// those that began earlier but ended after the window before it had closed (that one
+/// was closed with them open, after taking as many events again; this one has them whole
+/// from the state carried, with who held each CPU since they began). Each sample is
+/// settled once, by one window.
+#[derive(Clone, Copy, Debug)]
+pub struct Stretch {
+    /// The stretch's start.
+    pub lo: u64,
+    /// The stretch's end.
+    pub cut: u64,
+    /// When the window before closed (its last event; 0 for the first).
+    pub before: u64,
+    /// When this window closed (`u64::MAX` for the last).
+    pub close: u64,
+}
+
+impl Stretch {
+    /// Whether it settles a sample from `start` to `end`.
+    pub fn settles(&self, start: u64, end: u64) -> bool {
+        let seen = end <= self.close;
+        let own = (self.lo..self.cut).contains(&start);
+        seen && (own || (start < self.lo && end > self.before))
+    }
+}
+
 /// Windows open at once at most: the one filling, the one before it until its cycles end,
 /// and one being forced out.
 const MAX_OPEN: usize = 3;

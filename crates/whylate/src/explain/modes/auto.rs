@@ -95,7 +95,8 @@ pub(in crate::explain) fn analyze_auto_in(
     deferred_and_work(&eng, usuals, &mut found);
     crate::explain::auto_inversion::inversions(&eng, &mut found);
     // Late timers: periods whose expiry-to-running exceeds 500 us.
-    let late_timers = timer_findings(&eng, &auto_timers(top), usuals.timer).1;
+    let given = (usuals.timer).map(|usual| crate::explain::timer::TimerPart { usual, only: None });
+    let late_timers = timer_findings(&eng, &auto_timers(top), given).1;
     found.extend(late_timers.misses);
     if let Some(p) = &part {
         found.retain(|m| (p.only).settles(m.start_ns, m.start_ns + m.duration_ns.unwrap_or(0)));
@@ -201,7 +202,7 @@ pub(in crate::explain) fn windows_note(windows: u64, events: u64, exact: bool) -
         false => "to 8 significant bits",
     };
     format!(
-        "explained in {windows} windows of {events} events, in two passes, each window dropped once explained (memory bounded by a window, not the trace): the first pass learns each group's usual over the whole trace ({usual}), the second judges each window's outliers against it; each outlier is counted by the window it begins in (one still open when that window had taken as many events again, by the window it ends in), the {LISTED} worst listed and every one in the causes; --window-events 0 holds the whole trace"
+        "explained in {windows} windows of {events} events, in two passes, each window dropped once explained (memory bounded by a window, not the trace): the first pass learns the usuals over the whole trace ({usual}), the second judges each window's outliers against it; each sample is counted by the window it begins in (one still open when that window had taken as many events again, by the window it ends in), and every late one in the causes; --window-events 0 holds the whole trace"
     )
 }
 

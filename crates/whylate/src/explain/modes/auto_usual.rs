@@ -9,35 +9,9 @@ use super::timer::{TimerOptions, UsualParts};
 use crate::dist::{median, Sketch};
 use crate::event::{Interner, Sym};
 use crate::explain::engine::Engine;
+pub(in crate::explain) use crate::pipeline::Stretch;
 use crate::timeline::{span, Cause as RunCause, EdgeKind, Timeline};
 use rustc_hash::FxHashMap;
-
-/// Which samples a window of a long trace settles: those that begin in its own stretch
-/// `[lo, cut)` and ended before it closed (it saw them whole, with their context), and
-/// those that began earlier but ended after the window before it had closed (that one
-/// was closed with them open, after taking as many events again; this one has them whole
-/// from the state carried, with who held each CPU since they began). Each sample is
-/// settled once, by one window.
-#[derive(Clone, Copy, Debug)]
-pub(in crate::explain) struct Stretch {
-    /// The stretch's start.
-    pub(in crate::explain) lo: u64,
-    /// The stretch's end.
-    pub(in crate::explain) cut: u64,
-    /// When the window before closed (its last event; 0 for the first).
-    pub(in crate::explain) before: u64,
-    /// When this window closed (`u64::MAX` for the last).
-    pub(in crate::explain) close: u64,
-}
-
-impl Stretch {
-    /// Whether it settles a sample from `start` to `end`.
-    pub(in crate::explain) fn settles(&self, start: u64, end: u64) -> bool {
-        let seen = end <= self.close;
-        let own = (self.lo..self.cut).contains(&start);
-        seen && (own || (start < self.lo && end > self.before))
-    }
-}
 
 /// Samples a group needs to have a usual: a single sample is not its own baseline.
 const LEAST: usize = 3;
@@ -130,17 +104,39 @@ impl Usuals {
 
 /// The samples of every window of a long trace, in sketches per group: exact while a
 /// group takes at most [`Sketch::EXACT`] distinct values, to 8 significant bits beyond.
-#[derive(Default)]
 pub(in crate::explain) struct UsualSamples {
     waits: FxHashMap<i32, Sketch>,
     irqs: FxHashMap<u32, Sketch>,
     work: FxHashMap<String, Sketch>,
     timer: UsualParts,
+    /// The timer periods asked about.
+    timers: TimerOptions,
+    /// Whether the groups are learnt too (automatic mode), or the timers alone.
+    groups: bool,
 }
 
 impl UsualSamples {
+    /// Nothing learnt yet: the periods of `timers`, and the groups when `groups`
+    /// (automatic mode; timer mode learns its timers alone).
+    pub(in crate::explain) fn new(timers: TimerOptions, groups: bool) -> UsualSamples {
+        UsualSamples {
+            waits: FxHashMap::default(),
+            irqs: FxHashMap::default(),
+            work: FxHashMap::default(),
+            timer: UsualParts::default(),
+            timers,
+            groups,
+        }
+    }
+
     /// Adds the samples of `tl` that the window settles.
     pub(in crate::explain) fn add(&mut self, tl: &Timeline, s: &Interner, only: Stretch) {
+        let eng = Engine::new(tl, s);
+        let periods = UsualParts::of(&eng, &self.timers, |a, b| only.settles(a, b));
+        self.timer.merge(&periods);
+        if !self.groups {
+            return;
+        }
         let g = Groups::of(tl, s);
         let each = |v: &[(u64, u64)], into: &mut Sketch| {
             for &(_, d) in v.iter().filter(|x| only.settles(x.0, x.0 + x.1)) {
@@ -159,11 +155,6 @@ impl UsualSamples {
                 None => each(v, self.work.entry(k.to_string()).or_default()),
             }
         }
-        let eng = Engine::new(tl, s);
-        self.timer
-            .merge(&UsualParts::of(&eng, &auto_timers(0), |a, b| {
-                only.settles(a, b)
-            }));
     }
 
     /// The usuals of every sample added.
@@ -203,7 +194,7 @@ pub(in crate::explain) fn auto_timers(top: usize) -> TimerOptions {
 
 #[cfg(test)]
 mod tests {
-    use super::{waits, Stretch, UsualSamples, Usuals};
+    use super::{auto_timers, waits, Stretch, UsualSamples, Usuals};
     use crate::testkit::{pass, three_cpu_chain};
 
     /// 40 request cycles, the first 25 with the worker held off its CPU for 1.5 ms: the
@@ -223,7 +214,7 @@ mod tests {
         starts.sort_unstable();
         assert_eq!(starts.len(), 40);
         let cut = starts[20];
-        let mut parts = UsualSamples::default();
+        let mut parts = UsualSamples::new(auto_timers(0), true);
         let max = u64::MAX;
         for (lo, cut, before) in [(0, cut, 0), (cut, max, max)] {
             let close = max;

@@ -35,6 +35,13 @@ use crate::pipeline::Sink;
 use crate::read::ReadError;
 use crate::timeline::Timeline;
 
+/// A window of a long trace read in two passes: the usuals the first learnt, and the
+/// samples the window settles (set before it is explained).
+pub(super) struct Part(
+    std::sync::Arc<auto_usual::Usuals>,
+    Option<crate::pipeline::Stretch>,
+);
+
 /// What a mode watches during the pass, and the mode it explains for.
 pub(super) enum Watch<'m> {
     /// Request/response cycles, cut while the events go by.
@@ -51,10 +58,10 @@ pub(super) enum Watch<'m> {
         /// explained ([`auto_usual::UsualSamples`]).
         usuals: Option<std::sync::Arc<auto_usual::Usuals>>,
         /// The samples its window settles (set before it is explained).
-        stretch: Option<auto_usual::Stretch>,
+        stretch: Option<crate::pipeline::Stretch>,
     },
     /// Timer mode; it, softirq and function modes read the timeline alone.
-    Timer(&'m TimerOptions),
+    Timer(&'m TimerOptions, Option<Part>),
     /// Softirq mode: the vector, its deadline, the misses shown in full.
     Softirq(&'m str, Option<u64>, usize),
     /// Function mode.
@@ -74,7 +81,7 @@ impl<'m> Watch<'m> {
                 usuals: None,
                 stretch: None,
             },
-            Mode::Timer(o) => Watch::Timer(o),
+            Mode::Timer(o) => Watch::Timer(o, None),
             Mode::Softirq {
                 vector,
                 deadline_ns,
@@ -101,18 +108,24 @@ impl<'m> Watch<'m> {
 
     /// The same watch, judging automatic mode's outliers against `u` (a long trace's).
     pub(super) fn with_usuals(mut self, u: &std::sync::Arc<auto_usual::Usuals>) -> Self {
-        if let Watch::Auto { usuals, .. } = &mut self {
-            *usuals = Some(u.clone());
+        match &mut self {
+            Watch::Auto { usuals, .. } => *usuals = Some(u.clone()),
+            Watch::Timer(_, part) => *part = Some(Part(u.clone(), None)),
+            _ => {}
         }
         self
     }
 
     /// Which samples its window settles, for a mode that decides it itself (automatic
     /// mode: true); the others settle the samples that begin in the window's stretch.
-    pub(super) fn settle(&mut self, st: auto_usual::Stretch) -> bool {
+    pub(super) fn settle(&mut self, st: crate::pipeline::Stretch) -> bool {
         match self {
             Watch::Auto { stretch, .. } => {
                 *stretch = Some(st);
+                true
+            }
+            Watch::Timer(_, Some(part)) => {
+                part.1 = Some(st);
                 true
             }
             _ => false,
@@ -168,7 +181,15 @@ impl<'m> Watch<'m> {
                 }
                 r
             }
-            Watch::Timer(o) => analyze_timers(tl, s, o),
+            Watch::Timer(o, Some(Part(u, Some(st)))) if only.is_some() => {
+                let usual = u.timer.unwrap_or_default();
+                let part = timer::TimerPart {
+                    usual,
+                    only: Some(&st),
+                };
+                timer::analyze_timers_in(tl, s, o, part)
+            }
+            Watch::Timer(o, _) => analyze_timers(tl, s, o),
             Watch::Softirq(vector, deadline_ns, top) => {
                 analyze_softirq(tl, s, vector, deadline_ns, top)
             }
@@ -195,7 +216,7 @@ impl Sink for Watch<'_> {
             Watch::Cycles(_, c) => c.push(e, s),
             Watch::Expect(_, x) => x.push(e, s),
             Watch::Auto { reports, .. } => reports.push(e, s),
-            Watch::Timer(_) | Watch::Softirq(..) | Watch::Function(_) => {}
+            Watch::Timer(..) | Watch::Softirq(..) | Watch::Function(_) => {}
         }
     }
     fn oldest_open(&self) -> Option<u64> {
@@ -205,7 +226,7 @@ impl Sink for Watch<'_> {
         }
     }
     fn settles_timeline_samples(&self) -> bool {
-        matches!(self, Watch::Auto { .. })
+        matches!(self, Watch::Auto { .. } | Watch::Timer(..))
     }
     fn late(&mut self, e: &Event, s: &Interner) {
         // A console log's times start again at a reboot: its messages are read as they

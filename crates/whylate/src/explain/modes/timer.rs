@@ -77,10 +77,10 @@ fn samples(
     eng: &Engine<'_>,
     o: &TimerOptions,
     keep: &dyn Fn(i32) -> bool,
-) -> (Vec<TimerSample>, usize, Vec<u64>) {
+) -> (Vec<TimerSample>, Vec<u64>, Vec<(u64, u64)>) {
     let (tl, s, sp) = (eng.tl, eng.s, &eng.tl.spans);
     let mut out: Vec<TimerSample> = Vec::new();
-    let (mut lost, mut ticks) = (0, Vec::new());
+    let (mut lost, mut ticks) = (Vec::new(), Vec::new());
     for p in periods(tl, &eng.clock).0 {
         let e = &tl.edges[p.edge as usize];
         if e.to_tid <= 0 || !keep(e.to_tid) {
@@ -89,13 +89,13 @@ fn samples(
         // The scheduler tick's own timer is nobody's period: the task it woke is whoever
         // it happened to wake, and under NO_HZ the tick is stopped and moved on purpose.
         if is_tick(s.get(Sym(e.key))) {
-            ticks.push(e.at.saturating_sub(p.due));
+            ticks.push((p.due, e.at.saturating_sub(p.due)));
             continue;
         }
         // A wait the timeline lacks: no expiry-to-running (the timer measure leaves these
         // out too).
         if p.woken == Woken::Unknown {
-            lost += 1;
+            lost.push(p.due);
             continue;
         }
         // From the expiry on the trace clock to the callback, as `latency --measure timer`
@@ -212,20 +212,70 @@ pub fn analyze_timers(tl: &Timeline, s: &Interner, o: &TimerOptions) -> ExplainR
     assemble(tl, s, frame, found)
 }
 
+/// [`analyze_timers`] in a window of a long trace: the periods it settles, judged
+/// against the whole trace's usual.
+pub(in crate::explain) fn analyze_timers_in(
+    tl: &Timeline,
+    s: &Interner,
+    o: &TimerOptions,
+    part: TimerPart<'_>,
+) -> ExplainReport {
+    let eng = Engine::new(tl, s);
+    let (frame, found) = timer_findings(&eng, o, Some(part));
+    assemble(tl, s, frame, found)
+}
+
+/// A report merged from windows: the notes one trace's report ends with, for the
+/// periods of every window and the advice given once.
+pub(in crate::explain) fn finish_merged(r: &mut ExplainReport) {
+    let by_name = crate::explain::advice::BY_NAME;
+    r.notes.retain(|n| n != by_name);
+    if r.cycles.count == 0 {
+        r.notes.push(NO_PERIOD.into());
+    }
+    if r.advice.iter().any(|a| a.command.contains("pgrep -x '")) {
+        r.notes.push(by_name.into());
+    }
+}
+
+/// The note of a run whose timers woke no task.
+pub(in crate::explain) const NO_PERIOD: &str = "no hrtimer expiry that woke a task (or self-reported lateness) matched: record timer:hrtimer_start, timer:hrtimer_expire_entry/exit and sched:sched_waking/sched_switch";
+
+/// A window of a long trace, for the timer mode: the usual interrupt lateness and wait
+/// learnt over the whole trace ([`UsualParts`]), and the periods the window settles
+/// (None: automatic mode, which keeps its own).
+pub(in crate::explain) struct TimerPart<'a> {
+    /// The usual interrupt lateness and wait.
+    pub(in crate::explain) usual: (u64, u64),
+    /// The periods settled.
+    pub(in crate::explain) only: Option<&'a crate::pipeline::Stretch>,
+}
+
 /// The timer mode up to the shared tail: also what automatic mode takes its late timers
-/// from. `given`: the usual interrupt lateness and wait learnt over a whole trace read
-/// in windows ([`UsualParts`]), instead of this timeline's.
+/// from; in `part` of a long trace when given.
 pub(in crate::explain) fn timer_findings(
     eng: &Engine<'_>,
     o: &TimerOptions,
-    given: Option<(u64, u64)>,
+    part: Option<TimerPart<'_>>,
 ) -> (Framing, Findings) {
     let (tl, s) = (eng.tl, eng.s);
     let keep = |tid: i32| (o.task.as_ref()).is_none_or(|t| t.matches(tid, s.get(tl.comm(tid))));
     // A period whose task had not run by the end is no sample: counting only its
     // interrupt's lateness would call it on time (a watch window would then settle it so
     // before it ends). Its window stays unfinished.
-    let (all, lost, ticks) = samples(eng, o, &keep);
+    let (mut all, mut lost, mut ticks) = samples(eng, o, &keep);
+    let only = part.as_ref().and_then(|p| p.only);
+    if let Some(st) = only {
+        // Those it settles; one still open is the last window's (the trace ended).
+        all.retain(|x| match x.open {
+            true => st.close == u64::MAX,
+            false => st.settles(x.expiry, x.expiry + x.total()),
+        });
+        lost.retain(|&t| (st.lo..st.cut).contains(&t));
+        ticks.retain(|t| (st.lo..st.cut).contains(&t.0));
+    }
+    let given = part.map(|p| p.usual);
+    let (lost, ticks): (usize, Vec<u64>) = (lost.len(), ticks.into_iter().map(|t| t.1).collect());
     let (samples, open): (Vec<TimerSample>, Vec<TimerSample>) =
         all.into_iter().partition(|x| !x.open);
     let mut totals: Vec<u64> = samples.iter().map(TimerSample::total).collect();
@@ -294,10 +344,8 @@ pub(in crate::explain) fn timer_findings(
             "{lost} period(s) woke a task that was woken again before it ran (it ran and slept where the trace cannot see): left out, their lateness is not known"
         ));
     }
-    if samples.is_empty() {
-        notes.push(
-            "no hrtimer expiry that woke a task (or self-reported lateness) matched: record timer:hrtimer_start, timer:hrtimer_expire_entry/exit and sched:sched_waking/sched_switch".into(),
-        );
+    if samples.is_empty() && only.is_none() {
+        notes.push(NO_PERIOD.into());
     }
     let stats = CycleStats::of(&totals, samples.len() as u64, 0, misses.len() as u64);
     let mut windows: Vec<Window> = samples
@@ -313,9 +361,12 @@ pub(in crate::explain) fn timer_findings(
             )
         })
         .collect();
-    windows.extend(
-        (open.iter()).map(|x| Window::new(x.expiry, None, tl.last_ts, x.tid, x.cpu, false)),
-    );
+    // A window of a long trace lists the periods it settles, each whole.
+    if only.is_none() {
+        windows.extend(
+            (open.iter()).map(|x| Window::new(x.expiry, None, tl.last_ts, x.tid, x.cpu, false)),
+        );
+    }
     windows.sort_by_key(|w| w.start_ns);
     let frame = Framing {
         from: "hrtimer expiry (requested time)".into(),
@@ -444,7 +495,8 @@ impl PeriodCx<'_> {
         let blamed = per.total();
         let blame = tally.add_miss(per);
         Miss {
-            cpus: Vec::new(),
+            // Where it lost its excess: the context of a report merged from windows.
+            cpus: tally.miss_cpus(),
             read_ns: None,
             not_reading: false,
             uncertain: x.switch_untraced,
