@@ -154,3 +154,26 @@ fn every_trace_in_windows_gives_the_whole_traces_outliers() {
         bad.join("\n")
     );
 }
+
+/// A plain (uncompressed) perf.data read in two passes: the second pass opens the file
+/// again while the first reads it, and perf.data's header parser seeks, so each opening
+/// needs an offset of its own (it once failed: "not a readable perf.data").
+#[test]
+fn a_plain_perf_data_is_read_twice() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let packed = root.join("frob.perf.data.zst");
+    let f = std::fs::File::open(&packed).unwrap();
+    let (mut rd, _, _) = whylate::read::decompress::open(&packed, Box::new(f)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("frob.perf.data");
+    let mut out = std::fs::File::create(&plain).unwrap();
+    std::io::copy(&mut rd, &mut out).unwrap();
+    drop(out);
+    let w = Windowing {
+        events: 4000,
+        ..Windowing::DEFAULT
+    };
+    for mode in [MODE, timer_mode()] {
+        assert_eq!(check(&plain, &mode, w, 1_000_000_000), None);
+    }
+}

@@ -153,9 +153,11 @@ impl Opening<'_> {
     /// temporary file (a stream, or a compressed file not read in place).
     pub fn random_access(self) -> Result<unpack::Bytes, ReadError> {
         Ok(match (self.origin, self.compression) {
-            // The same open file: its own offset was never moved (the readers `pread`).
+            // The same file, with an offset of its own: a reader that seeks (perf.data's
+            // headers) must not move another's, and the file may be read twice at once
+            // (a second pass opened before the first has read).
             (Origin::File(file), Compression::None) => {
-                unpack::Bytes::File(file.try_clone().map_err(|e| self.io_err(e))?)
+                unpack::Bytes::File(own_offset(file).map_err(|e| self.io_err(e))?)
             }
             (Origin::Memory(b), Compression::None) => unpack::Bytes::Memory(b.clone()),
             (Origin::Memory(_), _) => {
@@ -221,4 +223,20 @@ pub(crate) fn whole(mut rd: impl Read) -> io::Result<memory::Pieces> {
     let mut p = memory::Pieces::new();
     p.push(Arc::from(all));
     Ok(p)
+}
+
+/// `file` opened again as a new open file description (its own offset) of the same
+/// file, through `/proc/self/fd` (the file it is now, whatever its name); where that
+/// cannot be opened, a duplicate set back to its start.
+fn own_offset(file: &File) -> std::io::Result<File> {
+    use std::io::Seek;
+    use std::os::fd::AsRawFd;
+    match File::open(format!("/proc/self/fd/{}", file.as_raw_fd())) {
+        Ok(f) => Ok(f),
+        Err(_) => {
+            let mut f = file.try_clone()?;
+            f.rewind()?;
+            Ok(f)
+        }
+    }
 }
