@@ -950,6 +950,34 @@ pub fn idle_exits_untraced(lost: bool) -> String {
     t
 }
 
+/// Where the JSON reports `a` (whole) and `b` (in windows) differ: each path, both values.
+pub fn json_differences(
+    a: &serde_json::Value,
+    b: &serde_json::Value,
+    at: String,
+    out: &mut Vec<String>,
+) {
+    match (a, b) {
+        (serde_json::Value::Object(x), serde_json::Value::Object(y)) => {
+            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            for k in keys {
+                let n = serde_json::Value::Null;
+                let (p, q) = (x.get(k).unwrap_or(&n), y.get(k).unwrap_or(&n));
+                json_differences(p, q, format!("{at}.{k}"), out);
+            }
+        }
+        (serde_json::Value::Array(x), serde_json::Value::Array(y)) if x.len() == y.len() => {
+            for (i, (p, q)) in x.iter().zip(y).enumerate() {
+                json_differences(p, q, format!("{at}[{i}]"), out);
+            }
+        }
+        _ if a == b => {}
+        _ => out.push(format!("{at}: whole {a} windows {b}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     /// The CLI's page test reads a committed copy of the giving-up client: it is this

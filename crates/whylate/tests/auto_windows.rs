@@ -53,29 +53,6 @@ fn longest_inversion(r: &whylate::explain::ExplainReport) -> u64 {
         .unwrap_or(0)
 }
 
-/// Where `a` and `b` differ, as paths and both values.
-fn differences(a: &Value, b: &Value, at: String, out: &mut Vec<String>) {
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
-            keys.sort();
-            keys.dedup();
-            for k in keys {
-                let n = Value::Null;
-                let (p, q) = (x.get(k).unwrap_or(&n), y.get(k).unwrap_or(&n));
-                differences(p, q, format!("{at}.{k}"), out);
-            }
-        }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
-            for (i, (p, q)) in x.iter().zip(y).enumerate() {
-                differences(p, q, format!("{at}[{i}]"), out);
-            }
-        }
-        _ if a == b => {}
-        _ => out.push(format!("{at}: whole {a} windows {b}")),
-    }
-}
-
 fn opened(path: &Path, open: &OpenOptions) -> Option<Opened> {
     Opened::files(&[path.to_path_buf()], open).ok()
 }
@@ -94,7 +71,7 @@ fn check(path: &Path, mode: &Mode, w: Windowing, hold: u64) -> Option<String> {
         Err(e) => return Some(format!("{}: windows failed: {e}", path.display())),
     };
     let mut out = Vec::new();
-    differences(&json(&whole), &json(&parts), String::new(), &mut out);
+    whylate::testkit::json_differences(&json(&whole), &json(&parts), String::new(), &mut out);
     if longest_inversion(&whole) >= hold {
         out.retain(|d| !d.starts_with(".misses") && !d.starts_with(".causes"));
     }

@@ -20,29 +20,6 @@ fn json(r: &whylate::latency::LatencyReport) -> Value {
     v
 }
 
-/// Where `a` and `b` differ, as paths and both values.
-fn differences(a: &Value, b: &Value, at: String, out: &mut Vec<String>) {
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
-            keys.sort();
-            keys.dedup();
-            for k in keys {
-                let n = Value::Null;
-                let (p, q) = (x.get(k).unwrap_or(&n), y.get(k).unwrap_or(&n));
-                differences(p, q, format!("{at}.{k}"), out);
-            }
-        }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
-            for (i, (p, q)) in x.iter().zip(y).enumerate() {
-                differences(p, q, format!("{at}[{i}]"), out);
-            }
-        }
-        _ if a == b => {}
-        _ => out.push(format!("{at}: whole {a} windows {b}")),
-    }
-}
-
 fn check(path: &Path, w: Windowing) -> Option<String> {
     let open = OpenOptions::default();
     let o = Options::default();
@@ -66,7 +43,7 @@ fn check(path: &Path, w: Windowing) -> Option<String> {
     };
     let mut out = Vec::new();
     let (a, b) = (json(&whole), json(&parts));
-    differences(&a, &b, String::new(), &mut out);
+    whylate::testkit::json_differences(&a, &b, String::new(), &mut out);
     // The documented exception: where the trace contradicts itself (a task woken again
     // while it was believed runnable), a wait open at a window's end that the later
     // wakeup shows was never one can be named among the tasks an irq kept waiting.
