@@ -165,6 +165,9 @@ struct Windows<'w, S, N, D> {
     held: u64,
     /// The oldest window was found with a sample open past its cut and `after`.
     holding: bool,
+    /// The oldest window is done: it closes at the first event later than this time
+    /// (whether it was forced), so that every event of its last instant is in it.
+    closing: Option<(u64, bool)>,
 }
 
 impl<S: Sink, N: FnMut() -> S, D: FnMut(Done<'_, S>) -> Result<(), ReadError>>
@@ -195,6 +198,16 @@ impl<S: Sink, N: FnMut() -> S, D: FnMut(Done<'_, S>) -> Result<(), ReadError>>
     }
 
     fn feed(&mut self, e: &Event, strings: &Interner) {
+        // A window closes between two instants: a sample that ends at its last event's
+        // time is then in it whole, and the window after settles none that end by then
+        // (`Stretch::before`). Events of one instant are bounded (a clock without
+        // resolution: every event at 0) by as many events again as a window takes.
+        if let Some((t, forced)) = self.closing {
+            if e.ts > t || self.open[0].past_cut >= 2 * self.w.events.max(1) {
+                self.closing = None;
+                self.close(strings, None, forced);
+            }
+        }
         let newest = self.open.last().expect("a window is always open");
         // A window takes at least the context its neighbours overlap it by: with a few
         // events a window, a window begun at each one would be fed every event of the
@@ -222,7 +235,7 @@ impl<S: Sink, N: FnMut() -> S, D: FnMut(Done<'_, S>) -> Result<(), ReadError>>
         let due = e.ts >= first.cut.saturating_add(self.w.after_ns);
         // Asking the sink costs a walk over its open samples: when due, then every 4096
         // events while a sample is open.
-        if due && first.past_cut >= first.ask_at.min(self.w.events) {
+        if due && self.closing.is_none() && first.past_cut >= first.ask_at.min(self.w.events) {
             first.ask_at = first.past_cut + 4096;
             let timeline = (first.sink.settles_timeline_samples())
                 .then(|| first.b.oldest_sample())
@@ -238,7 +251,7 @@ impl<S: Sink, N: FnMut() -> S, D: FnMut(Done<'_, S>) -> Result<(), ReadError>>
             }
             if settled || forced {
                 self.holding = false;
-                self.close(strings, None, forced);
+                self.closing = Some((e.ts, forced));
             }
         }
     }
@@ -308,6 +321,7 @@ pub fn read_windowed<S: Sink>(
         raw: false,
         held: 0,
         holding: false,
+        closing: None,
     };
     ws.begin(0);
     let mut feed = |i: usize, e: &Event, strings: &Interner| {
@@ -318,6 +332,9 @@ pub fn read_windowed<S: Sink>(
     };
     let (merged, strings) = each_event(merged, &mut feed)?;
     read_done(open, events);
+    if let Some((_, forced)) = ws.closing.take() {
+        ws.close(&strings, None, forced);
+    }
     while ws.open.len() > 1 {
         ws.close(&strings, None, false);
     }

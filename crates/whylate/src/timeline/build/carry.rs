@@ -284,20 +284,23 @@ impl Builder {
         }
     }
 
-    /// Copies into `tl` the calls that returned inside a function call still open (the
-    /// direct children its measure lists), at most [`CONTEXT_SPANS`], the latest. They
-    /// returned before the window's own stretch, which settles none of them.
+    /// Copies into `tl` the calls that returned inside a function call still open: its
+    /// whole subtree (the direct children its measure lists; every descendant, whose own
+    /// time `explain --function` gives by function), at most [`CONTEXT_SPANS`], the
+    /// latest. They returned before the window's own stretch, which settles none of them.
     fn carry_children(&self, tl: &mut Timeline) {
         let open = (self.cpus.iter().map(|c| &c.calls))
             .chain(self.cpuless_calls.values())
             .flatten();
-        let ids: rustc_hash::FxHashSet<u32> = open.clone().map(|f| f.id).collect();
+        let mut ids: rustc_hash::FxHashSet<u32> = open.clone().map(|f| f.id).collect();
         let Some(oldest) = open.map(|f| f.start).min() else {
             return;
         };
+        // Calls are listed as they return, a call after its callees: from the latest
+        // back, a call's parent is met before it.
         let mut kids: Vec<Call> = (self.tl.calls.iter().rev())
             .take_while(|c| c.exit >= oldest)
-            .filter(|c| ids.contains(&c.parent))
+            .filter(|c| ids.contains(&c.parent) && ids.insert(c.id))
             .take(CONTEXT_SPANS)
             .copied()
             .collect();
