@@ -8,7 +8,7 @@ repeated x4 and x16 (each copy's timestamps shifted past the one before, bench/r
 repeat_shifted), and runs each command once per size under GNU time:
   explain in cycle mode (the main job: a cycle per dd write, bench/explain.py's selectors),
     in windows (the default) and held whole (--window-events 0)
-  explain in automatic mode (no selectors)
+  explain in automatic mode (no selectors), with --expect, --softirq NET_RX and --timer
   latency (the timeline and every measure)
   stats (counts only)
   cat (the floor: reading the file from the page cache)
@@ -28,6 +28,8 @@ import run  # noqa: E402  (its recorder and repeat_shifted)
 
 CYCLES = ["--from", "sys_enter_write[comm=dd,count=1]", "--to", "sys_exit_write[comm=dd,ret=1]",
           "--deadline", "1ms"]
+
+EXPECT = "sys_enter_write[comm=dd] -> sys_exit_write within 1ms"
 
 
 def timed(cmd):
@@ -69,6 +71,13 @@ def main():
         # The same held whole: what the windows save, at what cost in time.
         "explain whole": lambda f: [w, "explain", "--json", f, "--window-events", "0"] + CYCLES,
         "explain auto": lambda f: [w, "explain", "--json", f],
+        # The other modes read in windows: --expect in one pass, softirq mode in two,
+        # timer mode without a deadline in three (the workload has few timers and
+        # softirqs: what is measured is each pass's memory and time).
+        "explain expect": lambda f: [w, "explain", "--json", f, "--same", "thread",
+                                     "--expect", EXPECT],
+        "explain softirq": lambda f: [w, "explain", "--json", f, "--softirq", "NET_RX"],
+        "explain timer": lambda f: [w, "explain", "--json", f, "--timer"],
         "latency": lambda f: [w, "latency", "--json", f],
         "stats": lambda f: [w, "stats", "--json", f],
         "cat": lambda f: ["cat", f],

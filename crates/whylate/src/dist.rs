@@ -232,6 +232,21 @@ impl Sketch {
         self.max
     }
 
+    /// How many values added were at most `v` (to within the rounding where values were
+    /// rounded: a rounded value counts as its bucket's low bound).
+    pub fn at_most(&self, v: u64) -> u64 {
+        (self.buckets.iter())
+            .filter(|(&k, _)| k <= v)
+            .map(|(_, &n)| n)
+            .sum()
+    }
+
+    /// The nearest-rank quantile `q` of the values added, as [`quantile`] gives it for
+    /// the sorted values (to within the rounding; 0 when empty).
+    pub fn nearest_rank(&self, q: f64) -> u64 {
+        self.quantile(&self.sorted(), q)
+    }
+
     /// Whether the values kept are exact (none was rounded yet).
     pub fn exact(&self) -> bool {
         !self.rounded

@@ -1,7 +1,8 @@
-//! Automatic mode in windows gives the whole trace's answer: every trace we have (the
+//! Every mode read in windows gives the whole trace's answer: every trace we have (the
 //! seeds' excerpts, the examples, the corpus) explained held whole and in small windows
-//! (two passes: the usuals over the whole trace, then each window's outliers judged
-//! against them), the reports compared field by field.
+//! (automatic, timer, softirq and function modes in two or three passes: the usuals, and
+//! a deadline not given, over the whole trace, then each window's outliers judged against
+//! them; `--expect` in one), the reports compared field by field.
 
 use serde_json::Value;
 use std::path::Path;
@@ -21,6 +22,64 @@ fn timer_mode() -> Mode {
         deadline_ns: Some(1_000_000),
         top: 10,
     })
+}
+
+/// Timer mode without a deadline: read in three passes (the p99 first).
+fn timer_p99() -> Mode {
+    Mode::Timer(whylate::explain::TimerOptions {
+        task: None,
+        deadline_ns: None,
+        top: 10,
+    })
+}
+
+/// Softirq mode on `vector`, with or without a deadline: read in two passes.
+fn softirq_mode(vector: &str, deadline_ns: Option<u64>) -> Mode {
+    Mode::Softirq {
+        vector: vector.into(),
+        deadline_ns,
+        top: 10,
+    }
+}
+
+/// `--expect` on what most traces hold, per CPU and per field value: read in one pass,
+/// each window holding its As until their B came.
+fn expect_modes() -> Vec<Mode> {
+    use whylate::explain::{ExpectOptions, Scope};
+    let ms = |_: &str| Ok(100_000);
+    let cpu = "irq_handler_entry -> softirq_raise within 1ms";
+    let vec = "softirq_raise -> softirq_entry within 100us";
+    [(cpu, Scope::Cpu), (vec, Scope::Field("vec".into()))]
+        .into_iter()
+        .map(|(p, scope)| Mode::Expect(ExpectOptions::parse(p, scope, 10, ms).unwrap()))
+        .collect()
+}
+
+/// Function mode on every call (function_graph traces) and on seed 004's irqs-off
+/// sections: read in two passes.
+fn function_modes() -> Vec<Mode> {
+    ["*", "console_unlock"]
+        .into_iter()
+        .map(|f| {
+            Mode::Function(whylate::explain::FunctionOptions {
+                func: whylate::glob::Glob::new(f).unwrap(),
+                deadline_ns: None,
+                expect_per_s: None,
+                top: 10,
+            })
+        })
+        .collect()
+}
+
+/// Every mode read in windows.
+fn modes() -> Vec<Mode> {
+    let mut m = vec![MODE, timer_mode(), timer_p99()];
+    for (v, d) in [("NET_RX", None), ("TIMER", Some(50_000)), ("TASKLET", None)] {
+        m.push(softirq_mode(v, d));
+    }
+    m.extend(expect_modes());
+    m.extend(function_modes());
+    m
 }
 
 /// The report as JSON, without what windows give in their own way (documented in
@@ -64,11 +123,18 @@ fn check(path: &Path, mode: &Mode, w: Windowing, hold: u64) -> Option<String> {
         &open,
         mode,
         Windowing { events: 0, ..w },
-    )
-    .ok()?;
-    let parts = match report(opened(path, &open)?, &open, mode, w) {
-        Ok(p) => p,
-        Err(e) => return Some(format!("{}: windows failed: {e}", path.display())),
+    );
+    let parts = report(opened(path, &open)?, &open, mode, w);
+    let (whole, parts) = match (whole, parts) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(_), Err(_)) => return None,
+        (Ok(_), Err(e)) => return Some(format!("{}: windows failed: {e}", path.display())),
+        (Err(e), Ok(_)) => {
+            return Some(format!(
+                "{}: whole failed ({e}), windows did not",
+                path.display()
+            ))
+        }
     };
     let mut out = Vec::new();
     whylate::testkit::json_differences(&json(&whole), &json(&parts), String::new(), &mut out);
@@ -113,9 +179,9 @@ fn every_trace_in_windows_gives_the_whole_traces_outliers() {
                 events: (events / k).max(1),
                 ..Windowing::DEFAULT
             };
-            for mode in [MODE, timer_mode()] {
+            for mode in modes() {
                 match check(&f, &mode, w, (span / k).min(1_000_000_000)) {
-                    Some(d) if !is_bad || d.contains("windows failed") => {
+                    Some(d) if !is_bad || d.contains("failed") => {
                         bad.push(format!("{}: {d}", mode.name()))
                     }
                     _ => {}

@@ -295,15 +295,16 @@ pub struct ExplainArgs {
     pub list_causes: bool,
     /// Events a window of a long trace holds (0: the whole trace at once).
     ///
-    /// Cycle mode with a --deadline reads a trace longer than this in windows, each
-    /// explained and dropped: memory is bounded by a window, not by the trace. Each cycle
-    /// is counted by the window it starts in, with its whole chain; quantiles are exact
-    /// up to 8192 distinct durations, then to 8 significant bits, and the 1000 worst
-    /// misses are kept in full (the first note says so). Automatic mode (no selectors)
-    /// reads such a trace twice, in windows: first each group's usual over the whole
-    /// trace, then each window's outliers judged against it (a trace from a pipe is read
-    /// whole); so does --timer with a --deadline. --html, --svg and --parquet hold the
-    /// whole trace.
+    /// Cycle mode with a --deadline and --expect read a trace longer than this in
+    /// windows, each explained and dropped: memory is bounded by a window, not by the
+    /// trace. Each cycle (or A) is counted by the window it starts in, with its whole
+    /// chain; quantiles are exact up to 8192 distinct durations, then to 8 significant
+    /// bits, and the 1000 worst misses (--expect: the first) are kept in full (the first
+    /// note says so). Automatic mode (no selectors), --timer, --softirq and --function
+    /// read such a trace twice, in windows: first the usuals (and a deadline not given)
+    /// over the whole trace, then each window's outliers judged against them (--timer
+    /// without a --deadline three times: its p99 decides which periods are on time); a
+    /// trace from a pipe is read whole. --html, --svg and --parquet hold the whole trace.
     #[arg(help_heading = "Input", long, value_name = "N",
           default_value_t = whylate::pipeline::Windowing::DEFAULT.events)]
     pub window_events: u64,

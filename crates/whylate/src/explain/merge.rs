@@ -38,6 +38,9 @@ pub struct RunSummary {
     once_reach: u64,
     worst: Vec<Miss>,
     keep: usize,
+    /// Keep the first misses in time rather than the worst (`--expect` lists a
+    /// pattern in the order it happened).
+    earliest: bool,
     notes: Lines,
     /// Advice (in a window's order) per first cause of a window: that of the window
     /// where the cause lost the most, and that time.
@@ -149,6 +152,7 @@ impl RunSummary {
             once_reach: ONCE_REACH_NS.1,
             worst: Vec::new(),
             keep: keep.max(1),
+            earliest: false,
             notes: Lines::new(NOTES, false),
             advice: Vec::new(),
             context: (Vec::new(), 0),
@@ -222,9 +226,13 @@ impl RunSummary {
             lost += m.blamed_ns;
         }
         self.worst.extend(misses.iter().map(|&m| m.clone()));
-        self.worst.sort_by(|a, b| {
-            (b.duration_ns.is_none().cmp(&a.duration_ns.is_none())).then(b.late_ns.cmp(&a.late_ns))
-        });
+        match self.earliest {
+            true => self.worst.sort_by_key(|m| m.start_ns),
+            false => self.worst.sort_by(|a, b| {
+                (b.duration_ns.is_none().cmp(&a.duration_ns.is_none()))
+                    .then(b.late_ns.cmp(&a.late_ns))
+            }),
+        }
         self.worst.truncate(self.keep);
         if !r.advice.is_empty() {
             let first = r.causes.first();
@@ -269,6 +277,15 @@ impl RunSummary {
             notes: Lines::new(NOTES, true),
             once_reach: ONCE_REACH_NS.0,
             ..RunSummary::new(keep)
+        }
+    }
+
+    /// The same summary, keeping the first misses in time (in time order) rather than
+    /// the worst.
+    pub(super) fn earliest(self) -> RunSummary {
+        RunSummary {
+            earliest: true,
+            ..self
         }
     }
 

@@ -28,15 +28,14 @@ const NO_REPLY: &str = "no reply: ";
 
 /// Whether `mode` can be explained in windows: cycle mode with its deadline given (the
 /// windows must know what is late before the trace has been read to its end; a deadline
-/// chosen from every cycle's duration needs them all), automatic mode and timer mode
-/// with its deadline given (their usuals are learnt over the whole trace first, in a
-/// pass of their own).
+/// chosen from every cycle's duration needs them all, and their usual chain with them),
+/// automatic, timer and softirq modes (their usuals, and a deadline not given, are
+/// learnt over the whole trace first, in passes of their own).
 pub fn windows_for(mode: &Mode) -> bool {
     match mode {
         Mode::Cycles(o) => o.deadline_ns.is_some(),
-        Mode::Timer(o) => o.deadline_ns.is_some(),
-        Mode::Auto { .. } => true,
-        _ => false,
+        Mode::Timer(_) | Mode::Softirq { .. } | Mode::Function(_) => true,
+        Mode::Auto { .. } | Mode::Expect(_) => true,
     }
 }
 
@@ -51,21 +50,23 @@ pub fn report(
     if w.events == 0 || !windows_for(mode) {
         return super::run(inputs, open, mode).map(|x| x.report);
     }
-    if matches!(mode, Mode::Auto { .. } | Mode::Timer(_)) {
-        return in_two_passes(inputs, open, mode, w);
+    if !matches!(mode, Mode::Cycles(_) | Mode::Expect(_)) {
+        return in_passes(inputs, open, mode, w);
     }
     in_windows(inputs, open, mode, w, None).map(|(r, _)| r)
 }
 
-/// Automatic mode (and timer mode) in windows, in two passes over the inputs: an outlier
-/// is judged against its group's usual over the whole trace, and its excess counts from
-/// it (a late period's, from the usual interrupt lateness and wait of the periods on
-/// time), so the first pass learns the usuals window by window (in sketches,
-/// [`UsualSamples`]) and the second explains each window against them. A trace that
-/// fits one window is explained whole from the first pass. Read whole instead: a stream
-/// (standard input, a pipe: it cannot be read twice), and in automatic mode a
-/// timerlat/osnoise trace and a kernel log (their own analyses).
-fn in_two_passes(
+/// Automatic, timer and softirq modes in windows, in two passes over the inputs: an
+/// outlier is judged against its group's usual over the whole trace, and its excess
+/// counts from it (a late period's, from the usual interrupt lateness and wait of the
+/// periods on time; a slow service's, from the usual service), so the first pass learns
+/// the usuals window by window (in sketches, [`UsualSamples`]) and the second explains
+/// each window against them. Timer mode without a deadline takes three: its deadline
+/// (the p99 of every period) decides which periods are on time, so the usuals are learnt
+/// in a second pass. A trace that fits one window is explained whole from the first
+/// pass. Read whole instead: a stream (standard input, a pipe: it cannot be read twice),
+/// and in automatic mode a timerlat/osnoise trace and a kernel log (their own analyses).
+fn in_passes(
     inputs: Opened,
     open: &OpenOptions,
     mode: &Mode,
@@ -74,26 +75,62 @@ fn in_two_passes(
     let Some(again) = inputs.again(open) else {
         return super::run(inputs, open, mode).map(|x| x.report);
     };
-    let again = again?;
+    let mut last = again?;
     // A late timer is measured against the hrtimer clock its neighbours give, up to
     // 20 ms past it: the window holds that much past its stretch (as latency's do).
     let w = Windowing {
         after_ns: w.after_ns.max(Windowing::CLOCK_AFTER_NS),
         ..w
     };
-    let samples = match learn(inputs, open, mode, w)? {
+    let mut samples = match learn(inputs, open, mode, w)? {
         Learnt::Whole(whole) => {
             let (pass, watch) = *whole;
             return explained(pass, watch).map(|x| x.report);
         }
-        Learnt::Own => return super::run(again, open, mode).map(|x| x.report),
+        Learnt::Own => return super::run(last, open, mode).map(|x| x.report),
         Learnt::Usuals(samples) => samples,
     };
-    let usuals = std::sync::Arc::new(samples.usuals());
-    let exact = samples.exact();
+    let mut exact = samples.exact();
+    let chosen = samples.timer_deadline();
+    let mut passes = 2;
+    if let (Mode::Timer(o), Some((Some(d), _))) = (mode, &chosen) {
+        let Some(third) = last.again(open) else {
+            return super::run(last, open, mode).map(|x| x.report);
+        };
+        let third = third?;
+        let on_time = Mode::Timer(super::TimerOptions {
+            deadline_ns: Some(*d),
+            ..o.clone()
+        });
+        samples = match learn(last, open, &on_time, w)? {
+            Learnt::Usuals(s) => s,
+            // The same trace again: it does not fit one window now.
+            _ => return super::run(third, open, mode).map(|x| x.report),
+        };
+        exact &= samples.exact();
+        (last, passes) = (third, 3);
+    }
+    let mut usuals = samples.usuals();
+    usuals.deadline = chosen;
+    let usuals = std::sync::Arc::new(usuals);
     drop(samples);
-    let (r, _) = in_windows(again, open, mode, w, Some((&usuals, exact)))?;
+    let given = Given {
+        usuals: &usuals,
+        exact,
+        passes,
+    };
+    let (r, _) = in_windows(last, open, mode, w, Some(given))?;
     Ok(r)
+}
+
+/// What the passes before the last learnt over the whole trace, for the last.
+#[derive(Clone, Copy)]
+struct Given<'u> {
+    usuals: &'u std::sync::Arc<Usuals>,
+    /// No sketch rounded.
+    exact: bool,
+    /// Passes over the inputs, the last included.
+    passes: u8,
 }
 
 /// What automatic mode's first pass found.
@@ -122,6 +159,12 @@ fn learn<'m>(
         let worker = sc.spawn(move || {
             let mut samples = match mode {
                 Mode::Timer(o) => UsualSamples::new(o.clone(), false),
+                Mode::Softirq {
+                    vector,
+                    deadline_ns,
+                    ..
+                } => UsualSamples::softirq(vector, *deadline_ns),
+                Mode::Function(o) => UsualSamples::function(o),
                 _ => UsualSamples::new(super::modes::auto_usual::auto_timers(0), true),
             };
             for (tl, strings, only) in rx {
@@ -178,7 +221,7 @@ fn in_windows(
     open: &OpenOptions,
     mode: &Mode,
     w: Windowing,
-    usuals: Option<(&std::sync::Arc<Usuals>, bool)>,
+    usuals: Option<Given<'_>>,
 ) -> Result<(ExplainReport, u64), ReadError> {
     let mut whole: Option<(Timeline, Watch<'_>)> = None;
     // Each window is explained on a thread of its own while the next is read: the
@@ -192,6 +235,9 @@ fn in_windows(
                 _ => KEEP_MISSES,
             };
             let mut merge = Merge::new(listed);
+            if matches!(mode, Mode::Expect(_)) {
+                merge.summary = merge.summary.earliest();
+            }
             for job in rx {
                 if merge.error.is_none() {
                     merge.error = merge.add(job).err();
@@ -204,7 +250,7 @@ fn in_windows(
             open,
             w,
             || match usuals {
-                Some((u, _)) => Watch::new(mode).with_usuals(u),
+                Some(g) => Watch::new(mode).with_usuals(g.usuals),
                 None => Watch::new(mode),
             },
             |d| match (d.index, d.last) {
@@ -249,9 +295,18 @@ fn in_windows(
             .unwrap_or_else(|| "no window held a whole cycle".into());
         return Err(ReadError::NoMatch { why });
     };
+    if let Some(x) = &mut r.expect {
+        // Whether any A was answered, and the misses' rate, are the whole trace's.
+        if r.cycles.replied == 0 {
+            let why = merge.never.take().unwrap_or_default();
+            return Err(ReadError::NoMatch { why });
+        }
+        let span = merge.span.1.saturating_sub(merge.span.0).max(1);
+        x.misses_per_s = r.cycles.misses as f64 * 1e9 / span as f64;
+    }
     let note = match usuals {
-        Some((_, exact)) => auto::windows_note(facts.windows, w.events, exact),
-        None => merge.note(facts.windows, w),
+        Some(g) => auto::windows_note(facts.windows, w.events, g.exact, g.passes),
+        None => merge.note(facts.windows, w, mode),
     };
     r.notes.insert(0, note);
     r.blind = std::mem::take(&mut merge.blind.lines);
@@ -272,10 +327,15 @@ fn in_windows(
             p.max_open
         ));
     }
-    if usuals.is_some() {
+    if let Some(given) = usuals {
         r.advice = merge.advice.take().unwrap_or_default();
         match mode {
             Mode::Auto { .. } => auto::finish_merged(&mut r, merge.left_out.take()),
+            Mode::Softirq { vector, .. } => super::softirq::finish_merged(&mut r, vector),
+            Mode::Function(_) => {
+                let notes = (given.usuals.function.as_ref()).map_or(&[][..], |f| &f.notes[..]);
+                super::function::finish_merged(&mut r, notes)
+            }
             _ => super::timer::finish_merged(&mut r),
         }
     }
@@ -405,6 +465,11 @@ impl Merge {
         }
         self.usage.span = self.span.1.saturating_sub(self.span.0);
         self.recorder.extend(d.tl.recorder.iter().copied());
+        // Every window's idle exits count, whether or not it settles a sample.
+        self.idle.add_idle_exits(&d.tl.anomalies);
+        if let Some(why) = d.sink.why_nothing(&d.strings) {
+            self.never.get_or_insert(why);
+        }
         let mut r = match d.sink.explain_only(&d.tl, &d.strings, Some((lo, cut))) {
             Ok(r) => r,
             Err(ReadError::NoMatch { why }) => {
@@ -431,7 +496,6 @@ impl Merge {
             }
             self.blind.add(b);
         }
-        self.idle.add_idle_exits(&d.tl.anomalies);
         r.recorder = d.tl.recorder.iter().copied().collect();
         r.recorder.sort_unstable();
         let settled: Vec<Window> = r.windows.iter().filter(|w| settles(w.start_ns)).collect();
@@ -458,13 +522,21 @@ impl Merge {
     }
 
     /// The note that says how the report was made.
-    fn note(&self, windows: u64, w: Windowing) -> String {
+    fn note(&self, windows: u64, w: Windowing, mode: &Mode) -> String {
         let quantiles = match self.summary.exact() {
             true => "quantiles exact",
             false => "quantiles to 8 significant bits",
         };
+        let (sample, kept) = match mode {
+            Mode::Expect(_) => ("each A", "first"),
+            _ => ("each cycle", "worst"),
+        };
+        let usual = match mode {
+            Mode::Expect(_) => "",
+            _ => ", the usual chain learned from each window's own good cycles",
+        };
         format!(
-            "explained in {windows} windows of {} events, each dropped once explained (memory bounded by a window, not the trace): each cycle is counted by the window it starts in, {quantiles}, the {KEEP_MISSES} worst misses kept in full and every miss in the causes, the usual chain learned from each window's own good cycles; --window-events 0 holds the whole trace",
+            "explained in {windows} windows of {} events, each dropped once explained (memory bounded by a window, not the trace): {sample} is counted by the window it starts in, {quantiles}, the {KEEP_MISSES} {kept} misses kept in full and every miss in the causes{usual}; --window-events 0 holds the whole trace",
             w.events
         )
     }
@@ -616,6 +688,82 @@ mod tests {
             "{:?}",
             parts.notes
         );
+    }
+
+    /// Softirq mode in windows: 300 datagrams to a reader, every 30th one's NET_RX run
+    /// re-raised and deferred to ksoftirqd behind a hog for 2 ms. The deadline (the p99
+    /// of every service) and the usual service are learnt over the whole trace in a first
+    /// pass: a window of 300 events holds too few services for a p99 of its own (it
+    /// would assume 100 us). Misses, blame and counts are the whole trace's.
+    #[test]
+    fn softirq_mode_in_windows_takes_the_whole_traces_deadline_and_usual() {
+        let text = crate::testkit::udp_deferral(300, &[50, 150, 250], 2_000);
+        let mode = Mode::Softirq {
+            vector: "NET_RX".into(),
+            deadline_ns: None,
+            top: 10,
+        };
+        let open = OpenOptions::default();
+        let whole = run(opened(&text), &open, &mode).unwrap().report;
+        let parts = report(opened(&text), &open, &mode, SMALL).unwrap();
+        assert!(parts.notes[0].contains("two passes"), "{:?}", parts.notes);
+        assert_eq!((whole.deadline_ns, whole.cycles.count), (Some(1_000), 300));
+        assert_eq!(whole.cycles.misses, 3);
+        let c = &whole.causes[0];
+        assert_eq!(
+            (c.category.id(), c.culprit.label(), c.total_excess_ns),
+            (
+                "deferred-to-ksoftirqd",
+                "hog[60] (nice -19)".into(),
+                5_159_994
+            )
+        );
+        assert_eq!(
+            (parts.deadline_ns, &parts.deadline_source),
+            (whole.deadline_ns, &whole.deadline_source)
+        );
+        assert_eq!(key(&parts), key(&whole));
+        let usual = |r: &ExplainReport| -> Vec<_> {
+            r.misses.iter().map(|m| m.chain[0].usual_ns).collect()
+        };
+        assert_eq!(usual(&parts), usual(&whole));
+        assert_eq!(usual(&whole), vec![Some(1_000); 3]);
+    }
+
+    /// `--expect` in windows: each window holds its As until their B came (a raise of
+    /// NET_RX deferred 20 ms to ksoftirqd spans several windows of 300 events), counts the
+    /// As of its own stretch, and keeps the first misses in time order; the rate of
+    /// misses is over the whole trace's span.
+    #[test]
+    fn expect_in_windows_gives_the_whole_traces_misses_in_time_order() {
+        use crate::explain::{ExpectOptions, Scope};
+        let text = crate::testkit::udp_deferral(300, &[50, 150, 250], 20_000);
+        let pattern = "softirq_raise -> softirq_entry within 100us";
+        let o = ExpectOptions::parse(pattern, Scope::Cpu, 10, |_| Ok(100_000)).unwrap();
+        let mode = Mode::Expect(o);
+        let open = OpenOptions::default();
+        let whole = run(opened(&text), &open, &mode).unwrap().report;
+        let x = whole.expect.as_ref().unwrap();
+        assert_eq!((x.late, x.never), (3, 0));
+        let mut held = 0;
+        for events in [100, 150, 200, 300] {
+            let w = Windowing { events, ..SMALL };
+            let (parts, h) = in_windows(opened(&text), &open, &mode, w, None).unwrap();
+            held += h;
+            assert!(
+                parts.notes[0].starts_with("explained in "),
+                "{:?}",
+                parts.notes
+            );
+            assert_eq!(key(&parts), key(&whole));
+            assert_eq!(
+                serde_json::to_value(&parts.expect).unwrap(),
+                serde_json::to_value(&whole.expect).unwrap()
+            );
+            let starts: Vec<u64> = parts.misses.iter().map(|m| m.start_ns).collect();
+            assert!(starts.windows(2).all(|p| p[0] < p[1]), "{starts:?}");
+        }
+        assert!(held >= 1, "no window held for an A open at its cut");
     }
 
     /// Automatic mode in windows judges each window's outliers against the whole trace's

@@ -95,7 +95,11 @@ pub(in crate::explain) fn analyze_auto_in(
     deferred_and_work(&eng, usuals, &mut found);
     crate::explain::auto_inversion::inversions(&eng, &mut found);
     // Late timers: periods whose expiry-to-running exceeds 500 us.
-    let given = (usuals.timer).map(|usual| crate::explain::timer::TimerPart { usual, only: None });
+    let given = (usuals.timer).map(|usual| crate::explain::timer::TimerPart {
+        usual,
+        deadline: None,
+        only: None,
+    });
     let late_timers = timer_findings(&eng, &auto_timers(top), given).1;
     found.extend(late_timers.misses);
     if let Some(p) = &part {
@@ -196,13 +200,23 @@ pub(in crate::explain) fn finish_merged(r: &mut ExplainReport, left_out: Option<
 }
 
 /// The note that says how a long trace's outliers were found in windows.
-pub(in crate::explain) fn windows_note(windows: u64, events: u64, exact: bool) -> String {
+pub(in crate::explain) fn windows_note(
+    windows: u64,
+    events: u64,
+    exact: bool,
+    passes: u8,
+) -> String {
     let usual = match exact {
         true => "exactly",
         false => "to 8 significant bits",
     };
+    let learnt = match passes {
+        3 => format!("the first pass chooses the deadline over the whole trace and the second learns the usuals of the samples on time ({usual}), the third"),
+        _ => format!("the first pass learns the usuals over the whole trace, and a deadline not given ({usual}), the second"),
+    };
     format!(
-        "explained in {windows} windows of {events} events, in two passes, each window dropped once explained (memory bounded by a window, not the trace): the first pass learns the usuals over the whole trace ({usual}), the second judges each window's outliers against it; each sample is counted by the window it begins in (one still open when that window had taken as many events again, by the window it ends in), and every late one in the causes; --window-events 0 holds the whole trace"
+        "explained in {windows} windows of {events} events, in {} passes, each window dropped once explained (memory bounded by a window, not the trace): {learnt} judges each window's outliers against them; each sample is counted by the window it begins in (one still open when that window had taken as many events again, by the window it ends in), and every late one in the causes; --window-events 0 holds the whole trace",
+        if passes == 3 { "three" } else { "two" }
     )
 }
 

@@ -5,6 +5,8 @@
 //! them first, window by window, in sketches ([`UsualSamples`]), and judges its outliers
 //! in a second pass.
 
+use super::function::{FunctionOptions, FunctionSamples, FunctionUsual};
+use super::softirq::{SoftirqSamples, SoftirqUsual};
 use super::timer::{TimerOptions, UsualParts};
 use crate::dist::{median, Sketch};
 use crate::event::{Interner, Sym};
@@ -28,6 +30,13 @@ pub(in crate::explain) struct Usuals {
     /// The timer periods': interrupt lateness and wait ([`UsualParts`]); None: learnt
     /// from the timeline the timers are explained on.
     pub(in crate::explain) timer: Option<(u64, u64)>,
+    /// Timer mode without a deadline given: the one its policy chose over the whole
+    /// trace, and why.
+    pub(in crate::explain) deadline: Option<(Option<u64>, String)>,
+    /// Softirq mode's deadline and usual service.
+    pub(in crate::explain) softirq: Option<SoftirqUsual>,
+    /// Function mode's deadline, usual sample and notes.
+    pub(in crate::explain) function: Option<FunctionUsual>,
 }
 
 /// The waits for a CPU automatic mode judges, by span index: the runqueue measure's,
@@ -98,6 +107,9 @@ impl Usuals {
                 .filter_map(|(&k, v)| Some((k.to_string(), usual_of(v)?)))
                 .collect(),
             timer: None,
+            deadline: None,
+            softirq: None,
+            function: None,
         }
     }
 }
@@ -109,10 +121,14 @@ pub(in crate::explain) struct UsualSamples {
     irqs: FxHashMap<u32, Sketch>,
     work: FxHashMap<String, Sketch>,
     timer: UsualParts,
-    /// The timer periods asked about.
-    timers: TimerOptions,
+    /// The timer periods asked about (None: softirq mode's services alone).
+    timers: Option<TimerOptions>,
     /// Whether the groups are learnt too (automatic mode), or the timers alone.
     groups: bool,
+    /// Softirq mode's services.
+    softirq: Option<SoftirqSamples>,
+    /// Function mode's calls or sections.
+    function: Option<FunctionSamples>,
 }
 
 impl UsualSamples {
@@ -124,16 +140,52 @@ impl UsualSamples {
             irqs: FxHashMap::default(),
             work: FxHashMap::default(),
             timer: UsualParts::default(),
-            timers,
+            timers: Some(timers),
             groups,
+            softirq: None,
+            function: None,
         }
+    }
+
+    /// Nothing learnt yet, for function mode's samples.
+    pub(in crate::explain) fn function(o: &FunctionOptions) -> UsualSamples {
+        UsualSamples {
+            timers: None,
+            function: Some(FunctionSamples::new(o)),
+            ..UsualSamples::new(TimerOptions::default(), false)
+        }
+    }
+
+    /// Nothing learnt yet, for softirq mode's services of `vector` (`given`: the
+    /// deadline given).
+    pub(in crate::explain) fn softirq(vector: &str, given: Option<u64>) -> UsualSamples {
+        UsualSamples {
+            timers: None,
+            softirq: Some(SoftirqSamples::new(vector, given)),
+            ..UsualSamples::new(TimerOptions::default(), false)
+        }
+    }
+
+    /// Timer mode without a deadline given: the deadline its policy chooses over every
+    /// period added, and why.
+    pub(in crate::explain) fn timer_deadline(&self) -> Option<(Option<u64>, String)> {
+        let o = self.timers.as_ref()?;
+        (o.deadline_ns.is_none()).then(|| self.timer.deadline(o))
     }
 
     /// Adds the samples of `tl` that the window settles.
     pub(in crate::explain) fn add(&mut self, tl: &Timeline, s: &Interner, only: Stretch) {
-        let eng = Engine::new(tl, s);
-        let periods = UsualParts::of(&eng, &self.timers, |a, b| only.settles(a, b));
-        self.timer.merge(&periods);
+        if let Some(sq) = &mut self.softirq {
+            sq.add(tl, &only);
+        }
+        if let Some(f) = &mut self.function {
+            f.add(tl, s, &only);
+        }
+        if let Some(o) = &self.timers {
+            let eng = Engine::new(tl, s);
+            let periods = UsualParts::of(&eng, o, |a, b| only.settles(a, b));
+            self.timer.merge(&periods);
+        }
         if !self.groups {
             return;
         }
@@ -169,7 +221,10 @@ impl UsualSamples {
             waits: of(&self.waits),
             irqs: of(&self.irqs),
             work: of(&self.work),
-            timer: Some(self.timer.usual()),
+            timer: self.timers.as_ref().map(|_| self.timer.usual()),
+            deadline: None,
+            softirq: self.softirq.as_ref().map(SoftirqSamples::usual),
+            function: self.function.as_ref().map(FunctionSamples::usual),
         }
     }
 
@@ -180,6 +235,8 @@ impl UsualSamples {
             .chain(self.work.values())
             .all(Sketch::exact)
             && self.timer.exact()
+            && self.softirq.as_ref().is_none_or(SoftirqSamples::exact)
+            && self.function.as_ref().is_none_or(FunctionSamples::exact)
     }
 }
 

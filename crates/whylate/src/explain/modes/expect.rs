@@ -246,6 +246,22 @@ impl Expectations {
         });
     }
 
+    /// When the oldest A still waiting for its B came (none waiting: `None`): a window
+    /// of a long trace is held until it knows whether and when each of its As was
+    /// answered.
+    pub fn oldest_open(&self) -> Option<u64> {
+        (self.open.values())
+            .filter_map(|q| q.first())
+            .map(|&i| self.occurrences[i].ts)
+            .min()
+    }
+
+    /// Keeps the As of `[lo, cut)` alone: a window of a long trace settles those.
+    pub fn keep_starting_in(&mut self, (lo, cut): (u64, u64)) {
+        self.occurrences.retain(|o| (lo..cut).contains(&o.ts));
+        (self.open, self.collecting) = Default::default();
+    }
+
     /// Why nothing matched, when the trace shows A (or B) cannot match.
     pub fn why_nothing(&self, s: &Interner) -> Option<String> {
         let say = |sel: &Selector, seen: &Seen| {
@@ -422,7 +438,7 @@ fn explain_one(
     };
     chain.push(b_words);
     Miss {
-        cpus: Vec::new(),
+        cpus: tally.miss_cpus(),
         read_ns: None,
         not_reading: false,
         uncertain: false,

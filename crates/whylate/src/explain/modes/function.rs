@@ -5,13 +5,14 @@
 //! Without function_graph the samples are the irqs-off sections F opened (seed 004's
 //! console_unlock), with the interrupts that waited for them.
 
-use crate::dist::quantile;
+use crate::dist::{quantile, Sketch};
 use crate::event::{Event, Interner, Sym};
 use crate::explain::blame::scale;
 use crate::explain::causes as cause;
 use crate::explain::driver::{assemble, Findings, Framing, PerMiss, Tally};
 use crate::explain::report::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss, Window};
 use crate::glob::Glob;
+use crate::pipeline::Stretch;
 use crate::timeline::{OccupantKind, SpanKind, Timeline, NONE};
 use crate::units::{dur, secs};
 use rustc_hash::FxHashMap;
@@ -35,6 +36,9 @@ pub struct FunctionOptions {
 struct Sample {
     start: u64,
     dur: u64,
+    /// When the stream showed it ended (a call's exit event: its duration is the one
+    /// the exit line gives), for settling it in a window.
+    end: u64,
     cpu: u32,
     tid: i32,
     call: Option<usize>,
@@ -43,15 +47,152 @@ struct Sample {
 
 /// The `--function` analysis on a built timeline.
 pub fn analyze_function(tl: &Timeline, s: &Interner, o: &FunctionOptions) -> ExplainReport {
-    let (samples, from_sections) = samples(tl, s, &o.func);
+    analyze_function_in(tl, s, o, None)
+}
+
+/// What the samples of a window of a long trace are judged against, learnt over the
+/// whole trace ([`FunctionSamples`]): the deadline and why, the usual sample, whether the
+/// samples are irqs-off sections, and the notes on what limits the analysis.
+#[derive(Clone, Debug)]
+pub(in crate::explain) struct FunctionUsual {
+    deadline: u64,
+    source: String,
+    usual: u64,
+    sections: bool,
+    /// [`notes`] of the whole trace.
+    pub(in crate::explain) notes: Vec<String>,
+}
+
+/// The samples of every window of a long trace (those each settles), in sketches: exact
+/// while they take at most [`Sketch::EXACT`] distinct values, to 8 significant bits beyond.
+#[derive(Clone, Debug)]
+pub(in crate::explain) struct FunctionSamples {
+    o: FunctionOptions,
+    /// F's returned calls.
+    calls: Sketch,
+    /// The irqs-off sections F opened.
+    sections: Sketch,
+    /// Some call had a CPU.
+    call_cpu: bool,
+    /// Some window had a task's run.
+    runs: bool,
+}
+
+impl FunctionSamples {
+    /// Nothing learnt yet, for `o`.
+    pub(in crate::explain) fn new(o: &FunctionOptions) -> FunctionSamples {
+        FunctionSamples {
+            o: o.clone(),
+            calls: Sketch::default(),
+            sections: Sketch::default(),
+            call_cpu: false,
+            runs: false,
+        }
+    }
+
+    /// Adds the samples of `tl` that the window settles.
+    pub(in crate::explain) fn add(&mut self, tl: &Timeline, s: &Interner, only: &Stretch) {
+        let (calls, sections) = both(tl, s, &self.o.func);
+        for x in calls.iter().filter(|x| only.settles(x.start, x.end)) {
+            self.calls.add(x.dur);
+            self.call_cpu |= x.cpu != Event::NO_CPU;
+        }
+        for x in sections.iter().filter(|x| only.settles(x.start, x.end)) {
+            self.sections.add(x.dur);
+        }
+        self.runs |= tl.runs_by_cpu.iter().any(|r| !r.is_empty());
+    }
+
+    /// Whether the samples are sections (no call of F returned), and theirs.
+    fn samples(&self) -> (bool, &Sketch) {
+        match self.calls.count() {
+            0 => (true, &self.sections),
+            _ => (false, &self.calls),
+        }
+    }
+
+    /// The deadline, usual and notes of every sample added, as [`analyze_function`]
+    /// takes them from one timeline.
+    pub(in crate::explain) fn usual(&self) -> FunctionUsual {
+        let (sections, x) = self.samples();
+        let sections = sections && x.count() > 0;
+        let median = || x.nth(x.count().saturating_sub(1) / 2);
+        let (deadline, source) = policy(
+            &self.o,
+            x.count(),
+            || x.nearest_rank(0.99),
+            median,
+            sections,
+        );
+        let usual = match x.at_most(deadline) {
+            0 => 0,
+            good => x.nth((good - 1) / 2),
+        };
+        let seen = Seen {
+            samples: x.count() > 0,
+            sections,
+            any_cpu: self.call_cpu,
+            runs: self.runs,
+        };
+        FunctionUsual {
+            deadline,
+            source,
+            usual,
+            sections,
+            notes: notes(&self.o, seen),
+        }
+    }
+
+    /// Whether the deadline and usual are exact (no sketch rounded).
+    pub(in crate::explain) fn exact(&self) -> bool {
+        self.samples().1.exact()
+    }
+}
+
+/// A window of a long trace: what its samples are judged against, and which it settles.
+pub(in crate::explain) struct FunctionPart<'a> {
+    /// Learnt over the whole trace.
+    pub(in crate::explain) usual: &'a FunctionUsual,
+    /// The samples settled.
+    pub(in crate::explain) only: &'a Stretch,
+}
+
+/// [`analyze_function`], in `part` of a long trace when given: the samples it settles,
+/// judged against the whole trace's deadline and usual (the notes are the merged
+/// report's).
+pub(in crate::explain) fn analyze_function_in(
+    tl: &Timeline,
+    s: &Interner,
+    o: &FunctionOptions,
+    part: Option<FunctionPart<'_>>,
+) -> ExplainReport {
+    let (calls, sections) = both(tl, s, &o.func);
+    let from_sections = match &part {
+        Some(p) => p.usual.sections,
+        None => calls.is_empty() && !sections.is_empty(),
+    };
+    let mut samples = if from_sections { sections } else { calls };
+    if let Some(p) = &part {
+        samples.retain(|x| p.only.settles(x.start, x.end));
+    }
     let mut lat: Vec<u64> = samples.iter().map(|x| x.dur).collect();
     lat.sort_unstable();
-    let (deadline, source) = policy(o, &lat, from_sections);
-    let good: Vec<u64> = lat.iter().copied().filter(|&d| d <= deadline).collect();
-    let usual = good
-        .get(good.len().saturating_sub(1) / 2)
-        .copied()
-        .unwrap_or(0);
+    let (deadline, source, usual) = match &part {
+        Some(p) => (p.usual.deadline, p.usual.source.clone(), p.usual.usual),
+        None => {
+            let median = || {
+                lat.get(lat.len().saturating_sub(1) / 2)
+                    .copied()
+                    .unwrap_or(0)
+            };
+            let n = lat.len() as u64;
+            let p99 = || quantile(&lat, 0.99);
+            let (deadline, source) = policy(o, n, p99, median, from_sections);
+            let good: Vec<u64> = lat.iter().copied().filter(|&d| d <= deadline).collect();
+            let usual = (good.get(good.len().saturating_sub(1) / 2).copied()).unwrap_or(0);
+            (deadline, source, usual)
+        }
+    };
     let tree = Tree::of(tl);
     let eng = crate::explain::engine::Engine::new(tl, s);
     let mut tally = Tally::default();
@@ -60,7 +201,10 @@ pub fn analyze_function(tl: &Timeline, s: &Interner, o: &FunctionOptions) -> Exp
         .map(|x| explain_one(&eng, &tree, x, (usual, deadline), &mut tally))
         .collect();
     misses.sort_by_key(|m| std::cmp::Reverse(m.late_ns));
-    let notes = notes(tl, o, &samples, from_sections);
+    let notes = match part {
+        Some(_) => Vec::new(),
+        None => notes(o, Seen::of(tl, &samples, from_sections)),
+    };
     let stats = CycleStats::of(&lat, samples.len() as u64, 0, misses.len() as u64);
     let windows = (samples.iter())
         .map(|x| {
@@ -105,29 +249,27 @@ pub fn analyze_function(tl: &Timeline, s: &Interner, o: &FunctionOptions) -> Exp
     assemble(tl, s, frame, found)
 }
 
-/// F's returned calls; without any, the irqs-off sections whose caller is F. True when
-/// the samples are sections.
-fn samples(tl: &Timeline, s: &Interner, f: &Glob) -> (Vec<Sample>, bool) {
+/// F's returned calls, and the irqs-off sections whose caller is F (by start).
+fn both(tl: &Timeline, s: &Interner, f: &Glob) -> (Vec<Sample>, Vec<Sample>) {
     let calls: Vec<Sample> = (tl.calls.iter().enumerate())
         .filter(|(_, c)| !c.exit_unseen && f.is_match(s.get(c.func)))
         .map(|(i, c)| Sample {
             start: c.start,
             dur: c.dur,
+            end: c.exit.max(c.start),
             cpu: c.cpu,
             tid: c.tid,
             call: Some(i),
             section: None,
         })
         .collect();
-    if !calls.is_empty() {
-        return (calls, false);
-    }
     let sp = &tl.spans;
     let mut sections: Vec<Sample> = (0..sp.len())
         .filter(|&i| sp.kind[i] == SpanKind::IrqsOff && f.is_match(base(s.get(Sym(sp.key[i])))))
         .map(|i| Sample {
             start: sp.start[i],
             dur: sp.end[i] - sp.start[i],
+            end: sp.end[i],
             cpu: sp.cpu[i],
             tid: sp.tid[i],
             call: None,
@@ -135,8 +277,7 @@ fn samples(tl: &Timeline, s: &Interner, f: &Glob) -> (Vec<Sample>, bool) {
         })
         .collect();
     sections.sort_by_key(|x| x.start);
-    let found = !sections.is_empty();
-    (sections, found)
+    (calls, sections)
 }
 
 /// `console_unlock+0xc0/0x510` → `console_unlock`.
@@ -147,7 +288,14 @@ fn base(sym: &str) -> &str {
 /// The deadline: given; else one unit's time at the expected rate; else p99 with 100
 /// samples or more; else, for a handful of samples (a pasted excerpt), 100 us for
 /// irqs-off sections, twice the median for calls, and a lone call is explained anyway.
-fn policy(o: &FunctionOptions, sorted: &[u64], sections: bool) -> (u64, String) {
+/// `n` samples, whose p99 and median `p99` and `median` give.
+fn policy(
+    o: &FunctionOptions,
+    n: u64,
+    p99: impl FnOnce() -> u64,
+    median: impl FnOnce() -> u64,
+    sections: bool,
+) -> (u64, String) {
     if let Some(d) = o.deadline_ns {
         return (d, "given".into());
     }
@@ -161,9 +309,9 @@ fn policy(o: &FunctionOptions, sorted: &[u64], sections: bool) -> (u64, String) 
             ),
         );
     }
-    if sorted.len() >= 100 {
+    if n >= 100 {
         return (
-            quantile(sorted, 0.99),
+            p99(),
             "none given: the calls above p99 are explained".into(),
         );
     }
@@ -173,15 +321,11 @@ fn policy(o: &FunctionOptions, sorted: &[u64], sections: bool) -> (u64, String) 
             "none given and too few sections for a p99: 100 us assumed (every interrupt on the CPU waits that long)".into(),
         );
     }
-    if sorted.len() == 1 {
+    if n == 1 {
         return (0, "none given and a single call: it is explained".into());
     }
-    let median = sorted
-        .get(sorted.len().saturating_sub(1) / 2)
-        .copied()
-        .unwrap_or(0);
     (
-        median * 2,
+        median() * 2,
         "none given and too few calls for a p99: those over twice the median are explained".into(),
     )
 }
@@ -297,7 +441,7 @@ fn explain_one(
     }];
     chain.extend(delayed(tl, s, x, end));
     Miss {
-        cpus: Vec::new(),
+        cpus: tally.miss_cpus(),
         read_ns: None,
         not_reading: false,
         uncertain: false,
@@ -563,29 +707,63 @@ fn delayed(tl: &Timeline, s: &Interner, x: &Sample, end: u64) -> Vec<Link> {
     out
 }
 
+/// What the notes on the samples depend on.
+struct Seen {
+    /// Some sample.
+    samples: bool,
+    /// The samples are irqs-off sections.
+    sections: bool,
+    /// Some sample has a CPU.
+    any_cpu: bool,
+    /// The trace has a task's run.
+    runs: bool,
+}
+
+impl Seen {
+    fn of(tl: &Timeline, samples: &[Sample], sections: bool) -> Seen {
+        Seen {
+            samples: !samples.is_empty(),
+            sections,
+            any_cpu: samples.iter().any(|x| x.cpu != Event::NO_CPU),
+            runs: tl.runs_by_cpu.iter().any(|r| !r.is_empty()),
+        }
+    }
+}
+
 /// What limits the analysis.
-fn notes(tl: &Timeline, o: &FunctionOptions, samples: &[Sample], sections: bool) -> Vec<String> {
+fn notes(o: &FunctionOptions, seen: Seen) -> Vec<String> {
     let mut v = Vec::new();
     let name = o.func.as_str();
-    if samples.is_empty() {
+    if !seen.samples {
         v.push(format!(
             "no returned call of {name} and no irqs-off section opened by it in this trace: record it with `trace-cmd record -p function_graph -g {name}` (or preemptirq:irq_disable/irq_enable for the sections it runs with interrupts off)"
         ));
-    } else if sections {
+    } else if seen.sections {
         v.push(format!(
             "the trace has no function_graph calls of {name}: its irqs-off sections are the samples (what ran inside them needs function_graph)"
         ));
-    } else if samples.iter().all(|x| x.cpu == Event::NO_CPU) {
+    } else if !seen.any_cpu {
         v.push(
             "the calls have no CPU or task: their time is split over the code they ran; what interrupted or preempted them cannot be seen".into(),
         );
-    } else if tl.runs_by_cpu.iter().all(|r| r.is_empty()) {
+    } else if !seen.runs {
         v.push(
             "no scheduling events: time another task ran during a call counts as the call's own"
                 .into(),
         );
     }
     v
+}
+
+/// A report merged from windows: the notes one trace's report has, for the samples of
+/// every window, and the advice given once.
+pub(in crate::explain) fn finish_merged(r: &mut ExplainReport, notes: &[String]) {
+    let by_name = crate::explain::advice::BY_NAME;
+    r.notes.retain(|n| n != by_name);
+    r.notes.extend(notes.iter().cloned());
+    if r.advice.iter().any(|a| a.command.contains("pgrep -x '")) {
+        r.notes.push(by_name.into());
+    }
 }
 
 #[cfg(test)]
@@ -648,6 +826,63 @@ mod tests {
             expect_per_s: None,
             top: 3,
         }
+    }
+
+    /// 400 calls of slow_write 1 ms apart, each 40 us with a 20 us poll_port, but every
+    /// 100th 900 us (80 us in poll_port): read in windows of 150 events (50 calls), the
+    /// deadline is the p99 of all 400 calls (a window's own 50 would take twice their
+    /// median) and the usual their median. The report is the whole trace's.
+    #[test]
+    fn function_mode_in_windows_takes_the_whole_traces_deadline_and_usual() {
+        let mut t = String::new();
+        for k in 0..400u64 {
+            let at = 1_000_000 + k * 1_000;
+            let (d, poll) = if k % 100 == 50 { (900, 80) } else { (40, 20) };
+            t += &line(
+                at,
+                1,
+                "app-100",
+                "....",
+                "funcgraph_entry:                   |  slow_write() {",
+            );
+            let leaf = format!("funcgraph_entry:      + {poll}.000 us   |    poll_port();");
+            t += &line(at + 5, 1, "app-100", "....", &leaf);
+            let exit = format!("funcgraph_exit:       + {d}.000 us   |  }}");
+            t += &line(at + d, 1, "app-100", "....", &exit);
+        }
+        let mode = crate::explain::Mode::Function(opts(None));
+        let open = crate::read::OpenOptions::default();
+        let opened = crate::testkit::opened;
+        let whole = crate::explain::run(opened(&t), &open, &mode)
+            .unwrap()
+            .report;
+        let w = crate::pipeline::Windowing {
+            events: 150,
+            before_ns: 200_000,
+            after_ns: 100_000,
+        };
+        let parts = crate::explain::report(opened(&t), &open, &mode, w).unwrap();
+        assert!(parts.notes[0].contains("two passes"), "{:?}", parts.notes);
+        let key = |r: &ExplainReport| {
+            let m: Vec<_> = (r.misses.iter())
+                .map(|m| (m.start_ns, m.duration_ns, m.chain[0].usual_ns, m.blamed_ns))
+                .collect();
+            let c: Vec<_> = (r.causes.iter())
+                .map(|c| (c.category.id(), c.culprit.label(), c.total_excess_ns))
+                .collect();
+            (
+                r.deadline_ns,
+                r.cycles.count,
+                r.cycles.misses,
+                r.cycles.p50_ns,
+                m,
+                c,
+            )
+        };
+        assert_eq!(key(&parts), key(&whole));
+        assert_eq!((whole.deadline_ns, whole.cycles.count), (Some(40_000), 400));
+        assert_eq!(whole.cycles.misses, 4);
+        assert_eq!(whole.misses[0].chain[0].usual_ns, Some(40_000));
     }
 
     #[test]

@@ -62,10 +62,11 @@ pub(super) enum Watch<'m> {
     },
     /// Timer mode; it, softirq and function modes read the timeline alone.
     Timer(&'m TimerOptions, Option<Part>),
-    /// Softirq mode: the vector, its deadline, the misses shown in full.
-    Softirq(&'m str, Option<u64>, usize),
-    /// Function mode.
-    Function(&'m FunctionOptions),
+    /// Softirq mode: the vector, its deadline, the misses shown in full; in windows of a
+    /// long trace, what the first pass learnt.
+    Softirq(&'m str, Option<u64>, usize, Option<Part>),
+    /// Function mode; in windows of a long trace, what the first pass learnt.
+    Function(&'m FunctionOptions, Option<Part>),
 }
 
 impl<'m> Watch<'m> {
@@ -86,8 +87,8 @@ impl<'m> Watch<'m> {
                 vector,
                 deadline_ns,
                 top,
-            } => Watch::Softirq(vector, *deadline_ns, *top),
-            Mode::Function(o) => Watch::Function(o),
+            } => Watch::Softirq(vector, *deadline_ns, *top, None),
+            Mode::Function(o) => Watch::Function(o, None),
         }
     }
 
@@ -110,7 +111,9 @@ impl<'m> Watch<'m> {
     pub(super) fn with_usuals(mut self, u: &std::sync::Arc<auto_usual::Usuals>) -> Self {
         match &mut self {
             Watch::Auto { usuals, .. } => *usuals = Some(u.clone()),
-            Watch::Timer(_, part) => *part = Some(Part(u.clone(), None)),
+            Watch::Timer(_, part) | Watch::Softirq(.., part) | Watch::Function(_, part) => {
+                *part = Some(Part(u.clone(), None))
+            }
             _ => {}
         }
         self
@@ -124,11 +127,22 @@ impl<'m> Watch<'m> {
                 *stretch = Some(st);
                 true
             }
-            Watch::Timer(_, Some(part)) => {
+            Watch::Timer(_, Some(part))
+            | Watch::Softirq(.., Some(part))
+            | Watch::Function(_, Some(part)) => {
                 part.1 = Some(st);
                 true
             }
             _ => false,
+        }
+    }
+
+    /// Why the selectors of `--expect` matched nothing in this window (no A, or no A
+    /// answered); None in the other modes.
+    pub(super) fn why_nothing(&self, s: &Interner) -> Option<String> {
+        match self {
+            Watch::Expect(_, ex) => ex.why_nothing(s),
+            _ => None,
         }
     }
 
@@ -153,8 +167,17 @@ impl<'m> Watch<'m> {
     ) -> Result<ExplainReport, ReadError> {
         Ok(match self {
             Watch::Cycles(o, cy) => cycle_report(o, *cy, tl, s, only)?,
-            Watch::Expect(o, ex) => {
-                if let Some(why) = ex.why_nothing(s) {
+            Watch::Expect(o, mut ex) => {
+                if let Some(range) = only {
+                    // A window whose As all wait for their B still counts them: only the
+                    // whole trace can say B never matches (`why_nothing`).
+                    let why = ex.why_nothing(s);
+                    ex.keep_starting_in(range);
+                    if ex.occurrences.is_empty() {
+                        let why = why.unwrap_or_else(|| "no A began in this window".into());
+                        return Err(ReadError::NoMatch { why });
+                    }
+                } else if let Some(why) = ex.why_nothing(s) {
                     return Err(ReadError::NoMatch { why });
                 }
                 analyze_expect(tl, s, o, &ex.occurrences)
@@ -185,15 +208,26 @@ impl<'m> Watch<'m> {
                 let usual = u.timer.unwrap_or_default();
                 let part = timer::TimerPart {
                     usual,
+                    deadline: u.deadline.clone(),
                     only: Some(&st),
                 };
                 timer::analyze_timers_in(tl, s, o, part)
             }
             Watch::Timer(o, _) => analyze_timers(tl, s, o),
-            Watch::Softirq(vector, deadline_ns, top) => {
+            Watch::Softirq(vector, deadline_ns, top, Some(Part(u, Some(st)))) if only.is_some() => {
+                let part =
+                    (u.softirq.as_ref()).map(|usual| softirq::SoftirqPart { usual, only: &st });
+                softirq::analyze_softirq_in(tl, s, vector, deadline_ns, top, part)
+            }
+            Watch::Softirq(vector, deadline_ns, top, _) => {
                 analyze_softirq(tl, s, vector, deadline_ns, top)
             }
-            Watch::Function(o) => analyze_function(tl, s, o),
+            Watch::Function(o, Some(Part(u, Some(st)))) if only.is_some() => {
+                let part =
+                    (u.function.as_ref()).map(|usual| function::FunctionPart { usual, only: &st });
+                function::analyze_function_in(tl, s, o, part)
+            }
+            Watch::Function(o, _) => analyze_function(tl, s, o),
         })
     }
 }
@@ -216,17 +250,21 @@ impl Sink for Watch<'_> {
             Watch::Cycles(_, c) => c.push(e, s),
             Watch::Expect(_, x) => x.push(e, s),
             Watch::Auto { reports, .. } => reports.push(e, s),
-            Watch::Timer(..) | Watch::Softirq(..) | Watch::Function(_) => {}
+            Watch::Timer(..) | Watch::Softirq(..) | Watch::Function(..) => {}
         }
     }
     fn oldest_open(&self) -> Option<u64> {
         match self {
             Watch::Cycles(_, c) => c.oldest_open(),
+            Watch::Expect(_, x) => x.oldest_open(),
             _ => None,
         }
     }
     fn settles_timeline_samples(&self) -> bool {
-        matches!(self, Watch::Auto { .. } | Watch::Timer(..))
+        matches!(
+            self,
+            Watch::Auto { .. } | Watch::Timer(..) | Watch::Softirq(..) | Watch::Function(..)
+        )
     }
     fn late(&mut self, e: &Event, s: &Interner) {
         // A console log's times start again at a reboot: its messages are read as they

@@ -1,23 +1,29 @@
 //! `--softirq VEC`: raise-to-entry services of one softirq vector (or tasklets) over
 //! the deadline, and who held the CPU meanwhile.
 
-use crate::dist::quantile;
+use crate::dist::{quantile, Sketch};
 use crate::event::{Interner, SOFTIRQ_NAMES};
 use crate::explain::blame::{as_backlog, as_pending, merge_same, scale};
 use crate::explain::causes as cause;
 use crate::explain::driver::{assemble, Findings, Framing, PerMiss, Tally};
 use crate::explain::engine::{Engine, LinkKind, RawLink};
 use crate::explain::report::{Culprit, CycleStats, ExplainReport, Hold, Link, Miss, Window};
+use crate::pipeline::Stretch;
 use crate::timeline::{span, Edge, EdgeKind, Timeline};
 use crate::units::secs;
 
 /// The softirq deadline policy: the one given; else the slowest 1% (p99) when there are
 /// 100 services or more; else 100 us.
 pub(in crate::explain) fn deadline_policy(given: Option<u64>, sorted: &[u64]) -> (u64, String) {
+    policy(given, sorted.len() as u64, || quantile(sorted, 0.99))
+}
+
+/// [`deadline_policy`] of `n` services whose p99 `p99` gives.
+fn policy(given: Option<u64>, n: u64, p99: impl FnOnce() -> u64) -> (u64, String) {
     match given {
         Some(d) => (d, "given".to_string()),
-        None if sorted.len() >= 100 => (
-            quantile(sorted, 0.99),
+        None if n >= 100 => (
+            p99(),
             "none given: the services above p99 are explained".to_string(),
         ),
         None => (
@@ -27,13 +33,22 @@ pub(in crate::explain) fn deadline_policy(given: Option<u64>, sorted: &[u64]) ->
     }
 }
 
-/// The edges (raise -> entry, or tasklet schedule -> run) of vector `want`, by raise time.
-fn services(tl: &Timeline, want: Option<u32>) -> Vec<usize> {
+/// Whether the samples of vector `want` are tasklets' schedule -> run: TASKLET asked
+/// and `raised` (the trace has a softirq_raise/entry of that vector) false.
+fn are_tasklets(want: Option<u32>, raised: bool) -> bool {
+    want == Some(TASKLET) && !raised
+}
+
+/// The TASKLET vector's number.
+const TASKLET: u32 = 6;
+
+/// The edges (raise -> entry, or tasklet schedule -> run) of vector `want`, by raise
+/// time; `tasklets` says whether tasklets are the samples (None: as `tl` shows).
+fn services(tl: &Timeline, want: Option<u32>, tasklets: Option<bool>) -> Vec<usize> {
     // Tasklets ride the TASKLET vector: their schedule → run timing is a sample only
     // when the trace has no softirq_raise/entry for the vector itself (function tracer
     // dumps such as seed 002's).
-    let tasklet =
-        want == Some(6) && !(tl.edges.iter()).any(|e| e.kind == EdgeKind::Softirq && e.key == 6);
+    let tasklet = tasklets.unwrap_or_else(|| are_tasklets(want, raises_tasklet_vector(tl)));
     let mut samples: Vec<usize> = (tl.edges.iter().enumerate())
         .filter(|(_, e)| {
             (e.kind == EdgeKind::Softirq && Some(e.key) == want)
@@ -45,6 +60,99 @@ fn services(tl: &Timeline, want: Option<u32>) -> Vec<usize> {
     samples
 }
 
+/// Whether `tl` has a raise -> entry of the TASKLET vector itself.
+fn raises_tasklet_vector(tl: &Timeline) -> bool {
+    (tl.edges.iter()).any(|e| e.kind == EdgeKind::Softirq && e.key == TASKLET)
+}
+
+/// What the services of a window of a long trace are judged against, learnt over the
+/// whole trace ([`SoftirqSamples`]): its deadline (and where it came from), the usual
+/// service, and whether tasklets are the samples.
+#[derive(Clone, Debug)]
+pub(in crate::explain) struct SoftirqUsual {
+    deadline: u64,
+    source: String,
+    usual: u64,
+    tasklets: bool,
+}
+
+/// The services of every window of a long trace (those each settles), in sketches: exact
+/// while they take at most [`Sketch::EXACT`] distinct values, to 8 significant bits beyond.
+#[derive(Clone, Debug)]
+pub(in crate::explain) struct SoftirqSamples {
+    want: Option<u32>,
+    given: Option<u64>,
+    /// The vector's raise -> entry services.
+    raised: Sketch,
+    /// Tasklets' schedule -> run (the samples of TASKLET when no window raised it).
+    tasklets: Sketch,
+    /// Some window had a raise -> entry of the TASKLET vector.
+    tasklet_vector: bool,
+}
+
+impl SoftirqSamples {
+    /// Nothing learnt yet, for `vector` and the deadline given.
+    pub(in crate::explain) fn new(vector: &str, given: Option<u64>) -> SoftirqSamples {
+        SoftirqSamples {
+            want: crate::event::softirq_vector(vector).ok(),
+            given,
+            raised: Sketch::default(),
+            tasklets: Sketch::default(),
+            tasklet_vector: false,
+        }
+    }
+
+    /// Adds the services of `tl` that the window settles.
+    pub(in crate::explain) fn add(&mut self, tl: &Timeline, only: &Stretch) {
+        self.tasklet_vector |= self.want == Some(TASKLET) && raises_tasklet_vector(tl);
+        for e in tl.edges.iter().filter(|e| only.settles(e.ts, e.at)) {
+            match e.kind {
+                EdgeKind::Softirq if Some(e.key) == self.want => self.raised.add(e.at - e.ts),
+                EdgeKind::Tasklet if self.want == Some(TASKLET) => self.tasklets.add(e.at - e.ts),
+                _ => {}
+            }
+        }
+    }
+
+    /// The samples: the vector's services, or its tasklets'.
+    fn samples(&self) -> &Sketch {
+        match are_tasklets(self.want, self.tasklet_vector) {
+            true => &self.tasklets,
+            false => &self.raised,
+        }
+    }
+
+    /// The deadline and usual of every service added, as [`analyze_softirq`] takes them
+    /// from one timeline (the usual: the median of the services within the deadline).
+    pub(in crate::explain) fn usual(&self) -> SoftirqUsual {
+        let s = self.samples();
+        let (deadline, source) = policy(self.given, s.count(), || s.nearest_rank(0.99));
+        let usual = match s.at_most(deadline) {
+            0 => 0,
+            good => s.nth((good - 1) / 2),
+        };
+        SoftirqUsual {
+            deadline,
+            source,
+            usual,
+            tasklets: are_tasklets(self.want, self.tasklet_vector),
+        }
+    }
+
+    /// Whether the deadline and usual are exact (no sketch rounded).
+    pub(in crate::explain) fn exact(&self) -> bool {
+        self.samples().exact()
+    }
+}
+
+/// A window of a long trace: what its services are judged against, and which it settles.
+pub(in crate::explain) struct SoftirqPart<'a> {
+    /// Learnt over the whole trace.
+    pub(in crate::explain) usual: &'a SoftirqUsual,
+    /// The services settled.
+    pub(in crate::explain) only: &'a Stretch,
+}
+
 /// The `--softirq` analysis on a built timeline. `vector`: a name (`NET_RX`) or number.
 pub fn analyze_softirq(
     tl: &Timeline,
@@ -53,17 +161,40 @@ pub fn analyze_softirq(
     deadline_ns: Option<u64>,
     top: usize,
 ) -> ExplainReport {
+    analyze_softirq_in(tl, s, vector, deadline_ns, top, None)
+}
+
+/// [`analyze_softirq`], in `part` of a long trace when given: the services it settles,
+/// judged against the whole trace's deadline and usual.
+pub(in crate::explain) fn analyze_softirq_in(
+    tl: &Timeline,
+    s: &Interner,
+    vector: &str,
+    deadline_ns: Option<u64>,
+    top: usize,
+    part: Option<SoftirqPart<'_>>,
+) -> ExplainReport {
     let eng = Engine::new(tl, s);
     let want = crate::event::softirq_vector(vector);
-    let samples = services(tl, want.as_ref().ok().copied());
+    let wanted = want.as_ref().ok().copied();
+    let mut samples = services(tl, wanted, part.as_ref().map(|p| p.usual.tasklets));
+    if let Some(p) = &part {
+        samples.retain(|&i| p.only.settles(tl.edges[i].ts, tl.edges[i].at));
+    }
     let mut lat: Vec<u64> = (samples.iter())
         .map(|&i| tl.edges[i].at - tl.edges[i].ts)
         .collect();
     lat.sort_unstable();
-    let (deadline, source) = deadline_policy(deadline_ns, &lat);
-    // Usual = the median of the services within the deadline (0 when all were late).
-    let good: Vec<u64> = lat.iter().copied().filter(|&d| d <= deadline).collect();
-    let usual = (good.get(good.len().saturating_sub(1) / 2).copied()).unwrap_or(0);
+    let (deadline, source, usual) = match &part {
+        Some(p) => (p.usual.deadline, p.usual.source.clone(), p.usual.usual),
+        None => {
+            let (deadline, source) = deadline_policy(deadline_ns, &lat);
+            // Usual = the median of the services within the deadline (0 when all were late).
+            let good: Vec<u64> = lat.iter().copied().filter(|&d| d <= deadline).collect();
+            let usual = (good.get(good.len().saturating_sub(1) / 2).copied()).unwrap_or(0);
+            (deadline, source, usual)
+        }
+    };
     let mut tally = Tally::default();
     let mut misses: Vec<Miss> = (samples.iter())
         .filter(|&&ei| tl.edges[ei].at - tl.edges[ei].ts > deadline)
@@ -73,8 +204,8 @@ pub fn analyze_softirq(
     let mut notes = Vec::new();
     if let Err(e) = &want {
         notes.push(e.clone());
-    } else if samples.is_empty() {
-        notes.push("no raise of that vector was followed by its entry in this trace: record irq:softirq_raise and irq:softirq_entry/exit".into());
+    } else if samples.is_empty() && part.is_none() {
+        notes.push(NO_SERVICE.into());
     }
     let stats = CycleStats::of(&lat, samples.len() as u64, 0, misses.len() as u64);
     let windows = (samples.iter())
@@ -99,6 +230,22 @@ pub fn analyze_softirq(
         windows,
     };
     assemble(tl, s, frame, found)
+}
+
+/// The note of a run with no service of the vector.
+const NO_SERVICE: &str = "no raise of that vector was followed by its entry in this trace: record irq:softirq_raise and irq:softirq_entry/exit";
+
+/// A report merged from windows: the notes one trace's report ends with, for the
+/// services of every window and the advice given once.
+pub(in crate::explain) fn finish_merged(r: &mut ExplainReport, vector: &str) {
+    let by_name = crate::explain::advice::BY_NAME;
+    r.notes.retain(|n| n != by_name);
+    if r.cycles.count == 0 && crate::event::softirq_vector(vector).is_ok() {
+        r.notes.push(NO_SERVICE.into());
+    }
+    if r.advice.iter().any(|a| a.command.contains("pgrep -x '")) {
+        r.notes.push(by_name.into());
+    }
 }
 
 /// One slow service explained: where it was served, whether it was deferred, and who
@@ -134,7 +281,7 @@ fn service(eng: &Engine<'_>, ei: usize, usual: u64, deadline: u64, tally: &mut T
         )
     };
     Miss {
-        cpus: Vec::new(),
+        cpus: tally.miss_cpus(),
         read_ns: None,
         not_reading: false,
         uncertain: false,

@@ -56,13 +56,18 @@ pub(in crate::explain) fn deadline_policy(
     o: &TimerOptions,
     sorted: &[u64],
 ) -> (Option<u64>, String) {
+    policy(o, sorted.len() as u64, || quantile(sorted, 0.99))
+}
+
+/// [`deadline_policy`] of `n` periods whose p99 `p99` gives.
+fn policy(o: &TimerOptions, n: u64, p99: impl FnOnce() -> u64) -> (Option<u64>, String) {
     match o.deadline_ns {
         Some(d) => (Some(d), "given".to_string()),
-        None if sorted.len() >= 100 => (
-            Some(quantile(sorted, 0.99)),
+        None if n >= 100 => (
+            Some(p99()),
             "none given: the periods above p99 are explained".to_string(),
         ),
-        None if !sorted.is_empty() => (
+        None if n > 0 => (
             Some(1_000_000),
             "none given and too few periods for a p99: 1 ms assumed".to_string(),
         ),
@@ -247,6 +252,8 @@ pub(in crate::explain) const NO_PERIOD: &str = "no hrtimer expiry that woke a ta
 pub(in crate::explain) struct TimerPart<'a> {
     /// The usual interrupt lateness and wait.
     pub(in crate::explain) usual: (u64, u64),
+    /// The deadline the whole trace's periods chose, and why (None: the one given).
+    pub(in crate::explain) deadline: Option<(Option<u64>, String)>,
     /// The periods settled.
     pub(in crate::explain) only: Option<&'a crate::pipeline::Stretch>,
 }
@@ -274,13 +281,13 @@ pub(in crate::explain) fn timer_findings(
         lost.retain(|&t| (st.lo..st.cut).contains(&t));
         ticks.retain(|t| (st.lo..st.cut).contains(&t.0));
     }
-    let given = part.map(|p| p.usual);
+    let (given, chosen) = part.map_or((None, None), |p| (Some(p.usual), p.deadline));
     let (lost, ticks): (usize, Vec<u64>) = (lost.len(), ticks.into_iter().map(|t| t.1).collect());
     let (samples, open): (Vec<TimerSample>, Vec<TimerSample>) =
         all.into_iter().partition(|x| !x.open);
     let mut totals: Vec<u64> = samples.iter().map(TimerSample::total).collect();
     totals.sort_unstable();
-    let (deadline, source) = deadline_policy(o, &totals);
+    let (deadline, source) = chosen.unwrap_or_else(|| deadline_policy(o, &totals));
     let is_miss = |x: &TimerSample| deadline.is_some_and(|d| x.total() > d);
     let good = || samples.iter().filter(|x| !is_miss(x));
     // The usual is learnt from the periods on time. With none but several periods (a
@@ -392,6 +399,8 @@ pub(in crate::explain) fn timer_findings(
 /// timeline (upper medians; the least lateness of all periods when none was on time).
 #[derive(Clone, Debug, Default)]
 pub(in crate::explain) struct UsualParts {
+    /// Every period's lateness, for the deadline when none was given.
+    totals: crate::dist::Sketch,
     good_irq: crate::dist::Sketch,
     good_wait: crate::dist::Sketch,
     least_irq: Option<u64>,
@@ -405,11 +414,14 @@ impl UsualParts {
         o: &TimerOptions,
         settles: impl Fn(u64, u64) -> bool,
     ) -> Self {
-        let (all, _, _) = samples(eng, o, &|_| true);
+        let (tl, s) = (eng.tl, eng.s);
+        let keep = |tid: i32| (o.task.as_ref()).is_none_or(|t| t.matches(tid, s.get(tl.comm(tid))));
+        let (all, _, _) = samples(eng, o, &keep);
         let mut u = UsualParts::default();
         let inside = (all.iter()).filter(|x| !x.open && settles(x.expiry, x.expiry + x.total()));
         for x in inside {
             u.periods += 1;
+            u.totals.add(x.total());
             u.least_irq = Some(u.least_irq.map_or(x.irq_late, |l| l.min(x.irq_late)));
             if o.deadline_ns.is_some_and(|d| x.total() > d) {
                 continue;
@@ -424,11 +436,17 @@ impl UsualParts {
 
     /// Whether the usuals are exact (no sketch rounded).
     pub(in crate::explain) fn exact(&self) -> bool {
-        self.good_irq.exact() && self.good_wait.exact()
+        self.good_irq.exact() && self.good_wait.exact() && self.totals.exact()
+    }
+
+    /// The deadline of `o`'s policy over every period added, and why.
+    pub(in crate::explain) fn deadline(&self, o: &TimerOptions) -> (Option<u64>, String) {
+        policy(o, self.totals.count(), || self.totals.nearest_rank(0.99))
     }
 
     /// Adds another window's.
     pub(in crate::explain) fn merge(&mut self, o: &UsualParts) {
+        self.totals.merge(&o.totals);
         self.good_irq.merge(&o.good_irq);
         self.good_wait.merge(&o.good_wait);
         self.periods += o.periods;

@@ -409,3 +409,61 @@ fn a_reader_of_a_pipe_waits_for_its_writer_and_what_held_the_writer() {
         "c[5] (RT 50) blocked in read() until b[20] (nice 0) woke it from CPU1"
     );
 }
+
+/// Timer mode without a deadline, in windows of a long trace: 400 periods of `p`, one
+/// (period 200) overrun behind the preempted lock holder. The deadline is the p99 of
+/// every period, which the first of three passes chooses; the second learns the usual of
+/// the periods on time (of `p` alone: the task asked about), the third explains each
+/// window's. The report is the whole trace's.
+#[test]
+fn timer_mode_without_a_deadline_in_windows_takes_the_whole_traces_p99() {
+    let text = timer_through_a_lock(400, 200);
+    let mode = crate::explain::Mode::Timer(crate::explain::TimerOptions {
+        task: Some(crate::measure::TaskSel::parse("p").unwrap()),
+        deadline_ns: None,
+        top: 3,
+    });
+    let open = crate::read::OpenOptions::default();
+    let w = crate::pipeline::Windowing {
+        events: 500,
+        before_ns: 2_000_000,
+        after_ns: 1_000_000,
+    };
+    let whole = crate::explain::run(crate::testkit::opened(&text), &open, &mode)
+        .unwrap()
+        .report;
+    let parts = crate::explain::report(crate::testkit::opened(&text), &open, &mode, w).unwrap();
+    assert!(
+        parts.notes[0].contains("in three passes"),
+        "{:?}",
+        parts.notes
+    );
+    // A window holds about 50 periods: its own policy would assume 1 ms.
+    assert_eq!((whole.deadline_ns, whole.cycles.count), (Some(4_000), 400));
+    assert_eq!(
+        (parts.deadline_ns, &parts.deadline_source),
+        (whole.deadline_ns, &whole.deadline_source)
+    );
+    let key = |r: &crate::explain::ExplainReport| {
+        let causes: Vec<_> = (r.causes.iter())
+            .map(|c| (c.category, c.culprit.label(), c.total_excess_ns))
+            .collect();
+        let misses: Vec<_> = (r.misses.iter())
+            .map(|m| (m.start_ns, m.late_ns, m.chain[0].usual_ns))
+            .collect();
+        (
+            r.cycles.count,
+            r.cycles.misses,
+            r.cycles.p50_ns,
+            causes,
+            misses,
+        )
+    };
+    assert_eq!(key(&parts), key(&whole));
+    let c = &whole.causes[0];
+    assert_eq!(whole.cycles.misses, 2);
+    assert_eq!(
+        (c.category.id(), c.culprit.label(), c.total_excess_ns),
+        ("priority-inversion", "x[45] (RT 10)".into(), 1_082_000)
+    );
+}
