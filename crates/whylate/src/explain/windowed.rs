@@ -20,7 +20,8 @@ use crate::read::{OpenOptions, Opened, ReadError};
 use crate::timeline::{Anomalies, Timeline, Usage};
 use rustc_hash::FxHashSet;
 
-/// Misses a report merged from windows keeps in full, the worst first.
+/// Misses a report merged from windows keeps in full: the worst first (`--expect`: the
+/// first in time, in time order).
 pub const KEEP_MISSES: usize = 1000;
 
 /// How the line on requests that got no reply begins (`Cycles::why_unanswered`).
@@ -29,8 +30,9 @@ const NO_REPLY: &str = "no reply: ";
 /// Whether `mode` can be explained in windows: cycle mode with its deadline given (the
 /// windows must know what is late before the trace has been read to its end; a deadline
 /// chosen from every cycle's duration needs them all, and their usual chain with them),
-/// automatic, timer and softirq modes (their usuals, and a deadline not given, are
-/// learnt over the whole trace first, in passes of their own).
+/// `--expect` (its T is given), and the automatic, timer, softirq and function modes
+/// (their usuals, and a deadline not given, are learnt over the whole trace first, in
+/// passes of their own).
 pub fn windows_for(mode: &Mode) -> bool {
     match mode {
         Mode::Cycles(o) => o.deadline_ns.is_some(),
@@ -56,7 +58,8 @@ pub fn report(
     in_windows(inputs, open, mode, w, None).map(|(r, _)| r)
 }
 
-/// Automatic, timer and softirq modes in windows, in two passes over the inputs: an
+/// Automatic, timer, softirq and function modes in windows, in two passes over the
+/// inputs: an
 /// outlier is judged against its group's usual over the whole trace, and its excess
 /// counts from it (a late period's, from the usual interrupt lateness and wait of the
 /// periods on time; a slow service's, from the usual service), so the first pass learns
@@ -133,7 +136,7 @@ struct Given<'u> {
     passes: u8,
 }
 
-/// What automatic mode's first pass found.
+/// What the first pass found.
 enum Learnt<'m> {
     /// The trace fitted one window: its pass, explained as a whole.
     Whole(Box<(pipeline::Pass, Watch<'m>)>),
@@ -143,8 +146,8 @@ enum Learnt<'m> {
     Usuals(Box<UsualSamples>),
 }
 
-/// Automatic mode's first pass: the samples of each window (those it settles) added up
-/// on a second thread while the next window is read.
+/// A pass that learns: the samples of each window (those it settles) added up on a second
+/// thread while the next window is read, for the mode's usuals (and its deadline).
 fn learn<'m>(
     inputs: Opened,
     open: &OpenOptions,
@@ -296,9 +299,8 @@ fn in_windows(
         return Err(ReadError::NoMatch { why });
     };
     if let Some(x) = &mut r.expect {
-        // Whether any A was answered, and the misses' rate, are the whole trace's.
-        if r.cycles.replied == 0 {
-            let why = merge.never.take().unwrap_or_default();
+        // Whether A or B ever matched, and the misses' rate, are the whole trace's.
+        if let Some(why) = merge.expect.error(r.cycles.count, r.cycles.replied) {
             return Err(ReadError::NoMatch { why });
         }
         let span = merge.span.1.saturating_sub(merge.span.0).max(1);
@@ -340,10 +342,17 @@ fn in_windows(
         }
     }
     if merge.forced > 0 {
-        r.blind.push(format!(
-            "{} requests were still unanswered when their window had taken {} more events: they count as no reply (--window-events 0 holds the whole trace and waits for them)",
-            merge.forced, w.events
-        ));
+        let line = match mode {
+            Mode::Expect(_) => format!(
+                "{} As had no B yet when their window had taken {} more events: they count as never answered, late until that window's end (--window-events 0 holds the whole trace and waits for them)",
+                merge.forced, w.events
+            ),
+            _ => format!(
+                "{} requests were still unanswered when their window had taken {} more events: they count as no reply (--window-events 0 holds the whole trace and waits for them)",
+                merge.forced, w.events
+            ),
+        };
+        r.blind.push(line);
     }
     let mut recorder: Vec<i32> = merge.recorder.iter().copied().collect();
     recorder.sort_unstable();
@@ -353,6 +362,46 @@ fn in_windows(
     let facts_of = (facts.events, facts.snapshot.as_ref());
     let r = with_facts(r, facts.inputs, facts_of, cpus, &merge.recorder);
     Ok((r, facts.held))
+}
+
+/// Why `--expect`'s selectors matched nothing, as its windows saw it. One trace says it
+/// when no A came and the trace shows why A cannot match, or when no A was answered and
+/// the trace shows why B cannot: a window where the selector could match (it says no
+/// why) rules that out for the whole trace, whose events are a superset of its.
+#[derive(Default)]
+struct ExpectWhy {
+    /// The first reason given by a window without an A (about A).
+    a: Option<String>,
+    /// A window without an A gave no reason: A can match.
+    a_can: bool,
+    /// The first reason given by a window with As (about B).
+    b: Option<String>,
+    /// A window with As gave no reason: one was answered, or B can match.
+    b_can: bool,
+}
+
+impl ExpectWhy {
+    fn add(&mut self, seen_a: bool, why: Option<String>) {
+        let (reason, can) = match seen_a {
+            true => (&mut self.b, &mut self.b_can),
+            false => (&mut self.a, &mut self.a_can),
+        };
+        match why {
+            Some(w) => {
+                reason.get_or_insert(w);
+            }
+            None => *can = true,
+        }
+    }
+
+    /// The error one trace of `count` As, `replied` of them answered, gives.
+    fn error(&self, count: u64, replied: u64) -> Option<String> {
+        match (count, replied) {
+            (0, _) if !self.a_can => self.a.clone(),
+            (1.., 0) if !self.b_can => self.b.clone(),
+            _ => None,
+        }
+    }
 }
 
 /// A window handed to the worker: what [`Done`] lends, owned.
@@ -413,6 +462,8 @@ struct Merge {
     idle: Anomalies,
     /// The first window's line on why none of its requests got a reply.
     unanswered: Option<String>,
+    /// What `--expect`'s windows said of why A or B matched nothing.
+    expect: ExpectWhy,
     /// The first window's report if it settled no cycle, for a trace where no window
     /// settles one (the selectors' events are there, their values never match): the
     /// report has no cycle, as the whole trace's has, rather than none.
@@ -437,6 +488,7 @@ impl Merge {
             blind: Lines::new(16, true),
             idle: Anomalies::default(),
             unanswered: None,
+            expect: ExpectWhy::default(),
             first: None,
         }
     }
@@ -467,8 +519,8 @@ impl Merge {
         self.recorder.extend(d.tl.recorder.iter().copied());
         // Every window's idle exits count, whether or not it settles a sample.
         self.idle.add_idle_exits(&d.tl.anomalies);
-        if let Some(why) = d.sink.why_nothing(&d.strings) {
-            self.never.get_or_insert(why);
+        if let Some((seen, why)) = d.sink.expect_why(&d.strings) {
+            self.expect.add(seen, why);
         }
         let mut r = match d.sink.explain_only(&d.tl, &d.strings, Some((lo, cut))) {
             Ok(r) => r,
@@ -764,6 +816,34 @@ mod tests {
             assert!(starts.windows(2).all(|p| p[0] < p[1]), "{starts:?}");
         }
         assert!(held >= 1, "no window held for an A open at its cut");
+    }
+
+    /// `--expect` whose A never matches (a value no event has) or whose B never comes
+    /// on A's CPU: windows give what one trace gives, the same error or a report with
+    /// the same counts (no window alone can say a selector matches nothing).
+    #[test]
+    fn expect_in_windows_says_nothing_matched_as_the_whole_trace() {
+        use crate::explain::{ExpectOptions, Scope};
+        let text = crate::testkit::udp_deferral(300, &[50, 150, 250], 2_000);
+        let open = OpenOptions::default();
+        for pattern in [
+            "softirq_raise[vec=9] -> softirq_entry within 100us",
+            "softirq_raise -> sys_enter_sendto within 100us",
+            "softirq_raise -> no_such_event within 100us",
+        ] {
+            let o = ExpectOptions::parse(pattern, Scope::Cpu, 10, |_| Ok(100_000)).unwrap();
+            let mode = Mode::Expect(o);
+            let whole = run(opened(&text), &open, &mode).map(|x| x.report);
+            let parts = in_windows(opened(&text), &open, &mode, SMALL, None).map(|x| x.0);
+            match (whole, parts) {
+                (Ok(a), Ok(b)) => {
+                    let counts = |r: &ExplainReport| (r.cycles.count, r.cycles.no_reply);
+                    assert_eq!(counts(&a), counts(&b), "{pattern}");
+                }
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{pattern}"),
+                (a, b) => panic!("{pattern}: whole {:?}, windows {:?}", a.err(), b.err()),
+            }
+        }
     }
 
     /// Automatic mode in windows judges each window's outliers against the whole trace's

@@ -200,8 +200,8 @@ impl<S: Sink, N: FnMut() -> S, D: FnMut(Done<'_, S>) -> Result<(), ReadError>>
     fn feed(&mut self, e: &Event, strings: &Interner) {
         // A window closes between two instants: a sample that ends at its last event's
         // time is then in it whole, and the window after settles none that end by then
-        // (`Stretch::before`). Events of one instant are bounded (a clock without
-        // resolution: every event at 0) by as many events again as a window takes.
+        // (`Stretch::before`). An instant of more events than a window takes (a clock
+        // that stood still) is cut after as many events again, to bound memory.
         if let Some((t, forced)) = self.closing {
             if e.ts > t || self.open[0].past_cut >= 2 * self.w.events.max(1) {
                 self.closing = None;
@@ -232,7 +232,9 @@ impl<S: Sink, N: FnMut() -> S, D: FnMut(Done<'_, S>) -> Result<(), ReadError>>
         }
         // Only the oldest can be done: windows end in the order they began.
         let first = &mut self.open[0];
-        let due = e.ts >= first.cut.saturating_add(self.w.after_ns);
+        // The window filling (no cut yet) is never done: an event at the clock's last
+        // value would otherwise close the only window open.
+        let due = first.cut != u64::MAX && e.ts >= first.cut.saturating_add(self.w.after_ns);
         // Asking the sink costs a walk over its open samples: when due, then every 4096
         // events while a sample is open.
         if due && self.closing.is_none() && first.past_cut >= first.ask_at.min(self.w.events) {
@@ -427,6 +429,84 @@ mod tests {
                 assert_eq!(cut, u64::MAX);
             }
         }
+    }
+
+    /// Events of one instant are never split between two windows' ends: windows of 50
+    /// events over 300 events in bursts of 7 at one time each; every window ends with
+    /// the whole of its last instant (its last event is the last of a burst).
+    #[test]
+    fn a_window_ends_with_the_whole_of_its_last_instant() {
+        let text: String = (0..300)
+            .map(|k| {
+                line(
+                    1_000 + (k / 7) * 100,
+                    0,
+                    "a-1",
+                    "....",
+                    "sys_exit: NR 0 = 0",
+                )
+            })
+            .collect();
+        let w = Windowing {
+            events: 50,
+            before_ns: 500_000,
+            after_ns: 0,
+        };
+        let mut seen = Vec::new();
+        let opts = crate::read::OpenOptions::default();
+        read_windowed(
+            opened(&text),
+            &opts,
+            w,
+            || Open(0, None),
+            |d| {
+                seen.push(d.tl.last_ts);
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert!(seen.len() >= 4, "{seen:?}");
+        // The instants hold 7 events each; the last instant (k / 7 = 42) holds 6.
+        let at = |ts: u64| {
+            (0..300u64)
+                .filter(|k| 1_000_000 + (k / 7) * 100_000 == ts)
+                .count()
+        };
+        for last in &seen[..seen.len() - 1] {
+            let next_first = (0..300u64)
+                .map(|k| 1_000_000 + (k / 7) * 100_000)
+                .find(|&t| t > *last);
+            assert!(next_first.is_some() && at(*last) == 7, "{seen:?}");
+        }
+    }
+
+    /// An event at the clock's last value (hostile input) ends no window early: the
+    /// trace is one window, read without a panic.
+    #[test]
+    fn an_event_at_the_clocks_last_value_is_read() {
+        let text = format!(
+            "{} a-1 [000] .... 18446744073.709551615: sys_exit: NR 0 = 0\n",
+            line(1_000, 0, "a-1", "....", "sys_exit: NR 0 = 0")
+        );
+        let w = Windowing {
+            events: 100,
+            before_ns: 1_000_000,
+            after_ns: 0,
+        };
+        let opts = crate::read::OpenOptions::default();
+        let mut windows = 0;
+        let facts = read_windowed(
+            opened(&text),
+            &opts,
+            w,
+            || Open(0, None),
+            |_| {
+                windows += 1;
+                Ok(())
+            },
+        );
+        assert!(facts.is_ok());
+        assert_eq!(windows, 1);
     }
 
     /// A sample that never ends: its window is fed until it has taken as many events

@@ -109,6 +109,20 @@ pub(in crate::explain) fn task_arg(pids_here: bool, comm: &str, pid: i32) -> Str
 /// Said under the advice when a command looks a task up by name.
 pub(in crate::explain) const BY_NAME: &str = "the advice finds tasks by name (pgrep -x): the trace's PIDs are the recording's and name other tasks here, or none (a trace `whylate record` made in this boot keeps them); where several processes share a name, pgrep gives each: pick the one meant";
 
+/// A report merged from windows ends its notes as one trace's does: `last` (a mode's
+/// notes on the whole trace, decided once the windows are merged), then [`BY_NAME`]
+/// where the advice, given once for the merged causes, finds tasks by name.
+pub(in crate::explain) fn end_merged_notes(
+    r: &mut crate::explain::ExplainReport,
+    last: impl IntoIterator<Item = String>,
+) {
+    r.notes.retain(|n| n != BY_NAME);
+    r.notes.extend(last);
+    if r.advice.iter().any(|a| a.command.contains("pgrep -x '")) {
+        r.notes.push(BY_NAME.into());
+    }
+}
+
 /// The CPUs other than `cpu`, as a cpu list.
 fn others(ncpu: u32, cpu: u32) -> String {
     let v: Vec<String> = (0..ncpu)

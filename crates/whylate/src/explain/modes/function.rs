@@ -758,12 +758,7 @@ fn notes(o: &FunctionOptions, seen: Seen) -> Vec<String> {
 /// A report merged from windows: the notes one trace's report has, for the samples of
 /// every window, and the advice given once.
 pub(in crate::explain) fn finish_merged(r: &mut ExplainReport, notes: &[String]) {
-    let by_name = crate::explain::advice::BY_NAME;
-    r.notes.retain(|n| n != by_name);
-    r.notes.extend(notes.iter().cloned());
-    if r.advice.iter().any(|a| a.command.contains("pgrep -x '")) {
-        r.notes.push(by_name.into());
-    }
+    crate::explain::advice::end_merged_notes(r, notes.iter().cloned());
 }
 
 #[cfg(test)]

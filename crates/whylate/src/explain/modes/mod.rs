@@ -119,8 +119,9 @@ impl<'m> Watch<'m> {
         self
     }
 
-    /// Which samples its window settles, for a mode that decides it itself (automatic
-    /// mode: true); the others settle the samples that begin in the window's stretch.
+    /// Which samples its window settles, for a mode that decides it itself (true: the
+    /// modes read in passes, given the usuals, which hand back only what `st` settles);
+    /// the others settle the samples that begin in the window's stretch.
     pub(super) fn settle(&mut self, st: crate::pipeline::Stretch) -> bool {
         match self {
             Watch::Auto { stretch, .. } => {
@@ -137,11 +138,12 @@ impl<'m> Watch<'m> {
         }
     }
 
-    /// Why the selectors of `--expect` matched nothing in this window (no A, or no A
-    /// answered); None in the other modes.
-    pub(super) fn why_nothing(&self, s: &Interner) -> Option<String> {
+    /// `--expect` in a window: whether it saw an A, and why its selectors can match
+    /// nothing there (no A, or no A answered), if the window shows why; None in the
+    /// other modes.
+    pub(super) fn expect_why(&self, s: &Interner) -> Option<(bool, Option<String>)> {
         match self {
-            Watch::Expect(_, ex) => ex.why_nothing(s),
+            Watch::Expect(_, ex) => Some((!ex.occurrences.is_empty(), ex.why_nothing(s))),
             _ => None,
         }
     }
@@ -156,9 +158,8 @@ impl<'m> Watch<'m> {
         }
     }
 
-    /// [`Self::explain`] of the samples that start in `only` alone (a window of a long
-    /// trace: the others are another window's); cycle mode and automatic mode (with the
-    /// whole trace's usuals) are read in windows.
+    /// [`Self::explain`] of the samples its window settles alone (a window of a long
+    /// trace, `only` its stretch: the others are another window's).
     pub(super) fn explain_only(
         self,
         tl: &Timeline,
@@ -169,14 +170,10 @@ impl<'m> Watch<'m> {
             Watch::Cycles(o, cy) => cycle_report(o, *cy, tl, s, only)?,
             Watch::Expect(o, mut ex) => {
                 if let Some(range) = only {
-                    // A window whose As all wait for their B still counts them: only the
-                    // whole trace can say B never matches (`why_nothing`).
-                    let why = ex.why_nothing(s);
+                    // Only the whole trace can say A or B never matches (the windows'
+                    // [`Self::expect_why`], weighed when they are merged): a window
+                    // without an A, or whose As all wait, still reports them.
                     ex.keep_starting_in(range);
-                    if ex.occurrences.is_empty() {
-                        let why = why.unwrap_or_else(|| "no A began in this window".into());
-                        return Err(ReadError::NoMatch { why });
-                    }
                 } else if let Some(why) = ex.why_nothing(s) {
                     return Err(ReadError::NoMatch { why });
                 }

@@ -238,14 +238,9 @@ const NO_SERVICE: &str = "no raise of that vector was followed by its entry in t
 /// A report merged from windows: the notes one trace's report ends with, for the
 /// services of every window and the advice given once.
 pub(in crate::explain) fn finish_merged(r: &mut ExplainReport, vector: &str) {
-    let by_name = crate::explain::advice::BY_NAME;
-    r.notes.retain(|n| n != by_name);
-    if r.cycles.count == 0 && crate::event::softirq_vector(vector).is_ok() {
-        r.notes.push(NO_SERVICE.into());
-    }
-    if r.advice.iter().any(|a| a.command.contains("pgrep -x '")) {
-        r.notes.push(by_name.into());
-    }
+    let known = crate::event::softirq_vector(vector).is_ok();
+    let none = (r.cycles.count == 0 && known).then(|| NO_SERVICE.to_string());
+    crate::explain::advice::end_merged_notes(r, none);
 }
 
 /// One slow service explained: where it was served, whether it was deferred, and who

@@ -233,14 +233,8 @@ pub(in crate::explain) fn analyze_timers_in(
 /// A report merged from windows: the notes one trace's report ends with, for the
 /// periods of every window and the advice given once.
 pub(in crate::explain) fn finish_merged(r: &mut ExplainReport) {
-    let by_name = crate::explain::advice::BY_NAME;
-    r.notes.retain(|n| n != by_name);
-    if r.cycles.count == 0 {
-        r.notes.push(NO_PERIOD.into());
-    }
-    if r.advice.iter().any(|a| a.command.contains("pgrep -x '")) {
-        r.notes.push(by_name.into());
-    }
+    let none = (r.cycles.count == 0).then(|| NO_PERIOD.to_string());
+    crate::explain::advice::end_merged_notes(r, none);
 }
 
 /// The note of a run whose timers woke no task.

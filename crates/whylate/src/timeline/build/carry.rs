@@ -167,11 +167,11 @@ impl Builder {
         b
     }
 
-    /// When the oldest sample still open began, of those automatic mode settles by their
+    /// When the oldest sample still open began, of those explain's modes settle by their
     /// start: a wait for a CPU; a handler, tasklet or irqs-off / preempt-off section
-    /// open; a softirq raised and not yet run; work queued and not yet started; a timer
-    /// past its due time; a real-time task's sleep (a block on a lock's holder is an
-    /// inversion's sample). A pass in windows keeps a window until these have ended, but
+    /// open; a softirq raised or a tasklet scheduled and not yet run; a function call
+    /// not yet returned; work queued and not yet started; a timer past its due time; a
+    /// real-time task's sleep (a block on a lock's holder is an inversion's sample). A pass in windows keeps a window until these have ended, but
     /// looks back 1 s at most: state the trace never closes (work whose start was lost,
     /// a real-time thread asleep for good) would hold every window, and a sample open
     /// longer is settled where it ends, from the state carried. None: nothing open.
@@ -186,8 +186,14 @@ impl Builder {
             let frames = c.frames.iter().map(|f| f.start);
             let pending = c.pending.iter().flatten().map(|p| p.0);
             let sections = [c.irqsoff, c.preemptoff, c.tasklet].into_iter().flatten();
-            frames.chain(pending).chain(sections.map(|x| x.0))
+            let calls = c.calls.iter().map(|f| f.start);
+            let scheduled = c.tasklet_sched.map(|t| t.0);
+            (frames.chain(pending).chain(sections.map(|x| x.0)))
+                .chain(calls)
+                .chain(scheduled)
         });
+        let cpuless = self.cpuless_calls.values().flatten().map(|f| f.start);
+        let cpus = cpus.chain(cpuless);
         let queued = self.queued.values().map(|q| q.ts);
         let now = self.tl.last_ts as i64;
         let overdue = (self.timer_offset.into_iter())
