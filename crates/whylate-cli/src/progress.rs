@@ -70,10 +70,15 @@ pub fn with_progress(
             });
             b.set_position(p.bytes.load(Relaxed).min(total));
             let ev = p.events.load(Relaxed);
+            // A long trace read in passes (explain's windows): which one.
+            let pass = match (p.pass.load(Relaxed), p.passes.load(Relaxed)) {
+                (k, n) if n > 1 => format!("pass {k} of {n}, "),
+                _ => String::new(),
+            };
             b.set_message(if p.read_done.load(Relaxed) {
-                format!("{:.1} M events read; analysing", ev as f64 / 1e6)
+                format!("{pass}{:.1} M events read; analysing", ev as f64 / 1e6)
             } else {
-                format!("reading: {:.1} M events", ev as f64 / 1e6)
+                format!("{pass}reading: {:.1} M events", ev as f64 / 1e6)
             });
         }
         if let Some(b) = bar {

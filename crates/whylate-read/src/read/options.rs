@@ -43,9 +43,25 @@ pub struct Progress {
     /// Set by the caller to stop the read: every input opened with these options then
     /// fails with [`ReadError::Cancelled`](crate::read::ReadError::Cancelled) within a few thousand events.
     pub cancel: std::sync::atomic::AtomicBool,
+    /// The pass over the inputs under way, from 1, of [`Progress::passes`] (0: one pass).
+    pub pass: std::sync::atomic::AtomicU64,
+    /// Passes over the inputs the analysis makes (0: one).
+    pub passes: std::sync::atomic::AtomicU64,
 }
 
 impl Progress {
+    /// Pass `pass` of `passes` begins: the bytes and events count from nothing again.
+    pub fn begin_pass(p: &Option<std::sync::Arc<Progress>>, pass: u64, passes: u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if let Some(p) = p {
+            p.bytes.store(0, Relaxed);
+            p.events.store(0, Relaxed);
+            p.read_done.store(false, Relaxed);
+            p.pass.store(pass, Relaxed);
+            p.passes.store(passes, Relaxed);
+        }
+    }
+
     /// Publishes the event count every 64 Ki events: cheap enough for the hot loop.
     #[inline]
     pub fn tick(p: &Option<std::sync::Arc<Progress>>, events: u64) {

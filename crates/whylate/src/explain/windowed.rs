@@ -85,6 +85,11 @@ fn in_passes(
         after_ns: w.after_ns.max(Windowing::CLOCK_AFTER_NS),
         ..w
     };
+    let planned = match mode {
+        Mode::Timer(o) if o.deadline_ns.is_none() => 3,
+        _ => 2,
+    };
+    crate::read::Progress::begin_pass(&open.progress, 1, planned);
     let mut samples = match learn(inputs, open, mode, w)? {
         Learnt::Whole(whole) => {
             let (pass, watch) = *whole;
@@ -105,6 +110,7 @@ fn in_passes(
             deadline_ns: Some(*d),
             ..o.clone()
         });
+        crate::read::Progress::begin_pass(&open.progress, 2, 3);
         samples = match learn(last, open, &on_time, w)? {
             Learnt::Usuals(s) => s,
             // The same trace again: it does not fit one window now.
@@ -122,6 +128,7 @@ fn in_passes(
         exact,
         passes,
     };
+    crate::read::Progress::begin_pass(&open.progress, passes.into(), passes.into());
     let (r, _) = in_windows(last, open, mode, w, Some(given))?;
     Ok(r)
 }
