@@ -169,17 +169,49 @@ impl Sketch {
         (self.buckets, self.rounded) = (b, true);
     }
 
-    /// The values of `sorted` (in order), run by run of equal values.
-    pub fn of_sorted<T: Copy + Into<u64> + PartialEq>(sorted: &[T]) -> Sketch {
+    /// The values of `sorted` (in order).
+    pub fn of_sorted<T: Copy + Into<u64>>(sorted: &[T]) -> Sketch {
         let mut s = Sketch::default();
+        s.add_sorted(sorted);
+        s
+    }
+
+    /// Adds the values of `sorted` (in order) as [`Sketch::add`] would one by one, with
+    /// one lookup per run of values that share a kept value and a histogram bucket.
+    pub fn add_sorted<T: Copy + Into<u64>>(&mut self, sorted: &[T]) {
         let mut i = 0;
         while i < sorted.len() {
-            let v = sorted[i];
-            let run = sorted[i..].iter().take_while(|&&x| x == v).count();
-            s.add_n(v.into(), run as u64);
+            let v: u64 = sorted[i].into();
+            let rounded = self.rounded;
+            let key = if rounded { Sketch::round(v) } else { v };
+            let (lo, hi) = bucket_of(v, Sketch::HIST_BASE);
+            let same = |x: u64| {
+                x < hi
+                    && if rounded {
+                        Sketch::round(x) == key
+                    } else {
+                        x == v
+                    }
+            };
+            let run = 1 + sorted[i + 1..]
+                .iter()
+                .take_while(|&&x| same(x.into()))
+                .count();
+            let n = run as u64;
+            *self.buckets.entry(key).or_default() += n;
+            if !self.rounded && self.buckets.len() > Sketch::EXACT {
+                self.round_all();
+            }
+            *self.hist.entry(lo).or_default() += n;
+            self.last = (lo, hi);
+            self.min = if self.count == 0 { v } else { self.min.min(v) };
+            for &x in &sorted[i..i + run] {
+                self.total = self.total.saturating_add(x.into());
+            }
+            self.max = self.max.max(sorted[i + run - 1].into());
+            self.count += n;
             i += run;
         }
-        s
     }
 
     /// Adds every value of `o`: as one sketch of both would hold them (rounded when
@@ -354,6 +386,32 @@ mod tests {
                 hi: 5_000,
                 count: 142
             }
+        );
+    }
+
+    /// Sorted values added in bulk (a run per kept value and histogram bucket) give the
+    /// sketch that adding them one by one gives: exact, then past [`Sketch::EXACT`]
+    /// distinct values, rounded, with a run on a histogram bound (5 µs) split.
+    #[test]
+    fn sorted_values_added_in_bulk_sketch_as_one_by_one() {
+        let mut v: Vec<u64> = (0..30_000u64)
+            .map(|i| 3_000 + (i * 7919) % 20_011)
+            .collect();
+        v.extend([5_000u64; 10]);
+        v.sort_unstable();
+        for n in [0, 1, 500, 8_192, 8_200, v.len()] {
+            let (mut one, mut bulk) = (Sketch::default(), Sketch::default());
+            v[..n].iter().for_each(|&x| one.add(x));
+            bulk.add_sorted(&v[..n]);
+            let kept = |s: &Sketch| s.sorted();
+            assert_eq!(kept(&bulk), kept(&one), "{n} values");
+            assert_eq!((bulk.exact(), bulk.dist()), (one.exact(), one.dist()));
+            assert_eq!(bulk.histogram(1000), one.histogram(1000));
+        }
+        let s = Sketch::of_sorted(&v);
+        assert_eq!(
+            (s.exact(), s.count(), s.histogram(1000)[0].count),
+            (false, 30_010, 2_998)
         );
     }
 

@@ -2,34 +2,24 @@
 //! window's *settled* samples and misses (those it saw whole, taken once) join a
 //! [`RunSummary`], whose report is what `explain` says of the whole run: statistics over
 //! every sample, causes ranked over every miss, the worst misses in full. Memory stays
-//! flat: durations go into a [`Sketch`], causes into a tally, and only the worst misses
+//! flat: durations go into a [`Sketch`](crate::dist::Sketch), causes into a tally, and only the worst misses
 //! are kept.
 
 use super::driver::{rank, Tally};
 use super::report::{
-    Advice, CauseKey, CauseRow, CpuContext, CycleStats, ExplainReport, Miss, ReadTimes, Window,
-    Windows,
+    Advice, CauseKey, CauseRow, CpuContext, CycleStats, ExplainReport, Miss, ReadTimes, Settled,
+    Window, Windows,
 };
-use crate::dist::Sketch;
 use rustc_hash::FxHashMap;
 
 /// What a run explained window by window has shown so far.
 pub struct RunSummary {
-    durations: Sketch,
-    /// Replied samples until their reply was read (the same as `durations` but where a
-    /// reply was ready before it was read).
-    reads: Sketch,
-    /// Samples whose reply was read later than it was ready.
-    later: u64,
-    count: u64,
-    no_reply: u64,
-    /// Of `no_reply`, the cycles the trace could not judge ([`CycleStats::cut_off`],
-    /// [`CycleStats::end_lost`]), where the parts said so.
+    /// What the settled samples add up to.
+    settled: Settled,
+    /// Of `settled.no_reply`, the cycles the trace could not judge
+    /// ([`CycleStats::cut_off`], [`CycleStats::end_lost`]), where the parts said so.
     cut_off: u64,
     end_lost: u64,
-    misses: u64,
-    /// Misses whose reply was ready in time and read late.
-    not_reading: u64,
     tally: Tally,
     /// Every miss's links per cause, to count overlapping misses' time once over all
     /// windows (see `once`): those of the last stretch kept, the older swept.
@@ -49,7 +39,6 @@ pub struct RunSummary {
     context: (Vec<CpuContext>, u64),
     /// The first window's report with samples: the framing (selectors, deadline, noun).
     base: Option<ExplainReport>,
-    span: (u64, u64),
     /// The recorder's threads any window named, sorted: their rows rank last.
     recorder: Vec<i32>,
 }
@@ -138,15 +127,9 @@ impl RunSummary {
     /// An empty summary that keeps the `keep` worst misses in full.
     pub fn new(keep: usize) -> RunSummary {
         RunSummary {
-            durations: Sketch::default(),
-            reads: Sketch::default(),
-            later: 0,
-            count: 0,
-            no_reply: 0,
+            settled: Settled::default(),
             cut_off: 0,
             end_lost: 0,
-            misses: 0,
-            not_reading: 0,
             tally: Tally::default(),
             once: Default::default(),
             once_reach: ONCE_REACH_NS.1,
@@ -157,7 +140,6 @@ impl RunSummary {
             advice: Vec::new(),
             context: (Vec::new(), 0),
             base: None,
-            span: (u64::MAX, 0),
             recorder: Vec::new(),
         }
     }
@@ -166,24 +148,21 @@ impl RunSummary {
     /// once over all windows), `misses` their explained misses.
     pub fn add(&mut self, r: &ExplainReport, settled: &[Window], misses: &[&Miss]) {
         for w in settled {
-            self.count += 1;
-            match w.end_ns() {
-                Some(e) => {
-                    self.durations.add(e - w.start_ns);
-                    self.reads.add(w.read_ns.unwrap_or(e) - w.start_ns);
-                    self.later += u64::from(w.read_ns.is_some());
-                }
-                None => self.no_reply += 1,
-            }
-            self.misses += u64::from(w.miss);
-            let ready_in_time = match (w.end_ns(), r.deadline_ns) {
-                (Some(e), Some(d)) => e - w.start_ns <= d,
-                _ => false,
-            };
-            self.not_reading += u64::from(w.miss && w.read_ns.is_some() && ready_in_time);
-            self.span = (self.span.0.min(w.start_ns), self.span.1.max(w.start_ns));
+            self.settled.add(w, r.deadline_ns);
         }
-        if self.base.is_none() && !settled.is_empty() {
+        self.add_rest(r, !settled.is_empty(), misses);
+    }
+
+    /// Adds a window's report whose settled samples were summed where they were made
+    /// (`part`; a window's cycles, [`CycleStats::settled`]).
+    pub fn add_summed(&mut self, r: &ExplainReport, part: &Settled, misses: &[&Miss]) {
+        self.settled.merge(part);
+        self.add_rest(r, part.count > 0, misses);
+    }
+
+    /// All but the settled samples' counts; `any` when the part settled one.
+    fn add_rest(&mut self, r: &ExplainReport, any: bool, misses: &[&Miss]) {
+        if self.base.is_none() && any {
             let mut b = r.clone();
             (b.misses, b.windows, b.causes) = (Vec::new(), Windows::new(), Vec::new());
             self.base = Some(b);
@@ -266,7 +245,7 @@ impl RunSummary {
     /// Whether the quantiles are exact (the durations took few distinct values,
     /// [`Sketch::EXACT`]).
     pub fn exact(&self) -> bool {
-        self.durations.exact() && self.reads.exact()
+        self.settled.durations.exact() && self.settled.reads.exact()
     }
 
     /// Windows that each explain only the samples they settle: the counts that lead
@@ -291,32 +270,33 @@ impl RunSummary {
 
     /// Statistics over every settled sample.
     pub fn stats(&self) -> CycleStats {
-        let d = self.durations.dist();
+        let (s, d) = (&self.settled, self.settled.durations.dist());
         CycleStats {
-            count: self.count,
+            count: s.count,
             replied: d.count,
-            no_reply: (self.no_reply).saturating_sub(self.cut_off + self.end_lost),
+            no_reply: (s.no_reply).saturating_sub(self.cut_off + self.end_lost),
             cut_off: self.cut_off,
             end_lost: self.end_lost,
-            misses: self.misses,
-            not_reading: self.not_reading,
+            misses: s.misses,
+            not_reading: s.not_reading,
             min_ns: d.min,
             p50_ns: d.p50,
             p90_ns: d.p90,
             p99_ns: d.p99,
             max_ns: d.max,
-            histogram: self.durations.histogram(1000),
+            histogram: s.durations.histogram(1000),
             pairing: None,
             read: self.read_times(),
+            settled: None,
         }
     }
 
     /// Quantiles until read, as `explain` gives them: only when some reply was read
     /// later than it was ready.
     fn read_times(&self) -> Option<ReadTimes> {
-        let d = self.reads.dist();
-        (self.later > 0).then_some(ReadTimes {
-            later: self.later,
+        let d = self.settled.reads.dist();
+        (self.settled.later > 0).then_some(ReadTimes {
+            later: self.settled.later,
             p50_ns: d.p50,
             p90_ns: d.p90,
             p99_ns: d.p99,
@@ -368,11 +348,12 @@ impl RunSummary {
         r.context = self.context.0.clone();
         r.notes = self.notes.lines.clone();
         if let Some(x) = &mut r.expect {
-            x.never = self.no_reply;
-            x.late = self.misses - self.no_reply.min(self.misses);
-            let secs = (self.span.1.saturating_sub(self.span.0)) as f64 / 1e9;
+            let s = &self.settled;
+            x.never = s.no_reply;
+            x.late = s.misses - s.no_reply.min(s.misses);
+            let secs = (s.span.1.saturating_sub(s.span.0)) as f64 / 1e9;
             x.misses_per_s = if secs > 0.0 {
-                self.misses as f64 / secs
+                s.misses as f64 / secs
             } else {
                 0.0
             };

@@ -2,6 +2,7 @@
 //! schema in docs/json.md).
 
 use super::causes::{self as cause, Category};
+use crate::dist::Sketch;
 use crate::event::Interner;
 use crate::packed::{get_i, get_u, put_i, put_u, Pack, Packed};
 use crate::read::inputs::InputInfo;
@@ -322,6 +323,10 @@ pub struct CycleStats {
     /// Quantiles until the reply was read, when some cycles were read later than ready.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub read: Option<ReadTimes>,
+    /// The cycles summed for a merge of windows, where a window's cycle mode summed
+    /// them as it walked them (cheaper than the merge walking every window again).
+    #[serde(skip)]
+    pub settled: Option<Box<Settled>>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -493,6 +498,85 @@ impl Window {
     /// The end, or without one, when the cycle stopped waiting.
     pub fn stop_ns(&self) -> u64 {
         self.stop_ns
+    }
+}
+
+/// What settled samples add up to: counts and sketches of their durations, which add
+/// part by part as they would sample by sample ([`Sketch::merge`]).
+#[derive(Clone, Debug)]
+pub struct Settled {
+    /// Settled samples.
+    pub count: u64,
+    /// Replied samples until their reply was ready.
+    pub durations: Sketch,
+    /// Replied samples until their reply was read (the same as `durations` but where a
+    /// reply was ready before it was read).
+    pub reads: Sketch,
+    /// Samples whose reply was read later than it was ready.
+    pub later: u64,
+    /// Samples without a reply.
+    pub no_reply: u64,
+    /// Samples over the deadline (or without a reply).
+    pub misses: u64,
+    /// Misses whose reply was ready in time and read late.
+    pub not_reading: u64,
+    /// The first and last start.
+    pub span: (u64, u64),
+}
+
+impl Default for Settled {
+    fn default() -> Settled {
+        Settled {
+            count: 0,
+            durations: Sketch::default(),
+            reads: Sketch::default(),
+            later: 0,
+            no_reply: 0,
+            misses: 0,
+            not_reading: 0,
+            span: (u64::MAX, 0),
+        }
+    }
+}
+
+impl Settled {
+    /// Adds the sample `w`, judged against `deadline`.
+    pub fn add(&mut self, w: &Window, deadline: Option<u64>) {
+        if let Some((done, read)) = self.count_in(w, deadline) {
+            self.durations.add(done);
+            self.reads.add(read);
+        }
+    }
+
+    /// Counts `w` in all but the sketches, and gives its time until ready and until
+    /// read where it was replied: for a caller that sketches them in bulk.
+    pub fn count_in(&mut self, w: &Window, deadline: Option<u64>) -> Option<(u64, u64)> {
+        self.count += 1;
+        self.misses += u64::from(w.miss);
+        let ready_in_time = match (w.end_ns(), deadline) {
+            (Some(e), Some(d)) => e - w.start_ns <= d,
+            _ => false,
+        };
+        self.not_reading += u64::from(w.miss && w.read_ns.is_some() && ready_in_time);
+        self.span = (self.span.0.min(w.start_ns), self.span.1.max(w.start_ns));
+        self.later += u64::from(w.end_ns().is_some() && w.read_ns.is_some());
+        let Some(e) = w.end_ns() else {
+            self.no_reply += 1;
+            return None;
+        };
+        Some((e - w.start_ns, w.read_ns.unwrap_or(e) - w.start_ns))
+    }
+
+    /// Adds every sample of `o`.
+    pub fn merge(&mut self, o: &Settled) {
+        self.count += o.count;
+        self.durations.merge(&o.durations);
+        self.reads.merge(&o.reads);
+        self.later += o.later;
+        self.no_reply += o.no_reply;
+        self.misses += o.misses;
+        self.not_reading += o.not_reading;
+        self.span = (self.span.0.min(o.span.0), self.span.1.max(o.span.1));
     }
 }
 

@@ -12,7 +12,8 @@
 use super::merge::Lines;
 use super::modes::auto_usual::{UsualSamples, Usuals};
 use super::modes::{auto, Mode, Watch};
-use super::{explained, with_facts, ExplainReport, Miss, PairingStats, RunSummary, Window};
+use super::report::Settled;
+use super::{explained, with_facts, ExplainReport, Miss, PairingStats, RunSummary};
 use crate::event::Interner;
 use crate::pipeline::Stretch;
 use crate::pipeline::{self, Done, Windowing};
@@ -557,12 +558,22 @@ impl Merge {
         }
         r.recorder = d.tl.recorder.iter().copied().collect();
         r.recorder.sort_unstable();
-        let settled: Vec<Window> = r.windows.iter().filter(|w| settles(w.start_ns)).collect();
+        // Cycle mode sums its cycles as it walks them; other modes' windows are summed here.
+        let settled = match r.cycles.settled.take() {
+            Some(s) => *s,
+            None => {
+                let mut s = Settled::default();
+                for w in r.windows.iter().filter(|w| settles(w.start_ns)) {
+                    s.add(&w, r.deadline_ns);
+                }
+                s
+            }
+        };
         auto::take_recorder_notes(&mut r.notes, &mut self.left_out);
         if d.forced {
-            self.forced += settled.iter().filter(|w| w.end_ns().is_none()).count() as u64;
+            self.forced += settled.no_reply;
         }
-        if self.first.is_none() && settled.is_empty() {
+        if self.first.is_none() && settled.count == 0 {
             // Cheap to keep: a window that settles nothing holds few cycles.
             let mut f = r.clone();
             (f.misses, f.windows, f.causes, f.advice) = Default::default();
@@ -571,7 +582,7 @@ impl Merge {
         let misses: Vec<&Miss> = (r.misses.iter()).filter(|m| settles(m.start_ns)).collect();
         // The report's counts are of the settled cycles alone (explain_only).
         self.summary.add_unjudged(&r.cycles);
-        self.summary.add(&r, &settled, &misses);
+        self.summary.add_summed(&r, &settled, &misses);
         if own && d.last {
             let causes = self.summary.causes();
             let worst = &self.summary.worst()[..self.summary.worst().len().min(self.listed)];
@@ -672,6 +683,40 @@ mod tests {
             serde_json::to_string(&one).unwrap(),
             serde_json::to_string(&whole).unwrap()
         );
+    }
+
+    /// Replies ready before they were read (a client that gave up and read them 20 ms
+    /// later), in windows of 20 to 80 events (none forced to close before its cycles got
+    /// their replies): each window's cycles, summed as cycle mode walks them, give the
+    /// whole trace's read times and not-reading count.
+    #[test]
+    fn replies_read_late_in_windows_give_the_whole_traces_read_times() {
+        let text = crate::testkit::giving_up_client(30, &[2, 5, 17, 28]);
+        let mode = Mode::Cycles(chain_options(Some(9_000_000)));
+        let open = OpenOptions::default();
+        let whole = run(opened(&text), &open, &mode).unwrap().report;
+        let read = |r: &ExplainReport| {
+            let t = r.cycles.read.clone().unwrap();
+            let c = &r.cycles;
+            (
+                t.later,
+                t.p50_ns,
+                t.p99_ns,
+                t.max_ns,
+                c.not_reading,
+                c.misses,
+            )
+        };
+        assert_eq!(read(&whole), (4, 70_000, 23_630_000, 23_630_000, 4, 4));
+        for events in [20, 40, 80] {
+            let w = Windowing { events, ..SMALL };
+            let (parts, _) = in_windows(opened(&text), &open, &mode, w, None).unwrap();
+            let windowed = parts.notes.iter().any(|n| n.starts_with("explained in "));
+            assert!(windowed, "{events}: {:?}", parts.notes);
+            assert!(parts.blind.iter().all(|b| !b.contains("still unanswered")));
+            assert_eq!(read(&parts), read(&whole), "windows of {events} events");
+            assert_eq!(key(&parts), key(&whole), "windows of {events} events");
+        }
     }
 
     /// A server that stops answering for 150 cycles (about four windows of 300 events)

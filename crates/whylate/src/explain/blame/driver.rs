@@ -232,6 +232,7 @@ impl CycleStats {
             histogram: crate::dist::log_histogram(sorted, 1000),
             pairing: None,
             read: None,
+            settled: None,
         }
     }
 }

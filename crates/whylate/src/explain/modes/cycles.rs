@@ -2,7 +2,7 @@
 //! or a pile-up, else the slowest 1%), the usual chain learnt from good cycles, and the
 //! analysis of every missed one (`cycle_miss`).
 
-use crate::dist::quantile;
+use crate::dist::{quantile, Sketch};
 use crate::event::Interner;
 use crate::explain::cutter::Options;
 use crate::explain::cycle::{Cycle, CycleStore};
@@ -10,6 +10,7 @@ use crate::explain::cycle_miss::MissCx;
 use crate::explain::driver::{assemble, Findings, Framing, MissKeeper, Tally};
 use crate::explain::engine::Engine;
 use crate::explain::ready::{Ready, Replies};
+use crate::explain::report::Settled;
 use crate::explain::report::{CycleStats, ExplainReport, ReadTimes, Window, Windows};
 use crate::explain::template::Template;
 use crate::timeline::Timeline;
@@ -141,6 +142,7 @@ pub fn analyze(
     o: &Options,
     mut cycles: CycleStore,
     writes: &[u64],
+    parted: bool,
 ) -> ExplainReport {
     cycles.settle_threads();
     let eng = Engine::new(tl, s);
@@ -163,9 +165,13 @@ pub fn analyze(
     stats.cut_off = cut_n - stats.end_lost;
     stats.not_reading = unread;
     stats.read = read_times(&cycles, ready.len());
+    let sketched = parted.then(|| Sketch::of_sorted(&first.durations));
     drop(first.durations);
     let learns_all = o.learned.0.is_some();
-    let last = last_walk(&cycles, &judge, ready, (!learns_all).then_some(&counts));
+    let mut last = last_walk(&cycles, &judge, ready, (!learns_all).then_some(&counts));
+    if let Some(durations) = sketched {
+        stats.settled = Some(Box::new(settled(&mut last, durations)));
+    }
     let template = match learns_all {
         true => {
             let good = (cycles.iter().enumerate())
@@ -380,6 +386,8 @@ struct LastWalk {
     /// then taken by one more walk, as they are explained, not held).
     misses: Option<Vec<(usize, Cycle)>>,
     spread: Vec<Cycle>,
+    /// The windows counted as a merge of windows counts them, but for the sketches.
+    settled: Settled,
 }
 
 /// Misses a part of the last walk holds at most (40 bytes each).
@@ -419,6 +427,7 @@ fn last_walk(
             windows: Windows::new(),
             misses: Some(Vec::new()),
             spread: Vec::new(),
+            settled: Settled::default(),
         };
         for (i, c) in p {
             let r = ready.get(&i);
@@ -439,7 +448,9 @@ fn last_walk(
             }
             let end = Judge::reply_at(&c, r);
             let win = Window::new(c.start_ns, end, c.stop_ns(), c.tid, c.cpu, miss);
-            w.windows.push(win.read_at(c.end_ns()));
+            let win = win.read_at(c.end_ns());
+            w.settled.count_in(&win, j.deadline);
+            w.windows.push(win);
         }
         w
     });
@@ -447,9 +458,11 @@ fn last_walk(
         windows: Windows::new(),
         misses: Some(Vec::new()),
         spread: Vec::new(),
+        settled: Settled::default(),
     };
     for w in parts {
         all.windows.append(w.windows);
+        all.settled.merge(&w.settled);
         all.misses = all.misses.zip(w.misses).map(|(mut a, b)| {
             a.extend(b);
             a
@@ -457,6 +470,25 @@ fn last_walk(
         all.spread.extend(w.spread);
     }
     all
+}
+
+/// What a merge of windows takes of this window's cycles (all settled by it: a window's
+/// cycles are those starting in its stretch): the last walk's counts with `durations`,
+/// the sketch of the durations until ready, and the same until read.
+fn settled(last: &mut LastWalk, durations: Sketch) -> Settled {
+    let mut s = std::mem::take(&mut last.settled);
+    s.reads = match s.later {
+        0 => durations.clone(),
+        _ => {
+            let mut reads: Vec<u64> = (last.windows.iter())
+                .filter_map(|w| w.end_ns().map(|e| w.read_ns.unwrap_or(e) - w.start_ns))
+                .collect();
+            reads.sort_unstable();
+            Sketch::of_sorted(&reads)
+        }
+    };
+    s.durations = durations;
+    s
 }
 
 /// `c` as the template learns it: until its reply was ready where that was before it was
@@ -555,7 +587,7 @@ mod tests {
             assert_eq!(cy.cycles.packs(), packed);
             cy.cycles.threads = threads;
             assert_eq!(cy.cycles.parts(threads).len(), threads);
-            let r = analyze(&p.tl, &p.strings, &o, cy.cycles, &cy.writes);
+            let r = analyze(&p.tl, &p.strings, &o, cy.cycles, &cy.writes, false);
             let windows: Vec<Window> = r.windows.iter().collect();
             (
                 serde_json::to_string(&r).unwrap(),

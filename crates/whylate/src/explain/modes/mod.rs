@@ -297,7 +297,7 @@ fn cycle_report(
     let unanswered = cy.why_unanswered();
     let undrained = cy.undrained().filter(|_| unanswered.is_none());
     let dropped = cy.dropped;
-    let mut r = analyze(tl, strings, o, cy.cycles, &cy.writes);
+    let mut r = analyze(tl, strings, o, cy.cycles, &cy.writes, only.is_some());
     r.cycles.pairing = Some(pairing);
     r.notes.extend(pair_notes);
     r.blind.extend(unanswered);
