@@ -243,7 +243,7 @@ impl RunSummary {
     }
 
     /// Whether the quantiles are exact (the durations took few distinct values,
-    /// [`Sketch::EXACT`]).
+    /// [`Sketch::EXACT`](crate::dist::Sketch::EXACT)).
     pub fn exact(&self) -> bool {
         self.settled.durations.exact() && self.settled.reads.exact()
     }
