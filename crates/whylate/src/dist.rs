@@ -179,6 +179,9 @@ impl Sketch {
     /// Adds the values of `sorted` (in order) as [`Sketch::add`] would one by one, with
     /// one lookup per run of values that share a kept value and a histogram bucket.
     pub fn add_sorted<T: Copy + Into<u64>>(&mut self, sorted: &[T]) {
+        // A run is taken as one bucket's values: out of order, a value would join the
+        // bucket of the one before it.
+        debug_assert!(sorted.windows(2).all(|p| p[0].into() <= p[1].into()));
         let mut i = 0;
         while i < sorted.len() {
             let v: u64 = sorted[i].into();
@@ -413,6 +416,20 @@ mod tests {
             (s.exact(), s.count(), s.histogram(1000)[0].count),
             (false, 30_010, 2_998)
         );
+        // Parts sketched in bulk and merged, as windows are: the sketch of all of them
+        // one by one (each part exact, their union past the limit).
+        let mut parts = Sketch::default();
+        for part in v.chunks(7_000) {
+            let mut p = Sketch::default();
+            p.add_sorted(part);
+            assert!(p.exact());
+            parts.merge(&p);
+        }
+        let mut one = Sketch::default();
+        v.iter().for_each(|&x| one.add(x));
+        assert_eq!(parts.sorted(), one.sorted());
+        assert_eq!((parts.exact(), parts.dist()), (one.exact(), one.dist()));
+        assert_eq!(parts.histogram(1000), one.histogram(1000));
     }
 
     #[test]
