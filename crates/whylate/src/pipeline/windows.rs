@@ -431,6 +431,61 @@ mod tests {
         }
     }
 
+    /// A task woken at the start waits all through 150,000 switches between two others on
+    /// its CPU: the window after the first carries who ran since it was woken only up to
+    /// the cap (131,072 runs for one CPU), and its timeline says from when.
+    #[test]
+    fn a_window_says_where_the_context_it_carries_was_cut() {
+        let switch = |a: (&str, u32), b: (&str, u32)| {
+            format!("sched_switch: prev_comm={} prev_pid={} prev_prio=120 prev_state=R ==> next_comm={} next_pid={} next_prio=120", a.0, a.1, b.0, b.1)
+        };
+        let mut t = line(
+            1_000,
+            0,
+            "a-1",
+            "d..3.",
+            "sched_waking: comm=r pid=5 prio=120 target_cpu=000",
+        );
+        let (a, b) = (("a", 1), ("b", 2));
+        for k in 0..150_000u64 {
+            let (from, to) = if k % 2 == 0 { (a, b) } else { (b, a) };
+            let comm = format!("{}-{}", from.0, from.1);
+            t += &line(2_000 + k * 10, 0, &comm, "d..2.", &switch(from, to));
+        }
+        let w = Windowing {
+            events: 140_000,
+            before_ns: 1_000_000,
+            after_ns: 500_000,
+        };
+        let mut cuts = Vec::new();
+        let opts = crate::read::OpenOptions::default();
+        read_windowed(
+            opened(&t),
+            &opts,
+            w,
+            || Open(0, None),
+            |d| {
+                cuts.push(d.tl.anomalies.context_cut);
+                Ok(())
+            },
+        )
+        .unwrap();
+        // The latest 131,072 runs end at the last switch before the cut (1.4 s in): the
+        // first of them began 131,072 switches earlier.
+        let first_kept = 2_000_000 + (140_000 - 131_072) * 10_000;
+        assert_eq!(cuts.len(), 2);
+        assert_eq!(cuts[0], None);
+        let note = crate::timeline::Anomalies {
+            context_cut: cuts[1],
+            ..Default::default()
+        };
+        assert!(
+            cuts[1].is_some_and(|c| c.abs_diff(first_kept) <= 20_000),
+            "{cuts:?}"
+        );
+        assert!(note.context_cut_note().unwrap().contains("was not carried"));
+    }
+
     /// Events of one instant are never split between two windows' ends: windows of 50
     /// events over 300 events in bursts of 7 at one time each; every window ends with
     /// the whole of its last instant (its last event is the last of a burst).

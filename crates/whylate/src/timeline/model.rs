@@ -387,6 +387,10 @@ pub struct Anomalies {
     /// The earliest and latest time among those events.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub late_range: Option<(u64, u64)>,
+    /// A window of a long trace began with the context of a wait or call still open
+    /// cut at its cap (`Builder::carried`): what ran before this time was not carried.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_cut: Option<u64>,
 }
 
 impl Anomalies {
@@ -416,6 +420,7 @@ impl Anomalies {
     /// Adds the counts of `o`, a later stretch of the same trace (each count of one
     /// stretch only, [`Anomalies::since`]).
     pub fn add(&mut self, o: &Anomalies) {
+        self.context_cut = self.context_cut.max(o.context_cut);
         self.implicit_switches += o.implicit_switches;
         self.switch_mismatch += o.switch_mismatch;
         self.switch_in_without_wakeup += o.switch_in_without_wakeup;
@@ -493,6 +498,15 @@ impl Anomalies {
             .map(|(_, n)| n)
             .sum();
         self.implicit_switches.saturating_sub(idle)
+    }
+
+    /// What a window's context cut at its cap means, for under a verdict.
+    pub fn context_cut_note(&self) -> Option<String> {
+        let at = self.context_cut?;
+        Some(format!(
+            "a wait or function call open across windows began long before its window: who ran before {} was not carried into it (at most 262,144 runs, handlers and calls), so time there is not blamed; --window-events 0 holds the whole trace",
+            crate::units::secs(at)
+        ))
     }
 
     /// What the events left out for coming too late mean, for under a verdict.

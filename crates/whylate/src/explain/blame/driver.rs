@@ -413,6 +413,7 @@ fn blind(tl: &Timeline) -> Vec<String> {
     let rtla = rtla_unreadable(tl);
     late.into_iter()
         .chain(cut)
+        .chain(a.context_cut_note())
         .chain(idle)
         .chain(rtla)
         .collect()

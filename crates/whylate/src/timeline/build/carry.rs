@@ -242,8 +242,13 @@ impl Builder {
         for c in 0..old.runs_by_cpu.len().min(tl.runs_by_cpu.len()) {
             for (lists, into) in [(&old.runs_by_cpu, 0), (&old.irqs_by_cpu, 1)] {
                 let l = &lists[c];
-                let first = l.partition_point(|&i| sp.end[i as usize] <= from);
-                let first = first.max(l.len().saturating_sub(per_cpu));
+                let wanted = l.partition_point(|&i| sp.end[i as usize] <= from);
+                let first = wanted.max(l.len().saturating_sub(per_cpu));
+                if first > wanted {
+                    let at = sp.start[l[first] as usize];
+                    let cut = &mut tl.anomalies.context_cut;
+                    *cut = (*cut).max(Some(at));
+                }
                 for &i in &l[first..] {
                     let i = i as usize;
                     let j = tl.spans.push(
@@ -307,9 +312,14 @@ impl Builder {
         let mut kids: Vec<Call> = (self.tl.calls.iter().rev())
             .take_while(|c| c.exit >= oldest)
             .filter(|c| ids.contains(&c.parent) && ids.insert(c.id))
-            .take(CONTEXT_SPANS)
+            .take(CONTEXT_SPANS + 1)
             .copied()
             .collect();
+        if kids.len() > CONTEXT_SPANS {
+            kids.pop();
+            let at = kids.last().map(|c| c.exit);
+            tl.anomalies.context_cut = tl.anomalies.context_cut.max(at);
+        }
         kids.reverse();
         tl.calls.extend(kids);
     }
