@@ -192,6 +192,7 @@ impl Findings {
                 c.mean_excess_ns.into(),
                 c.share.into(),
                 key_misses.into(),
+                c.once_ns.into(),
             ]);
             self.push("causes", row);
         }
@@ -458,6 +459,7 @@ fn causes_cols() -> Vec<Col> {
         col("share", 'f'),
         // Added after the first layout: see crate::schema::LATER.
         col("key_misses", 'u'),
+        col("once_ns", 'u'),
     ]);
     v
 }

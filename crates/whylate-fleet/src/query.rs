@@ -93,6 +93,7 @@ pub fn read_again(o: &FleetOptions) -> Vec<(&'static str, &'static [&'static str
         "key_misses",
         "misses",
         "total_excess_ns",
+        "once_ns",
     ];
     const LABEL: &[&str] = &["host", "trace_id", "key", "value"];
     let mut t = vec![("traces", TRACE)];
@@ -156,7 +157,8 @@ pub fn totals(o: &FleetOptions) -> String {
 }
 
 /// Per trace and cause: host, trace_id, mode, kernel, category, culprit, misses,
-/// total_excess_ns. A culprit is keyed without its pid, so one cause may be several rows of
+/// total_excess_ns, once_ns (the time it held counted once where misses overlapped;
+/// findings written before that column, and a rejudged miss's blame, give the excess). A culprit is keyed without its pid, so one cause may be several rows of
 /// a trace's `causes` (`hog[1]`, `hog[2]`) that a miss shares: its misses are the distinct
 /// misses its key was blamed for (`key_misses`), and no fewer than one row counted
 /// (findings written before that column, or whose blame lists only some misses). With a
@@ -167,13 +169,15 @@ pub fn causes_rel(o: &FleetOptions) -> String {
         None => format!(
             "(SELECT t.host, t.trace_id, t.mode, t.kernel, t.category, t.culprit, \
              GREATEST(COALESCE(MAX(t.key_misses), 0), MAX(t.misses)) AS misses, \
-             SUM(t.total_excess_ns) AS total_excess_ns FROM causes t{} \
+             SUM(t.total_excess_ns) AS total_excess_ns, \
+             SUM(COALESCE(t.once_ns, t.total_excess_ns)) AS once_ns FROM causes t{} \
              GROUP BY t.host, t.trace_id, t.mode, t.kernel, t.category, t.culprit)",
             and_where(&mode_filter(o, false), "")
         ),
         Some(d) => format!(
             "(SELECT t.host, t.trace_id, t.mode, t.kernel, t.category, t.culprit, \
-             CASE WHEN COALESCE(t.key_first, TRUE) THEN 1 ELSE 0 END AS misses, t.excess_ns AS total_excess_ns \
+             CASE WHEN COALESCE(t.key_first, TRUE) THEN 1 ELSE 0 END AS misses, t.excess_ns AS total_excess_ns, \
+             t.excess_ns AS once_ns \
              FROM blame t JOIN misses m ON m.host = t.host AND m.trace_id = t.trace_id AND m.miss = t.miss{})",
             and_where(
                 &mode_filter(o, false),
@@ -206,20 +210,22 @@ pub fn modes() -> String {
         .into()
 }
 
-/// Causes ranked across the fleet: excess, misses, hosts affected, share of all excess;
-/// the blind spots (where traces could not see) after every cause, as explain ranks them.
+/// Causes ranked across the fleet by the time each held, counted once per trace where
+/// misses overlapped (as explain ranks a trace's causes; with `--deadline`, from each
+/// miss's blame, its excess): excess, misses, hosts affected, share of that time; the
+/// blind spots (where traces could not see) after every cause.
 pub fn causes(o: &FleetOptions) -> String {
     let blind: Vec<String> = whylate::explain::BLIND_SPOTS
         .iter()
         .map(|c| lit(c.id()))
         .collect();
     format!(
-        "SELECT t.category, t.culprit, SUM(t.total_excess_ns) AS excess_ns, SUM(t.misses) AS misses, \
-         COUNT(DISTINCT t.host) AS hosts, \
-         CAST(SUM(t.total_excess_ns) AS DOUBLE) / NULLIF(SUM(SUM(t.total_excess_ns)) OVER (), 0) AS share \
+        "SELECT t.category, t.culprit, SUM(t.total_excess_ns) AS excess_ns, \
+         SUM(t.once_ns) AS once_ns, SUM(t.misses) AS misses, COUNT(DISTINCT t.host) AS hosts, \
+         CAST(SUM(t.once_ns) AS DOUBLE) / NULLIF(SUM(SUM(t.once_ns)) OVER (), 0) AS share \
          FROM {} t GROUP BY t.category, t.culprit \
          ORDER BY CASE WHEN t.category IN ({}) THEN 1 ELSE 0 END, \
-         excess_ns DESC, misses DESC, t.category, t.culprit LIMIT {}",
+         once_ns DESC, excess_ns DESC, misses DESC, t.category, t.culprit LIMIT {}",
         causes_rel(o),
         blind.join(", "),
         o.top
@@ -264,7 +270,7 @@ pub fn hosts(o: &FleetOptions) -> String {
 pub fn host_causes(o: &FleetOptions, hosts: &[String]) -> String {
     let list: Vec<String> = hosts.iter().map(|h| lit(h)).collect();
     format!(
-        "SELECT t.host, t.category, t.culprit, SUM(t.total_excess_ns) AS excess_ns \
+        "SELECT t.host, t.category, t.culprit, SUM(t.once_ns) AS once_ns \
          FROM {} t WHERE t.host IN ({}) GROUP BY t.host, t.category, t.culprit",
         causes_rel(o),
         if list.is_empty() {

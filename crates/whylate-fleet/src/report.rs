@@ -15,11 +15,14 @@ pub struct FleetCause {
     pub culprit: String,
     /// Excess over the usual it accounts for, all hosts.
     pub excess_ns: u64,
+    /// The time it held, counted once in each trace where misses overlapped (what
+    /// `explain` ranks a trace's causes by), all hosts: what causes rank by.
+    pub once_ns: u64,
     /// Misses it contributed to.
     pub misses: u64,
     /// Hosts where it appeared.
     pub hosts: u64,
-    /// Share of all blamed excess.
+    /// Share of all blamed time counted once (`once_ns`).
     pub share: f64,
 }
 
@@ -192,10 +195,11 @@ pub fn fleet(eng: &Engine, o: &FleetOptions) -> Result<FleetReport, FleetError> 
 }
 
 fn causes_of(c: &Rows) -> Vec<FleetCause> {
-    let (cat, who, ex, mi, ho, sh) = (
+    let (cat, who, ex, once, mi, ho, sh) = (
         c.text("category"),
         c.text("culprit"),
         c.int("excess_ns"),
+        c.int("once_ns"),
         c.int("misses"),
         c.int("hosts"),
         c.float("share"),
@@ -205,6 +209,7 @@ fn causes_of(c: &Rows) -> Vec<FleetCause> {
             category: s(cat[i].clone()),
             culprit: s(who[i].clone()),
             excess_ns: u(ex[i]),
+            once_ns: u(once[i]),
             misses: u(mi[i]),
             hosts: u(ho[i]),
             share: sh[i].unwrap_or(0.0),
@@ -351,13 +356,13 @@ fn hosts_of(h: &Rows) -> Vec<HostRow> {
         .collect()
 }
 
-/// Each host's top cause: its largest by excess, blind spots left out.
+/// Each host's top cause: its largest by time counted once, blind spots left out.
 fn top_causes(hosts: &mut [HostRow], hc: &Rows) {
     let (h, cat, who, ex) = (
         hc.text("host"),
         hc.text("category"),
         hc.text("culprit"),
-        hc.int("excess_ns"),
+        hc.int("once_ns"),
     );
     let mut best: BTreeMap<String, (u64, String)> = BTreeMap::new();
     for i in 0..hc.len() {
@@ -461,6 +466,7 @@ mod tests {
             category: category.into(),
             culprit: String::new(),
             excess_ns: 1,
+            once_ns: 1,
             misses: 1,
             hosts: 1,
             share,

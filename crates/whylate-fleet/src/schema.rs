@@ -18,7 +18,11 @@ use std::sync::Arc;
 
 /// Columns added after the first layout, as (table, column): a file written before them
 /// lacks them, and they read as null there (the queries allow for it).
-pub const LATER: [(&str, &str); 2] = [("causes", "key_misses"), ("blame", "key_first")];
+pub const LATER: [(&str, &str); 3] = [
+    ("causes", "key_misses"),
+    ("blame", "key_first"),
+    ("causes", "once_ns"),
+];
 
 fn later(table: &str, column: &str) -> bool {
     LATER.contains(&(table, column))

@@ -300,7 +300,7 @@ fn top_causes_agree(at: &str, got: &Value, want: &Value) {
             .filter(|r| r["host"] == host && !blind.iter().any(|b| b.id() == r["category"]))
             .map(|r| {
                 let (cat, who) = (r["category"].as_str().unwrap(), r["culprit"].as_str());
-                (int(&r["excess_ns"]), cause_label(cat, who.unwrap()))
+                (int(&r["once_ns"]), cause_label(cat, who.unwrap()))
             })
             .collect();
         let best = mine.iter().map(|m| m.0).max();
