@@ -640,16 +640,18 @@ mod tests {
 
     #[test]
     fn a_column_added_after_a_file_was_written_reads_as_null_there() {
-        let tmp = tempfile::tempdir().unwrap();
-        let causes = TABLES.iter().position(|t| *t == "causes").unwrap();
-        file_with(tmp.path(), causes, "key_misses", None);
-        let e = Engine::open(&[tmp.path().to_path_buf()]).unwrap();
-        let o = crate::query::FleetOptions {
-            top: 10,
-            ..Default::default()
-        };
-        let r = crate::report::fleet(&e, &o).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(r.causes.len(), 1);
+        for column in ["key_misses", "once_ns"] {
+            let tmp = tempfile::tempdir().unwrap();
+            let causes = TABLES.iter().position(|t| *t == "causes").unwrap();
+            file_with(tmp.path(), causes, column, None);
+            let e = Engine::open(&[tmp.path().to_path_buf()]).unwrap();
+            let o = crate::query::FleetOptions {
+                top: 10,
+                ..Default::default()
+            };
+            let r = crate::report::fleet(&e, &o).unwrap_or_else(|e| panic!("{column}: {e}"));
+            assert_eq!(r.causes.len(), 1, "{column}");
+        }
     }
 
     #[test]
